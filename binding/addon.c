@@ -1,0 +1,29 @@
+/* addon — module registration and per-environment state; see addon.h. */
+#include "addon.h"
+
+#include "sy_alloc.h"
+#include "sy_napi.h"
+
+static void addon_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    sy_addon_t *addon = data;
+    sy_binding_testing_free(addon);
+    sy_free(addon);
+}
+
+NAPI_MODULE_INIT() {
+    sy_addon_t *addon = sy_calloc(1, sizeof(*addon));
+    if (addon == NULL) {
+        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory while loading the addon");
+        return NULL;
+    }
+    addon->env = env;
+    if (!sy_napi_ok(env, napi_set_instance_data(env, addon, addon_finalize, NULL), "napi_set_instance_data")) {
+        sy_free(addon);
+        return NULL;
+    }
+    if (!sy_binding_allocator_init(env, exports) || !sy_binding_testing_init(env, exports, addon))
+        return NULL;
+    return exports;
+}

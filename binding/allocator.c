@@ -1,0 +1,153 @@
+/* allocator — exports.allocator: src/sy_alloc.h seen from JS. JS thread only.
+ * Argument shapes are checked again in lib/allocator.js, which gives the
+ * friendlier API; these checks keep the native side safe on its own. */
+#include "addon.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sy_alloc.h"
+#include "sy_napi.h"
+
+static napi_value make_bool(napi_env env, bool b) {
+    napi_value v;
+    if (!sy_napi_ok(env, napi_get_boolean(env, b, &v), "napi_get_boolean"))
+        return NULL;
+    return v;
+}
+
+static napi_value make_null(napi_env env) {
+    napi_value v;
+    if (!sy_napi_ok(env, napi_get_null(env, &v), "napi_get_null"))
+        return NULL;
+    return v;
+}
+
+/* Throws for an errno from sy_alloc; returns false so callers can chain. */
+static bool alloc_ok(napi_env env, int rc, const char *what) {
+    if (rc == 0)
+        return true;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "symphony: allocator %s failed: %s", what, strerror(rc));
+    sy_napi_throw(env, rc == ENOTSUP ? "ERR_SYMPHONY_NOT_SUPPORTED" : "ERR_SYMPHONY_ALLOCATOR", msg);
+    return false;
+}
+
+static napi_value stats(napi_env env, napi_callback_info info) {
+    (void)info;
+    sy_alloc_stats_t s;
+    napi_value obj;
+    if (!alloc_ok(env, sy_alloc_stats(&s), "stats") ||
+        !sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object"))
+        return NULL;
+    if (!sy_napi_set_stat(env, obj, "allocated", s.allocated) ||
+        !sy_napi_set_stat(env, obj, "active", s.active) ||
+        !sy_napi_set_stat(env, obj, "resident", s.resident) ||
+        !sy_napi_set_stat(env, obj, "mapped", s.mapped) ||
+        !sy_napi_set_stat(env, obj, "retained", s.retained) ||
+        !sy_napi_set_stat(env, obj, "metadata", s.metadata))
+        return NULL;
+    return obj;
+}
+
+/* config() -> object, or null in the system build. */
+static napi_value config(napi_env env, napi_callback_info info) {
+    (void)info;
+    sy_alloc_config_t c;
+    int rc = sy_alloc_config(&c);
+    if (rc == ENOTSUP)
+        return make_null(env);
+    napi_value obj;
+    if (!alloc_ok(env, rc, "config") || !sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object"))
+        return NULL;
+    if (!sy_napi_set_int64(env, obj, "pageSize", (int64_t)c.page_size) ||
+        !sy_napi_set_int64(env, obj, "narenas", (int64_t)c.narenas) ||
+        !sy_napi_set_int64(env, obj, "dirtyDecayMs", c.dirty_decay_ms) ||
+        !sy_napi_set_int64(env, obj, "muzzyDecayMs", c.muzzy_decay_ms) ||
+        !sy_napi_set_bool(env, obj, "backgroundThread", c.background_thread) ||
+        !sy_napi_set_string(env, obj, "thp", c.thp) ||
+        !sy_napi_set_string(env, obj, "metadataThp", c.metadata_thp_known ? c.metadata_thp : NULL) ||
+        !sy_napi_set_string(env, obj, "builtinConf", c.builtin_conf) ||
+        !sy_napi_set_string(env, obj, "envConf", c.env_conf))
+        return NULL;
+    return obj;
+}
+
+static napi_value self_check(napi_env env, napi_callback_info info) {
+    (void)info;
+    sy_alloc_check_t c;
+    napi_value obj;
+    if (!alloc_ok(env, sy_alloc_self_check(&c), "self-check") ||
+        !sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object"))
+        return NULL;
+    if (!sy_napi_set_bool(env, obj, "jemallocLinked", c.jemalloc_linked) ||
+        !sy_napi_set_bool(env, obj, "oursIsJemalloc", c.ours_is_jemalloc) ||
+        !sy_napi_set_stat(env, obj, "oursArena", c.ours_is_jemalloc ? (int64_t)c.ours_arena : -1) ||
+        !sy_napi_set_bool(env, obj, "libcIsJemalloc", c.libc_is_jemalloc) ||
+        !sy_napi_set_int64(env, obj, "probeSize", (int64_t)c.probe_size))
+        return NULL;
+    return obj;
+}
+
+/* purge() -> true, or false when the allocator cannot purge (system). */
+static napi_value purge(napi_env env, napi_callback_info info) {
+    (void)info;
+    int rc = sy_alloc_purge();
+    if (rc == ENOTSUP)
+        return make_bool(env, false);
+    if (!alloc_ok(env, rc, "purge"))
+        return NULL;
+    return make_bool(env, true);
+}
+
+/* setDecay(dirtyMs, muzzyMs) -> true, or false in the system build. */
+static napi_value set_decay(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    size_t argc = 2;
+    int64_t dirty = 0, muzzy = 0;
+    /* jemalloc takes -1 (never) up to SSIZE_MAX; a day is plenty. */
+    if (!sy_napi_args(env, info, 2, &argc, argv, NULL) ||
+        !sy_napi_get_int64(env, argv[0], "dirtyMs", -1, 86400000, &dirty) ||
+        !sy_napi_get_int64(env, argv[1], "muzzyMs", -1, 86400000, &muzzy))
+        return NULL;
+    int rc = sy_alloc_set_decay(dirty, muzzy);
+    if (rc == ENOTSUP)
+        return make_bool(env, false);
+    if (!alloc_ok(env, rc, "setDecay"))
+        return NULL;
+    return make_bool(env, true);
+}
+
+/* backgroundThread(on) -> true, or false in the system build. */
+static napi_value background_thread(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    size_t argc = 1;
+    bool on = false;
+    if (!sy_napi_args(env, info, 1, &argc, argv, NULL) || !sy_napi_get_bool(env, argv[0], "enabled", &on))
+        return NULL;
+    int rc = sy_alloc_background_thread(on);
+    if (rc == ENOTSUP)
+        return make_bool(env, false);
+    if (!alloc_ok(env, rc, "backgroundThread"))
+        return NULL;
+    return make_bool(env, true);
+}
+
+bool sy_binding_allocator_init(napi_env env, napi_value exports) {
+    napi_value obj;
+    if (!sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object"))
+        return false;
+    sy_alloc_config_t c;
+    int64_t page = sy_alloc_config(&c) == 0 ? (int64_t)c.page_size : -1;
+    return sy_napi_set_string(env, obj, "name", sy_alloc_name()) &&
+           sy_napi_set_string(env, obj, "version", sy_alloc_version()) &&
+           sy_napi_set_stat(env, obj, "pageSize", page) &&
+           sy_napi_set_function(env, obj, "stats", stats, NULL) &&
+           sy_napi_set_function(env, obj, "config", config, NULL) &&
+           sy_napi_set_function(env, obj, "selfCheck", self_check, NULL) &&
+           sy_napi_set_function(env, obj, "purge", purge, NULL) &&
+           sy_napi_set_function(env, obj, "setDecay", set_decay, NULL) &&
+           sy_napi_set_function(env, obj, "backgroundThread", background_thread, NULL) &&
+           sy_napi_set_value(env, exports, "allocator", obj);
+}

@@ -1,0 +1,51 @@
+/*
+ * sy_napi — the one way binding/ checks N-API calls, reads arguments and
+ * builds result objects. JS thread only (every function takes the napi_env
+ * of the calling thread).
+ *
+ * Convention: every function returns true on success. On failure a JS
+ * exception is pending (a TypeError/RangeError naming the argument, or an
+ * Error naming the failed call) and the caller returns NULL at once.
+ */
+#ifndef SY_NAPI_H
+#define SY_NAPI_H
+
+#include <node_api.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Checks one N-API call; on failure throws an Error naming `what` (unless an
+ * exception is already pending) and returns false. */
+bool sy_napi_ok(napi_env env, napi_status status, const char *what);
+
+/* Throws TypeError(code ERR_INVALID_ARG_TYPE): `name` must be `expected`. */
+void sy_napi_throw_type(napi_env env, const char *name, const char *expected);
+/* Throws RangeError(code ERR_OUT_OF_RANGE): `name` must be `range`. */
+void sy_napi_throw_range(napi_env env, const char *name, const char *range);
+/* Throws Error with a code and a message. */
+void sy_napi_throw(napi_env env, const char *code, const char *message);
+
+/* Reads the call's arguments; fails unless at least `min` were given.
+ * *argc is in: capacity of argv, out: count given (capped at capacity). */
+bool sy_napi_args(napi_env env, napi_callback_info info, size_t min, size_t *argc,
+                  napi_value *argv, napi_value *this_arg);
+
+bool sy_napi_get_bool(napi_env env, napi_value v, const char *name, bool *out);
+/* A number that is an integer within [min, max]. */
+bool sy_napi_get_int64(napi_env env, napi_value v, const char *name, int64_t min, int64_t max,
+                       int64_t *out);
+bool sy_napi_get_uint32(napi_env env, napi_value v, const char *name, uint32_t *out);
+
+/* Setters on an object; `value < 0` in set_stat means unknown and sets null. */
+bool sy_napi_set_int64(napi_env env, napi_value obj, const char *key, int64_t value);
+bool sy_napi_set_stat(napi_env env, napi_value obj, const char *key, int64_t value);
+bool sy_napi_set_double(napi_env env, napi_value obj, const char *key, double value);
+bool sy_napi_set_bool(napi_env env, napi_value obj, const char *key, bool value);
+/* NULL str sets null. */
+bool sy_napi_set_string(napi_env env, napi_value obj, const char *key, const char *str);
+bool sy_napi_set_value(napi_env env, napi_value obj, const char *key, napi_value value);
+bool sy_napi_set_function(napi_env env, napi_value obj, const char *key, napi_callback fn,
+                          void *data);
+
+#endif

@@ -1,0 +1,93 @@
+/* testing — native allocations the tests can make and free, to see the
+ * allocator's statistics move. Exposed as binding._testAlloc/_testFree, not
+ * through the public API. JS thread only. */
+#include "addon.h"
+
+#include <string.h>
+
+#include "sy_alloc.h"
+#include "sy_napi.h"
+
+/* Largest single test block: 1 GiB. */
+#define SY_TEST_MAX_BLOCK ((int64_t)1 << 30)
+
+static sy_addon_t *addon_of(napi_env env, napi_callback_info info) {
+    void *data = NULL;
+    if (!sy_napi_ok(env, napi_get_cb_info(env, info, NULL, NULL, NULL, &data), "napi_get_cb_info"))
+        return NULL;
+    return data;
+}
+
+/* _testAlloc(bytes) -> id: allocates `bytes` through sy_malloc and writes
+ * every byte, so its pages are resident. */
+static napi_value test_alloc(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    size_t argc = 1;
+    int64_t bytes = 0;
+    sy_addon_t *addon = addon_of(env, info);
+    if (addon == NULL || !sy_napi_args(env, info, 1, &argc, argv, NULL) ||
+        !sy_napi_get_int64(env, argv[0], "bytes", 1, SY_TEST_MAX_BLOCK, &bytes))
+        return NULL;
+    sy_test_blocks_t *t = &addon->test;
+    if (t->count == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        void **blocks = sy_realloc(t->blocks, cap * sizeof(*blocks));
+        if (blocks == NULL) {
+            sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+            return NULL;
+        }
+        t->blocks = blocks;
+        t->cap = cap;
+    }
+    void *p = sy_malloc((size_t)bytes);
+    if (p == NULL) {
+        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        return NULL;
+    }
+    memset(p, 0x5c, (size_t)bytes);
+    t->blocks[t->count] = p;
+    napi_value id;
+    if (!sy_napi_ok(env, napi_create_int64(env, (int64_t)t->count, &id), "napi_create_int64")) {
+        sy_free(p);
+        return NULL;
+    }
+    t->count++;
+    return id;
+}
+
+/* _testFree(id) -> boolean: frees a block made by _testAlloc; false if the
+ * id is unknown or already freed. */
+static napi_value test_free(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    size_t argc = 1;
+    int64_t id = 0;
+    sy_addon_t *addon = addon_of(env, info);
+    if (addon == NULL || !sy_napi_args(env, info, 1, &argc, argv, NULL) ||
+        !sy_napi_get_int64(env, argv[0], "id", 0, INT32_MAX, &id))
+        return NULL;
+    sy_test_blocks_t *t = &addon->test;
+    bool freed = false;
+    if ((size_t)id < t->count && t->blocks[id] != NULL) {
+        sy_free(t->blocks[id]);
+        t->blocks[id] = NULL;
+        freed = true;
+    }
+    napi_value result;
+    if (!sy_napi_ok(env, napi_get_boolean(env, freed, &result), "napi_get_boolean"))
+        return NULL;
+    return result;
+}
+
+bool sy_binding_testing_init(napi_env env, napi_value exports, sy_addon_t *addon) {
+    return sy_napi_set_function(env, exports, "_testAlloc", test_alloc, addon) &&
+           sy_napi_set_function(env, exports, "_testFree", test_free, addon);
+}
+
+void sy_binding_testing_free(sy_addon_t *addon) {
+    sy_test_blocks_t *t = &addon->test;
+    for (size_t i = 0; i < t->count; i++)
+        sy_free(t->blocks[i]);
+    sy_free(t->blocks);
+    t->blocks = NULL;
+    t->count = t->cap = 0;
+}

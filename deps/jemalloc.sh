@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Fetch, verify and build the private jemalloc that symphony links statically.
+#
+#   deps/jemalloc.sh [--lg-page N] [--host TRIPLE] [--cc CC]
+#
+# Prints the build folder on its last line of stdout; the archive is
+# <folder>/lib/libjemalloc_pic.a and the header <folder>/include/jemalloc/jemalloc.h.
+#
+# The release tarball is taken from, in order:
+#   1. $SYMPHONY_JEMALLOC_TARBALL (a path; it must match the pinned sha256),
+#   2. the local cache ($SYMPHONY_CACHE_DIR, default deps/cache),
+#   3. Debian's source package (its .orig tarball is the upstream release,
+#      byte for byte), fetched with a private apt configuration that adds
+#      deb-src to the machine's own apt sources without changing them,
+#   4. the upstream release URL, where the internet is reachable.
+# The sha256 is checked every time. A build is cached per (host, page size,
+# configure flags, patches), so rebuilding symphony never rebuilds jemalloc.
+# Nothing of jemalloc's source is ever committed.
+set -euo pipefail
+
+JE_VERSION=5.3.0
+JE_SHA256=2db82d1e7119df3e71b7640219b6dfe84789bc0537983c3b7ac4f7189aecfeaa
+JE_URL="https://github.com/jemalloc/jemalloc/releases/download/${JE_VERSION}/jemalloc-${JE_VERSION}.tar.bz2"
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${SYMPHONY_CACHE_DIR:-$here/cache}
+lg_page=12
+host=
+cc=${CC:-cc}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --lg-page) lg_page=$2; shift 2 ;;
+    --host) host=$2; shift 2 ;;
+    --cc) cc=$2; shift 2 ;;
+    *) echo "jemalloc.sh: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+case "$lg_page" in 12|14|16) ;; *) echo "jemalloc.sh: --lg-page must be 12, 14 or 16, not '$lg_page'" >&2; exit 2 ;; esac
+
+log() { echo "jemalloc: $*" >&2; }
+sha_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+mkdir -p "$cache"
+tarball="$cache/jemalloc-${JE_VERSION}.tar.bz2"
+
+# One build at a time per cache folder.
+exec 9>"$cache/.lock"
+flock 9
+
+verify() { # verify FILE -> 0 when it is the pinned release
+  [ -f "$1" ] && [ "$(sha_of "$1")" = "$JE_SHA256" ]
+}
+
+fetch_from_debian() {
+  command -v apt-get >/dev/null 2>&1 || return 1
+  local src=/etc/apt/sources.list.d/debian.sources
+  [ -f "$src" ] || return 1
+  local apt="$cache/apt"
+  rm -rf "$apt"
+  mkdir -p "$apt/parts" "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/dl"
+  # The machine's own sources, with deb-src instead of deb (no host typed here).
+  sed -e 's/^Types:.*$/Types: deb-src/' "$src" > "$apt/parts/src.sources"
+  local opts=(-q -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt/parts"
+              -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
+              -o APT::Sandbox::User=root)
+  apt-get "${opts[@]}" update >&2 || return 1
+  (cd "$apt/dl" && apt-get "${opts[@]}" source --download-only "jemalloc=${JE_VERSION}-1" >&2 ||
+                   apt-get "${opts[@]}" source --download-only jemalloc >&2) || return 1
+  local orig="$apt/dl/jemalloc_${JE_VERSION}.orig.tar.bz2"
+  [ -f "$orig" ] || return 1
+  cp "$orig" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+  rm -rf "$apt"
+}
+
+if [ -n "${SYMPHONY_JEMALLOC_TARBALL:-}" ]; then
+  if ! verify "$SYMPHONY_JEMALLOC_TARBALL"; then
+    echo "jemalloc.sh: SYMPHONY_JEMALLOC_TARBALL=$SYMPHONY_JEMALLOC_TARBALL is missing or its sha256 is not $JE_SHA256" >&2
+    exit 1
+  fi
+  log "tarball from SYMPHONY_JEMALLOC_TARBALL"
+  cp "$SYMPHONY_JEMALLOC_TARBALL" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+elif verify "$tarball"; then
+  log "tarball from the cache ($tarball)"
+else
+  rm -f "$tarball"
+  if fetch_from_debian && verify "$tarball"; then
+    log "tarball from Debian's source package (.orig, sha256 verified)"
+  else
+    rm -f "$tarball"
+    log "Debian's source package unavailable; trying the upstream release"
+    if command -v curl >/dev/null 2>&1; then
+      curl -fsSL --retry 2 -o "$tarball.tmp" "$JE_URL" && mv "$tarball.tmp" "$tarball" || rm -f "$tarball.tmp"
+    fi
+  fi
+  if ! verify "$tarball"; then
+    rm -f "$tarball"
+    cat >&2 <<EOF
+jemalloc.sh: could not obtain jemalloc-${JE_VERSION}.tar.bz2 with sha256 $JE_SHA256.
+  Tried: \$SYMPHONY_JEMALLOC_TARBALL (unset), the cache ($cache),
+         Debian's source package (apt-get source jemalloc), and $JE_URL.
+  Set SYMPHONY_JEMALLOC_TARBALL to a downloaded copy of the release tarball.
+EOF
+    exit 1
+  fi
+fi
+
+configure_flags=(
+  --with-jemalloc-prefix=sy_je_ --with-private-namespace=sy_je_
+  --disable-cxx --enable-static --disable-shared --without-export
+  --disable-doc --disable-prof --disable-libdl --enable-stats
+  --disable-initial-exec-tls
+  "--with-lg-page=$lg_page" --with-lg-hugepage=21
+)
+[ -n "$host" ] && configure_flags+=("--host=$host")
+
+triple=${host:-$("$cc" -dumpmachine)}
+key=$( { echo "$JE_VERSION $cc ${CFLAGS:-} ${configure_flags[*]}"; cat "$here"/patches/*.patch; } | sha256sum | cut -c1-12)
+out="$cache/build/jemalloc-${JE_VERSION}-${triple}-lg${lg_page}-${key}"
+
+if [ -f "$out/.built" ]; then
+  log "cached build $out"
+  echo "$out"
+  exit 0
+fi
+
+log "building $out"
+rm -rf "$out"
+mkdir -p "$cache/build"
+tmp="$out.tmp"
+rm -rf "$tmp"
+mkdir -p "$tmp"
+tar -xjf "$tarball" -C "$tmp" --strip-components=1
+for p in "$here"/patches/*.patch; do
+  patch -d "$tmp" -p1 --quiet < "$p"
+done
+start=$(date +%s)
+(cd "$tmp" && CC="$cc" ./configure "${configure_flags[@]}" >configure.out 2>&1) || {
+  tail -30 "$tmp/configure.out" >&2; exit 1; }
+(cd "$tmp" && make -j"$(nproc)" lib/libjemalloc_pic.a >make.out 2>&1) || {
+  tail -30 "$tmp/make.out" >&2; exit 1; }
+mv "$tmp" "$out"
+echo "$(( $(date +%s) - start ))" > "$out/.built"
+log "built in $(cat "$out/.built") s"
+echo "$out"

@@ -1,0 +1,82 @@
+'use strict';
+// require('symphony').allocator: the private allocator that holds all of
+// symphony's native memory (jemalloc by default; the system allocator in the
+// system build). Node's own heap and malloc are never touched.
+
+const { binding, path: nativePath } = require('./native');
+const { invalidArgType, outOfRange } = require('./errors');
+
+const native = binding.allocator;
+const MAX_DECAY_MS = 86400000;
+
+function checkDecay(name, value) {
+  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value);
+  if (!Number.isInteger(value) || value < -1 || value > MAX_DECAY_MS) {
+    throw outOfRange(name, `an integer >= -1 and <= ${MAX_DECAY_MS}`, value);
+  }
+}
+
+const allocator = {
+  /** 'jemalloc' or 'system'. */
+  name: native.name,
+  /** jemalloc's version, or the C library's in the system build. */
+  version: native.version,
+  /** jemalloc's compiled page size in bytes (null in the system build). */
+  pageSize: native.pageSize,
+  /** The file the addon was loaded from. */
+  nativePath,
+
+  /** The configuration in force (opt.* values and the strings); null in the system build. */
+  get config() {
+    return native.config();
+  },
+
+  /** Allocator statistics in bytes, fresh; null where the build cannot know. */
+  stats() {
+    return native.stats();
+  },
+
+  /** Proves which allocator serves symphony's native memory. */
+  selfCheck() {
+    const r = native.selfCheck();
+    const expectJemalloc = native.name === 'jemalloc';
+    const ok = expectJemalloc
+      ? r.jemallocLinked && r.oursIsJemalloc && !r.libcIsJemalloc
+      : !r.jemallocLinked && !r.oursIsJemalloc;
+    return {
+      ok,
+      allocator: native.name,
+      checked: expectJemalloc
+        ? `a live ${r.probeSize}-byte block from symphony's allocator and one from libc malloc, asked of jemalloc (arenas.lookup)`
+        : 'the build has no jemalloc linked (system allocator build)',
+      ...r,
+    };
+  },
+
+  /** Returns unused dirty pages of every arena to the OS now. False if the build cannot. */
+  purge() {
+    return native.purge();
+  },
+
+  /**
+   * Sets decay times (ms) of every arena: how long freed pages stay before
+   * they go back to the OS. -1 keeps them; 0 returns them at once.
+   */
+  setDecay(opts) {
+    if (opts === null || typeof opts !== 'object') throw invalidArgType('opts', 'an object', opts);
+    const cfg = native.config();
+    const dirtyMs = opts.dirtyMs ?? (cfg ? cfg.dirtyDecayMs : 0);
+    const muzzyMs = opts.muzzyMs ?? (cfg ? cfg.muzzyDecayMs : 0);
+    checkDecay('opts.dirtyMs', dirtyMs);
+    checkDecay('opts.muzzyMs', muzzyMs);
+    return native.setDecay(dirtyMs, muzzyMs);
+  },
+
+  /** Turns jemalloc's background purge threads on or off. False if the build cannot. */
+  backgroundThread(enabled) {
+    if (typeof enabled !== 'boolean') throw invalidArgType('enabled', 'of type boolean', enabled);
+    return native.backgroundThread(enabled);
+  },
+};
+
+module.exports = allocator;

@@ -1,0 +1,48 @@
+'use strict';
+// symphony's errors: real Error subclasses, each with a stable `code`.
+
+class SymphonyError extends Error {
+  constructor(code, message, options) {
+    super(message, options);
+    this.name = 'SymphonyError';
+    this.code = code;
+  }
+}
+
+/** The native addon could not be found or loaded. */
+class LoadError extends SymphonyError {
+  constructor(message, tried) {
+    super('ERR_SYMPHONY_LOAD', message);
+    this.name = 'SymphonyLoadError';
+    this.tried = tried;
+  }
+}
+
+/** An allocator operation that the allocator in this build cannot do. */
+class AllocatorError extends SymphonyError {
+  constructor(code, message) {
+    super(code, message);
+    this.name = 'SymphonyAllocatorError';
+  }
+}
+
+function invalidArgType(name, expected, value) {
+  const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+  const err = new TypeError(`The "${name}" argument must be ${expected}. Received ${got}`);
+  err.code = 'ERR_INVALID_ARG_TYPE';
+  return err;
+}
+
+function outOfRange(name, range, value) {
+  const err = new RangeError(`The value of "${name}" is out of range. It must be ${range}. Received ${String(value)}`);
+  err.code = 'ERR_OUT_OF_RANGE';
+  return err;
+}
+
+function invalidArgValue(name, reason, value) {
+  const err = new TypeError(`The argument "${name}" ${reason}. Received ${String(value)}`);
+  err.code = 'ERR_INVALID_ARG_VALUE';
+  return err;
+}
+
+module.exports = { SymphonyError, LoadError, AllocatorError, invalidArgType, outOfRange, invalidArgValue };

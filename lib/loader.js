@@ -1,0 +1,56 @@
+'use strict';
+// Finds and loads the native addon that fits this host.
+//
+// Order: $SYMPHONY_NATIVE (an explicit path), then the local builds in
+// native/<platform>-<arch>/ (scripts/build.js), then prebuilds/<platform>-<arch>/.
+// Within a folder: the allocator asked for ($SYMPHONY_ALLOCATOR, default
+// 'jemalloc'), this host's libc, and for jemalloc the build with the smallest
+// page that is at least the kernel's page. A build whose page is smaller than
+// the kernel's is never loaded: it could not allocate at all there.
+
+const path = require('node:path');
+const fs = require('node:fs');
+const { LoadError } = require('./errors');
+const { platformDir, detectLibc, kernelPageSize, variantFileName, LG_PAGES } = require('./variants');
+
+const root = path.resolve(__dirname, '..');
+
+function candidatePaths(env = process.env) {
+  if (env.SYMPHONY_NATIVE) return [path.resolve(env.SYMPHONY_NATIVE)];
+  const allocator = env.SYMPHONY_ALLOCATOR || 'jemalloc';
+  if (allocator !== 'jemalloc' && allocator !== 'system') {
+    throw new LoadError(`SYMPHONY_ALLOCATOR must be 'jemalloc' or 'system', not '${allocator}'`, []);
+  }
+  const libc = detectLibc();
+  const kernelPage = kernelPageSize() || 4096;
+  const names = allocator === 'system'
+    ? [variantFileName({ libc, allocator })]
+    : LG_PAGES.filter((lg) => (1 << lg) >= kernelPage).map((lgPage) => variantFileName({ libc, allocator, lgPage }));
+  const dirs = [path.join(root, 'native', platformDir()), path.join(root, 'prebuilds', platformDir())];
+  const out = [];
+  for (const dir of dirs) for (const name of names) out.push(path.join(dir, name));
+  return out;
+}
+
+function load(env = process.env) {
+  const tried = [];
+  for (const file of candidatePaths(env)) {
+    if (!fs.existsSync(file)) {
+      tried.push({ path: file, error: 'not found' });
+      continue;
+    }
+    try {
+      const binding = require(file);
+      return { binding, path: file };
+    } catch (err) {
+      tried.push({ path: file, error: err.message });
+    }
+  }
+  const lines = tried.map((t) => `  ${t.path}: ${t.error}`).join('\n');
+  throw new LoadError(
+    `symphony: no native build could be loaded for ${platformDir()} (${detectLibc()}, ` +
+    `kernel page ${kernelPageSize() || 'unknown'} bytes). Tried:\n${lines}\n` +
+    'Build one with `npm run build` (or `node scripts/build.js`).', tried);
+}
+
+module.exports = { load, candidatePaths };

@@ -1,0 +1,113 @@
+#!/usr/bin/env node
+'use strict';
+// Builds symphony's native addon, offline, with the running Node's own headers.
+//
+//   node scripts/build.js                      every default variant for this host
+//   node scripts/build.js --allocator=system   only the system-allocator build
+//   node scripts/build.js --allocator=jemalloc --lg-page=16
+//
+// Each variant lands in native/<platform>-<arch>/ under the name the loader
+// (lib/loader.js) looks for. jemalloc is built (once, cached) by deps/jemalloc.sh.
+
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { variantFileName, platformDir, detectLibc } = require('../lib/variants');
+
+const root = path.resolve(__dirname, '..');
+
+function parseArgs(argv) {
+  const opts = { allocator: null, lgPage: null };
+  for (const arg of argv) {
+    const m = /^--([a-z-]+)=(.*)$/.exec(arg);
+    if (!m) throw new Error(`build.js: unknown argument ${arg}`);
+    if (m[1] === 'allocator') opts.allocator = m[2];
+    else if (m[1] === 'lg-page') opts.lgPage = Number(m[2]);
+    else throw new Error(`build.js: unknown option --${m[1]}`);
+  }
+  if (opts.allocator && !['jemalloc', 'system'].includes(opts.allocator)) {
+    throw new Error(`build.js: --allocator must be jemalloc or system, not ${opts.allocator}`);
+  }
+  return opts;
+}
+
+// x64 kernels use 4 KiB pages; arm64 kernels 4, 16 or 64 KiB, so arm64 gets
+// a 4 KiB build and a 64 KiB build (the loader picks by the kernel's page).
+function defaultLgPages(arch) {
+  return arch === 'arm64' ? [12, 16] : [12];
+}
+
+function nodeDir() {
+  const dir = path.resolve(path.dirname(process.execPath), '..');
+  const header = path.join(dir, 'include', 'node', 'node_api.h');
+  if (!fs.existsSync(header)) {
+    throw new Error(`build.js: the running Node's headers are not at ${header}; ` +
+      'set npm_config_nodedir to a folder with include/node');
+  }
+  return process.env.npm_config_nodedir || dir;
+}
+
+function nodeGypScript() {
+  try {
+    return require.resolve('node-gyp/bin/node-gyp.js', { paths: [root] });
+  } catch {
+    if (process.env.npm_config_node_gyp) return process.env.npm_config_node_gyp;
+    throw new Error('build.js: node-gyp not found (npm install it, or run through npm)');
+  }
+}
+
+function run(cmd, args, env) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env });
+  if (r.error) throw r.error;
+  if (r.status !== 0) {
+    process.stderr.write(r.stdout);
+    throw new Error(`build.js: ${path.basename(cmd)} ${args[0]} exited with ${r.status}`);
+  }
+  return r.stdout.toString();
+}
+
+function buildJemalloc(lgPage) {
+  const out = run('bash', [path.join(root, 'deps', 'jemalloc.sh'), '--lg-page', String(lgPage)], process.env);
+  const lines = out.trim().split('\n');
+  return lines[lines.length - 1];
+}
+
+function buildVariant({ allocator, lgPage }) {
+  const started = Date.now();
+  const gypArgs = ['rebuild', `--nodedir=${nodeDir()}`, '--jobs=max', `--sy_allocator=${allocator}`];
+  if (allocator === 'jemalloc') {
+    const t = Date.now();
+    gypArgs.push(`--sy_jemalloc_dir=${buildJemalloc(lgPage)}`);
+    console.error(`symphony: jemalloc (lg-page ${lgPage}) ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  }
+  const env = { ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' };
+  const t = Date.now();
+  run(process.execPath, [nodeGypScript(), ...gypArgs], env);
+  const built = path.join(root, 'build', 'Release', 'symphony.node');
+  const destDir = path.join(root, 'native', platformDir());
+  fs.mkdirSync(destDir, { recursive: true });
+  const dest = path.join(destDir, variantFileName({ libc: detectLibc(), allocator, lgPage }));
+  fs.copyFileSync(built, dest);
+  const size = fs.statSync(dest).size;
+  console.error(`symphony: built ${path.relative(root, dest)} (${(size / 1048576).toFixed(1)} MiB) ` +
+    `addon ${((Date.now() - t) / 1000).toFixed(1)} s, total ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return dest;
+}
+
+function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const variants = [];
+  const allocators = opts.allocator ? [opts.allocator] : ['jemalloc', 'system'];
+  for (const allocator of allocators) {
+    if (allocator === 'system') variants.push({ allocator, lgPage: null });
+    else for (const lgPage of opts.lgPage ? [opts.lgPage] : defaultLgPages(process.arch)) variants.push({ allocator, lgPage });
+  }
+  for (const v of variants) buildVariant(v);
+}
+
+try {
+  main();
+} catch (err) {
+  console.error(err.message);
+  process.exit(1);
+}

@@ -1,0 +1,311 @@
+/* sy_alloc — see sy_alloc.h. The only file that names an allocator. */
+#define _GNU_SOURCE
+#include "sy_alloc.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GLIBC__)
+#include <gnu/libc-version.h>
+#include <malloc.h>
+#endif
+
+/* A probe block for the self-check: large enough not to be a special case,
+ * small enough to come from a slab. */
+#define SY_PROBE_SIZE 256
+
+#ifdef SY_USE_JEMALLOC
+
+#include <jemalloc/jemalloc.h>
+
+/* Baked-in defaults; SY_JE_MALLOC_CONF overrides any of them at startup.
+ *   narenas:1          the JS thread(s) share one automatic arena; every IO
+ *                      thread gets its own explicit arena (sy_alloc_arena_create),
+ *                      so jemalloc's 4 arenas per CPU would only hold waste.
+ *   muzzy_decay_ms:0   freed pages go back with MADV_DONTNEED once their dirty
+ *                      decay ends, instead of lingering as lazily-freed (still
+ *                      counted in RSS) pages.
+ *   dirty_decay_ms     jemalloc's 10 s default: bursts reuse their pages.
+ *   background_thread  off: no threads of ours that the user did not start. */
+#define SY_JE_BUILTIN_CONF "narenas:1,dirty_decay_ms:10000,muzzy_decay_ms:0,background_thread:false"
+
+const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
+
+void *sy_malloc(size_t size) { return sy_je_malloc(size); }
+void *sy_calloc(size_t count, size_t size) { return sy_je_calloc(count, size); }
+void *sy_realloc(void *ptr, size_t size) { return sy_je_realloc(ptr, size); }
+void sy_free(void *ptr) { sy_je_free(ptr); }
+
+const char *sy_alloc_name(void) { return "jemalloc"; }
+
+const char *sy_alloc_version(void) {
+    const char *v = NULL;
+    size_t sz = sizeof(v);
+    if (sy_je_mallctl("version", &v, &sz, NULL, 0) != 0 || v == NULL)
+        return "unknown";
+    return v;
+}
+
+static int read_size(const char *name, size_t *out) {
+    size_t sz = sizeof(*out);
+    return sy_je_mallctl(name, out, &sz, NULL, 0);
+}
+
+static int read_stat(const char *name, int64_t *out) {
+    size_t v = 0;
+    int rc = read_size(name, &v);
+    *out = rc == 0 ? (int64_t)v : -1;
+    return rc;
+}
+
+static int refresh_epoch(void) {
+    uint64_t epoch = 1;
+    size_t sz = sizeof(epoch);
+    return sy_je_mallctl("epoch", &epoch, &sz, &epoch, sz);
+}
+
+int sy_alloc_stats(sy_alloc_stats_t *out) {
+    int rc = refresh_epoch();
+    if (rc != 0)
+        return rc;
+    if ((rc = read_stat("stats.allocated", &out->allocated)) != 0 ||
+        (rc = read_stat("stats.active", &out->active)) != 0 ||
+        (rc = read_stat("stats.resident", &out->resident)) != 0 ||
+        (rc = read_stat("stats.mapped", &out->mapped)) != 0 ||
+        (rc = read_stat("stats.retained", &out->retained)) != 0 ||
+        (rc = read_stat("stats.metadata", &out->metadata)) != 0)
+        return rc;
+    return 0;
+}
+
+static int read_ssize(const char *name, int64_t *out) {
+    ssize_t v = 0;
+    size_t sz = sizeof(v);
+    int rc = sy_je_mallctl(name, &v, &sz, NULL, 0);
+    if (rc == 0)
+        *out = (int64_t)v;
+    return rc;
+}
+
+static int read_bool(const char *name, bool *out) {
+    size_t sz = sizeof(*out);
+    return sy_je_mallctl(name, out, &sz, NULL, 0);
+}
+
+static int read_str(const char *name, const char **out) {
+    size_t sz = sizeof(*out);
+    return sy_je_mallctl(name, (void *)out, &sz, NULL, 0);
+}
+
+/* Captured once, at the first call, like jemalloc reads it at its start. */
+static const char *env_conf_at_start(void) {
+    static _Atomic(const char *) cached;
+    static atomic_bool done;
+    if (!atomic_load_explicit(&done, memory_order_acquire)) {
+        atomic_store_explicit(&cached, getenv("SY_JE_MALLOC_CONF"), memory_order_relaxed);
+        atomic_store_explicit(&done, true, memory_order_release);
+    }
+    return atomic_load_explicit(&cached, memory_order_relaxed);
+}
+
+int sy_alloc_config(sy_alloc_config_t *out) {
+    int rc;
+    memset(out, 0, sizeof(*out));
+    if ((rc = read_size("arenas.page", &out->page_size)) != 0)
+        return rc;
+    size_t sz = sizeof(out->narenas);
+    if ((rc = sy_je_mallctl("opt.narenas", &out->narenas, &sz, NULL, 0)) != 0)
+        return rc;
+    if ((rc = read_ssize("arenas.dirty_decay_ms", &out->dirty_decay_ms)) != 0 ||
+        (rc = read_ssize("arenas.muzzy_decay_ms", &out->muzzy_decay_ms)) != 0 ||
+        (rc = read_bool("background_thread", &out->background_thread)) != 0 ||
+        (rc = read_str("opt.thp", &out->thp)) != 0)
+        return rc;
+    out->metadata_thp_known = read_str("opt.metadata_thp", &out->metadata_thp) == 0;
+    out->builtin_conf = SY_JE_BUILTIN_CONF;
+    out->env_conf = env_conf_at_start();
+    return 0;
+}
+
+int sy_alloc_purge(void) {
+    char name[64];
+    int n = snprintf(name, sizeof(name), "arena.%u.purge", (unsigned)MALLCTL_ARENAS_ALL);
+    if (n < 0 || (size_t)n >= sizeof(name))
+        return EINVAL;
+    return sy_je_mallctl(name, NULL, NULL, NULL, 0);
+}
+
+int sy_alloc_arena_purge(unsigned arena) {
+    char name[64];
+    int n = snprintf(name, sizeof(name), "arena.%u.purge", arena);
+    if (n < 0 || (size_t)n >= sizeof(name))
+        return EINVAL;
+    return sy_je_mallctl(name, NULL, NULL, NULL, 0);
+}
+
+static int set_arena_decay(unsigned arena, const char *which, ssize_t ms) {
+    char name[64];
+    int n = snprintf(name, sizeof(name), "arena.%u.%s_decay_ms", arena, which);
+    if (n < 0 || (size_t)n >= sizeof(name))
+        return EINVAL;
+    return sy_je_mallctl(name, NULL, NULL, &ms, sizeof(ms));
+}
+
+int sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) {
+    ssize_t dirty = (ssize_t)dirty_ms, muzzy = (ssize_t)muzzy_ms;
+    int rc;
+    if ((rc = sy_je_mallctl("arenas.dirty_decay_ms", NULL, NULL, &dirty, sizeof(dirty))) != 0 ||
+        (rc = sy_je_mallctl("arenas.muzzy_decay_ms", NULL, NULL, &muzzy, sizeof(muzzy))) != 0)
+        return rc;
+    unsigned narenas = 0;
+    size_t sz = sizeof(narenas);
+    if ((rc = sy_je_mallctl("arenas.narenas", &narenas, &sz, NULL, 0)) != 0)
+        return rc;
+    for (unsigned i = 0; i < narenas; i++) {
+        /* EFAULT: an automatic arena slot that was never initialized. */
+        rc = set_arena_decay(i, "dirty", dirty);
+        if (rc != 0 && rc != EFAULT)
+            return rc;
+        rc = set_arena_decay(i, "muzzy", muzzy);
+        if (rc != 0 && rc != EFAULT)
+            return rc;
+    }
+    return 0;
+}
+
+int sy_alloc_background_thread(bool on) {
+    return sy_je_mallctl("background_thread", NULL, NULL, &on, sizeof(on));
+}
+
+int sy_alloc_arena_create(unsigned *arena) {
+    size_t sz = sizeof(*arena);
+    return sy_je_mallctl("arenas.create", arena, &sz, NULL, 0);
+}
+
+int sy_alloc_thread_use_arena(unsigned arena) {
+    return sy_je_mallctl("thread.arena", NULL, NULL, &arena, sizeof(arena));
+}
+
+int sy_alloc_owner(const void *ptr, unsigned *arena) {
+    unsigned ind = 0;
+    size_t sz = sizeof(ind);
+    int rc = sy_je_mallctl("arenas.lookup", &ind, &sz, (void *)&ptr, sizeof(ptr));
+    if (rc == EINVAL)
+        return ENOENT;
+    if (rc == 0)
+        *arena = ind;
+    return rc;
+}
+
+#else /* the system allocator */
+
+/* Bytes symphony holds, by usable size, so that stats() has an honest
+ * `allocated` without reading the whole process's malloc state. */
+static atomic_llong sys_allocated;
+
+static void *count_in(void *p) {
+#if defined(__GLIBC__)
+    if (p != NULL)
+        atomic_fetch_add_explicit(&sys_allocated, (long long)malloc_usable_size(p), memory_order_relaxed);
+#endif
+    return p;
+}
+
+static void count_out(void *p) {
+#if defined(__GLIBC__)
+    if (p != NULL)
+        atomic_fetch_sub_explicit(&sys_allocated, (long long)malloc_usable_size(p), memory_order_relaxed);
+#else
+    (void)p;
+#endif
+}
+
+void *sy_malloc(size_t size) { return count_in(malloc(size)); }
+void *sy_calloc(size_t count, size_t size) { return count_in(calloc(count, size)); }
+
+void *sy_realloc(void *ptr, size_t size) {
+#if defined(__GLIBC__)
+    size_t before = ptr != NULL ? malloc_usable_size(ptr) : 0;
+    void *p = realloc(ptr, size);
+    if (p != NULL || size == 0) {
+        atomic_fetch_sub_explicit(&sys_allocated, (long long)before, memory_order_relaxed);
+        count_in(p);
+    }
+    return p;
+#else
+    return realloc(ptr, size);
+#endif
+}
+
+void sy_free(void *ptr) {
+    count_out(ptr);
+    free(ptr);
+}
+
+const char *sy_alloc_name(void) { return "system"; }
+
+const char *sy_alloc_version(void) {
+#if defined(__GLIBC__)
+    return gnu_get_libc_version();
+#else
+    return "unknown";
+#endif
+}
+
+int sy_alloc_stats(sy_alloc_stats_t *out) {
+#if defined(__GLIBC__)
+    out->allocated = atomic_load_explicit(&sys_allocated, memory_order_relaxed);
+#else
+    out->allocated = -1;
+#endif
+    out->active = out->resident = out->mapped = out->retained = out->metadata = -1;
+    return 0;
+}
+
+int sy_alloc_config(sy_alloc_config_t *out) { (void)out; return ENOTSUP; }
+int sy_alloc_purge(void) { return ENOTSUP; }
+int sy_alloc_arena_purge(unsigned arena) { (void)arena; return ENOTSUP; }
+int sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) { (void)dirty_ms; (void)muzzy_ms; return ENOTSUP; }
+int sy_alloc_background_thread(bool on) { (void)on; return ENOTSUP; }
+int sy_alloc_arena_create(unsigned *arena) { (void)arena; return ENOTSUP; }
+int sy_alloc_thread_use_arena(unsigned arena) { (void)arena; return ENOTSUP; }
+int sy_alloc_owner(const void *ptr, unsigned *arena) { (void)ptr; (void)arena; return ENOTSUP; }
+
+#endif /* SY_USE_JEMALLOC */
+
+void *sy_memdup(const void *src, size_t len) {
+    void *p = sy_malloc(len > 0 ? len : 1);
+    if (p != NULL && len > 0)
+        memcpy(p, src, len);
+    return p;
+}
+
+int sy_alloc_self_check(sy_alloc_check_t *out) {
+    memset(out, 0, sizeof(*out));
+    out->probe_size = SY_PROBE_SIZE;
+#ifdef SY_USE_JEMALLOC
+    out->jemalloc_linked = true;
+#endif
+    void *ours = sy_malloc(SY_PROBE_SIZE);
+    /* The one place a libc block is made on purpose: the counter-probe. */
+    void *libc = malloc(SY_PROBE_SIZE);
+    if (ours == NULL || libc == NULL) {
+        sy_free(ours);
+        free(libc);
+        return ENOMEM;
+    }
+    memset(ours, 0xa5, SY_PROBE_SIZE);
+    memset(libc, 0x5a, SY_PROBE_SIZE);
+    unsigned arena = 0;
+    if (sy_alloc_owner(ours, &arena) == 0) {
+        out->ours_is_jemalloc = true;
+        out->ours_arena = arena;
+    }
+    out->libc_is_jemalloc = sy_alloc_owner(libc, &arena) == 0;
+    free(libc);
+    sy_free(ours);
+    return 0;
+}

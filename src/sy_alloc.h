@@ -1,0 +1,107 @@
+/*
+ * sy_alloc — the only source of native heap memory in symphony.
+ *
+ * Every C file of src/ and binding/ allocates with the sy_malloc family and
+ * nothing else (a test reads the sources to keep it so). Which allocator sits
+ * behind it is decided when the addon is built:
+ *
+ *   - default (SY_USE_JEMALLOC defined): a private, statically linked
+ *     jemalloc whose symbols carry the prefix sy_je_ and stay hidden inside
+ *     the .node, so the process's own malloc (Node's) is never touched;
+ *   - system allocator (SY_USE_JEMALLOC undefined): libc malloc, for
+ *     bisecting and as a benchmark arm. No jemalloc in the binary at all.
+ *
+ * Threads: every function here may be called from any thread. The
+ * sy_alloc_thread_* functions act on the calling thread only.
+ *
+ * Allocation functions return NULL on failure, like malloc; callers check.
+ * The control functions return 0 on success or an errno value (ENOTSUP in
+ * the system build for what only jemalloc can do).
+ */
+#ifndef SY_ALLOC_H
+#define SY_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+void *sy_malloc(size_t size);
+void *sy_calloc(size_t count, size_t size);
+/* Like realloc: on failure returns NULL and leaves ptr untouched. */
+void *sy_realloc(void *ptr, size_t size);
+/* NULL is a no-op. */
+void sy_free(void *ptr);
+/* A copy of len bytes at src, or NULL. Never reads more than len bytes. */
+void *sy_memdup(const void *src, size_t len);
+
+/* "jemalloc" or "system". */
+const char *sy_alloc_name(void);
+/* jemalloc's version string, or the C library's version in the system build. */
+const char *sy_alloc_version(void);
+
+/* Unknown values are reported as -1. */
+typedef struct sy_alloc_stats {
+    int64_t allocated; /* bytes handed out to symphony and not yet freed */
+    int64_t active;    /* bytes in pages that hold live allocations */
+    int64_t resident;  /* bytes physically resident in the allocator's mappings */
+    int64_t mapped;    /* bytes in active extents mapped by the allocator */
+    int64_t retained;  /* bytes kept as virtual memory, returned to the OS */
+    int64_t metadata;  /* bytes of the allocator's own bookkeeping */
+} sy_alloc_stats_t;
+
+/* Fresh statistics (jemalloc's epoch is advanced first). In the system build
+ * only `allocated` is known (symphony's own bytes, counted by this module). */
+int sy_alloc_stats(sy_alloc_stats_t *out);
+
+typedef struct sy_alloc_config {
+    size_t page_size;        /* jemalloc's compiled page (arenas.page); 0 if unknown */
+    unsigned narenas;        /* opt.narenas (automatic arenas) */
+    int64_t dirty_decay_ms;  /* current default for new arenas (arenas.dirty_decay_ms) */
+    int64_t muzzy_decay_ms;  /* current default for new arenas (arenas.muzzy_decay_ms) */
+    bool background_thread;  /* background_thread, as it is now */
+    const char *thp;         /* opt.thp: "default", "always" or "never" */
+    bool metadata_thp_known;
+    const char *metadata_thp;/* opt.metadata_thp: "disabled", "auto" or "always" */
+    const char *builtin_conf;/* the configuration string baked into the build */
+    const char *env_conf;    /* SY_JE_MALLOC_CONF as read at startup, or NULL */
+} sy_alloc_config_t;
+
+/* The configuration in force. ENOTSUP in the system build. */
+int sy_alloc_config(sy_alloc_config_t *out);
+
+/* Returns all unused dirty pages of every arena to the OS now. */
+int sy_alloc_purge(void);
+/* Sets the decay times of every existing arena and the default for new ones.
+ * -1 disables decay (pages kept), 0 returns them at once. */
+int sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms);
+/* Turns jemalloc's background purging threads on or off. */
+int sy_alloc_background_thread(bool on);
+
+/* Creates a new arena and stores its index in *arena. */
+int sy_alloc_arena_create(unsigned *arena);
+/* Makes the calling thread allocate from `arena` from now on. */
+int sy_alloc_thread_use_arena(unsigned arena);
+/* Purges (returns to the OS) the unused dirty pages of one arena. */
+int sy_alloc_arena_purge(unsigned arena);
+
+/* Asks jemalloc which arena owns ptr. Returns 0 and sets *arena when jemalloc
+ * owns it, ENOENT when it does not, ENOTSUP in the system build. Safe for any
+ * pointer: the build carries a fix for jemalloc 5.3.0's arenas.lookup, which
+ * faulted on pointers it never mapped. */
+int sy_alloc_owner(const void *ptr, unsigned *arena);
+
+typedef struct sy_alloc_check {
+    bool jemalloc_linked;    /* the build has a jemalloc in it */
+    bool ours_is_jemalloc;   /* a live sy_malloc block is owned by jemalloc */
+    unsigned ours_arena;     /* ... in this arena */
+    bool libc_is_jemalloc;   /* a live libc malloc block is owned by jemalloc (must be false) */
+    size_t probe_size;       /* bytes of each probe block */
+} sy_alloc_check_t;
+
+/* Proves which allocator serves sy_malloc: allocates a live block through
+ * this module and a live block through the C library's malloc, and asks
+ * jemalloc (arenas.lookup) about each. Returns 0 when the checks could be
+ * made, ENOMEM when a probe block could not be allocated. */
+int sy_alloc_self_check(sy_alloc_check_t *out);
+
+#endif
