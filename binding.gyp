@@ -20,6 +20,10 @@
         '-static-libgcc',
         '-Wl,--version-script=<(module_root_dir)/binding/exports.map',
         '-Wl,-z,now',
+        # Never unmapped by dlclose (Node unloads an addon when the last
+        # worker that loaded it exits): jemalloc registers pthread key
+        # destructors that run at every thread's exit, so its code must stay.
+        '-Wl,-z,nodelete',
       ],
       'libraries': ['-lpthread'],
       'conditions': [

@@ -1,0 +1,57 @@
+'use strict';
+// What the built .node exposes and contains: only the N-API entry points are
+// exported; jemalloc stays hidden inside, and the system build has none.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const { path: nativePath } = require('../lib/native');
+const { expectedAllocator } = require('./helpers/build');
+
+const NAPI_ENTRY_POINTS = ['napi_register_module_v1', 'node_api_module_get_api_version_v1'];
+
+function nm(args) {
+  return execFileSync('nm', [...args, nativePath], { encoding: 'utf8', maxBuffer: 64 << 20 })
+    .split('\n').filter(Boolean).map((l) => l.trim().split(/\s+/));
+}
+
+test('the .node exports exactly the N-API entry points', () => {
+  const exported = nm(['-D', '--defined-only']).map((f) => f[f.length - 1]).sort();
+  assert.deepEqual(exported, [...NAPI_ENTRY_POINTS].sort());
+});
+
+test('no allocator symbol is imported except the C library\'s own malloc family for the self-check probe', () => {
+  const undef = nm(['-D', '--undefined-only']).map((f) => f[f.length - 1].replace(/@.*$/, ''));
+  // jemalloc is linked statically: nothing named je_/sy_je_ may be left for the dynamic linker.
+  assert.deepEqual(undef.filter((s) => /je_/.test(s)), []);
+  // The system build uses libc malloc for everything; the jemalloc build only
+  // for the self-check's counter-probe (malloc/free).
+  const allocs = undef.filter((s) => ['malloc', 'calloc', 'realloc', 'free', 'posix_memalign', 'aligned_alloc'].includes(s)).sort();
+  if (expectedAllocator === 'jemalloc') assert.deepEqual(allocs, ['free', 'malloc']);
+  else assert.ok(allocs.includes('malloc') && allocs.includes('free'));
+});
+
+test('jemalloc is inside the default build and absent from the system build', () => {
+  const all = nm(['--defined-only']).map((f) => f[f.length - 1]);
+  const je = all.filter((s) => /^sy_je_|je_malloc|jemalloc/.test(s));
+  const bytes = fs.readFileSync(nativePath);
+  if (expectedAllocator === 'jemalloc') {
+    assert.ok(je.length > 100, `only ${je.length} jemalloc symbols found`);
+    assert.ok(bytes.includes('<jemalloc>'));
+  } else {
+    assert.deepEqual(je, []);
+    assert.equal(bytes.includes('<jemalloc>'), false, 'the system build carries jemalloc\'s messages');
+    assert.equal(bytes.includes('sy_je_'), false);
+  }
+});
+
+test('the .node needs no C++ runtime and no libgcc_s', () => {
+  const dyn = execFileSync('readelf', ['-d', nativePath], { encoding: 'utf8' });
+  const needed = [...dyn.matchAll(/\(NEEDED\)\s+Shared library: \[(.+?)\]/g)].map((m) => m[1]);
+  for (const lib of needed) assert.match(lib, /^(libc\.so|ld-linux|libpthread|libm\.so)/, `unexpected NEEDED ${lib}`);
+});
+
+test('the .node is marked NODELETE, so a worker\'s exit never unmaps live allocator code', () => {
+  const dyn = execFileSync('readelf', ['-d', nativePath], { encoding: 'utf8' });
+  assert.match(dyn, /FLAGS_1\)\s+Flags:.*NODELETE/);
+});

@@ -1,0 +1,50 @@
+#!/usr/bin/env node
+'use strict';
+// npm test: the C unit tests of src/ under ASan/UBSan, a short fuzz smoke run
+// of every parser, then the node:test suites against the default (jemalloc)
+// build and again against the system-allocator build.
+//
+//   node scripts/test.js [--only=c,fuzz,jemalloc,system]
+
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const only = (process.argv.find((a) => a.startsWith('--only=')) || '').slice(7).split(',').filter(Boolean);
+const want = (name) => only.length === 0 || only.includes(name);
+
+const results = [];
+
+function step(name, cmd, args, env = {}) {
+  if (!want(name)) return;
+  const started = Date.now();
+  console.log(`\n=== ${name}: ${cmd} ${args.join(' ')}`);
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
+  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  const ok = r.status === 0;
+  results.push({ name, ok, secs });
+  console.log(`=== ${name}: ${ok ? 'ok' : `FAILED (${r.error ? r.error.message : `exit ${r.status ?? r.signal}`})`} in ${secs} s`);
+}
+
+function nativeBuilt(allocator) {
+  const dir = path.join(root, 'native', `${process.platform}-${process.arch}`);
+  return fs.existsSync(dir) && fs.readdirSync(dir).some((f) => f.includes(`.${allocator}`));
+}
+
+for (const allocator of ['jemalloc', 'system']) {
+  if (want(allocator) && !nativeBuilt(allocator)) {
+    step(`build-${allocator}`, process.execPath, [path.join(root, 'scripts', 'build.js'), `--allocator=${allocator}`]);
+  }
+}
+step('c', 'make', ['-s', '-C', '__test__/c', 'test']);
+if (fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile'))) {
+  step('fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke']);
+}
+const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot', '__test__/'];
+step('jemalloc', process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: 'jemalloc' });
+step('system', process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: 'system' });
+
+console.log('\n=== summary');
+for (const r of results) console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name} (${r.secs} s)`);
+process.exit(results.every((r) => r.ok) ? 0 : 1);
