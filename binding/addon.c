@@ -23,7 +23,8 @@ NAPI_MODULE_INIT() {
         sy_free(addon);
         return NULL;
     }
-    if (!sy_binding_allocator_init(env, exports) || !sy_binding_testing_init(env, exports, addon))
+    if (!sy_binding_allocator_init(env, exports) || !sy_binding_testing_init(env, exports, addon) ||
+        !sy_binding_server_init(env, exports))
         return NULL;
     return exports;
 }

@@ -28,6 +28,8 @@ bool sy_binding_allocator_init(napi_env env, napi_value exports);
 /* exports._testAlloc/_testFree: native allocations driven by the tests
  * (binding/testing.c). */
 bool sy_binding_testing_init(napi_env env, napi_value exports, sy_addon_t *addon);
+/* exports.server*: the fan-out server (binding/server.c). */
+bool sy_binding_server_init(napi_env env, napi_value exports);
 /* Frees what sy_binding_testing_init's functions still hold. */
 void sy_binding_testing_free(sy_addon_t *addon);
 

@@ -1,0 +1,723 @@
+/* server — the N-API face of src/sy_server.h (binding.server*). JS thread
+ * only, except on_batch, which IO threads call.
+ *
+ * A server handle is an external owning a sy_bserver_t. It is freed when
+ * both the external has been finalized and the thread-safe function (if one
+ * was made) has finished; the core server is freed once its threads are
+ * joined: when close() completes, or in the environment's cleanup hook. */
+#include "addon.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sy_alloc.h"
+#include "sy_napi.h"
+#include "sy_server.h"
+
+#define SY_EV_CLOSED 100 /* to JS: every IO thread has stopped */
+#define SY_STACK_BYTES 4096
+
+typedef struct sy_bserver {
+    napi_env env;
+    sy_server_t *srv;
+    napi_threadsafe_function tsfn;
+    unsigned threads;
+    unsigned stopped;
+    bool listening;
+    bool hook;        /* env cleanup hook registered */
+    bool js_gone;     /* external finalized */
+    bool tsfn_live;   /* thread-safe function not yet finalized */
+} sy_bserver_t;
+
+static void bserver_maybe_free(sy_bserver_t *b) {
+    if (b->js_gone && !b->tsfn_live) {
+        sy_server_destroy(b->srv);
+        sy_free(b);
+    }
+}
+
+/* Joins and frees the core server; idempotent. */
+static void stop_now(sy_bserver_t *b) {
+    if (b->srv == NULL)
+        return;
+    if (b->listening) {
+        sy_server_shutdown(b->srv, 0);
+        sy_server_join(b->srv);
+    }
+    /* Batches still queued in the thread-safe function are freed by
+     * call_js with env == NULL, which never looks at the server. */
+    sy_server_destroy(b->srv);
+    b->srv = NULL;
+}
+
+static void cleanup_hook(void *arg) {
+    sy_bserver_t *b = arg;
+    b->hook = false;
+    stop_now(b);
+    if (b->tsfn_live) {
+        /* Aborting makes further calls from IO threads fail; they are joined. */
+        (void)napi_release_threadsafe_function(b->tsfn, napi_tsfn_abort);
+    }
+}
+
+static void external_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    sy_bserver_t *b = data;
+    b->js_gone = true;
+    if (!b->tsfn_live) {
+        stop_now(b);
+        if (b->hook) {
+            (void)napi_remove_env_cleanup_hook(env, cleanup_hook, b);
+            b->hook = false;
+        }
+    }
+    bserver_maybe_free(b);
+}
+
+static void tsfn_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)data;
+    sy_bserver_t *b = hint;
+    b->tsfn_live = false;
+    bserver_maybe_free(b);
+}
+
+/* IO thread: hand a batch to the JS thread. */
+static void on_batch(void *ctx, sy_batch_t *batch) {
+    sy_bserver_t *b = ctx;
+    if (napi_call_threadsafe_function(b->tsfn, batch, napi_tsfn_nonblocking) != napi_ok)
+        sy_batch_free(batch); /* closing: nobody will read it */
+}
+
+static bool get_handle(napi_env env, napi_value v, sy_bserver_t **out) {
+    napi_valuetype t;
+    void *p = NULL;
+    if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t != napi_external) {
+        sy_napi_throw_type(env, "handle", "a symphony server handle");
+        return false;
+    }
+    if (!sy_napi_ok(env, napi_get_value_external(env, v, &p), "napi_get_value_external"))
+        return false;
+    *out = p;
+    return true;
+}
+
+static bool get_server(napi_env env, napi_value v, sy_bserver_t **out) {
+    if (!get_handle(env, v, out))
+        return false;
+    if ((*out)->srv == NULL) {
+        sy_napi_throw(env, "ERR_SYMPHONY_CLOSED", "symphony: the server is closed");
+        return false;
+    }
+    return true;
+}
+
+static bool get_id(napi_env env, napi_value v, uint64_t *id) {
+    int64_t x = 0;
+    if (!sy_napi_get_int64(env, v, "id", 0, ((int64_t)1 << 53) - 1, &x))
+        return false;
+    *id = (uint64_t)x;
+    return true;
+}
+
+static napi_value make_bool(napi_env env, bool b) {
+    napi_value v;
+    return sy_napi_ok(env, napi_get_boolean(env, b, &v), "napi_get_boolean") ? v : NULL;
+}
+
+static napi_value make_int(napi_env env, int64_t n) {
+    napi_value v;
+    return sy_napi_ok(env, napi_create_int64(env, n, &v), "napi_create_int64") ? v : NULL;
+}
+
+/* Bytes of a JS value (string as UTF-8, Buffer, TypedArray, DataView,
+ * ArrayBuffer), valid during the call only. A string is copied into *owned
+ * (or stack) which the caller frees with sy_free when *owned is set. */
+typedef struct {
+    const char *data;
+    size_t len;
+    char *owned;
+    char stack[SY_STACK_BYTES];
+} sy_bytes_t;
+
+static bool get_bytes(napi_env env, napi_value v, const char *name, sy_bytes_t *out) {
+    napi_valuetype t;
+    out->owned = NULL;
+    if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t == napi_string) {
+        size_t len = 0;
+        if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), "napi_get_value_string_utf8"))
+            return false;
+        char *buf = out->stack;
+        if (len + 1 > sizeof(out->stack)) {
+            buf = out->owned = sy_malloc(len + 1);
+            if (buf == NULL) {
+                sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+                return false;
+            }
+        }
+        if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, buf, len + 1, &len), "napi_get_value_string_utf8"))
+            return false;
+        out->data = buf;
+        out->len = len;
+        return true;
+    }
+    bool is = false;
+    void *p = NULL;
+    size_t len = 0;
+    if (napi_is_typedarray(env, v, &is) == napi_ok && is) {
+        napi_typedarray_type tt;
+        size_t count = 0, offset = 0;
+        napi_value ab;
+        if (!sy_napi_ok(env, napi_get_typedarray_info(env, v, &tt, &count, &p, &ab, &offset), "napi_get_typedarray_info"))
+            return false;
+        size_t elem = 1;
+        switch (tt) {
+        case napi_int16_array: case napi_uint16_array: elem = 2; break;
+        case napi_int32_array: case napi_uint32_array: case napi_float32_array: elem = 4; break;
+        case napi_float64_array: case napi_bigint64_array: case napi_biguint64_array: elem = 8; break;
+        default: elem = 1; break;
+        }
+        len = count * elem;
+    } else if (napi_is_dataview(env, v, &is) == napi_ok && is) {
+        napi_value ab;
+        size_t offset = 0;
+        if (!sy_napi_ok(env, napi_get_dataview_info(env, v, &len, &p, &ab, &offset), "napi_get_dataview_info"))
+            return false;
+    } else if (napi_is_arraybuffer(env, v, &is) == napi_ok && is) {
+        if (!sy_napi_ok(env, napi_get_arraybuffer_info(env, v, &p, &len), "napi_get_arraybuffer_info"))
+            return false;
+    } else {
+        sy_napi_throw_type(env, name, "a string, Buffer, TypedArray, DataView or ArrayBuffer");
+        return false;
+    }
+    out->data = p != NULL ? p : "";
+    out->len = len;
+    return true;
+}
+
+static bool get_topic(napi_env env, napi_value v, sy_bytes_t *out) {
+    napi_valuetype t;
+    if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t != napi_string) {
+        sy_napi_throw_type(env, "topic", "of type string");
+        return false;
+    }
+    if (!get_bytes(env, v, "topic", out))
+        return false;
+    if (out->len == 0 || out->len > SY_TOPIC_MAX_LEN) {
+        sy_free(out->owned);
+        sy_napi_throw_range(env, "topic", "a non-empty string of at most 1024 UTF-8 bytes");
+        return false;
+    }
+    return true;
+}
+
+/* ---- events to JS ------------------------------------------------------ */
+
+static bool call_dispatch(napi_env env, napi_value fn, napi_value *argv, size_t argc) {
+    napi_value global, result;
+    if (napi_get_global(env, &global) != napi_ok)
+        return false;
+    napi_status st = napi_call_function(env, global, fn, argc, argv, &result);
+    if (st == napi_pending_exception) {
+        /* A listener threw: report it as an uncaught exception and go on
+         * with the rest of the batch. */
+        napi_value err;
+        if (napi_get_and_clear_last_exception(env, &err) == napi_ok)
+            (void)napi_fatal_exception(env, err);
+        return true;
+    }
+    return st == napi_ok;
+}
+
+static napi_value upgrade_payload(napi_env env, const uint8_t *p, size_t len) {
+    napi_value arr;
+    if (napi_create_array(env, &arr) != napi_ok)
+        return NULL;
+    size_t pos = 0;
+    uint32_t i = 0;
+    while (pos + sizeof(uint32_t) <= len) {
+        uint32_t n;
+        memcpy(&n, p + pos, sizeof(n));
+        pos += sizeof(n);
+        if (n > len - pos)
+            break;
+        napi_value s;
+        if (napi_create_string_latin1(env, (const char *)p + pos, n, &s) != napi_ok ||
+            napi_set_element(env, arr, i++, s) != napi_ok)
+            return NULL;
+        pos += n;
+    }
+    return arr;
+}
+
+static void call_js(napi_env env, napi_value fn, void *context, void *data) {
+    sy_bserver_t *b = context;
+    sy_batch_t *batch = data;
+    if (env == NULL) {
+        sy_batch_free(batch);
+        return;
+    }
+    napi_handle_scope scope;
+    if (napi_open_handle_scope(env, &scope) != napi_ok) {
+        sy_batch_free(batch);
+        return;
+    }
+    size_t pos = 0;
+    sy_event_t ev;
+    const uint8_t *payload;
+    bool all_stopped = false;
+    while (sy_batch_next(batch, &pos, &ev, &payload)) {
+        if (ev.type == SY_EV_STOPPED) {
+            all_stopped = ++b->stopped == b->threads;
+            continue;
+        }
+        napi_handle_scope inner;
+        if (napi_open_handle_scope(env, &inner) != napi_ok)
+            break;
+        napi_value argv[4];
+        bool ok = napi_create_uint32(env, ev.type, &argv[0]) == napi_ok &&
+                  napi_create_double(env, (double)ev.conn, &argv[1]) == napi_ok;
+        switch (ev.type) {
+        case SY_EV_MESSAGE:
+            ok = ok && napi_create_uint32(env, ev.flags, &argv[2]) == napi_ok &&
+                 napi_create_buffer_copy(env, ev.len, payload, NULL, &argv[3]) == napi_ok;
+            break;
+        case SY_EV_UPGRADE:
+            ok = ok && napi_get_undefined(env, &argv[2]) == napi_ok &&
+                 (argv[3] = upgrade_payload(env, payload, ev.len)) != NULL;
+            break;
+        default: /* OPEN: protocol; CLOSE: code, reason; DRAIN */
+            ok = ok && napi_create_uint32(env, ev.code, &argv[2]) == napi_ok &&
+                 napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
+            break;
+        }
+        if (ok)
+            call_dispatch(env, fn, argv, 4);
+        napi_close_handle_scope(env, inner);
+    }
+    if (b->srv != NULL)
+        sy_server_batch_done(b->srv, batch);
+    else
+        sy_batch_free(batch);
+    if (all_stopped && b->srv != NULL) {
+        sy_server_join(b->srv);
+        sy_server_destroy(b->srv);
+        b->srv = NULL;
+        if (b->hook) {
+            (void)napi_remove_env_cleanup_hook(env, cleanup_hook, b);
+            b->hook = false;
+        }
+        napi_value argv[4];
+        if (napi_create_uint32(env, SY_EV_CLOSED, &argv[0]) == napi_ok &&
+            napi_create_double(env, 0, &argv[1]) == napi_ok && napi_get_undefined(env, &argv[2]) == napi_ok &&
+            napi_get_undefined(env, &argv[3]) == napi_ok)
+            call_dispatch(env, fn, argv, 4);
+        (void)napi_release_threadsafe_function(b->tsfn, napi_tsfn_release);
+    }
+    napi_close_handle_scope(env, scope);
+}
+
+/* ---- calls from JS ------------------------------------------------------ */
+
+static bool opt_get(napi_env env, napi_value obj, const char *key, napi_value *out) {
+    return sy_napi_ok(env, napi_get_named_property(env, obj, key, out), "napi_get_named_property");
+}
+
+static bool opt_uint(napi_env env, napi_value obj, const char *key, int64_t min, int64_t max, int64_t *out) {
+    napi_value v;
+    return opt_get(env, obj, key, &v) && sy_napi_get_int64(env, v, key, min, max, out);
+}
+
+/* Reads a string option; NULL when null/undefined. *out is sy_malloc'ed. */
+static bool opt_string(napi_env env, napi_value obj, const char *key, char **out) {
+    napi_value v;
+    napi_valuetype t;
+    *out = NULL;
+    if (!opt_get(env, obj, key, &v) || !sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t == napi_null || t == napi_undefined)
+        return true;
+    if (t != napi_string) {
+        sy_napi_throw_type(env, key, "of type string");
+        return false;
+    }
+    size_t len = 0;
+    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), "napi_get_value_string_utf8"))
+        return false;
+    *out = sy_malloc(len + 1);
+    if (*out == NULL) {
+        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        return false;
+    }
+    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, *out, len + 1, &len), "napi_get_value_string_utf8")) {
+        sy_free(*out);
+        *out = NULL;
+        return false;
+    }
+    return true;
+}
+
+/* serverCreate(opts, dispatch) -> handle. dispatch is checked here and
+ * passed again to serverListen, which keeps it in the thread-safe function. */
+static napi_value server_create(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    size_t argc = 2;
+    if (!sy_napi_args(env, info, 2, &argc, argv, NULL))
+        return NULL;
+    int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn;
+    napi_value v;
+    bool upgrade = false;
+    if (!opt_uint(env, argv[0], "port", 0, 65535, &port) ||
+        !opt_uint(env, argv[0], "threads", 1, SY_SERVER_MAX_THREADS, &threads) ||
+        !opt_uint(env, argv[0], "maxPayload", 1, (int64_t)1 << 40, &max_payload) ||
+        !opt_uint(env, argv[0], "maxBackpressure", 1, (int64_t)1 << 40, &max_bp) ||
+        !opt_uint(env, argv[0], "slowConsumer", 0, 1, &slow) ||
+        !opt_uint(env, argv[0], "idleTimeout", 0, 86400, &idle) ||
+        !opt_uint(env, argv[0], "handshakeTimeout", 1, 86400, &hs) ||
+        !opt_uint(env, argv[0], "closeTimeout", 1, 3600, &close_to) ||
+        !opt_uint(env, argv[0], "maxHeaderSize", 256, 1 << 20, &head) ||
+        !opt_uint(env, argv[0], "maxHeaders", 1, 256, &headers) ||
+        !opt_uint(env, argv[0], "backlog", 1, 65535, &backlog) ||
+        !opt_uint(env, argv[0], "maxConnections", 0, UINT32_MAX, &max_conn) ||
+        !opt_get(env, argv[0], "upgradeHandler", &v) || !sy_napi_get_bool(env, v, "upgradeHandler", &upgrade))
+        return NULL;
+    napi_valuetype ft;
+    if (!sy_napi_ok(env, napi_typeof(env, argv[1], &ft), "napi_typeof"))
+        return NULL;
+    if (ft != napi_function) {
+        sy_napi_throw_type(env, "dispatch", "a function");
+        return NULL;
+    }
+    char *host = NULL, *path = NULL;
+    if (!opt_string(env, argv[0], "host", &host) || !opt_string(env, argv[0], "path", &path)) {
+        sy_free(host);
+        return NULL;
+    }
+    sy_server_opts_t o = {
+        .host = host, .port = (uint16_t)port, .path = path, .threads = (unsigned)threads,
+        .max_payload = (size_t)max_payload, .max_backpressure = (size_t)max_bp,
+        .slow_consumer = slow ? SY_SLOW_CLOSE : SY_SLOW_DROP, .idle_timeout_s = (unsigned)idle,
+        .handshake_timeout_s = (unsigned)hs, .close_timeout_s = (unsigned)close_to,
+        .max_head_bytes = (size_t)head, .max_headers = (unsigned)headers, .backlog = (unsigned)backlog,
+        .max_connections = (uint32_t)max_conn, .upgrade_handler = upgrade,
+    };
+    sy_bserver_t *b = sy_calloc(1, sizeof(*b));
+    char err[SY_ERRLEN] = "out of memory";
+    if (b != NULL)
+        b->srv = sy_server_create(&o, on_batch, b, err, sizeof(err));
+    sy_free(host);
+    sy_free(path);
+    if (b == NULL || b->srv == NULL) {
+        sy_free(b);
+        sy_napi_throw(env, "ERR_SYMPHONY_SERVER", err);
+        return NULL;
+    }
+    b->env = env;
+    b->threads = (unsigned)threads;
+    napi_value handle;
+    if (!sy_napi_ok(env, napi_create_external(env, b, external_finalize, NULL, &handle), "napi_create_external")) {
+        sy_server_destroy(b->srv);
+        sy_free(b);
+        return NULL;
+    }
+    return handle;
+}
+
+/* serverListen(handle, dispatch) -> port */
+static napi_value server_listen(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    size_t argc = 2;
+    sy_bserver_t *b;
+    if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !get_server(env, argv[0], &b))
+        return NULL;
+    if (b->listening) {
+        sy_napi_throw(env, "ERR_SERVER_ALREADY_LISTEN", "symphony: the server is already listening");
+        return NULL;
+    }
+    napi_value name;
+    if (!sy_napi_ok(env, napi_create_string_utf8(env, "symphony", NAPI_AUTO_LENGTH, &name), "napi_create_string_utf8") ||
+        !sy_napi_ok(env, napi_create_threadsafe_function(env, argv[1], NULL, name, 0, 1, NULL, tsfn_finalize, b,
+                                                         call_js, &b->tsfn),
+                    "napi_create_threadsafe_function"))
+        return NULL;
+    b->tsfn_live = true;
+    uint16_t port = 0;
+    char err[SY_ERRLEN] = "";
+    int rc = sy_server_listen(b->srv, &port, err, sizeof(err));
+    if (rc != 0) {
+        (void)napi_release_threadsafe_function(b->tsfn, napi_tsfn_release);
+        napi_throw_error(env, "ERR_SYMPHONY_LISTEN", err);
+        return NULL;
+    }
+    b->listening = true;
+    if (sy_napi_ok(env, napi_add_env_cleanup_hook(env, cleanup_hook, b), "napi_add_env_cleanup_hook"))
+        b->hook = true;
+    else
+        return NULL;
+    return make_int(env, port);
+}
+
+/* serverPublish(handle, topic, data, binary) -> subscribers */
+static napi_value server_publish(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    size_t argc = 4;
+    sy_bserver_t *b;
+    bool binary = false;
+    sy_bytes_t topic, data;
+    if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+        !sy_napi_get_bool(env, argv[3], "binary", &binary) || !get_topic(env, argv[1], &topic))
+        return NULL;
+    if (!get_bytes(env, argv[2], "data", &data)) {
+        sy_free(topic.owned);
+        return NULL;
+    }
+    long n = sy_server_publish(b->srv, topic.data, topic.len, data.data, data.len, binary);
+    sy_free(topic.owned);
+    sy_free(data.owned);
+    if (n < 0) {
+        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        return NULL;
+    }
+    return make_int(env, n);
+}
+
+static napi_value result_of(napi_env env, int rc) {
+    if (rc < 0) {
+        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        return NULL;
+    }
+    return make_bool(env, rc > 0);
+}
+
+/* serverSend(handle, id, data, binary) -> bool */
+static napi_value server_send(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    size_t argc = 4;
+    sy_bserver_t *b;
+    uint64_t id;
+    bool binary = false;
+    sy_bytes_t data;
+    if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+        !get_id(env, argv[1], &id) || !sy_napi_get_bool(env, argv[3], "binary", &binary) ||
+        !get_bytes(env, argv[2], "data", &data))
+        return NULL;
+    int rc = sy_server_send(b->srv, id, data.data, data.len, binary);
+    sy_free(data.owned);
+    return result_of(env, rc);
+}
+
+static napi_value sub_call(napi_env env, napi_callback_info info, bool subscribe) {
+    napi_value argv[3];
+    size_t argc = 3;
+    sy_bserver_t *b;
+    uint64_t id;
+    sy_bytes_t topic;
+    if (!sy_napi_args(env, info, 3, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+        !get_id(env, argv[1], &id) || !get_topic(env, argv[2], &topic))
+        return NULL;
+    int rc = subscribe ? sy_server_subscribe(b->srv, id, topic.data, topic.len)
+                       : sy_server_unsubscribe(b->srv, id, topic.data, topic.len);
+    sy_free(topic.owned);
+    return result_of(env, rc);
+}
+
+static napi_value server_subscribe(napi_env env, napi_callback_info info) { return sub_call(env, info, true); }
+static napi_value server_unsubscribe(napi_env env, napi_callback_info info) { return sub_call(env, info, false); }
+
+/* serverEnd(handle, id, code, reason) -> bool; code and reason checked in JS. */
+static napi_value server_end(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    size_t argc = 4;
+    sy_bserver_t *b;
+    uint64_t id;
+    int64_t code;
+    sy_bytes_t reason;
+    if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+        !get_id(env, argv[1], &id) || !sy_napi_get_int64(env, argv[2], "code", 1000, 4999, &code) ||
+        !get_bytes(env, argv[3], "reason", &reason))
+        return NULL;
+    if (reason.len > 123) {
+        sy_free(reason.owned);
+        sy_napi_throw_range(env, "reason", "at most 123 UTF-8 bytes");
+        return NULL;
+    }
+    int rc = sy_server_end(b->srv, id, (unsigned)code, reason.data, reason.len);
+    sy_free(reason.owned);
+    return result_of(env, rc);
+}
+
+static napi_value server_terminate(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    size_t argc = 2;
+    sy_bserver_t *b;
+    uint64_t id;
+    if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !get_server(env, argv[0], &b) || !get_id(env, argv[1], &id))
+        return NULL;
+    return result_of(env, sy_server_terminate(b->srv, id));
+}
+
+/* serverAccept(handle, id, protocol, headers, topics[]) -> bool */
+static napi_value server_accept(napi_env env, napi_callback_info info) {
+    napi_value argv[5];
+    size_t argc = 5;
+    sy_bserver_t *b;
+    uint64_t id;
+    uint32_t ntopics = 0;
+    bool is_array = false;
+    if (!sy_napi_args(env, info, 5, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+        !get_id(env, argv[1], &id) ||
+        !sy_napi_ok(env, napi_is_array(env, argv[4], &is_array), "napi_is_array"))
+        return NULL;
+    if (!is_array) {
+        sy_napi_throw_type(env, "topics", "an array of strings");
+        return NULL;
+    }
+    if (!sy_napi_ok(env, napi_get_array_length(env, argv[4], &ntopics), "napi_get_array_length"))
+        return NULL;
+    sy_bytes_t proto, headers;
+    if (!get_bytes(env, argv[2], "protocol", &proto))
+        return NULL;
+    if (!get_bytes(env, argv[3], "headers", &headers)) {
+        sy_free(proto.owned);
+        return NULL;
+    }
+    char **names = ntopics ? sy_calloc(ntopics, sizeof(*names)) : NULL;
+    size_t *lens = ntopics ? sy_calloc(ntopics, sizeof(*lens)) : NULL;
+    bool ok = ntopics == 0 || (names != NULL && lens != NULL);
+    if (!ok)
+        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+    for (uint32_t i = 0; ok && i < ntopics; i++) {
+        napi_value t;
+        sy_bytes_t tb;
+        ok = sy_napi_ok(env, napi_get_element(env, argv[4], i, &t), "napi_get_element") && get_topic(env, t, &tb);
+        if (ok) {
+            names[i] = tb.owned ? tb.owned : sy_memdup(tb.data, tb.len);
+            lens[i] = tb.len;
+            if (names[i] == NULL) {
+                ok = false;
+                sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+            }
+        }
+    }
+    int rc = 0;
+    if (ok)
+        rc = sy_server_accept(b->srv, id, proto.data, proto.len, headers.data, headers.len,
+                              (const char *const *)names, lens, ntopics);
+    for (uint32_t i = 0; names != NULL && i < ntopics; i++)
+        sy_free(names[i]);
+    sy_free(names);
+    sy_free(lens);
+    sy_free(proto.owned);
+    sy_free(headers.owned);
+    if (!ok)
+        return NULL;
+    return result_of(env, rc);
+}
+
+/* serverRefuse(handle, id, status, headers) -> bool */
+static napi_value server_refuse(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    size_t argc = 4;
+    sy_bserver_t *b;
+    uint64_t id;
+    int64_t status;
+    sy_bytes_t headers;
+    if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+        !get_id(env, argv[1], &id) || !sy_napi_get_int64(env, argv[2], "status", 400, 599, &status) ||
+        !get_bytes(env, argv[3], "headers", &headers))
+        return NULL;
+    int rc = sy_server_refuse(b->srv, id, (int)status, headers.data, headers.len);
+    sy_free(headers.owned);
+    return result_of(env, rc);
+}
+
+static bool set_u64(napi_env env, napi_value obj, const char *key, uint64_t v) {
+    return sy_napi_set_double(env, obj, key, (double)v);
+}
+
+static bool thread_stats_object(napi_env env, const sy_thread_stats_t *t, napi_value *out) {
+    return sy_napi_ok(env, napi_create_object(env, out), "napi_create_object") &&
+           set_u64(env, *out, "connections", t->connections) && set_u64(env, *out, "opened", t->opened) &&
+           set_u64(env, *out, "closed", t->closed) && set_u64(env, *out, "messagesIn", t->messages_in) &&
+           set_u64(env, *out, "bytesIn", t->bytes_in) && set_u64(env, *out, "messagesOut", t->messages_out) &&
+           set_u64(env, *out, "bytesOut", t->bytes_out) && set_u64(env, *out, "dropped", t->dropped) &&
+           set_u64(env, *out, "slowCloses", t->slow_closes) &&
+           set_u64(env, *out, "handshakeRejects", t->handshake_rejects) &&
+           set_u64(env, *out, "protocolErrors", t->protocol_errors) && set_u64(env, *out, "timeouts", t->timeouts) &&
+           set_u64(env, *out, "oomCloses", t->oom_closes) && set_u64(env, *out, "eventsLost", t->events_lost);
+}
+
+/* serverStats(handle) -> { total fields..., topics, threads: [...] } */
+static napi_value server_stats(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    size_t argc = 1;
+    sy_bserver_t *b;
+    if (!sy_napi_args(env, info, 1, &argc, argv, NULL) || !get_server(env, argv[0], &b))
+        return NULL;
+    unsigned n = sy_server_threads(b->srv);
+    napi_value arr, total;
+    sy_thread_stats_t sum = {0};
+    if (!sy_napi_ok(env, napi_create_array_with_length(env, n, &arr), "napi_create_array_with_length"))
+        return NULL;
+    for (unsigned i = 0; i < n; i++) {
+        sy_thread_stats_t t;
+        napi_value o;
+        sy_server_thread_stats(b->srv, i, &t);
+        if (!thread_stats_object(env, &t, &o) || !sy_napi_ok(env, napi_set_element(env, arr, i, o), "napi_set_element"))
+            return NULL;
+        sum.connections += t.connections;
+        sum.opened += t.opened;
+        sum.closed += t.closed;
+        sum.messages_in += t.messages_in;
+        sum.bytes_in += t.bytes_in;
+        sum.messages_out += t.messages_out;
+        sum.bytes_out += t.bytes_out;
+        sum.dropped += t.dropped;
+        sum.slow_closes += t.slow_closes;
+        sum.handshake_rejects += t.handshake_rejects;
+        sum.protocol_errors += t.protocol_errors;
+        sum.timeouts += t.timeouts;
+        sum.oom_closes += t.oom_closes;
+        sum.events_lost += t.events_lost;
+    }
+    if (!thread_stats_object(env, &sum, &total) ||
+        !set_u64(env, total, "topics", sy_server_topic_count(b->srv)) || !sy_napi_set_value(env, total, "threads", arr))
+        return NULL;
+    return total;
+}
+
+/* serverClose(handle, deadlineMs): begins shutdown; dispatch gets CLOSED. */
+static napi_value server_close(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    size_t argc = 2;
+    sy_bserver_t *b;
+    int64_t deadline;
+    if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !get_handle(env, argv[0], &b) ||
+        !sy_napi_get_int64(env, argv[1], "deadlineMs", 0, 3600000, &deadline))
+        return NULL;
+    if (b->srv != NULL && b->listening)
+        sy_server_shutdown(b->srv, (unsigned)deadline);
+    return make_bool(env, b->srv != NULL && b->listening);
+}
+
+bool sy_binding_server_init(napi_env env, napi_value exports) {
+    return sy_napi_set_function(env, exports, "serverCreate", server_create, NULL) &&
+           sy_napi_set_function(env, exports, "serverListen", server_listen, NULL) &&
+           sy_napi_set_function(env, exports, "serverPublish", server_publish, NULL) &&
+           sy_napi_set_function(env, exports, "serverSend", server_send, NULL) &&
+           sy_napi_set_function(env, exports, "serverSubscribe", server_subscribe, NULL) &&
+           sy_napi_set_function(env, exports, "serverUnsubscribe", server_unsubscribe, NULL) &&
+           sy_napi_set_function(env, exports, "serverEnd", server_end, NULL) &&
+           sy_napi_set_function(env, exports, "serverTerminate", server_terminate, NULL) &&
+           sy_napi_set_function(env, exports, "serverAccept", server_accept, NULL) &&
+           sy_napi_set_function(env, exports, "serverRefuse", server_refuse, NULL) &&
+           sy_napi_set_function(env, exports, "serverStats", server_stats, NULL) &&
+           sy_napi_set_function(env, exports, "serverClose", server_close, NULL);
+}

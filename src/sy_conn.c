@@ -1,0 +1,871 @@
+/* sy_conn — see sy_conn.h. */
+#define _GNU_SOURCE
+#include "sy_conn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "sy_alloc.h"
+#include "sy_handshake.h"
+#include "sy_http.h"
+#include "sy_utf8.h"
+#include "sy_ws_frame.h"
+
+#define SY_RX_SIZE (64 * 1024) /* must match sy_io.c's receive buffer */
+#define SY_MAX_IOV 64
+#define SY_MAX_HEADERS_CAP 256
+#define SY_OUTQ_MIN 8
+#define SY_DRAIN_MS 2000 /* how long a closed connection may take to send its EOF */
+
+static uint64_t conn_id(sy_io_t *io, const sy_conn_t *c) {
+    return sy_id_make(io->index, c->slot, c->gen);
+}
+
+/* Leaves SY_CONN_OPEN: the owner can no longer send to it. */
+static void set_state(sy_io_t *io, sy_conn_t *c, sy_conn_state_t st) {
+    if (c->state == SY_CONN_OPEN && st != SY_CONN_OPEN)
+        sy_io_set_live(io, c->slot, 0);
+    c->state = (uint8_t)st;
+}
+
+sy_conn_t *sy_conn_new(sy_io_t *io, int fd) {
+    sy_conn_t *c = sy_calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->fd = fd;
+    c->state = SY_CONN_HTTP;
+    c->last_rx_ms = io->now_ms;
+    c->deadline_ms = io->now_ms + (int64_t)io->shared->opts.handshake_timeout_s * 1000;
+    return c;
+}
+
+void sy_conn_free(sy_conn_t *c) {
+    sy_free(c->rbuf);
+    sy_free(c->mbuf);
+    sy_free(c->outq);
+    sy_free(c->subs);
+    sy_free(c->close_reason);
+    sy_free(c);
+}
+
+static void set_close_reason(sy_conn_t *c, const void *reason, size_t len) {
+    sy_free(c->close_reason);
+    c->close_reason = NULL;
+    c->close_reason_len = 0;
+    if (len > 0 && (c->close_reason = sy_memdup(reason, len)) != NULL)
+        c->close_reason_len = len;
+}
+
+/* ---- the send queue ---------------------------------------------------- */
+
+static void outq_clear(sy_conn_t *c, bool keep_started_head) {
+    uint32_t keep = keep_started_head && c->out_len > 0 && c->out_off > 0 ? 1 : 0;
+    for (uint32_t i = keep; i < c->out_len; i++) {
+        sy_msg_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
+        c->out_bytes -= m->len - (i == 0 ? c->out_off : 0);
+        sy_msg_release(m);
+    }
+    c->out_len = keep;
+    if (keep == 0) {
+        c->out_off = 0;
+        c->out_bytes = 0;
+    }
+}
+
+static bool outq_append(sy_conn_t *c, sy_msg_t *m) {
+    if (c->out_len == c->out_cap) {
+        uint32_t cap = c->out_cap ? c->out_cap * 2 : SY_OUTQ_MIN;
+        if (cap <= c->out_cap)
+            return false;
+        sy_msg_t **q = sy_malloc((size_t)cap * sizeof(*q));
+        if (q == NULL)
+            return false;
+        for (uint32_t i = 0; i < c->out_len; i++)
+            q[i] = c->outq[(c->out_head + i) & (c->out_cap - 1)];
+        sy_free(c->outq);
+        c->outq = q;
+        c->out_cap = cap;
+        c->out_head = 0;
+    }
+    c->outq[(c->out_head + c->out_len) & (c->out_cap - 1)] = m;
+    c->out_len++;
+    c->out_bytes += m->len;
+    return true;
+}
+
+/* Queues a close frame after discarding what is queued and not started:
+ * for a failing or slow connection, the close must not wait behind data. */
+static void queue_close_now(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
+    outq_clear(c, true);
+    sy_msg_t *m = sy_msg_close(code, reason, reason ? strlen(reason) : 0);
+    if (m != NULL && !outq_append(c, m))
+        sy_msg_release(m);
+    sy_io_mark_dirty(io, c);
+}
+
+void sy_conn_fail(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
+    if (c->state == SY_CONN_DEAD || c->state == SY_CONN_FLUSH_CLOSE || c->state == SY_CONN_DRAINING)
+        return;
+    if (c->state == SY_CONN_OPEN) {
+        queue_close_now(io, c, code, reason);
+        c->close_code = code;
+        set_close_reason(c, reason, reason ? strlen(reason) : 0);
+    } else if (c->state != SY_CONN_CLOSING) {
+        outq_clear(c, true); /* our close frame, if any, is already queued */
+    }
+    set_state(io, c, SY_CONN_FLUSH_CLOSE);
+    c->deadline_ms = io->now_ms + (int64_t)io->shared->opts.close_timeout_s * 1000;
+    sy_io_update_poll(io, c);
+    sy_io_mark_dirty(io, c);
+}
+
+bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_msg_t *m, bool control) {
+    if (control) {
+        if (c->state != SY_CONN_OPEN && c->state != SY_CONN_CLOSING)
+            return false;
+        /* A peer that pings without reading gets no unbounded pong queue. */
+        if (c->out_bytes > 2 * io->shared->opts.max_backpressure + 1024)
+            return false;
+    } else {
+        if (c->state != SY_CONN_OPEN)
+            return false;
+        if (c->out_bytes > 0 && c->out_bytes + m->len > io->shared->opts.max_backpressure) {
+            c->hit_limit = true;
+            if (io->shared->opts.slow_consumer == SY_SLOW_CLOSE) {
+                atomic_fetch_add_explicit(&io->stats.slow_closes, 1, memory_order_relaxed);
+                sy_conn_fail(io, c, 1008, "slow consumer");
+            } else {
+                atomic_fetch_add_explicit(&io->stats.dropped, 1, memory_order_relaxed);
+            }
+            return false;
+        }
+    }
+    if (!outq_append(c, m)) {
+        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_conn_fail(io, c, 1011, "out of memory");
+        return false;
+    }
+    if (!control)
+        atomic_fetch_add_explicit(&io->stats.messages_out, 1, memory_order_relaxed);
+    sy_io_mark_dirty(io, c);
+    return true;
+}
+
+/* Pushes a frame the caller made (one reference) or releases it. */
+static void push_own(sy_io_t *io, sy_conn_t *c, sy_msg_t *m, bool control) {
+    if (m == NULL) {
+        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_conn_fail(io, c, 1011, "out of memory");
+        return;
+    }
+    if (!sy_conn_push(io, c, m, control))
+        sy_msg_release(m);
+}
+
+/* The first write of a response head, before the connection is a WebSocket. */
+static bool push_raw(sy_conn_t *c, sy_msg_t *m) {
+    if (m == NULL)
+        return false;
+    if (!outq_append(c, m)) {
+        sy_msg_release(m);
+        return false;
+    }
+    return true;
+}
+
+static void after_flush(sy_io_t *io, sy_conn_t *c) {
+    if (c->out_len > 0)
+        return;
+    if (c->hit_limit && c->state == SY_CONN_OPEN) {
+        c->hit_limit = false;
+        sy_io_emit(io, conn_id(io, c), SY_EV_DRAIN, 0, 0, NULL, 0);
+    }
+    if (c->state == SY_CONN_FLUSH_CLOSE) {
+        /* Everything is written: send our FIN, then read until the peer's,
+         * so that unread bytes never turn our close into a reset. */
+        if (shutdown(c->fd, SHUT_WR) != 0) {
+            sy_conn_destroy(io, c, c->close_code ? c->close_code : 1006);
+            return;
+        }
+        set_state(io, c, SY_CONN_DRAINING);
+        c->deadline_ms = io->now_ms + SY_DRAIN_MS;
+    }
+}
+
+void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
+    while (c->out_len > 0 && c->state != SY_CONN_DEAD) {
+        struct iovec iov[SY_MAX_IOV];
+        int n = 0;
+        size_t total = 0;
+        for (uint32_t i = 0; i < c->out_len && n < SY_MAX_IOV; i++) {
+            sy_msg_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
+            size_t off = i == 0 ? c->out_off : 0;
+            iov[n].iov_base = m->data + off;
+            iov[n].iov_len = m->len - off;
+            total += iov[n].iov_len;
+            n++;
+        }
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            sy_conn_destroy(io, c, c->close_code ? c->close_code : 1006);
+            return;
+        }
+        atomic_fetch_add_explicit(&io->stats.bytes_out, (uint64_t)w, memory_order_relaxed);
+        size_t left = (size_t)w;
+        c->out_bytes -= left;
+        while (left > 0) {
+            sy_msg_t *m = c->outq[c->out_head];
+            size_t rest = m->len - c->out_off;
+            if (left < rest) {
+                c->out_off += left;
+                break;
+            }
+            left -= rest;
+            c->out_off = 0;
+            c->out_head = (c->out_head + 1) & (c->out_cap - 1);
+            c->out_len--;
+            sy_msg_release(m);
+        }
+        if ((size_t)w < total)
+            break;
+    }
+    if (c->state == SY_CONN_DEAD)
+        return;
+    bool want = c->out_len > 0;
+    if (want != c->want_out) {
+        c->want_out = want;
+        sy_io_update_poll(io, c);
+    }
+    after_flush(io, c);
+}
+
+/* ---- subscriptions ----------------------------------------------------- */
+
+bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
+    bool ok = c->state == SY_CONN_OPEN || c->state == SY_CONN_UPGRADING;
+    for (uint32_t i = 0; ok && i < c->nsubs; i++)
+        if (c->subs[i].topic == t)
+            ok = false;
+    if (ok && c->nsubs == c->subs_cap) {
+        uint32_t cap = c->subs_cap ? c->subs_cap * 2 : 2;
+        sy_sub_t *subs = sy_realloc(c->subs, (size_t)cap * sizeof(*subs));
+        if (subs == NULL)
+            ok = false;
+        else {
+            c->subs = subs;
+            c->subs_cap = cap;
+        }
+    }
+    long index = ok ? sy_topic_slot_add(t, io->index, c) : -1;
+    if (index < 0) {
+        atomic_fetch_sub_explicit(&t->slots[io->index].count, 1, memory_order_relaxed);
+        sy_topic_release(&io->shared->topics, t);
+        return false;
+    }
+    c->subs[c->nsubs].topic = t;
+    c->subs[c->nsubs].index = (uint32_t)index;
+    c->nsubs++;
+    return true;
+}
+
+static void remove_sub(sy_io_t *io, sy_conn_t *c, uint32_t i) {
+    sy_topic_t *t = c->subs[i].topic;
+    sy_conn_t *moved = sy_topic_slot_remove(t, io->index, c->subs[i].index);
+    if (moved != NULL) {
+        for (uint32_t j = 0; j < moved->nsubs; j++) {
+            if (moved->subs[j].topic == t) {
+                moved->subs[j].index = c->subs[i].index;
+                break;
+            }
+        }
+    }
+    c->subs[i] = c->subs[--c->nsubs];
+    atomic_fetch_sub_explicit(&t->slots[io->index].count, 1, memory_order_relaxed);
+    sy_topic_release(&io->shared->topics, t);
+}
+
+bool sy_conn_unsubscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
+    for (uint32_t i = 0; i < c->nsubs; i++) {
+        if (c->subs[i].topic == t) {
+            remove_sub(io, c, i);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- closing ------------------------------------------------------------ */
+
+void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
+    if (c->state == SY_CONN_DEAD)
+        return;
+    set_state(io, c, SY_CONN_DEAD);
+    /* Removing it from the poller is implied by close(); a close() error on
+     * a socket leaves nothing to do (the descriptor is released anyway). */
+    (void)close(c->fd);
+    c->fd = -1;
+    while (c->nsubs > 0)
+        remove_sub(io, c, c->nsubs - 1);
+    outq_clear(c, false);
+    if (c->opened) {
+        uint16_t reported = c->close_code ? c->close_code : code;
+        sy_io_emit(io, conn_id(io, c), SY_EV_CLOSE, 0, reported, c->close_reason, c->close_reason_len);
+        atomic_fetch_add_explicit(&io->stats.closed, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&io->stats.connections, 1, memory_order_relaxed);
+    }
+    atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+    sy_io_release_slot(io, c->slot);
+    c->next_list = io->dead;
+    io->dead = c;
+}
+
+bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_msg_t *close_frame, uint16_t code) {
+    if (c->state != SY_CONN_OPEN)
+        return false;
+    if (!outq_append(c, close_frame))
+        return false;
+    c->close_code = code;
+    set_state(io, c, SY_CONN_CLOSING);
+    c->deadline_ms = io->now_ms + (int64_t)io->shared->opts.close_timeout_s * 1000;
+    sy_io_mark_dirty(io, c);
+    return true;
+}
+
+/* ---- frames in ------------------------------------------------------------ */
+
+static bool mbuf_append(sy_conn_t *c, const uint8_t *p, size_t n) {
+    if (n == 0)
+        return true;
+    if (c->mcap - c->mlen < n) {
+        size_t cap = c->mcap ? c->mcap : 1024;
+        while (cap - c->mlen < n)
+            cap *= 2;
+        uint8_t *b = sy_realloc(c->mbuf, cap);
+        if (b == NULL)
+            return false;
+        c->mbuf = b;
+        c->mcap = cap;
+    }
+    memcpy(c->mbuf + c->mlen, p, n);
+    c->mlen += n;
+    return true;
+}
+
+static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
+    atomic_fetch_add_explicit(&io->stats.messages_in, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&io->stats.bytes_in, n, memory_order_relaxed);
+    sy_io_emit(io, conn_id(io, c), SY_EV_MESSAGE, opcode == SY_WS_OP_BINARY ? 1 : 0, 0, p, n);
+}
+
+static void protocol_error(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
+    atomic_fetch_add_explicit(&io->stats.protocol_errors, 1, memory_order_relaxed);
+    sy_conn_fail(io, c, code, reason);
+}
+
+static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
+    uint16_t code = 0;
+    const uint8_t *reason = NULL;
+    size_t reason_len = 0;
+    int rc = sy_ws_close_parse(p, n, &code, &reason, &reason_len);
+    if (rc < 0) {
+        protocol_error(io, c, (uint16_t)sy_ws_error_close_code(rc), sy_ws_error_str(rc));
+        return;
+    }
+    if (c->state == SY_CONN_CLOSING) {
+        /* The reply to our close: the handshake is complete. */
+        set_state(io, c, SY_CONN_FLUSH_CLOSE);
+        c->deadline_ms = io->now_ms + SY_DRAIN_MS;
+        sy_io_mark_dirty(io, c);
+        return;
+    }
+    c->close_code = code;
+    set_close_reason(c, reason, reason_len);
+    /* Echo the code (1005 means the peer sent none: reply with none). */
+    sy_msg_t *m = code == 1005 ? sy_msg_close(0, NULL, 0) : sy_msg_frame(SY_WS_OP_CLOSE, p, 2);
+    if (m != NULL && !outq_append(c, m))
+        sy_msg_release(m);
+    set_state(io, c, SY_CONN_FLUSH_CLOSE);
+    c->deadline_ms = io->now_ms + (int64_t)io->shared->opts.close_timeout_s * 1000;
+    sy_io_mark_dirty(io, c);
+}
+
+static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, const uint8_t *p, size_t n) {
+    switch (f->opcode) {
+    case SY_WS_OP_PING:
+        push_own(io, c, sy_msg_frame(SY_WS_OP_PONG, p, n), true);
+        return;
+    case SY_WS_OP_PONG:
+        return;
+    case SY_WS_OP_CLOSE:
+        on_close_frame(io, c, p, n);
+        return;
+    default:
+        break;
+    }
+    if (c->state != SY_CONN_OPEN)
+        return; /* data after our close frame is dropped */
+    if (!c->in_msg && f->fin) {
+        if (f->opcode == SY_WS_OP_TEXT && !sy_utf8_is_valid(p, n)) {
+            protocol_error(io, c, 1007, "invalid UTF-8 in text message");
+            return;
+        }
+        deliver(io, c, f->opcode, p, n);
+        return;
+    }
+    if (!c->in_msg) {
+        c->in_msg = true;
+        c->msg_op = f->opcode;
+        c->utf8 = SY_UTF8_ACCEPT;
+        c->mlen = 0;
+    }
+    if (c->msg_op == SY_WS_OP_TEXT) {
+        c->utf8 = sy_utf8_validate(c->utf8, p, n);
+        if (c->utf8 == SY_UTF8_REJECT || (f->fin && c->utf8 != SY_UTF8_ACCEPT)) {
+            protocol_error(io, c, 1007, "invalid UTF-8 in text message");
+            return;
+        }
+    }
+    if (!mbuf_append(c, p, n)) {
+        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_conn_fail(io, c, 1011, "out of memory");
+        return;
+    }
+    if (f->fin) {
+        deliver(io, c, c->msg_op, c->mbuf, c->mlen);
+        c->in_msg = false;
+        c->mlen = 0;
+        if (c->mcap > 64 * 1024) {
+            sy_free(c->mbuf);
+            c->mbuf = NULL;
+            c->mcap = 0;
+        }
+    }
+}
+
+/* Parses and handles the frames in buf[0..len); returns the bytes used. */
+static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
+    size_t pos = 0;
+    const size_t max_payload = io->shared->opts.max_payload;
+    while (pos < len && (c->state == SY_CONN_OPEN || c->state == SY_CONN_CLOSING)) {
+        sy_ws_frame_t f;
+        long h = sy_ws_frame_parse(buf + pos, len - pos, &f);
+        if (h == SY_WS_PARTIAL)
+            break;
+        if (h < 0) {
+            protocol_error(io, c, (uint16_t)sy_ws_error_close_code(h), sy_ws_error_str(h));
+            return len;
+        }
+        if (!SY_WS_OP_IS_CONTROL(f.opcode)) {
+            long st = sy_ws_frag_step(c->in_msg, f.opcode, f.fin);
+            if (st < 0) {
+                protocol_error(io, c, (uint16_t)sy_ws_error_close_code(st), sy_ws_error_str(st));
+                return len;
+            }
+            uint64_t so_far = f.opcode == SY_WS_OP_CONTINUATION ? c->mlen : 0;
+            if (f.payload_len > max_payload || so_far + f.payload_len > max_payload) {
+                protocol_error(io, c, 1009, "message too big");
+                return len;
+            }
+        }
+        if (f.payload_len > len - pos - (size_t)h)
+            break; /* the rest of this frame has not arrived */
+        uint8_t *p = buf + pos + h;
+        size_t n = (size_t)f.payload_len;
+        sy_ws_unmask(p, n, f.mask, 0);
+        pos += (size_t)h + n;
+        on_frame(io, c, &f, p, n);
+    }
+    return pos;
+}
+
+/* Keeps buf[0..len) for the next read (buf may be c->rbuf itself). */
+static bool keep_bytes(sy_conn_t *c, const uint8_t *buf, size_t len) {
+    if (len == 0) {
+        c->rlen = 0;
+        if (c->rcap > 4096) {
+            sy_free(c->rbuf);
+            c->rbuf = NULL;
+            c->rcap = 0;
+        }
+        return true;
+    }
+    if (buf == c->rbuf) {
+        c->rlen = len;
+        return true;
+    }
+    if (buf > c->rbuf && buf < c->rbuf + c->rcap) {
+        memmove(c->rbuf, buf, len);
+        c->rlen = len;
+        return true;
+    }
+    if (c->rcap < len) {
+        size_t cap = c->rcap ? c->rcap : 256;
+        while (cap < len)
+            cap *= 2;
+        uint8_t *b = sy_malloc(cap);
+        if (b == NULL)
+            return false;
+        sy_free(c->rbuf);
+        c->rbuf = b;
+        c->rcap = cap;
+    }
+    memcpy(c->rbuf, buf, len);
+    c->rlen = len;
+    return true;
+}
+
+static bool rbuf_append(sy_conn_t *c, const uint8_t *p, size_t n) {
+    if (c->rcap - c->rlen < n) {
+        size_t cap = c->rcap ? c->rcap : 256;
+        while (cap - c->rlen < n)
+            cap *= 2;
+        uint8_t *b = sy_realloc(c->rbuf, cap);
+        if (b == NULL)
+            return false;
+        c->rbuf = b;
+        c->rcap = cap;
+    }
+    memcpy(c->rbuf + c->rlen, p, n);
+    c->rlen += n;
+    return true;
+}
+
+/* Frames from buf (io->rx or c->rbuf); keeps the incomplete rest. */
+static void ws_consume(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
+    size_t used = ws_process(io, c, buf, len);
+    if (c->state == SY_CONN_DEAD)
+        return;
+    if (c->state != SY_CONN_OPEN && c->state != SY_CONN_CLOSING)
+        used = len; /* failing or closed: the rest is ignored */
+    if (!keep_bytes(c, buf + used, len - used)) {
+        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_conn_fail(io, c, 1011, "out of memory");
+    }
+}
+
+/* ---- the upgrade ------------------------------------------------------------ */
+
+static void reject(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
+    char buf[512];
+    size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, why ? strlen(why) : 0, NULL, 0);
+    if (n == 0)
+        n = sy_http_error_response(buf, sizeof(buf), status, NULL, 0);
+    atomic_fetch_add_explicit(&io->stats.handshake_rejects, 1, memory_order_relaxed);
+    c->rlen = 0;
+    if (n == 0 || !push_raw(c, sy_msg_raw(buf, n))) {
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
+    set_state(io, c, SY_CONN_FLUSH_CLOSE);
+    c->deadline_ms = io->now_ms + SY_DRAIN_MS;
+    sy_io_update_poll(io, c);
+    sy_io_mark_dirty(io, c);
+}
+
+static bool path_allowed(sy_io_t *io, const char *target, size_t len) {
+    const char *path = io->shared->opts.path;
+    if (path == NULL)
+        return true;
+    const char *q = memchr(target, '?', len);
+    size_t plen = q ? (size_t)(q - target) : len;
+    return plen == io->shared->path_len && memcmp(target, path, plen) == 0;
+}
+
+static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req) {
+    char addr[INET6_ADDRSTRLEN] = "", port[8] = "";
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, addr, sizeof(addr));
+            snprintf(port, sizeof(port), "%u", (unsigned)ntohs(a->sin_port));
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
+            snprintf(port, sizeof(port), "%u", (unsigned)ntohs(a->sin6_port));
+        }
+    }
+    /* Pieces: each string as a u32 length then its bytes. */
+    size_t n = 3 + 2 * req->num_headers;
+    const void *parts[2 * (3 + 2 * SY_MAX_HEADERS_CAP)];
+    size_t lens[2 * (3 + 2 * SY_MAX_HEADERS_CAP)];
+    uint32_t sizes[3 + 2 * SY_MAX_HEADERS_CAP];
+    const char *strs[3 + 2 * SY_MAX_HEADERS_CAP];
+    size_t slens[3 + 2 * SY_MAX_HEADERS_CAP];
+    strs[0] = req->target;
+    slens[0] = req->target_len;
+    strs[1] = addr;
+    slens[1] = strlen(addr);
+    strs[2] = port;
+    slens[2] = strlen(port);
+    for (size_t i = 0; i < req->num_headers; i++) {
+        strs[3 + 2 * i] = req->headers[i].name;
+        slens[3 + 2 * i] = req->headers[i].name_len;
+        strs[4 + 2 * i] = req->headers[i].value;
+        slens[4 + 2 * i] = req->headers[i].value_len;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sizes[i] = (uint32_t)slens[i];
+        parts[2 * i] = &sizes[i];
+        lens[2 * i] = sizeof(uint32_t);
+        parts[2 * i + 1] = strs[i];
+        lens[2 * i + 1] = slens[i];
+    }
+    sy_io_emitv(io, conn_id(io, c), SY_EV_UPGRADE, parts, lens, 2 * n);
+}
+
+/* Writes the 101 and opens the connection; rest[0..rest_len) are bytes that
+ * followed the request head (already in c->rbuf after the accept key). */
+static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char *proto, size_t proto_len,
+                      const char *extra, size_t extra_len) {
+    char buf[2048];
+    size_t n = sy_handshake_response(buf, sizeof(buf), accept, proto, proto_len, extra, extra_len);
+    sy_msg_t *m = NULL;
+    if (n == 0) {
+        /* Large extra headers: build the response on the heap. */
+        size_t cap = extra_len + proto_len + 512;
+        char *big = sy_malloc(cap);
+        if (big != NULL) {
+            n = sy_handshake_response(big, cap, accept, proto, proto_len, extra, extra_len);
+            if (n > 0)
+                m = sy_msg_raw(big, n);
+            sy_free(big);
+        }
+    } else {
+        m = sy_msg_raw(buf, n);
+    }
+    if (m == NULL || !push_raw(c, m)) {
+        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
+    set_state(io, c, SY_CONN_OPEN);
+    c->opened = true;
+    c->deadline_ms = 0;
+    c->last_rx_ms = io->now_ms;
+    sy_io_set_live(io, c->slot, c->gen);
+    atomic_fetch_add_explicit(&io->stats.opened, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&io->stats.connections, 1, memory_order_relaxed);
+    sy_io_emit(io, conn_id(io, c), SY_EV_OPEN, 0, 0, proto, proto_len);
+    sy_io_update_poll(io, c);
+    sy_io_mark_dirty(io, c);
+}
+
+static void http_process(sy_io_t *io, sy_conn_t *c) {
+    const sy_server_opts_t *o = &io->shared->opts;
+    sy_http_header_t headers[SY_MAX_HEADERS_CAP];
+    size_t max_headers = o->max_headers < SY_MAX_HEADERS_CAP ? o->max_headers : SY_MAX_HEADERS_CAP;
+    sy_http_request_t req = {.headers = headers, .num_headers = max_headers};
+    sy_http_limits_t lim = {.max_head_bytes = o->max_head_bytes, .max_line_bytes = o->max_head_bytes,
+                            .max_headers = max_headers};
+    long n = sy_http_parse_request((const char *)c->rbuf, c->rlen, &lim, &req);
+    if (n == SY_HTTP_PARTIAL)
+        return;
+    if (n < 0) {
+        reject(io, c, sy_http_error_status(n), sy_http_error_str(n));
+        return;
+    }
+    if (!path_allowed(io, req.target, req.target_len)) {
+        reject(io, c, 404, "no WebSocket endpoint at this path");
+        return;
+    }
+    sy_handshake_t hs;
+    int status = sy_handshake_check(&req, &hs);
+    if (status != 0) {
+        reject(io, c, status, hs.problem);
+        return;
+    }
+    if (o->max_connections > 0 &&
+        atomic_load_explicit(&io->shared->connections, memory_order_relaxed) > o->max_connections) {
+        reject(io, c, 503, "too many connections");
+        return;
+    }
+    char accept[SY_WS_ACCEPT_LEN];
+    sy_ws_accept_key(hs.key, hs.key_len, accept);
+    size_t head = (size_t)n, rest = c->rlen - head;
+    if (o->upgrade_handler) {
+        emit_upgrade(io, c, &req);
+        /* Keep the accept key, then any bytes that followed the head. */
+        memmove(c->rbuf + SY_WS_ACCEPT_LEN, c->rbuf + head, rest);
+        memcpy(c->rbuf, accept, SY_WS_ACCEPT_LEN);
+        c->rlen = SY_WS_ACCEPT_LEN + rest;
+        set_state(io, c, SY_CONN_UPGRADING);
+        sy_io_update_poll(io, c);
+        return;
+    }
+    /* No handler: accept, choosing the first subprotocol offered. */
+    sy_handshake_iter_t it = {0};
+    const char *proto = NULL;
+    size_t proto_len = 0;
+    char proto_copy[256];
+    if (sy_handshake_next_protocol(&req, &it, &proto, &proto_len) && proto_len < sizeof(proto_copy)) {
+        memcpy(proto_copy, proto, proto_len);
+    } else {
+        proto_len = 0;
+    }
+    memmove(c->rbuf, c->rbuf + head, rest);
+    c->rlen = rest;
+    open_conn(io, c, accept, proto_copy, proto_len, NULL, 0);
+    if (c->state == SY_CONN_OPEN && c->rlen > 0)
+        ws_consume(io, c, c->rbuf, c->rlen);
+    else if (c->state == SY_CONN_OPEN)
+        keep_bytes(c, NULL, 0);
+}
+
+void sy_conn_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_msg_t *extra) {
+    if (c->state != SY_CONN_UPGRADING || c->rlen < SY_WS_ACCEPT_LEN) {
+        sy_msg_release(extra);
+        for (size_t i = 0; i < a->ntopics; i++) {
+            atomic_fetch_sub_explicit(&a->topics[i]->slots[io->index].count, 1, memory_order_relaxed);
+            sy_topic_release(&io->shared->topics, a->topics[i]);
+        }
+        return;
+    }
+    char accept[SY_WS_ACCEPT_LEN];
+    memcpy(accept, c->rbuf, SY_WS_ACCEPT_LEN);
+    size_t rest = c->rlen - SY_WS_ACCEPT_LEN;
+    memmove(c->rbuf, c->rbuf + SY_WS_ACCEPT_LEN, rest);
+    c->rlen = rest;
+    for (size_t i = 0; i < a->ntopics; i++)
+        sy_conn_subscribe(io, c, a->topics[i]);
+    open_conn(io, c, accept, a->protocol, a->protocol_len, extra ? (const char *)extra->data : NULL,
+              extra ? extra->len : 0);
+    sy_msg_release(extra);
+    if (c->state == SY_CONN_OPEN && c->rlen > 0)
+        ws_consume(io, c, c->rbuf, c->rlen);
+    else if (c->state == SY_CONN_OPEN)
+        keep_bytes(c, NULL, 0);
+}
+
+void sy_conn_refuse(sy_io_t *io, sy_conn_t *c, sy_msg_t *response) {
+    if (c->state != SY_CONN_UPGRADING) {
+        sy_msg_release(response);
+        return;
+    }
+    while (c->nsubs > 0)
+        remove_sub(io, c, c->nsubs - 1);
+    atomic_fetch_add_explicit(&io->stats.handshake_rejects, 1, memory_order_relaxed);
+    c->rlen = 0;
+    if (!push_raw(c, response)) {
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
+    set_state(io, c, SY_CONN_FLUSH_CLOSE);
+    c->deadline_ms = io->now_ms + SY_DRAIN_MS;
+    sy_io_update_poll(io, c);
+    sy_io_mark_dirty(io, c);
+}
+
+/* ---- reading ------------------------------------------------------------------ */
+
+void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
+    if (c->state == SY_CONN_DEAD || c->state == SY_CONN_UPGRADING)
+        return;
+    if (io->reads_paused && (c->state == SY_CONN_OPEN)) {
+        if (!c->paused) {
+            c->paused = true;
+            c->next_list = io->paused;
+            io->paused = c;
+            sy_io_update_poll(io, c);
+        }
+        return;
+    }
+    ssize_t r = recv(c->fd, io->rx, SY_RX_SIZE, MSG_DONTWAIT);
+    if (r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            return;
+        sy_conn_destroy(io, c, c->close_code ? c->close_code : 1006);
+        return;
+    }
+    if (r == 0) {
+        sy_conn_destroy(io, c, c->close_code ? c->close_code : 1006);
+        return;
+    }
+    c->last_rx_ms = io->now_ms;
+    c->ping_sent = false;
+    size_t n = (size_t)r;
+    switch (c->state) {
+    case SY_CONN_HTTP:
+        if (!rbuf_append(c, io->rx, n)) {
+            sy_conn_destroy(io, c, 1006);
+            return;
+        }
+        http_process(io, c);
+        return;
+    case SY_CONN_OPEN:
+    case SY_CONN_CLOSING:
+        if (c->rlen > 0) {
+            if (!rbuf_append(c, io->rx, n)) {
+                atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+                sy_conn_fail(io, c, 1011, "out of memory");
+                return;
+            }
+            ws_consume(io, c, c->rbuf, c->rlen);
+        } else {
+            ws_consume(io, c, io->rx, n);
+        }
+        return;
+    default:
+        return; /* FLUSH_CLOSE, DRAINING: read and ignore until EOF */
+    }
+}
+
+void sy_conn_resume(sy_io_t *io, sy_conn_t *c) {
+    c->paused = false;
+    sy_io_update_poll(io, c);
+}
+
+/* ---- timeouts -------------------------------------------------------------------- */
+
+void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
+    const sy_server_opts_t *o = &io->shared->opts;
+    int64_t now = io->now_ms;
+    switch (c->state) {
+    case SY_CONN_HTTP:
+    case SY_CONN_UPGRADING:
+        if (now >= c->deadline_ms) {
+            atomic_fetch_add_explicit(&io->stats.timeouts, 1, memory_order_relaxed);
+            sy_conn_destroy(io, c, 1006);
+        }
+        return;
+    case SY_CONN_OPEN:
+        if (o->idle_timeout_s > 0) {
+            int64_t idle = now - c->last_rx_ms, limit = (int64_t)o->idle_timeout_s * 1000;
+            if (idle >= limit) {
+                atomic_fetch_add_explicit(&io->stats.timeouts, 1, memory_order_relaxed);
+                sy_conn_fail(io, c, 1001, "idle timeout");
+                return;
+            }
+            if (idle >= limit / 2 && !c->ping_sent) {
+                c->ping_sent = true;
+                push_own(io, c, sy_msg_frame(SY_WS_OP_PING, NULL, 0), true);
+            }
+        }
+        break;
+    default:
+        if (c->deadline_ms > 0 && now >= c->deadline_ms) {
+            sy_conn_destroy(io, c, c->close_code ? c->close_code : 1006);
+            return;
+        }
+        break;
+    }
+    /* Memory follows the load: an empty send queue gives its ring back. */
+    if (c->out_len == 0 && c->outq != NULL) {
+        sy_free(c->outq);
+        c->outq = NULL;
+        c->out_cap = 0;
+        c->out_head = 0;
+    }
+}

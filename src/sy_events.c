@@ -1,0 +1,86 @@
+/* sy_events — see sy_events.h. */
+#include "sy_events.h"
+
+#include <string.h>
+
+#include "sy_alloc.h"
+
+#define SY_BATCH_MIN 4096
+#define ALIGN8(n) (((n) + 7u) & ~(size_t)7u)
+
+static bool reserve(sy_batch_t **pb, unsigned thread, size_t need) {
+    sy_batch_t *b = *pb;
+    if (b == NULL) {
+        b = sy_calloc(1, sizeof(*b));
+        if (b == NULL)
+            return false;
+        b->thread = thread;
+        *pb = b;
+    }
+    if (b->cap - b->len >= need)
+        return true;
+    size_t cap = b->cap ? b->cap : SY_BATCH_MIN;
+    while (cap - b->len < need) {
+        if (cap > SIZE_MAX / 2)
+            return false;
+        cap *= 2;
+    }
+    uint8_t *data = sy_realloc(b->data, cap);
+    if (data == NULL)
+        return false;
+    b->data = data;
+    b->cap = cap;
+    return true;
+}
+
+bool sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+                   uint16_t code, const void *const *parts, const size_t *lens, size_t n) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (lens[i] > UINT32_MAX - total)
+            return false;
+        total += lens[i];
+    }
+    size_t need = sizeof(sy_event_t) + ALIGN8(total);
+    if (!reserve(pb, thread, need))
+        return false;
+    sy_batch_t *b = *pb;
+    sy_event_t ev = {.conn = conn, .len = (uint32_t)total, .code = code, .type = type, .flags = flags};
+    memcpy(b->data + b->len, &ev, sizeof(ev));
+    size_t off = b->len + sizeof(ev);
+    for (size_t i = 0; i < n; i++) {
+        if (lens[i] > 0)
+            memcpy(b->data + off, parts[i], lens[i]);
+        off += lens[i];
+    }
+    b->len += need;
+    b->count++;
+    return true;
+}
+
+bool sy_batch_add(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+                  uint16_t code, const void *payload, size_t len) {
+    const void *parts[1] = {payload};
+    size_t lens[1] = {len};
+    return sy_batch_addv(pb, thread, conn, type, flags, code, parts, lens, len > 0 ? 1 : 0);
+}
+
+bool sy_batch_next(const sy_batch_t *b, size_t *pos, sy_event_t *ev, const uint8_t **payload) {
+    if (b == NULL || *pos + sizeof(sy_event_t) > b->len)
+        return false;
+    memcpy(ev, b->data + *pos, sizeof(*ev));
+    *payload = b->data + *pos + sizeof(*ev);
+    *pos += sizeof(*ev) + ALIGN8(ev->len);
+    return true;
+}
+
+size_t sy_batch_bytes(const sy_batch_t *b) {
+    return b == NULL ? 0 : b->cap + sizeof(*b);
+}
+
+void sy_batch_free(sy_batch_t *b) {
+    if (b == NULL)
+        return;
+    sy_free(b->data);
+    sy_free(b);
+}

@@ -1,0 +1,67 @@
+/*
+ * sy_events — a batch of events from one IO thread to the JS thread.
+ *
+ * An IO thread appends the events of one loop turn to its open batch; at the
+ * end of the turn it hands the whole batch over (sy_server's batch callback),
+ * and the JS thread reads the events in order and frees the batch with
+ * sy_batch_free. Payload bytes are copied into the batch; nothing in it
+ * points anywhere else.
+ *
+ * Threads: a batch is written by one IO thread, then owned by the JS thread.
+ */
+#ifndef SY_EVENTS_H
+#define SY_EVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum sy_event_type {
+    SY_EV_UPGRADE = 1, /* a valid upgrade request awaits the JS decision;
+                          payload: sy_event_upgrade fields, see below */
+    SY_EV_OPEN = 2,    /* connection open; payload: protocol (may be empty) */
+    SY_EV_MESSAGE = 3, /* flags: 1 = binary; payload: the message */
+    SY_EV_CLOSE = 4,   /* code; payload: reason */
+    SY_EV_DRAIN = 5,   /* send queue went below the backpressure limit */
+    SY_EV_STOPPED = 6, /* the IO thread has finished; conn = thread index */
+} sy_event_type_t;
+
+/* One event as stored: header, then len payload bytes, padded to 8. */
+typedef struct sy_event {
+    uint64_t conn;  /* connection id */
+    uint32_t len;   /* payload bytes */
+    uint16_t code;  /* close code */
+    uint8_t type;   /* sy_event_type_t */
+    uint8_t flags;
+} sy_event_t;
+
+typedef struct sy_batch {
+    size_t len, cap;
+    uint32_t count;    /* events */
+    unsigned thread;   /* IO thread that wrote it */
+    uint8_t *data;
+} sy_batch_t;
+
+/* Appends an event; payload is copied. Returns false when out of memory
+ * (the event is lost; the caller counts it). */
+bool sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+                  uint16_t code, const void *payload, size_t len);
+/* Appends an event whose payload is the concatenation of n pieces. */
+bool sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+                   uint16_t code, const void *const *parts, const size_t *lens, size_t n);
+
+/* Iterates: *pos starts at 0. Returns false at the end. payload points into
+ * the batch. */
+bool sy_batch_next(const sy_batch_t *b, size_t *pos, sy_event_t *ev, const uint8_t **payload);
+
+/* Bytes the batch holds (for flow control). */
+size_t sy_batch_bytes(const sy_batch_t *b);
+
+void sy_batch_free(sy_batch_t *b);
+
+/* Upgrade payload layout, written with sy_batch_put_str pieces: a sequence of
+ * strings, each as u32 length (native endian) then bytes:
+ *   url, remote address, remote port (decimal), then name/value pairs of
+ *   every header in order. */
+
+#endif

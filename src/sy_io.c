@@ -1,0 +1,539 @@
+/* sy_io — see sy_io.h. */
+#define _GNU_SOURCE
+#include "sy_io.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sy_alloc.h"
+#include "sy_conn.h"
+#include "sy_poll.h"
+
+#define SY_RX_SIZE (64 * 1024)
+#define SY_SWEEP_MS 1000
+#define SY_ACCEPTS_PER_TURN 64
+/* Flow control of events: stop reading from clients while the owner holds
+ * this many bytes of unprocessed batches; start again below the low mark. */
+#define SY_EVENTS_HIGH (64u << 20)
+#define SY_EVENTS_LOW (16u << 20)
+
+/* Poller tags for the two descriptors that are not connections. */
+static char listen_tag, wake_tag;
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_fd) {
+    memset(io, 0, sizeof(*io));
+    io->shared = shared;
+    io->index = index;
+    io->listen_fd = listen_fd;
+    io->wake_fd = -1;
+    io->next_gen = 1;
+    int rc = pthread_mutex_init(&io->qlock, NULL);
+    if (rc != 0)
+        return rc;
+    io->poll = sy_poll_create();
+    if (io->poll == NULL)
+        return errno ? errno : ENOMEM;
+    io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (io->wake_fd < 0)
+        return errno;
+    io->rx = sy_malloc(SY_RX_SIZE);
+    if (io->rx == NULL)
+        return ENOMEM;
+    if ((rc = sy_poll_add(io->poll, io->wake_fd, SY_POLL_IN, &wake_tag)) != 0 ||
+        (rc = sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, &listen_tag)) != 0)
+        return rc;
+    return 0;
+}
+
+static void *io_main(void *arg);
+
+int sy_io_start(sy_io_t *io) {
+    int rc = pthread_create(&io->thread, NULL, io_main, io);
+    if (rc == 0)
+        io->started = true;
+    return rc;
+}
+
+void sy_io_join(sy_io_t *io) {
+    if (io->started) {
+        pthread_join(io->thread, NULL);
+        io->started = false;
+    }
+}
+
+static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
+    sy_msg_release(cmd->msg);
+    if (cmd->topic != NULL) {
+        if (cmd->type == SY_CMD_SUBSCRIBE)
+            atomic_fetch_sub_explicit(&cmd->topic->slots[io->index].count, 1, memory_order_relaxed);
+        sy_topic_release(&io->shared->topics, cmd->topic);
+    }
+    if (cmd->accept != NULL) {
+        for (size_t i = 0; i < cmd->accept->ntopics; i++) {
+            atomic_fetch_sub_explicit(&cmd->accept->topics[i]->slots[io->index].count, 1, memory_order_relaxed);
+            sy_topic_release(&io->shared->topics, cmd->accept->topics[i]);
+        }
+        sy_free(cmd->accept->topics);
+        sy_free(cmd->accept);
+    }
+}
+
+void sy_io_free(sy_io_t *io) {
+    /* Connections are all gone when the thread has run; these are for a
+     * thread that never started. */
+    for (uint32_t i = 0; i < io->nslots; i++) {
+        if (io->conns != NULL && io->conns[i] != NULL) {
+            (void)close(io->conns[i]->fd);
+            sy_conn_free(io->conns[i]);
+        }
+    }
+    for (size_t i = 0; i < io->qlen; i++)
+        cmd_release(io, &io->queue[i]);
+    sy_free(io->queue);
+    sy_free(io->work);
+    sy_free(io->conns);
+    sy_free(io->free_slots);
+    for (unsigned i = 0; i < SY_IO_GEN_PAGES; i++)
+        sy_free(atomic_load_explicit(&io->gen_pages[i], memory_order_relaxed));
+    sy_free(io->rx);
+    sy_batch_free(io->batch);
+    if (io->listen_fd >= 0)
+        (void)close(io->listen_fd);
+    if (io->wake_fd >= 0)
+        (void)close(io->wake_fd);
+    sy_poll_destroy(io->poll);
+    pthread_mutex_destroy(&io->qlock);
+}
+
+/* ---- the command queue -------------------------------------------------- */
+
+bool sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) {
+    pthread_mutex_lock(&io->qlock);
+    if (io->qlen == io->qcap) {
+        size_t cap = io->qcap ? io->qcap * 2 : 64;
+        sy_cmd_t *q = sy_realloc(io->queue, cap * sizeof(*q));
+        if (q == NULL) {
+            pthread_mutex_unlock(&io->qlock);
+            return false;
+        }
+        io->queue = q;
+        io->qcap = cap;
+    }
+    io->queue[io->qlen++] = *cmd;
+    bool wake = io->qlen == 1;
+    pthread_mutex_unlock(&io->qlock);
+    if (wake) {
+        uint64_t one = 1;
+        /* EAGAIN: the counter is full, so the thread is awake anyway. */
+        (void)!write(io->wake_fd, &one, sizeof(one));
+    }
+    return true;
+}
+
+/* ---- slots and live ids -------------------------------------------------- */
+
+static atomic_uint *gen_cell(sy_io_t *io, uint32_t slot, bool create) {
+    uint32_t page = slot >> SY_IO_GEN_PAGE_BITS;
+    if (page >= SY_IO_GEN_PAGES)
+        return NULL;
+    atomic_uint *p = atomic_load_explicit(&io->gen_pages[page], memory_order_acquire);
+    if (p == NULL && create) {
+        p = sy_calloc((size_t)1 << SY_IO_GEN_PAGE_BITS, sizeof(*p));
+        if (p == NULL)
+            return NULL;
+        atomic_store_explicit(&io->gen_pages[page], p, memory_order_release);
+    }
+    return p == NULL ? NULL : &p[slot & ((1u << SY_IO_GEN_PAGE_BITS) - 1)];
+}
+
+void sy_io_set_live(sy_io_t *io, uint32_t slot, uint32_t gen) {
+    atomic_uint *cell = gen_cell(io, slot, false);
+    if (cell != NULL)
+        atomic_store_explicit(cell, gen, memory_order_release);
+}
+
+bool sy_io_is_open(sy_io_t *io, uint64_t id) {
+    uint32_t gen = sy_id_gen(id);
+    atomic_uint *cell = gen != 0 ? gen_cell(io, sy_id_slot(id), false) : NULL;
+    return cell != NULL && atomic_load_explicit(cell, memory_order_acquire) == gen;
+}
+
+static bool take_slot(sy_io_t *io, sy_conn_t *c) {
+    uint32_t slot;
+    if (io->nfree > 0) {
+        slot = io->free_slots[--io->nfree];
+    } else {
+        if (io->nslots >= SY_ID_MAX_SLOTS || io->nslots >= (SY_IO_GEN_PAGES << SY_IO_GEN_PAGE_BITS))
+            return false;
+        if (io->nslots == io->slots_cap) {
+            uint32_t cap = io->slots_cap ? io->slots_cap * 2 : 256;
+            sy_conn_t **conns = sy_realloc(io->conns, (size_t)cap * sizeof(*conns));
+            if (conns == NULL)
+                return false;
+            io->conns = conns;
+            io->slots_cap = cap;
+        }
+        slot = io->nslots;
+        if (gen_cell(io, slot, true) == NULL)
+            return false;
+        io->conns[slot] = NULL;
+        io->nslots++;
+    }
+    c->slot = slot;
+    io->conns[slot] = c;
+    return true;
+}
+
+void sy_io_release_slot(sy_io_t *io, uint32_t slot) {
+    io->conns[slot] = NULL;
+    if (io->nfree == io->free_cap) {
+        uint32_t cap = io->free_cap ? io->free_cap * 2 : 256;
+        uint32_t *f = sy_realloc(io->free_slots, (size_t)cap * sizeof(*f));
+        if (f == NULL)
+            return; /* the slot is leaked until the server stops; harmless */
+        io->free_slots = f;
+        io->free_cap = cap;
+    }
+    io->free_slots[io->nfree++] = slot;
+}
+
+static sy_conn_t *find_conn(sy_io_t *io, uint64_t id) {
+    uint32_t slot = sy_id_slot(id);
+    if (slot >= io->nslots)
+        return NULL;
+    sy_conn_t *c = io->conns[slot];
+    return c != NULL && c->gen == sy_id_gen(id) && c->state != SY_CONN_DEAD ? c : NULL;
+}
+
+/* ---- events, dirty list, poll interest ------------------------------------ */
+
+void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts, const size_t *lens,
+                 size_t n) {
+    if (!sy_batch_addv(&io->batch, io->index, conn, type, 0, 0, parts, lens, n))
+        atomic_fetch_add_explicit(&io->stats.events_lost, 1, memory_order_relaxed);
+}
+
+void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *payload,
+                size_t len) {
+    if (!sy_batch_add(&io->batch, io->index, conn, type, flags, code, payload, len))
+        atomic_fetch_add_explicit(&io->stats.events_lost, 1, memory_order_relaxed);
+}
+
+void sy_io_mark_dirty(sy_io_t *io, sy_conn_t *c) {
+    if (!c->dirty && c->state != SY_CONN_DEAD) {
+        c->dirty = true;
+        c->next_dirty = io->dirty;
+        io->dirty = c;
+    }
+}
+
+void sy_io_update_poll(sy_io_t *io, sy_conn_t *c) {
+    if (c->state == SY_CONN_DEAD)
+        return;
+    uint32_t ev = 0;
+    if (c->state != SY_CONN_UPGRADING && !c->paused)
+        ev |= SY_POLL_IN;
+    if (c->want_out)
+        ev |= SY_POLL_OUT;
+    int rc = sy_poll_mod(io->poll, c->fd, ev, c);
+    if (rc != 0)
+        sy_conn_destroy(io, c, 1006);
+}
+
+static void hand_over_batch(sy_io_t *io) {
+    sy_batch_t *b = io->batch;
+    if (b == NULL)
+        return;
+    io->batch = NULL;
+    size_t bytes = sy_batch_bytes(b);
+    size_t total = atomic_fetch_add_explicit(&io->event_bytes, bytes, memory_order_relaxed) + bytes;
+    if (total > SY_EVENTS_HIGH)
+        io->reads_paused = true;
+    io->shared->on_batch(io->shared->ctx, b);
+}
+
+void sy_io_batch_done(sy_io_t *io, size_t bytes) {
+    size_t before = atomic_fetch_sub_explicit(&io->event_bytes, bytes, memory_order_relaxed);
+    if (before >= SY_EVENTS_LOW && before - bytes < SY_EVENTS_LOW) {
+        sy_cmd_t cmd = {.type = SY_CMD_RESUME};
+        (void)sy_io_push(io, &cmd); /* out of memory: the next batch retries */
+    }
+}
+
+/* ---- accepting ------------------------------------------------------------- */
+
+static void accept_some(sy_io_t *io) {
+    for (int i = 0; i < SY_ACCEPTS_PER_TURN && io->listen_fd >= 0; i++) {
+        int fd = accept4(io->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* Out of descriptors: stop listening until the next sweep, or
+                 * the level-triggered listener would spin. */
+                (void)sy_poll_del(io->poll, io->listen_fd);
+                io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
+                io->listen_paused = true;
+            }
+            return;
+        }
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        sy_conn_t *c = sy_conn_new(io, fd);
+        if (c == NULL || !take_slot(io, c)) {
+            sy_free(c);
+            (void)close(fd);
+            continue;
+        }
+        if (sy_poll_add(io->poll, fd, SY_POLL_IN, c) != 0) {
+            io->conns[c->slot] = NULL;
+            sy_io_release_slot(io, c->slot);
+            (void)close(fd);
+            sy_free(c);
+            continue;
+        }
+        /* Ids name (slot, generation); generations come from one counter per
+         * thread, so a slot's next id differs from its last one. */
+        c->gen = io->next_gen;
+        io->next_gen = (io->next_gen + 1) & SY_ID_GEN_MASK;
+        if (io->next_gen == 0)
+            io->next_gen = 1;
+        atomic_fetch_add_explicit(&io->shared->connections, 1, memory_order_relaxed);
+    }
+}
+
+/* ---- commands ---------------------------------------------------------------- */
+
+static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
+    sy_topic_slot_t *slot = &cmd->topic->slots[io->index];
+    uint32_t queued = 0;
+    /* The command's own reference keeps the message alive while the loop
+     * stores pointers; the queues' references are added in one step after. */
+    for (uint32_t i = 0; i < slot->nsubs; i++)
+        if (sy_conn_push(io, slot->subs[i], cmd->msg, false))
+            queued++;
+    if (queued > 0)
+        sy_msg_ref(cmd->msg, queued);
+}
+
+static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
+    sy_conn_t *c = cmd->conn != 0 ? find_conn(io, cmd->conn) : NULL;
+    switch (cmd->type) {
+    case SY_CMD_PUBLISH:
+        do_publish(io, cmd);
+        break;
+    case SY_CMD_SEND:
+        if (c != NULL && sy_conn_push(io, c, cmd->msg, false))
+            cmd->msg = NULL; /* the queue has its reference */
+        break;
+    case SY_CMD_SUBSCRIBE:
+        if (c != NULL) {
+            sy_conn_subscribe(io, c, cmd->topic); /* takes reference and count */
+            cmd->topic = NULL;
+        }
+        break;
+    case SY_CMD_UNSUBSCRIBE:
+        if (c != NULL)
+            sy_conn_unsubscribe(io, c, cmd->topic);
+        break;
+    case SY_CMD_END:
+        if (c != NULL && sy_conn_end(io, c, cmd->msg, (uint16_t)cmd->code))
+            cmd->msg = NULL;
+        break;
+    case SY_CMD_TERMINATE:
+        if (c != NULL)
+            sy_conn_destroy(io, c, 1006);
+        break;
+    case SY_CMD_ACCEPT:
+        if (c != NULL) {
+            sy_conn_accept(io, c, cmd->accept, cmd->msg);
+            sy_free(cmd->accept->topics);
+            sy_free(cmd->accept);
+            cmd->accept = NULL;
+            cmd->msg = NULL;
+        }
+        break;
+    case SY_CMD_REFUSE:
+        if (c != NULL) {
+            sy_conn_refuse(io, c, cmd->msg);
+            cmd->msg = NULL;
+        }
+        break;
+    case SY_CMD_STOP:
+        if (io->stopping && cmd->code == 0) {
+            io->stop_deadline_ms = io->now_ms; /* a forced stop after a graceful one */
+        } else if (!io->stopping) {
+            io->stopping = true;
+            io->stop_deadline_ms = io->now_ms + cmd->code;
+            if (io->listen_fd >= 0) {
+                if (!io->listen_paused)
+                    (void)sy_poll_del(io->poll, io->listen_fd);
+                (void)close(io->listen_fd);
+                io->listen_fd = -1;
+            }
+            for (uint32_t i = 0; i < io->nslots; i++) {
+                sy_conn_t *k = io->conns[i];
+                if (k == NULL)
+                    continue;
+                if (k->state == SY_CONN_OPEN && cmd->code > 0) {
+                    sy_msg_t *m = sy_msg_close(1001, "server shutting down", 20);
+                    if (m == NULL || !sy_conn_end(io, k, m, 1001)) {
+                        sy_msg_release(m);
+                        sy_conn_destroy(io, k, 1001);
+                    }
+                } else if (k->state == SY_CONN_HTTP || k->state == SY_CONN_UPGRADING || cmd->code == 0) {
+                    sy_conn_destroy(io, k, 1001);
+                }
+            }
+        }
+        break;
+    case SY_CMD_RESUME:
+        if (io->reads_paused && atomic_load_explicit(&io->event_bytes, memory_order_relaxed) < SY_EVENTS_LOW) {
+            io->reads_paused = false;
+            while (io->paused != NULL) {
+                sy_conn_t *k = io->paused;
+                io->paused = k->next_list;
+                k->next_list = NULL;
+                if (k->state != SY_CONN_DEAD)
+                    sy_conn_resume(io, k);
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    cmd_release(io, cmd);
+}
+
+static void run_commands(sy_io_t *io) {
+    uint64_t v;
+    (void)!read(io->wake_fd, &v, sizeof(v));
+    pthread_mutex_lock(&io->qlock);
+    sy_cmd_t *work = io->queue;
+    size_t n = io->qlen, cap = io->qcap;
+    io->queue = io->work;
+    io->qcap = io->wcap;
+    io->qlen = 0;
+    pthread_mutex_unlock(&io->qlock);
+    io->work = work;
+    io->wcap = cap;
+    for (size_t i = 0; i < n; i++)
+        do_command(io, &work[i]);
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+static size_t live_conns(sy_io_t *io) {
+    return io->nslots - io->nfree;
+}
+
+static void sweep(sy_io_t *io) {
+    for (uint32_t i = 0; i < io->nslots; i++) {
+        sy_conn_t *c = io->conns[i];
+        if (c != NULL)
+            sy_conn_sweep(io, c);
+    }
+    if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
+        if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, &listen_tag) == 0)
+            io->listen_paused = false;
+    }
+    /* Memory follows the load: a command queue that grew for a burst shrinks. */
+    if (io->wcap > 1024) {
+        sy_free(io->work);
+        io->work = NULL;
+        io->wcap = 0;
+    }
+}
+
+static void flush_dirty(sy_io_t *io) {
+    while (io->dirty != NULL) {
+        sy_conn_t *c = io->dirty;
+        io->dirty = c->next_dirty;
+        c->next_dirty = NULL;
+        c->dirty = false;
+        if (c->state != SY_CONN_DEAD)
+            sy_conn_flush(io, c);
+    }
+}
+
+static void free_dead(sy_io_t *io) {
+    while (io->dead != NULL) {
+        sy_conn_t *c = io->dead;
+        io->dead = c->next_list;
+        sy_conn_free(c);
+    }
+}
+
+static void *io_main(void *arg) {
+    sy_io_t *io = arg;
+    unsigned arena = 0;
+    /* Each IO thread allocates from an arena of its own (jemalloc build). */
+    if (sy_alloc_arena_create(&arena) == 0)
+        (void)sy_alloc_thread_use_arena(arena);
+    io->now_ms = now_ms();
+    io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
+    sy_poll_event_t events[256];
+    for (;;) {
+        int64_t wait = io->next_sweep_ms - io->now_ms;
+        if (io->stopping && io->stop_deadline_ms - io->now_ms < wait)
+            wait = io->stop_deadline_ms - io->now_ms;
+        if (wait < 0)
+            wait = 0;
+        if (io->dirty != NULL)
+            wait = 0;
+        int n = sy_poll_wait(io->poll, events, 256, (int)wait);
+        io->now_ms = now_ms();
+        bool commands = false;
+        for (int i = 0; i < n; i++) {
+            void *d = events[i].data;
+            if (d == &wake_tag)
+                commands = true;
+            else if (d == &listen_tag)
+                accept_some(io);
+            else {
+                sy_conn_t *c = d;
+                if (c->state == SY_CONN_DEAD)
+                    continue;
+                if (events[i].events & SY_POLL_OUT)
+                    sy_io_mark_dirty(io, c);
+                if (events[i].events & SY_POLL_IN)
+                    sy_conn_on_readable(io, c);
+            }
+        }
+        if (commands)
+            run_commands(io);
+        flush_dirty(io);
+        if (io->now_ms >= io->next_sweep_ms) {
+            sweep(io);
+            flush_dirty(io);
+            io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
+        }
+        if (io->stopping && (live_conns(io) == 0 || io->now_ms >= io->stop_deadline_ms)) {
+            for (uint32_t i = 0; i < io->nslots; i++)
+                if (io->conns[i] != NULL)
+                    sy_conn_destroy(io, io->conns[i], 1001);
+            run_commands(io); /* release what was queued meanwhile */
+            free_dead(io);
+            sy_io_emit(io, io->index, SY_EV_STOPPED, 0, 0, NULL, 0);
+            hand_over_batch(io);
+            break;
+        }
+        free_dead(io);
+        hand_over_batch(io);
+    }
+    /* Give the arena's pages back: this thread's connections are gone. */
+    if (arena != 0)
+        (void)sy_alloc_arena_purge(arena);
+    return NULL;
+}

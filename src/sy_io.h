@@ -1,0 +1,158 @@
+/*
+ * sy_io — one IO thread: its epoll set, its listening socket, its
+ * connections, its command queue, its allocator arena, and the WebSocket
+ * protocol for each of its connections.
+ *
+ * Threads: sy_io_push and sy_io_is_open may be called from any thread (the
+ * owner); everything else in sy_io.c runs on the IO thread itself, except
+ * sy_io_init/sy_io_start/sy_io_join/sy_io_free, which the owner calls before
+ * the thread starts or after it has exited.
+ */
+#ifndef SY_IO_H
+#define SY_IO_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sy_events.h"
+#include "sy_msg.h"
+#include "sy_server.h"
+#include "sy_topic.h"
+
+/* What every IO thread of one server shares (read-only once running, but
+ * for the registry and atomics). */
+typedef struct sy_io_shared {
+    sy_server_opts_t opts; /* host/path point at copies owned by the server */
+    size_t path_len;
+    sy_topics_t topics;
+    sy_batch_fn on_batch;
+    void *ctx;
+    atomic_uint connections; /* accepted sockets, all threads */
+} sy_io_shared_t;
+
+typedef enum sy_cmd_type {
+    SY_CMD_PUBLISH = 1, /* topic, msg */
+    SY_CMD_SEND,        /* conn, msg */
+    SY_CMD_SUBSCRIBE,   /* conn, topic (its count was raised by the caller) */
+    SY_CMD_UNSUBSCRIBE, /* conn, topic */
+    SY_CMD_END,         /* conn, msg (a close frame), code */
+    SY_CMD_TERMINATE,   /* conn */
+    SY_CMD_ACCEPT,      /* conn, msg (extra headers, raw), accept */
+    SY_CMD_REFUSE,      /* conn, msg (the whole response, raw) */
+    SY_CMD_STOP,        /* code = deadline in ms */
+    SY_CMD_RESUME,      /* the owner freed batches: maybe read again */
+} sy_cmd_type_t;
+
+typedef struct sy_accept {
+    size_t protocol_len;
+    size_t ntopics;
+    sy_topic_t **topics; /* references, counts raised by the caller */
+    char protocol[];
+} sy_accept_t;
+
+typedef struct sy_cmd {
+    uint8_t type;
+    uint32_t code;
+    uint64_t conn;
+    sy_topic_t *topic;
+    sy_msg_t *msg;
+    sy_accept_t *accept;
+} sy_cmd_t;
+
+#define SY_IO_GEN_PAGE_BITS 12
+#define SY_IO_GEN_PAGES 256 /* up to 1M connections per thread */
+
+typedef struct sy_io_atomic_stats {
+    atomic_uint_fast64_t connections, opened, closed, messages_in, bytes_in, messages_out, bytes_out,
+        dropped, slow_closes, handshake_rejects, protocol_errors, timeouts, oom_closes, events_lost;
+} sy_io_atomic_stats_t;
+
+struct sy_conn;
+
+typedef struct sy_io {
+    sy_io_shared_t *shared;
+    unsigned index;
+    pthread_t thread;
+    bool started;
+
+    struct sy_poll *poll;
+    int listen_fd;
+    int wake_fd;
+
+    /* Command queue: filled by the owner under qlock, swapped out whole. */
+    pthread_mutex_t qlock;
+    sy_cmd_t *queue;
+    size_t qlen, qcap;
+    sy_cmd_t *work;
+    size_t wcap;
+
+    /* Connections by slot; live generation per slot readable by the owner. */
+    struct sy_conn **conns;
+    uint32_t nslots, slots_cap;
+    uint32_t next_gen;
+    uint32_t *free_slots;
+    uint32_t nfree, free_cap;
+    _Atomic(atomic_uint *) gen_pages[SY_IO_GEN_PAGES];
+
+    struct sy_conn *dirty;  /* connections with bytes to write this turn */
+    struct sy_conn *dead;   /* closed this turn, freed at its end */
+    struct sy_conn *paused; /* not read while the owner is behind on events */
+
+    uint8_t *rx; /* one receive buffer for the whole thread */
+    sy_batch_t *batch;
+    atomic_size_t event_bytes; /* in batches the owner has not given back */
+    bool reads_paused;
+    bool listen_paused; /* out of descriptors: not accepting until the sweep */
+
+    int64_t now_ms;
+    int64_t next_sweep_ms;
+    bool stopping;
+    int64_t stop_deadline_ms;
+
+    sy_io_atomic_stats_t stats;
+} sy_io_t;
+
+/* 0 or an errno value. listen_fd is adopted (closed by sy_io_free). */
+int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_fd);
+int sy_io_start(sy_io_t *io);
+void sy_io_join(sy_io_t *io);
+void sy_io_free(sy_io_t *io);
+
+/* Queues a command and wakes the thread. The command's references (msg,
+ * topic, accept) move into the queue. Returns false when out of memory (the
+ * caller still owns the references). */
+bool sy_io_push(sy_io_t *io, const sy_cmd_t *cmd);
+/* True when the id names an open connection of this thread. */
+bool sy_io_is_open(sy_io_t *io, uint64_t id);
+/* The owner gave back a batch of this thread's events. */
+void sy_io_batch_done(sy_io_t *io, size_t bytes);
+
+/* IO-thread internals, used by sy_conn.c (IO thread only). */
+/* Publishes whether the connection in slot is open (gen) or not (0). */
+void sy_io_set_live(sy_io_t *io, uint32_t slot, uint32_t gen);
+/* Gives the slot back and forgets the connection in it. */
+void sy_io_release_slot(sy_io_t *io, uint32_t slot);
+/* Appends an event to this turn's batch (counted as lost when out of memory). */
+void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
+                const void *payload, size_t len);
+void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts,
+                 const size_t *lens, size_t n);
+/* Flush this connection at the end of the turn. */
+void sy_io_mark_dirty(sy_io_t *io, struct sy_conn *c);
+/* Asks the poller for what the connection's state needs (read, write). */
+void sy_io_update_poll(sy_io_t *io, struct sy_conn *c);
+
+/* Connection ids. */
+static inline unsigned sy_id_thread(uint64_t id) { return (unsigned)(id & 0xff); }
+static inline uint32_t sy_id_slot(uint64_t id) { return (uint32_t)((id >> 8) & 0xffffff); }
+static inline uint32_t sy_id_gen(uint64_t id) { return (uint32_t)(id >> 32); }
+static inline uint64_t sy_id_make(unsigned thread, uint32_t slot, uint32_t gen) {
+    return ((uint64_t)gen << 32) | ((uint64_t)slot << 8) | (uint64_t)thread;
+}
+#define SY_ID_MAX_SLOTS (1u << 24)
+#define SY_ID_GEN_MASK 0x1fffffu /* ids stay below 2^53 */
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * sy_poll — the readiness poller behind every IO thread. One interface; the
+ * Linux backend is epoll (sy_poll_epoll.c). A kqueue backend could sit
+ * beside it without the loop knowing.
+ *
+ * Level-triggered: a descriptor stays reported while it is readable, so the
+ * loop may read a bounded amount per connection per turn (one flooding client
+ * cannot starve the others) and still come back to it. Writability is asked
+ * for only while a connection has bytes it could not write.
+ *
+ * Threads: a sy_poll_t belongs to the thread that waits on it. add/mod/del
+ * from that thread only.
+ */
+#ifndef SY_POLL_H
+#define SY_POLL_H
+
+#include <stdint.h>
+
+#define SY_POLL_IN 1u
+#define SY_POLL_OUT 2u
+#define SY_POLL_ERR 4u /* error or hang-up: read to learn which */
+
+typedef struct sy_poll sy_poll_t;
+
+typedef struct sy_poll_event {
+    void *data;      /* what was given to sy_poll_add */
+    uint32_t events; /* SY_POLL_* */
+} sy_poll_event_t;
+
+/* NULL on failure (errno set). */
+sy_poll_t *sy_poll_create(void);
+void sy_poll_destroy(sy_poll_t *p);
+/* 0 or an errno value. */
+int sy_poll_add(sy_poll_t *p, int fd, uint32_t events, void *data);
+int sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, void *data);
+int sy_poll_del(sy_poll_t *p, int fd);
+/* Waits up to timeout_ms (-1: forever). Returns the number of events (>= 0)
+ * written to out, or -errno. EINTR is returned as 0 events. */
+int sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms);
+
+#endif

@@ -1,0 +1,386 @@
+/* sy_server — see sy_server.h. */
+#define _GNU_SOURCE
+#include "sy_server.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sy_alloc.h"
+#include "sy_handshake.h"
+#include "sy_io.h"
+#include "sy_msg.h"
+#include "sy_topic.h"
+#include "sy_ws_frame.h"
+
+struct sy_server {
+    sy_io_shared_t shared;
+    char *host;
+    char *path;
+    unsigned nthreads;
+    bool listening;
+    bool shutting_down;
+    sy_io_t io[];
+};
+
+sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx, char *err,
+                              size_t errlen) {
+    if (opts->threads < 1 || opts->threads > SY_SERVER_MAX_THREADS) {
+        snprintf(err, errlen, "threads must be 1..%d", SY_SERVER_MAX_THREADS);
+        return NULL;
+    }
+    sy_server_t *s = sy_calloc(1, sizeof(*s) + opts->threads * sizeof(sy_io_t));
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->nthreads = opts->threads;
+    s->shared.opts = *opts;
+    s->shared.on_batch = on_batch;
+    s->shared.ctx = ctx;
+    s->host = sy_memdup(opts->host ? opts->host : "", strlen(opts->host ? opts->host : "") + 1);
+    s->path = opts->path ? sy_memdup(opts->path, strlen(opts->path) + 1) : NULL;
+    int rc = sy_topics_init(&s->shared.topics, opts->threads);
+    if (s->host == NULL || (opts->path && s->path == NULL) || rc != 0) {
+        if (rc == 0)
+            sy_topics_destroy(&s->shared.topics);
+        sy_free(s->host);
+        sy_free(s->path);
+        sy_free(s);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->shared.opts.host = s->host;
+    s->shared.opts.path = s->path;
+    s->shared.path_len = s->path ? strlen(s->path) : 0;
+    return s;
+}
+
+static int bind_one(const struct addrinfo *ai, uint16_t port, unsigned backlog, int *out) {
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    int one = 1;
+    struct sockaddr_storage ss;
+    memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+    if (ss.ss_family == AF_INET)
+        ((struct sockaddr_in *)&ss)->sin_port = htons(port);
+    else
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+        bind(fd, (struct sockaddr *)&ss, ai->ai_addrlen) != 0 || listen(fd, (int)backlog) != 0) {
+        int e = errno;
+        (void)close(fd);
+        return e;
+    }
+    *out = fd;
+    return 0;
+}
+
+static uint16_t bound_port(int fd) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
+    if (s->listening) {
+        snprintf(err, errlen, "the server is already listening");
+        return EALREADY;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    int gai = getaddrinfo(s->host[0] ? s->host : NULL, "0", &hints, &ai);
+    if (gai != 0 || ai == NULL) {
+        snprintf(err, errlen, "cannot resolve host '%s': %s", s->host, gai_strerror(gai));
+        return EINVAL;
+    }
+    uint16_t p = s->shared.opts.port;
+    unsigned started = 0;
+    int rc = 0;
+    for (unsigned i = 0; i < s->nthreads; i++) {
+        int fd = -1;
+        if ((rc = bind_one(ai, p, s->shared.opts.backlog, &fd)) != 0) {
+            snprintf(err, errlen, "cannot listen on %s:%u: %s", s->host, (unsigned)p, strerror(rc));
+            break;
+        }
+        if (p == 0)
+            p = bound_port(fd);
+        if ((rc = sy_io_init(&s->io[i], &s->shared, i, fd)) != 0) {
+            snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
+            sy_io_free(&s->io[i]);
+            break;
+        }
+        started++;
+    }
+    freeaddrinfo(ai);
+    for (unsigned i = 0; rc == 0 && i < s->nthreads; i++) {
+        if ((rc = sy_io_start(&s->io[i])) != 0)
+            snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
+    }
+    if (rc != 0) {
+        /* Stop what started, free what was made. */
+        for (unsigned i = 0; i < started; i++) {
+            sy_cmd_t cmd = {.type = SY_CMD_STOP, .code = 0};
+            if (s->io[i].started)
+                (void)sy_io_push(&s->io[i], &cmd);
+        }
+        for (unsigned i = 0; i < started; i++) {
+            sy_io_join(&s->io[i]);
+            sy_io_free(&s->io[i]);
+        }
+        s->nthreads = 0;
+        return rc;
+    }
+    s->listening = true;
+    *port = p;
+    return 0;
+}
+
+static sy_io_t *io_of(sy_server_t *s, uint64_t id) {
+    unsigned t = sy_id_thread(id);
+    if (!s->listening || t >= s->nthreads)
+        return NULL;
+    return &s->io[t];
+}
+
+bool sy_server_is_open(sy_server_t *s, uint64_t id) {
+    sy_io_t *io = io_of(s, id);
+    return io != NULL && !s->shutting_down && sy_io_is_open(io, id);
+}
+
+long sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+                       bool binary) {
+    if (!s->listening || s->shutting_down)
+        return 0;
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    if (t == NULL)
+        return 0;
+    long total = 0;
+    sy_msg_t *m = NULL;
+    for (unsigned i = 0; i < s->nthreads; i++) {
+        unsigned n = atomic_load_explicit(&t->slots[i].count, memory_order_relaxed);
+        if (n == 0)
+            continue;
+        if (m == NULL && (m = sy_msg_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len)) == NULL) {
+            sy_topic_release(&s->shared.topics, t);
+            return -1;
+        }
+        sy_msg_ref(m, 1);
+        sy_topic_ref(t);
+        sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .msg = m};
+        if (!sy_io_push(&s->io[i], &cmd)) {
+            sy_msg_release(m);
+            sy_topic_release(&s->shared.topics, t);
+            continue;
+        }
+        total += n;
+    }
+    sy_msg_release(m);
+    sy_topic_release(&s->shared.topics, t);
+    return total;
+}
+
+int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, bool binary) {
+    if (!sy_server_is_open(s, id))
+        return 0;
+    sy_msg_t *m = sy_msg_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len);
+    if (m == NULL)
+        return -1;
+    sy_cmd_t cmd = {.type = SY_CMD_SEND, .conn = id, .msg = m};
+    if (!sy_io_push(io_of(s, id), &cmd)) {
+        sy_msg_release(m);
+        return -1;
+    }
+    return 1;
+}
+
+static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len, uint8_t type) {
+    if (!sy_server_is_open(s, id))
+        return 0;
+    sy_io_t *io = io_of(s, id);
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, type == SY_CMD_SUBSCRIBE);
+    if (t == NULL)
+        return type == SY_CMD_SUBSCRIBE ? -1 : 1;
+    /* Counted now, so that a publish right after this call sees it. */
+    if (type == SY_CMD_SUBSCRIBE)
+        atomic_fetch_add_explicit(&t->slots[io->index].count, 1, memory_order_relaxed);
+    sy_cmd_t cmd = {.type = type, .conn = id, .topic = t};
+    if (!sy_io_push(io, &cmd)) {
+        if (type == SY_CMD_SUBSCRIBE)
+            atomic_fetch_sub_explicit(&t->slots[io->index].count, 1, memory_order_relaxed);
+        sy_topic_release(&s->shared.topics, t);
+        return -1;
+    }
+    return 1;
+}
+
+int sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
+    return sub_cmd(s, id, topic, topic_len, SY_CMD_SUBSCRIBE);
+}
+
+int sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
+    return sub_cmd(s, id, topic, topic_len, SY_CMD_UNSUBSCRIBE);
+}
+
+int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len) {
+    if (!sy_server_is_open(s, id))
+        return 0;
+    sy_msg_t *m = sy_msg_close(code, reason, reason_len);
+    if (m == NULL)
+        return -1;
+    sy_cmd_t cmd = {.type = SY_CMD_END, .conn = id, .msg = m, .code = code};
+    if (!sy_io_push(io_of(s, id), &cmd)) {
+        sy_msg_release(m);
+        return -1;
+    }
+    return 1;
+}
+
+int sy_server_terminate(sy_server_t *s, uint64_t id) {
+    sy_io_t *io = io_of(s, id);
+    if (io == NULL || s->shutting_down)
+        return 0;
+    sy_cmd_t cmd = {.type = SY_CMD_TERMINATE, .conn = id};
+    return sy_io_push(io, &cmd) ? 1 : -1;
+}
+
+int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
+                     size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics) {
+    sy_io_t *io = io_of(s, id);
+    if (io == NULL || s->shutting_down)
+        return 0;
+    sy_accept_t *a = sy_calloc(1, sizeof(*a) + protocol_len + 1);
+    sy_topic_t **ts = ntopics ? sy_calloc(ntopics, sizeof(*ts)) : NULL;
+    sy_msg_t *extra = headers_len ? sy_msg_raw(headers, headers_len) : NULL;
+    if (a == NULL || (ntopics && ts == NULL) || (headers_len && extra == NULL)) {
+        sy_free(a);
+        sy_free(ts);
+        sy_msg_release(extra);
+        return -1;
+    }
+    memcpy(a->protocol, protocol, protocol_len);
+    a->protocol_len = protocol_len;
+    a->topics = ts;
+    for (size_t i = 0; i < ntopics; i++) {
+        sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topics[i], topic_lens[i], true);
+        if (t == NULL)
+            continue;
+        atomic_fetch_add_explicit(&t->slots[io->index].count, 1, memory_order_relaxed);
+        ts[a->ntopics++] = t;
+    }
+    sy_cmd_t cmd = {.type = SY_CMD_ACCEPT, .conn = id, .accept = a, .msg = extra};
+    if (!sy_io_push(io, &cmd)) {
+        for (size_t i = 0; i < a->ntopics; i++) {
+            atomic_fetch_sub_explicit(&ts[i]->slots[io->index].count, 1, memory_order_relaxed);
+            sy_topic_release(&s->shared.topics, ts[i]);
+        }
+        sy_free(ts);
+        sy_free(a);
+        sy_msg_release(extra);
+        return -1;
+    }
+    return 1;
+}
+
+int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len) {
+    sy_io_t *io = io_of(s, id);
+    if (io == NULL || s->shutting_down)
+        return 0;
+    char small[1024];
+    size_t cap = headers_len + 512;
+    char *buf = cap <= sizeof(small) ? small : sy_malloc(cap);
+    if (buf == NULL)
+        return -1;
+    size_t n = sy_http_error_response(buf, cap, status, headers, headers_len);
+    sy_msg_t *m = n > 0 ? sy_msg_raw(buf, n) : NULL;
+    if (buf != small)
+        sy_free(buf);
+    if (m == NULL)
+        return -1;
+    sy_cmd_t cmd = {.type = SY_CMD_REFUSE, .conn = id, .msg = m};
+    if (!sy_io_push(io, &cmd)) {
+        sy_msg_release(m);
+        return -1;
+    }
+    return 1;
+}
+
+void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_thread_stats_t *out) {
+    memset(out, 0, sizeof(*out));
+    if (i >= s->nthreads || !s->listening)
+        return;
+    sy_io_atomic_stats_t *a = &s->io[i].stats;
+#define LOAD(f) out->f = atomic_load_explicit(&a->f, memory_order_relaxed)
+    LOAD(connections);
+    LOAD(opened);
+    LOAD(closed);
+    LOAD(messages_in);
+    LOAD(bytes_in);
+    LOAD(messages_out);
+    LOAD(bytes_out);
+    LOAD(dropped);
+    LOAD(slow_closes);
+    LOAD(handshake_rejects);
+    LOAD(protocol_errors);
+    LOAD(timeouts);
+    LOAD(oom_closes);
+    LOAD(events_lost);
+#undef LOAD
+}
+
+unsigned sy_server_threads(sy_server_t *s) {
+    return s->shared.opts.threads;
+}
+
+size_t sy_server_topic_count(sy_server_t *s) {
+    return sy_topics_count(&s->shared.topics);
+}
+
+void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
+    size_t bytes = sy_batch_bytes(batch);
+    unsigned t = batch->thread;
+    sy_batch_free(batch);
+    if (s != NULL && s->listening && t < s->nthreads)
+        sy_io_batch_done(&s->io[t], bytes);
+}
+
+void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {
+    if (!s->listening)
+        return;
+    if (s->shutting_down && deadline_ms > 0)
+        return;
+    s->shutting_down = true;
+    for (unsigned i = 0; i < s->nthreads; i++) {
+        sy_cmd_t cmd = {.type = SY_CMD_STOP, .code = deadline_ms};
+        /* Out of memory here: the thread still stops at the next forced
+         * shutdown (deadline 0), which the caller sends before joining. */
+        (void)sy_io_push(&s->io[i], &cmd);
+    }
+}
+
+void sy_server_join(sy_server_t *s) {
+    for (unsigned i = 0; s->listening && i < s->nthreads; i++)
+        sy_io_join(&s->io[i]);
+}
+
+void sy_server_destroy(sy_server_t *s) {
+    if (s == NULL)
+        return;
+    if (s->listening)
+        for (unsigned i = 0; i < s->nthreads; i++)
+            sy_io_free(&s->io[i]);
+    sy_topics_destroy(&s->shared.topics);
+    sy_free(s->host);
+    sy_free(s->path);
+    sy_free(s);
+}

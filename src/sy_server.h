@@ -1,0 +1,116 @@
+/*
+ * sy_server — a WebSocket fan-out server on its own IO threads.
+ *
+ * The owner thread (the JS thread, through binding/) creates a server,
+ * starts it with sy_server_listen, and drives it with the calls below, each
+ * of which copies its arguments and queues a command to the IO thread that
+ * owns the connection (or to every IO thread with subscribers, for publish).
+ * No call blocks on the network. Events come back in batches through the
+ * batch callback, called on IO threads; the owner frees each batch with
+ * sy_server_batch_done.
+ *
+ * Connections are named by 53-bit ids: generation << 32 | slot << 8 | thread.
+ *
+ * Threads: every sy_server_* function is for the owner thread only, except
+ * that the batch callback runs on IO threads.
+ */
+#ifndef SY_SERVER_H
+#define SY_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sy_events.h"
+
+#define SY_SERVER_MAX_THREADS 64
+#define SY_TOPIC_MAX_LEN 1024
+#define SY_ERRLEN 256
+
+typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1 } sy_slow_policy_t;
+
+typedef struct sy_server_opts {
+    const char *host;             /* numeric address or name to bind; copied */
+    uint16_t port;                /* 0: any free port */
+    const char *path;             /* only this path (before '?') upgrades; NULL: any */
+    unsigned threads;             /* 1..SY_SERVER_MAX_THREADS */
+    size_t max_payload;           /* largest message accepted from a client */
+    size_t max_backpressure;      /* queued bytes per connection before the policy */
+    sy_slow_policy_t slow_consumer;
+    unsigned idle_timeout_s;      /* 0: none */
+    unsigned handshake_timeout_s; /* complete upgrade request within this */
+    unsigned close_timeout_s;     /* wait this long for the peer's close reply */
+    size_t max_head_bytes;        /* request line + headers; default 8192 */
+    unsigned max_headers;         /* default 64 */
+    unsigned backlog;             /* listen() backlog */
+    uint32_t max_connections;     /* per server; 0: no limit beyond the fd limit */
+    bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
+} sy_server_opts_t;
+
+typedef struct sy_server sy_server_t;
+
+/* Called on an IO thread with a batch the callee now owns; it must end in
+ * sy_server_batch_done on the owner thread. */
+typedef void (*sy_batch_fn)(void *ctx, sy_batch_t *batch);
+
+typedef struct sy_thread_stats {
+    uint64_t connections; /* open now (upgraded) */
+    uint64_t opened, closed;
+    uint64_t messages_in, bytes_in;
+    uint64_t messages_out, bytes_out; /* frames queued to clients; bytes written */
+    uint64_t dropped;                 /* messages skipped for slow consumers */
+    uint64_t slow_closes;             /* connections closed as slow consumers */
+    uint64_t handshake_rejects;       /* requests answered with an HTTP error */
+    uint64_t protocol_errors;         /* connections failed with 1002/1007/1009 */
+    uint64_t timeouts;                /* handshake and idle timeouts */
+    uint64_t oom_closes;              /* connections closed (1011) for lack of memory */
+    uint64_t events_lost;             /* events that could not be queued to JS */
+} sy_thread_stats_t;
+
+/* NULL on failure, with a message in err. */
+sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx,
+                              char *err, size_t errlen);
+/* Binds (SO_REUSEPORT, one listening socket per IO thread) and starts the
+ * threads. 0, or an errno value with a message in err. *port: the bound port. */
+int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen);
+
+/* Queues a message to every subscriber of topic. Returns the number of
+ * subscribers it was queued toward (as known now), or -1 out of memory. */
+long sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data,
+                       size_t len, bool binary);
+/* 1 queued, 0 unknown or closed id, -1 out of memory. */
+int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, bool binary);
+int sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
+int sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
+/* Close handshake with code (a valid wire code) and reason (<= 123 bytes UTF-8). */
+int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len);
+/* Hard close: no close frame, the socket is closed at once. */
+int sy_server_terminate(sy_server_t *s, uint64_t id);
+/* Answers an SY_EV_UPGRADE. protocol: the chosen subprotocol (may be empty);
+ * headers: extra response header lines, each ending in CRLF (validated by the
+ * caller); topics: to subscribe before any message can be published to it. */
+int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len,
+                     const char *headers, size_t headers_len, const char *const *topics,
+                     const size_t *topic_lens, size_t ntopics);
+int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len);
+/* True when id names a connection that is open now. */
+bool sy_server_is_open(sy_server_t *s, uint64_t id);
+
+/* Stats of IO thread i (i < threads). */
+void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_thread_stats_t *out);
+unsigned sy_server_threads(sy_server_t *s);
+size_t sy_server_topic_count(sy_server_t *s);
+
+/* Gives back a batch the callback handed over. */
+void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch);
+
+/* Begins shutdown: stop accepting, 1001 to every client, wait for close
+ * replies up to deadline_ms (0: close everything now). Each IO thread sends
+ * SY_EV_STOPPED as its last event. Idempotent. */
+void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms);
+/* Joins the IO threads (they must be stopping). Blocks until they exit. */
+void sy_server_join(sy_server_t *s);
+/* Frees the server; the threads must be joined (or never started). */
+void sy_server_destroy(sy_server_t *s);
+
+#endif

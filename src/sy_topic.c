@@ -1,0 +1,190 @@
+/* sy_topic — see sy_topic.h. */
+#include "sy_topic.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "sy_alloc.h"
+
+#define SY_TOPICS_MIN_BUCKETS 64
+
+/* FNV-1a, 64-bit. */
+static uint64_t hash_name(const char *s, size_t len) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int sy_topics_init(sy_topics_t *r, unsigned nthreads) {
+    memset(r, 0, sizeof(*r));
+    r->buckets = sy_calloc(SY_TOPICS_MIN_BUCKETS, sizeof(*r->buckets));
+    if (r->buckets == NULL)
+        return ENOMEM;
+    int rc = pthread_mutex_init(&r->lock, NULL);
+    if (rc != 0) {
+        sy_free(r->buckets);
+        return rc;
+    }
+    r->nbuckets = SY_TOPICS_MIN_BUCKETS;
+    r->nthreads = nthreads;
+    return 0;
+}
+
+static void topic_free(sy_topic_t *t) {
+    for (unsigned i = 0; i < t->nthreads; i++)
+        sy_free(t->slots[i].subs);
+    sy_free(t->slots);
+    sy_free(t);
+}
+
+void sy_topics_destroy(sy_topics_t *r) {
+    for (size_t i = 0; i < r->nbuckets; i++) {
+        sy_topic_t *t = r->buckets[i];
+        while (t != NULL) {
+            sy_topic_t *next = t->next;
+            topic_free(t);
+            t = next;
+        }
+    }
+    sy_free(r->buckets);
+    pthread_mutex_destroy(&r->lock);
+    memset(r, 0, sizeof(*r));
+}
+
+size_t sy_topics_count(sy_topics_t *r) {
+    pthread_mutex_lock(&r->lock);
+    size_t n = r->count;
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}
+
+/* Doubles the table when it is over 1 topic per bucket. Under the lock.
+ * Failure to grow is harmless: chains get longer. */
+static void maybe_grow(sy_topics_t *r) {
+    if (r->count <= r->nbuckets)
+        return;
+    size_t n = r->nbuckets * 2;
+    sy_topic_t **b = sy_calloc(n, sizeof(*b));
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < r->nbuckets; i++) {
+        sy_topic_t *t = r->buckets[i];
+        while (t != NULL) {
+            sy_topic_t *next = t->next;
+            t->next = b[t->hash & (n - 1)];
+            b[t->hash & (n - 1)] = t;
+            t = next;
+        }
+    }
+    sy_free(r->buckets);
+    r->buckets = b;
+    r->nbuckets = n;
+}
+
+sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool create) {
+    uint64_t h = hash_name(name, len);
+    pthread_mutex_lock(&r->lock);
+    sy_topic_t *t = r->buckets[h & (r->nbuckets - 1)];
+    while (t != NULL && !(t->hash == h && t->name_len == len && memcmp(t->name, name, len) == 0))
+        t = t->next;
+    if (t != NULL) {
+        atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    } else if (create) {
+        t = sy_malloc(sizeof(*t) + len + 1);
+        sy_topic_slot_t *slots = sy_calloc(r->nthreads, sizeof(*slots));
+        if (t == NULL || slots == NULL) {
+            sy_free(t);
+            sy_free(slots);
+            t = NULL;
+        } else {
+            t->hash = h;
+            atomic_init(&t->refs, 1);
+            t->nthreads = r->nthreads;
+            t->slots = slots;
+            for (unsigned i = 0; i < r->nthreads; i++)
+                atomic_init(&slots[i].count, 0);
+            t->name_len = len;
+            memcpy(t->name, name, len);
+            t->name[len] = '\0';
+            size_t b = h & (r->nbuckets - 1);
+            t->next = r->buckets[b];
+            r->buckets[b] = t;
+            r->count++;
+            maybe_grow(r);
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return t;
+}
+
+void sy_topic_ref(sy_topic_t *t) {
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+}
+
+void sy_topic_release(sy_topics_t *r, sy_topic_t *t) {
+    if (t == NULL)
+        return;
+    /* Fast path: not the last reference. A concurrent acquire can only raise
+     * the count under the lock, so the final decrement is done under it. */
+    unsigned refs = atomic_load_explicit(&t->refs, memory_order_relaxed);
+    while (refs > 1) {
+        if (atomic_compare_exchange_weak_explicit(&t->refs, &refs, refs - 1, memory_order_acq_rel,
+                                                  memory_order_relaxed))
+            return;
+    }
+    pthread_mutex_lock(&r->lock);
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) {
+        pthread_mutex_unlock(&r->lock);
+        return;
+    }
+    sy_topic_t **p = &r->buckets[t->hash & (r->nbuckets - 1)];
+    while (*p != NULL && *p != t)
+        p = &(*p)->next;
+    if (*p == t)
+        *p = t->next;
+    r->count--;
+    pthread_mutex_unlock(&r->lock);
+    topic_free(t);
+}
+
+long sy_topic_slot_add(sy_topic_t *t, unsigned thread, struct sy_conn *conn) {
+    sy_topic_slot_t *s = &t->slots[thread];
+    if (s->nsubs == s->cap) {
+        uint32_t cap = s->cap ? s->cap * 2 : 4;
+        if (cap < s->cap)
+            return -1;
+        struct sy_conn **subs = sy_realloc(s->subs, (size_t)cap * sizeof(*subs));
+        if (subs == NULL)
+            return -1;
+        s->subs = subs;
+        s->cap = cap;
+    }
+    s->subs[s->nsubs] = conn;
+    return (long)s->nsubs++;
+}
+
+struct sy_conn *sy_topic_slot_remove(sy_topic_t *t, unsigned thread, uint32_t index) {
+    sy_topic_slot_t *s = &t->slots[thread];
+    struct sy_conn *moved = NULL;
+    s->nsubs--;
+    if (index != s->nsubs) {
+        moved = s->subs[s->nsubs];
+        s->subs[index] = moved;
+    }
+    if (s->nsubs == 0) {
+        /* Memory follows the load: an empty list gives its array back. */
+        sy_free(s->subs);
+        s->subs = NULL;
+        s->cap = 0;
+    } else if (s->nsubs * 4 < s->cap && s->cap > 16) {
+        struct sy_conn **subs = sy_realloc(s->subs, (size_t)(s->cap / 2) * sizeof(*subs));
+        if (subs != NULL) {
+            s->subs = subs;
+            s->cap /= 2;
+        }
+    }
+    return moved;
+}
