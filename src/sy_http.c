@@ -1,6 +1,7 @@
 /* HTTP/1.1 request head parser. See sy_http.h. */
 #include "sy_http.h"
 
+#include <limits.h>
 #include <string.h>
 
 /* Internal "ran out of bytes" result, resolved by the caller of the step
@@ -206,6 +207,8 @@ long sy_http_parse_request(const char *buf, size_t len,
         if (limits->max_headers != 0)
             max_hdrs = limits->max_headers;
     }
+    if (max_head > (size_t)LONG_MAX)
+        max_head = (size_t)LONG_MAX; /* the result must fit in a long */
     if (max_hdrs > req->num_headers)
         max_hdrs = req->num_headers;
     end = (len < max_head) ? len : max_head;

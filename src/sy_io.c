@@ -52,8 +52,9 @@ int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_f
     io->rx = sy_malloc(SY_RX_SIZE);
     if (io->rx == NULL)
         return ENOMEM;
-    if ((rc = sy_poll_add(io->poll, io->wake_fd, SY_POLL_IN, &wake_tag)) != 0 ||
-        (rc = sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, &listen_tag)) != 0)
+    if ((rc = sy_poll_add(io->poll, io->wake_fd, SY_POLL_IN, &wake_tag)) != 0)
+        return rc;
+    if (io->listen_fd >= 0 && (rc = sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, &listen_tag)) != 0)
         return rc;
     return 0;
 }
@@ -75,6 +76,10 @@ void sy_io_join(sy_io_t *io) {
 }
 
 static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
+    if (cmd->type == SY_CMD_ADOPT && cmd->code != (uint32_t)-1) {
+        (void)close((int)cmd->code);
+        atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+    }
     sy_msg_release(cmd->msg);
     if (cmd->topic != NULL) {
         if (cmd->type == SY_CMD_SUBSCRIBE)
@@ -275,6 +280,30 @@ void sy_io_batch_done(sy_io_t *io, size_t bytes) {
 
 /* ---- accepting ------------------------------------------------------------- */
 
+/* Makes a connection of an accepted socket on this thread. */
+static void adopt(sy_io_t *io, int fd) {
+    sy_conn_t *c = sy_conn_new(io, fd);
+    if (c == NULL || !take_slot(io, c)) {
+        sy_free(c);
+        (void)close(fd);
+        atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+        return;
+    }
+    if (io->stopping || sy_poll_add(io->poll, fd, SY_POLL_IN, c) != 0) {
+        sy_io_release_slot(io, c->slot);
+        (void)close(fd);
+        sy_free(c);
+        atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+        return;
+    }
+    /* Ids name (slot, generation); generations come from one counter per
+     * thread, so a slot's next id differs from its last one. */
+    c->gen = io->next_gen;
+    io->next_gen = (io->next_gen + 1) & SY_ID_GEN_MASK;
+    if (io->next_gen == 0)
+        io->next_gen = 1;
+}
+
 static void accept_some(sy_io_t *io) {
     for (int i = 0; i < SY_ACCEPTS_PER_TURN && io->listen_fd >= 0; i++) {
         int fd = accept4(io->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -290,26 +319,15 @@ static void accept_some(sy_io_t *io) {
         }
         int one = 1;
         (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        sy_conn_t *c = sy_conn_new(io, fd);
-        if (c == NULL || !take_slot(io, c)) {
-            sy_free(c);
-            (void)close(fd);
-            continue;
-        }
-        if (sy_poll_add(io->poll, fd, SY_POLL_IN, c) != 0) {
-            io->conns[c->slot] = NULL;
-            sy_io_release_slot(io, c->slot);
-            (void)close(fd);
-            sy_free(c);
-            continue;
-        }
-        /* Ids name (slot, generation); generations come from one counter per
-         * thread, so a slot's next id differs from its last one. */
-        c->gen = io->next_gen;
-        io->next_gen = (io->next_gen + 1) & SY_ID_GEN_MASK;
-        if (io->next_gen == 0)
-            io->next_gen = 1;
         atomic_fetch_add_explicit(&io->shared->connections, 1, memory_order_relaxed);
+        unsigned t = io->shared->next_thread++ % io->shared->nthreads;
+        if (t == io->index) {
+            adopt(io, fd);
+            continue;
+        }
+        sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .code = (uint32_t)fd};
+        if (!sy_io_push(&io->shared->ios[t], &cmd))
+            adopt(io, fd); /* the other queue is out of memory: keep it here */
     }
 }
 
@@ -397,6 +415,10 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
                 }
             }
         }
+        break;
+    case SY_CMD_ADOPT:
+        adopt(io, (int)cmd->code);
+        cmd->code = (uint32_t)-1; /* adopted: nothing to release */
         break;
     case SY_CMD_RESUME:
         if (io->reads_paused && atomic_load_explicit(&io->event_bytes, memory_order_relaxed) < SY_EVENTS_LOW) {

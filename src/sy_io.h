@@ -31,6 +31,9 @@ typedef struct sy_io_shared {
     sy_batch_fn on_batch;
     void *ctx;
     atomic_uint connections; /* accepted sockets, all threads */
+    struct sy_io *ios;       /* every IO thread of the server */
+    unsigned nthreads;
+    unsigned next_thread;    /* round robin of accepted sockets; IO thread 0 only */
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {
@@ -44,6 +47,7 @@ typedef enum sy_cmd_type {
     SY_CMD_REFUSE,      /* conn, msg (the whole response, raw) */
     SY_CMD_STOP,        /* code = deadline in ms */
     SY_CMD_RESUME,      /* the owner freed batches: maybe read again */
+    SY_CMD_ADOPT,       /* code = a socket accepted by IO thread 0 */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
@@ -115,7 +119,11 @@ typedef struct sy_io {
     sy_io_atomic_stats_t stats;
 } sy_io_t;
 
-/* 0 or an errno value. listen_fd is adopted (closed by sy_io_free). */
+/* 0 or an errno value. listen_fd (or -1) is adopted (closed by sy_io_free).
+ * One thread listens and accepts; it hands each socket to the IO threads in
+ * turn (SY_CMD_ADOPT), so connections spread evenly and the port is bound by
+ * one socket without SO_REUSEPORT, which would let a second server (of the
+ * same user) silently share the port. */
 int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_fd);
 int sy_io_start(sy_io_t *io);
 void sy_io_join(sy_io_t *io);

@@ -72,7 +72,6 @@ static int bind_one(const struct addrinfo *ai, uint16_t port, unsigned backlog, 
     else
         ((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
         bind(fd, (struct sockaddr *)&ss, ai->ai_addrlen) != 0 || listen(fd, (int)backlog) != 0) {
         int e = errno;
         (void)close(fd);
@@ -106,16 +105,16 @@ int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
     }
     uint16_t p = s->shared.opts.port;
     unsigned started = 0;
-    int rc = 0;
-    for (unsigned i = 0; i < s->nthreads; i++) {
-        int fd = -1;
-        if ((rc = bind_one(ai, p, s->shared.opts.backlog, &fd)) != 0) {
-            snprintf(err, errlen, "cannot listen on %s:%u: %s", s->host, (unsigned)p, strerror(rc));
-            break;
-        }
-        if (p == 0)
-            p = bound_port(fd);
-        if ((rc = sy_io_init(&s->io[i], &s->shared, i, fd)) != 0) {
+    int fd = -1;
+    int rc = bind_one(ai, p, s->shared.opts.backlog, &fd);
+    if (rc != 0)
+        snprintf(err, errlen, "cannot listen on %s:%u: %s", s->host, (unsigned)p, strerror(rc));
+    else if (p == 0)
+        p = bound_port(fd);
+    s->shared.ios = s->io;
+    s->shared.nthreads = s->nthreads;
+    for (unsigned i = 0; rc == 0 && i < s->nthreads; i++) {
+        if ((rc = sy_io_init(&s->io[i], &s->shared, i, i == 0 ? fd : -1)) != 0) {
             snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
             sy_io_free(&s->io[i]);
             break;
@@ -247,9 +246,9 @@ int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason
 }
 
 int sy_server_terminate(sy_server_t *s, uint64_t id) {
-    sy_io_t *io = io_of(s, id);
-    if (io == NULL || s->shutting_down)
+    if (!sy_server_is_open(s, id))
         return 0;
+    sy_io_t *io = io_of(s, id);
     sy_cmd_t cmd = {.type = SY_CMD_TERMINATE, .conn = id};
     return sy_io_push(io, &cmd) ? 1 : -1;
 }

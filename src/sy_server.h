@@ -70,8 +70,8 @@ typedef struct sy_thread_stats {
 /* NULL on failure, with a message in err. */
 sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx,
                               char *err, size_t errlen);
-/* Binds (SO_REUSEPORT, one listening socket per IO thread) and starts the
- * threads. 0, or an errno value with a message in err. *port: the bound port. */
+/* Binds one listening socket (IO thread 0 accepts and deals the sockets out
+ * to every IO thread in turn) and starts the threads. 0, or an errno value with a message in err. *port: the bound port. */
 int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen);
 
 /* Queues a message to every subscriber of topic. Returns the number of

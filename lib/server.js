@@ -1,0 +1,381 @@
+'use strict';
+// require('symphony').Server: a WebSocket fan-out server whose sockets live
+// on native IO threads. Connections are named by numbers (ids), not objects.
+
+const { EventEmitter } = require('node:events');
+const os = require('node:os');
+const { binding } = require('./native');
+const { SymphonyError, invalidArgType, outOfRange, invalidArgValue } = require('./errors');
+
+const EV_UPGRADE = 1;
+const EV_OPEN = 2;
+const EV_MESSAGE = 3;
+const EV_CLOSE = 4;
+const EV_DRAIN = 5;
+const EV_CLOSED = 100;
+
+const DEFAULTS = Object.freeze({
+  host: '0.0.0.0',
+  port: 0,
+  path: null,
+  threads: Math.min(2, os.availableParallelism ? os.availableParallelism() : os.cpus().length || 1),
+  maxPayload: 1 << 20,
+  maxBackpressure: 1 << 20,
+  slowConsumer: 'drop',
+  idleTimeout: 120,
+  handshakeTimeout: 10,
+  closeTimeout: 5,
+  maxHeaderSize: 8192,
+  maxHeaders: 64,
+  backlog: 511,
+  maxConnections: 0,
+  closeDeadline: 2000,
+  onUpgrade: null,
+});
+
+// Response headers symphony writes itself; a user may not set them.
+const RESERVED_HEADERS = new Set([
+  'upgrade', 'connection', 'sec-websocket-accept', 'sec-websocket-protocol',
+  'sec-websocket-extensions', 'sec-websocket-version', 'content-length', 'transfer-encoding',
+]);
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+function integer(name, value, min, max) {
+  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw outOfRange(name, `an integer >= ${min} and <= ${max}`, value);
+  }
+  return value;
+}
+
+function normalizeOptions(options) {
+  if (options === undefined) options = {};
+  if (options === null || typeof options !== 'object') throw invalidArgType('options', 'an object', options);
+  const o = { ...DEFAULTS };
+  for (const key of Object.keys(options)) {
+    if (!(key in DEFAULTS)) throw invalidArgValue(`options.${key}`, 'is not a known option', key);
+    if (options[key] !== undefined) o[key] = options[key];
+  }
+  if (typeof o.host !== 'string' || o.host.length === 0) throw invalidArgType('options.host', 'a non-empty string', o.host);
+  integer('options.port', o.port, 0, 65535);
+  if (o.path !== null) {
+    if (typeof o.path !== 'string') throw invalidArgType('options.path', 'a string or null', o.path);
+    if (!o.path.startsWith('/') || /[?#\s]/.test(o.path)) {
+      throw invalidArgValue('options.path', "must start with '/' and hold no '?', '#' or spaces", o.path);
+    }
+  }
+  integer('options.threads', o.threads, 1, 64);
+  integer('options.maxPayload', o.maxPayload, 1, 2 ** 40);
+  integer('options.maxBackpressure', o.maxBackpressure, 1, 2 ** 40);
+  if (o.slowConsumer !== 'drop' && o.slowConsumer !== 'close') {
+    throw invalidArgValue('options.slowConsumer', "must be 'drop' or 'close'", o.slowConsumer);
+  }
+  integer('options.idleTimeout', o.idleTimeout, 0, 86400);
+  integer('options.handshakeTimeout', o.handshakeTimeout, 1, 86400);
+  integer('options.closeTimeout', o.closeTimeout, 1, 3600);
+  integer('options.maxHeaderSize', o.maxHeaderSize, 256, 1 << 20);
+  integer('options.maxHeaders', o.maxHeaders, 1, 256);
+  integer('options.backlog', o.backlog, 1, 65535);
+  integer('options.maxConnections', o.maxConnections, 0, 2 ** 32 - 1);
+  integer('options.closeDeadline', o.closeDeadline, 0, 3600000);
+  if (o.onUpgrade !== null && typeof o.onUpgrade !== 'function') {
+    throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
+  }
+  return o;
+}
+
+function headerLines(headers, name) {
+  if (headers === undefined || headers === null) return '';
+  if (typeof headers !== 'object') throw invalidArgType(name, 'an object', headers);
+  let out = '';
+  for (const [k, v] of Object.entries(headers)) {
+    if (!TOKEN.test(k)) throw invalidArgValue(`${name} name`, 'is not a valid header name', k);
+    if (RESERVED_HEADERS.has(k.toLowerCase())) throw invalidArgValue(`${name} name`, 'is set by symphony itself', k);
+    for (const one of Array.isArray(v) ? v : [v]) {
+      const s = String(one);
+      if (/[\r\n\0]/.test(s)) throw invalidArgValue(`${name}["${k}"]`, 'holds CR, LF or NUL', JSON.stringify(s));
+      out += `${k}: ${s}\r\n`;
+    }
+  }
+  return out;
+}
+
+function isBytes(data) {
+  return ArrayBuffer.isView(data) || data instanceof ArrayBuffer;
+}
+
+function checkData(data) {
+  if (typeof data !== 'string' && !isBytes(data)) {
+    throw invalidArgType('data', 'a string, Buffer, TypedArray, DataView or ArrayBuffer', data);
+  }
+}
+
+function binaryOption(opts, data) {
+  if (opts === undefined) return isBytes(data);
+  if (opts === null || typeof opts !== 'object') throw invalidArgType('options', 'an object', opts);
+  if (opts.binary === undefined) return isBytes(data);
+  if (typeof opts.binary !== 'boolean') throw invalidArgType('options.binary', 'of type boolean', opts.binary);
+  return opts.binary;
+}
+
+function checkId(id) {
+  if (typeof id !== 'number') throw invalidArgType('id', 'of type number', id);
+  if (!Number.isSafeInteger(id) || id < 0) throw outOfRange('id', 'a connection id (a safe non-negative integer)', id);
+}
+
+function checkTopic(topic) {
+  if (typeof topic !== 'string') throw invalidArgType('topic', 'of type string', topic);
+  if (topic.length === 0 || Buffer.byteLength(topic) > 1024) {
+    throw outOfRange('topic', 'a non-empty string of at most 1024 UTF-8 bytes', topic.length);
+  }
+}
+
+/** Close codes an endpoint may send (RFC 6455 7.4; 1004-1006 and 1015 never). */
+function validSendCode(code) {
+  return code === 1000 || (code >= 1001 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+    (code >= 3000 && code <= 4999);
+}
+
+function parseRequest(parts) {
+  const [url, remoteAddress, remotePort] = parts;
+  const rawHeaders = parts.slice(3);
+  const headers = Object.create(null);
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const k = rawHeaders[i].toLowerCase();
+    headers[k] = k in headers ? `${headers[k]}, ${rawHeaders[i + 1]}` : rawHeaders[i + 1];
+  }
+  const protocols = headers['sec-websocket-protocol']
+    ? headers['sec-websocket-protocol'].split(',').map((s) => s.trim()).filter(Boolean) : [];
+  return {
+    url,
+    headers,
+    rawHeaders,
+    remoteAddress,
+    remotePort: Number(remotePort),
+    protocols,
+    origin: headers.origin ?? null,
+  };
+}
+
+class Server extends EventEmitter {
+  #handle;
+  #opts;
+  #state = 'new'; // new -> listening -> closing -> closed
+  #port = null;
+  #closed = null;
+  #userData = new Map();
+
+  constructor(options) {
+    super();
+    this.#opts = normalizeOptions(options);
+    const o = this.#opts;
+    this.#handle = binding.serverCreate({
+      host: o.host,
+      port: o.port,
+      path: o.path,
+      threads: o.threads,
+      maxPayload: o.maxPayload,
+      maxBackpressure: o.maxBackpressure,
+      slowConsumer: o.slowConsumer === 'close' ? 1 : 0,
+      idleTimeout: o.idleTimeout,
+      handshakeTimeout: o.handshakeTimeout,
+      closeTimeout: o.closeTimeout,
+      maxHeaderSize: o.maxHeaderSize,
+      maxHeaders: o.maxHeaders,
+      backlog: o.backlog,
+      maxConnections: o.maxConnections,
+      upgradeHandler: typeof o.onUpgrade === 'function',
+    }, () => {});
+  }
+
+  /** The effective options (defaults filled in). */
+  get options() {
+    return { ...this.#opts };
+  }
+
+  /** Starts listening. Resolves to { host, port }. */
+  listen() {
+    if (this.#state !== 'new') {
+      return Promise.reject(new SymphonyError('ERR_SERVER_ALREADY_LISTEN', 'symphony: listen() was already called'));
+    }
+    try {
+      this.#port = binding.serverListen(this.#handle, (type, id, code, payload) => this.#dispatch(type, id, code, payload));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.#state = 'listening';
+    const address = { host: this.#opts.host, port: this.#port };
+    process.nextTick(() => this.emit('listening', address));
+    return Promise.resolve(address);
+  }
+
+  /** { host, port } while listening, else null. */
+  address() {
+    return this.#state === 'listening' ? { host: this.#opts.host, port: this.#port } : null;
+  }
+
+  #dispatch(type, id, code, payload) {
+    switch (type) {
+      case EV_MESSAGE:
+        this.emit('message', id, payload, code === 1);
+        break;
+      case EV_OPEN: {
+        const data = this.#userData.get(id);
+        this.emit('open', id, { protocol: payload, data });
+        break;
+      }
+      case EV_CLOSE:
+        this.#userData.delete(id);
+        this.emit('close', id, code, payload);
+        break;
+      case EV_DRAIN:
+        this.emit('drain', id);
+        break;
+      case EV_UPGRADE:
+        this.#upgrade(id, parseRequest(payload));
+        break;
+      case EV_CLOSED:
+        this.#state = 'closed';
+        this.#userData.clear();
+        if (this.#closed) this.#closed.resolve();
+        break;
+      default:
+        break;
+    }
+  }
+
+  async #upgrade(id, req) {
+    let result;
+    try {
+      result = await this.#opts.onUpgrade(req);
+    } catch (err) {
+      this.#refuse(id, 500, undefined);
+      this.#report(err);
+      return;
+    }
+    if (this.#state !== 'listening') return;
+    try {
+      if (result === false || result === undefined || result === null) {
+        this.#refuse(id, 403, undefined);
+      } else if (result === true) {
+        binding.serverAccept(this.#handle, id, req.protocols[0] ?? '', '', []);
+      } else if (typeof result === 'object' && result.status !== undefined) {
+        integer('onUpgrade result status', result.status, 400, 599);
+        this.#refuse(id, result.status, headerLines(result.headers, 'onUpgrade result headers'));
+      } else if (typeof result === 'object') {
+        const topics = result.topics ?? [];
+        if (!Array.isArray(topics)) throw invalidArgType('onUpgrade result topics', 'an array of strings', topics);
+        topics.forEach(checkTopic);
+        let protocol = req.protocols[0] ?? '';
+        if (result.protocol !== undefined) {
+          if (result.protocol === false || result.protocol === null) protocol = '';
+          else if (typeof result.protocol !== 'string' || !req.protocols.includes(result.protocol)) {
+            throw invalidArgValue('onUpgrade result protocol', 'must be one of the offered subprotocols', result.protocol);
+          } else protocol = result.protocol;
+        }
+        const headers = headerLines(result.headers, 'onUpgrade result headers');
+        if (result.data !== undefined) this.#userData.set(id, result.data);
+        if (!binding.serverAccept(this.#handle, id, protocol, headers, topics)) this.#userData.delete(id);
+      } else {
+        throw invalidArgType('onUpgrade result', 'a boolean or an object', result);
+      }
+    } catch (err) {
+      this.#refuse(id, 500, undefined);
+      this.#report(err);
+    }
+  }
+
+  #refuse(id, status, headers) {
+    if (this.#state === 'listening') binding.serverRefuse(this.#handle, id, status, headers ?? '');
+  }
+
+  #report(err) {
+    if (this.listenerCount('error') > 0) this.emit('error', err);
+    else process.emitWarning(`symphony: onUpgrade failed: ${err && err.stack ? err.stack : err}`);
+  }
+
+  /** The data onUpgrade attached to a connection, if any. */
+  getUserData(id) {
+    return this.#userData.get(id);
+  }
+
+  /**
+   * Sends data to every subscriber of topic; the frame is built and the
+   * payload copied once. Returns the number of subscribers it went toward.
+   */
+  publish(topic, data, options) {
+    checkTopic(topic);
+    checkData(data);
+    const binary = binaryOption(options, data);
+    if (this.#state !== 'listening') return 0;
+    return binding.serverPublish(this.#handle, topic, data, binary);
+  }
+
+  /** Sends to one connection; false when the id is unknown or closed. */
+  send(id, data, options) {
+    checkId(id);
+    checkData(data);
+    const binary = binaryOption(options, data);
+    if (this.#state !== 'listening') return false;
+    return binding.serverSend(this.#handle, id, data, binary);
+  }
+
+  subscribe(id, topic) {
+    checkId(id);
+    checkTopic(topic);
+    if (this.#state !== 'listening') return false;
+    return binding.serverSubscribe(this.#handle, id, topic);
+  }
+
+  unsubscribe(id, topic) {
+    checkId(id);
+    checkTopic(topic);
+    if (this.#state !== 'listening') return false;
+    return binding.serverUnsubscribe(this.#handle, id, topic);
+  }
+
+  /** Starts the close handshake. */
+  end(id, code = 1000, reason = '') {
+    checkId(id);
+    integer('code', code, 1000, 4999);
+    if (!validSendCode(code)) throw outOfRange('code', 'a close code an endpoint may send (1000-1003, 1007-1014, 3000-4999)', code);
+    if (typeof reason !== 'string') throw invalidArgType('reason', 'of type string', reason);
+    if (Buffer.byteLength(reason) > 123) throw outOfRange('reason', 'at most 123 UTF-8 bytes', Buffer.byteLength(reason));
+    if (this.#state !== 'listening') return false;
+    return binding.serverEnd(this.#handle, id, code, reason);
+  }
+
+  /** Closes the socket at once, without a close frame. */
+  terminate(id) {
+    checkId(id);
+    if (this.#state !== 'listening') return false;
+    return binding.serverTerminate(this.#handle, id);
+  }
+
+  /** Counters: totals, topics, and one entry per IO thread. */
+  stats() {
+    if (this.#state === 'closed') return null;
+    return binding.serverStats(this.#handle);
+  }
+
+  /**
+   * Stops accepting, sends 1001 to every client, waits up to closeDeadline
+   * ms for their replies, then closes what is left and frees everything.
+   */
+  close() {
+    if (this.#closed) return this.#closed.promise;
+    let resolve;
+    const promise = new Promise((r) => { resolve = r; });
+    this.#closed = { promise, resolve };
+    if (this.#state === 'listening') {
+      this.#state = 'closing';
+      binding.serverClose(this.#handle, this.#opts.closeDeadline);
+    } else {
+      this.#state = 'closed';
+      resolve();
+    }
+    return promise;
+  }
+}
+
+module.exports = { Server, DEFAULTS };
