@@ -41,8 +41,15 @@ async function healthy(server, url) {
   const got = nextMessage(ws);
   if (!server.send(ids[0], 'still here')) throw new Error('send to a healthy connection failed');
   const m = await got;
+  // Wait for the server's own close event too, so it never lands in the
+  // next test's listeners.
+  let serverClosed = false;
+  const onClose = (id) => { if (id === ids[0]) serverClosed = true; };
+  server.on('close', onClose);
   ws.close();
   await closed(ws);
+  await waitFor(() => serverClosed, 5000, 'the server-side close event');
+  server.off('close', onClose);
   return m.data.toString();
 }
 
