@@ -1,0 +1,202 @@
+/* The server core end to end under the sanitizers (and valgrind): a real
+ * listening socket on loopback, a raw client, every event through batches,
+ * shutdown, join and free with nothing leaked. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "sy_events.h"
+#include "sy_server.h"
+
+#define MAX_BATCHES 1024
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static sy_batch_t *batches[MAX_BATCHES];
+static size_t nbatches;
+
+/* IO threads: park the batch for the main thread (the owner). */
+static void on_batch(void *ctx, sy_batch_t *b) {
+    (void)ctx;
+    pthread_mutex_lock(&lock);
+    if (nbatches < MAX_BATCHES)
+        batches[nbatches++] = b;
+    else
+        sy_batch_free(b);
+    pthread_mutex_unlock(&lock);
+}
+
+typedef struct {
+    uint8_t type;
+    uint16_t code;
+    uint64_t conn;
+    char payload[256];
+    size_t len;
+} seen_t;
+
+static seen_t seen[256];
+static size_t nseen;
+
+static void drain(sy_server_t *s) {
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nbatches; i++) {
+        size_t pos = 0;
+        sy_event_t ev;
+        const uint8_t *p;
+        while (sy_batch_next(batches[i], &pos, &ev, &p)) {
+            if (nseen < 256) {
+                seen_t *x = &seen[nseen++];
+                x->type = ev.type;
+                x->code = ev.code;
+                x->conn = ev.conn;
+                x->len = ev.len < sizeof(x->payload) ? ev.len : sizeof(x->payload);
+                memcpy(x->payload, p, x->len);
+            }
+        }
+        sy_server_batch_done(s, batches[i]);
+    }
+    nbatches = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+static const seen_t *wait_event(sy_server_t *s, uint8_t type, size_t from) {
+    for (int i = 0; i < 500; i++) {
+        drain(s);
+        for (size_t k = from; k < nseen; k++)
+            if (seen[k].type == type)
+                return &seen[k];
+        usleep(10000);
+    }
+    return NULL;
+}
+
+static int connect_to(uint16_t port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+        return -1;
+    return fd;
+}
+
+/* Reads until n bytes or EOF/timeout; returns bytes read. */
+static size_t read_some(int fd, uint8_t *buf, size_t cap, size_t want) {
+    size_t got = 0;
+    while (got < want && got < cap) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 3000) <= 0)
+            break;
+        ssize_t r = read(fd, buf + got, cap - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
+static void send_masked(int fd, uint8_t b0, const char *payload, size_t len, int mask) {
+    uint8_t f[140];
+    size_t n = 0;
+    f[n++] = b0;
+    f[n++] = (uint8_t)((mask ? 0x80 : 0) | len);
+    const uint8_t key[4] = {1, 2, 3, 4};
+    if (mask) {
+        memcpy(f + n, key, 4);
+        n += 4;
+    }
+    for (size_t i = 0; i < len; i++)
+        f[n++] = (uint8_t)(payload[i] ^ (mask ? key[i & 3] : 0));
+    CHECK_EQ(write(fd, f, n), (long long)n);
+}
+
+int main(void) {
+    sy_server_opts_t o = {
+        .host = "127.0.0.1", .port = 0, .threads = 2, .max_payload = 1 << 16, .max_backpressure = 1 << 20,
+        .idle_timeout_s = 0, .handshake_timeout_s = 5, .close_timeout_s = 2, .max_head_bytes = 8192,
+        .max_headers = 64, .backlog = 64,
+    };
+    char err[SY_ERRLEN];
+    sy_server_t *s = sy_server_create(&o, on_batch, NULL, err, sizeof(err));
+    CHECK(s != NULL);
+    uint16_t port = 0;
+    CHECK_EQ(sy_server_listen(s, &port, err, sizeof(err)), 0);
+    CHECK(port != 0);
+
+    int fd = connect_to(port);
+    CHECK(fd >= 0);
+    const char *req = "GET /x HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    CHECK_EQ(write(fd, req, strlen(req)), (long long)strlen(req));
+    uint8_t buf[4096];
+    size_t n = read_some(fd, buf, sizeof(buf) - 1, 129);
+    buf[n] = 0;
+    CHECK(strstr((char *)buf, "HTTP/1.1 101") == (char *)buf);
+    CHECK(strstr((char *)buf, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n") != NULL);
+
+    const seen_t *open = wait_event(s, SY_EV_OPEN, 0);
+    CHECK(open != NULL);
+    uint64_t id = open ? open->conn : 0;
+    CHECK(sy_server_is_open(s, id));
+    CHECK_EQ(sy_server_subscribe(s, id, "t", 1), 1);
+    CHECK_EQ(sy_server_publish(s, "t", 1, "hi", 2, false), 1);
+    CHECK_EQ(sy_server_publish(s, "nobody", 6, "x", 1, false), 0);
+    n = read_some(fd, buf, sizeof(buf), 4);
+    CHECK_EQU(n, 4);
+    CHECK(buf[0] == 0x81 && buf[1] == 2 && memcmp(buf + 2, "hi", 2) == 0);
+
+    size_t mark = nseen;
+    send_masked(fd, 0x81, "yo", 2, 1);
+    const seen_t *msg = wait_event(s, SY_EV_MESSAGE, mark);
+    CHECK(msg != NULL && msg->len == 2 && memcmp(msg->payload, "yo", 2) == 0 && msg->conn == id);
+
+    /* An unmasked frame: 1002, the socket closed, the close event says so. */
+    mark = nseen;
+    send_masked(fd, 0x81, "no", 2, 0);
+    n = read_some(fd, buf, sizeof(buf), 64);
+    CHECK(n >= 4 && buf[0] == 0x88 && ((buf[2] << 8) | buf[3]) == 1002);
+    const seen_t *cl = wait_event(s, SY_EV_CLOSE, mark);
+    CHECK(cl != NULL && cl->code == 1002 && cl->conn == id);
+    CHECK(!sy_server_is_open(s, id));
+    CHECK_EQ(sy_server_send(s, id, "x", 1, false), 0);
+    close(fd);
+
+    /* A second client stays open through shutdown: it gets 1001. */
+    fd = connect_to(port);
+    CHECK_EQ(write(fd, req, strlen(req)), (long long)strlen(req));
+    n = read_some(fd, buf, sizeof(buf), 129);
+    CHECK(n >= 129);
+    mark = nseen;
+    CHECK(wait_event(s, SY_EV_OPEN, mark) != NULL);
+    sy_thread_stats_t st0, st1;
+    sy_server_thread_stats(s, 0, &st0);
+    sy_server_thread_stats(s, 1, &st1);
+    CHECK_EQU(st0.opened + st1.opened, 2);
+    CHECK_EQU(st0.opened, 1); /* dealt round robin */
+    CHECK_EQU(st0.protocol_errors + st1.protocol_errors, 1);
+
+    mark = nseen;
+    sy_server_shutdown(s, 200);
+    n = read_some(fd, buf, sizeof(buf), 64);
+    CHECK(n >= 4 && buf[0] == 0x88 && ((buf[2] << 8) | buf[3]) == 1001);
+    int stopped = 0;
+    for (int i = 0; i < 300 && stopped < 2; i++) {
+        drain(s);
+        stopped = 0;
+        for (size_t k = mark; k < nseen; k++)
+            stopped += seen[k].type == SY_EV_STOPPED;
+        usleep(10000);
+    }
+    CHECK_EQ(stopped, 2);
+    sy_server_join(s);
+    drain(s);
+    sy_server_destroy(s);
+    close(fd);
+    return check_report("server");
+}
