@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 'use strict';
-// npm test: the C unit tests of src/ under ASan/UBSan, a short fuzz smoke run
+// npm test: the C unit tests of src/ under ASan/UBSan and under valgrind, a short fuzz smoke run
 // of every parser, then the node:test suites against the default (jemalloc)
 // build and again against the system-allocator build.
 //
-//   node scripts/test.js [--only=c,fuzz,jemalloc,system]
+//   node scripts/test.js [--only=c,c-valgrind,fuzz,jemalloc,system]
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -38,6 +38,7 @@ for (const allocator of ['jemalloc', 'system']) {
   }
 }
 step('c', 'make', ['-s', '-C', '__test__/c', 'test']);
+step('c-valgrind', 'make', ['-s', '-C', '__test__/c', 'valgrind']);
 if (fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile'))) {
   step('fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke']);
 }

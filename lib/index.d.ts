@@ -1,0 +1,165 @@
+// Types for symphony's public API (lib/index.js).
+import { EventEmitter } from 'node:events';
+
+/** A connection id: a safe integer naming (IO thread, slot, generation). */
+export type ConnectionId = number;
+
+export type Payload = string | Buffer | ArrayBufferView | ArrayBuffer;
+
+export interface UpgradeRequest {
+  /** The request target, path and query. */
+  url: string;
+  /** Header names lower-cased; repeated headers joined with ', '. */
+  headers: Record<string, string>;
+  /** Name, value, name, value... as received. */
+  rawHeaders: string[];
+  remoteAddress: string;
+  remotePort: number;
+  /** Subprotocols offered in Sec-WebSocket-Protocol, in order. */
+  protocols: string[];
+  origin: string | null;
+}
+
+export type UpgradeResult =
+  | boolean
+  | { status: number; headers?: Record<string, string | string[]> }
+  | {
+      topics?: string[];
+      data?: unknown;
+      /** One of req.protocols, or false for none. Default: the first offered. */
+      protocol?: string | false;
+      headers?: Record<string, string | string[]>;
+    };
+
+export interface ServerOptions {
+  /** Address to bind. Default '0.0.0.0'. */
+  host?: string;
+  /** 0 picks a free port. Default 0. */
+  port?: number;
+  /** Only this path (before '?') upgrades; others get 404. Default null: any. */
+  path?: string | null;
+  /** IO threads. Default min(2, CPUs). */
+  threads?: number;
+  /** Largest message accepted from a client (bytes); larger: close 1009. Default 1 MiB. */
+  maxPayload?: number;
+  /** Bytes queued per connection before the slow-consumer policy. Default 1 MiB. */
+  maxBackpressure?: number;
+  /** 'drop': skip messages for it (counted); 'close': close 1008. Default 'drop'. */
+  slowConsumer?: 'drop' | 'close';
+  /** Seconds without traffic before 1001 (a ping goes out at half). 0: never. Default 120. */
+  idleTimeout?: number;
+  /** Seconds for a complete upgrade request. Default 10. */
+  handshakeTimeout?: number;
+  /** Seconds to wait for the peer's close reply. Default 5. */
+  closeTimeout?: number;
+  /** Request line + headers limit (bytes); larger: 431. Default 8192. */
+  maxHeaderSize?: number;
+  /** Most headers in an upgrade request; more: 431. Default 64. */
+  maxHeaders?: number;
+  /** listen() backlog. Default 511. */
+  backlog?: number;
+  /** Upgrades refused with 503 above this many sockets. 0: no limit. Default 0. */
+  maxConnections?: number;
+  /** close(): ms to wait for clients' close replies. Default 2000. */
+  closeDeadline?: number;
+  /** Decides each upgrade. Without it every valid upgrade is accepted natively. */
+  onUpgrade?: ((req: UpgradeRequest) => UpgradeResult | Promise<UpgradeResult>) | null;
+}
+
+export interface ThreadStats {
+  connections: number;
+  opened: number;
+  closed: number;
+  messagesIn: number;
+  bytesIn: number;
+  messagesOut: number;
+  bytesOut: number;
+  dropped: number;
+  slowCloses: number;
+  handshakeRejects: number;
+  protocolErrors: number;
+  timeouts: number;
+  oomCloses: number;
+  eventsLost: number;
+}
+
+export interface ServerStats extends ThreadStats {
+  topics: number;
+  threads: ThreadStats[];
+}
+
+export class Server extends EventEmitter {
+  constructor(options?: ServerOptions);
+  readonly options: Required<ServerOptions>;
+  listen(): Promise<{ host: string; port: number }>;
+  address(): { host: string; port: number } | null;
+  publish(topic: string, data: Payload, options?: { binary?: boolean }): number;
+  send(id: ConnectionId, data: Payload, options?: { binary?: boolean }): boolean;
+  subscribe(id: ConnectionId, topic: string): boolean;
+  unsubscribe(id: ConnectionId, topic: string): boolean;
+  end(id: ConnectionId, code?: number, reason?: string): boolean;
+  terminate(id: ConnectionId): boolean;
+  getUserData(id: ConnectionId): unknown;
+  stats(): ServerStats | null;
+  close(): Promise<void>;
+
+  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: unknown }) => void): this;
+  on(event: 'message', listener: (id: ConnectionId, data: Buffer, isBinary: boolean) => void): this;
+  on(event: 'close', listener: (id: ConnectionId, code: number, reason: string) => void): this;
+  on(event: 'drain', listener: (id: ConnectionId) => void): this;
+  on(event: 'listening', listener: (address: { host: string; port: number }) => void): this;
+  on(event: 'error', listener: (err: Error) => void): this;
+}
+
+export interface AllocatorStats {
+  allocated: number;
+  active: number | null;
+  resident: number | null;
+  mapped: number | null;
+  retained: number | null;
+  metadata: number | null;
+}
+
+export interface AllocatorConfig {
+  pageSize: number;
+  narenas: number;
+  dirtyDecayMs: number;
+  muzzyDecayMs: number;
+  backgroundThread: boolean;
+  thp: string;
+  metadataThp: string | null;
+  builtinConf: string;
+  envConf: string | null;
+}
+
+export interface SelfCheck {
+  ok: boolean;
+  allocator: 'jemalloc' | 'system';
+  checked: string;
+  jemallocLinked: boolean;
+  oursIsJemalloc: boolean;
+  oursArena: number | null;
+  libcIsJemalloc: boolean;
+  probeSize: number;
+}
+
+export const allocator: {
+  readonly name: 'jemalloc' | 'system';
+  readonly version: string;
+  readonly pageSize: number | null;
+  readonly nativePath: string;
+  readonly config: AllocatorConfig | null;
+  stats(): AllocatorStats;
+  selfCheck(): SelfCheck;
+  purge(): boolean;
+  setDecay(opts: { dirtyMs?: number; muzzyMs?: number }): boolean;
+  backgroundThread(enabled: boolean): boolean;
+};
+
+export class SymphonyError extends Error {
+  code: string;
+}
+
+export class LoadError extends SymphonyError {
+  tried: { path: string; error: string }[];
+}
