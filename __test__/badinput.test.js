@@ -34,6 +34,8 @@ const handshakeCases = [
   ['missing Sec-WebSocket-Version', request('/', { 'Sec-WebSocket-Version': null }), 400],
   ['missing Host', request('/', { Host: null }), 400],
   ['POST instead of GET', request('/').replace(/^GET/, 'POST'), 405],
+  ['request line over maxHeaderSize', `GET /${'a'.repeat(3000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 414],
+  ['HTTP/1.0 request', request('/').replace('HTTP/1.1', 'HTTP/1.0'), 505],
   ['headers over maxHeaderSize', request('/', { 'X-Big': 'a'.repeat(3000) }), 431],
   ['too many headers', request('/', Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`X-H${i}`, 'v']))), 431],
   ['garbage instead of HTTP', 'HELLO\x00\x01 WORLD\r\n\r\n', 400],

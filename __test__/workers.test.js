@@ -62,3 +62,51 @@ test('a process whose workers load the addon exits cleanly', () => {
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.signal, null);
 });
+
+const SERVER_WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { Server } = require(workerData.root);
+const server = new Server({ host: '127.0.0.1', threads: 2 });
+server.on('open', (id) => { server.subscribe(id, 'w'); server.publish('w', 'from worker ' + workerData.n); });
+server.listen().then(({ port }) => parentPort.postMessage({ port }));
+// The worker never closes the server: its environment's cleanup must.
+`;
+
+function serverWorker(n) {
+  const w = new Worker(SERVER_WORKER, { eval: true, workerData: { root, n } });
+  const port = new Promise((resolve, reject) => {
+    w.once('message', (m) => resolve(m.port));
+    w.once('error', reject);
+  });
+  return { w, port };
+}
+
+test('servers in two workers at once; terminating a worker with clients open cleans up', async () => {
+  const WebSocket = require('ws');
+  const a = serverWorker(1);
+  const b = serverWorker(2);
+  const ports = await Promise.all([a.port, b.port]);
+  const got = await Promise.all(ports.map((port) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/`);
+    ws.once('message', (d) => resolve({ ws, text: d.toString() }));
+    ws.once('error', reject);
+  })));
+  assert.deepEqual(got.map((g) => g.text).sort(), ['from worker 1', 'from worker 2']);
+  // Terminate with the clients still connected: the IO threads are joined,
+  // the sockets closed (the clients see the connection drop).
+  const drops = got.map((g) => new Promise((resolve) => g.ws.once('close', (code) => resolve(code))));
+  await Promise.all([a.w.terminate(), b.w.terminate()]);
+  const codes = await Promise.all(drops);
+  for (const c of codes) assert.ok(c === 1001 || c === 1006, `close code ${c}`);
+});
+
+test('a process that exits with a server listening exits cleanly', () => {
+  const code = `
+    const { Server } = require(${JSON.stringify(root)});
+    const s = new Server({ host: '127.0.0.1' });
+    s.listen().then(() => { console.log('up'); process.exit(0); });
+  `;
+  const r = runNode(code);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'up');
+});
