@@ -843,7 +843,10 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
     case SY_CONN_OPEN:
         if (o->idle_timeout_s > 0) {
             int64_t idle = now - c->last_rx_ms, limit = (int64_t)o->idle_timeout_s * 1000;
-            if (idle >= limit) {
+            /* Never closed without a ping first: with a sweep once a second,
+             * a check just before half the timeout is followed by one past
+             * it, so the close waits for the sweep after the ping. */
+            if (idle >= limit && c->ping_sent) {
                 atomic_fetch_add_explicit(&io->stats.timeouts, 1, memory_order_relaxed);
                 sy_conn_fail(io, c, 1001, "idle timeout");
                 return;
