@@ -295,3 +295,17 @@ test('JS misuse throws TypeError/RangeError naming the argument, or returns fals
   await a.server.close();
   await b.close();
 });
+
+test('IO threads reuse arenas: starting and stopping servers does not grow them', async () => {
+  const { allocator } = require('..');
+  const count = () => (allocator.config ? allocator.config.arenas : 0);
+  const s0 = await startServer({ threads: 3 });
+  await s0.server.close();
+  const before = count();
+  for (let i = 0; i < 10; i++) {
+    const { server } = await startServer({ threads: 3 });
+    await server.close();
+  }
+  assert.equal(count(), before);
+  if (allocator.name === 'jemalloc') assert.ok(before >= 4, `arenas ${before}: one automatic plus one per IO thread`);
+});

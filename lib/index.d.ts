@@ -123,6 +123,8 @@ export interface AllocatorStats {
 export interface AllocatorConfig {
   pageSize: number;
   narenas: number;
+  /** Arenas that exist now: automatic ones plus one per IO thread ever running at once. */
+  arenas: number;
   dirtyDecayMs: number;
   muzzyDecayMs: number;
   backgroundThread: boolean;

@@ -3,6 +3,7 @@
 #include "sy_alloc.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,9 @@ int sy_alloc_config(sy_alloc_config_t *out) {
     size_t sz = sizeof(out->narenas);
     if ((rc = sy_je_mallctl("opt.narenas", &out->narenas, &sz, NULL, 0)) != 0)
         return rc;
+    sz = sizeof(out->arenas);
+    if ((rc = sy_je_mallctl("arenas.narenas", &out->arenas, &sz, NULL, 0)) != 0)
+        return rc;
     if ((rc = read_ssize("arenas.dirty_decay_ms", &out->dirty_decay_ms)) != 0 ||
         (rc = read_ssize("arenas.muzzy_decay_ms", &out->muzzy_decay_ms)) != 0 ||
         (rc = read_bool("background_thread", &out->background_thread)) != 0 ||
@@ -200,6 +204,29 @@ int sy_alloc_owner(const void *ptr, unsigned *arena) {
     return rc;
 }
 
+/* The pool of arenas given back by IO threads that ended. */
+#define SY_ARENA_POOL 256
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned pool[SY_ARENA_POOL];
+static unsigned pool_len;
+
+int sy_alloc_arena_acquire(unsigned *arena) {
+    pthread_mutex_lock(&pool_lock);
+    bool have = pool_len > 0;
+    if (have)
+        *arena = pool[--pool_len];
+    pthread_mutex_unlock(&pool_lock);
+    return have ? 0 : sy_alloc_arena_create(arena);
+}
+
+void sy_alloc_arena_release(unsigned arena) {
+    (void)sy_alloc_arena_purge(arena); /* nothing to do if it fails */
+    pthread_mutex_lock(&pool_lock);
+    if (pool_len < SY_ARENA_POOL)
+        pool[pool_len++] = arena;
+    pthread_mutex_unlock(&pool_lock);
+}
+
 #else /* the system allocator */
 
 /* Bytes symphony holds, by usable size, so that stats() has an honest
@@ -271,6 +298,8 @@ int sy_alloc_arena_purge(unsigned arena) { (void)arena; return ENOTSUP; }
 int sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) { (void)dirty_ms; (void)muzzy_ms; return ENOTSUP; }
 int sy_alloc_background_thread(bool on) { (void)on; return ENOTSUP; }
 int sy_alloc_arena_create(unsigned *arena) { (void)arena; return ENOTSUP; }
+int sy_alloc_arena_acquire(unsigned *arena) { (void)arena; return ENOTSUP; }
+void sy_alloc_arena_release(unsigned arena) { (void)arena; }
 int sy_alloc_thread_use_arena(unsigned arena) { (void)arena; return ENOTSUP; }
 int sy_alloc_owner(const void *ptr, unsigned *arena) { (void)ptr; (void)arena; return ENOTSUP; }
 

@@ -56,6 +56,7 @@ int sy_alloc_stats(sy_alloc_stats_t *out);
 typedef struct sy_alloc_config {
     size_t page_size;        /* jemalloc's compiled page (arenas.page); 0 if unknown */
     unsigned narenas;        /* opt.narenas (automatic arenas) */
+    unsigned arenas;         /* arenas that exist now (automatic + explicit) */
     int64_t dirty_decay_ms;  /* current default for new arenas (arenas.dirty_decay_ms) */
     int64_t muzzy_decay_ms;  /* current default for new arenas (arenas.muzzy_decay_ms) */
     bool background_thread;  /* background_thread, as it is now */
@@ -79,6 +80,13 @@ int sy_alloc_background_thread(bool on);
 
 /* Creates a new arena and stores its index in *arena. */
 int sy_alloc_arena_create(unsigned *arena);
+/* An arena for an IO thread: one given back earlier, or a new one. Arenas
+ * cannot be destroyed while blocks from them may still be alive elsewhere,
+ * so they are pooled: a server started a thousand times uses as many arenas
+ * as it ever had threads at once. */
+int sy_alloc_arena_acquire(unsigned *arena);
+/* Purges the arena's unused pages and puts it back in the pool. */
+void sy_alloc_arena_release(unsigned arena);
 /* Makes the calling thread allocate from `arena` from now on. */
 int sy_alloc_thread_use_arena(unsigned arena);
 /* Purges (returns to the OS) the unused dirty pages of one arena. */

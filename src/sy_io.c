@@ -500,9 +500,10 @@ static void free_dead(sy_io_t *io) {
 static void *io_main(void *arg) {
     sy_io_t *io = arg;
     unsigned arena = 0;
+    bool own_arena = false;
     /* Each IO thread allocates from an arena of its own (jemalloc build). */
-    if (sy_alloc_arena_create(&arena) == 0)
-        (void)sy_alloc_thread_use_arena(arena);
+    if (sy_alloc_arena_acquire(&arena) == 0)
+        own_arena = sy_alloc_thread_use_arena(arena) == 0;
     io->now_ms = now_ms();
     io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
     sy_poll_event_t events[256];
@@ -554,8 +555,9 @@ static void *io_main(void *arg) {
         free_dead(io);
         hand_over_batch(io);
     }
-    /* Give the arena's pages back: this thread's connections are gone. */
-    if (arena != 0)
-        (void)sy_alloc_arena_purge(arena);
+    /* Give the arena's pages back (this thread's connections are gone) and
+     * the arena to the pool, for the next IO thread. */
+    if (own_arena)
+        sy_alloc_arena_release(arena);
     return NULL;
 }
