@@ -371,7 +371,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     size_t argc = 2;
     if (!sy_napi_args(env, info, 2, &argc, argv, NULL))
         return NULL;
-    int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn;
+    int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn, max_ev;
     napi_value v;
     bool upgrade = false;
     if (!opt_uint(env, argv[0], "port", 0, 65535, &port) ||
@@ -386,6 +386,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         !opt_uint(env, argv[0], "maxHeaders", 1, 256, &headers) ||
         !opt_uint(env, argv[0], "backlog", 1, 65535, &backlog) ||
         !opt_uint(env, argv[0], "maxConnections", 0, UINT32_MAX, &max_conn) ||
+        !opt_uint(env, argv[0], "maxEventBytes", 65536, (int64_t)1 << 40, &max_ev) ||
         !opt_get(env, argv[0], "upgradeHandler", &v) || !sy_napi_get_bool(env, v, "upgradeHandler", &upgrade))
         return NULL;
     napi_valuetype ft;
@@ -406,7 +407,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .slow_consumer = slow ? SY_SLOW_CLOSE : SY_SLOW_DROP, .idle_timeout_s = (unsigned)idle,
         .handshake_timeout_s = (unsigned)hs, .close_timeout_s = (unsigned)close_to,
         .max_head_bytes = (size_t)head, .max_headers = (unsigned)headers, .backlog = (unsigned)backlog,
-        .max_connections = (uint32_t)max_conn, .upgrade_handler = upgrade,
+        .max_connections = (uint32_t)max_conn, .max_event_bytes = (size_t)max_ev, .upgrade_handler = upgrade,
     };
     sy_bserver_t *b = sy_calloc(1, sizeof(*b));
     char err[SY_ERRLEN] = "out of memory";

@@ -60,6 +60,9 @@ export interface ServerOptions {
   backlog?: number;
   /** Upgrades refused with 503 above this many sockets. 0: no limit. Default 0. */
   maxConnections?: number;
+  /** Per IO thread: stop reading from clients while JS has this many bytes of
+   * events (messages) not yet delivered; resume below a quarter. Default 64 MiB. */
+  maxEventBytes?: number;
   /** close(): ms to wait for clients' close replies. Default 2000. */
   closeDeadline?: number;
   /** Decides each upgrade. Without it every valid upgrade is accepted natively. */

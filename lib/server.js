@@ -29,6 +29,7 @@ const DEFAULTS = Object.freeze({
   maxHeaders: 64,
   backlog: 511,
   maxConnections: 0,
+  maxEventBytes: 64 << 20,
   closeDeadline: 2000,
   onUpgrade: null,
 });
@@ -77,6 +78,7 @@ function normalizeOptions(options) {
   integer('options.maxHeaders', o.maxHeaders, 1, 256);
   integer('options.backlog', o.backlog, 1, 65535);
   integer('options.maxConnections', o.maxConnections, 0, 2 ** 32 - 1);
+  integer('options.maxEventBytes', o.maxEventBytes, 65536, 2 ** 40);
   integer('options.closeDeadline', o.closeDeadline, 0, 3600000);
   if (o.onUpgrade !== null && typeof o.onUpgrade !== 'function') {
     throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
@@ -184,6 +186,7 @@ class Server extends EventEmitter {
       maxHeaders: o.maxHeaders,
       backlog: o.backlog,
       maxConnections: o.maxConnections,
+      maxEventBytes: o.maxEventBytes,
       upgradeHandler: typeof o.onUpgrade === 'function',
     }, () => {});
   }

@@ -19,9 +19,9 @@
 #define SY_SWEEP_MS 1000
 #define SY_ACCEPTS_PER_TURN 64
 /* Flow control of events: stop reading from clients while the owner holds
- * this many bytes of unprocessed batches; start again below the low mark. */
-#define SY_EVENTS_HIGH (64u << 20)
-#define SY_EVENTS_LOW (16u << 20)
+ * opts.max_event_bytes of unprocessed batches; start again below a quarter. */
+#define SY_EVENTS_HIGH(io) ((io)->shared->opts.max_event_bytes)
+#define SY_EVENTS_LOW(io) ((io)->shared->opts.max_event_bytes / 4)
 
 /* Poller tags for the two descriptors that are not connections. */
 static char listen_tag, wake_tag;
@@ -265,14 +265,14 @@ static void hand_over_batch(sy_io_t *io) {
     io->batch = NULL;
     size_t bytes = sy_batch_bytes(b);
     size_t total = atomic_fetch_add_explicit(&io->event_bytes, bytes, memory_order_relaxed) + bytes;
-    if (total > SY_EVENTS_HIGH)
+    if (total > SY_EVENTS_HIGH(io))
         io->reads_paused = true;
     io->shared->on_batch(io->shared->ctx, b);
 }
 
 void sy_io_batch_done(sy_io_t *io, size_t bytes) {
     size_t before = atomic_fetch_sub_explicit(&io->event_bytes, bytes, memory_order_relaxed);
-    if (before >= SY_EVENTS_LOW && before - bytes < SY_EVENTS_LOW) {
+    if (before >= SY_EVENTS_LOW(io) && before - bytes < SY_EVENTS_LOW(io)) {
         sy_cmd_t cmd = {.type = SY_CMD_RESUME};
         (void)sy_io_push(io, &cmd); /* out of memory: the next batch retries */
     }
@@ -421,7 +421,7 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         cmd->code = (uint32_t)-1; /* adopted: nothing to release */
         break;
     case SY_CMD_RESUME:
-        if (io->reads_paused && atomic_load_explicit(&io->event_bytes, memory_order_relaxed) < SY_EVENTS_LOW) {
+        if (io->reads_paused && atomic_load_explicit(&io->event_bytes, memory_order_relaxed) < SY_EVENTS_LOW(io)) {
             io->reads_paused = false;
             while (io->paused != NULL) {
                 sy_conn_t *k = io->paused;

@@ -40,6 +40,8 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
     }
     s->nthreads = opts->threads;
     s->shared.opts = *opts;
+    if (s->shared.opts.max_event_bytes == 0)
+        s->shared.opts.max_event_bytes = (size_t)64 << 20;
     s->shared.on_batch = on_batch;
     s->shared.ctx = ctx;
     s->host = sy_memdup(opts->host ? opts->host : "", strlen(opts->host ? opts->host : "") + 1);

@@ -44,6 +44,8 @@ typedef struct sy_server_opts {
     unsigned max_headers;         /* default 64 */
     unsigned backlog;             /* listen() backlog */
     uint32_t max_connections;     /* per server; 0: no limit beyond the fd limit */
+    size_t max_event_bytes;       /* per IO thread: stop reading clients while the owner
+                                     holds this many bytes of undelivered events */
     bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
 } sy_server_opts_t;
 
