@@ -95,11 +95,13 @@ test('ping gets pong; the idle timeout pings first and spares a live client', as
   // ws answers pings automatically: the server's idle ping keeps it alive.
   let pinged = 0;
   ws.on('ping', () => pinged++);
-  await waitFor(() => pinged >= 1, 5000, 'a ping from the server');
-  // Well past the 2 s idle timeout, the client (which answers pings) is open.
-  await new Promise((r) => setTimeout(r, 2500));
-  assert.ok(pinged >= 2, `pinged ${pinged} times`);
+  const t0 = Date.now();
+  // A second ping means the first pong reset the idle clock and the
+  // connection lived on: well past the 2 s idle timeout it is still open.
+  await waitFor(() => pinged >= 2, 8000, 'two pings from the server');
+  await waitFor(() => Date.now() - t0 > 2500, 5000, 'time past the idle timeout');
   assert.equal(ws.readyState, WebSocket.OPEN);
+  assert.equal(server.stats().timeouts, 0);
   ws.close();
   await closed(ws);
   await server.close();
