@@ -1,0 +1,669 @@
+/*
+ * One client connection: non-blocking connect from a chosen source address,
+ * the client handshake, a streaming frame reader and the few writes a client
+ * makes (request, pongs, closes). See lg.h.
+ *
+ * Memory: a connection keeps a fixed struct. The reader streams: it keeps a
+ * split frame header (<= 14 bytes), the first 8 payload bytes of a data
+ * message (its timestamp) and a control frame's payload (<= 125 bytes), and
+ * skips the rest of every payload in place in the shared receive buffer, so
+ * any message size costs nothing per connection. Heap memory only during the
+ * handshake (the response head) and while output is waiting for the socket.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lg.h"
+#include "sy_base64.h"
+#include "sy_handshake.h"
+#include "sy_http.h"
+
+#ifndef IP_BIND_ADDRESS_NO_PORT
+#define IP_BIND_ADDRESS_NO_PORT 24
+#endif
+
+/* A timestamp older than this is not one of ours. */
+#define MAX_LATENCY_NS (3600LL * 1000000000LL)
+
+static void note_error(lg_run_t *r, const char *what, int err)
+{
+    if (r->first_error[0] == '\0')
+        snprintf(r->first_error, sizeof(r->first_error), "%s%s%s", what, err ? ": " : "",
+                 err ? strerror(err) : "");
+}
+
+/* ---- leaving a state ---------------------------------------------------- */
+
+static void release(lg_conn_t *c)
+{
+    if (c->fd >= 0)
+        close(c->fd); /* also drops it from the epoll set */
+    c->fd = -1;
+    free(c->head);
+    c->head = NULL;
+    c->head_len = 0;
+    free(c->out);
+    c->out = NULL;
+    c->out_len = c->out_cap = 0;
+}
+
+static void leave_state(lg_run_t *r, lg_conn_t *c)
+{
+    switch (c->state) {
+    case LG_CS_CONNECTING:
+    case LG_CS_HANDSHAKE:
+        r->pending--;
+        break;
+    case LG_CS_OPEN:
+        r->open--;
+        break;
+    case LG_CS_CLOSING:
+        r->closing--;
+        break;
+    default:
+        break;
+    }
+}
+
+/* An attempt that never opened. */
+static void fail(lg_run_t *r, lg_conn_t *c, lg_fail_t why)
+{
+    leave_state(r, c);
+    release(c);
+    c->state = LG_CS_DONE;
+    r->failed[why]++;
+}
+
+/* An open (or closing) connection ends. */
+static void finish(lg_run_t *r, lg_conn_t *c, lg_end_t how)
+{
+    leave_state(r, c);
+    release(c);
+    c->state = LG_CS_DONE;
+    r->ended[how]++;
+    if (how == LG_END_SERVER_CLOSE)
+        lg_codes_add(&r->close_codes, c->close_code);
+}
+
+static bool set_interest(lg_run_t *r, uint32_t i, lg_conn_t *c, uint32_t events)
+{
+    if (c->ep_events == events)
+        return true;
+    struct epoll_event ev = {.events = events, .data.u32 = i};
+    if (epoll_ctl(r->epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0)
+        return false;
+    c->ep_events = events;
+    return true;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* Sends data, or keeps what the socket does not take and asks for EPOLLOUT.
+ * Returns false if the connection failed (it is then finished or failed). */
+static bool send_bytes(lg_run_t *r, uint32_t i, lg_conn_t *c, const void *data, size_t len)
+{
+    size_t done = 0;
+    if (c->out_len == 0) {
+        ssize_t n = send(c->fd, data, len, MSG_NOSIGNAL);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            if (c->state == LG_CS_HANDSHAKE)
+                fail(r, c, LG_FAIL_CLOSED);
+            else
+                finish(r, c, LG_END_RESET);
+            return false;
+        }
+        done = n > 0 ? (size_t)n : 0;
+        if (done == len)
+            return true;
+    }
+    size_t rest = len - done;
+    if ((size_t)c->out_len + rest > LG_MAX_OUTPUT) {
+        note_error(r, "output queue overflow (server not reading)", 0);
+        finish(r, c, LG_END_OUTPUT);
+        return false;
+    }
+    if (c->out_len + rest > c->out_cap) {
+        uint32_t cap = c->out_cap ? c->out_cap : 256;
+        while (cap < c->out_len + rest)
+            cap *= 2;
+        uint8_t *p = realloc(c->out, cap);
+        if (p == NULL) {
+            finish(r, c, LG_END_OUTPUT);
+            return false;
+        }
+        c->out = p;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, (const uint8_t *)data + done, rest);
+    c->out_len += (uint32_t)rest;
+    if (!set_interest(r, i, c, c->ep_events | EPOLLOUT)) {
+        finish(r, c, LG_END_RESET);
+        return false;
+    }
+    return true;
+}
+
+/* Writes queued output on EPOLLOUT; drops EPOLLOUT once it is all out. */
+static bool flush_out(lg_run_t *r, uint32_t i, lg_conn_t *c)
+{
+    while (c->out_len > 0) {
+        ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return true;
+            if (errno == EINTR)
+                continue;
+            if (c->state == LG_CS_HANDSHAKE)
+                fail(r, c, LG_FAIL_CLOSED);
+            else
+                finish(r, c, LG_END_RESET);
+            return false;
+        }
+        memmove(c->out, c->out + n, c->out_len - (size_t)n);
+        c->out_len -= (uint32_t)n;
+    }
+    free(c->out);
+    c->out = NULL;
+    c->out_cap = 0;
+    if (!set_interest(r, i, c, EPOLLIN)) {
+        finish(r, c, LG_END_RESET);
+        return false;
+    }
+    return true;
+}
+
+/* A masked client frame (control frames only: payload <= 125 bytes). */
+static bool send_frame(lg_run_t *r, uint32_t i, lg_conn_t *c, unsigned op, const uint8_t *payload,
+                       size_t len)
+{
+    uint8_t frame[SY_WS_MAX_HEADER_LEN + SY_WS_MAX_CONTROL_PAYLOAD];
+    uint8_t key[4];
+    uint32_t k = (uint32_t)lg_rand(r);
+    memcpy(key, &k, 4);
+    size_t h = sy_ws_frame_header_masked(frame, 1, op, len, key);
+    if (h == 0 || len > SY_WS_MAX_CONTROL_PAYLOAD)
+        return true; /* cannot happen for the frames built here */
+    if (len > 0)
+        memcpy(frame + h, payload, len);
+    sy_ws_unmask(frame + h, len, key, 0);
+    return send_bytes(r, i, c, frame, h + len);
+}
+
+static bool send_close(lg_run_t *r, uint32_t i, lg_conn_t *c, unsigned code)
+{
+    uint8_t payload[2];
+    size_t len = 0;
+    if (code != 0) {
+        payload[0] = (uint8_t)(code >> 8);
+        payload[1] = (uint8_t)code;
+        len = 2;
+    }
+    c->close_sent = 1;
+    return send_frame(r, i, c, SY_WS_OP_CLOSE, payload, len);
+}
+
+/* ---- connecting --------------------------------------------------------- */
+
+void lg_conn_start(lg_run_t *r, uint32_t i)
+{
+    const lg_opts_t *o = r->opts;
+    lg_conn_t *c = &r->conns[i];
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    c->state = LG_CS_CONNECTING;
+    r->pending++;
+    if (c->fd < 0) {
+        int err = errno;
+        if (err == EMFILE || err == ENFILE) {
+            if (!r->warned_fd_limit && !o->quiet)
+                fprintf(stderr,
+                        "loadgen: out of file descriptors after %u open connections "
+                        "(RLIMIT_NOFILE %d); the rest fail as fd_limit\n",
+                        r->open + r->closing + r->pending - 1, r->fd_limit);
+            r->warned_fd_limit = true;
+            fail(r, c, LG_FAIL_FD_LIMIT);
+        } else {
+            note_error(r, "socket", err);
+            fail(r, c, LG_FAIL_SOCKET);
+        }
+        return;
+    }
+    /* The source address spreads the 4-tuples: each 127.0.0.x has its own
+     * ephemeral port range toward the one server address. With
+     * IP_BIND_ADDRESS_NO_PORT the port is chosen at connect() time, knowing
+     * the destination, instead of reserving a port for any destination. */
+    int one = 1;
+    (void)setsockopt(c->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+    (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = 0};
+    src.sin_addr.s_addr = htonl(0x7F000001u + (i % o->sources));
+    if (bind(c->fd, (struct sockaddr *)&src, sizeof(src)) != 0) {
+        int err = errno;
+        note_error(r, "bind", err);
+        fail(r, c, (err == EADDRINUSE || err == EADDRNOTAVAIL) ? LG_FAIL_NO_PORT : LG_FAIL_SOCKET);
+        return;
+    }
+    if (connect(c->fd, (const struct sockaddr *)&o->dst, sizeof(o->dst)) != 0 &&
+        errno != EINPROGRESS) {
+        int err = errno;
+        note_error(r, "connect", err);
+        fail(r, c,
+             err == EADDRNOTAVAIL || err == EADDRINUSE ? LG_FAIL_NO_PORT
+             : err == ECONNREFUSED                    ? LG_FAIL_REFUSED
+                                                      : LG_FAIL_CONNECT);
+        return;
+    }
+    /* Writable means connected (or failed: SO_ERROR says which). */
+    struct epoll_event ev = {.events = EPOLLOUT, .data.u32 = i};
+    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+        note_error(r, "epoll_ctl", errno);
+        fail(r, c, LG_FAIL_SOCKET);
+        return;
+    }
+    c->ep_events = EPOLLOUT;
+    c->deadline_ns = lg_now_ns() + (int64_t)(o->connect_timeout_s * 1e9);
+}
+
+static void send_request(lg_run_t *r, uint32_t i, lg_conn_t *c)
+{
+    uint8_t nonce[16];
+    uint64_t a = lg_rand(r), b = lg_rand(r);
+    memcpy(nonce, &a, 8);
+    memcpy(nonce + 8, &b, 8);
+    char key[SY_WS_KEY_LEN + 1];
+    (void)sy_base64_encode(nonce, sizeof(nonce), key, sizeof(key));
+    key[SY_WS_KEY_LEN] = '\0';
+    sy_ws_accept_key(key, SY_WS_KEY_LEN, c->accept);
+
+    char req[LG_MAX_PATH + 256];
+    int n = snprintf(req, sizeof(req),
+                     "GET %s HTTP/1.1\r\n"
+                     "Host: %s\r\n"
+                     "Upgrade: websocket\r\n"
+                     "Connection: Upgrade\r\n"
+                     "Sec-WebSocket-Key: %s\r\n"
+                     "Sec-WebSocket-Version: 13\r\n"
+                     "\r\n",
+                     r->opts->path, r->opts->host_header, key);
+    c->state = LG_CS_HANDSHAKE;
+    if (!set_interest(r, i, c, EPOLLIN)) {
+        fail(r, c, LG_FAIL_SOCKET);
+        return;
+    }
+    (void)send_bytes(r, i, c, req, (size_t)n);
+}
+
+/* ---- the handshake response --------------------------------------------- */
+
+/* Checks a complete response head (ending in CRLF CRLF) against RFC 6455
+ * 4.1: status 101, Upgrade: websocket, Connection: upgrade, the right
+ * Sec-WebSocket-Accept, no extension (none was offered). */
+static lg_fail_t check_response(lg_run_t *r, const lg_conn_t *c, const char *h, size_t len)
+{
+    if (len < 12 || memcmp(h, "HTTP/1.1 ", 9) != 0 || h[9] < '0' || h[9] > '9' ||
+        h[10] < '0' || h[10] > '9' || h[11] < '0' || h[11] > '9')
+        return LG_FAIL_BAD_RESPONSE;
+    unsigned status = (unsigned)((h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0'));
+    if (status != 101) {
+        char what[48];
+        snprintf(what, sizeof(what), "handshake: HTTP status %u", status);
+        note_error(r, what, 0);
+        lg_codes_add(&r->statuses, status);
+        return LG_FAIL_STATUS;
+    }
+    bool upgrade = false, connection = false, accept = false;
+    const char *p = memchr(h, '\n', len);
+    const char *end = h + len;
+    while (p != NULL && ++p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL)
+            break;
+        const char *line_end = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
+        const char *colon = memchr(p, ':', (size_t)(line_end - p));
+        if (colon != NULL) {
+            const char *v = colon + 1;
+            while (v < line_end && (*v == ' ' || *v == '\t'))
+                v++;
+            const char *ve = line_end;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            size_t nl = (size_t)(colon - p), vl = (size_t)(ve - v);
+            if (sy_http_case_eq(p, nl, "upgrade", 7))
+                upgrade = upgrade || sy_http_list_contains(v, vl, "websocket", 9);
+            else if (sy_http_case_eq(p, nl, "connection", 10))
+                connection = connection || sy_http_list_contains(v, vl, "upgrade", 7);
+            else if (sy_http_case_eq(p, nl, "sec-websocket-accept", 20))
+                accept = vl == SY_WS_ACCEPT_LEN && memcmp(v, c->accept, SY_WS_ACCEPT_LEN) == 0;
+            else if (sy_http_case_eq(p, nl, "sec-websocket-extensions", 24) && vl > 0)
+                return LG_FAIL_HANDSHAKE;
+        }
+        p = eol;
+    }
+    return upgrade && connection && accept ? LG_FAIL__COUNT : LG_FAIL_HANDSHAKE;
+}
+
+static void frames_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p, size_t n,
+                         int64_t now);
+
+static void handshake_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p, size_t n,
+                            int64_t now)
+{
+    size_t room = LG_MAX_RESPONSE_HEAD - c->head_len;
+    size_t take = n < room ? n : room;
+    if (c->head == NULL) {
+        c->head = malloc(LG_MAX_RESPONSE_HEAD);
+        if (c->head == NULL) {
+            fail(r, c, LG_FAIL_SOCKET);
+            return;
+        }
+    }
+    memcpy(c->head + c->head_len, p, take);
+    /* Search from 3 bytes before the new data: the CRLFCRLF may straddle. */
+    size_t from = c->head_len > 3 ? c->head_len - 3 : 0;
+    c->head_len += (uint32_t)take;
+    const char *end = memmem(c->head + from, c->head_len - from, "\r\n\r\n", 4);
+    if (end == NULL) {
+        if (c->head_len == LG_MAX_RESPONSE_HEAD)
+            fail(r, c, LG_FAIL_BAD_RESPONSE);
+        return;
+    }
+    size_t head_len = (size_t)(end - c->head) + 4;
+    lg_fail_t why = check_response(r, c, c->head, head_len);
+    if (why != LG_FAIL__COUNT) {
+        if (why == LG_FAIL_HANDSHAKE)
+            note_error(r, "handshake: 101 without the right Upgrade/Connection/Accept", 0);
+        fail(r, c, why);
+        return;
+    }
+    /* Bytes after the head are already frames. */
+    size_t extra = c->head_len - head_len; /* from this read only */
+    free(c->head);
+    c->head = NULL;
+    c->head_len = 0;
+    r->pending--;
+    r->open++;
+    r->opened++;
+    c->state = LG_CS_OPEN;
+    if (extra > 0)
+        frames_input(r, i, c, p + (take - extra), extra, now);
+    if (take < n && c->state == LG_CS_OPEN)
+        frames_input(r, i, c, p + take, n - take, now);
+}
+
+/* ---- frames ------------------------------------------------------------- */
+
+static void protocol_error(lg_run_t *r, uint32_t i, lg_conn_t *c, long err)
+{
+    char what[96];
+    snprintf(what, sizeof(what), "server frame: %s", sy_ws_error_str(err));
+    note_error(r, what, 0);
+    if (send_close(r, i, c, 1002))
+        finish(r, c, LG_END_PROTOCOL);
+}
+
+static void message_done(lg_run_t *r, lg_conn_t *c, int64_t now)
+{
+    if (!r->measuring)
+        return;
+    if (r->c.messages == 0) { /* the measured window starts */
+        r->t_first_msg = now;
+        lg_sample_self(&r->self_first, now);
+        if (r->opts->server_pid > 0)
+            lg_sample_pid(&r->srv_first, r->opts->server_pid, now);
+    }
+    r->c.messages++;
+    r->c.bytes += c->msg_len;
+    if (c->msg_op == SY_WS_OP_TEXT) {
+        r->c.text_messages++;
+        return;
+    }
+    if (c->ts_have < 8)
+        return;
+    uint64_t ts = 0;
+    for (int k = 7; k >= 0; k--)
+        ts = (ts << 8) | c->ts[k];
+    int64_t lat = now - (int64_t)ts;
+    if ((int64_t)ts <= 0 || lat < 0 || lat > MAX_LATENCY_NS) {
+        r->c.bad_timestamps++;
+        return;
+    }
+    r->c.timestamped++;
+    lg_hist_record(&r->lat, (uint64_t)lat);
+    if (r->steady)
+        lg_hist_record(&r->lat_steady, (uint64_t)lat);
+}
+
+/* The whole payload of c->fr has been read. Returns false if the connection
+ * is gone. */
+static bool frame_done(lg_run_t *r, uint32_t i, lg_conn_t *c, int64_t now)
+{
+    const sy_ws_frame_t *f = &c->fr;
+    c->in_payload = 0;
+    switch (f->opcode) {
+    case SY_WS_OP_PING:
+        r->c.pings++;
+        if (c->close_sent)
+            return true;
+        r->c.pongs_sent++;
+        return send_frame(r, i, c, SY_WS_OP_PONG, c->ctrl, (size_t)f->payload_len);
+    case SY_WS_OP_PONG:
+        return true;
+    case SY_WS_OP_CLOSE: {
+        uint16_t code;
+        const uint8_t *reason;
+        size_t reason_len;
+        int err = sy_ws_close_parse(c->ctrl, (size_t)f->payload_len, &code, &reason, &reason_len);
+        if (err != 0) {
+            protocol_error(r, i, c, err);
+            return false;
+        }
+        c->close_rcvd = 1;
+        c->close_code = code;
+        if (!c->close_sent) {
+            /* Echo the code (none if the server sent none), then wait for
+             * the server to close TCP first (RFC 6455 7.1.1). */
+            if (!send_close(r, i, c, code == 1005 ? 0 : code))
+                return false;
+            r->open--;
+            r->closing++;
+            c->state = LG_CS_CLOSING;
+        }
+        return true;
+    }
+    default: /* a data frame: the message ends with its FIN frame */
+        if (f->fin)
+            message_done(r, c, now);
+        return true;
+    }
+}
+
+/* Feeds n bytes read from a connection past its handshake to the reader. */
+static void frames_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p, size_t n,
+                         int64_t now)
+{
+    while (n > 0) {
+        if (c->close_rcvd) /* nothing may follow a close frame; ignore it */
+            return;
+        if (!c->in_payload) {
+            long h;
+            if (c->hdr_have == 0) {
+                h = sy_ws_frame_parse_ex(p, n, SY_WS_ROLE_CLIENT, &c->fr);
+                if (h == SY_WS_PARTIAL) { /* keep the start of a split header */
+                    memcpy(c->hdr, p, n);
+                    c->hdr_have = (uint8_t)n;
+                    return;
+                }
+            } else {
+                size_t add = sizeof(c->hdr) - c->hdr_have;
+                if (add > n)
+                    add = n;
+                memcpy(c->hdr + c->hdr_have, p, add);
+                h = sy_ws_frame_parse_ex(c->hdr, c->hdr_have + add, SY_WS_ROLE_CLIENT, &c->fr);
+                if (h == SY_WS_PARTIAL) {
+                    c->hdr_have = (uint8_t)(c->hdr_have + add);
+                    return;
+                }
+                if (h > 0)
+                    h -= c->hdr_have; /* the bytes of p that completed it */
+            }
+            if (h < 0) {
+                protocol_error(r, i, c, h);
+                return;
+            }
+            c->hdr_have = 0;
+            p += h;
+            n -= (size_t)h;
+            const sy_ws_frame_t *f = &c->fr;
+            if (!SY_WS_OP_IS_CONTROL(f->opcode)) {
+                long st = sy_ws_frag_step(c->in_msg, f->opcode, f->fin);
+                if (st < 0) {
+                    protocol_error(r, i, c, st);
+                    return;
+                }
+                if (f->opcode != SY_WS_OP_CONTINUATION) { /* a new message */
+                    c->msg_op = f->opcode;
+                    c->msg_len = 0;
+                    c->ts_have = 0;
+                }
+                c->in_msg = (uint8_t)st;
+            }
+            c->in_payload = 1;
+            c->pay_off = 0;
+        }
+        /* payload bytes of the current frame */
+        uint64_t left = c->fr.payload_len - c->pay_off;
+        size_t k = left < n ? (size_t)left : n;
+        if (SY_WS_OP_IS_CONTROL(c->fr.opcode)) {
+            memcpy(c->ctrl + c->pay_off, p, k);
+        } else {
+            if (c->ts_have < 8) {
+                size_t t = 8u - c->ts_have < k ? 8u - c->ts_have : k;
+                memcpy(c->ts + c->ts_have, p, t);
+                c->ts_have = (uint8_t)(c->ts_have + t);
+            }
+            c->msg_len += k;
+        }
+        c->pay_off += k;
+        p += k;
+        n -= k;
+        if (c->pay_off == c->fr.payload_len && !frame_done(r, i, c, now))
+            return;
+    }
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static void on_connected(lg_run_t *r, uint32_t i, lg_conn_t *c)
+{
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
+    if (err != 0) {
+        note_error(r, "connect", err);
+        fail(r, c,
+             err == ECONNREFUSED                      ? LG_FAIL_REFUSED
+             : err == EADDRNOTAVAIL || err == EADDRINUSE ? LG_FAIL_NO_PORT
+                                                      : LG_FAIL_CONNECT);
+        return;
+    }
+    send_request(r, i, c);
+}
+
+static void on_readable(lg_run_t *r, uint32_t i, lg_conn_t *c)
+{
+    /* Level-triggered: one recv per wake-up; what is left stays readable. */
+    ssize_t n = recv(c->fd, r->rbuf, r->rbuf_cap, 0);
+    if (n > 0) {
+        int64_t now = lg_now_ns();
+        r->c.wire_bytes += (uint64_t)n;
+        if (c->state == LG_CS_HANDSHAKE)
+            handshake_input(r, i, c, r->rbuf, (size_t)n, now);
+        else
+            frames_input(r, i, c, r->rbuf, (size_t)n, now);
+        return;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    int err = n < 0 ? errno : 0;
+    switch (c->state) {
+    case LG_CS_HANDSHAKE:
+        fail(r, c, LG_FAIL_CLOSED);
+        break;
+    case LG_CS_CLOSING:
+        if (c->closed_by_us)
+            finish(r, c, c->close_rcvd ? LG_END_CLIENT_CLOSE : LG_END_CLIENT_NO_REPLY);
+        else
+            finish(r, c, LG_END_SERVER_CLOSE);
+        break;
+    default:
+        if (err)
+            note_error(r, "recv", err);
+        finish(r, c, err ? LG_END_RESET : LG_END_EOF);
+        break;
+    }
+}
+
+void lg_conn_event(lg_run_t *r, uint32_t i, uint32_t events)
+{
+    lg_conn_t *c = &r->conns[i];
+    if (c->state == LG_CS_CONNECTING) {
+        if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+            on_connected(r, i, c);
+        return;
+    }
+    if (c->state == LG_CS_DONE || c->state == LG_CS_IDLE)
+        return; /* a stale event for an fd closed earlier in this batch */
+    if ((events & EPOLLOUT) && c->out_len > 0 && !flush_out(r, i, c))
+        return;
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+        on_readable(r, i, c);
+}
+
+void lg_conn_timeout(lg_run_t *r, uint32_t i)
+{
+    lg_conn_t *c = &r->conns[i];
+    if (c->state == LG_CS_CONNECTING || c->state == LG_CS_HANDSHAKE)
+        fail(r, c, LG_FAIL_TIMEOUT);
+}
+
+void lg_conn_close(lg_run_t *r, uint32_t i)
+{
+    lg_conn_t *c = &r->conns[i];
+    if (c->state != LG_CS_OPEN)
+        return;
+    c->closed_by_us = 1;
+    if (!send_close(r, i, c, 1000))
+        return;
+    r->open--;
+    r->closing++;
+    c->state = LG_CS_CLOSING;
+}
+
+void lg_conn_abandon(lg_run_t *r, uint32_t i)
+{
+    lg_conn_t *c = &r->conns[i];
+    switch (c->state) {
+    case LG_CS_IDLE:
+        c->state = LG_CS_DONE;
+        r->failed[LG_FAIL_NOT_STARTED]++;
+        break;
+    case LG_CS_CONNECTING:
+    case LG_CS_HANDSHAKE:
+        fail(r, c, LG_FAIL_CUT_SHORT);
+        break;
+    case LG_CS_OPEN:
+    case LG_CS_CLOSING:
+        finish(r, c, c->closed_by_us ? LG_END_CLIENT_NO_REPLY : LG_END_SERVER_CLOSE);
+        break;
+    default:
+        break;
+    }
+}

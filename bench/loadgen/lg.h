@@ -1,0 +1,260 @@
+/*
+ * loadgen — a single-process WebSocket load client for symphony's
+ * benchmarks. One thread, one epoll set, N client connections: it opens them
+ * (spreading source addresses over 127.0.0.1..K), does the client side of
+ * the RFC 6455 handshake, reads every frame the server sends, answers pings
+ * and closes, and measures delivery: messages and bytes per second, and the
+ * latency of every binary message that carries a send timestamp (a
+ * little-endian uint64 CLOCK_MONOTONIC nanosecond count at payload offset 0).
+ *
+ * It is a separate program, not part of the addon: it uses libc malloc. It
+ * compiles in the pure modules of src/ (frame parser, SHA-1, base64, accept
+ * key) unchanged.
+ *
+ * Files: main.c (options, run timeline, event loop), conn.c (one
+ * connection: connect, handshake, frame reader, writes), hist.c (latency
+ * histogram), proc.c (CPU and memory of this process and of a server pid),
+ * report.c (progress lines, text and JSON summary).
+ *
+ * Threads: one. Nothing here is thread-safe; nothing needs to be.
+ */
+#ifndef LG_H
+#define LG_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sy_ws_frame.h"
+
+/* ---- options ---------------------------------------------------------- */
+
+#define LG_MAX_DURATION_S 3600.0
+#define LG_MAX_CONNECTIONS 1000000u
+#define LG_MAX_SOURCES 254u
+#define LG_MAX_PATH 1024u
+
+typedef struct lg_opts {
+    struct sockaddr_in dst;   /* server address (127.0.0.0/8 only) */
+    char host_header[32];     /* "a.b.c.d:port" for the Host header */
+    char path[LG_MAX_PATH];   /* request target, starts with '/' */
+    char url[LG_MAX_PATH + 64];
+    uint32_t connections;     /* N */
+    unsigned sources;         /* K: source addresses 127.0.0.1..127.0.0.K */
+    double duration_s;        /* whole run, ramp included; <= 3600 */
+    double ramp_per_sec;      /* connection attempts per second; 0: no pacing */
+    double hold_s;            /* < 0: none; else end this long after the ramp */
+    unsigned max_pending;     /* attempts in flight (connect + handshake) */
+    double connect_timeout_s; /* connect + handshake must finish within this */
+    double close_wait_s;      /* wait for answers to our closes at the end */
+    pid_t server_pid;         /* 0: none; else sample its CPU and RSS */
+    bool json;                /* summary as one JSON object on stdout */
+    bool quiet;               /* no progress lines */
+} lg_opts_t;
+
+/* ---- outcomes --------------------------------------------------------- */
+
+/* Why a connection attempt did not reach the open state. */
+typedef enum {
+    LG_FAIL_FD_LIMIT,     /* socket(): EMFILE/ENFILE, out of file descriptors */
+    LG_FAIL_SOCKET,       /* socket(), setsockopt() or epoll_ctl() failed otherwise */
+    LG_FAIL_NO_PORT,      /* bind()/connect(): EADDRINUSE/EADDRNOTAVAIL, no ephemeral port */
+    LG_FAIL_REFUSED,      /* ECONNREFUSED */
+    LG_FAIL_CONNECT,      /* any other connect error (reported by SO_ERROR) */
+    LG_FAIL_TIMEOUT,      /* connect + handshake not done in connect_timeout_s */
+    LG_FAIL_CLOSED,       /* EOF or reset before the whole response head */
+    LG_FAIL_STATUS,       /* a response other than 101 */
+    LG_FAIL_HANDSHAKE,    /* 101 with a wrong Accept, Upgrade or Connection, or an extension */
+    LG_FAIL_BAD_RESPONSE, /* response head malformed or larger than 8 KiB */
+    LG_FAIL_NOT_STARTED,  /* the run ended before the attempt was made */
+    LG_FAIL_CUT_SHORT,    /* the run ended while the attempt was in flight */
+    LG_FAIL__COUNT
+} lg_fail_t;
+
+/* How an open connection ended. */
+typedef enum {
+    LG_END_SERVER_CLOSE,   /* the server sent a close frame (code counted apart) */
+    LG_END_EOF,            /* TCP closed without a close frame (1006) */
+    LG_END_RESET,          /* recv()/send() error, e.g. ECONNRESET */
+    LG_END_PROTOCOL,       /* the server broke RFC 6455; we sent 1002 and closed */
+    LG_END_OUTPUT,         /* our unsent output passed LG_MAX_OUTPUT */
+    LG_END_CLIENT_CLOSE,   /* our close at the end of the run, answered */
+    LG_END_CLIENT_NO_REPLY,/* our close at the end of the run, no close reply or
+                              no EOF within close_wait_s */
+    LG_END__COUNT
+} lg_end_t;
+
+const char *lg_fail_name(lg_fail_t f);
+const char *lg_end_name(lg_end_t e);
+
+/* A small table counting distinct codes (HTTP statuses, close codes). */
+#define LG_CODES_MAX 16
+typedef struct {
+    unsigned code[LG_CODES_MAX];
+    uint64_t count[LG_CODES_MAX];
+    unsigned used;
+    uint64_t other; /* codes beyond the table */
+} lg_codes_t;
+
+void lg_codes_add(lg_codes_t *t, unsigned code);
+
+/* ---- histogram (hist.c) ----------------------------------------------- */
+
+/* Log-linear buckets as in HdrHistogram: values below 2^LG_HIST_SUB_BITS
+ * are exact; above, each power of two is split in 2^(LG_HIST_SUB_BITS-1)
+ * equal buckets, so a bucket is at most 1/64 (1.6%) of its value wide. It
+ * covers 0..2^64-1 in fixed memory (~30 KiB). */
+#define LG_HIST_SUB_BITS 7
+#define LG_HIST_HALF (1u << (LG_HIST_SUB_BITS - 1))
+#define LG_HIST_BUCKETS ((64u - LG_HIST_SUB_BITS + 2u) * LG_HIST_HALF)
+
+typedef struct {
+    uint64_t counts[LG_HIST_BUCKETS];
+    uint64_t total, min, max;
+    double sum;
+} lg_hist_t;
+
+void lg_hist_init(lg_hist_t *h);
+void lg_hist_record(lg_hist_t *h, uint64_t v);
+/* The value at percentile p (0 < p <= 100): the highest value of the
+ * bucket holding it, but never above the exact max. 0 when empty. */
+uint64_t lg_hist_percentile(const lg_hist_t *h, double p);
+
+/* ---- process samples (proc.c) ----------------------------------------- */
+
+typedef struct {
+    int64_t at_ns;     /* CLOCK_MONOTONIC when taken */
+    double cpu_s;      /* user + system CPU seconds so far */
+    double user_s, sys_s;
+    long rss_kib;      /* VmRSS; -1 if unknown */
+    bool ok;
+} lg_sample_t;
+
+/* This process (getrusage, /proc/self/status). */
+void lg_sample_self(lg_sample_t *s, int64_t now_ns);
+/* Another process by pid (/proc/<pid>/stat, /proc/<pid>/status);
+ * s->ok is false when it cannot be read (gone, not ours). */
+void lg_sample_pid(lg_sample_t *s, pid_t pid, int64_t now_ns);
+
+/* ---- one connection (conn.c) ------------------------------------------ */
+
+enum {
+    LG_CS_IDLE,       /* not attempted yet */
+    LG_CS_CONNECTING, /* non-blocking connect in flight */
+    LG_CS_HANDSHAKE,  /* request sent (or being sent), waiting for the 101 */
+    LG_CS_OPEN,
+    LG_CS_CLOSING,    /* a close was sent; waiting for the server's EOF */
+    LG_CS_DONE        /* fd closed; the outcome is counted */
+};
+
+#define LG_MAX_RESPONSE_HEAD 8192u
+#define LG_MAX_OUTPUT 65536u
+
+typedef struct lg_conn {
+    int fd;
+    uint8_t state;        /* LG_CS_* */
+    uint8_t hdr_have;     /* bytes of a split frame header kept in hdr */
+    uint8_t in_payload;   /* the header of fr is complete, payload follows */
+    uint8_t in_msg;       /* a fragmented data message is open */
+    uint8_t msg_op;       /* opcode of the open data message */
+    uint8_t ts_have;      /* timestamp bytes of the current message in ts */
+    uint8_t close_sent;
+    uint8_t close_rcvd;
+    uint8_t closed_by_us; /* our close started the closing handshake */
+    uint32_t ep_events;   /* the current epoll interest */
+    uint16_t close_code;  /* what the server's close said */
+    uint8_t hdr[SY_WS_MAX_HEADER_LEN];
+    uint8_t ts[8];
+    sy_ws_frame_t fr;     /* the frame being read */
+    uint64_t pay_off;     /* payload bytes of fr read so far */
+    uint64_t msg_len;     /* payload bytes of the current message so far */
+    int64_t deadline_ns;  /* connect + handshake deadline */
+    char *head;           /* response head while in LG_CS_HANDSHAKE */
+    uint32_t head_len;
+    uint32_t out_len, out_cap;
+    uint8_t *out;         /* unsent bytes, NULL when none */
+    char accept[28];      /* the Sec-WebSocket-Accept we expect */
+    uint8_t ctrl[SY_WS_MAX_CONTROL_PAYLOAD]; /* a control frame's payload */
+} lg_conn_t;
+
+/* ---- the run (main.c owns it) ----------------------------------------- */
+
+typedef struct {
+    uint64_t messages;     /* complete data messages */
+    uint64_t bytes;        /* their payload bytes */
+    uint64_t wire_bytes;   /* bytes read from sockets, handshakes included */
+    uint64_t text_messages;
+    uint64_t timestamped;  /* binary messages with a timestamp recorded */
+    uint64_t bad_timestamps; /* a timestamp in the future or > 1 h old */
+    uint64_t pings, pongs_sent;
+} lg_counts_t;
+
+typedef struct lg_run {
+    const lg_opts_t *opts;
+    int epfd;
+    lg_conn_t *conns;
+    uint8_t *rbuf;         /* one receive buffer for every connection */
+    size_t rbuf_cap;
+    uint64_t rng;
+
+    /* progress of the ramp */
+    uint32_t next_attempt; /* index of the next connection to start */
+    uint32_t pending;      /* in LG_CS_CONNECTING or LG_CS_HANDSHAKE */
+    uint32_t open;         /* in LG_CS_OPEN */
+    uint32_t opened;       /* ever reached LG_CS_OPEN */
+    uint32_t closing;      /* in LG_CS_CLOSING */
+    uint64_t failed[LG_FAIL__COUNT];
+    uint64_t ended[LG_END__COUNT];
+    lg_codes_t statuses;   /* non-101 HTTP statuses */
+    lg_codes_t close_codes;/* codes of the server's close frames */
+    char first_error[160]; /* the first failure or protocol error, for the report */
+
+    /* measurement */
+    bool measuring;        /* false once the end phase starts */
+    bool steady;           /* every attempt has settled (open or failed) */
+    lg_counts_t c;
+    lg_hist_t lat;         /* ns, every timestamped message of the window */
+    lg_hist_t lat_steady;  /* ns, the same after the ramp settled */
+    int64_t t_start, t_first_msg, t_settled, t_end, t_exit;
+    lg_counts_t c_at_settled;
+    lg_sample_t self_start, self_first, self_settled, self_end;
+    lg_sample_t srv_start, srv_first, srv_settled, srv_end, srv_after_close;
+
+    /* once per second */
+    uint32_t seconds;      /* entries used in the arrays below */
+    uint32_t seconds_cap;
+    uint64_t *sec_messages, *sec_bytes;
+    uint32_t *sec_open;
+    lg_counts_t c_last_tick;
+    lg_sample_t self_last_tick, srv_last_tick;
+    int fd_limit;          /* RLIMIT_NOFILE soft limit after raising */
+    bool warned_fd_limit;
+} lg_run_t;
+
+int64_t lg_now_ns(void);
+uint64_t lg_rand(lg_run_t *r);
+
+/* Starts connection i (state must be LG_CS_IDLE). Counts a failure at once
+ * if the socket cannot even be created, bound or connected. */
+void lg_conn_start(lg_run_t *r, uint32_t i);
+/* Handles an epoll event for connection i. */
+void lg_conn_event(lg_run_t *r, uint32_t i, uint32_t events);
+/* Fails an attempt whose deadline passed (LG_FAIL_TIMEOUT). */
+void lg_conn_timeout(lg_run_t *r, uint32_t i);
+/* Sends a close (1000) on an open connection: the end of the run. */
+void lg_conn_close(lg_run_t *r, uint32_t i);
+/* Closes the fd of a connection still not done when the run exits, counting
+ * it as LG_END_CLIENT_NO_REPLY (or LG_FAIL_CUT_SHORT / LG_FAIL_NOT_STARTED
+ * if it never opened). */
+void lg_conn_abandon(lg_run_t *r, uint32_t i);
+
+/* ---- output (report.c) ------------------------------------------------ */
+
+/* One progress line on stderr, for the second that just ended. */
+void lg_report_progress(lg_run_t *r, int64_t now_ns);
+/* The summary: text on stdout, or one JSON object with opts->json. */
+void lg_report_summary(const lg_run_t *r);
+
+#endif

@@ -1,0 +1,524 @@
+/*
+ * loadgen: options, the timeline of a run and the event loop. See lg.h.
+ *
+ * Timeline: connections are started at --ramp-per-sec (at most
+ * --max-pending in flight); once every attempt has settled (open or failed)
+ * the run is "steady"; it ends at --duration after the start, or --hold
+ * after it became steady, or when no connection is left. Then every open
+ * connection sends a close and the program waits up to --close-wait for the
+ * server's answers, closes whatever is left and prints the summary.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lg.h"
+
+#define RBUF_SIZE (256u * 1024u)
+#define MAX_EVENTS 1024
+#define MAX_STARTS_PER_TURN 256u /* keep serving events while ramping */
+#define FDS_RESERVED 8           /* stdio, epoll, /proc reads */
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+int64_t lg_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* xorshift64*: masking keys and handshake nonces need no more than this. */
+uint64_t lg_rand(lg_run_t *r)
+{
+    uint64_t x = r->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->rng = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+void lg_codes_add(lg_codes_t *t, unsigned code)
+{
+    for (unsigned k = 0; k < t->used; k++) {
+        if (t->code[k] == code) {
+            t->count[k]++;
+            return;
+        }
+    }
+    if (t->used == LG_CODES_MAX) {
+        t->other++;
+        return;
+    }
+    t->code[t->used] = code;
+    t->count[t->used++] = 1;
+}
+
+const char *lg_fail_name(lg_fail_t f)
+{
+    static const char *const names[LG_FAIL__COUNT] = {
+        "fd_limit", "socket", "no_port", "refused", "connect", "timeout",
+        "closed", "status", "handshake", "bad_response", "not_started", "cut_short",
+    };
+    return (unsigned)f < LG_FAIL__COUNT ? names[f] : "unknown";
+}
+
+const char *lg_end_name(lg_end_t e)
+{
+    static const char *const names[LG_END__COUNT] = {
+        "server_close", "eof", "reset", "protocol_error", "output_overflow",
+        "client_close", "client_close_no_reply",
+    };
+    return (unsigned)e < LG_END__COUNT ? names[e] : "unknown";
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: loadgen --url ws://127.0.0.1:PORT/path --connections N [options]\n"
+            "  --sources K           source addresses 127.0.0.1..127.0.0.K (1..254, default 1)\n"
+            "  --duration S          whole run, ramp included (default 10, at most 3600)\n"
+            "  --ramp-per-sec R      connection attempts per second (default 0: no pacing)\n"
+            "  --hold S              end S seconds after every attempt has settled\n"
+            "  --max-pending P       attempts in flight at once (default 256)\n"
+            "  --connect-timeout S   connect + handshake deadline (default 10)\n"
+            "  --close-wait S        wait for answers to our closes at the end (default 2)\n"
+            "  --server-pid PID      also sample that process's CPU and RSS\n"
+            "  --json                summary as one JSON object on stdout\n"
+            "  --quiet               no progress lines on stderr\n"
+            "Loopback only: the server address must be in 127.0.0.0/8.\n");
+}
+
+static bool parse_num(const char *s, double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(v >= min && v <= max))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* ws://a.b.c.d[:port][/path] with a numeric IPv4 address in 127/8. */
+static bool parse_url(const char *url, lg_opts_t *o)
+{
+    if (strncmp(url, "ws://", 5) != 0) {
+        fprintf(stderr, "loadgen: --url must start with ws:// (no TLS here)\n");
+        return false;
+    }
+    const char *host = url + 5;
+    size_t hl = strcspn(host, ":/");
+    char addr[16];
+    if (hl == 0 || hl >= sizeof(addr)) {
+        fprintf(stderr, "loadgen: --url needs a numeric IPv4 address\n");
+        return false;
+    }
+    memcpy(addr, host, hl);
+    addr[hl] = '\0';
+    o->dst.sin_family = AF_INET;
+    if (inet_pton(AF_INET, addr, &o->dst.sin_addr) != 1) {
+        fprintf(stderr, "loadgen: --url host '%s' is not a numeric IPv4 address\n", addr);
+        return false;
+    }
+    if ((ntohl(o->dst.sin_addr.s_addr) >> 24) != 127) {
+        fprintf(stderr, "loadgen: --url host must be in 127.0.0.0/8 (loopback benchmarks only)\n");
+        return false;
+    }
+    const char *rest = host + hl;
+    double port = 80;
+    if (*rest == ':') {
+        char num[8];
+        size_t pl = strcspn(rest + 1, "/");
+        if (pl == 0 || pl >= sizeof(num)) {
+            fprintf(stderr, "loadgen: --url has a bad port\n");
+            return false;
+        }
+        memcpy(num, rest + 1, pl);
+        num[pl] = '\0';
+        if (!parse_num(num, 1, 65535, &port) || port != (double)(long)port) {
+            fprintf(stderr, "loadgen: --url port must be 1..65535\n");
+            return false;
+        }
+        rest += 1 + pl;
+    }
+    o->dst.sin_port = htons((uint16_t)port);
+    snprintf(o->host_header, sizeof(o->host_header), "%s:%u", addr, (unsigned)port);
+    const char *path = *rest ? rest : "/";
+    if (strlen(path) >= sizeof(o->path) || strpbrk(path, " \t\r\n") != NULL) {
+        fprintf(stderr, "loadgen: --url path too long or holds whitespace\n");
+        return false;
+    }
+    strcpy(o->path, path);
+    snprintf(o->url, sizeof(o->url), "ws://%s%s", o->host_header, o->path);
+    return true;
+}
+
+static int parse_args(int argc, char **argv, lg_opts_t *o)
+{
+    enum { O_URL = 1, O_CONN, O_SRC, O_DUR, O_RAMP, O_HOLD, O_PEND, O_CTO, O_CW, O_PID, O_JSON,
+           O_QUIET, O_HELP };
+    static const struct option longs[] = {
+        {"url", required_argument, NULL, O_URL},
+        {"connections", required_argument, NULL, O_CONN},
+        {"sources", required_argument, NULL, O_SRC},
+        {"duration", required_argument, NULL, O_DUR},
+        {"ramp-per-sec", required_argument, NULL, O_RAMP},
+        {"hold", required_argument, NULL, O_HOLD},
+        {"max-pending", required_argument, NULL, O_PEND},
+        {"connect-timeout", required_argument, NULL, O_CTO},
+        {"close-wait", required_argument, NULL, O_CW},
+        {"server-pid", required_argument, NULL, O_PID},
+        {"json", no_argument, NULL, O_JSON},
+        {"quiet", no_argument, NULL, O_QUIET},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof(*o));
+    o->sources = 1;
+    o->duration_s = 10;
+    o->hold_s = -1;
+    o->max_pending = 256;
+    o->connect_timeout_s = 10;
+    o->close_wait_s = 2;
+    bool have_url = false;
+    int opt;
+    double v;
+    while ((opt = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        const char *bad = NULL;
+        switch (opt) {
+        case O_URL:
+            if (!parse_url(optarg, o))
+                return 2;
+            have_url = true;
+            break;
+        case O_CONN:
+            if (!parse_num(optarg, 1, LG_MAX_CONNECTIONS, &v) || v != (double)(uint32_t)v)
+                bad = "--connections must be an integer 1..1000000";
+            else
+                o->connections = (uint32_t)v;
+            break;
+        case O_SRC:
+            if (!parse_num(optarg, 1, LG_MAX_SOURCES, &v) || v != (double)(unsigned)v)
+                bad = "--sources must be an integer 1..254";
+            else
+                o->sources = (unsigned)v;
+            break;
+        case O_DUR:
+            if (!parse_num(optarg, 0.001, LG_MAX_DURATION_S, &o->duration_s))
+                bad = "--duration must be > 0 and at most 3600 seconds";
+            break;
+        case O_RAMP:
+            if (!parse_num(optarg, 0, 1e7, &o->ramp_per_sec))
+                bad = "--ramp-per-sec must be 0..10000000";
+            break;
+        case O_HOLD:
+            if (!parse_num(optarg, 0, LG_MAX_DURATION_S, &o->hold_s))
+                bad = "--hold must be 0..3600 seconds";
+            break;
+        case O_PEND:
+            if (!parse_num(optarg, 1, 100000, &v) || v != (double)(unsigned)v)
+                bad = "--max-pending must be an integer 1..100000";
+            else
+                o->max_pending = (unsigned)v;
+            break;
+        case O_CTO:
+            if (!parse_num(optarg, 0.001, 600, &o->connect_timeout_s))
+                bad = "--connect-timeout must be > 0 and at most 600 seconds";
+            break;
+        case O_CW:
+            if (!parse_num(optarg, 0, 60, &o->close_wait_s))
+                bad = "--close-wait must be 0..60 seconds";
+            break;
+        case O_PID:
+            if (!parse_num(optarg, 1, 4194304, &v) || v != (double)(pid_t)v)
+                bad = "--server-pid must be a process id";
+            else
+                o->server_pid = (pid_t)v;
+            break;
+        case O_JSON:
+            o->json = true;
+            break;
+        case O_QUIET:
+            o->quiet = true;
+            break;
+        case O_HELP:
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return 2;
+        }
+        if (bad != NULL) {
+            fprintf(stderr, "loadgen: %s (got '%s')\n", bad, optarg);
+            return 2;
+        }
+    }
+    if (optind < argc || !have_url || o->connections == 0) {
+        if (optind < argc)
+            fprintf(stderr, "loadgen: unexpected argument '%s'\n", argv[optind]);
+        else
+            fprintf(stderr, "loadgen: --url and --connections are required\n");
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+/* Raises the soft RLIMIT_NOFILE to the hard limit. Returns the soft limit. */
+static int raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return -1;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max;
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            (void)getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return rl.rlim_cur > 0x7fffffff ? 0x7fffffff : (int)rl.rlim_cur;
+}
+
+static bool run_init(lg_run_t *r, const lg_opts_t *o)
+{
+    memset(r, 0, sizeof(*r));
+    r->opts = o;
+    r->fd_limit = raise_fd_limit();
+    if (!o->quiet && r->fd_limit > FDS_RESERVED &&
+        o->connections > (uint32_t)(r->fd_limit - FDS_RESERVED))
+        fprintf(stderr,
+                "loadgen: RLIMIT_NOFILE is %d: at most ~%d of the %u connections can be held\n",
+                r->fd_limit, r->fd_limit - FDS_RESERVED, o->connections);
+    if (!o->quiet && o->connections > 28000u * o->sources)
+        fprintf(stderr, "loadgen: %u connections over %u source address(es) may run out of "
+                        "ephemeral ports (~28k per address); raise --sources\n",
+                o->connections, o->sources);
+    if (getrandom(&r->rng, sizeof(r->rng), 0) != (ssize_t)sizeof(r->rng) || r->rng == 0)
+        r->rng = (uint64_t)lg_now_ns() | 1u;
+    r->epfd = epoll_create1(EPOLL_CLOEXEC);
+    r->rbuf_cap = RBUF_SIZE;
+    r->rbuf = malloc(r->rbuf_cap);
+    r->conns = calloc(o->connections, sizeof(lg_conn_t));
+    /* one entry per second of the run, plus the end phase */
+    r->seconds_cap = (uint32_t)o->duration_s + (uint32_t)o->close_wait_s + 4u;
+    r->sec_messages = calloc(r->seconds_cap, sizeof(uint64_t));
+    r->sec_bytes = calloc(r->seconds_cap, sizeof(uint64_t));
+    r->sec_open = calloc(r->seconds_cap, sizeof(uint32_t));
+    if (r->epfd < 0 || r->rbuf == NULL || r->conns == NULL || r->sec_messages == NULL ||
+        r->sec_bytes == NULL || r->sec_open == NULL) {
+        fprintf(stderr, "loadgen: setup failed: %s\n", strerror(errno));
+        return false;
+    }
+    for (uint32_t i = 0; i < o->connections; i++)
+        r->conns[i].fd = -1;
+    lg_hist_init(&r->lat);
+    lg_hist_init(&r->lat_steady);
+    r->measuring = true;
+    return true;
+}
+
+static void run_free(lg_run_t *r)
+{
+    if (r->epfd >= 0)
+        close(r->epfd);
+    free(r->rbuf);
+    free(r->conns);
+    free(r->sec_messages);
+    free(r->sec_bytes);
+    free(r->sec_open);
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+/* Starts the attempts that are due: paced by --ramp-per-sec, at most
+ * --max-pending in flight, a bounded number per loop turn. */
+static void ramp(lg_run_t *r, int64_t now)
+{
+    const lg_opts_t *o = r->opts;
+    uint32_t due = o->connections;
+    if (o->ramp_per_sec > 0) {
+        double d = (double)(now - r->t_start) / 1e9 * o->ramp_per_sec + 1.0;
+        due = d < (double)o->connections ? (uint32_t)d : o->connections;
+    }
+    unsigned started = 0;
+    while (r->next_attempt < due && r->pending < o->max_pending && started < MAX_STARTS_PER_TURN) {
+        lg_conn_start(r, r->next_attempt++);
+        started++;
+    }
+}
+
+static void sweep_timeouts(lg_run_t *r, int64_t now)
+{
+    if (r->pending == 0)
+        return;
+    for (uint32_t i = 0; i < r->next_attempt; i++) {
+        lg_conn_t *c = &r->conns[i];
+        if ((c->state == LG_CS_CONNECTING || c->state == LG_CS_HANDSHAKE) && now >= c->deadline_ns)
+            lg_conn_timeout(r, i);
+    }
+}
+
+static void became_steady(lg_run_t *r, int64_t now)
+{
+    r->steady = true;
+    r->t_settled = now;
+    r->c_at_settled = r->c;
+    lg_sample_self(&r->self_settled, now);
+    if (r->opts->server_pid > 0)
+        lg_sample_pid(&r->srv_settled, r->opts->server_pid, now);
+}
+
+static void tick(lg_run_t *r, int64_t now)
+{
+    if (r->seconds < r->seconds_cap) {
+        r->sec_messages[r->seconds] = r->c.messages - r->c_last_tick.messages;
+        r->sec_bytes[r->seconds] = r->c.bytes - r->c_last_tick.bytes;
+        r->sec_open[r->seconds] = r->open;
+        r->seconds++;
+    }
+    if (!r->opts->quiet)
+        lg_report_progress(r, now);
+    r->c_last_tick = r->c;
+    sweep_timeouts(r, now);
+}
+
+static void dispatch(lg_run_t *r, struct epoll_event *evs, int timeout_ms)
+{
+    int n = epoll_wait(r->epfd, evs, MAX_EVENTS, timeout_ms);
+    for (int k = 0; k < n; k++)
+        lg_conn_event(r, evs[k].data.u32, evs[k].events);
+}
+
+/*
+ * Level-triggered epoll, on purpose. Edge-triggered would oblige us to read
+ * each socket until EAGAIN: when the server sends one message per TCP
+ * segment (the common case at moderate rates) that is a second recv() per
+ * wake-up that returns nothing, and a recv() costs ~5 us here, so the client
+ * would halve its own ceiling. Level-triggered lets us do exactly one recv()
+ * per ready socket per turn into a 256 KiB shared buffer; whatever is left is
+ * reported again at the next epoll_wait, which also keeps the 10k+ sockets
+ * served fairly (no socket can hold the loop). EPOLLOUT is in the interest
+ * set only while a connect or some output is pending, so it never spins.
+ */
+static void run(lg_run_t *r)
+{
+    const lg_opts_t *o = r->opts;
+    struct epoll_event *evs = calloc(MAX_EVENTS, sizeof(*evs));
+    if (evs == NULL)
+        return;
+    r->t_start = lg_now_ns();
+    lg_sample_self(&r->self_start, r->t_start);
+    r->self_last_tick = r->self_start;
+    if (o->server_pid > 0) {
+        lg_sample_pid(&r->srv_start, o->server_pid, r->t_start);
+        r->srv_last_tick = r->srv_start;
+    }
+    const int64_t t_stop = r->t_start + (int64_t)(o->duration_s * 1e9);
+    int64_t next_tick = r->t_start + 1000000000LL;
+    int64_t t_hold_end = INT64_MAX;
+
+    for (;;) {
+        int64_t now = lg_now_ns();
+        if (r->next_attempt < o->connections)
+            ramp(r, now);
+        if (!r->steady && r->next_attempt == o->connections && r->pending == 0) {
+            became_steady(r, now);
+            if (o->hold_s >= 0)
+                t_hold_end = now + (int64_t)(o->hold_s * 1e9);
+        }
+        if (now >= next_tick) {
+            tick(r, now);
+            next_tick += 1000000000LL;
+            if (next_tick <= now)
+                next_tick = now + 1000000000LL;
+        }
+        bool none_left = r->next_attempt == o->connections && r->pending == 0 && r->open == 0 &&
+                         r->closing == 0;
+        if (g_stop || now >= t_stop || now >= t_hold_end || none_left)
+            break;
+        int64_t wake = next_tick < t_stop ? next_tick : t_stop;
+        if (t_hold_end < wake)
+            wake = t_hold_end;
+        int timeout_ms = (int)((wake - now + 999999) / 1000000);
+        if (r->next_attempt < o->connections && r->pending < o->max_pending)
+            timeout_ms = timeout_ms > 1 ? 1 : timeout_ms; /* pacing granularity */
+        dispatch(r, evs, timeout_ms);
+    }
+
+    /* The end: the window closes, every open connection says goodbye. */
+    r->t_end = lg_now_ns();
+    r->measuring = false;
+    lg_sample_self(&r->self_end, r->t_end);
+    if (o->server_pid > 0)
+        lg_sample_pid(&r->srv_end, o->server_pid, r->t_end);
+    if (!r->steady) /* the run ended while attempts were still in flight */
+        r->c_at_settled = r->c;
+    for (uint32_t i = 0; i < r->next_attempt; i++) {
+        if (r->conns[i].state == LG_CS_OPEN)
+            lg_conn_close(r, i);
+        else if (r->conns[i].state != LG_CS_CLOSING)
+            lg_conn_abandon(r, i); /* attempts in flight are not waited for */
+    }
+    const int64_t t_give_up = r->t_end + (int64_t)(o->close_wait_s * 1e9);
+    for (int64_t now = lg_now_ns(); r->closing > 0 && now < t_give_up;
+         now = lg_now_ns()) {
+        int64_t wait = (t_give_up - now + 999999) / 1000000;
+        dispatch(r, evs, wait > 100 ? 100 : (int)wait);
+    }
+    for (uint32_t i = 0; i < o->connections; i++)
+        lg_conn_abandon(r, i);
+    r->t_exit = lg_now_ns();
+    if (o->server_pid > 0)
+        lg_sample_pid(&r->srv_after_close, o->server_pid, r->t_exit);
+    free(evs);
+}
+
+int main(int argc, char **argv)
+{
+    lg_opts_t opts;
+    int rc = parse_args(argc, argv, &opts);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    lg_run_t *r = malloc(sizeof(*r));
+    if (r == NULL || !run_init(r, &opts)) {
+        if (r != NULL)
+            run_free(r);
+        free(r);
+        return 1;
+    }
+    run(r);
+    lg_report_summary(r);
+    rc = r->opened > 0 ? 0 : 1;
+    run_free(r);
+    free(r);
+    return rc;
+}

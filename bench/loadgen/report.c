@@ -1,0 +1,326 @@
+/* Progress lines (stderr) and the summary (stdout, text or JSON). */
+#include <stdio.h>
+
+#include "lg.h"
+
+static double secs(int64_t ns)
+{
+    return (double)ns / 1e9;
+}
+
+/* Below this, a CPU percentage says nothing (the clock ticks are 10 ms). */
+#define MIN_CPU_WINDOW_S 0.1
+
+/* cpu_s as a percentage of one core over wall_s; < 0 (unknown) if the
+ * window is too short to say. */
+static double pct(double cpu_s, double wall_s)
+{
+    return wall_s >= MIN_CPU_WINDOW_S ? cpu_s / wall_s * 100.0 : -1.0;
+}
+
+/* CPU % between two samples of one process; < 0 if either is missing. */
+static double cpu_pct(const lg_sample_t *a, const lg_sample_t *b)
+{
+    if (!a->ok || !b->ok || b->at_ns <= a->at_ns)
+        return -1;
+    return pct(b->cpu_s - a->cpu_s, secs(b->at_ns - a->at_ns));
+}
+
+/* A percentage for the text output: "n/a" when unknown. */
+static const char *pct_str(char buf[16], double v)
+{
+    if (v < 0)
+        return "n/a";
+    snprintf(buf, 16, "%.0f%%", v);
+    return buf;
+}
+
+static uint64_t failed_total(const lg_run_t *r)
+{
+    uint64_t n = 0;
+    for (int k = 0; k < LG_FAIL__COUNT; k++)
+        n += r->failed[k];
+    return n;
+}
+
+static uint64_t ended_total(const lg_run_t *r)
+{
+    uint64_t n = 0;
+    for (int k = 0; k < LG_END__COUNT; k++)
+        n += r->ended[k];
+    return n;
+}
+
+void lg_report_progress(lg_run_t *r, int64_t now)
+{
+    lg_sample_t self, srv;
+    lg_sample_self(&self, now);
+    uint64_t msgs = r->c.messages - r->c_last_tick.messages;
+    uint64_t bytes = r->c.bytes - r->c_last_tick.bytes;
+    double dt = secs(now - r->self_last_tick.at_ns);
+    char p1[16], p2[16];
+    fprintf(stderr,
+            "loadgen %5.0fs  open %u  pending %u  failed %llu  ended %llu | %llu msg/s  %.1f MB/s"
+            "  | cpu %s",
+            secs(now - r->t_start), r->open, r->pending, (unsigned long long)failed_total(r),
+            (unsigned long long)ended_total(r), (unsigned long long)(dt > 0 ? (double)msgs / dt : 0),
+            dt > 0 ? (double)bytes / dt / 1e6 : 0.0, pct_str(p1, cpu_pct(&r->self_last_tick, &self)));
+    r->self_last_tick = self;
+    if (r->opts->server_pid > 0) {
+        lg_sample_pid(&srv, r->opts->server_pid, now);
+        if (srv.ok && srv.rss_kib >= 0)
+            fprintf(stderr, "  | server cpu %s  rss %.1f MiB",
+                    pct_str(p2, cpu_pct(&r->srv_last_tick, &srv)), (double)srv.rss_kib / 1024.0);
+        else if (srv.ok)
+            fprintf(stderr, "  | server cpu %s", pct_str(p2, cpu_pct(&r->srv_last_tick, &srv)));
+        else
+            fprintf(stderr, "  | server gone");
+        r->srv_last_tick = srv;
+    }
+    fputc('\n', stderr);
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* A number, or null when negative (unknown). */
+static void json_num(FILE *f, double v)
+{
+    if (v < 0)
+        fputs("null", f);
+    else
+        fprintf(f, "%.6g", v);
+}
+
+static void json_codes(FILE *f, const lg_codes_t *t)
+{
+    fputc('{', f);
+    for (unsigned k = 0; k < t->used; k++)
+        fprintf(f, "%s\"%u\":%llu", k ? "," : "", t->code[k], (unsigned long long)t->count[k]);
+    if (t->other)
+        fprintf(f, "%s\"other\":%llu", t->used ? "," : "", (unsigned long long)t->other);
+    fputc('}', f);
+}
+
+static void json_latency(FILE *f, const lg_hist_t *h)
+{
+    if (h->total == 0) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f,
+            "{\"count\":%llu,\"min\":%.3f,\"mean\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
+            "\"p99_9\":%.3f,\"max\":%.3f}",
+            (unsigned long long)h->total, (double)h->min / 1e3, h->sum / (double)h->total / 1e3,
+            (double)lg_hist_percentile(h, 50) / 1e3, (double)lg_hist_percentile(h, 90) / 1e3,
+            (double)lg_hist_percentile(h, 99) / 1e3, (double)lg_hist_percentile(h, 99.9) / 1e3,
+            (double)h->max / 1e3);
+}
+
+static void json_u64_array(FILE *f, const uint64_t *a, uint32_t n)
+{
+    fputc('[', f);
+    for (uint32_t k = 0; k < n; k++)
+        fprintf(f, "%s%llu", k ? "," : "", (unsigned long long)a[k]);
+    fputc(']', f);
+}
+
+static void json_rss(FILE *f, const lg_sample_t *s)
+{
+    if (s->ok && s->rss_kib >= 0)
+        fprintf(f, "%ld", s->rss_kib);
+    else
+        fputs("null", f);
+}
+
+static void summary_json(const lg_run_t *r)
+{
+    FILE *f = stdout;
+    const lg_opts_t *o = r->opts;
+    double window_s = r->t_first_msg ? secs(r->t_end - r->t_first_msg) : 0;
+    double steady_s = r->steady ? secs(r->t_end - r->t_settled) : 0;
+    uint64_t steady_msgs = r->c.messages - r->c_at_settled.messages;
+
+    fputs("{\"url\":", f);
+    json_str(f, o->url);
+    fprintf(f, ",\"connections\":{\"requested\":%u,\"sources\":%u,\"opened\":%u,\"failed\":%llu,",
+            o->connections, o->sources, r->opened, (unsigned long long)failed_total(r));
+    fputs("\"failed_by_reason\":{", f);
+    for (int k = 0, first = 1; k < LG_FAIL__COUNT; k++) {
+        if (r->failed[k] == 0)
+            continue;
+        fprintf(f, "%s\"%s\":%llu", first ? "" : ",", lg_fail_name((lg_fail_t)k),
+                (unsigned long long)r->failed[k]);
+        first = 0;
+    }
+    fputs("},\"http_statuses\":", f);
+    json_codes(f, &r->statuses);
+    fputs(",\"ended_by\":{", f);
+    for (int k = 0, first = 1; k < LG_END__COUNT; k++) {
+        if (r->ended[k] == 0)
+            continue;
+        fprintf(f, "%s\"%s\":%llu", first ? "" : ",", lg_end_name((lg_end_t)k),
+                (unsigned long long)r->ended[k]);
+        first = 0;
+    }
+    fputs("},\"server_close_codes\":", f);
+    json_codes(f, &r->close_codes);
+    fprintf(f, ",\"fd_limit\":%d,\"ramp_s\":", r->fd_limit);
+    json_num(f, r->steady ? secs(r->t_settled - r->t_start) : -1);
+    fputs("},", f);
+
+    fprintf(f, "\"run_s\":%.3f,", secs(r->t_end - r->t_start));
+    fprintf(f,
+            "\"messages\":%llu,\"bytes\":%llu,\"wire_bytes\":%llu,\"text_messages\":%llu,"
+            "\"window_s\":%.3f,\"messages_per_s\":%.1f,\"bytes_per_s\":%.1f,",
+            (unsigned long long)r->c.messages, (unsigned long long)r->c.bytes,
+            (unsigned long long)r->c.wire_bytes, (unsigned long long)r->c.text_messages, window_s,
+            window_s > 0 ? (double)r->c.messages / window_s : 0.0,
+            window_s > 0 ? (double)r->c.bytes / window_s : 0.0);
+    fprintf(f, "\"timestamped\":%llu,\"bad_timestamps\":%llu,\"pings\":%llu,\"latency_us\":",
+            (unsigned long long)r->c.timestamped, (unsigned long long)r->c.bad_timestamps,
+            (unsigned long long)r->c.pings);
+    json_latency(f, &r->lat);
+
+    fputs(",\"steady\":", f);
+    if (r->steady) {
+        fprintf(f, "{\"seconds\":%.3f,\"messages\":%llu,\"messages_per_s\":%.1f,\"latency_us\":",
+                steady_s, (unsigned long long)steady_msgs,
+                steady_s > 0 ? (double)steady_msgs / steady_s : 0.0);
+        json_latency(f, &r->lat_steady);
+        fputs(",\"cpu_percent\":", f);
+        json_num(f, cpu_pct(&r->self_settled, &r->self_end));
+        fputs(",\"server_cpu_percent\":", f);
+        json_num(f, o->server_pid > 0 ? cpu_pct(&r->srv_settled, &r->srv_end) : -1);
+        fputc('}', f);
+    } else {
+        fputs("null", f);
+    }
+
+    const lg_sample_t *e = &r->self_end, *s0 = &r->self_start;
+    fprintf(f, ",\"cpu\":{\"user_s\":%.3f,\"sys_s\":%.3f,\"run_percent\":", e->user_s - s0->user_s,
+            e->sys_s - s0->sys_s);
+    json_num(f, cpu_pct(s0, e));
+    fputs(",\"window_cpu_s\":", f);
+    json_num(f, r->self_first.ok ? e->cpu_s - r->self_first.cpu_s : -1);
+    fputs(",\"window_percent\":", f);
+    json_num(f, cpu_pct(&r->self_first, e));
+    fputs(",\"rss_kib\":", f);
+    json_rss(f, e);
+    fputc('}', f);
+
+    fputs(",\"server\":", f);
+    if (o->server_pid > 0) {
+        fprintf(f, "{\"pid\":%ld,\"window_cpu_percent\":", (long)o->server_pid);
+        json_num(f, cpu_pct(&r->srv_first, &r->srv_end));
+        fputs(",\"run_cpu_percent\":", f);
+        json_num(f, cpu_pct(&r->srv_start, &r->srv_end));
+        fputs(",\"rss_kib\":{\"start\":", f);
+        json_rss(f, &r->srv_start);
+        fputs(",\"settled\":", f);
+        json_rss(f, &r->srv_settled);
+        fputs(",\"end\":", f);
+        json_rss(f, &r->srv_end);
+        fputs(",\"after_close\":", f);
+        json_rss(f, &r->srv_after_close);
+        fputs("}}", f);
+    } else {
+        fputs("null", f);
+    }
+
+    fputs(",\"per_second\":{\"messages\":", f);
+    json_u64_array(f, r->sec_messages, r->seconds);
+    fputs(",\"bytes\":", f);
+    json_u64_array(f, r->sec_bytes, r->seconds);
+    fputs(",\"open\":[", f);
+    for (uint32_t k = 0; k < r->seconds; k++)
+        fprintf(f, "%s%u", k ? "," : "", r->sec_open[k]);
+    fputs("]},\"first_error\":", f);
+    if (r->first_error[0])
+        json_str(f, r->first_error);
+    else
+        fputs("null", f);
+    fputs("}\n", f);
+}
+
+/* ---- text --------------------------------------------------------------- */
+
+static void text_latency(FILE *f, const char *label, const lg_hist_t *h)
+{
+    if (h->total == 0) {
+        fprintf(f, "%s: no timestamped messages\n", label);
+        return;
+    }
+    fprintf(f, "%s (us, %llu samples): p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
+            label, (unsigned long long)h->total, (double)lg_hist_percentile(h, 50) / 1e3,
+            (double)lg_hist_percentile(h, 90) / 1e3, (double)lg_hist_percentile(h, 99) / 1e3,
+            (double)lg_hist_percentile(h, 99.9) / 1e3, (double)h->max / 1e3);
+}
+
+static void summary_text(const lg_run_t *r)
+{
+    FILE *f = stdout;
+    char p1[16], p2[16];
+    const lg_opts_t *o = r->opts;
+    double window_s = r->t_first_msg ? secs(r->t_end - r->t_first_msg) : 0;
+    fprintf(f, "url %s  connections %u requested, %u opened, %llu failed (fd limit %d)\n",
+            o->url, o->connections, r->opened, (unsigned long long)failed_total(r), r->fd_limit);
+    for (int k = 0; k < LG_FAIL__COUNT; k++)
+        if (r->failed[k])
+            fprintf(f, "  failed %-14s %llu\n", lg_fail_name((lg_fail_t)k),
+                    (unsigned long long)r->failed[k]);
+    for (int k = 0; k < LG_END__COUNT; k++)
+        if (r->ended[k])
+            fprintf(f, "  ended  %-22s %llu\n", lg_end_name((lg_end_t)k),
+                    (unsigned long long)r->ended[k]);
+    if (r->first_error[0])
+        fprintf(f, "  first error: %s\n", r->first_error);
+    if (r->steady)
+        fprintf(f, "ramp %.2f s\n", secs(r->t_settled - r->t_start));
+    fprintf(f, "messages %llu  bytes %llu  window %.2f s  %.0f msg/s  %.1f MB/s\n",
+            (unsigned long long)r->c.messages, (unsigned long long)r->c.bytes, window_s,
+            window_s > 0 ? (double)r->c.messages / window_s : 0.0,
+            window_s > 0 ? (double)r->c.bytes / window_s / 1e6 : 0.0);
+    text_latency(f, "latency", &r->lat);
+    if (r->steady) {
+        double steady_s = secs(r->t_end - r->t_settled);
+        uint64_t m = r->c.messages - r->c_at_settled.messages;
+        fprintf(f, "steady %.2f s  %.0f msg/s  cpu %s\n", steady_s,
+                steady_s > 0 ? (double)m / steady_s : 0.0,
+                pct_str(p1, cpu_pct(&r->self_settled, &r->self_end)));
+        text_latency(f, "steady latency", &r->lat_steady);
+    }
+    const lg_sample_t *e = &r->self_end, *s0 = &r->self_start;
+    fprintf(f, "loadgen cpu user %.2f s  sys %.2f s  (%s of the run, %s of the window)\n",
+            e->user_s - s0->user_s, e->sys_s - s0->sys_s, pct_str(p1, cpu_pct(s0, e)),
+            pct_str(p2, cpu_pct(&r->self_first, e)));
+    if (o->server_pid > 0)
+        fprintf(f, "server pid %ld  cpu %s of the window  rss KiB start %ld settled %ld end %ld "
+                   "after close %ld\n",
+                (long)o->server_pid, pct_str(p1, cpu_pct(&r->srv_first, &r->srv_end)),
+                r->srv_start.rss_kib, r->srv_settled.rss_kib, r->srv_end.rss_kib,
+                r->srv_after_close.rss_kib);
+}
+
+void lg_report_summary(const lg_run_t *r)
+{
+    if (r->opts->json)
+        summary_json(r);
+    else
+        summary_text(r);
+    fflush(stdout);
+}
