@@ -190,3 +190,44 @@ for (const policy of ['drop', 'close']) {
     st.sock.destroy();
   });
 }
+
+test('out of file descriptors: extra connections are closed at once, counted, and the server recovers', { timeout: 60000 }, async () => {
+  const { spawn } = require('node:child_process');
+  const path = require('node:path');
+  const root = path.resolve(__dirname, '..');
+  const code = `
+    const { Server } = require(${JSON.stringify(root)});
+    const s = new Server({ host: '127.0.0.1', threads: 2 });
+    s.listen().then(({ port }) => console.log(JSON.stringify({ port })));
+    process.stdin.on('data', (d) => {
+      if (String(d).includes('stats')) console.log(JSON.stringify(s.stats()));
+      else s.close().then(() => process.exit(0));
+    });
+  `;
+  // A soft limit of 80 descriptors for the server process only.
+  const child = spawn('bash', ['-c', `ulimit -n 80 && exec "${process.execPath}" -e '${code.replace(/'/g, "'\\''")}'`],
+    { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = [];
+  let buf = '';
+  child.stdout.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) { lines.push(JSON.parse(buf.slice(0, i))); buf = buf.slice(i + 1); }
+  });
+  await waitFor(() => lines.length === 1, 10000, 'the child server');
+  const { port } = lines[0];
+  const socks = [];
+  for (let i = 0; i < 120; i++) socks.push(await connect(port));
+  await waitFor(() => socks.filter((s) => s.ended).length >= 40, 10000, 'connections over the limit to be closed');
+  child.stdin.write('stats\n');
+  await waitFor(() => lines.length === 2, 5000, 'stats');
+  assert.ok(lines[1].acceptRejects >= 40, `acceptRejects ${lines[1].acceptRejects}`);
+  for (const s of socks) s.sock.destroy();
+  // Descriptors are free again: a real client gets through.
+  await new Promise((r) => setTimeout(r, 300));
+  const st = await open(port);
+  assert.equal(statusOf(st.head), 101);
+  st.sock.destroy();
+  child.stdin.write('close\n');
+  await new Promise((r) => child.once('exit', r));
+});

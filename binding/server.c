@@ -652,7 +652,8 @@ static bool thread_stats_object(napi_env env, const sy_thread_stats_t *t, napi_v
            set_u64(env, *out, "slowCloses", t->slow_closes) &&
            set_u64(env, *out, "handshakeRejects", t->handshake_rejects) &&
            set_u64(env, *out, "protocolErrors", t->protocol_errors) && set_u64(env, *out, "timeouts", t->timeouts) &&
-           set_u64(env, *out, "oomCloses", t->oom_closes) && set_u64(env, *out, "eventsLost", t->events_lost);
+           set_u64(env, *out, "oomCloses", t->oom_closes) && set_u64(env, *out, "eventsLost", t->events_lost) &&
+           set_u64(env, *out, "acceptRejects", t->accept_rejects);
 }
 
 /* serverStats(handle) -> { total fields..., topics, threads: [...] } */
@@ -687,6 +688,7 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
         sum.timeouts += t.timeouts;
         sum.oom_closes += t.oom_closes;
         sum.events_lost += t.events_lost;
+        sum.accept_rejects += t.accept_rejects;
     }
     if (!thread_stats_object(env, &sum, &total) ||
         !set_u64(env, total, "topics", sy_server_topic_count(b->srv)) || !sy_napi_set_value(env, total, "threads", arr))

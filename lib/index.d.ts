@@ -84,6 +84,8 @@ export interface ThreadStats {
   timeouts: number;
   oomCloses: number;
   eventsLost: number;
+  /** Connections closed right after accept because the process was out of file descriptors. */
+  acceptRejects: number;
 }
 
 export interface ServerStats extends ThreadStats {

@@ -87,7 +87,11 @@ function buildVariant({ allocator, lgPage }) {
   const destDir = path.join(root, 'native', platformDir());
   fs.mkdirSync(destDir, { recursive: true });
   const dest = path.join(destDir, variantFileName({ libc: detectLibc(), allocator, lgPage }));
-  fs.copyFileSync(built, dest);
+  // Copy then rename: a process that has the old file loaded keeps its
+  // mapping intact (overwriting it in place would change running code).
+  const tmp = `${dest}.tmp-${process.pid}`;
+  fs.copyFileSync(built, tmp);
+  fs.renameSync(tmp, dest);
   const size = fs.statSync(dest).size;
   console.error(`symphony: built ${path.relative(root, dest)} (${(size / 1048576).toFixed(1)} MiB) ` +
     `addon ${((Date.now() - t) / 1000).toFixed(1)} s, total ${((Date.now() - started) / 1000).toFixed(1)} s`);

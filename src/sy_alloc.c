@@ -150,6 +150,14 @@ int sy_alloc_arena_purge(unsigned arena) {
     return sy_je_mallctl(name, NULL, NULL, NULL, 0);
 }
 
+int sy_alloc_decay_all(void) {
+    char name[64];
+    int n = snprintf(name, sizeof(name), "arena.%u.decay", (unsigned)MALLCTL_ARENAS_ALL);
+    if (n < 0 || (size_t)n >= sizeof(name))
+        return EINVAL;
+    return sy_je_mallctl(name, NULL, NULL, NULL, 0);
+}
+
 static int set_arena_decay(unsigned arena, const char *which, ssize_t ms) {
     char name[64];
     int n = snprintf(name, sizeof(name), "arena.%u.%s_decay_ms", arena, which);
@@ -295,6 +303,7 @@ int sy_alloc_stats(sy_alloc_stats_t *out) {
 int sy_alloc_config(sy_alloc_config_t *out) { (void)out; return ENOTSUP; }
 int sy_alloc_purge(void) { return ENOTSUP; }
 int sy_alloc_arena_purge(unsigned arena) { (void)arena; return ENOTSUP; }
+int sy_alloc_decay_all(void) { return ENOTSUP; }
 int sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) { (void)dirty_ms; (void)muzzy_ms; return ENOTSUP; }
 int sy_alloc_background_thread(bool on) { (void)on; return ENOTSUP; }
 int sy_alloc_arena_create(unsigned *arena) { (void)arena; return ENOTSUP; }

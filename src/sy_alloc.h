@@ -91,6 +91,11 @@ void sy_alloc_arena_release(unsigned arena);
 int sy_alloc_thread_use_arena(unsigned arena);
 /* Purges (returns to the OS) the unused dirty pages of one arena. */
 int sy_alloc_arena_purge(unsigned arena);
+/* Returns the pages whose decay time has passed, in every arena. jemalloc
+ * only decays an arena when it allocates or frees; an idle server calls
+ * this (IO thread 0, once a second) so that freed memory goes back on time
+ * even when nothing else happens. Cheap when there is nothing to do. */
+int sy_alloc_decay_all(void);
 
 /* Asks jemalloc which arena owns ptr. Returns 0 and sets *arena when jemalloc
  * owns it, ENOENT when it does not, ENOTSUP in the system build. Safe for any

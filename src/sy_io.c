@@ -3,6 +3,7 @@
 #include "sy_io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
@@ -39,6 +40,7 @@ int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_f
     io->index = index;
     io->listen_fd = listen_fd;
     io->wake_fd = -1;
+    io->spare_fd = -1;
     io->next_gen = 1;
     int rc = pthread_mutex_init(&io->qlock, NULL);
     if (rc != 0)
@@ -49,6 +51,8 @@ int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_f
     io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (io->wake_fd < 0)
         return errno;
+    if (listen_fd >= 0)
+        io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* -1 is survivable */
     io->rx = sy_malloc(SY_RX_SIZE);
     if (io->rx == NULL)
         return ENOMEM;
@@ -119,6 +123,8 @@ void sy_io_free(sy_io_t *io) {
         (void)close(io->listen_fd);
     if (io->wake_fd >= 0)
         (void)close(io->wake_fd);
+    if (io->spare_fd >= 0)
+        (void)close(io->spare_fd);
     sy_poll_destroy(io->poll);
     pthread_mutex_destroy(&io->qlock);
 }
@@ -307,6 +313,22 @@ static void adopt(sy_io_t *io, int fd) {
 static void accept_some(sy_io_t *io) {
     for (int i = 0; i < SY_ACCEPTS_PER_TURN && io->listen_fd >= 0; i++) {
         int fd = accept4(io->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && io->spare_fd >= 0) {
+            /* Out of descriptors: free the spare one, accept and close at
+             * once, so the client learns now instead of waiting in the
+             * backlog; then take the spare back. */
+            (void)close(io->spare_fd);
+            fd = accept4(io->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                (void)close(fd);
+                atomic_fetch_add_explicit(&io->stats.accept_rejects, 1, memory_order_relaxed);
+            }
+            io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (fd >= 0)
+                continue;
+            fd = -1;
+            errno = EMFILE;
+        }
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* Out of descriptors: stop listening until the next sweep, or
@@ -466,6 +488,10 @@ static void sweep(sy_io_t *io) {
         if (c != NULL)
             sy_conn_sweep(io, c);
     }
+    /* Freed pages go back after their decay time even if no thread
+     * allocates again (jemalloc decays only on activity otherwise). */
+    if (io->index == 0)
+        (void)sy_alloc_decay_all();
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
         if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, &listen_tag) == 0)
             io->listen_paused = false;

@@ -71,7 +71,8 @@ typedef struct sy_cmd {
 
 typedef struct sy_io_atomic_stats {
     atomic_uint_fast64_t connections, opened, closed, messages_in, bytes_in, messages_out, bytes_out,
-        dropped, slow_closes, handshake_rejects, protocol_errors, timeouts, oom_closes, events_lost;
+        dropped, slow_closes, handshake_rejects, protocol_errors, timeouts, oom_closes, events_lost,
+        accept_rejects;
 } sy_io_atomic_stats_t;
 
 struct sy_conn;
@@ -85,6 +86,7 @@ typedef struct sy_io {
     struct sy_poll *poll;
     int listen_fd;
     int wake_fd;
+    int spare_fd; /* held open to be able to refuse a connection at EMFILE */
 
     /* Command queue: filled by the owner under qlock, swapped out whole. */
     pthread_mutex_t qlock;

@@ -336,6 +336,7 @@ void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_thread_stats_t *out) 
     LOAD(timeouts);
     LOAD(oom_closes);
     LOAD(events_lost);
+    LOAD(accept_rejects);
 #undef LOAD
 }
 

@@ -67,6 +67,7 @@ typedef struct sy_thread_stats {
     uint64_t timeouts;                /* handshake and idle timeouts */
     uint64_t oom_closes;              /* connections closed (1011) for lack of memory */
     uint64_t events_lost;             /* events that could not be queued to JS */
+    uint64_t accept_rejects;          /* connections closed at accept: out of descriptors */
 } sy_thread_stats_t;
 
 /* NULL on failure, with a message in err. */
