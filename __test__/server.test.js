@@ -300,8 +300,11 @@ test('JS misuse throws TypeError/RangeError naming the argument, or returns fals
 
 test('IO threads reuse arenas: starting and stopping servers does not grow them', async () => {
   const { allocator } = require('..');
-  const count = () => (allocator.config ? allocator.config.arenas : 0);
+  const count = () => (allocator.config ? allocator.config.createdArenas : 0);
+  // Warm up with 3 threads alive at once (an IO thread takes its arena when
+  // it starts running: give them the time to), so the pool holds 3.
   const s0 = await startServer({ threads: 3 });
+  await new Promise((r) => setTimeout(r, 200));
   await s0.server.close();
   const before = count();
   for (let i = 0; i < 10; i++) {
@@ -309,5 +312,5 @@ test('IO threads reuse arenas: starting and stopping servers does not grow them'
     await server.close();
   }
   assert.equal(count(), before);
-  if (allocator.name === 'jemalloc') assert.ok(before >= 4, `arenas ${before}: one automatic plus one per IO thread`);
+  if (allocator.name === 'jemalloc') assert.ok(before >= 3, `created arenas ${before}: at least one per IO thread`);
 });

@@ -64,6 +64,7 @@ static napi_value config(napi_env env, napi_callback_info info) {
     if (!sy_napi_set_int64(env, obj, "pageSize", (int64_t)c.page_size) ||
         !sy_napi_set_int64(env, obj, "narenas", (int64_t)c.narenas) ||
         !sy_napi_set_int64(env, obj, "arenas", (int64_t)c.arenas) ||
+        !sy_napi_set_int64(env, obj, "createdArenas", (int64_t)c.created_arenas) ||
         !sy_napi_set_int64(env, obj, "dirtyDecayMs", c.dirty_decay_ms) ||
         !sy_napi_set_int64(env, obj, "muzzyDecayMs", c.muzzy_decay_ms) ||
         !sy_napi_set_bool(env, obj, "backgroundThread", c.background_thread) ||

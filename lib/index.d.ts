@@ -130,6 +130,8 @@ export interface AllocatorConfig {
   narenas: number;
   /** Arenas that exist now: automatic ones plus one per IO thread ever running at once. */
   arenas: number;
+  /** Explicit arenas symphony made for IO threads (pooled for reuse). */
+  createdArenas: number;
   dirtyDecayMs: number;
   muzzyDecayMs: number;
   backgroundThread: boolean;

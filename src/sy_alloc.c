@@ -35,6 +35,9 @@
 
 const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
 
+/* Explicit arenas made so far (for IO threads; pooled, never destroyed). */
+static atomic_uint created_arenas;
+
 void *sy_malloc(size_t size) { return sy_je_malloc(size); }
 void *sy_calloc(size_t count, size_t size) { return sy_je_calloc(count, size); }
 void *sy_realloc(void *ptr, size_t size) { return sy_je_realloc(ptr, size); }
@@ -129,6 +132,7 @@ int sy_alloc_config(sy_alloc_config_t *out) {
         (rc = read_str("opt.thp", &out->thp)) != 0)
         return rc;
     out->metadata_thp_known = read_str("opt.metadata_thp", &out->metadata_thp) == 0;
+    out->created_arenas = atomic_load_explicit(&created_arenas, memory_order_relaxed);
     out->builtin_conf = SY_JE_BUILTIN_CONF;
     out->env_conf = env_conf_at_start();
     return 0;
@@ -194,7 +198,10 @@ int sy_alloc_background_thread(bool on) {
 
 int sy_alloc_arena_create(unsigned *arena) {
     size_t sz = sizeof(*arena);
-    return sy_je_mallctl("arenas.create", arena, &sz, NULL, 0);
+    int rc = sy_je_mallctl("arenas.create", arena, &sz, NULL, 0);
+    if (rc == 0)
+        atomic_fetch_add_explicit(&created_arenas, 1, memory_order_relaxed);
+    return rc;
 }
 
 int sy_alloc_thread_use_arena(unsigned arena) {

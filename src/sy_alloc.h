@@ -57,6 +57,7 @@ typedef struct sy_alloc_config {
     size_t page_size;        /* jemalloc's compiled page (arenas.page); 0 if unknown */
     unsigned narenas;        /* opt.narenas (automatic arenas) */
     unsigned arenas;         /* arenas that exist now (automatic + explicit) */
+    unsigned created_arenas; /* explicit arenas made for IO threads (pooled, never freed) */
     int64_t dirty_decay_ms;  /* current default for new arenas (arenas.dirty_decay_ms) */
     int64_t muzzy_decay_ms;  /* current default for new arenas (arenas.muzzy_decay_ms) */
     bool background_thread;  /* background_thread, as it is now */
