@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sy_alloc.h"
+#include "sy_buf.h"
 #include "sy_handshake.h"
 #include "sy_http.h"
 #include "sy_utf8.h"
@@ -344,24 +345,6 @@ bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_msg_t *close_frame, uint16_t code
 
 /* ---- frames in ------------------------------------------------------------ */
 
-static bool mbuf_append(sy_conn_t *c, const uint8_t *p, size_t n) {
-    if (n == 0)
-        return true;
-    if (c->mcap - c->mlen < n) {
-        size_t cap = c->mcap ? c->mcap : 1024;
-        while (cap - c->mlen < n)
-            cap *= 2;
-        uint8_t *b = sy_realloc(c->mbuf, cap);
-        if (b == NULL)
-            return false;
-        c->mbuf = b;
-        c->mcap = cap;
-    }
-    memcpy(c->mbuf + c->mlen, p, n);
-    c->mlen += n;
-    return true;
-}
-
 static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
     atomic_fetch_add_explicit(&io->stats.messages_in, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&io->stats.bytes_in, n, memory_order_relaxed);
@@ -436,7 +419,7 @@ static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, const ui
             return;
         }
     }
-    if (!mbuf_append(c, p, n)) {
+    if (!sy_buf_append(&c->mbuf, &c->mlen, &c->mcap, p, n, 1024)) {
         atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
         sy_conn_fail(io, c, 1011, "out of memory");
         return;
@@ -509,36 +492,15 @@ static bool keep_bytes(sy_conn_t *c, const uint8_t *buf, size_t len) {
         c->rlen = len;
         return true;
     }
-    if (c->rcap < len) {
-        size_t cap = c->rcap ? c->rcap : 256;
-        while (cap < len)
-            cap *= 2;
-        uint8_t *b = sy_malloc(cap);
-        if (b == NULL)
-            return false;
-        sy_free(c->rbuf);
-        c->rbuf = b;
-        c->rcap = cap;
-    }
+    if (!sy_buf_reserve(&c->rbuf, 0, &c->rcap, len, 256))
+        return false;
     memcpy(c->rbuf, buf, len);
     c->rlen = len;
     return true;
 }
 
 static bool rbuf_append(sy_conn_t *c, const uint8_t *p, size_t n) {
-    if (c->rcap - c->rlen < n) {
-        size_t cap = c->rcap ? c->rcap : 256;
-        while (cap - c->rlen < n)
-            cap *= 2;
-        uint8_t *b = sy_realloc(c->rbuf, cap);
-        if (b == NULL)
-            return false;
-        c->rbuf = b;
-        c->rcap = cap;
-    }
-    memcpy(c->rbuf + c->rlen, p, n);
-    c->rlen += n;
-    return true;
+    return sy_buf_append(&c->rbuf, &c->rlen, &c->rcap, p, n, 256);
 }
 
 /* Frames from buf (io->rx or c->rbuf); keeps the incomplete rest. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sy_alloc.h"
+#include "sy_buf.h"
 
 #define SY_BATCH_MIN 4096
 #define ALIGN8(n) (((n) + 7u) & ~(size_t)7u)
@@ -17,20 +18,7 @@ static bool reserve(sy_batch_t **pb, unsigned thread, size_t need) {
         b->thread = thread;
         *pb = b;
     }
-    if (b->cap - b->len >= need)
-        return true;
-    size_t cap = b->cap ? b->cap : SY_BATCH_MIN;
-    while (cap - b->len < need) {
-        if (cap > SIZE_MAX / 2)
-            return false;
-        cap *= 2;
-    }
-    uint8_t *data = sy_realloc(b->data, cap);
-    if (data == NULL)
-        return false;
-    b->data = data;
-    b->cap = cap;
-    return true;
+    return sy_buf_reserve(&b->data, b->len, &b->cap, need, SY_BATCH_MIN);
 }
 
 bool sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,

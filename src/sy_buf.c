@@ -1,0 +1,32 @@
+/* sy_buf — see sy_buf.h. */
+#include "sy_buf.h"
+
+#include <string.h>
+
+#include "sy_alloc.h"
+
+bool sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap) {
+    if (*cap - len >= need)
+        return true;
+    if (need > SIZE_MAX / 2 - len)
+        return false;
+    size_t n = *cap ? *cap : (min_cap ? min_cap : 64);
+    while (n - len < need)
+        n *= 2;
+    uint8_t *b = sy_realloc(*data, n);
+    if (b == NULL)
+        return false;
+    *data = b;
+    *cap = n;
+    return true;
+}
+
+bool sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap) {
+    if (n == 0)
+        return true;
+    if (!sy_buf_reserve(data, *len, cap, n, min_cap))
+        return false;
+    memcpy(*data + *len, p, n);
+    *len += n;
+    return true;
+}

@@ -1,0 +1,23 @@
+/*
+ * sy_buf — the one growable byte buffer of the core: a (data, len, cap)
+ * triple kept in the caller's own struct, grown by doubling through the
+ * allocator module. Used for a connection's receive and message buffers and
+ * for event batches.
+ *
+ * Threads: whoever owns the triple.
+ */
+#ifndef SY_BUF_H
+#define SY_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Makes room for `need` more bytes after *len (capacity at least min_cap).
+ * False when out of memory or the size would overflow; nothing changes then. */
+bool sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap);
+
+/* Appends p[0..n) (growing as sy_buf_reserve does). False when out of memory. */
+bool sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap);
+
+#endif
