@@ -55,22 +55,50 @@ static void release(lg_conn_t *c)
     c->out_len = c->out_cap = 0;
 }
 
+/* Leaving a pending state: the attempt settled. */
+static void leave_pending(lg_run_t *r, lg_conn_t *c)
+{
+    r->pending--;
+    if (c->attempt_kind == LG_ATTEMPT_RAMP)
+        r->ramp_inflight--;
+}
+
+/* Entering LG_CS_CLOSING from LG_CS_OPEN, with a deadline for the server. */
+static void enter_closing(lg_run_t *r, lg_conn_t *c, int64_t now)
+{
+    r->open--;
+    r->closing++;
+    if (c->close_kind == LG_CLOSE_DROP)
+        r->drop_closing++;
+    c->state = LG_CS_CLOSING;
+    c->deadline_ns = now + (int64_t)(r->opts->close_wait_s * 1e9);
+}
+
 static void leave_state(lg_run_t *r, lg_conn_t *c)
 {
     switch (c->state) {
     case LG_CS_CONNECTING:
     case LG_CS_HANDSHAKE:
-        r->pending--;
+        leave_pending(r, c);
         break;
     case LG_CS_OPEN:
         r->open--;
         break;
     case LG_CS_CLOSING:
         r->closing--;
+        if (c->close_kind == LG_CLOSE_DROP)
+            r->drop_closing--;
         break;
     default:
         break;
     }
+}
+
+/* The slot of c is free again (it is restarted from the main loop only). */
+static void free_slot(lg_run_t *r, lg_conn_t *c)
+{
+    c->state = LG_CS_DONE;
+    r->free_slots[(r->free_head + r->nfree++) % r->cap] = (uint32_t)(c - r->conns);
 }
 
 /* An attempt that never opened. */
@@ -78,8 +106,10 @@ static void fail(lg_run_t *r, lg_conn_t *c, lg_fail_t why)
 {
     leave_state(r, c);
     release(c);
-    c->state = LG_CS_DONE;
+    free_slot(r, c);
     r->failed[why]++;
+    if (c->attempt_kind == LG_ATTEMPT_CHURN)
+        r->churn_reopen_failed++;
 }
 
 /* An open (or closing) connection ends. */
@@ -87,7 +117,7 @@ static void finish(lg_run_t *r, lg_conn_t *c, lg_end_t how)
 {
     leave_state(r, c);
     release(c);
-    c->state = LG_CS_DONE;
+    free_slot(r, c);
     r->ended[how]++;
     if (how == LG_END_SERVER_CLOSE)
         lg_codes_add(&r->close_codes, c->close_code);
@@ -212,13 +242,19 @@ static bool send_close(lg_run_t *r, uint32_t i, lg_conn_t *c, unsigned code)
 
 /* ---- connecting --------------------------------------------------------- */
 
-void lg_conn_start(lg_run_t *r, uint32_t i)
+void lg_conn_start(lg_run_t *r, uint32_t i, unsigned attempt_kind)
 {
     const lg_opts_t *o = r->opts;
     lg_conn_t *c = &r->conns[i];
+    memset(c, 0, sizeof(*c)); /* a reused slot starts clean */
+    if (i >= r->hwm)
+        r->hwm = i + 1;
+    c->attempt_kind = (uint8_t)attempt_kind;
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     c->state = LG_CS_CONNECTING;
     r->pending++;
+    if (attempt_kind == LG_ATTEMPT_RAMP)
+        r->ramp_inflight++;
     if (c->fd < 0) {
         int err = errno;
         if (err == EMFILE || err == ENFILE) {
@@ -387,9 +423,11 @@ static void handshake_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t
     free(c->head);
     c->head = NULL;
     c->head_len = 0;
-    r->pending--;
+    leave_pending(r, c);
     r->open++;
     r->opened++;
+    if (c->attempt_kind == LG_ATTEMPT_CHURN)
+        r->churn_reopened++;
     c->state = LG_CS_OPEN;
     if (extra > 0)
         frames_input(r, i, c, p + (take - extra), extra, now);
@@ -471,9 +509,7 @@ static bool frame_done(lg_run_t *r, uint32_t i, lg_conn_t *c, int64_t now)
              * the server to close TCP first (RFC 6455 7.1.1). */
             if (!send_close(r, i, c, code == 1005 ? 0 : code))
                 return false;
-            r->open--;
-            r->closing++;
-            c->state = LG_CS_CLOSING;
+            enter_closing(r, c, now);
         }
         return true;
     }
@@ -634,27 +670,30 @@ void lg_conn_timeout(lg_run_t *r, uint32_t i)
         fail(r, c, LG_FAIL_TIMEOUT);
 }
 
-void lg_conn_close(lg_run_t *r, uint32_t i)
+void lg_conn_close(lg_run_t *r, uint32_t i, lg_close_t why)
 {
     lg_conn_t *c = &r->conns[i];
     if (c->state != LG_CS_OPEN)
         return;
     c->closed_by_us = 1;
+    c->close_kind = (uint8_t)why;
+    r->closed_by[why]++;
     if (!send_close(r, i, c, 1000))
-        return;
-    r->open--;
-    r->closing++;
-    c->state = LG_CS_CLOSING;
+        return; /* finished: LG_END_RESET or LG_END_OUTPUT */
+    enter_closing(r, c, lg_now_ns());
+}
+
+void lg_conn_close_timeout(lg_run_t *r, uint32_t i)
+{
+    lg_conn_t *c = &r->conns[i];
+    if (c->state == LG_CS_CLOSING)
+        finish(r, c, c->closed_by_us ? LG_END_CLIENT_NO_REPLY : LG_END_SERVER_CLOSE);
 }
 
 void lg_conn_abandon(lg_run_t *r, uint32_t i)
 {
     lg_conn_t *c = &r->conns[i];
     switch (c->state) {
-    case LG_CS_IDLE:
-        c->state = LG_CS_DONE;
-        r->failed[LG_FAIL_NOT_STARTED]++;
-        break;
     case LG_CS_CONNECTING:
     case LG_CS_HANDSHAKE:
         fail(r, c, LG_FAIL_CUT_SHORT);

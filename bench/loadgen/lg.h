@@ -11,6 +11,54 @@
  * compiles in the pure modules of src/ (frame parser, SHA-1, base64, accept
  * key) unchanged.
  *
+ * Population: by default it ramps to --connections and holds. With
+ * --schedule "P1:T1,P2:T2,..." it moves the number of open connections to
+ * each target in turn (opening at --ramp-per-sec, or closing a uniformly
+ * random subset of the surplus with close frames 1000) and holds each target
+ * Ti seconds once reached. --churn F closes (1000) and reopens a share F of
+ * the open connections per second, spread evenly over time. --events prints
+ * JSON lines on stdout as the run goes (see report.c, lg_event_*).
+ *
+ * Connection slots: the table has --connections slots (plus some headroom
+ * with --schedule or --churn, for connections still closing while their
+ * replacements open). A slot is reused once its connection is done, oldest
+ * freed first; slot i always connects from source address
+ * 127.0.0.(1 + i % K), so the population stays spread over the sources. A slot is only (re)started from
+ * the main loop, never while a batch of epoll events is being dispatched, so
+ * a stale event later in the batch cannot reach the slot's new connection.
+ *
+ * Event lines (--events), one JSON object per line on stdout, flushed at
+ * once; t is seconds since loadgen's start (CLOCK_MONOTONIC), 3 decimals:
+ *   {"ev":"start","t":0,"mono_ns":M,"pid":P,"connections":N,"sources":K,
+ *    "steps":S,"churn":F}                 first line; mono_ns: the start in
+ *                                         CLOCK_MONOTONIC ns (= Node's
+ *                                         process.hrtime.bigint())
+ *   {"ev":"step","i":k,"target":P,"t":s,"open":n,"hold_s":T|null}
+ *                                         step k starts moving to P
+ *   {"ev":"reached","i":k,"open":n,"t":s,"target":P,"move_s":d,"failed":f,
+ *    "pending":p}                         step k settled, its hold starts:
+ *                                         every attempt of its ramp opened or
+ *                                         failed (f failed during the step),
+ *                                         or every close of its drop was
+ *                                         answered or timed out. With churn,
+ *                                         open + pending ~ target (p = churn
+ *                                         reopens in flight)
+ *   {"ev":"sample","t":s,"open":n,"msgs":m,"bytes":b,"cpu":c,"dt":d,
+ *    "pending":p,"closing":q,"step":k}   once a second; msgs, bytes (payload)
+ *                                         and cpu (loadgen's CPU seconds) are
+ *                                         for the dt seconds since the last
+ *                                         sample
+ *   {"ev":"end","t":s,"open":n,"schedule_done":bool}
+ *                                         the run ends; the final closes and
+ *                                         the summary follow
+ * The summary (--json) stays the last line. With --schedule it has
+ * "schedule":{"steps":[{"i","target","hold_s","t","reached_t",
+ * "open_at_reached","messages","failed"}...],"completed":bool} (null fields
+ * for steps never begun or reached), with --churn "churn":{"per_s",
+ * "closed","reopened","reopen_failed","reopen_skipped"}, else null; and
+ * connections.closed_by_client {"end","drop","churn"} counts the closes we
+ * sent, by reason. connections.opened counts every open, reopens included.
+ *
  * Files: main.c (options, run timeline, event loop), conn.c (one
  * connection: connect, handshake, frame reader, writes), hist.c (latency
  * histogram), proc.c (CPU and memory of this process and of a server pid),
@@ -35,13 +83,21 @@
 #define LG_MAX_CONNECTIONS 1000000u
 #define LG_MAX_SOURCES 254u
 #define LG_MAX_PATH 1024u
+#define LG_MAX_STEPS 4096u
+
+/* One population target of --schedule: move to `target` open connections,
+ * then hold it hold_s seconds (hold_s < 0: until --duration). */
+typedef struct {
+    uint32_t target;
+    double hold_s;
+} lg_step_t;
 
 typedef struct lg_opts {
     struct sockaddr_in dst;   /* server address (127.0.0.0/8 only) */
     char host_header[32];     /* "a.b.c.d:port" for the Host header */
     char path[LG_MAX_PATH];   /* request target, starts with '/' */
     char url[LG_MAX_PATH + 64];
-    uint32_t connections;     /* N */
+    uint32_t connections;     /* N: at least the largest target */
     unsigned sources;         /* K: source addresses 127.0.0.1..127.0.0.K */
     double duration_s;        /* whole run, ramp included; <= 3600 */
     double ramp_per_sec;      /* connection attempts per second; 0: no pacing */
@@ -52,6 +108,11 @@ typedef struct lg_opts {
     pid_t server_pid;         /* 0: none; else sample its CPU and RSS */
     bool json;                /* summary as one JSON object on stdout */
     bool quiet;               /* no progress lines */
+    bool events;              /* JSON event lines on stdout as the run goes */
+    bool scheduled;           /* --schedule given */
+    double churn;             /* share of the open connections turned over per second */
+    lg_step_t *steps;         /* --schedule, or one step {connections, hold} */
+    unsigned nsteps;
 } lg_opts_t;
 
 /* ---- outcomes --------------------------------------------------------- */
@@ -80,11 +141,23 @@ typedef enum {
     LG_END_RESET,          /* recv()/send() error, e.g. ECONNRESET */
     LG_END_PROTOCOL,       /* the server broke RFC 6455; we sent 1002 and closed */
     LG_END_OUTPUT,         /* our unsent output passed LG_MAX_OUTPUT */
-    LG_END_CLIENT_CLOSE,   /* our close at the end of the run, answered */
-    LG_END_CLIENT_NO_REPLY,/* our close at the end of the run, no close reply or
-                              no EOF within close_wait_s */
+    LG_END_CLIENT_CLOSE,   /* our close (end of run, drop or churn), answered */
+    LG_END_CLIENT_NO_REPLY,/* our close, no close reply or no EOF within
+                              close_wait_s */
     LG_END__COUNT
 } lg_end_t;
+
+/* Why we closed an open connection (LG_CLOSE_NONE: we did not). */
+typedef enum {
+    LG_CLOSE_NONE,
+    LG_CLOSE_END,   /* the end of the run */
+    LG_CLOSE_DROP,  /* a lower --schedule target */
+    LG_CLOSE_CHURN, /* --churn */
+    LG_CLOSE__COUNT
+} lg_close_t;
+
+/* Why a connection attempt was made. */
+enum { LG_ATTEMPT_RAMP, LG_ATTEMPT_CHURN };
 
 const char *lg_fail_name(lg_fail_t f);
 const char *lg_end_name(lg_end_t e);
@@ -163,6 +236,8 @@ typedef struct lg_conn {
     uint8_t close_sent;
     uint8_t close_rcvd;
     uint8_t closed_by_us; /* our close started the closing handshake */
+    uint8_t close_kind;   /* lg_close_t: why we closed it */
+    uint8_t attempt_kind; /* LG_ATTEMPT_*: why it was opened */
     uint32_t ep_events;   /* the current epoll interest */
     uint16_t close_code;  /* what the server's close said */
     uint8_t hdr[SY_WS_MAX_HEADER_LEN];
@@ -170,7 +245,8 @@ typedef struct lg_conn {
     sy_ws_frame_t fr;     /* the frame being read */
     uint64_t pay_off;     /* payload bytes of fr read so far */
     uint64_t msg_len;     /* payload bytes of the current message so far */
-    int64_t deadline_ns;  /* connect + handshake deadline */
+    int64_t deadline_ns;  /* connect + handshake deadline; in LG_CS_CLOSING,
+                             the end of the wait for the server's answer */
     char *head;           /* response head while in LG_CS_HANDSHAKE */
     uint32_t head_len;
     uint32_t out_len, out_cap;
@@ -199,12 +275,40 @@ typedef struct lg_run {
     size_t rbuf_cap;
     uint64_t rng;
 
-    /* progress of the ramp */
-    uint32_t next_attempt; /* index of the next connection to start */
+    /* connection slots */
+    uint32_t cap;          /* slots in conns */
+    uint32_t hwm;          /* slots [0, hwm) have been used */
+    uint32_t *free_slots;  /* a FIFO ring of the slots not in use: 0, 1, ... at
+                              first; a freed slot goes to the back */
+    uint32_t free_head, nfree;
+
+    /* connection counts */
     uint32_t pending;      /* in LG_CS_CONNECTING or LG_CS_HANDSHAKE */
     uint32_t open;         /* in LG_CS_OPEN */
-    uint32_t opened;       /* ever reached LG_CS_OPEN */
+    uint64_t opened;       /* ever reached LG_CS_OPEN */
     uint32_t closing;      /* in LG_CS_CLOSING */
+    uint64_t closed_by[LG_CLOSE__COUNT]; /* closes we sent, by reason */
+
+    /* the current step (the run without --schedule is one step) */
+    unsigned step;
+    bool step_settled;     /* its target was reached (or could not be) */
+    int64_t t_hold_end;    /* when its hold ends; INT64_MAX: not yet known */
+    uint32_t ramp_budget;  /* attempts this step makes to go up */
+    uint32_t ramp_started; /* of those, started */
+    uint32_t ramp_inflight;/* LG_ATTEMPT_RAMP attempts pending */
+    uint32_t drop_closing; /* LG_CLOSE_DROP closes waiting for the server */
+    struct lg_step_rec {
+        int64_t t_start, t_reached; /* t_reached 0: never */
+        uint32_t open_at_start, open_at_reached;
+        uint64_t messages_at_start, messages; /* delivered during the step */
+        uint64_t failed_at_start, failed;     /* attempts that failed during it */
+    } *steps;              /* one per step begun */
+
+    /* churn */
+    double churn_credit;   /* closes due, fractional */
+    int64_t t_churn;       /* when the credit was last brought up to date */
+    uint32_t churn_owed;   /* reopens to start */
+    uint64_t churn_closed, churn_reopened, churn_reopen_failed, churn_reopen_skipped;
     uint64_t failed[LG_FAIL__COUNT];
     uint64_t ended[LG_END__COUNT];
     lg_codes_t statuses;   /* non-101 HTTP statuses */
@@ -213,7 +317,8 @@ typedef struct lg_run {
 
     /* measurement */
     bool measuring;        /* false once the end phase starts */
-    bool steady;           /* every attempt has settled (open or failed) */
+    bool steady;           /* the first step settled: every attempt of its ramp
+                              is open or failed */
     lg_counts_t c;
     lg_hist_t lat;         /* ns, every timestamped message of the window */
     lg_hist_t lat_steady;  /* ns, the same after the ramp settled */
@@ -236,24 +341,37 @@ typedef struct lg_run {
 int64_t lg_now_ns(void);
 uint64_t lg_rand(lg_run_t *r);
 
-/* Starts connection i (state must be LG_CS_IDLE). Counts a failure at once
- * if the socket cannot even be created, bound or connected. */
-void lg_conn_start(lg_run_t *r, uint32_t i);
+/* Starts a connection in free slot i (LG_CS_IDLE or LG_CS_DONE, taken off
+ * the free stack by the caller) for the given reason (LG_ATTEMPT_*). Counts
+ * a failure at once if the socket cannot even be created, bound or
+ * connected. Call only from the main loop, not while dispatching events. */
+void lg_conn_start(lg_run_t *r, uint32_t i, unsigned attempt_kind);
 /* Handles an epoll event for connection i. */
 void lg_conn_event(lg_run_t *r, uint32_t i, uint32_t events);
 /* Fails an attempt whose deadline passed (LG_FAIL_TIMEOUT). */
 void lg_conn_timeout(lg_run_t *r, uint32_t i);
-/* Sends a close (1000) on an open connection: the end of the run. */
-void lg_conn_close(lg_run_t *r, uint32_t i);
+/* Sends a close (1000) on an open connection, for the reason `why`
+ * (lg_close_t), and waits up to close_wait_s for the server's answer. */
+void lg_conn_close(lg_run_t *r, uint32_t i, lg_close_t why);
+/* Ends a closing connection whose wait for the server ran out. */
+void lg_conn_close_timeout(lg_run_t *r, uint32_t i);
 /* Closes the fd of a connection still not done when the run exits, counting
- * it as LG_END_CLIENT_NO_REPLY (or LG_FAIL_CUT_SHORT / LG_FAIL_NOT_STARTED
- * if it never opened). */
+ * it as LG_END_CLIENT_NO_REPLY (or LG_FAIL_CUT_SHORT if it never opened). */
 void lg_conn_abandon(lg_run_t *r, uint32_t i);
 
 /* ---- output (report.c) ------------------------------------------------ */
 
-/* One progress line on stderr, for the second that just ended. */
-void lg_report_progress(lg_run_t *r, int64_t now_ns);
+/* One progress line on stderr, for the second that just ended; self is a
+ * sample of this process taken now. */
+void lg_report_progress(lg_run_t *r, const lg_sample_t *self, int64_t now_ns);
+
+/* JSON event lines on stdout (with --events), flushed at once. `t` is
+ * seconds since the start of the run (CLOCK_MONOTONIC). */
+void lg_event_start(const lg_run_t *r);
+void lg_event_step(const lg_run_t *r, int64_t now_ns);
+void lg_event_reached(const lg_run_t *r, int64_t now_ns);
+void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now_ns);
+void lg_event_end(const lg_run_t *r, int64_t now_ns);
 /* The summary: text on stdout, or one JSON object with opts->json. */
 void lg_report_summary(const lg_run_t *r);
 

@@ -1,5 +1,7 @@
-/* Progress lines (stderr) and the summary (stdout, text or JSON). */
+/* Progress lines (stderr), event lines and the summary (stdout, text or
+ * JSON). */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "lg.h"
 
@@ -51,21 +53,23 @@ static uint64_t ended_total(const lg_run_t *r)
     return n;
 }
 
-void lg_report_progress(lg_run_t *r, int64_t now)
+void lg_report_progress(lg_run_t *r, const lg_sample_t *self, int64_t now)
 {
-    lg_sample_t self, srv;
-    lg_sample_self(&self, now);
+    lg_sample_t srv;
     uint64_t msgs = r->c.messages - r->c_last_tick.messages;
     uint64_t bytes = r->c.bytes - r->c_last_tick.bytes;
     double dt = secs(now - r->self_last_tick.at_ns);
+    (void)self;
     char p1[16], p2[16];
     fprintf(stderr,
             "loadgen %5.0fs  open %u  pending %u  failed %llu  ended %llu | %llu msg/s  %.1f MB/s"
             "  | cpu %s",
             secs(now - r->t_start), r->open, r->pending, (unsigned long long)failed_total(r),
             (unsigned long long)ended_total(r), (unsigned long long)(dt > 0 ? (double)msgs / dt : 0),
-            dt > 0 ? (double)bytes / dt / 1e6 : 0.0, pct_str(p1, cpu_pct(&r->self_last_tick, &self)));
-    r->self_last_tick = self;
+            dt > 0 ? (double)bytes / dt / 1e6 : 0.0, pct_str(p1, cpu_pct(&r->self_last_tick, self)));
+    if (r->opts->scheduled)
+        fprintf(stderr, "  | step %u/%u target %u%s", r->step + 1, r->opts->nsteps,
+                r->opts->steps[r->step].target, r->step_settled ? " held" : "");
     if (r->opts->server_pid > 0) {
         lg_sample_pid(&srv, r->opts->server_pid, now);
         if (srv.ok && srv.rss_kib >= 0)
@@ -78,6 +82,89 @@ void lg_report_progress(lg_run_t *r, int64_t now)
         r->srv_last_tick = srv;
     }
     fputc('\n', stderr);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/* Seconds since the start of the run. */
+static double t_of(const lg_run_t *r, int64_t now)
+{
+    return secs(now - r->t_start);
+}
+
+static void event_done(void)
+{
+    fputs("}\n", stdout);
+    fflush(stdout);
+}
+
+void lg_event_start(const lg_run_t *r)
+{
+    const lg_opts_t *o = r->opts;
+    if (!o->events)
+        return;
+    fprintf(stdout,
+            "{\"ev\":\"start\",\"t\":0,\"mono_ns\":%lld,\"pid\":%ld,\"connections\":%u,"
+            "\"sources\":%u,\"steps\":%u,\"churn\":%g",
+            (long long)r->t_start, (long)getpid(), o->connections, o->sources, o->nsteps, o->churn);
+    event_done();
+}
+
+void lg_event_step(const lg_run_t *r, int64_t now)
+{
+    const lg_opts_t *o = r->opts;
+    if (!o->events)
+        return;
+    fprintf(stdout, "{\"ev\":\"step\",\"i\":%u,\"target\":%u,\"t\":%.3f,\"open\":%u,\"hold_s\":",
+            r->step, o->steps[r->step].target, t_of(r, now), r->open);
+    if (o->steps[r->step].hold_s < 0)
+        fputs("null", stdout);
+    else
+        fprintf(stdout, "%g", o->steps[r->step].hold_s);
+    event_done();
+}
+
+void lg_event_reached(const lg_run_t *r, int64_t now)
+{
+    const lg_opts_t *o = r->opts;
+    if (!o->events)
+        return;
+    const struct lg_step_rec *s = &r->steps[r->step];
+    uint64_t failed = 0;
+    for (int k = 0; k < LG_FAIL__COUNT; k++)
+        failed += r->failed[k];
+    fprintf(stdout,
+            "{\"ev\":\"reached\",\"i\":%u,\"open\":%u,\"t\":%.3f,\"target\":%u,"
+            "\"move_s\":%.3f,\"failed\":%llu,\"pending\":%u",
+            r->step, r->open, t_of(r, now), o->steps[r->step].target, secs(now - s->t_start),
+            (unsigned long long)(failed - s->failed_at_start), r->pending);
+    event_done();
+}
+
+void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now)
+{
+    const lg_opts_t *o = r->opts;
+    if (!o->events)
+        return;
+    fprintf(stdout,
+            "{\"ev\":\"sample\",\"t\":%.3f,\"open\":%u,\"msgs\":%llu,\"bytes\":%llu,"
+            "\"cpu\":%.3f,\"dt\":%.3f,\"pending\":%u,\"closing\":%u,\"step\":%u",
+            t_of(r, now), r->open, (unsigned long long)(r->c.messages - r->c_last_tick.messages),
+            (unsigned long long)(r->c.bytes - r->c_last_tick.bytes),
+            self->cpu_s - r->self_last_tick.cpu_s, secs(now - r->self_last_tick.at_ns), r->pending,
+            r->closing, r->step);
+    event_done();
+}
+
+void lg_event_end(const lg_run_t *r, int64_t now)
+{
+    const lg_opts_t *o = r->opts;
+    if (!o->events)
+        return;
+    unsigned done = r->step_settled && now >= r->t_hold_end && r->step + 1 == o->nsteps;
+    fprintf(stdout, "{\"ev\":\"end\",\"t\":%.3f,\"open\":%u,\"schedule_done\":%s", t_of(r, now),
+            r->open, done ? "true" : "false");
+    event_done();
 }
 
 /* ---- JSON --------------------------------------------------------------- */
@@ -157,8 +244,9 @@ static void summary_json(const lg_run_t *r)
 
     fputs("{\"url\":", f);
     json_str(f, o->url);
-    fprintf(f, ",\"connections\":{\"requested\":%u,\"sources\":%u,\"opened\":%u,\"failed\":%llu,",
-            o->connections, o->sources, r->opened, (unsigned long long)failed_total(r));
+    fprintf(f, ",\"connections\":{\"requested\":%u,\"sources\":%u,\"opened\":%llu,\"failed\":%llu,",
+            o->connections, o->sources, (unsigned long long)r->opened,
+            (unsigned long long)failed_total(r));
     fputs("\"failed_by_reason\":{", f);
     for (int k = 0, first = 1; k < LG_FAIL__COUNT; k++) {
         if (r->failed[k] == 0)
@@ -179,9 +267,48 @@ static void summary_json(const lg_run_t *r)
     }
     fputs("},\"server_close_codes\":", f);
     json_codes(f, &r->close_codes);
+    fprintf(f, ",\"closed_by_client\":{\"end\":%llu,\"drop\":%llu,\"churn\":%llu}",
+            (unsigned long long)r->closed_by[LG_CLOSE_END],
+            (unsigned long long)r->closed_by[LG_CLOSE_DROP],
+            (unsigned long long)r->closed_by[LG_CLOSE_CHURN]);
     fprintf(f, ",\"fd_limit\":%d,\"ramp_s\":", r->fd_limit);
     json_num(f, r->steady ? secs(r->t_settled - r->t_start) : -1);
     fputs("},", f);
+
+    fputs("\"schedule\":", f);
+    if (o->scheduled) {
+        fputs("{\"steps\":[", f);
+        for (unsigned k = 0; k < o->nsteps; k++) {
+            const struct lg_step_rec *s = &r->steps[k];
+            bool begun = k <= r->step;
+            fprintf(f, "%s{\"i\":%u,\"target\":%u,\"hold_s\":%g,\"t\":", k ? "," : "", k,
+                    o->steps[k].target, o->steps[k].hold_s);
+            json_num(f, begun ? secs(s->t_start - r->t_start) : -1);
+            fputs(",\"reached_t\":", f);
+            json_num(f, begun && s->t_reached ? secs(s->t_reached - r->t_start) : -1);
+            fputs(",\"open_at_reached\":", f);
+            json_num(f, begun && s->t_reached ? (double)s->open_at_reached : -1);
+            fputs(",\"messages\":", f);
+            json_num(f, begun ? (double)s->messages : -1);
+            fputs(",\"failed\":", f);
+            json_num(f, begun ? (double)s->failed : -1);
+            fputc('}', f);
+        }
+        bool done = r->step + 1 == o->nsteps && r->step_settled && r->t_end >= r->t_hold_end;
+        fprintf(f, "],\"completed\":%s},", done ? "true" : "false");
+    } else {
+        fputs("null,", f);
+    }
+    fputs("\"churn\":", f);
+    if (o->churn > 0)
+        fprintf(f,
+                "{\"per_s\":%g,\"closed\":%llu,\"reopened\":%llu,\"reopen_failed\":%llu,"
+                "\"reopen_skipped\":%llu},",
+                o->churn, (unsigned long long)r->churn_closed, (unsigned long long)r->churn_reopened,
+                (unsigned long long)r->churn_reopen_failed,
+                (unsigned long long)r->churn_reopen_skipped);
+    else
+        fputs("null,", f);
 
     fprintf(f, "\"run_s\":%.3f,", secs(r->t_end - r->t_start));
     fprintf(f,
@@ -277,8 +404,32 @@ static void summary_text(const lg_run_t *r)
     char p1[16], p2[16];
     const lg_opts_t *o = r->opts;
     double window_s = r->t_first_msg ? secs(r->t_end - r->t_first_msg) : 0;
-    fprintf(f, "url %s  connections %u requested, %u opened, %llu failed (fd limit %d)\n",
-            o->url, o->connections, r->opened, (unsigned long long)failed_total(r), r->fd_limit);
+    fprintf(f, "url %s  connections %u requested, %llu opened, %llu failed (fd limit %d)\n",
+            o->url, o->connections, (unsigned long long)r->opened,
+            (unsigned long long)failed_total(r), r->fd_limit);
+    if (r->closed_by[LG_CLOSE_DROP] || r->closed_by[LG_CLOSE_CHURN])
+        fprintf(f, "  closed by us: %llu at the end, %llu by drops, %llu by churn\n",
+                (unsigned long long)r->closed_by[LG_CLOSE_END],
+                (unsigned long long)r->closed_by[LG_CLOSE_DROP],
+                (unsigned long long)r->closed_by[LG_CLOSE_CHURN]);
+    if (o->churn > 0)
+        fprintf(f, "  churn %g/s: %llu closed, %llu reopened, %llu reopen failed, %llu skipped\n",
+                o->churn, (unsigned long long)r->churn_closed,
+                (unsigned long long)r->churn_reopened, (unsigned long long)r->churn_reopen_failed,
+                (unsigned long long)r->churn_reopen_skipped);
+    if (o->scheduled)
+        for (unsigned k = 0; k <= r->step && k < o->nsteps; k++) {
+            const struct lg_step_rec *s = &r->steps[k];
+            fprintf(f, "  step %u: target %u hold %g s, at %.2f s", k, o->steps[k].target,
+                    o->steps[k].hold_s, secs(s->t_start - r->t_start));
+            if (s->t_reached)
+                fprintf(f, ", reached %u open after %.2f s", s->open_at_reached,
+                        secs(s->t_reached - s->t_start));
+            else
+                fputs(", not reached", f);
+            fprintf(f, ", %llu messages, %llu failed\n", (unsigned long long)s->messages,
+                    (unsigned long long)s->failed);
+        }
     for (int k = 0; k < LG_FAIL__COUNT; k++)
         if (r->failed[k])
             fprintf(f, "  failed %-14s %llu\n", lg_fail_name((lg_fail_t)k),

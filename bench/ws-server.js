@@ -1,0 +1,332 @@
+'use strict';
+// The `ws` peer arm: the same fan-out server as bench/fanout-server.js, on
+// the `ws` package (with `bufferutil`) instead of symphony. Same command
+// line, environment variables and output lines, so the runner and loadgen
+// drive both alike: every connection is subscribed to topic t<n % topics>
+// when it opens; each topic gets `rate` binary messages per second of `size`
+// bytes, each starting with the little-endian process.hrtime.bigint() of its
+// publication (the clock loadgen reads as CLOCK_MONOTONIC). Stops by itself
+// after `duration` s.
+//
+//   node bench/ws-server.js [--port 0] [--threads 2] [--topics 1]
+//        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
+//        [--stats-interval 0]
+//
+// Each option can also come from the environment: PORT, THREADS, TOPICS,
+// SIZE, RATE, DURATION, MAX_BACKPRESSURE, STATS_INTERVAL (the command line
+// wins). --threads is accepted and reported but means nothing here: ws runs
+// every connection on the one JS thread.
+// stdout: {"port":N} once listening; on exit one JSON line with what was
+// published, the server's counters in the shape of symphony's
+// server.stats() (taken just before close; counters ws cannot know are
+// null, and there are no per-thread entries) and memory (after close).
+// stderr, every --stats-interval seconds (0: never): one JSON line with open
+// connections, messages out, RSS, the JS heap; the allocator fields that
+// fanout-server.js fills from symphony's allocator are null here.
+//
+// How it is written: the way a typical ws service does fan-out, on purpose.
+// A WebSocketServer without permessage-deflate and without client tracking;
+// per-topic Sets of sockets; publishing builds one Buffer per message and
+// calls ws.send(buf, { binary: true }) for each subscriber (ws frames it per
+// socket; with no masking the payload Buffer is not copied, so each message
+// gets a fresh Buffer rather than one rewritten in place, which would change
+// the timestamps of messages still queued). No pre-framed
+// Sender.frame()/sendFrame() trick: few services do that, and the runner's
+// traffic gate (bench/lib/traffic-gate.js) switches traffic off by wrapping
+// WebSocket#send. The slow-consumer policy mirrors symphony's default
+// ('drop'): a message that would take a connection's queued bytes
+// (ws.bufferedAmount) over --max-backpressure is skipped for that
+// connection, unless its queue is empty. No heartbeat of our own (symphony
+// pings a connection after 60 s without client traffic; ws does nothing
+// unless told).
+
+const v8 = require('node:v8');
+const { WebSocketServer, WebSocket } = require('ws');
+
+const SPEC = {
+  port: { env: 'PORT', def: 0, min: 0, max: 65535 },
+  threads: { env: 'THREADS', def: 2, min: 1, max: 64 },
+  topics: { env: 'TOPICS', def: 1, min: 1, max: 1e6 },
+  size: { env: 'SIZE', def: 256, min: 8, max: 1 << 24 },
+  rate: { env: 'RATE', def: 100, min: 0, max: 1e7 },
+  duration: { env: 'DURATION', def: 30, min: 0.1, max: 3600 },
+  'max-backpressure': { env: 'MAX_BACKPRESSURE', def: 1 << 20, min: 1, max: 2 ** 40 },
+  'stats-interval': { env: 'STATS_INTERVAL', def: 0, min: 0, max: 3600 },
+};
+const FRACTIONAL = new Set(['rate', 'duration', 'stats-interval']);
+const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
+
+function usageError(message) {
+  return Object.assign(new Error(message), { usage: true });
+}
+
+function parseOptions(argv, env) {
+  const o = {};
+  for (const [name, s] of Object.entries(SPEC)) o[name] = env[s.env] !== undefined ? env[s.env] : s.def;
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
+    if (!m || !(m[1] in SPEC)) throw usageError(`unknown argument ${argv[i]}`);
+    o[m[1]] = m[2] !== undefined ? m[2] : argv[++i];
+  }
+  for (const [name, s] of Object.entries(SPEC)) {
+    const v = Number(o[name]);
+    const integer = !FRACTIONAL.has(name);
+    if (!Number.isFinite(v) || v < s.min || v > s.max || (integer && !Number.isInteger(v))) {
+      throw usageError(`--${name} must be ${integer ? 'an integer ' : ''}${s.min}..${s.max} (got ${o[name]})`);
+    }
+    o[name] = v;
+  }
+  return o;
+}
+
+// Whether ws found bufferutil, and whether that is the native addon or its
+// JS fallback (ws loads it itself, from the same node_modules).
+function bufferutilState() {
+  if (process.env.WS_NO_BUFFER_UTIL) return 'disabled';
+  try {
+    const bu = require('bufferutil');
+    let fallback = null;
+    try {
+      fallback = require('bufferutil/fallback');
+    } catch {
+      // no fallback module: then it is the native one
+    }
+    return bu === fallback ? 'fallback' : 'native';
+  } catch {
+    return 'absent';
+  }
+}
+
+async function main() {
+  const o = parseOptions(process.argv.slice(2), process.env);
+  const maxBackpressure = o['max-backpressure'];
+  const topics = Array.from({ length: o.topics }, () => new Set());
+
+  let opened = 0;
+  let closed = 0;
+  let messagesIn = 0;
+  let bytesIn = 0;
+  let messagesOut = 0;
+  let dropped = 0;
+  let protocolErrors = 0;
+  let handshakeRejects = 0;
+  let bytesOutClosed = 0; // socket bytes written by connections already closed
+  const closes = {};
+
+  const wss = new WebSocketServer({
+    host: '127.0.0.1',
+    port: o.port,
+    perMessageDeflate: false,
+    clientTracking: false, // the topic Sets are the tracking
+  });
+  wss.on('wsClientError', (err, socket) => {
+    handshakeRejects++;
+    if (socket.writable) socket.end(`HTTP/1.1 ${err.statusCode || 400} Bad Request\r\nConnection: close\r\n\r\n`);
+    socket.destroy();
+  });
+  wss.on('error', (err) => {
+    process.stderr.write(`ws-server: ${err && err.message}\n`);
+  });
+
+  wss.on('connection', (ws) => {
+    const topic = topics[opened % o.topics];
+    topic.add(ws);
+    opened++;
+    const socket = ws._socket; // to read bytesWritten after close
+    ws.on('message', (data) => {
+      messagesIn++;
+      bytesIn += data.length;
+    });
+    ws.on('error', () => {
+      protocolErrors++; // ws closes the connection itself (1002, 1007, 1009 ...)
+    });
+    ws.on('close', (code) => {
+      topic.delete(ws);
+      closed++;
+      closes[code] = (closes[code] || 0) + 1;
+      if (socket) bytesOutClosed += socket.bytesWritten;
+    });
+  });
+
+  await new Promise((resolve, reject) => {
+    wss.once('listening', resolve);
+    wss.once('error', reject);
+  });
+  const { port } = wss.address();
+  process.stdout.write(`${JSON.stringify({ port })}\n`);
+
+  const t0 = process.hrtime.bigint();
+  let perTopic = 0; // messages sent on each topic so far
+  let published = 0;
+  let deliveries = 0; // ws.send() calls that sent (subscribers reached)
+  let maxBatch = 0;
+  let skipped = 0; // messages given up after a stall longer than 1 s
+  let stopping = false;
+
+  function publish(set) {
+    const buf = Buffer.allocUnsafe(o.size).fill(0x61);
+    buf.writeBigUInt64LE(process.hrtime.bigint(), 0);
+    let n = 0;
+    for (const ws of set) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      const queued = ws.bufferedAmount;
+      if (queued > 0 && queued + o.size > maxBackpressure) {
+        dropped++;
+        continue;
+      }
+      // ws.send() returns undefined; `false` can only come from a wrapper
+      // that did not send (a traffic gate that is off), which is not counted.
+      if (ws.send(buf, { binary: true }) !== false) n++;
+    }
+    return n;
+  }
+
+  // As fanout-server.js: every tick publishes what is due by now, so the
+  // offered rate is exact whatever the timer's granularity; a stall of more
+  // than one second is counted, not made up.
+  function publishDue() {
+    if (stopping || o.rate === 0) return;
+    const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+    let due = Math.floor(elapsed * o.rate) - perTopic;
+    if (due > o.rate) {
+      skipped += (due - Math.ceil(o.rate)) * o.topics;
+      perTopic += due - Math.ceil(o.rate);
+      due = Math.ceil(o.rate);
+    }
+    if (due <= 0) return;
+    if (due > maxBatch) maxBatch = due;
+    for (let k = 0; k < due; k++) {
+      for (const set of topics) {
+        const n = publish(set);
+        deliveries += n;
+        messagesOut += n;
+        published++;
+      }
+      perTopic++;
+    }
+  }
+  const timer = setInterval(publishDue, 1);
+
+  function connections() {
+    let n = 0;
+    for (const set of topics) n += set.size;
+    return n;
+  }
+
+  // The counters in the shape of symphony's server.stats(); what ws cannot
+  // tell is null. bytesOut: bytes written to the sockets (handshake
+  // responses and frames), as symphony counts them.
+  function stats() {
+    let bytesOut = bytesOutClosed;
+    let nonEmpty = 0;
+    for (const set of topics) {
+      if (set.size > 0) nonEmpty++;
+      for (const ws of set) if (ws._socket) bytesOut += ws._socket.bytesWritten;
+    }
+    return {
+      connections: connections(),
+      opened,
+      closed,
+      messagesIn,
+      bytesIn,
+      messagesOut,
+      bytesOut,
+      dropped,
+      slowCloses: 0,
+      handshakeRejects,
+      protocolErrors,
+      timeouts: null,
+      oomCloses: null,
+      eventsLost: null,
+      acceptRejects: null,
+      topics: nonEmpty,
+      threads: null,
+    };
+  }
+
+  // process.memoryUsage() reads /proc and throws EMFILE when the
+  // connections have taken every file descriptor: then the RSS is null.
+  function memory() {
+    let m;
+    try {
+      m = process.memoryUsage();
+    } catch {
+      m = { rss: null, heapUsed: v8.getHeapStatistics().used_heap_size, external: null };
+    }
+    const kib = (n) => (n === null || n === undefined ? null : Math.round(n / 1024));
+    return {
+      rssKiB: kib(m.rss),
+      heapUsedKiB: kib(m.heapUsed),
+      externalKiB: kib(m.external),
+      allocator: null,
+      allocatedKiB: null,
+      activeKiB: null,
+      residentKiB: null,
+      retainedKiB: null,
+    };
+  }
+  const sampler = o['stats-interval'] > 0 ? setInterval(() => {
+    const t = Number(process.hrtime.bigint() - t0) / 1e9;
+    process.stderr.write(`${JSON.stringify({ t: Math.round(t * 10) / 10, connections: connections(),
+      messagesOut, dropped, ...memory() })}\n`);
+  }, o['stats-interval'] * 1000) : null;
+
+  // As symphony's server.close(): stop accepting, send 1001 to every
+  // client, wait up to CLOSE_DEADLINE_MS for their replies, then drop the rest.
+  async function closeAll() {
+    const left = [];
+    for (const set of topics) for (const ws of set) left.push(ws);
+    const gone = left.map((ws) => new Promise((resolve) => {
+      if (ws.readyState === WebSocket.CLOSED) resolve();
+      else ws.once('close', resolve);
+    }));
+    // The listening socket closes now; the callback comes once every
+    // accepted socket is gone too (they still count for the http server).
+    const listenerClosed = new Promise((resolve) => wss.close(() => resolve()));
+    for (const ws of left) if (ws.readyState === WebSocket.OPEN) ws.close(1001, 'server closing');
+    let deadline;
+    await Promise.race([Promise.all(gone), new Promise((resolve) => { deadline = setTimeout(resolve, CLOSE_DEADLINE_MS); })]);
+    clearTimeout(deadline);
+    for (const ws of left) if (ws.readyState !== WebSocket.CLOSED) ws.terminate();
+    await Promise.all(gone);
+    // Sockets still in their HTTP handshake would hold it open: bounded.
+    let bound;
+    await Promise.race([listenerClosed, new Promise((resolve) => { bound = setTimeout(resolve, 1000); })]);
+    clearTimeout(bound);
+  }
+
+  async function stop(reason) {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(timer);
+    clearInterval(sampler);
+    clearTimeout(deadline);
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    const st = stats();
+    await closeAll();
+    process.stdout.write(`${JSON.stringify({
+      reason,
+      seconds,
+      options: o,
+      opened,
+      subscribeFailed: 0,
+      closes,
+      published,
+      publishedPerSecond: published / seconds,
+      deliveries,
+      maxBatchPerTopic: maxBatch,
+      skipped,
+      stats: st,
+      memoryAfterClose: memory(),
+      ws: { version: require('ws/package.json').version, bufferutil: bufferutilState() },
+    })}\n`);
+  }
+  const deadline = setTimeout(() => stop('duration'), o.duration * 1000);
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`ws-server: ${err && err.usage ? err.message : err && err.stack ? err.stack : err}\n`);
+  process.exit(1);
+});
