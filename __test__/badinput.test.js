@@ -231,3 +231,16 @@ test('out of file descriptors: extra connections are closed at once, counted, an
   child.stdin.write('close\n');
   await new Promise((r) => child.once('exit', r));
 });
+
+test('frames pipelined with the upgrade request: the 101 still comes first, then the close', async () => {
+  const st = await connect(shared.port);
+  st.sock.write(Buffer.concat([Buffer.from(request('/')), frame(1, 'x', { mask: false })]));
+  await waitFor(() => st.ended, 5000, 'the server to close');
+  const end = st.data.indexOf('\r\n\r\n');
+  assert.ok(end > 0, 'a response head');
+  assert.equal(statusOf(st.data.subarray(0, end).toString('latin1')), 101);
+  const frames = parseFrames(st.data.subarray(end + 4));
+  assert.equal(frames.length, 1);
+  assert.equal(frames[0].opcode, 8);
+  assert.equal(frames[0].payload.readUInt16BE(0), 1002);
+});

@@ -65,8 +65,16 @@ static void set_close_reason(sy_conn_t *c, const void *reason, size_t len) {
 
 /* ---- the send queue ---------------------------------------------------- */
 
-static void outq_clear(sy_conn_t *c, bool keep_started_head) {
-    uint32_t keep = keep_started_head && c->out_len > 0 && c->out_off > 0 ? 1 : 0;
+/* Drops queued frames. With keep_head, what must still go out first stays:
+ * a frame already partly written (cutting it would corrupt the stream) and
+ * the handshake response (a close frame without it is no WebSocket). */
+static void outq_clear(sy_conn_t *c, bool keep_head) {
+    uint32_t keep = 0;
+    if (keep_head) {
+        keep = c->out_len > 0 && c->out_off > 0 ? 1 : 0;
+        if (c->out_pinned > keep)
+            keep = c->out_pinned < c->out_len ? c->out_pinned : c->out_len;
+    }
     for (uint32_t i = keep; i < c->out_len; i++) {
         sy_msg_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
         c->out_bytes -= m->len - (i == 0 ? c->out_off : 0);
@@ -77,6 +85,8 @@ static void outq_clear(sy_conn_t *c, bool keep_started_head) {
         c->out_off = 0;
         c->out_bytes = 0;
     }
+    if (c->out_pinned > keep)
+        c->out_pinned = keep;
 }
 
 static bool outq_append(sy_conn_t *c, sy_msg_t *m) {
@@ -236,6 +246,8 @@ void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
             c->out_off = 0;
             c->out_head = (c->out_head + 1) & (c->out_cap - 1);
             c->out_len--;
+            if (c->out_pinned > 0)
+                c->out_pinned--;
             sy_msg_release(m);
         }
         if ((size_t)w < total)
@@ -613,6 +625,7 @@ static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char 
         sy_conn_destroy(io, c, 1006);
         return;
     }
+    c->out_pinned = c->out_len;
     set_state(io, c, SY_CONN_OPEN);
     c->opened = true;
     c->deadline_ms = 0;

@@ -60,6 +60,7 @@ typedef struct sy_conn {
 
     sy_msg_t **outq;  /* ring of queued frames, each holding one reference */
     uint32_t out_head, out_len, out_cap;
+    uint32_t out_pinned; /* head entries never discarded (the 101 response) */
     size_t out_off;   /* bytes of the head frame already written */
     size_t out_bytes; /* bytes queued and not yet written */
 
