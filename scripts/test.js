@@ -4,7 +4,7 @@
 // of every parser, then the node:test suites against the default (jemalloc)
 // build and again against the system-allocator build.
 //
-//   node scripts/test.js [--only=c,c-valgrind,fuzz,jemalloc,system]
+//   node scripts/test.js [--only=c,c-valgrind,fuzz,jemalloc,system,bench-smoke]
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -45,6 +45,8 @@ if (fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile'))) {
 const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot', '__test__/'];
 step('jemalloc', process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: 'jemalloc' });
 step('system', process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: 'system' });
+// The benchmark runner's shape, once (it runs both allocator arms itself).
+step('bench-smoke', process.execPath, ['--test', '--test-reporter=dot', '__test__/bench-smoke.js']);
 
 console.log('\n=== summary');
 for (const r of results) console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name} (${r.secs} s)`);

@@ -1,0 +1,123 @@
+'use strict';
+// Smoke test of the benchmark runner (bench/run.js): a --quick run of the
+// parked and cpu phases with the jemalloc and system arms at tiny
+// populations. It checks the shape of what the runner writes (files, table
+// rows for both arms, the gates printed), not the numbers.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const loadgen = path.join(root, 'bench', 'out', 'loadgen');
+const RUN_BOUND_S = 150; // the run itself takes ~30-45 s on 2 busy cores
+
+function run(args, seconds) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(root, 'bench', 'run.js'), ...args], {
+      cwd: root, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => child.kill('SIGINT'), seconds * 1000);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+function section(md, title) {
+  const start = md.indexOf(`## ${title}`);
+  if (start < 0) return null;
+  const next = md.indexOf('\n## ', start + 3);
+  return md.slice(start, next < 0 ? undefined : next);
+}
+
+test('bench/run.js --quick: parked and cpu phases, jemalloc and system arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+  if (!fs.existsSync(loadgen)) {
+    const b = spawnSync('make', ['-C', path.join(root, 'bench')], { encoding: 'utf8' });
+    assert.equal(b.status, 0, `make -C bench failed:\n${b.stdout}${b.stderr}`);
+  }
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-'));
+  try {
+    const t0 = Date.now();
+    const r = await run(['--quick', '--repeats', '1', '--phases', 'parked,cpu', '--arms', 'jemalloc,system',
+      '--connections', '200', '--settle', '1', '--active', '2', '--cpu-window', '3', '--out', out], RUN_BOUND_S);
+    const secs = (Date.now() - t0) / 1000;
+    assert.equal(r.code, 0, `exit ${r.code ?? r.signal} after ${secs.toFixed(0)} s\n${r.stderr.slice(-3000)}`);
+
+    // files
+    for (const f of ['report.md', 'results.json', 'config.json', 'samples.jsonl', 'server-stats.jsonl', 'events.jsonl', 'run.log',
+      'parked-bytes.svg', 'cpu-per-1M.svg']) {
+      assert.ok(fs.existsSync(path.join(out, f)), `${f} is missing`);
+    }
+    for (const f of ['parked-bytes.svg', 'cpu-per-1M.svg']) {
+      const svg = fs.readFileSync(path.join(out, f), 'utf8');
+      assert.match(svg, /^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+      assert.match(svg.trim(), /<\/svg>$/);
+      assert.match(svg, /jemalloc/);
+      assert.match(svg, /system/);
+    }
+    const samples = fs.readFileSync(path.join(out, 'samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.ok(samples.length > 20, `only ${samples.length} /proc samples`);
+    for (const k of ['fpKiB', 'rssKiB', 'cpuS', 'minflt']) assert.equal(typeof samples[0][k], 'number', k);
+
+    // results: every run of both arms, none failed
+    const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
+    for (const phase of ['parked', 'cpu']) {
+      for (const arm of ['jemalloc', 'system']) {
+        const runs = res.runs.filter((x) => x.phase === phase && x.arm === arm);
+        assert.equal(runs.length, 1, `${phase}/${arm}: ${runs.length} runs`);
+        assert.equal(runs[0].error, undefined, `${phase}/${arm} failed: ${runs[0].error}`);
+      }
+    }
+    const allocators = new Set(res.runs.map((x) => `${x.arm}:${x.allocator}`));
+    assert.ok(allocators.has('jemalloc:jemalloc') && allocators.has('system:system'), [...allocators].join(', '));
+
+    // the report: tables with a row for each arm, the gates
+    const md = fs.readFileSync(path.join(out, 'report.md'), 'utf8');
+    const parked = section(md, 'Parked connections');
+    const cpu = section(md, 'Fan-out CPU');
+    const gates = section(md, 'Gates');
+    assert.ok(parked && cpu && gates, 'report sections missing');
+    for (const arm of ['jemalloc', 'system']) {
+      assert.equal((parked.match(new RegExp(`^\\| ${arm} \\|`, 'gm')) || []).length, 2, `parked tables: rows for ${arm}`);
+      assert.equal((cpu.match(new RegExp(`^\\| [^|]+ \\| ${arm} \\|`, 'gm')) || []).length, 2, `cpu table: a row per shape for ${arm}`);
+    }
+    assert.ok(!section(md, 'Soak: peak ↔ trough cycles'), 'no soak section when the soak did not run');
+    const gateLines = gates.split('\n').filter((l) => /^- \*\*(PASS|FAIL|n\/a)\*\* — /.test(l));
+    assert.equal(gateLines.length, 7, gates);
+    assert.equal(gateLines.filter((l) => /\*\*n\/a\*\*.*soak/.test(l)).length, 2, 'the two soak gates are n/a');
+    for (const l of gateLines.filter((x) => /system/.test(x))) assert.match(l, /\*\*(PASS|FAIL)\*\*.*jemalloc .* vs system /, l);
+    // and on stderr
+    assert.match(r.stderr, /gates:\n(.*(PASS|FAIL|n\/a) .*\n){7}/);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('bench/run.js refuses bad options and --full beyond the open-file limit', async () => {
+  const bad = await run(['--phases', 'nope'], 20);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--phases: unknown nope/);
+  const help = await run(['--help'], 20);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /--quick/);
+  const soft = Number((/^Max open files\s+(\S+)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8')) || [])[1]);
+  if (soft < 100000) {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-'));
+    try {
+      const full = await run(['--full', '--phases', 'parked', '--arms', 'jemalloc', '--out', out], 60);
+      assert.equal(full.code, 2);
+      assert.match(full.stderr, /--full needs 100,000 connections in one server process, but its open-file limit allows/);
+    } finally {
+      fs.rmSync(out, { recursive: true, force: true });
+    }
+  }
+});

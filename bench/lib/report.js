@@ -1,0 +1,362 @@
+'use strict';
+// From the runs' figures to report.md, the gates and the charts.
+
+const { summarize, fmt, fmtRange, finite, median } = require('./util');
+const { lineChart, barChart, COLORS } = require('./svg');
+
+const MiB = (kib) => (finite(kib) ? kib / 1024 : null);
+
+function byArm(runs, phase, arms) {
+  const out = new Map();
+  for (const a of arms) out.set(a, runs.filter((r) => r.phase === phase && r.arm === a && r.figures));
+  return out;
+}
+
+function S(list, f) {
+  return summarize(list.map(f));
+}
+
+function table(head, rows) {
+  if (rows.length === 0) return '_(no runs)_\n';
+  const line = (cells) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map((h, i) => (i === 0 ? '---' : '--:'))), ...rows.map(line)].join('\n') + '\n';
+}
+
+// ---- gates -------------------------------------------------------------------
+
+/**
+ * The gates of the issue, set before collecting. Each: { name, result:
+ * 'PASS'|'FAIL'|'n/a', figures }.
+ */
+function gates(runs, armNames) {
+  const out = [];
+  const has = (a) => armNames.includes(a);
+  const soakJ = runs.filter((r) => r.phase === 'soak' && r.arm === 'jemalloc' && r.figures);
+  // 1. jemalloc trough <= 35% of peak in every cycle
+  if (soakJ.length) {
+    const all = soakJ.flatMap((r) => r.figures.cycles.map((c, i) => ({ rep: r.repeat, cycle: i + 1, pct: c.troughPctOfPeak })));
+    const worst = all.reduce((w, x) => (!w || x.pct > w.pct ? x : w), null);
+    const overIdle = soakJ.flatMap((r) => r.figures.cycles.map((c) => (c.peakKiB - r.figures.idleKiB > 0
+      ? (100 * (c.troughKiB - r.figures.idleKiB)) / (c.peakKiB - r.figures.idleKiB) : null)));
+    out.push({
+      name: 'jemalloc trough ≤ 35% of peak in every cycle',
+      result: all.every((x) => finite(x.pct) && x.pct <= 35) ? 'PASS' : 'FAIL',
+      figures: `worst ${fmt(worst && worst.pct, 1)}% (repeat ${worst && worst.rep}, cycle ${worst && worst.cycle}); all cycles: ${all.map((x) => `${fmt(x.pct, 1)}%`).join(', ')}`
+        + ` [footprint over the idle server instead: worst ${fmt(Math.max(...overIdle.filter(finite)), 1)}%]`,
+    });
+    const g = summarize(soakJ.map((r) => r.figures.troughGrowthPctOfPeak));
+    out.push({
+      name: 'jemalloc trough growth first→last cycle ≤ 5% of peak',
+      result: finite(g.median) && g.max <= 5 ? 'PASS' : 'FAIL',
+      figures: `${fmtRange(g, 2, '%')} of the first cycle's peak (median (min–max) over repeats; gate on the max)`,
+    });
+  } else {
+    out.push({ name: 'jemalloc trough ≤ 35% of peak in every cycle', result: 'n/a', figures: 'the soak phase did not run for jemalloc' });
+    out.push({ name: 'jemalloc trough growth first→last cycle ≤ 5% of peak', result: 'n/a', figures: 'the soak phase did not run for jemalloc' });
+  }
+  const cmp = (phase, f, name, limitPct, unit, digits) => {
+    const j = runs.filter((r) => r.phase === phase && r.arm === 'jemalloc' && r.figures).map(f);
+    const s = runs.filter((r) => r.phase === phase && r.arm === 'system' && r.figures).map(f);
+    const sj = summarize(j);
+    const ss = summarize(s);
+    if (!has('jemalloc') || !has('system') || !finite(sj.median) || !finite(ss.median)) {
+      return { name, result: 'n/a', figures: `needs both the jemalloc and system arms in the ${phase} phase` };
+    }
+    const ratio = sj.median / ss.median;
+    return {
+      name,
+      result: ratio <= 1 + limitPct / 100 ? 'PASS' : 'FAIL',
+      figures: `jemalloc ${fmtRange(sj, digits, unit)} vs system ${fmtRange(ss, digits, unit)}: ${ratio >= 1 ? '+' : ''}${fmt((ratio - 1) * 100, 1)}% (limit +${limitPct}%)`,
+      ratio, sj, ss,
+    };
+  };
+  out.push(cmp('parked', (r) => r.figures.bytesPerConnOverIdle, 'parked bytes per connection (over idle, largest level) within +10% of system', 10, ' B', 0));
+  const shapes = [...new Set(runs.filter((r) => r.phase === 'cpu' && r.figures).flatMap((r) => r.figures.shapes.map((s) => s.shape)))];
+  if (shapes.length === 0) {
+    out.push({ name: 'CPU per 1M messages within +5% of system', result: 'n/a', figures: 'the cpu phase did not run' });
+    out.push({ name: 'p99 latency within +10% of system or within its spread', result: 'n/a', figures: 'the cpu phase did not run' });
+  }
+  for (const shape of shapes) {
+    const f = (k) => (r) => {
+      const s = r.figures.shapes.find((x) => x.shape === shape);
+      return s ? s[k] : null;
+    };
+    out.push(cmp('cpu', f('cpuSPer1M'), `CPU per 1M messages within +5% of system (${shape})`, 5, ' s', 2));
+    const p = cmp('cpu', f('p99ms'), `p99 latency within +10% of system or within its spread (${shape})`, 10, ' ms', 2);
+    if (p.result === 'FAIL' && finite(p.sj.median) && p.sj.median <= p.ss.max) {
+      p.result = 'PASS';
+      p.figures += `; within the system arm's spread (max ${fmt(p.ss.max, 2)} ms)`;
+    }
+    out.push(p);
+  }
+  return out.map(({ name, result, figures }) => ({ name, result, figures }));
+}
+
+// ---- charts ------------------------------------------------------------------
+
+function armColor(arms, a) {
+  return COLORS[arms.indexOf(a) % COLORS.length];
+}
+
+function charts(runs, arms) {
+  const out = {};
+  const soakArms = arms.filter((a) => runs.some((r) => r.phase === 'soak' && r.arm === a && r.series));
+  const med = (list, f) => median(list.map(f));
+  for (const a of soakArms) {
+    const list = runs.filter((r) => r.phase === 'soak' && r.arm === a && r.series);
+    const series = list.map((r, i) => ({
+      name: `repeat ${r.repeat}`,
+      points: r.series.footprint.map(([t, kib]) => [t, kib / 1024]),
+      color: armColor(arms, a),
+      opacity: i === 0 ? 1 : 0.35,
+      width: i === 0 ? 1.6 : 1,
+    }));
+    const f = list.map((r) => r.figures);
+    const refs = [
+      { y: MiB(med(f, (x) => Math.max(...x.cycles.map((c) => c.peakKiB)))), label: 'peak', color: '#d62728' },
+      { y: MiB(med(f, (x) => x.cycles[x.cycles.length - 1].troughKiB)), label: 'trough (last cycle)', color: '#ff7f0e' },
+      { y: MiB(med(f, (x) => x.freshLowKiB)), label: 'fresh-low', color: '#2ca02c' },
+      { y: MiB(med(f, (x) => x.zeroKiB)), label: 'zero', color: '#555' },
+      { y: MiB(med(f, (x) => x.idleKiB)), label: 'idle', color: '#999', dash: '2,3' },
+    ];
+    const first = f[0];
+    const vmarks = first ? [
+      ...first.cycles.map((c, i) => ({ x: c.tUp, label: `c${i + 1}` })),
+      { x: first.tq0, label: 'quiet' },
+      { x: first.tz0, label: 'zero' },
+    ] : [];
+    out[`soak-${a}.svg`] = lineChart({
+      title: `Soak footprint (VmRSS+VmSwap), arm ${a}`,
+      xLabel: 'seconds since the server started',
+      yLabel: 'MiB',
+      series,
+      refs,
+      vmarks,
+      y2: list[0] ? { label: 'open connections (repeat 1)', points: list[0].series.connections } : null,
+    });
+  }
+  if (soakArms.length > 1) {
+    out['soak-all.svg'] = lineChart({
+      title: 'Soak footprint, every arm (repeat 1)',
+      xLabel: 'seconds since the server started',
+      yLabel: 'MiB',
+      series: soakArms.map((a) => {
+        const r = runs.find((x) => x.phase === 'soak' && x.arm === a && x.series);
+        return { name: a, points: r.series.footprint.map(([t, kib]) => [t, kib / 1024]), color: armColor(arms, a) };
+      }),
+    });
+  }
+  const parkedArms = arms.filter((a) => runs.some((r) => r.phase === 'parked' && r.arm === a && r.figures));
+  if (parkedArms.length) {
+    const kinds = [['bytesPerConnOverIdle', 'over idle'], ['bytesPerConnMarginal', 'marginal'], ['allocBytesPerConn', "symphony's allocator"]];
+    out['parked-bytes.svg'] = barChart({
+      title: 'Server footprint per parked connection (median, min–max)',
+      yLabel: 'bytes per connection',
+      groups: kinds.map(([k, label]) => ({
+        label,
+        bars: parkedArms.map((a) => {
+          const s = S(runs.filter((r) => r.phase === 'parked' && r.arm === a && r.figures), (r) => r.figures[k]);
+          return { name: a, value: s.median, min: s.min, max: s.max, color: armColor(arms, a) };
+        }),
+      })),
+      note: 'over idle = (footprint − idle) / connections at the largest level; marginal = between the two levels; allocator = its allocated bytes',
+    });
+  }
+  const cpuRuns = runs.filter((r) => r.phase === 'cpu' && r.figures);
+  const cpuArms = arms.filter((a) => cpuRuns.some((r) => r.arm === a));
+  if (cpuArms.length) {
+    const shapes = [...new Set(cpuRuns.flatMap((r) => r.figures.shapes.map((s) => s.shape)))];
+    out['cpu-per-1M.svg'] = barChart({
+      title: 'Server CPU seconds per 1M delivered messages (median, min–max)',
+      yLabel: 'CPU-s per 1M messages',
+      groups: shapes.map((shape) => ({
+        label: shape,
+        bars: cpuArms.map((a) => {
+          const s = S(cpuRuns.filter((r) => r.arm === a), (r) => (r.figures.shapes.find((x) => x.shape === shape) || {}).cpuSPer1M);
+          return { name: a, value: s.median, min: s.min, max: s.max, color: armColor(arms, a) };
+        }),
+      })),
+    });
+  }
+  return out;
+}
+
+// ---- markdown ----------------------------------------------------------------
+
+function markdown(res) {
+  const { meta, runs } = res;
+  const arms = meta.arms.map((a) => a.name);
+  const L = [];
+  const P = (s = '') => L.push(s);
+  P(`# symphony benchmark — ${meta.preset} preset`);
+  P();
+  P(`- Date: ${meta.date} · duration ${fmt(meta.elapsedS / 60, 1)} min`);
+  P(`- Command: \`${meta.command}\``);
+  P(`- Machine: ${meta.machine.cpu}, ${meta.machine.nproc} CPUs, ${fmt(meta.machine.memMiB)} MiB RAM, Linux ${meta.machine.kernel}, Node ${meta.machine.node}; THP ${meta.machine.thp}; load average at start ${meta.machine.loadavg}`);
+  const loads = runs.map((r) => r.loadavg).filter(finite);
+  if (loads.length) {
+    P(`- Other load on the machine: 1-minute load average at the start of each run ${fmt(Math.min(...loads), 1)}–${fmt(Math.max(...loads), 1)} `
+      + `(${meta.machine.nproc} CPUs)${Math.max(...loads) > meta.machine.nproc ? ' — **the machine was shared and busy: CPU and latency figures carry that noise**' : ''}`);
+  }
+  P(`- Repeats: ${meta.repeats}${meta.repeats === 1 ? ' (**one repeat: no spread; medians are single values**)' : ''}; order: ${meta.fixedOrder ? 'fixed (A A A B B B …)' : 'interleaved (A B C A B C …)'}`);
+  P(`- Arms: ${meta.arms.map((a) => `\`${a.name}\` (${a.what})`).join('; ')}`);
+  for (const n of meta.notes) P(`- ${n}`);
+  P(`- Populations: ${meta.populationNote}`);
+  P(`- Pinning: ${meta.pinningNote}`);
+  P(`- Footprint = VmRSS + VmSwap of the server process, sampled ${meta.cfg.sampleHz}×/s from /proc; CPU = utime + stime; a level's footprint is the median of its last ${meta.cfg.measure} s.`);
+  P();
+  const phasesRun = new Set(runs.map((r) => r.phase));
+  const failedRuns = runs.filter((r) => r.error);
+  if (failedRuns.length) {
+    P('## Runs that failed');
+    P();
+    for (const r of failedRuns) P(`- ${r.phase} / ${r.arm} / repeat ${r.repeat}: ${r.error}`);
+    P();
+  }
+
+  if (phasesRun.has('parked')) {
+    const c = meta.cfg.parked;
+    const m = byArm(runs, 'parked', arms);
+    P('## Parked connections');
+    P();
+    P(`A fresh server at idle (${c.idle} s), then ${c.levels.map((x) => fmt(x)).join(' and ')} connections parked (no traffic, ${c.settle} s settle each), `
+      + `then the same connections active: ${c.rate} msg/s each, ${c.size} B, ${c.topics} topics, ${c.active} s. Medians over repeats, (min–max).`);
+    P();
+    const rows = [];
+    for (const [a, list] of m) {
+      if (!list.length) continue;
+      rows.push([a, fmtRange(S(list, (r) => r.figures.n)), fmtRange(S(list, (r) => MiB(r.figures.idleKiB)), 1),
+        fmtRange(S(list, (r) => MiB(r.figures.levels[r.figures.levels.length - 1].fpKiB)), 1),
+        fmtRange(S(list, (r) => r.figures.bytesPerConnTotal)), fmtRange(S(list, (r) => r.figures.bytesPerConnOverIdle)),
+        fmtRange(S(list, (r) => r.figures.bytesPerConnMarginal)), fmtRange(S(list, (r) => r.figures.allocBytesPerConn)),
+        fmtRange(S(list, (r) => r.figures.heapBytesPerConn))]);
+    }
+    P(table(['arm', 'connections', 'idle MiB', 'parked MiB', 'B/conn total', 'B/conn over idle', 'B/conn marginal', 'allocator B/conn', 'JS heap B/conn'], rows));
+    P('_total_ = footprint ÷ connections; _over idle_ = (footprint − idle) ÷ connections; _marginal_ = between the two levels; '
+      + '_allocator_ = growth of symphony\'s allocator `allocated` (its own counter; for ws: n/a) ÷ connections; _JS heap_ = growth of V8 heapUsed ÷ connections.');
+    P();
+    const rows2 = [];
+    for (const [a, list] of m) {
+      if (!list.length) continue;
+      rows2.push([a, fmtRange(S(list, (r) => r.figures.activeMsgsPerS)), fmtRange(S(list, (r) => r.figures.activeDeliveredPct), 1),
+        fmtRange(S(list, (r) => MiB(r.figures.activeDeltaKiB)), 2), fmtRange(S(list, (r) => r.figures.activeSlopeKiBs), 1),
+        fmtRange(S(list, (r) => r.figures.activeCpuPct), 1)]);
+    }
+    P(table(['arm', 'delivered msg/s', 'delivered % of target', 'active − parked MiB', 'RSS slope KiB/s (active)', 'server CPU % (of one core)'], rows2));
+    P('![bytes per parked connection](parked-bytes.svg)');
+    P();
+  }
+
+  if (phasesRun.has('soak')) {
+    const c = meta.cfg.soak;
+    const m = byArm(runs, 'soak', arms);
+    P('## Soak: peak ↔ trough cycles');
+    P();
+    P(`Each arm: first a **fresh-low** server that only ever sees the trough (${fmt(c.trough)} connections under the same churn, ${c.freshHold} s); `
+      + `then a fresh server through ${c.cycles} cycles of ramp to ${fmt(c.peak)} at ${fmt(c.ramp)}/s under churn ${c.churn * 100}%/s → hold ${c.peakHold} s → drop to ${fmt(c.trough)} → hold ${c.troughHold} s, `
+      + `traffic ${c.rate} msg/s per connection (${c.size} B, ${c.topics} topics) throughout; then a **quiet** trough (${fmt(c.trough)} connections handed to a churn-free loadgen, traffic stopped, ${c.quietHold} s; `
+      + 'the handoff replaces the survivors of the cycles with fresh connections, so the quiet figure no longer holds survivors scattered through the peak\'s memory) '
+      + `and a **zero** hold (every connection closed, ${c.zeroHold} s). Peak = the highest footprint from the start of the ramp to the drop; trough = the end of the trough hold; `
+      + `+${c.afterDrop} s = ${c.afterDrop} s after the drop completed.`);
+    P();
+    const rows = [];
+    for (const [a, list] of m) {
+      if (!list.length) continue;
+      const n = Math.max(...list.map((r) => r.figures.cycles.length));
+      for (let k = 0; k < n; k++) {
+        const cyc = list.map((r) => r.figures.cycles[k]).filter(Boolean);
+        const fake = cyc.map((x) => ({ figures: x }));
+        rows.push([a, String(k + 1), fmtRange(S(fake, (r) => MiB(r.figures.peakKiB)), 1), fmtRange(S(fake, (r) => MiB(r.figures.troughKiB)), 1),
+          fmtRange(S(fake, (r) => r.figures.troughPctOfPeak), 1), fmtRange(S(fake, (r) => r.figures.troughOverFreshLow), 2),
+          fmtRange(S(fake, (r) => MiB(r.figures.afterDropKiB)), 1), fmtRange(S(fake, (r) => MiB(r.figures.peakAllocatedKiB)), 1),
+          fmtRange(S(fake, (r) => MiB(r.figures.troughAllocatedKiB)), 1)]);
+      }
+    }
+    P(table(['arm', 'cycle', 'peak MiB', 'trough MiB', 'trough % of peak', 'trough ÷ fresh-low', `trough +${c.afterDrop} s MiB`, 'allocator allocated at peak MiB', 'at trough MiB'], rows));
+    const rows2 = [];
+    for (const [a, list] of m) {
+      if (!list.length) continue;
+      rows2.push([a, fmtRange(S(list, (r) => MiB(r.figures.idleKiB)), 1), fmtRange(S(list, (r) => MiB(r.figures.freshLowKiB)), 1),
+        fmtRange(S(list, (r) => MiB(r.figures.peakGrowthKiB)), 1), fmtRange(S(list, (r) => r.figures.peakGrowthPctOfPeak), 2),
+        fmtRange(S(list, (r) => MiB(r.figures.troughGrowthKiB)), 1), fmtRange(S(list, (r) => r.figures.troughGrowthPctOfPeak), 2),
+        fmtRange(S(list, (r) => MiB(r.figures.quietKiB)), 1), fmtRange(S(list, (r) => MiB(r.figures.zeroKiB)), 1),
+        fmtRange(S(list, (r) => MiB(r.figures.zeroResidentKiB)), 1)]);
+    }
+    P(table(['arm', 'idle MiB', 'fresh-low MiB', 'peak growth MiB', 'peak growth % of peak', 'trough growth MiB', 'trough growth % of peak', 'quiet MiB', 'zero MiB', 'allocator resident at zero MiB'], rows2));
+    P('Growth = last cycle − first cycle, as a share of the first cycle\'s peak. Footprints include Node itself (the idle column); the allocator columns are symphony\'s own counters (for the system arms, what its build reports).');
+    P();
+    for (const a of arms) if (m.get(a) && m.get(a).length) P(`![soak footprint, ${a}](soak-${a}.svg)`);
+    if ([...m.values()].filter((l) => l.length).length > 1) P('![soak footprint, every arm](soak-all.svg)');
+    P();
+  }
+
+  if (phasesRun.has('cpu')) {
+    const c = meta.cfg.cpu;
+    const list = runs.filter((r) => r.phase === 'cpu' && r.figures);
+    P('## Fan-out CPU');
+    P();
+    P(`${fmt(c.connections)} connections over ${c.topics} topics; the server ${meta.cpus.server ? `pinned to CPU ${meta.cpus.server} with ${meta.cfg.cpuThreads} IO thread(s)` : 'not pinned'}, `
+      + `loadgen ${meta.cpus.loadgen ? `on CPU ${meta.cpus.loadgen}` : 'not pinned'}. `
+      + (c.rampTrafficOff
+        ? `The connections ramp with the traffic off; then the traffic starts, and the window is ${c.window} s from ${c.settle} s later. `
+        : `(Runner version of this run: the traffic ran during the ramp.) The window is ${c.window} s from ${c.settle} s after the ramp. `)
+      + 'CPU-s per GB counts payload bytes through the server both ways (published in + delivered out). Latency = send timestamp to client receive, over every message after the ramp.');
+    P();
+    const shapes = [...new Set(list.flatMap((r) => r.figures.shapes.map((s) => s.shape)))];
+    const rows = [];
+    for (const shape of shapes) {
+      for (const a of arms) {
+        const l = list.filter((r) => r.arm === a).map((r) => r.figures.shapes.find((s) => s.shape === shape)).filter(Boolean).map((x) => ({ figures: x }));
+        if (!l.length) continue;
+        const limited = l.some((r) => r.figures.loadgenLimited);
+        const partial = l.some((r) => r.figures.rampIncomplete);
+        rows.push([shape, a, fmtRange(S(l, (r) => r.figures.msgsPerS)), fmtRange(S(l, (r) => r.figures.deliveredPct), 1),
+          fmtRange(S(l, (r) => r.figures.serverCores), 3), fmtRange(S(l, (r) => r.figures.userSharePct), 1),
+          fmtRange(S(l, (r) => r.figures.cpuSPerGB), 1), fmtRange(S(l, (r) => r.figures.cpuSPer1M), 2),
+          fmtRange(S(l, (r) => r.figures.minfltPerS)), fmtRange(S(l, (r) => r.figures.p50ms), 2),
+          fmtRange(S(l, (r) => r.figures.p99ms), 2), fmtRange(S(l, (r) => r.figures.p999ms), 2),
+          `${fmtRange(S(l, (r) => r.figures.loadgenCpuPct))}${limited ? ' **loadgen-limited**' : ''}${partial ? ' **ramp incomplete**' : ''}`]);
+      }
+    }
+    P(table(['shape', 'arm', 'delivered msg/s', 'delivered %', 'server cores', 'user-space % of server CPU', 'CPU-s per GB', 'CPU-s per 1M msgs', 'minor faults/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'loadgen CPU %'], rows));
+    P('![CPU per 1M messages](cpu-per-1M.svg)');
+    P();
+  }
+
+  P('## Gates (set before collecting)');
+  P();
+  for (const g of res.gates) P(`- **${g.result}** — ${g.name}: ${g.figures}`);
+  P();
+  const notes = runs.filter((r) => r.notes && r.notes.length);
+  if (notes.length || res.oddSummary.length) {
+    P('## What the processes said');
+    P();
+    for (const line of res.oddSummary) P(`- ${line}`);
+    P();
+  }
+  P(`Raw data in this folder: \`samples.jsonl\` (every /proc sample), \`server-stats.jsonl\` (the server's stats lines), \`events.jsonl\` (marks, loadgen events and summaries, server final lines), \`results.json\` (every figure of every run).`);
+  return `${L.join('\n')}\n`;
+}
+
+/** Distinct notes of the runs (what the servers and loadgens printed), counted. */
+function oddSummary(runs) {
+  const counts = new Map();
+  for (const r of runs) {
+    for (const n of r.notes || []) {
+      const key = `${r.arm}: ${n.replace(/\d+/g, 'N').slice(0, 200)}`;
+      const e = counts.get(key) || { n: 0, example: `${r.arm} (${r.phase}): ${n.slice(0, 300)}` };
+      e.n++;
+      counts.set(key, e);
+    }
+  }
+  return [...counts.values()].map((e) => `${e.example}${e.n > 1 ? ` (×${e.n})` : ''}`);
+}
+
+function build(res) {
+  const arms = res.meta.arms.map((a) => a.name);
+  res.gates = gates(res.runs, arms);
+  res.oddSummary = oddSummary(res.runs);
+  return { md: markdown(res), charts: charts(res.runs, arms), gates: res.gates };
+}
+
+module.exports = { build, gates };

@@ -1,0 +1,69 @@
+'use strict';
+// Preloaded into the server under test (node --require) by the runner: a
+// switch for its traffic, so one process can be measured parked (no
+// traffic), then with the same connections active, and so the soak's
+// "quiet" trough can stop the traffic. The server scripts publish at a fixed
+// offered rate from the moment they listen; they are not changed. While the
+// gate is off, a publish does nothing and returns 0 (the script's timer keeps
+// running and keeps its schedule, so turning the gate on is not a burst).
+//
+// Control: lines on stdin, "traffic on" / "traffic off". Each change is
+// acknowledged on stderr as {"gate":"on"|"off","t":<server seconds>}; at exit
+// {"gate":"exit","gated":N,"passed":M} counts the publish calls.
+// BENCH_TRAFFIC=off starts with the gate off. BENCH_GATE=symphony|ws says
+// which API to gate (symphony: Server#publish; ws: WebSocket#send).
+
+const path = require('node:path');
+
+let on = process.env.BENCH_TRAFFIC !== 'off';
+let gated = 0;
+let passed = 0;
+const t0 = process.hrtime.bigint();
+const secs = () => Math.round(Number(process.hrtime.bigint() - t0) / 1e6) / 1e3;
+
+function wrap(proto, name, offValue) {
+  const orig = proto[name];
+  if (typeof orig !== 'function') throw new Error(`traffic-gate: no ${name}() to gate`);
+  proto[name] = function gatedCall(...args) {
+    if (!on) {
+      gated++;
+      // ws's send(data, options, cb): honour the callback as a real send would.
+      const cb = args.find((a) => typeof a === 'function');
+      if (cb) process.nextTick(cb);
+      return offValue;
+    }
+    passed++;
+    return orig.apply(this, args);
+  };
+}
+
+const target = process.env.BENCH_GATE || 'symphony';
+if (target === 'symphony') {
+  const { Server } = require(path.join(__dirname, '..', '..', 'lib', 'server.js'));
+  wrap(Server.prototype, 'publish', 0);
+} else if (target === 'ws') {
+  const { WebSocket } = require(require.resolve('ws', { paths: [path.join(__dirname, '..')] }));
+  wrap(WebSocket.prototype, 'send', undefined);
+} else if (target !== 'none') {
+  throw new Error(`traffic-gate: BENCH_GATE must be symphony, ws or none (got ${target})`);
+}
+
+let buf = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  buf += chunk;
+  let nl;
+  while ((nl = buf.indexOf('\n')) >= 0) {
+    const line = buf.slice(0, nl).trim();
+    buf = buf.slice(nl + 1);
+    if (line === 'traffic on' || line === 'traffic off') {
+      on = line === 'traffic on';
+      process.stderr.write(`${JSON.stringify({ gate: on ? 'on' : 'off', t: secs() })}\n`);
+    }
+  }
+});
+process.stdin.on('error', () => {});
+process.stdin.unref(); // never keeps the server alive
+process.on('exit', () => {
+  process.stderr.write(`${JSON.stringify({ gate: 'exit', t: secs(), gated, passed })}\n`);
+});

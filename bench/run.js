@@ -1,0 +1,512 @@
+#!/usr/bin/env node
+'use strict';
+// The benchmark runner (npm run bench). See bench/README.md.
+//
+//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu]
+//        [--arms jemalloc,system,system-arena2,ws] [--arm-env NAME=K=V,...]
+//        [--repeats 3] [--fixed-order] [--cpus LIST|none] [...]
+//
+// Results go to bench/results/<timestamp>/ (or --out DIR).
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+const { selectArms, order } = require('./lib/arms');
+const { ServerProc, LOADGEN } = require('./lib/procs');
+const { fdLimits, fdCount } = require('./lib/sample');
+const phases = require('./lib/phases');
+const report = require('./lib/report');
+const { now, sleep, stamp, fmt, finite } = require('./lib/util');
+
+const ROOT = path.join(__dirname, '..');
+const ALL_PHASES = ['parked', 'soak', 'cpu'];
+
+const USAGE = `usage: node bench/run.js [options]        (npm run bench -- [options])
+
+Presets (populations and holds; other options override them):
+  --quick                small populations, < 5 min on 2 cores (repeats 1 unless --repeats)
+  (default)              ~19k <-> 1.9k connections, 3 cycles, capped to the server's open-file limit
+  --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
+
+Selection:
+  --phases LIST          parked,soak,cpu (default: all three)
+  --arms LIST            jemalloc,system,system-arena2,ws (default: all; ws is left out of the soak)
+  --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
+                         e.g. --arm-env decay1s=SY_JE_MALLOC_CONF=dirty_decay_ms:1000
+  --repeats N            runs of each arm per phase (default 3; --quick: 1)
+  --fixed-order          A A A B B B instead of interleaving A B C A B C
+
+Machine:
+  --cpus LIST|none       pin the server to these CPUs (taskset) in every phase, loadgen to the
+                         others; default: the cpu phase pins the server to CPU 0 and loadgen to
+                         the rest, other phases are not pinned; none: never pin
+  --threads N            server IO threads (default 2)
+  --cpu-threads N        server IO threads in the cpu phase (default: the number of server CPUs)
+  --sample-hz H          /proc samples per second (default 4)
+  --loadgen-max N        connections per loadgen process (default: from the open-file limit)
+
+Populations and timing:
+  --connections N        shorthand: parked levels N/2,N; soak peak N, trough N/10; cpu N
+  --parked-levels A,B    parked populations (default: cap/2,cap)
+  --peak P --trough T    soak populations          --cycles C    soak cycles
+  --churn F              soak churn, share of open connections per second (default 0.01)
+  --cpu-connections C    --cpu-window S            --cpu-shapes 256x10,4096x2 (bytes x msg/s/conn)
+  --peak-hold S --trough-hold S --active S --ramp R (connections/s)
+  --settle S             idle and settle times of the parked and cpu phases
+
+Output:
+  --out DIR              results folder (default bench/results/<timestamp>)
+  --rebuild DIR          write DIR/report.md and its charts again from DIR/results.json
+  --help
+`;
+
+// ---- options -------------------------------------------------------------------
+
+function parseArgs(argv) {
+  const o = { armEnv: [] };
+  const flags = new Set(['quick', 'full', 'fixed-order', 'help']);
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(argv[i]);
+    if (!m) throw new Error(`unexpected argument ${argv[i]}`);
+    const [, k, inline] = m;
+    if (flags.has(k)) {
+      o[k] = true;
+      continue;
+    }
+    const v = inline !== undefined ? inline : argv[++i];
+    if (v === undefined) throw new Error(`--${k} needs a value`);
+    if (k === 'arm-env') o.armEnv.push(v);
+    else o[k] = v;
+  }
+  const known = new Set(['armEnv', 'quick', 'full', 'fixed-order', 'help', 'phases', 'arms', 'arm-env', 'repeats', 'cpus', 'threads',
+    'cpu-threads', 'sample-hz', 'loadgen-max', 'connections', 'parked-levels', 'peak', 'trough', 'cycles', 'churn',
+    'cpu-connections', 'cpu-window', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild']);
+  for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
+  if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
+  return o;
+}
+
+function int(o, k, min, max) {
+  if (o[k] === undefined) return undefined;
+  const v = Number(o[k]);
+  if (!Number.isInteger(v) || v < min || v > max) throw new Error(`--${k} must be an integer ${min}..${max} (got ${o[k]})`);
+  return v;
+}
+
+function num(o, k, min, max) {
+  if (o[k] === undefined) return undefined;
+  const v = Number(o[k]);
+  if (!Number.isFinite(v) || v < min || v > max) throw new Error(`--${k} must be a number ${min}..${max} (got ${o[k]})`);
+  return v;
+}
+
+function list(o, k, allowed) {
+  if (o[k] === undefined) return null;
+  const v = o[k].split(',').map((s) => s.trim()).filter(Boolean);
+  if (allowed) for (const x of v) if (!allowed.includes(x)) throw new Error(`--${k}: unknown ${x} (one of ${allowed.join(', ')})`);
+  if (v.length === 0) throw new Error(`--${k} is empty`);
+  return v;
+}
+
+/** The preset's configuration, before the fd-limit cap. */
+function preset(name) {
+  const shapes = [{ name: '256 B × 10/s', size: 256, rate: 10 }, { name: '4096 B × 2/s', size: 4096, rate: 2 }];
+  if (name === 'quick') {
+    return {
+      parked: { levels: [500, 1000], idle: 2, settle: 2, active: 4, rate: 2, size: 256, topics: 10, ramp: 5000, measure: 1 },
+      cpu: { connections: 1000, shapes, settle: 1, window: 5, topics: 10, ramp: 5000 },
+      soak: { peak: 2000, trough: 200, cycles: 2, peakHold: 3, troughHold: 7, afterDrop: 5, freshHold: 5, quietHold: 4,
+        zeroHold: 4, handoffHold: 120, churn: 0.02, rate: 1, size: 256, topics: 10, ramp: 4000, measure: 1 },
+      measure: 1,
+    };
+  }
+  const big = name === 'full';
+  return {
+    parked: { levels: big ? [50000, 100000] : [9500, 19000], idle: 5, settle: 5, active: 15, rate: 1, size: 256, topics: 10, ramp: big ? 5000 : 2000, measure: 2 },
+    cpu: { connections: 10000, shapes, settle: 3, window: 20, topics: 10, ramp: 2000 },
+    soak: { peak: big ? 100000 : 19000, trough: big ? 10000 : 1900, cycles: big ? 5 : 3, peakHold: 20, troughHold: 30, afterDrop: 10,
+      freshHold: 30, quietHold: 30, zeroHold: 30, handoffHold: 300, churn: 0.01, rate: 1, size: 256, topics: 10, ramp: big ? 5000 : 2000, measure: 2 },
+    measure: 2,
+  };
+}
+
+function parseShapes(s) {
+  return s.split(',').map((x) => {
+    const m = /^(\d+)x(\d+(?:\.\d+)?)$/.exec(x.trim());
+    if (!m) throw new Error(`--cpu-shapes wants SIZExRATE,... (got ${x})`);
+    return { name: `${m[1]} B × ${m[2]}/s`, size: Number(m[1]), rate: Number(m[2]) };
+  });
+}
+
+// ---- machine -------------------------------------------------------------------
+
+function machine() {
+  const read = (f) => {
+    try {
+      return fs.readFileSync(f, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const cpu = (/^model name\s*:\s*(.+)$/m.exec(read('/proc/cpuinfo')) || [])[1] || os.cpus()[0]?.model || '?';
+  const thp = (/\[(\w+)\]/.exec(read('/sys/kernel/mm/transparent_hugepage/enabled')) || [])[1] || '?';
+  return {
+    cpu: cpu.trim(),
+    nproc: os.cpus().length,
+    memMiB: Math.round(os.totalmem() / 1048576),
+    kernel: os.release(),
+    node: process.version,
+    thp,
+    loadavg: os.loadavg().map((x) => x.toFixed(2)).join(' '),
+    host: os.hostname(),
+  };
+}
+
+function hasTaskset() {
+  try {
+    execFileSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function loadgenHelp() {
+  try {
+    return execFileSync(LOADGEN, ['--help'], { encoding: 'utf8' });
+  } catch (e) {
+    return `${e.stdout || ''}${e.stderr || ''}`;
+  }
+}
+
+function ensureLoadgen(log) {
+  const srcs = fs.readdirSync(path.join(__dirname, 'loadgen')).map((f) => fs.statSync(path.join(__dirname, 'loadgen', f)).mtimeMs);
+  const stale = !fs.existsSync(LOADGEN) || fs.statSync(LOADGEN).mtimeMs < Math.max(...srcs);
+  if (!fs.existsSync(LOADGEN)) {
+    log('building loadgen: make -C bench (bench/out/loadgen is missing)');
+    execFileSync('make', ['-C', __dirname], { stdio: ['ignore', 'ignore', 'inherit'] });
+  } else if (stale) {
+    log('note: bench/out/loadgen is older than bench/loadgen/*.c (make -C bench to rebuild); using it as it is');
+  }
+}
+
+/** Starts one idle server to read its open-file limit and descriptors in use. */
+async function probeServer(arm) {
+  const s = await ServerProc.start({ arm, threads: 2, topics: 1, size: 64, rate: 0, duration: 30, statsInterval: 0, traffic: 'off' });
+  await sleep(0.5);
+  const lim = fdLimits(s.pid);
+  const fds = fdCount(s.pid);
+  await s.stop(10);
+  return { soft: lim.soft, hard: lim.hard, idleFds: fds };
+}
+
+// ---- recorder -------------------------------------------------------------------
+
+class Recorder {
+  constructor(dir) {
+    this.dir = dir;
+    this.samples = fs.createWriteStream(path.join(dir, 'samples.jsonl'));
+    this.stats = fs.createWriteStream(path.join(dir, 'server-stats.jsonl'));
+    this.events = fs.createWriteStream(path.join(dir, 'events.jsonl'));
+    this.log = fs.createWriteStream(path.join(dir, 'run.log'));
+  }
+
+  static id(info) {
+    return [info.phase, info.arm, info.repeat, info.part || info.shape].filter((x) => x !== undefined).join('/');
+  }
+
+  sample(info, server, s) {
+    this.samples.write(`${JSON.stringify({ run: Recorder.id(info), pid: server.pid, t: +s.t.toFixed(3), ts: +(s.t - server.t0).toFixed(3),
+      rssKiB: s.rssKiB, swapKiB: s.swapKiB, fpKiB: s.fpKiB, cpuS: s.cpuS, userS: s.userS, sysS: s.sysS, minflt: s.minflt, threads: s.threads })}\n`);
+  }
+
+  stat(info, server, st) {
+    this.stats.write(`${JSON.stringify({ run: Recorder.id(info), pid: server.pid, ts: +(st.rt - server.t0).toFixed(3), ...st })}\n`);
+  }
+
+  event(info, e) {
+    this.events.write(`${JSON.stringify({ run: Recorder.id(info), ...e })}\n`);
+  }
+
+  async close() {
+    await Promise.all([this.samples, this.stats, this.events, this.log].map((s) => new Promise((r) => s.end(r))));
+  }
+}
+
+// ---- main -----------------------------------------------------------------------
+
+async function main() {
+  const o = parseArgs(process.argv.slice(2));
+  if (o.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (o.rebuild) return rebuild(path.resolve(o.rebuild));
+  const presetName = o.quick ? 'quick' : o.full ? 'full' : 'default';
+  const cfg = preset(presetName);
+  const phaseList = list(o, 'phases', ALL_PHASES) || ALL_PHASES.slice();
+  const { arms, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv);
+  const repeats = int(o, 'repeats', 1, 100) ?? (o.quick ? 1 : 3);
+  const nproc = os.cpus().length;
+
+  // population overrides
+  const N = int(o, 'connections', 2, 1e6);
+  if (N !== undefined) {
+    cfg.parked.levels = [Math.floor(N / 2), N];
+    cfg.soak.peak = N;
+    cfg.soak.trough = Math.max(1, Math.round(N / 10));
+    cfg.cpu.connections = N;
+  }
+  const lv = list(o, 'parked-levels');
+  if (lv) {
+    cfg.parked.levels = lv.map(Number);
+    if (cfg.parked.levels.some((x, i) => !Number.isInteger(x) || x < 1 || (i && x <= cfg.parked.levels[i - 1]))) {
+      throw new Error('--parked-levels wants increasing positive integers');
+    }
+  }
+  cfg.soak.peak = int(o, 'peak', 2, 1e6) ?? cfg.soak.peak;
+  cfg.soak.trough = int(o, 'trough', 1, 1e6) ?? cfg.soak.trough;
+  if (cfg.soak.trough >= cfg.soak.peak) throw new Error('--trough must be below --peak');
+  cfg.soak.cycles = int(o, 'cycles', 1, 100) ?? cfg.soak.cycles;
+  cfg.soak.churn = num(o, 'churn', 0, 1) ?? cfg.soak.churn;
+  cfg.soak.peakHold = num(o, 'peak-hold', 1, 3600) ?? cfg.soak.peakHold;
+  cfg.soak.troughHold = num(o, 'trough-hold', 1, 3600) ?? cfg.soak.troughHold;
+  if (cfg.soak.troughHold < cfg.soak.afterDrop + cfg.soak.measure) cfg.soak.afterDrop = Math.max(1, cfg.soak.troughHold - cfg.soak.measure - 1);
+  cfg.parked.active = num(o, 'active', 1, 3600) ?? cfg.parked.active;
+  const settle = num(o, 'settle', 0.5, 600);
+  if (settle !== undefined) cfg.parked.idle = cfg.parked.settle = cfg.cpu.settle = settle;
+  cfg.cpu.connections = int(o, 'cpu-connections', 1, 1e6) ?? cfg.cpu.connections;
+  cfg.cpu.window = num(o, 'cpu-window', 2, 3600) ?? cfg.cpu.window;
+  if (o['cpu-shapes']) cfg.cpu.shapes = parseShapes(o['cpu-shapes']);
+  const ramp = num(o, 'ramp', 1, 1e6);
+  if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = ramp;
+  cfg.cpu.rampTrafficOff = true; // the cpu phase ramps with the traffic gate off
+  cfg.threads = int(o, 'threads', 1, 64) ?? 2;
+  cfg.sampleHz = num(o, 'sample-hz', 0.5, 50) ?? 4;
+  cfg.maxPending = 256;
+
+  // CPUs
+  const taskset = hasTaskset();
+  let pinAll = null;
+  if (o.cpus !== undefined && o.cpus !== 'none') {
+    if (!taskset) throw new Error('--cpus needs taskset (util-linux), which is not usable here');
+    const cpus = o.cpus.split(',').flatMap((r) => {
+      const [a, b] = r.split('-').map(Number);
+      return b === undefined ? [a] : Array.from({ length: b - a + 1 }, (_, i) => a + i);
+    });
+    if (cpus.some((c) => !Number.isInteger(c) || c < 0 || c >= nproc)) throw new Error(`--cpus: CPUs are 0..${nproc - 1}`);
+    const rest = Array.from({ length: nproc }, (_, i) => i).filter((c) => !cpus.includes(c));
+    pinAll = { server: cpus.join(','), loadgen: rest.length ? rest.join(',') : null, n: cpus.length };
+  }
+  const noPin = { server: null, loadgen: null, n: nproc };
+  const cpuPin = o.cpus === 'none' ? noPin : pinAll || (taskset && nproc >= 2
+    ? { server: '0', loadgen: Array.from({ length: nproc - 1 }, (_, i) => i + 1).join(','), n: 1 } : noPin);
+  const pinFor = (phase) => (phase === 'cpu' ? cpuPin : pinAll || noPin);
+  cfg.cpuThreads = int(o, 'cpu-threads', 1, 64) ?? (cpuPin.server ? cpuPin.n : cfg.threads);
+  const pinningNote = o.cpus === 'none' ? 'none (--cpus none)'
+    : pinAll ? `server on CPU ${pinAll.server}, loadgen on ${pinAll.loadgen || 'the same CPUs (no other CPU)'} in every phase (taskset)`
+      : cpuPin.server ? `cpu phase: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
+        : `not pinned (${taskset ? `${nproc} CPU` : 'taskset not available'})`;
+
+  // Logging (into run.log too, once the folder exists)
+  let rec = null;
+  const early = [];
+  const log = (line) => {
+    const s = `[bench ${fmt(now(), 0).padStart(5)} s] ${line}`;
+    process.stderr.write(`${s}\n`);
+    if (rec) rec.log.write(`${s}\n`);
+    else early.push(s);
+  };
+
+  ensureLoadgen(log);
+  const help = loadgenHelp();
+  const canSoak = /--schedule/.test(help) && /--churn/.test(help) && /--events/.test(help);
+  const notes = [...armNotes];
+  if (phaseList.includes('soak') && !canSoak) {
+    throw new Error('the soak phase needs loadgen --schedule/--churn/--events, which this build of bench/out/loadgen lacks '
+      + '(make -C bench; or run --phases parked,cpu)');
+  }
+
+  // Populations: what the server's open-file limit allows.
+  const probeArm = arms.find((a) => a.allocator) || arms[0];
+  const probe = await probeServer(probeArm);
+  const self = fdLimits('self');
+  const soakPeak = phaseList.includes('soak') ? cfg.soak.peak : 0;
+  const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections)));
+  const serverCap = probe.soft - probe.idleFds - reserve;
+  const lgHard = self.hard;
+  cfg.shardMax = int(o, 'loadgen-max', 10, 1e6) ?? Math.max(100, lgHard - 8 - reserve);
+  let populationNote = `the server's open-file limit is ${fmt(probe.soft)} (hard ${fmt(probe.hard)}), ${probe.idleFds} in use at idle; `
+    + `with ${reserve} kept spare for churn and closing sockets, one server process holds at most ${fmt(serverCap)} connections`;
+  const wanted = Math.max(phaseList.includes('parked') ? cfg.parked.levels[cfg.parked.levels.length - 1] : 0, soakPeak,
+    phaseList.includes('cpu') ? cfg.cpu.connections : 0);
+  if (presetName === 'full' && wanted > serverCap) {
+    throw new Error(`--full needs ${fmt(wanted)} connections in one server process, but its open-file limit allows ${fmt(serverCap)} here `
+      + `(soft ${probe.soft}, hard ${probe.hard}; raising it needs CAP_SYS_RESOURCE or a higher hard limit: ulimit -Hn). `
+      + 'Run the default preset, which caps the population to fit.');
+  }
+  const capped = [];
+  const cap = (v, what) => {
+    if (v > serverCap) {
+      capped.push(`${what} ${fmt(v)} → ${fmt(serverCap)}`);
+      return serverCap;
+    }
+    return v;
+  };
+  if (phaseList.includes('parked')) {
+    const top = cfg.parked.levels[cfg.parked.levels.length - 1];
+    if (top > serverCap) {
+      cfg.parked.levels = cfg.parked.levels.map((x) => Math.floor((x * serverCap) / top));
+      capped.push(`parked levels scaled to ${cfg.parked.levels.map((x) => fmt(x)).join(', ')}`);
+    }
+  }
+  if (phaseList.includes('soak')) {
+    const p = cap(cfg.soak.peak, 'soak peak');
+    if (p !== cfg.soak.peak) cfg.soak.trough = Math.max(1, Math.round(p / 10));
+    cfg.soak.peak = p;
+  }
+  if (phaseList.includes('cpu')) cfg.cpu.connections = cap(cfg.cpu.connections, 'cpu connections');
+  populationNote += capped.length ? `; **capped**: ${capped.join('; ')}.` : `; the populations asked for (largest ${fmt(wanted)}) fit, nothing capped.`;
+  if (cfg.shardMax < wanted) populationNote += ` loadgen is sharded: at most ${fmt(cfg.shardMax)} connections per process.`;
+  cfg.sources = Math.min(64, Math.max(4, Math.ceil(Math.max(wanted, 1) / 3000)));
+  cfg.measure = cfg.measure || 2;
+  cfg.parked.measure = cfg.parked.measure || cfg.measure;
+  cfg.soak.measure = cfg.soak.measure || cfg.measure;
+
+  const outDir = o.out ? path.resolve(o.out) : path.join(__dirname, 'results', stamp());
+  const meta = {
+    preset: presetName,
+    command: `node bench/run.js ${process.argv.slice(2).join(' ')}`.trim(),
+    date: new Date().toISOString(),
+    machine: machine(),
+    repeats,
+    fixedOrder: !!o['fixed-order'],
+    phases: phaseList,
+    arms: arms.map((a) => ({ name: a.name, what: a.what, env: a.env, script: path.relative(ROOT, a.script), soak: a.soak })),
+    notes,
+    populationNote,
+    pinningNote,
+    probe,
+    cpus: cpuPin,
+    cfg,
+    outDir,
+  };
+  fs.mkdirSync(outDir, { recursive: true });
+  rec = new Recorder(outDir);
+  for (const l of early) rec.log.write(`${l}\n`);
+  fs.writeFileSync(path.join(outDir, 'config.json'), `${JSON.stringify(meta, null, 2)}\n`);
+  log(`${presetName} preset → ${path.relative(process.cwd(), outDir) || outDir}`);
+  log(`arms: ${arms.map((a) => a.name).join(', ')}; phases: ${phaseList.join(', ')}; repeats ${repeats}; ${meta.fixedOrder ? 'fixed order' : 'interleaved'}`);
+  for (const n of notes) log(`note: ${n}`);
+  log(`populations: ${populationNote}`);
+  log(`pinning: ${pinningNote}`);
+
+  // The context the phases share.
+  const ctx = {
+    cfg,
+    rec,
+    live: new Set(),
+    cpus: noPin,
+    status: { phase: null, arm: null, repeat: null, step: null, cycle: null, fpKiB: null, t0: now() },
+    lastProgress: 0,
+    progress(force) {
+      const t = now();
+      if (!force && t - this.lastProgress < 5) return;
+      this.lastProgress = t;
+      const s = this.status;
+      log(`${s.phase} · ${s.arm} · repeat ${s.repeat}/${repeats}${s.cycle ? ` · cycle ${s.cycle}` : ''} · ${s.step || ''}`
+        + ` · ${fmt(t - s.t0, 0)} s · RSS+swap ${finite(s.fpKiB) ? `${fmt(s.fpKiB / 1024, 1)} MiB` : '–'}`);
+    },
+  };
+  const ticker = setInterval(() => ctx.progress(false), 1000);
+
+  let aborted = false;
+  const onSignal = (sig) => {
+    if (aborted) return;
+    aborted = true;
+    log(`${sig}: stopping the processes this run started`);
+    for (const p of ctx.live) if (p.alive) p.child.kill('SIGTERM');
+    setTimeout(() => {
+      for (const p of ctx.live) if (p.alive) p.child.kill('SIGKILL');
+      process.exit(130);
+    }, 5000).unref();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const runs = [];
+  const tStart = now();
+  const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu };
+  for (const phase of phaseList) {
+    ctx.cpus = pinFor(phase);
+    const phaseArms = phase === 'soak' ? arms.filter((a) => a.soak) : arms;
+    for (const a of arms) if (!phaseArms.includes(a)) notes.push(`${a.name}: no ${phase} phase (the issue runs ws in the parked and cpu phases only)`);
+    for (const [k, { arm, repeat }] of order(phaseArms, repeats, meta.fixedOrder).entries()) {
+      if (aborted) break;
+      Object.assign(ctx.status, { phase, arm: arm.name, repeat, step: 'start', cycle: null, fpKiB: null, t0: now() });
+      log(`── ${phase} · ${arm.name} · repeat ${repeat}/${repeats} (run ${k + 1} of ${phaseArms.length * repeats})`);
+      const t0 = now();
+      const loadavg = os.loadavg()[0];
+      try {
+        const r = await phaseFns[phase](ctx, arm, repeat);
+        runs.push({ phase, arm: arm.name, repeat, order: k, startS: t0 - tStart, seconds: now() - t0, loadavg, ...r });
+        log(`   done in ${fmt(now() - t0, 0)} s: ${brief(phase, r.figures)}`);
+        for (const n of r.notes || []) log(`   note: ${n}`);
+      } catch (err) {
+        runs.push({ phase, arm: arm.name, repeat, order: k, startS: t0 - tStart, seconds: now() - t0, loadavg, error: err.message, notes: err.notes || [] });
+        log(`   FAILED after ${fmt(now() - t0, 0)} s: ${err.message}`);
+        for (const n of err.notes || []) log(`   note: ${n}`);
+      }
+    }
+  }
+  clearInterval(ticker);
+  meta.elapsedS = now() - tStart;
+
+  const res = { meta, runs };
+  const out = report.build(res);
+  fs.writeFileSync(path.join(outDir, 'report.md'), out.md);
+  for (const [name, svg] of Object.entries(out.charts)) fs.writeFileSync(path.join(outDir, name), svg);
+  fs.writeFileSync(path.join(outDir, 'results.json'), `${JSON.stringify({ ...res, gates: out.gates, oddSummary: res.oddSummary }, null, 1)}\n`);
+  log(`report: ${path.join(outDir, 'report.md')} (${fmt(meta.elapsedS / 60, 1)} min)`);
+  log('gates:');
+  for (const g of out.gates) log(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}`);
+  await rec.close();
+  const failed = runs.filter((r) => r.error).length;
+  if (aborted) return 130;
+  return failed ? 1 : 0;
+}
+
+/** --rebuild DIR: report.md and the charts again from DIR/results.json. */
+function rebuild(dir) {
+  const saved = JSON.parse(fs.readFileSync(path.join(dir, 'results.json'), 'utf8'));
+  const res = { meta: saved.meta, runs: saved.runs };
+  const out = report.build(res);
+  fs.writeFileSync(path.join(dir, 'report.md'), out.md);
+  for (const [name, svg] of Object.entries(out.charts)) fs.writeFileSync(path.join(dir, name), svg);
+  process.stderr.write(`bench: rebuilt ${path.join(dir, 'report.md')} and ${Object.keys(out.charts).length} charts\n`);
+  for (const g of out.gates) process.stderr.write(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}\n`);
+  return 0;
+}
+
+function brief(phase, f) {
+  if (!f) return '';
+  const k = (v, d = 0) => fmt(v, d);
+  if (phase === 'parked') {
+    return `${k(f.n)} parked: ${k(f.bytesPerConnOverIdle)} B/conn over idle, ${k(f.bytesPerConnMarginal)} marginal; active ${k(f.activeMsgsPerS)} msg/s (${k(f.activeDeliveredPct, 1)}%), CPU ${k(f.activeCpuPct, 1)}%`;
+  }
+  if (phase === 'cpu') {
+    return f.shapes.map((s) => `${s.shape}: ${k(s.msgsPerS)} msg/s (${k(s.deliveredPct, 1)}%), ${k(s.cpuSPer1M, 2)} CPU-s/1M, p99 ${k(s.p99ms, 2)} ms`).join('; ');
+  }
+  if (phase === 'soak') {
+    return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;
+  }
+  return '';
+}
+
+main().then((code) => {
+  process.exitCode = code;
+}, (err) => {
+  process.stderr.write(`bench: ${err.message}\n`);
+  process.exitCode = 2;
+});
