@@ -34,8 +34,10 @@ test('a missing build: the error names every path tried', () => {
   assert.match(r.stderr, /\/nonexistent\/symphony\.node: not found/);
 });
 
-test('a build that fails to load: the system\'s dlopen message is passed through', () => {
-  const bad = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'sy-')), 'broken.node');
+test('a build that fails to load: the system\'s dlopen message is passed through', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const bad = path.join(dir, 'broken.node');
   fs.writeFileSync(bad, 'this is not an ELF file');
   const r = runNode('try { require(".") } catch (e) { console.log(JSON.stringify({code: e.code, msg: e.message, tried: e.tried})) }',
     { SYMPHONY_NATIVE: bad });
