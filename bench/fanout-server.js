@@ -2,8 +2,9 @@
 // A fan-out server under test, on symphony's public API: every connection
 // is subscribed to topic t<n % topics> when it opens; each topic gets `rate`
 // binary messages per second of `size` bytes, each starting with the
-// little-endian process.hrtime.bigint() of its publication (the clock
-// loadgen reads as CLOCK_MONOTONIC). Stops by itself after `duration` s.
+// little-endian process.hrtime.bigint() time at which it was due (t0 + (n+1) /
+// rate: the clock loadgen reads as CLOCK_MONOTONIC), so latency is due-time
+// latency and includes any queueing behind earlier messages. Stops by itself after `duration` s.
 //
 //   node bench/fanout-server.js [--port 0] [--threads 2] [--topics 1]
 //        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
@@ -104,8 +105,12 @@ async function main() {
     if (due <= 0) return;
     if (due > maxBatch) maxBatch = due;
     for (let k = 0; k < due; k++) {
+      // The due time of this message (t0 + (n + 1) / rate), not the time of the
+      // call: latency then counts any wait behind earlier publishes, the
+      // same way for every server under test, synchronous or not.
+      const dueNs = t0 + BigInt(Math.round(((perTopic + 1) * 1e9) / o.rate));
       for (const topic of topics) {
-        payload.writeBigUInt64LE(process.hrtime.bigint(), 0);
+        payload.writeBigUInt64LE(dueNs, 0);
         deliveries += server.publish(topic, payload, { binary: true });
         published++;
       }

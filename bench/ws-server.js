@@ -163,9 +163,11 @@ async function main() {
   let skipped = 0; // messages given up after a stall longer than 1 s
   let stopping = false;
 
-  function publish(set) {
+  // dueNs: when the message was due (t0 + (n + 1) / rate), as in fanout-server.js,
+  // so that this synchronous send loop is measured the same way.
+  function publish(set, dueNs) {
     const buf = Buffer.allocUnsafe(o.size).fill(0x61);
-    buf.writeBigUInt64LE(process.hrtime.bigint(), 0);
+    buf.writeBigUInt64LE(dueNs, 0);
     let n = 0;
     for (const ws of set) {
       if (ws.readyState !== WebSocket.OPEN) continue;
@@ -196,8 +198,9 @@ async function main() {
     if (due <= 0) return;
     if (due > maxBatch) maxBatch = due;
     for (let k = 0; k < due; k++) {
+      const dueNs = t0 + BigInt(Math.round(((perTopic + 1) * 1e9) / o.rate));
       for (const set of topics) {
-        const n = publish(set);
+        const n = publish(set, dueNs);
         deliveries += n;
         messagesOut += n;
         published++;
