@@ -55,3 +55,27 @@ test('a flood while JS is blocked: reading pauses, nothing is lost, memory stays
   const grew = peak - base;
   assert.ok(grew < limit + 4 * 1024 * 1024, `native memory grew ${grew} bytes for a 32 MiB flood`);
 });
+
+test('a connection paused by flow control that times out is freed safely; reading resumes for the rest', { timeout: 60000 }, async () => {
+  const { server, url } = await startServer({ threads: 1, maxEventBytes: 256 * 1024, maxPayload: 1 << 20, idleTimeout: 1 });
+  let blocked = false;
+  const closes = [];
+  server.on('close', (id, code) => closes.push(code));
+  server.on('message', () => {
+    if (!blocked) {
+      blocked = true;
+      // Long enough for the paused flooder to reach its idle timeout (1 s:
+      // ping at 0.5 s, close after it) while JS is not taking events.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);
+    }
+  });
+  const w = new Worker(CLIENT, { eval: true, workerData: { root: path.resolve(__dirname, '..'), url, count: 400, size: SIZE } });
+  await waitFor(() => blocked, 10000, 'the flood to start');
+  await waitFor(() => server.stats().timeouts >= 1, 10000, 'the paused connection to time out');
+  await waitFor(() => closes.length >= 1, 10000, 'its close event');
+  await new Promise((resolve) => { w.once('message', resolve); w.postMessage('stop'); });
+  await w.terminate();
+  // The server goes on: a new client is served (and the paused list held no freed connection).
+  const { healthy } = require('./helpers/server');
+  assert.equal(await healthy(server, url), 'still here');
+});

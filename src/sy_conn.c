@@ -339,7 +339,19 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
     }
     atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
     sy_io_release_slot(io, c->slot);
-    c->next_list = io->dead;
+    if (c->paused) {
+        /* Unlink from the paused list: it must never point at a freed
+         * connection. Rare (a paused connection that times out or is
+         * terminated), so a walk is fine. */
+        for (sy_conn_t **p = &io->paused; *p != NULL; p = &(*p)->next_paused) {
+            if (*p == c) {
+                *p = c->next_paused;
+                break;
+            }
+        }
+        c->paused = false;
+    }
+    c->next_dead = io->dead;
     io->dead = c;
 }
 
@@ -751,7 +763,7 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
     if (io->reads_paused && (c->state == SY_CONN_OPEN)) {
         if (!c->paused) {
             c->paused = true;
-            c->next_list = io->paused;
+            c->next_paused = io->paused;
             io->paused = c;
             sy_io_update_poll(io, c);
         }

@@ -71,7 +71,8 @@ typedef struct sy_conn {
     size_t close_reason_len;
 
     struct sy_conn *next_dirty;
-    struct sy_conn *next_list; /* io->dead or io->paused */
+    struct sy_conn *next_dead;   /* io->dead */
+    struct sy_conn *next_paused; /* io->paused */
 } sy_conn_t;
 
 /* A new connection for an accepted socket, in SY_CONN_HTTP. NULL when out of

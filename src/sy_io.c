@@ -447,8 +447,8 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
             io->reads_paused = false;
             while (io->paused != NULL) {
                 sy_conn_t *k = io->paused;
-                io->paused = k->next_list;
-                k->next_list = NULL;
+                io->paused = k->next_paused;
+                k->next_paused = NULL;
                 if (k->state != SY_CONN_DEAD)
                     sy_conn_resume(io, k);
             }
@@ -518,7 +518,7 @@ static void flush_dirty(sy_io_t *io) {
 static void free_dead(sy_io_t *io) {
     while (io->dead != NULL) {
         sy_conn_t *c = io->dead;
-        io->dead = c->next_list;
+        io->dead = c->next_dead;
         sy_conn_free(c);
     }
 }
