@@ -300,7 +300,7 @@ function markdown(res) {
       + (c.rampTrafficOff
         ? `The connections ramp with the traffic off; then the traffic starts, and the window is ${c.window} s from ${c.settle} s later. `
         : `(Runner version of this run: the traffic ran during the ramp.) The window is ${c.window} s from ${c.settle} s after the ramp. `)
-      + 'CPU-s per GB counts payload bytes through the server both ways (published in + delivered out). Latency = send timestamp to client receive, over every message after the ramp.');
+      + 'CPU-s per GB counts payload bytes through the server both ways (published in + delivered out). Latency = due time (the servers stamp when each message was due, t0 + (n+1)/rate) to client receive, over every message after the ramp.');
     P();
     const shapes = [...new Set(list.flatMap((r) => r.figures.shapes.map((s) => s.shape)))];
     const rows = [];
