@@ -542,14 +542,12 @@ static void ws_consume(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
 
 /* ---- the upgrade ------------------------------------------------------------ */
 
-static void reject(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
-    char buf[512];
-    size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, why ? strlen(why) : 0, NULL, 0);
-    if (n == 0)
-        n = sy_http_error_response(buf, sizeof(buf), status, NULL, 0);
+/* The one way an upgrade is refused: the HTTP response (taken over; NULL
+ * when it could not be made) is written, then the socket closed. */
+static void respond_and_close(sy_io_t *io, sy_conn_t *c, sy_msg_t *response) {
     atomic_fetch_add_explicit(&io->stats.handshake_rejects, 1, memory_order_relaxed);
     c->rlen = 0;
-    if (n == 0 || !push_raw(c, sy_msg_raw(buf, n))) {
+    if (response == NULL || !push_raw(c, response)) {
         sy_conn_destroy(io, c, 1006);
         return;
     }
@@ -557,6 +555,14 @@ static void reject(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
     c->deadline_ms = io->now_ms + SY_DRAIN_MS;
     sy_io_update_poll(io, c);
     sy_io_mark_dirty(io, c);
+}
+
+static void reject(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
+    char buf[512];
+    size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, why ? strlen(why) : 0, NULL, 0);
+    if (n == 0)
+        n = sy_http_error_response(buf, sizeof(buf), status, NULL, 0);
+    respond_and_close(io, c, n > 0 ? sy_msg_raw(buf, n) : NULL);
 }
 
 static bool path_allowed(sy_io_t *io, const char *target, size_t len) {
@@ -743,16 +749,7 @@ void sy_conn_refuse(sy_io_t *io, sy_conn_t *c, sy_msg_t *response) {
     }
     while (c->nsubs > 0)
         remove_sub(io, c, c->nsubs - 1);
-    atomic_fetch_add_explicit(&io->stats.handshake_rejects, 1, memory_order_relaxed);
-    c->rlen = 0;
-    if (!push_raw(c, response)) {
-        sy_conn_destroy(io, c, 1006);
-        return;
-    }
-    set_state(io, c, SY_CONN_FLUSH_CLOSE);
-    c->deadline_ms = io->now_ms + SY_DRAIN_MS;
-    sy_io_update_poll(io, c);
-    sy_io_mark_dirty(io, c);
+    respond_and_close(io, c, response);
 }
 
 /* ---- reading ------------------------------------------------------------------ */
