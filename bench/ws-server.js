@@ -43,41 +43,8 @@
 const v8 = require('node:v8');
 const { WebSocketServer, WebSocket } = require('ws');
 
-const SPEC = {
-  port: { env: 'PORT', def: 0, min: 0, max: 65535 },
-  threads: { env: 'THREADS', def: 2, min: 1, max: 64 },
-  topics: { env: 'TOPICS', def: 1, min: 1, max: 1e6 },
-  size: { env: 'SIZE', def: 256, min: 8, max: 1 << 24 },
-  rate: { env: 'RATE', def: 100, min: 0, max: 1e7 },
-  duration: { env: 'DURATION', def: 30, min: 0.1, max: 3600 },
-  'max-backpressure': { env: 'MAX_BACKPRESSURE', def: 1 << 20, min: 1, max: 2 ** 40 },
-  'stats-interval': { env: 'STATS_INTERVAL', def: 0, min: 0, max: 3600 },
-};
-const FRACTIONAL = new Set(['rate', 'duration', 'stats-interval']);
 const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
-
-function usageError(message) {
-  return Object.assign(new Error(message), { usage: true });
-}
-
-function parseOptions(argv, env) {
-  const o = {};
-  for (const [name, s] of Object.entries(SPEC)) o[name] = env[s.env] !== undefined ? env[s.env] : s.def;
-  for (let i = 0; i < argv.length; i++) {
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
-    if (!m || !(m[1] in SPEC)) throw usageError(`unknown argument ${argv[i]}`);
-    o[m[1]] = m[2] !== undefined ? m[2] : argv[++i];
-  }
-  for (const [name, s] of Object.entries(SPEC)) {
-    const v = Number(o[name]);
-    const integer = !FRACTIONAL.has(name);
-    if (!Number.isFinite(v) || v < s.min || v > s.max || (integer && !Number.isInteger(v))) {
-      throw usageError(`--${name} must be ${integer ? 'an integer ' : ''}${s.min}..${s.max} (got ${o[name]})`);
-    }
-    o[name] = v;
-  }
-  return o;
-}
+const { parseOptions, createSchedule } = require('./lib/server-cli');
 
 // Whether ws found bufferutil, and whether that is the native addon or its
 // JS fallback (ws loads it itself, from the same node_modules).
@@ -155,12 +122,10 @@ async function main() {
   const { port } = wss.address();
   process.stdout.write(`${JSON.stringify({ port })}\n`);
 
-  const t0 = process.hrtime.bigint();
-  let perTopic = 0; // messages sent on each topic so far
+  const schedule = createSchedule(o);
+  const t0 = schedule.t0;
   let published = 0;
   let deliveries = 0; // ws.send() calls that sent (subscribers reached)
-  let maxBatch = 0;
-  let skipped = 0; // messages given up after a stall longer than 1 s
   let stopping = false;
 
   // dueNs: when the message was due (t0 + (n + 1) / rate), as in fanout-server.js,
@@ -183,29 +148,16 @@ async function main() {
     return n;
   }
 
-  // As fanout-server.js: every tick publishes what is due by now, so the
-  // offered rate is exact whatever the timer's granularity; a stall of more
-  // than one second is counted, not made up.
+  // Every tick publishes what the schedule says is due (bench/lib/server-cli.js).
   function publishDue() {
-    if (stopping || o.rate === 0) return;
-    const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
-    let due = Math.floor(elapsed * o.rate) - perTopic;
-    if (due > o.rate) {
-      skipped += (due - Math.ceil(o.rate)) * o.topics;
-      perTopic += due - Math.ceil(o.rate);
-      due = Math.ceil(o.rate);
-    }
-    if (due <= 0) return;
-    if (due > maxBatch) maxBatch = due;
-    for (let k = 0; k < due; k++) {
-      const dueNs = t0 + BigInt(Math.round(((perTopic + 1) * 1e9) / o.rate));
+    if (stopping) return;
+    for (const dueNs of schedule.due()) {
       for (const set of topics) {
         const n = publish(set, dueNs);
         deliveries += n;
         messagesOut += n;
         published++;
       }
-      perTopic++;
     }
   }
   const timer = setInterval(publishDue, 1);
@@ -317,8 +269,8 @@ async function main() {
       published,
       publishedPerSecond: published / seconds,
       deliveries,
-      maxBatchPerTopic: maxBatch,
-      skipped,
+      maxBatchPerTopic: schedule.maxBatch,
+      skipped: schedule.skipped,
       stats: st,
       memoryAfterClose: memory(),
       ws: { version: require('ws/package.json').version, bufferutil: bufferutilState() },

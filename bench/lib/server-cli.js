@@ -1,0 +1,76 @@
+'use strict';
+// What the two servers under test share (bench/fanout-server.js on symphony,
+// bench/ws-server.js on ws): their command line, and the publishing schedule
+// with its due-time stamps, so both are driven and measured the same way.
+
+const SPEC = {
+  port: { env: 'PORT', def: 0, min: 0, max: 65535 },
+  threads: { env: 'THREADS', def: 2, min: 1, max: 64 },
+  topics: { env: 'TOPICS', def: 1, min: 1, max: 1e6 },
+  size: { env: 'SIZE', def: 256, min: 8, max: 1 << 24 },
+  rate: { env: 'RATE', def: 100, min: 0, max: 1e7 },
+  duration: { env: 'DURATION', def: 30, min: 0.1, max: 3600 },
+  'max-backpressure': { env: 'MAX_BACKPRESSURE', def: 1 << 20, min: 1, max: 2 ** 40 },
+  'stats-interval': { env: 'STATS_INTERVAL', def: 0, min: 0, max: 3600 },
+};
+const FRACTIONAL = new Set(['rate', 'duration', 'stats-interval']);
+
+function usageError(message) {
+  return Object.assign(new Error(message), { usage: true });
+}
+
+/** Options from the environment, overridden by --name value / --name=value. */
+function parseOptions(argv, env) {
+  const o = {};
+  for (const [name, s] of Object.entries(SPEC)) o[name] = env[s.env] !== undefined ? env[s.env] : s.def;
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
+    if (!m || !(m[1] in SPEC)) throw usageError(`unknown argument ${argv[i]}`);
+    o[m[1]] = m[2] !== undefined ? m[2] : argv[++i];
+  }
+  for (const [name, s] of Object.entries(SPEC)) {
+    const v = Number(o[name]);
+    const integer = !FRACTIONAL.has(name);
+    if (!Number.isFinite(v) || v < s.min || v > s.max || (integer && !Number.isInteger(v))) {
+      throw usageError(`--${name} must be ${integer ? 'an integer ' : ''}${s.min}..${s.max} (got ${o[name]})`);
+    }
+    o[name] = v;
+  }
+  return o;
+}
+
+/**
+ * The offered rate, message by message. due() returns the due times (as
+ * process.hrtime.bigint() values) of the messages per topic that have come
+ * due since the last call, so that every tick publishes exactly what is due
+ * whatever the timer's granularity. Message n is due at t0 + (n + 1) / rate,
+ * and that time, not the time of the publish call, is what goes into its
+ * payload: latency then counts any wait behind earlier messages, the same
+ * way for a synchronous sender (ws) and an asynchronous one (symphony). A
+ * stall of more than one second is not made up (that would be a burst, not
+ * the offered rate): it is counted in `skipped`.
+ */
+function createSchedule({ rate, topics }) {
+  const t0 = process.hrtime.bigint();
+  const s = { t0, perTopic: 0, maxBatch: 0, skipped: 0 };
+  s.due = () => {
+    if (rate === 0) return [];
+    const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+    let due = Math.floor(elapsed * rate) - s.perTopic;
+    if (due > rate) {
+      s.skipped += (due - Math.ceil(rate)) * topics;
+      s.perTopic += due - Math.ceil(rate);
+      due = Math.ceil(rate);
+    }
+    const out = [];
+    for (let k = 0; k < due; k++) {
+      out.push(t0 + BigInt(Math.round(((s.perTopic + 1) * 1e9) / rate)));
+      s.perTopic++;
+    }
+    if (due > s.maxBatch) s.maxBatch = due;
+    return out;
+  };
+  return s;
+}
+
+module.exports = { SPEC, parseOptions, createSchedule };
