@@ -7,6 +7,7 @@
  * joined: when close() completes, or in the environment's cleanup hook. */
 #include "addon.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -643,17 +644,41 @@ static bool set_u64(napi_env env, napi_value obj, const char *key, uint64_t v) {
     return sy_napi_set_double(env, obj, key, (double)v);
 }
 
-static bool thread_stats_object(napi_env env, const sy_thread_stats_t *t, napi_value *out) {
-    return sy_napi_ok(env, napi_create_object(env, out), "napi_create_object") &&
-           set_u64(env, *out, "connections", t->connections) && set_u64(env, *out, "opened", t->opened) &&
-           set_u64(env, *out, "closed", t->closed) && set_u64(env, *out, "messagesIn", t->messages_in) &&
-           set_u64(env, *out, "bytesIn", t->bytes_in) && set_u64(env, *out, "messagesOut", t->messages_out) &&
-           set_u64(env, *out, "bytesOut", t->bytes_out) && set_u64(env, *out, "dropped", t->dropped) &&
-           set_u64(env, *out, "slowCloses", t->slow_closes) &&
-           set_u64(env, *out, "handshakeRejects", t->handshake_rejects) &&
-           set_u64(env, *out, "protocolErrors", t->protocol_errors) && set_u64(env, *out, "timeouts", t->timeouts) &&
-           set_u64(env, *out, "oomCloses", t->oom_closes) && set_u64(env, *out, "eventsLost", t->events_lost) &&
-           set_u64(env, *out, "acceptRejects", t->accept_rejects);
+/* Every counter of sy_thread_stats_t (all uint64_t), by its JS name: one
+ * list for the per-thread objects and the totals. */
+static const struct {
+    const char *name;
+    size_t offset;
+} STAT_FIELDS[] = {
+    {"connections", offsetof(sy_thread_stats_t, connections)},
+    {"opened", offsetof(sy_thread_stats_t, opened)},
+    {"closed", offsetof(sy_thread_stats_t, closed)},
+    {"messagesIn", offsetof(sy_thread_stats_t, messages_in)},
+    {"bytesIn", offsetof(sy_thread_stats_t, bytes_in)},
+    {"messagesOut", offsetof(sy_thread_stats_t, messages_out)},
+    {"bytesOut", offsetof(sy_thread_stats_t, bytes_out)},
+    {"dropped", offsetof(sy_thread_stats_t, dropped)},
+    {"slowCloses", offsetof(sy_thread_stats_t, slow_closes)},
+    {"handshakeRejects", offsetof(sy_thread_stats_t, handshake_rejects)},
+    {"protocolErrors", offsetof(sy_thread_stats_t, protocol_errors)},
+    {"timeouts", offsetof(sy_thread_stats_t, timeouts)},
+    {"oomCloses", offsetof(sy_thread_stats_t, oom_closes)},
+    {"eventsLost", offsetof(sy_thread_stats_t, events_lost)},
+    {"acceptRejects", offsetof(sy_thread_stats_t, accept_rejects)},
+};
+#define STAT_COUNT (sizeof(STAT_FIELDS) / sizeof(STAT_FIELDS[0]))
+
+static uint64_t *stat_field(sy_thread_stats_t *t, size_t i) {
+    return (uint64_t *)((char *)t + STAT_FIELDS[i].offset);
+}
+
+static bool thread_stats_object(napi_env env, sy_thread_stats_t *t, napi_value *out) {
+    if (!sy_napi_ok(env, napi_create_object(env, out), "napi_create_object"))
+        return false;
+    for (size_t i = 0; i < STAT_COUNT; i++)
+        if (!set_u64(env, *out, STAT_FIELDS[i].name, *stat_field(t, i)))
+            return false;
+    return true;
 }
 
 /* serverStats(handle) -> { total fields..., topics, threads: [...] } */
@@ -674,21 +699,8 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
         sy_server_thread_stats(b->srv, i, &t);
         if (!thread_stats_object(env, &t, &o) || !sy_napi_ok(env, napi_set_element(env, arr, i, o), "napi_set_element"))
             return NULL;
-        sum.connections += t.connections;
-        sum.opened += t.opened;
-        sum.closed += t.closed;
-        sum.messages_in += t.messages_in;
-        sum.bytes_in += t.bytes_in;
-        sum.messages_out += t.messages_out;
-        sum.bytes_out += t.bytes_out;
-        sum.dropped += t.dropped;
-        sum.slow_closes += t.slow_closes;
-        sum.handshake_rejects += t.handshake_rejects;
-        sum.protocol_errors += t.protocol_errors;
-        sum.timeouts += t.timeouts;
-        sum.oom_closes += t.oom_closes;
-        sum.events_lost += t.events_lost;
-        sum.accept_rejects += t.accept_rejects;
+        for (size_t k = 0; k < STAT_COUNT; k++)
+            *stat_field(&sum, k) += *stat_field(&t, k);
     }
     if (!thread_stats_object(env, &sum, &total) ||
         !set_u64(env, total, "topics", sy_server_topic_count(b->srv)) || !sy_napi_set_value(env, total, "threads", arr))
