@@ -181,6 +181,10 @@ for (const policy of ['drop', 'close']) {
       assert.ok(s.dropped > 1000, `dropped ${s.dropped}`);
       assert.equal(s.slowCloses, 0);
       assert.equal(s.connections, 1);
+      // Once the client reads again, its queue empties and 'drain' says so.
+      const drained = new Promise((resolve) => server.once('drain', resolve));
+      st.sock.resume();
+      assert.equal(await drained, opens[0]);
     } else {
       assert.equal(s.slowCloses, 1);
       await waitFor(() => closes.length === 1, 5000, 'the slow consumer to be closed');
@@ -243,4 +247,17 @@ test('frames pipelined with the upgrade request: the 101 still comes first, then
   assert.equal(frames.length, 1);
   assert.equal(frames[0].opcode, 8);
   assert.equal(frames[0].payload.readUInt16BE(0), 1002);
+});
+
+test('maxConnections: an upgrade over the limit gets 503; the others are served', async () => {
+  const { server, port, url } = await startServer({ maxConnections: 1 });
+  const first = await open(port);
+  assert.equal(statusOf(first.head), 101);
+  const r = await connect(port);
+  r.sock.write(request('/'));
+  await waitFor(() => r.ended, 5000, 'the refused socket to close');
+  assert.equal(statusOf(r.data.toString('latin1')), 503);
+  first.sock.destroy();
+  await waitFor(() => server.stats().connections === 0, 5000, 'the first connection to close');
+  assert.equal(await healthy(server, url), 'still here');
 });
