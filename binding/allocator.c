@@ -51,6 +51,87 @@ static napi_value stats(napi_env env, napi_callback_info info) {
     return obj;
 }
 
+/* arenaStats() -> [{ arena, active, dirty, muzzy, resident }] for every arena
+ * that exists, or null in the system build. */
+static napi_value arena_stats(napi_env env, napi_callback_info info) {
+    (void)info;
+    sy_alloc_config_t c;
+    sy_alloc_stats_t total;
+    napi_value arr;
+    if (sy_alloc_config(&c) != 0)
+        return make_null(env);
+    if (!alloc_ok(env, sy_alloc_stats(&total), "stats") || /* advances the epoch once */
+        !sy_napi_ok(env, napi_create_array(env, &arr), "napi_create_array"))
+        return NULL;
+    uint32_t n = 0;
+    for (unsigned i = 0; i < c.arenas; i++) {
+        sy_alloc_arena_stats_t a;
+        napi_value o;
+        if (sy_alloc_arena_stats(i, false, &a) != 0)
+            continue; /* an arena index never initialized */
+        if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") ||
+            !sy_napi_set_stat(env, o, "arena", i) || !sy_napi_set_stat(env, o, "active", a.active) ||
+            !sy_napi_set_stat(env, o, "dirty", a.dirty) || !sy_napi_set_stat(env, o, "muzzy", a.muzzy) ||
+            !sy_napi_set_stat(env, o, "resident", a.resident) ||
+            !sy_napi_ok(env, napi_set_element(env, arr, n++, o), "napi_set_element"))
+            return NULL;
+    }
+    return arr;
+}
+
+typedef struct report_buf {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} report_buf_t;
+
+static void report_write(void *ctx, const char *chunk) {
+    report_buf_t *b = ctx;
+    size_t n = strlen(chunk);
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = sy_realloc(b->data, cap);
+        if (d == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, chunk, n + 1);
+    b->len += n;
+}
+
+/* report(json, opts) -> string (jemalloc's malloc_stats_print), or null in
+ * the system build. */
+static napi_value report(napi_env env, napi_callback_info info) {
+    napi_value argv[2], out;
+    size_t argc = 2;
+    bool json = false;
+    char opts[16] = "";
+    size_t olen = 0;
+    if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !sy_napi_get_bool(env, argv[0], "json", &json) ||
+        !sy_napi_ok(env, napi_get_value_string_utf8(env, argv[1], opts, sizeof(opts), &olen), "napi_get_value_string_utf8"))
+        return NULL;
+    report_buf_t b = {0};
+    int rc = sy_alloc_report(report_write, &b, json, opts);
+    if (rc == ENOTSUP) {
+        sy_free(b.data);
+        return make_null(env);
+    }
+    if (b.oom)
+        rc = ENOMEM;
+    bool ok = alloc_ok(env, rc, "report") &&
+              sy_napi_ok(env, napi_create_string_utf8(env, b.data != NULL ? b.data : "", b.len, &out),
+                         "napi_create_string_utf8");
+    sy_free(b.data);
+    return ok ? out : NULL;
+}
+
 /* config() -> object, or null in the system build. */
 static napi_value config(napi_env env, napi_callback_info info) {
     (void)info;
@@ -146,6 +227,8 @@ bool sy_binding_allocator_init(napi_env env, napi_value exports) {
            sy_napi_set_string(env, obj, "version", sy_alloc_version()) &&
            sy_napi_set_stat(env, obj, "pageSize", page) &&
            sy_napi_set_function(env, obj, "stats", stats, NULL) &&
+           sy_napi_set_function(env, obj, "arenaStats", arena_stats, NULL) &&
+           sy_napi_set_function(env, obj, "report", report, NULL) &&
            sy_napi_set_function(env, obj, "config", config, NULL) &&
            sy_napi_set_function(env, obj, "selfCheck", self_check, NULL) &&
            sy_napi_set_function(env, obj, "purge", purge, NULL) &&

@@ -374,7 +374,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         return NULL;
     int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn, max_ev;
     napi_value v;
-    bool upgrade = false;
+    bool upgrade = false, reclaim = true;
     if (!opt_uint(env, argv[0], "port", 0, 65535, &port) ||
         !opt_uint(env, argv[0], "threads", 1, SY_SERVER_MAX_THREADS, &threads) ||
         !opt_uint(env, argv[0], "maxPayload", 1, (int64_t)1 << 40, &max_payload) ||
@@ -388,7 +388,8 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         !opt_uint(env, argv[0], "backlog", 1, 65535, &backlog) ||
         !opt_uint(env, argv[0], "maxConnections", 0, UINT32_MAX, &max_conn) ||
         !opt_uint(env, argv[0], "maxEventBytes", 65536, (int64_t)1 << 40, &max_ev) ||
-        !opt_get(env, argv[0], "upgradeHandler", &v) || !sy_napi_get_bool(env, v, "upgradeHandler", &upgrade))
+        !opt_get(env, argv[0], "upgradeHandler", &v) || !sy_napi_get_bool(env, v, "upgradeHandler", &upgrade) ||
+        !opt_get(env, argv[0], "reclaim", &v) || !sy_napi_get_bool(env, v, "reclaim", &reclaim))
         return NULL;
     napi_valuetype ft;
     if (!sy_napi_ok(env, napi_typeof(env, argv[1], &ft), "napi_typeof"))
@@ -409,6 +410,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .handshake_timeout_s = (unsigned)hs, .close_timeout_s = (unsigned)close_to,
         .max_head_bytes = (size_t)head, .max_headers = (unsigned)headers, .backlog = (unsigned)backlog,
         .max_connections = (uint32_t)max_conn, .max_event_bytes = (size_t)max_ev, .upgrade_handler = upgrade,
+        .reclaim = reclaim,
     };
     sy_bserver_t *b = sy_calloc(1, sizeof(*b));
     char err[SY_ERRLEN] = "out of memory";
@@ -645,26 +647,35 @@ static bool set_u64(napi_env env, napi_value obj, const char *key, uint64_t v) {
 }
 
 /* Every counter of sy_thread_stats_t (all uint64_t), by its JS name: one
- * list for the per-thread objects and the totals. */
+ * list for the per-thread objects and the totals (a sum, or for a maximum
+ * the largest). */
+#define STAT_SUM(js, field) {js, offsetof(sy_thread_stats_t, field), false}
+#define STAT_MAX(js, field) {js, offsetof(sy_thread_stats_t, field), true}
 static const struct {
     const char *name;
     size_t offset;
+    bool max;
 } STAT_FIELDS[] = {
-    {"connections", offsetof(sy_thread_stats_t, connections)},
-    {"opened", offsetof(sy_thread_stats_t, opened)},
-    {"closed", offsetof(sy_thread_stats_t, closed)},
-    {"messagesIn", offsetof(sy_thread_stats_t, messages_in)},
-    {"bytesIn", offsetof(sy_thread_stats_t, bytes_in)},
-    {"messagesOut", offsetof(sy_thread_stats_t, messages_out)},
-    {"bytesOut", offsetof(sy_thread_stats_t, bytes_out)},
-    {"dropped", offsetof(sy_thread_stats_t, dropped)},
-    {"slowCloses", offsetof(sy_thread_stats_t, slow_closes)},
-    {"handshakeRejects", offsetof(sy_thread_stats_t, handshake_rejects)},
-    {"protocolErrors", offsetof(sy_thread_stats_t, protocol_errors)},
-    {"timeouts", offsetof(sy_thread_stats_t, timeouts)},
-    {"oomCloses", offsetof(sy_thread_stats_t, oom_closes)},
-    {"eventsLost", offsetof(sy_thread_stats_t, events_lost)},
-    {"acceptRejects", offsetof(sy_thread_stats_t, accept_rejects)},
+    STAT_SUM("connections", connections),
+    STAT_SUM("opened", opened),
+    STAT_SUM("closed", closed),
+    STAT_SUM("messagesIn", messages_in),
+    STAT_SUM("bytesIn", bytes_in),
+    STAT_SUM("messagesOut", messages_out),
+    STAT_SUM("bytesOut", bytes_out),
+    STAT_SUM("dropped", dropped),
+    STAT_SUM("slowCloses", slow_closes),
+    STAT_SUM("handshakeRejects", handshake_rejects),
+    STAT_SUM("protocolErrors", protocol_errors),
+    STAT_SUM("timeouts", timeouts),
+    STAT_SUM("oomCloses", oom_closes),
+    STAT_SUM("eventsLost", events_lost),
+    STAT_SUM("acceptRejects", accept_rejects),
+    STAT_SUM("reclaims", reclaims),
+    STAT_SUM("reclaimMoved", reclaim_moved),
+    STAT_SUM("reclaimFreedBytes", reclaim_freed_bytes),
+    STAT_SUM("reclaimMicros", reclaim_us),
+    STAT_MAX("reclaimMaxMicros", reclaim_us_max),
 };
 #define STAT_COUNT (sizeof(STAT_FIELDS) / sizeof(STAT_FIELDS[0]))
 
@@ -699,8 +710,12 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
         sy_server_thread_stats(b->srv, i, &t);
         if (!thread_stats_object(env, &t, &o) || !sy_napi_ok(env, napi_set_element(env, arr, i, o), "napi_set_element"))
             return NULL;
-        for (size_t k = 0; k < STAT_COUNT; k++)
-            *stat_field(&sum, k) += *stat_field(&t, k);
+        if (!sy_napi_set_double(env, o, "arena", t.arena) || !sy_napi_set_double(env, o, "connArena", t.conn_arena))
+            return NULL;
+        for (size_t k = 0; k < STAT_COUNT; k++) {
+            uint64_t *f = stat_field(&sum, k), v = *stat_field(&t, k);
+            *f = STAT_FIELDS[k].max ? (v > *f ? v : *f) : *f + v;
+        }
     }
     if (!thread_stats_object(env, &sum, &total) ||
         !set_u64(env, total, "topics", sy_server_topic_count(b->srv)) || !sy_napi_set_value(env, total, "threads", arr))

@@ -36,6 +36,30 @@ const allocator = {
     return native.stats();
   },
 
+  /**
+   * Per-arena pages in bytes, fresh: [{ arena, active, dirty, muzzy, resident }]
+   * for every arena (0: the JS thread's; one per IO thread, see
+   * server.stats().threads[i].arena). null in the system build.
+   */
+  arenaStats() {
+    return native.arenaStats();
+  },
+
+  /**
+   * jemalloc's full statistics report (malloc_stats_print): per size class,
+   * per arena, extents, mutexes. { json: true } parses its JSON form. For a
+   * person or a support ticket; stats() and arenaStats() are the cheap calls.
+   * null in the system build.
+   */
+  report(opts = {}) {
+    if (opts === null || typeof opts !== 'object') throw invalidArgType('opts', 'an object', opts);
+    const json = opts.json ?? false;
+    if (typeof json !== 'boolean') throw invalidArgType('opts.json', 'of type boolean', json);
+    const text = native.report(json, '');
+    if (text === null) return null;
+    return json ? JSON.parse(text) : text;
+  },
+
   /** Proves which allocator serves symphony's native memory. */
   selfCheck() {
     const r = native.selfCheck();

@@ -65,6 +65,10 @@ export interface ServerOptions {
   maxEventBytes?: number;
   /** close(): ms to wait for clients' close replies. Default 2000. */
   closeDeadline?: number;
+  /** The memory policy: after an IO thread's connections fall to half (or it
+   * goes idle for 10 s) it defragments its connections and purges its arena.
+   * Default true (false when SYMPHONY_RECLAIM=0 is in the environment). */
+  reclaim?: boolean;
   /** Decides each upgrade. Without it every valid upgrade is accepted natively. */
   onUpgrade?: ((req: UpgradeRequest) => UpgradeResult | Promise<UpgradeResult>) | null;
 }
@@ -86,11 +90,28 @@ export interface ThreadStats {
   eventsLost: number;
   /** Connections closed right after accept because the process was out of file descriptors. */
   acceptRejects: number;
+  /** Memory reclaims run by the policy (see the `reclaim` option). */
+  reclaims: number;
+  /** Blocks (connections, subscription arrays) moved out of sparse slabs by them. */
+  reclaimMoved: number;
+  /** Arena pages (active + dirty + muzzy) they gave back, in bytes. */
+  reclaimFreedBytes: number;
+  /** Time they took in all, microseconds. */
+  reclaimMicros: number;
+  /** The longest one, microseconds (in the totals: the longest of any thread). */
+  reclaimMaxMicros: number;
+}
+
+export interface IoThreadStats extends ThreadStats {
+  /** This thread's own jemalloc arena; -1 in the system build. */
+  arena: number;
+  /** The arena jemalloc says this thread's connections live in (checked once a second); -1 until seen. */
+  connArena: number;
 }
 
 export interface ServerStats extends ThreadStats {
   topics: number;
-  threads: ThreadStats[];
+  threads: IoThreadStats[];
 }
 
 export class Server extends EventEmitter {
@@ -106,6 +127,8 @@ export class Server extends EventEmitter {
   terminate(id: ConnectionId): boolean;
   getUserData(id: ConnectionId): unknown;
   stats(): ServerStats | null;
+  /** Prometheus text exposition (0.0.4) of stats() and the allocator's gauges. */
+  metrics(labels?: Record<string, string>): string;
   close(): Promise<void>;
 
   on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: unknown }) => void): this;
@@ -159,6 +182,11 @@ export const allocator: {
   readonly nativePath: string;
   readonly config: AllocatorConfig | null;
   stats(): AllocatorStats;
+  /** Per-arena pages (bytes); null in the system build. */
+  arenaStats(): { arena: number; active: number; dirty: number; muzzy: number; resident: number }[] | null;
+  /** jemalloc's full statistics report (malloc_stats_print); null in the system build. */
+  report(opts?: { json?: false }): string | null;
+  report(opts: { json: true }): Record<string, unknown> | null;
   selfCheck(): SelfCheck;
   purge(): boolean;
   setDecay(opts: { dirtyMs?: number; muzzyMs?: number }): boolean;

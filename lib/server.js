@@ -6,6 +6,7 @@ const { EventEmitter } = require('node:events');
 const os = require('node:os');
 const { binding } = require('./native');
 const { SymphonyError, invalidArgType, outOfRange, invalidArgValue } = require('./errors');
+const { exposition } = require('./metrics');
 
 const EV_UPGRADE = 1;
 const EV_OPEN = 2;
@@ -31,6 +32,10 @@ const DEFAULTS = Object.freeze({
   maxConnections: 0,
   maxEventBytes: 64 << 20,
   closeDeadline: 2000,
+  // The memory policy (README, "Memory policy"): after a thread's connections
+  // fall to half, or it goes idle, it gives its memory back. SYMPHONY_RECLAIM=0
+  // in the environment turns the default off (for comparisons).
+  reclaim: !['0', 'false', 'off'].includes(String(process.env.SYMPHONY_RECLAIM ?? '').toLowerCase()),
   onUpgrade: null,
 });
 
@@ -80,6 +85,7 @@ function normalizeOptions(options) {
   integer('options.maxConnections', o.maxConnections, 0, 2 ** 32 - 1);
   integer('options.maxEventBytes', o.maxEventBytes, 65536, 2 ** 40);
   integer('options.closeDeadline', o.closeDeadline, 0, 3600000);
+  if (typeof o.reclaim !== 'boolean') throw invalidArgType('options.reclaim', 'of type boolean', o.reclaim);
   if (o.onUpgrade !== null && typeof o.onUpgrade !== 'function') {
     throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
   }
@@ -188,6 +194,7 @@ class Server extends EventEmitter {
       maxConnections: o.maxConnections,
       maxEventBytes: o.maxEventBytes,
       upgradeHandler: typeof o.onUpgrade === 'function',
+      reclaim: o.reclaim,
     }, () => {});
   }
 
@@ -359,6 +366,22 @@ class Server extends EventEmitter {
   stats() {
     if (this.#state === 'closed') return null;
     return binding.serverStats(this.#handle);
+  }
+
+  /**
+   * Prometheus text exposition (version 0.0.4): this server's counters per
+   * IO thread and the allocator's gauges (per arena too). Serve it with
+   * content type `text/plain; version=0.0.4`. labels: constant labels added
+   * to every sample (e.g. { server: 'feed' } when a process runs several).
+   */
+  metrics(labels = {}) {
+    if (labels === null || typeof labels !== 'object') throw invalidArgType('labels', 'an object', labels);
+    for (const k of Object.keys(labels)) {
+      if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(k) || k.startsWith('__')) {
+        throw invalidArgValue('labels', 'holds a name that is not a valid Prometheus label name', k);
+      }
+    }
+    return exposition(this.stats(), labels);
   }
 
   /**

@@ -219,6 +219,85 @@ int sy_alloc_owner(const void *ptr, unsigned *arena) {
     return rc;
 }
 
+/* experimental.utilization.query's answer: where a new block would go, then
+ * five counts about the slab of the asked pointer and its size class. */
+typedef struct util_query {
+    void *slabcur;
+    size_t nfree, nregs, size, bin_nfree, bin_nregs;
+} util_query_t;
+
+static pthread_once_t util_mib_once = PTHREAD_ONCE_INIT;
+static size_t util_mib[3];
+static size_t util_miblen;
+
+static void util_mib_init(void) {
+    size_t len = sizeof(util_mib) / sizeof(util_mib[0]);
+    if (sy_je_mallctlnametomib("experimental.utilization.query", util_mib, &len) == 0)
+        util_miblen = len;
+}
+
+bool sy_alloc_should_move(const void *ptr) {
+    if (ptr == NULL || pthread_once(&util_mib_once, util_mib_init) != 0 || util_miblen == 0)
+        return false;
+    util_query_t q;
+    size_t sz = sizeof(q);
+    if (sy_je_mallctlbymib(util_mib, util_miblen, &q, &sz, (void *)&ptr, sizeof(ptr)) != 0)
+        return false;
+    /* Large blocks (nregs 1), a full slab, a bin with no free region, or the
+     * slab that new blocks come from: moving would not empty anything. */
+    if (q.nregs <= 1 || q.nfree == 0 || q.slabcur == NULL || q.bin_nregs == 0)
+        return false;
+    const char *p = ptr, *cur = q.slabcur;
+    if (p >= cur && p < cur + q.size)
+        return false;
+    /* Less used than the size class's average (the test redis's active
+     * defragmentation uses), compared without division. */
+    size_t used = q.nregs - q.nfree, bin_used = q.bin_nregs - q.bin_nfree;
+    return used * q.bin_nregs < bin_used * q.nregs;
+}
+
+void *sy_alloc_move(void *ptr, size_t size) {
+    void *moved = sy_je_mallocx(size, MALLOCX_TCACHE_NONE);
+    if (moved == NULL)
+        return NULL;
+    memcpy(moved, ptr, size);
+    sy_je_dallocx(ptr, MALLOCX_TCACHE_NONE);
+    return moved;
+}
+
+int sy_alloc_thread_flush(void) { return sy_je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0); }
+
+int sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out) {
+    int rc;
+    if (refresh && (rc = refresh_epoch()) != 0)
+        return rc;
+    static const char *const names[] = {"pactive", "pdirty", "pmuzzy", "resident"};
+    int64_t *fields[] = {&out->active, &out->dirty, &out->muzzy, &out->resident};
+    size_t page = 0;
+    if ((rc = read_size("arenas.page", &page)) != 0)
+        return rc;
+    for (size_t i = 0; i < 4; i++) {
+        char name[64];
+        int n = snprintf(name, sizeof(name), "stats.arenas.%u.%s", arena, names[i]);
+        if (n < 0 || (size_t)n >= sizeof(name))
+            return EINVAL;
+        size_t v = 0;
+        if ((rc = read_size(name, &v)) != 0)
+            return rc;
+        *fields[i] = (int64_t)(i < 3 ? v * page : v); /* p*: counts of pages */
+    }
+    return 0;
+}
+
+int sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts) {
+    char letters[32];
+    int n = snprintf(letters, sizeof(letters), "%s%s", json ? "J" : "", opts != NULL ? opts : "");
+    if (n < 0 || (size_t)n >= sizeof(letters))
+        return EINVAL;
+    sy_je_malloc_stats_print(write, ctx, letters);
+    return 0;
+}
+
 /* The pool of arenas given back by IO threads that ended. */
 #define SY_ARENA_POOL 256
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -318,6 +397,17 @@ int sy_alloc_arena_acquire(unsigned *arena) { (void)arena; return ENOTSUP; }
 void sy_alloc_arena_release(unsigned arena) { (void)arena; }
 int sy_alloc_thread_use_arena(unsigned arena) { (void)arena; return ENOTSUP; }
 int sy_alloc_owner(const void *ptr, unsigned *arena) { (void)ptr; (void)arena; return ENOTSUP; }
+bool sy_alloc_should_move(const void *ptr) { (void)ptr; return false; }
+int sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts) {
+    (void)write; (void)ctx; (void)json; (void)opts;
+    return ENOTSUP;
+}
+void *sy_alloc_move(void *ptr, size_t size) { (void)ptr; (void)size; return NULL; }
+int sy_alloc_thread_flush(void) { return ENOTSUP; }
+int sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out) {
+    (void)arena; (void)refresh; (void)out;
+    return ENOTSUP;
+}
 
 #endif /* SY_USE_JEMALLOC */
 

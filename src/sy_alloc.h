@@ -98,6 +98,46 @@ int sy_alloc_arena_purge(unsigned arena);
  * even when nothing else happens. Cheap when there is nothing to do. */
 int sy_alloc_decay_all(void);
 
+/* ---- Active defragmentation (after a drop in connections) ----------------
+ * A long-lived block (a connection) left alone in a mostly empty slab keeps
+ * the slab's pages in use. Moving the few survivors into fuller slabs lets
+ * the emptied slabs go back to the OS. The IO thread that owns the blocks
+ * does this with the three calls below; nothing else may reference a block
+ * while it moves. */
+
+/* True when the block at ptr (from sy_malloc, of a small size class) sits in
+ * a slab used less than its size class's average in its arena and is not the
+ * slab new blocks come from: moving it helps that slab empty. Uses jemalloc's
+ * experimental.utilization.query. Always false in the system build. */
+bool sy_alloc_should_move(const void *ptr);
+/* Moves a size-byte block: new memory taken past the thread's cache (so from
+ * the arena's current, fullest-first slab), the bytes copied, the old block
+ * freed past the cache (straight back into its slab). Returns the new block,
+ * or NULL (ptr untouched) when out of memory or in the system build. */
+void *sy_alloc_move(void *ptr, size_t size);
+/* Returns the calling thread's cached free blocks to their slabs, so that a
+ * slab whose blocks are all free can be given back. */
+int sy_alloc_thread_flush(void);
+
+/* One arena's pages, in bytes; -1 when unknown. */
+typedef struct sy_alloc_arena_stats {
+    int64_t active;   /* pages holding live blocks */
+    int64_t dirty;    /* unused pages not yet given back (decaying) */
+    int64_t muzzy;    /* pages given back lazily (MADV_FREE), still in RSS until reclaimed */
+    int64_t resident; /* the arena's resident pages, its metadata included */
+} sy_alloc_arena_stats_t;
+
+/* Fresh statistics of one arena (call sy_alloc_stats first, or pass
+ * refresh = true to advance jemalloc's epoch). ENOTSUP in the system build,
+ * EFAULT/ENOENT for an arena that does not exist. */
+int sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out);
+
+/* jemalloc's whole statistics report (malloc_stats_print), written through
+ * write(ctx, chunk) in pieces. json: in JSON ("J") rather than text; opts
+ * are jemalloc's other letters (e.g. "a" to leave out per-arena tables).
+ * ENOTSUP in the system build. */
+int sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts);
+
 /* Asks jemalloc which arena owns ptr. Returns 0 and sets *arena when jemalloc
  * owns it, ENOENT when it does not, ENOTSUP in the system build. Safe for any
  * pointer: the build carries a fix for jemalloc 5.3.0's arenas.lookup, which

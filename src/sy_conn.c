@@ -55,6 +55,27 @@ void sy_conn_free(sy_conn_t *c) {
     sy_free(c);
 }
 
+unsigned sy_conn_compact(sy_io_t *io, sy_conn_t *c) {
+    unsigned moved = 0;
+    if (c->subs != NULL && sy_alloc_should_move(c->subs)) {
+        sy_sub_t *subs = sy_alloc_move(c->subs, (size_t)c->subs_cap * sizeof(*subs));
+        if (subs != NULL) {
+            c->subs = subs;
+            moved++;
+        }
+    }
+    if (!sy_alloc_should_move(c))
+        return moved;
+    sy_conn_t *n = sy_alloc_move(c, sizeof(*c));
+    if (n == NULL)
+        return moved;
+    io->conns[n->slot] = n;
+    for (uint32_t i = 0; i < n->nsubs; i++)
+        n->subs[i].topic->slots[io->index].subs[n->subs[i].index] = n;
+    sy_io_update_poll(io, n); /* the poller hands out the new address from now on */
+    return moved + 1;
+}
+
 static void set_close_reason(sy_conn_t *c, const void *reason, size_t len) {
     sy_free(c->close_reason);
     c->close_reason = NULL;
@@ -848,7 +869,19 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
         }
         break;
     }
-    /* Memory follows the load: an empty send queue gives its ring back. */
+    /* Memory follows the load: an empty receive buffer (the request head's,
+     * or a partial frame's that completed) and an empty send queue give
+     * their memory back; a parked connection keeps only itself. */
+    if (c->rlen == 0 && c->rbuf != NULL) {
+        sy_free(c->rbuf);
+        c->rbuf = NULL;
+        c->rcap = 0;
+    }
+    if (!c->in_msg && c->mbuf != NULL) {
+        sy_free(c->mbuf);
+        c->mbuf = NULL;
+        c->mlen = c->mcap = 0;
+    }
     if (c->out_len == 0 && c->outq != NULL) {
         sy_free(c->outq);
         c->outq = NULL;

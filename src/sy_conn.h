@@ -112,6 +112,13 @@ bool sy_conn_unsubscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t);
 void sy_conn_sweep(sy_io_t *io, sy_conn_t *c);
 /* Re-enables reading of a connection paused for flow control. */
 void sy_conn_resume(sy_io_t *io, sy_conn_t *c);
+/* Moves the connection's long-lived memory (the connection itself and its
+ * subscription array) out of sparsely used slabs (sy_alloc_should_move),
+ * fixing every pointer to it: the slot table, the poller's, and the topics'
+ * subscriber lists. The connection must not be on the dirty, dead or paused
+ * list, and c must not be used afterwards (look it up by slot). Returns the
+ * number of blocks moved. */
+unsigned sy_conn_compact(sy_io_t *io, sy_conn_t *c);
 /* Frees the memory of a dead connection. */
 void sy_conn_free(sy_conn_t *c);
 

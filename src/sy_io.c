@@ -15,6 +15,7 @@
 #include "sy_alloc.h"
 #include "sy_conn.h"
 #include "sy_poll.h"
+#include "sy_reclaim.h"
 
 #define SY_RX_SIZE (64 * 1024)
 #define SY_SWEEP_MS 1000
@@ -42,6 +43,8 @@ int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_f
     io->wake_fd = -1;
     io->spare_fd = -1;
     io->next_gen = 1;
+    atomic_init(&io->stats.arena, -1);
+    atomic_init(&io->stats.conn_arena, -1);
     int rc = pthread_mutex_init(&io->qlock, NULL);
     if (rc != 0)
         return rc;
@@ -525,12 +528,16 @@ static void free_dead(sy_io_t *io) {
 
 static void *io_main(void *arg) {
     sy_io_t *io = arg;
-    unsigned arena = 0;
-    bool own_arena = false;
     /* Each IO thread allocates from an arena of its own (jemalloc build). */
-    if (sy_alloc_arena_acquire(&arena) == 0)
-        own_arena = sy_alloc_thread_use_arena(arena) == 0;
+    if (sy_alloc_arena_acquire(&io->arena) == 0) {
+        io->own_arena = sy_alloc_thread_use_arena(io->arena) == 0;
+        if (!io->own_arena)
+            sy_alloc_arena_release(io->arena);
+        else
+            atomic_store_explicit(&io->stats.arena, (int)io->arena, memory_order_relaxed);
+    }
     io->now_ms = now_ms();
+    io->reclaim.last_active_ms = io->now_ms;
     io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
     sy_poll_event_t events[256];
     for (;;) {
@@ -543,6 +550,8 @@ static void *io_main(void *arg) {
             wait = 0;
         int n = sy_poll_wait(io->poll, events, 256, (int)wait);
         io->now_ms = now_ms();
+        if (n > 0)
+            sy_reclaim_activity(io);
         bool commands = false;
         for (int i = 0; i < n; i++) {
             void *d = events[i].data;
@@ -566,6 +575,7 @@ static void *io_main(void *arg) {
         if (io->now_ms >= io->next_sweep_ms) {
             sweep(io);
             flush_dirty(io);
+            sy_reclaim_tick(io, (uint32_t)live_conns(io));
             io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
         }
         if (io->stopping && (live_conns(io) == 0 || io->now_ms >= io->stop_deadline_ms)) {
@@ -583,7 +593,7 @@ static void *io_main(void *arg) {
     }
     /* Give the arena's pages back (this thread's connections are gone) and
      * the arena to the pool, for the next IO thread. */
-    if (own_arena)
-        sy_alloc_arena_release(arena);
+    if (io->own_arena)
+        sy_alloc_arena_release(io->arena);
     return NULL;
 }

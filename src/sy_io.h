@@ -72,8 +72,18 @@ typedef struct sy_cmd {
 typedef struct sy_io_atomic_stats {
     atomic_uint_fast64_t connections, opened, closed, messages_in, bytes_in, messages_out, bytes_out,
         dropped, slow_closes, handshake_rejects, protocol_errors, timeouts, oom_closes, events_lost,
-        accept_rejects;
+        accept_rejects, reclaims, reclaim_moved, reclaim_freed_bytes, reclaim_us, reclaim_us_max;
+    atomic_int arena;      /* this thread's jemalloc arena; -1: none (system build) */
+    atomic_int conn_arena; /* the arena jemalloc says a connection's memory is in; -1: not seen */
 } sy_io_atomic_stats_t;
+
+/* The memory policy's state (sy_reclaim.c; IO thread only). */
+typedef struct sy_reclaim_state {
+    uint32_t peak;           /* most connections since the last reclaim */
+    int64_t last_active_ms;  /* last turn with any event */
+    bool idle_done;          /* reclaimed since the thread went idle */
+    int64_t next_allowed_ms; /* rate limit */
+} sy_reclaim_state_t;
 
 struct sy_conn;
 
@@ -112,6 +122,10 @@ typedef struct sy_io {
     atomic_size_t event_bytes; /* in batches the owner has not given back */
     bool reads_paused;
     bool listen_paused; /* out of descriptors: not accepting until the sweep */
+
+    unsigned arena;  /* jemalloc arena of this thread, when own_arena */
+    bool own_arena;
+    sy_reclaim_state_t reclaim;
 
     int64_t now_ms;
     int64_t next_sweep_ms;

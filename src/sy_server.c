@@ -318,6 +318,7 @@ int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *header
 
 void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_thread_stats_t *out) {
     memset(out, 0, sizeof(*out));
+    out->arena = out->conn_arena = -1;
     if (i >= s->nthreads || !s->listening)
         return;
     sy_io_atomic_stats_t *a = &s->io[i].stats;
@@ -337,6 +338,13 @@ void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_thread_stats_t *out) 
     LOAD(oom_closes);
     LOAD(events_lost);
     LOAD(accept_rejects);
+    LOAD(reclaims);
+    LOAD(reclaim_moved);
+    LOAD(reclaim_freed_bytes);
+    LOAD(reclaim_us);
+    LOAD(reclaim_us_max);
+    LOAD(arena);
+    LOAD(conn_arena);
 #undef LOAD
 }
 

@@ -47,6 +47,7 @@ typedef struct sy_server_opts {
     size_t max_event_bytes;       /* per IO thread: stop reading clients while the owner
                                      holds this many bytes of undelivered events */
     bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
+    bool reclaim;                 /* memory policy: give memory back after a drop (sy_reclaim.h) */
 } sy_server_opts_t;
 
 typedef struct sy_server sy_server_t;
@@ -68,6 +69,13 @@ typedef struct sy_thread_stats {
     uint64_t oom_closes;              /* connections closed (1011) for lack of memory */
     uint64_t events_lost;             /* events that could not be queued to JS */
     uint64_t accept_rejects;          /* connections closed at accept: out of descriptors */
+    uint64_t reclaims;                /* memory reclaims run (sy_reclaim.h) */
+    uint64_t reclaim_moved;           /* blocks moved out of sparse slabs by them */
+    uint64_t reclaim_freed_bytes;     /* arena pages they gave back */
+    uint64_t reclaim_us;              /* time they took, microseconds */
+    uint64_t reclaim_us_max;          /* the longest one (a maximum, not a sum) */
+    int arena;                        /* the thread's jemalloc arena; -1: none */
+    int conn_arena;                   /* where jemalloc says its connections live; -1: unknown */
 } sy_thread_stats_t;
 
 /* NULL on failure, with a message in err. */
