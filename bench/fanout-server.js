@@ -79,6 +79,11 @@ async function main() {
     }
     const a = allocator.stats();
     const kib = (n) => (n === null || n === undefined ? null : Math.round(n / 1024));
+    // Pages in use or not yet given back, every arena: what the memory policy
+    // controls (jemalloc's `resident` also counts its metadata, whose radix
+    // tree leaves it books as wholly resident though most pages are never touched).
+    const arenas = allocator.arenaStats();
+    const pages = arenas ? arenas.reduce((sum, r) => sum + r.active + r.dirty + r.muzzy, 0) : null;
     return {
       rssKiB: kib(m.rss),
       heapUsedKiB: kib(m.heapUsed),
@@ -88,6 +93,8 @@ async function main() {
       activeKiB: kib(a.active),
       residentKiB: kib(a.resident),
       retainedKiB: kib(a.retained),
+      metadataKiB: kib(a.metadata),
+      pagesKiB: kib(pages),
     };
   }
   const sampler = o['stats-interval'] > 0 ? setInterval(() => {
@@ -95,7 +102,8 @@ async function main() {
     if (!st) return;
     const t = Number(process.hrtime.bigint() - t0) / 1e9;
     process.stderr.write(`${JSON.stringify({ t: Math.round(t * 10) / 10, connections: st.connections,
-      messagesOut: st.messagesOut, dropped: st.dropped, ...memory() })}\n`);
+      messagesOut: st.messagesOut, dropped: st.dropped, reclaims: st.reclaims, reclaimMoved: st.reclaimMoved,
+      reclaimMaxUs: st.reclaimMaxMicros, reclaimUs: st.reclaimMicros, ...memory() })}\n`);
   }, o['stats-interval'] * 1000) : null;
 
   async function stop(reason) {

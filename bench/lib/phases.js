@@ -338,6 +338,7 @@ async function soak(ctx, arm, repeat) {
     run.mark('soak: start');
     const tStart = now();
     const idle = before(smp, tStart, 0.6);
+    const idleStats = statsAt(server, tStart) || server.stats[0] || null;
     const lg = run.loadgen({ connections: c.peak, rampPerSec: c.ramp, duration: bound, events: true, churn: c.churn, schedule });
     const cycles = [];
     for (let k = 0; k < c.cycles; k++) {
@@ -359,6 +360,7 @@ async function soak(ctx, arm, repeat) {
         afterDropKiB: after,
         peakStats: statsAt(server, tDown),
         troughStats: statsAt(server, tNext),
+        afterDropStats: statsAt(server, tLow + c.afterDrop),
       });
     }
     ctx.status.cycle = null;
@@ -385,6 +387,7 @@ async function soak(ctx, arm, repeat) {
     return {
       t0: server.t0,
       idleKiB: idle,
+      idleStats,
       cycles,
       quietKiB, zeroKiB, tq0, tq1, tz0, tz1, quietStats, zeroStats,
       churn: sums.map((s) => (s ? { opened: s.connections && s.connections.opened, failed: s.connections && s.connections.failed, churn: s.churn || null } : null)),
@@ -411,6 +414,15 @@ async function soak(ctx, arm, repeat) {
       peakAllocatedKiB: cy.peakStats ? cy.peakStats.allocatedKiB : null,
       troughAllocatedKiB: cy.troughStats ? cy.troughStats.allocatedKiB : null,
       troughResidentKiB: cy.troughStats ? cy.troughStats.residentKiB : null,
+      peakResidentKiB: cy.peakStats ? cy.peakStats.residentKiB : null,
+      residentTroughPctOfPeak: cy.peakStats && cy.troughStats && cy.peakStats.residentKiB
+        ? (100 * cy.troughStats.residentKiB) / cy.peakStats.residentKiB : null,
+      peakPagesKiB: cy.peakStats && finite(cy.peakStats.pagesKiB) ? cy.peakStats.pagesKiB : null,
+      troughPagesKiB: cy.troughStats && finite(cy.troughStats.pagesKiB) ? cy.troughStats.pagesKiB : null,
+      pagesTroughPctOfPeak: cy.peakStats && cy.troughStats && cy.peakStats.pagesKiB
+        ? (100 * cy.troughStats.pagesKiB) / cy.peakStats.pagesKiB : null,
+      afterDropPagesKiB: cy.afterDropStats && finite(cy.afterDropStats.pagesKiB) ? cy.afterDropStats.pagesKiB : null,
+      overIdleTroughPctOfPeak: cy.peakKiB - main.idleKiB > 0 ? (100 * (cy.troughKiB - main.idleKiB)) / (cy.peakKiB - main.idleKiB) : null,
       troughHeapUsedKiB: cy.troughStats ? cy.troughStats.heapUsedKiB : null,
       tUp: cy.tUp - main.t0, tPeak: cy.tPeak - main.t0, tDown: cy.tDown - main.t0, tLow: cy.tLow - main.t0, tNext: cy.tNext - main.t0,
     })),
@@ -422,6 +434,14 @@ async function soak(ctx, arm, repeat) {
     quietResidentKiB: main.quietStats ? main.quietStats.residentKiB : null,
     zeroAllocatedKiB: main.zeroStats ? main.zeroStats.allocatedKiB : null,
     zeroResidentKiB: main.zeroStats ? main.zeroStats.residentKiB : null,
+    idleResidentKiB: main.idleStats ? main.idleStats.residentKiB : null,
+    idlePagesKiB: main.idleStats && finite(main.idleStats.pagesKiB) ? main.idleStats.pagesKiB : null,
+    zeroPagesKiB: main.zeroStats && finite(main.zeroStats.pagesKiB) ? main.zeroStats.pagesKiB : null,
+    zeroMetadataKiB: main.zeroStats && finite(main.zeroStats.metadataKiB) ? main.zeroStats.metadataKiB : null,
+    zeroOverIdle: main.idleKiB ? main.zeroKiB / main.idleKiB : null,
+    reclaims: main.zeroStats && main.zeroStats.reclaims !== undefined ? main.zeroStats.reclaims : null,
+    reclaimMaxUs: main.zeroStats && main.zeroStats.reclaimMaxUs !== undefined ? main.zeroStats.reclaimMaxUs : null,
+    reclaimMoved: main.zeroStats && main.zeroStats.reclaimMoved !== undefined ? main.zeroStats.reclaimMoved : null,
     tq0: main.tq0 - main.t0, tq1: main.tq1 - main.t0, tz0: main.tz0 - main.t0, tz1: main.tz1 - main.t0,
     churn: main.churn,
   };

@@ -285,6 +285,24 @@ function markdown(res) {
     P(table(['arm', 'idle MiB', 'fresh-low MiB', 'peak growth MiB', 'peak growth % of peak', 'trough growth MiB', 'trough growth % of peak', 'quiet MiB', 'zero MiB', 'allocator resident at zero MiB'], rows2));
     P('Growth = last cycle − first cycle, as a share of the first cycle\'s peak. Footprints include Node itself (the idle column); the allocator columns are symphony\'s own counters (for the system arms, what its build reports).');
     P();
+    const rows3 = [];
+    const worst = (list, f) => S(list, (r) => Math.max(...r.figures.cycles.map(f).filter(Number.isFinite)));
+    for (const [a, list] of m) {
+      if (!list.length) continue;
+      const pct = (x, y) => (finite(x) && finite(y) && y > 0 ? (100 * x) / y : null);
+      rows3.push([a, fmtRange(worst(list, (cy) => cy.overIdleTroughPctOfPeak), 1),
+        fmtRange(worst(list, (cy) => MiB(cy.peakPagesKiB)), 2), fmtRange(worst(list, (cy) => MiB(cy.troughPagesKiB)), 2),
+        fmtRange(worst(list, (cy) => cy.pagesTroughPctOfPeak), 1),
+        fmtRange(worst(list, (cy) => pct(cy.afterDropPagesKiB, cy.peakPagesKiB)), 1),
+        fmtRange(S(list, (r) => MiB(r.figures.zeroPagesKiB)), 2),
+        fmtRange(S(list, (r) => MiB(r.figures.zeroMetadataKiB)), 2),
+        fmtRange(S(list, (r) => r.figures.zeroOverIdle), 3),
+        fmtRange(S(list, (r) => r.figures.reclaims), 0), fmtRange(S(list, (r) => (r.figures.reclaimMaxUs === null ? null : r.figures.reclaimMaxUs / 1000)), 2)]);
+    }
+    P('Where the memory is. Node itself (V8, libuv, glibc heap: the idle footprint) does not follow the load and dominates these small totals, so the policy is judged on what is symphony\'s: the footprint **over the idle server**, and the allocator\'s **pages** (active + dirty + muzzy over every arena: pages holding blocks or not yet given back; jemalloc\'s `resident` also books its radix-tree metadata as wholly resident, shown apart at zero). Worst cycle shown; _zero ÷ idle_ = the zero-connection footprint after its hold over the same process\'s idle footprint before the first cycle; _reclaims_ and _longest_ from the policy\'s counters (the time one reclaim held its IO thread).');
+    P();
+    P(table(['arm', 'trough over idle, % of peak over idle', 'allocator pages at peak MiB', 'pages at trough MiB', 'pages trough % of peak', `pages +${c.afterDrop} s % of peak`, 'pages at zero MiB', 'metadata at zero MiB', 'zero ÷ idle', 'reclaims', 'longest reclaim ms'], rows3));
+    P();
     for (const a of arms) if (m.get(a) && m.get(a).length) P(`![soak footprint, ${a}](soak-${a}.svg)`);
     if ([...m.values()].filter((l) => l.length).length > 1) P('![soak footprint, every arm](soak-all.svg)');
     P();
