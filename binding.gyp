@@ -1,17 +1,22 @@
 # symphony's native addon. Built by scripts/build.js, which passes:
 #   --sy_allocator=jemalloc|system   which allocator backs src/sy_alloc.c
 #   --sy_jemalloc_dir=DIR            jemalloc's build folder (deps/jemalloc.sh)
+#   --sy_lg_page=N                   its page size (lg2), recorded in the build marker
+#   --sy_glibc_floor=FILE            (prebuilds) a header forced into every file,
+#                                    binding/glibc_floor.h for the glibc targets
 {
   'variables': {
     'sy_allocator%': 'jemalloc',
     'sy_jemalloc_dir%': '',
+    'sy_lg_page%': '0',
+    'sy_glibc_floor%': '',
   },
   'targets': [
     {
       'target_name': 'symphony',
       'sources': ['<!@(ls -1 src/*.c binding/*.c)'],
       'include_dirs': ['src'],
-      'defines': ['NAPI_VERSION=8'],
+      'defines': ['NAPI_VERSION=8', 'SY_LG_PAGE=<(sy_lg_page)'],
       'cflags_c': [
         '-std=c11', '-Wall', '-Wextra', '-Werror', '-O2',
         '-fvisibility=hidden', '-fno-strict-aliasing',
@@ -27,6 +32,9 @@
       ],
       'libraries': ['-lpthread'],
       'conditions': [
+        ['sy_glibc_floor!=""', {
+          'cflags_c': ['-include', '<(sy_glibc_floor)'],
+        }],
         ['sy_allocator=="jemalloc"', {
           'defines': ['SY_USE_JEMALLOC'],
           'include_dirs': ['<(sy_jemalloc_dir)/include'],

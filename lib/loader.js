@@ -1,17 +1,21 @@
 'use strict';
 // Finds and loads the native addon that fits this host.
 //
-// Order: $SYMPHONY_NATIVE (an explicit path), then the local builds in
-// native/<platform>-<arch>/ (scripts/build.js), then prebuilds/<platform>-<arch>/.
+// Order: $SYMPHONY_NATIVE (an explicit path: the load-path override), then
+// the local builds in native/<platform>-<arch>/ (scripts/build.js), then the
+// prebuilt binaries in prebuilds/<platform>-<arch>/ (scripts/prebuild.js),
+// then build/Release/symphony.node (a plain node-gyp build).
 // Within a folder: the allocator asked for ($SYMPHONY_ALLOCATOR, default
 // 'jemalloc'), this host's libc, and for jemalloc the build with the smallest
 // page that is at least the kernel's page. A build whose page is smaller than
-// the kernel's is never loaded: it could not allocate at all there.
+// the kernel's is never loaded, not even when named by $SYMPHONY_NATIVE: it
+// could not allocate at all there (jemalloc prints "Unsupported system page
+// size" and the process crashes).
 
 const path = require('node:path');
 const fs = require('node:fs');
 const { LoadError } = require('./errors');
-const { platformDir, detectLibc, kernelPageSize, variantFileName, LG_PAGES } = require('./variants');
+const { platformDir, detectLibc, kernelPageSize, variantFileName, pageOfFile, LG_PAGES } = require('./variants');
 
 const root = path.resolve(__dirname, '..');
 
@@ -29,14 +33,21 @@ function candidatePaths(env = process.env) {
   const dirs = [path.join(root, 'native', platformDir()), path.join(root, 'prebuilds', platformDir())];
   const out = [];
   for (const dir of dirs) for (const name of names) out.push(path.join(dir, name));
+  out.push(path.join(root, 'build', 'Release', 'symphony.node'));
   return out;
 }
 
 function load(env = process.env) {
   const tried = [];
+  const kernelPage = kernelPageSize();
   for (const file of candidatePaths(env)) {
     if (!fs.existsSync(file)) {
       tried.push({ path: file, error: 'not found' });
+      continue;
+    }
+    const page = pageOfFile(file);
+    if (page && kernelPage && page < kernelPage) {
+      tried.push({ path: file, error: `built for ${page / 1024} KiB pages, the kernel's are ${kernelPage / 1024} KiB: not loaded` });
       continue;
     }
     try {

@@ -12,9 +12,60 @@ function platformDir(platform = process.platform, arch = process.arch) {
   return `${platform}-${arch}`;
 }
 
-/** 'glibc' or 'musl' (Linux); the platform name elsewhere. */
+const PT_INTERP = 3;
+
+/**
+ * The ELF interpreter (dynamic loader) that runs this Node, read from the
+ * program headers of process.execPath: /lib/ld-musl-*.so.1 on musl,
+ * /lib64/ld-linux-*.so.2 (or /lib/ld-linux-*) on glibc. null when it cannot
+ * be read (a static Node, another format).
+ */
+function elfInterpreter(file = process.execPath) {
+  let fd;
+  try {
+    fd = fs.openSync(file, 'r');
+    const head = Buffer.alloc(64);
+    if (fs.readSync(fd, head, 0, 64, 0) < 52 || head.readUInt32BE(0) !== 0x7f454c46) return null;
+    const is64 = head[4] === 2;
+    const le = head[5] === 1;
+    const u16 = (b, o) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
+    const u32 = (b, o) => (le ? b.readUInt32LE(o) : b.readUInt32BE(o));
+    const uw = (b, o) => (is64 ? Number(le ? b.readBigUInt64LE(o) : b.readBigUInt64BE(o)) : u32(b, o));
+    const phoff = uw(head, is64 ? 0x20 : 0x1c);
+    const phentsize = u16(head, is64 ? 0x36 : 0x2a);
+    const phnum = u16(head, is64 ? 0x38 : 0x2c);
+    if (phnum === 0 || phnum > 256 || phentsize < (is64 ? 56 : 32)) return null;
+    const ph = Buffer.alloc(phentsize * phnum);
+    fs.readSync(fd, ph, 0, ph.length, phoff);
+    for (let i = 0; i < phnum; i++) {
+      const o = i * phentsize;
+      if (u32(ph, o) !== PT_INTERP) continue;
+      const off = uw(ph, o + (is64 ? 8 : 4));
+      const size = uw(ph, o + (is64 ? 32 : 16));
+      if (size === 0 || size > 4096) return null;
+      const buf = Buffer.alloc(size);
+      fs.readSync(fd, buf, 0, size, off);
+      return buf.toString('latin1').replace(/\0.*$/s, '');
+    }
+    return null;
+  } catch {
+    return null;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/**
+ * 'glibc' or 'musl' (Linux); the platform name elsewhere. Read from Node's
+ * own ELF interpreter (no child process, no report: process.report.getReport()
+ * is slow, and crashes Node under qemu with 64 KiB pages); process.report
+ * only when the interpreter says neither.
+ */
 function detectLibc() {
   if (process.platform !== 'linux') return process.platform;
+  const interp = elfInterpreter();
+  if (interp && /ld-musl-/.test(interp)) return 'musl';
+  if (interp && /ld-linux/.test(interp)) return 'glibc';
   const header = process.report && typeof process.report.getReport === 'function'
     ? process.report.getReport().header : null;
   if (header && header.glibcVersionRuntime) return 'glibc';
@@ -49,7 +100,13 @@ function variantFileName({ libc, allocator, lgPage }) {
   return `symphony.${libc}.${allocator}${page}.node`;
 }
 
+/** The jemalloc page a file's name says it was built for, in bytes; null if none. */
+function pageOfFile(file) {
+  const m = /\.jemalloc-(\d+)k\.node$/.exec(file);
+  return m ? Number(m[1]) * 1024 : null;
+}
+
 /** lg2 page sizes of the jemalloc builds that may exist, smallest first. */
 const LG_PAGES = [12, 14, 16];
 
-module.exports = { platformDir, detectLibc, kernelPageSize, variantFileName, LG_PAGES };
+module.exports = { platformDir, detectLibc, elfInterpreter, kernelPageSize, variantFileName, pageOfFile, LG_PAGES };

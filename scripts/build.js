@@ -5,6 +5,12 @@
 //   node scripts/build.js                      every default variant for this host
 //   node scripts/build.js --allocator=system   only the system-allocator build
 //   node scripts/build.js --allocator=jemalloc --lg-page=16
+//   node scripts/build.js --if-needed         (npm's install script) nothing to do when
+//                                             a prebuilt binary loads here, else build
+//
+// --if-needed always builds in a git checkout (a developer's or CI's clone), and
+// when npm is asked to (npm install --build-from-source) or
+// SYMPHONY_BUILD_FROM_SOURCE=1; an installed package uses its prebuilds/.
 //
 // Each variant lands in native/<platform>-<arch>/ under the name the loader
 // (lib/loader.js) looks for. jemalloc is built (once, cached) by deps/jemalloc.sh.
@@ -17,8 +23,12 @@ const { variantFileName, platformDir, detectLibc } = require('../lib/variants');
 const root = path.resolve(__dirname, '..');
 
 function parseArgs(argv) {
-  const opts = { allocator: null, lgPage: null };
+  const opts = { allocator: null, lgPage: null, ifNeeded: false };
   for (const arg of argv) {
+    if (arg === '--if-needed') {
+      opts.ifNeeded = true;
+      continue;
+    }
     const m = /^--([a-z-]+)=(.*)$/.exec(arg);
     if (!m) throw new Error(`build.js: unknown argument ${arg}`);
     if (m[1] === 'allocator') opts.allocator = m[2];
@@ -77,7 +87,7 @@ function buildVariant({ allocator, lgPage }) {
   const gypArgs = ['rebuild', `--nodedir=${nodeDir()}`, '--jobs=max', `--sy_allocator=${allocator}`];
   if (allocator === 'jemalloc') {
     const t = Date.now();
-    gypArgs.push(`--sy_jemalloc_dir=${buildJemalloc(lgPage)}`);
+    gypArgs.push(`--sy_jemalloc_dir=${buildJemalloc(lgPage)}`, `--sy_lg_page=${lgPage}`);
     console.error(`symphony: jemalloc (lg-page ${lgPage}) ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   }
   const env = { ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' };
@@ -98,8 +108,25 @@ function buildVariant({ allocator, lgPage }) {
   return dest;
 }
 
+/** True when a prebuilt binary loads on this host (and building is not asked for). */
+function prebuiltLoads() {
+  const fromSource = process.env.npm_config_build_from_source === 'true' ||
+    process.env.SYMPHONY_BUILD_FROM_SOURCE === '1' || fs.existsSync(path.join(root, '.git'));
+  if (fromSource) return false;
+  try {
+    const { path: file } = require('../lib/loader').load();
+    if (!file.includes(`${path.sep}prebuilds${path.sep}`)) return false;
+    console.error(`symphony: using the prebuilt ${path.relative(root, file)} (no compiler needed)`);
+    return true;
+  } catch (err) {
+    console.error(`symphony: no prebuilt binary loads here, building from source\n${err.message}`);
+    return false;
+  }
+}
+
 function main() {
   const opts = parseArgs(process.argv.slice(2));
+  if (opts.ifNeeded && prebuiltLoads()) return;
   const variants = [];
   const allocators = opts.allocator ? [opts.allocator] : ['jemalloc', 'system'];
   for (const allocator of allocators) {

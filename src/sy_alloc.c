@@ -35,6 +35,29 @@
 
 const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
 
+/* A marker that survives stripping, so that a .node that cannot be loaded
+ * here (another libc or CPU) can still be checked for what it carries. */
+#define SY_STR2(x) #x
+#define SY_STR(x) SY_STR2(x)
+#if defined(__GLIBC__)
+#define SY_LIBC "glibc"
+#else
+#define SY_LIBC "musl"
+#endif
+#if defined(__x86_64__)
+#define SY_ARCH "x64"
+#elif defined(__aarch64__)
+#define SY_ARCH "arm64"
+#else
+#define SY_ARCH "other"
+#endif
+#ifndef SY_LG_PAGE
+#define SY_LG_PAGE 0
+#endif
+__attribute__((used)) static const char sy_build_marker[] =
+    "symphony-build: allocator=jemalloc-" JEMALLOC_VERSION " lg-page=" SY_STR(SY_LG_PAGE) " libc=" SY_LIBC
+    " arch=" SY_ARCH;
+
 /* Explicit arenas made so far (for IO threads; pooled, never destroyed). */
 static atomic_uint created_arenas;
 

@@ -1,0 +1,198 @@
+#!/usr/bin/env node
+'use strict';
+// Builds the prebuilt binaries that npm users install: every Linux target,
+// each with its own jemalloc, stripped, into prebuilds/<platform>-<arch>/.
+//
+//   node scripts/prebuild.js                         every target
+//   node scripts/prebuild.js --targets=linux-x64-glibc,linux-arm64-glibc
+//
+// Targets (name: CPU, C library, jemalloc pages, toolchain):
+//   linux-x64-glibc    4 KiB           gcc, symbols bound to glibc <= 2.28
+//   linux-x64-musl     4 KiB           musl-gcc (musl-tools)
+//   linux-arm64-glibc  4 KiB + 64 KiB  aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu)
+//   linux-arm64-musl   4 KiB + 64 KiB  clang --target=aarch64-linux-musl, lld, and
+//                                      Debian's arm64 musl (deps/sysroot.sh musl-arm64)
+// jemalloc is built once per (target, page) and cached (deps/jemalloc.sh);
+// every addon is compiled from a clean build folder. A manifest
+// (prebuilds/manifest.json) records each file's size, sha256 and build times.
+
+const { spawnSync } = require('node:child_process');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+const { variantFileName } = require('../lib/variants');
+
+const root = path.resolve(__dirname, '..');
+const cache = process.env.SYMPHONY_DEPS_CACHE || path.join(root, 'deps', 'cache');
+
+const TARGETS = {
+  'linux-x64-glibc': {
+    arch: 'x64', libc: 'glibc', lgPages: [12], host: 'x86_64-linux-gnu',
+    cc: 'gcc', strip: 'strip', needs: ['gcc'], floor: true,
+  },
+  'linux-x64-musl': {
+    arch: 'x64', libc: 'musl', lgPages: [12], host: 'x86_64-linux-musl',
+    cc: 'musl-gcc', strip: 'strip', needs: ['musl-gcc (apt-get install musl-tools)'],
+  },
+  'linux-arm64-glibc': {
+    arch: 'arm64', libc: 'glibc', lgPages: [12, 16], host: 'aarch64-linux-gnu',
+    cc: 'aarch64-linux-gnu-gcc', strip: 'aarch64-linux-gnu-strip',
+    needs: ['aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross)'], floor: true,
+  },
+  'linux-arm64-musl': {
+    arch: 'arm64', libc: 'musl', lgPages: [12, 16], host: 'aarch64-linux-musl',
+    cc: null /* a wrapper, made below */, strip: 'aarch64-linux-gnu-strip',
+    needs: ['clang', 'ld.lld (apt-get install clang lld)', 'aarch64-linux-gnu-gcc (for libgcc and crtbegin)'],
+  },
+};
+
+function parseArgs(argv) {
+  const opts = { targets: Object.keys(TARGETS) };
+  for (const arg of argv) {
+    const m = /^--([a-z-]+)=(.*)$/.exec(arg);
+    if (m && m[1] === 'targets') {
+      opts.targets = m[2].split(',').filter(Boolean);
+      for (const t of opts.targets) if (!TARGETS[t]) throw new Error(`prebuild: unknown target ${t} (known: ${Object.keys(TARGETS).join(', ')})`);
+    } else {
+      throw new Error(`prebuild: unknown argument ${arg}`);
+    }
+  }
+  return opts;
+}
+
+function run(cmd, args, { env = process.env, cwd = root } = {}) {
+  const r = spawnSync(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+  if (r.error) throw r.error;
+  if (r.status !== 0) {
+    process.stderr.write(r.stdout);
+    process.stderr.write(r.stderr);
+    throw new Error(`prebuild: ${path.basename(cmd)} ${args.slice(0, 2).join(' ')} exited with ${r.status}`);
+  }
+  return r.stdout.toString();
+}
+
+function have(cmd) {
+  return spawnSync('sh', ['-c', `command -v ${cmd.split(' ')[0]}`], { stdio: 'ignore' }).status === 0;
+}
+
+function out(cmd, args) {
+  return run(cmd, args).trim();
+}
+
+/** The compiler wrapper for arm64 musl: clang with musl's headers, crt files and libc. */
+function muslArm64Wrapper() {
+  const sysroot = out('bash', [path.join(root, 'deps', 'sysroot.sh'), 'musl-arm64']).split('\n').pop();
+  const gcc = 'aarch64-linux-gnu-gcc';
+  const crtDir = path.dirname(out(gcc, ['-print-file-name=crtbeginS.o']));
+  const libgcc = out(gcc, ['-print-libgcc-file-name']);
+  const res = out('clang', ['-print-resource-dir']);
+  const dir = path.join(cache, 'toolchains');
+  fs.mkdirSync(dir, { recursive: true });
+  const lib = `${sysroot}/usr/lib/aarch64-linux-musl`;
+  const text = `#!/usr/bin/env bash
+# clang as an aarch64 musl compiler (written by scripts/prebuild.js).
+flags=(--target=aarch64-linux-musl -nostdinc -isystem "${res}/include"
+       -isystem "${sysroot}/usr/include/aarch64-linux-musl" -fuse-ld=lld -mno-outline-atomics -Wno-unused-command-line-argument)
+# (no outline atomics: their helpers in libgcc need glibc's __getauxval)
+link=1 shared=0 static=0
+for a in "$@"; do
+  case "$a" in -c|-E|-S|-M|-MM) link=0 ;; -shared) shared=1 ;; -static) static=1 ;; esac
+done
+[ $link = 0 ] && exec clang "\${flags[@]}" "$@"
+L="${lib}"
+if [ $shared = 1 ]; then
+  pre=("$L/crti.o" "${crtDir}/crtbeginS.o"); post=("${crtDir}/crtendS.o" "$L/crtn.o"); extra=()
+elif [ $static = 1 ]; then
+  pre=("$L/crt1.o" "$L/crti.o" "${crtDir}/crtbeginT.o"); post=("${crtDir}/crtend.o" "$L/crtn.o"); extra=()
+else
+  pre=("$L/Scrt1.o" "$L/crti.o" "${crtDir}/crtbeginS.o"); post=("${crtDir}/crtendS.o" "$L/crtn.o")
+  extra=(-pie -Wl,-dynamic-linker,/lib/ld-musl-aarch64.so.1)
+fi
+libdir=("-L${sysroot}/lib/aarch64-linux-musl" "-L$L")
+[ $static = 1 ] && libdir=("-L$L")
+exec clang "\${flags[@]}" -nostdlib "\${pre[@]}" "$@" "\${libdir[@]}" -lc "${libgcc}" "\${post[@]}" "\${extra[@]}"
+`;
+  // Named by its content, so that jemalloc's cache (keyed by the compiler's
+  // path) never reuses a build made by another version of the wrapper.
+  const hash = crypto.createHash('sha256').update(text).digest('hex').slice(0, 12);
+  const file = path.join(dir, `aarch64-linux-musl-cc-${hash}`);
+  if (!fs.existsSync(file)) fs.writeFileSync(file, text, { mode: 0o755 });
+  return file;
+}
+
+function nodeDir() {
+  const dir = process.env.npm_config_nodedir || path.resolve(path.dirname(process.execPath), '..');
+  if (!fs.existsSync(path.join(dir, 'include', 'node', 'node_api.h'))) {
+    throw new Error(`prebuild: Node's headers are not under ${dir}/include/node`);
+  }
+  return dir;
+}
+
+function nodeGyp() {
+  return require.resolve('node-gyp/bin/node-gyp.js', { paths: [root] });
+}
+
+function sha256(file) {
+  return crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+function buildOne(name, t, cc, lgPage) {
+  const floor = t.floor ? path.join(root, 'binding', 'glibc_floor.h') : '';
+  const env = { ...process.env, CC: cc, LINK: cc, CFLAGS: floor ? `-include ${floor}` : '' };
+  const t0 = Date.now();
+  const jeOut = run('bash', [path.join(root, 'deps', 'jemalloc.sh'), '--lg-page', String(lgPage), '--host', t.host, '--cc', cc], { env });
+  const jeDir = jeOut.trim().split('\n').pop();
+  const jeSeconds = Number(fs.readFileSync(path.join(jeDir, '.built'), 'utf8')) || 0;
+  const jemallocS = (Date.now() - t0) / 1000;
+  const t1 = Date.now();
+  const gypEnv = { ...env };
+  delete gypEnv.CFLAGS; // the floor header reaches the addon through binding.gyp
+  const args = [nodeGyp(), 'rebuild', `--nodedir=${nodeDir()}`, `--arch=${t.arch}`, '--jobs=max',
+    '--sy_allocator=jemalloc', `--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`];
+  if (floor) args.push(`--sy_glibc_floor=${floor}`);
+  run(process.execPath, args, { env: gypEnv });
+  const built = path.join(root, 'build', 'Release', 'symphony.node');
+  const destDir = path.join(root, 'prebuilds', `linux-${t.arch}`);
+  fs.mkdirSync(destDir, { recursive: true });
+  const dest = path.join(destDir, variantFileName({ libc: t.libc, allocator: 'jemalloc', lgPage }));
+  const tmp = `${dest}.tmp-${process.pid}`;
+  run(t.strip, ['--strip-unneeded', '-o', tmp, built]);
+  fs.renameSync(tmp, dest);
+  const addonS = (Date.now() - t1) / 1000;
+  const entry = {
+    target: name, file: path.relative(root, dest), arch: t.arch, libc: t.libc, pageSize: 1 << lgPage,
+    bytes: fs.statSync(dest).size, sha256: sha256(dest),
+    jemallocBuildS: jeSeconds, jemallocStepS: Math.round(jemallocS * 10) / 10, addonS: Math.round(addonS * 10) / 10,
+    jemallocDir: path.relative(root, jeDir),
+  };
+  console.error(`prebuild: ${entry.file} ${(entry.bytes / 1048576).toFixed(2)} MiB · jemalloc ${jemallocS.toFixed(1)} s` +
+    `${jemallocS < 5 ? ' (cached)' : ''} · addon ${addonS.toFixed(1)} s`);
+  return entry;
+}
+
+function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const manifestFile = path.join(root, 'prebuilds', 'manifest.json');
+  let manifest = { files: [] };
+  try { manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')); } catch { /* first run */ }
+  for (const name of opts.targets) {
+    const t = TARGETS[name];
+    const missing = t.needs.filter((n) => !have(n));
+    if (missing.length) throw new Error(`prebuild: ${name} needs ${missing.join(', ')}`);
+    const cc = t.cc || muslArm64Wrapper();
+    for (const lgPage of t.lgPages) {
+      const entry = buildOne(name, t, cc, lgPage);
+      manifest.files = manifest.files.filter((f) => f.file !== entry.file).concat(entry);
+    }
+  }
+  manifest.files.sort((a, b) => a.file.localeCompare(b.file));
+  manifest.node = process.version;
+  fs.writeFileSync(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+try {
+  main();
+} catch (err) {
+  console.error(err.message);
+  process.exit(1);
+}
