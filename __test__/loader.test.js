@@ -79,7 +79,7 @@ test('a build that fails to load: the system\'s dlopen message is passed through
 });
 
 test('an unknown SYMPHONY_ALLOCATOR is refused with a clear message', () => {
-  const r = runNode('require(".")', { SYMPHONY_ALLOCATOR: 'tcmalloc' });
+  const r = runNode('require(".")', { SYMPHONY_ALLOCATOR: 'tcmalloc', SYMPHONY_NATIVE: '' });
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /SYMPHONY_ALLOCATOR must be 'jemalloc' or 'system', not 'tcmalloc'/);
 });
