@@ -361,6 +361,10 @@ async function soak(ctx, arm, repeat) {
         peakStats: statsAt(server, tDown),
         troughStats: statsAt(server, tNext),
         afterDropStats: statsAt(server, tLow + c.afterDrop),
+        // The reclaim's cost to delivery: the worst second while the drop
+        // happens (and 10 s after), against the peak hold just before it.
+        holdLatency: lg.latency(tPeak + 1, tDown),
+        dropLatency: lg.latency(tDown, tLow + 10),
       });
     }
     ctx.status.cycle = null;
@@ -422,6 +426,9 @@ async function soak(ctx, arm, repeat) {
       pagesTroughPctOfPeak: cy.peakStats && cy.troughStats && cy.peakStats.pagesKiB
         ? (100 * cy.troughStats.pagesKiB) / cy.peakStats.pagesKiB : null,
       afterDropPagesKiB: cy.afterDropStats && finite(cy.afterDropStats.pagesKiB) ? cy.afterDropStats.pagesKiB : null,
+      holdP999Ms: cy.holdLatency ? cy.holdLatency.p999Ms : null,
+      dropP999Ms: cy.dropLatency ? cy.dropLatency.p999Ms : null,
+      dropMaxMs: cy.dropLatency ? cy.dropLatency.maxMs : null,
       overIdleTroughPctOfPeak: cy.peakKiB - main.idleKiB > 0 ? (100 * (cy.troughKiB - main.idleKiB)) / (cy.peakKiB - main.idleKiB) : null,
       troughHeapUsedKiB: cy.troughStats ? cy.troughStats.heapUsedKiB : null,
       tUp: cy.tUp - main.t0, tPeak: cy.tPeak - main.t0, tDown: cy.tDown - main.t0, tLow: cy.tLow - main.t0, tNext: cy.tNext - main.t0,

@@ -339,6 +339,29 @@ class Loadgen {
   }
 
   /**
+   * Delivery latency in [a, b] (runner clock) from loadgen's once-a-second
+   * samples: the worst second's p99.9 and max (ms), over every shard; null
+   * when no sample with latencies falls inside (an older loadgen, or no
+   * traffic).
+   */
+  latency(a, b) {
+    let worstP999 = null;
+    let worstMax = null;
+    let n = 0;
+    for (const s of this.shards) {
+      for (const e of s.events) {
+        if (e.ev !== 'sample' || !Number.isFinite(e.p999_ms) || !e.lat_n) continue;
+        const t1 = s.at(e);
+        if (t1 - e.dt < a - 0.01 || t1 > b + 0.01) continue;
+        worstP999 = Math.max(worstP999 ?? 0, e.p999_ms);
+        worstMax = Math.max(worstMax ?? 0, e.max_ms);
+        n += e.lat_n;
+      }
+    }
+    return worstP999 === null ? null : { p999Ms: worstP999, maxMs: worstMax, messages: n };
+  }
+
+  /**
    * Messages and payload bytes delivered in [a, b] (runner clock), from the
    * shards' per-second arrays: whole loadgen seconds inside the window.
    * Returns { messages, bytes, seconds, open } (seconds: per shard, the

@@ -474,6 +474,7 @@ static void message_done(lg_run_t *r, lg_conn_t *c, int64_t now)
     }
     r->c.timestamped++;
     lg_hist_record(&r->lat, (uint64_t)lat);
+    lg_hist_record(&r->lat_tick, (uint64_t)lat);
     if (r->steady)
         lg_hist_record(&r->lat_steady, (uint64_t)lat);
 }

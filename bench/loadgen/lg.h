@@ -322,6 +322,7 @@ typedef struct lg_run {
     lg_counts_t c;
     lg_hist_t lat;         /* ns, every timestamped message of the window */
     lg_hist_t lat_steady;  /* ns, the same after the ramp settled */
+    lg_hist_t lat_tick;    /* ns, since the last once-a-second sample (--events) */
     int64_t t_start, t_first_msg, t_settled, t_end, t_exit;
     lg_counts_t c_at_settled;
     lg_sample_t self_start, self_first, self_settled, self_end;

@@ -129,7 +129,8 @@ static void usage(FILE *f)
             "  --churn F             close (1000) and reopen a share F of the open\n"
             "                        connections per second (e.g. 0.05), during ramps and holds\n"
             "  --events              JSON lines on stdout as the run goes (start, step,\n"
-            "                        reached, sample once a second, end); the summary stays last\n"
+            "                        reached, sample once a second with that second's latency\n"
+            "                        percentiles, end); the summary stays last\n"
             "  --json                summary as one JSON object on stdout\n"
             "  --quiet               no progress lines on stderr\n"
             "Loopback only: the server address must be in 127.0.0.0/8.\n");
@@ -468,6 +469,7 @@ static bool run_init(lg_run_t *r, const lg_opts_t *o)
     r->nfree = r->cap;
     lg_hist_init(&r->lat);
     lg_hist_init(&r->lat_steady);
+    lg_hist_init(&r->lat_tick);
     r->measuring = true;
     return true;
 }
@@ -685,6 +687,7 @@ static void tick(lg_run_t *r, int64_t now)
         r->seconds++;
     }
     lg_event_sample(r, &self, now);
+    lg_hist_init(&r->lat_tick); /* each sample reports its own second */
     if (!r->opts->quiet)
         lg_report_progress(r, &self, now);
     r->self_last_tick = self;

@@ -148,11 +148,14 @@ void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now)
         return;
     fprintf(stdout,
             "{\"ev\":\"sample\",\"t\":%.3f,\"open\":%u,\"msgs\":%llu,\"bytes\":%llu,"
-            "\"cpu\":%.3f,\"dt\":%.3f,\"pending\":%u,\"closing\":%u,\"step\":%u",
+            "\"cpu\":%.3f,\"dt\":%.3f,\"pending\":%u,\"closing\":%u,\"step\":%u,"
+            "\"lat_n\":%llu,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"max_ms\":%.3f",
             t_of(r, now), r->open, (unsigned long long)(r->c.messages - r->c_last_tick.messages),
             (unsigned long long)(r->c.bytes - r->c_last_tick.bytes),
             self->cpu_s - r->self_last_tick.cpu_s, secs(now - r->self_last_tick.at_ns), r->pending,
-            r->closing, r->step);
+            r->closing, r->step, (unsigned long long)r->lat_tick.total,
+            (double)lg_hist_percentile(&r->lat_tick, 50) / 1e6, (double)lg_hist_percentile(&r->lat_tick, 99) / 1e6,
+            (double)lg_hist_percentile(&r->lat_tick, 99.9) / 1e6, (double)r->lat_tick.max / 1e6);
     event_done();
 }
 
