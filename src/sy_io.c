@@ -546,7 +546,7 @@ static void *io_main(void *arg) {
             wait = io->stop_deadline_ms - io->now_ms;
         if (wait < 0)
             wait = 0;
-        if (io->dirty != NULL)
+        if (io->dirty != NULL || (sy_reclaim_pending(io) && !io->stopping))
             wait = 0;
         int n = sy_poll_wait(io->poll, events, 256, (int)wait);
         io->now_ms = now_ms();
@@ -578,6 +578,9 @@ static void *io_main(void *arg) {
             sy_reclaim_tick(io, (uint32_t)live_conns(io));
             io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
         }
+        /* The memory policy, a slice per turn (the dirty list is empty here). */
+        if (sy_reclaim_pending(io) && !io->stopping)
+            sy_reclaim_step(io);
         if (io->stopping && (live_conns(io) == 0 || io->now_ms >= io->stop_deadline_ms)) {
             for (uint32_t i = 0; i < io->nslots; i++)
                 if (io->conns[i] != NULL)

@@ -83,6 +83,13 @@ typedef struct sy_reclaim_state {
     int64_t last_active_ms;  /* last turn with any event */
     bool idle_done;          /* reclaimed since the thread went idle */
     int64_t next_allowed_ms; /* rate limit */
+    /* A reclaim in progress, done a slice per loop turn (sy_reclaim_step). */
+    bool running;
+    unsigned pass;           /* defragmentation pass, 0-based */
+    uint32_t cursor;         /* next slot to look at in this pass */
+    uint64_t seen, moved_pass, moved;
+    int64_t before_bytes;    /* the arena's pages when it began */
+    int64_t busy_us;         /* time spent in its slices so far */
 } sy_reclaim_state_t;
 
 struct sy_conn;

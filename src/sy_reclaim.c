@@ -34,44 +34,78 @@ static void note_conn_arena(sy_io_t *io) {
     }
 }
 
-uint64_t sy_reclaim_run(sy_io_t *io) {
-    int64_t t0 = now_us();
-    int64_t before = arena_pages_bytes(io);
-    (void)sy_alloc_thread_flush(); /* nothing cached to return if it fails */
-    /* Each pass moves the blocks of the slabs used less than average into
-     * the fullest-first current slab, which raises the average: a few passes
-     * pack the survivors. Stop when a pass moves few. */
-    uint64_t moved = 0;
-    for (unsigned pass = 0; pass < SY_RECLAIM_PASSES; pass++) {
-        uint64_t seen = 0, now = 0;
-        for (uint32_t i = 0; i < io->nslots; i++) {
-            sy_conn_t *c = io->conns[i];
-            /* On a list (dirty, dead, paused) a connection is pointed at from
-             * elsewhere too: those stay where they are this time. */
-            if (c != NULL && c->state != SY_CONN_DEAD && !c->dirty && !c->paused) {
-                seen++;
-                now += sy_conn_compact(io, c);
-            }
-        }
-        moved += now;
-        if (now * 32 <= seen)
-            break;
-    }
-    (void)sy_alloc_thread_flush();
-    (void)sy_alloc_arena_purge(io->arena); /* a failed purge leaves the pages to decay */
-    int64_t after = arena_pages_bytes(io);
+static void note_slice(sy_io_t *io, int64_t t0) {
     int64_t us = now_us() - t0;
     if (us < 0)
         us = 0;
+    io->reclaim.busy_us += us;
     sy_io_atomic_stats_t *st = &io->stats;
-    atomic_fetch_add_explicit(&st->reclaims, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->reclaim_moved, moved, memory_order_relaxed);
-    if (before >= 0 && after >= 0 && before > after)
-        atomic_fetch_add_explicit(&st->reclaim_freed_bytes, (uint64_t)(before - after), memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->reclaim_us, (uint64_t)us, memory_order_relaxed);
     if ((uint64_t)us > atomic_load_explicit(&st->reclaim_us_max, memory_order_relaxed))
         atomic_store_explicit(&st->reclaim_us_max, (uint64_t)us, memory_order_relaxed);
-    return moved;
+}
+
+static void start(sy_io_t *io) {
+    int64_t t0 = now_us();
+    sy_reclaim_state_t *r = &io->reclaim;
+    r->running = true;
+    r->pass = 0;
+    r->cursor = 0;
+    r->seen = r->moved_pass = r->moved = 0;
+    r->busy_us = 0;
+    r->before_bytes = arena_pages_bytes(io);
+    (void)sy_alloc_thread_flush(); /* nothing cached to return if it fails */
+    note_slice(io, t0);
+}
+
+/* The last slice: return the cache, purge the arena, count. */
+static void finish(sy_io_t *io) {
+    sy_reclaim_state_t *r = &io->reclaim;
+    (void)sy_alloc_thread_flush();
+    (void)sy_alloc_arena_purge(io->arena); /* a failed purge leaves the pages to decay */
+    int64_t after = arena_pages_bytes(io);
+    sy_io_atomic_stats_t *st = &io->stats;
+    atomic_fetch_add_explicit(&st->reclaims, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->reclaim_moved, r->moved, memory_order_relaxed);
+    if (r->before_bytes >= 0 && after >= 0 && r->before_bytes > after)
+        atomic_fetch_add_explicit(&st->reclaim_freed_bytes, (uint64_t)(r->before_bytes - after),
+                                  memory_order_relaxed);
+    r->running = false;
+    r->next_allowed_ms = io->now_ms + SY_RECLAIM_INTERVAL_MS;
+}
+
+void sy_reclaim_step(sy_io_t *io) {
+    sy_reclaim_state_t *r = &io->reclaim;
+    if (!r->running)
+        return;
+    int64_t t0 = now_us();
+    if (r->pass >= SY_RECLAIM_PASSES) {
+        finish(io);
+    } else {
+        /* Each pass moves the blocks of the slabs used less than average
+         * into the fullest-first current slab, which raises the average: a
+         * few passes pack the survivors. Stop when a pass moves few. */
+        uint32_t looked = 0;
+        while (r->cursor < io->nslots && looked < SY_RECLAIM_SLICE) {
+            sy_conn_t *c = io->conns[r->cursor++];
+            /* On a list (dirty, dead, paused) a connection is pointed at from
+             * elsewhere too: those stay where they are this time. */
+            if (c != NULL && c->state != SY_CONN_DEAD && !c->dirty && !c->paused) {
+                looked++;
+                r->seen++;
+                r->moved_pass += sy_conn_compact(io, c);
+            }
+        }
+        if (r->cursor >= io->nslots) {
+            r->moved += r->moved_pass;
+            bool again = r->moved_pass * 32 > r->seen;
+            r->pass = again ? r->pass + 1 : SY_RECLAIM_PASSES;
+            r->cursor = 0;
+            r->seen = r->moved_pass = 0;
+        }
+    }
+    note_slice(io, t0);
+    if (!r->running)
+        atomic_fetch_add_explicit(&io->stats.reclaim_us, (uint64_t)r->busy_us, memory_order_relaxed);
 }
 
 void sy_reclaim_tick(sy_io_t *io, uint32_t connections) {
@@ -83,12 +117,13 @@ void sy_reclaim_tick(sy_io_t *io, uint32_t connections) {
         r->peak = connections;
     if (!io->shared->opts.reclaim || io->now_ms < r->next_allowed_ms)
         return;
+    if (r->running)
+        return;
     bool fell = r->peak >= SY_RECLAIM_MIN_PEAK && connections <= r->peak / 2;
     bool idle = !r->idle_done && io->now_ms - r->last_active_ms >= SY_RECLAIM_IDLE_MS;
     if (!fell && !idle)
         return;
-    (void)sy_reclaim_run(io);
+    start(io);
     r->peak = connections;
     r->idle_done = true;
-    r->next_allowed_ms = io->now_ms + SY_RECLAIM_INTERVAL_MS;
 }

@@ -18,10 +18,13 @@
  *
  * When: once a second (the sweep) the thread compares its connections with
  * the most it had since the last reclaim. A fall to half or less (from at
- * least SY_RECLAIM_MIN_PEAK), or SY_RECLAIM_IDLE_MS without any event, runs a
- * reclaim; at most one per SY_RECLAIM_INTERVAL_MS. The cost (a walk over the
- * thread's connections plus one copy per moved block) is measured and kept in
- * the thread's stats (reclaim_us, reclaim_us_max).
+ * least SY_RECLAIM_MIN_PEAK), or SY_RECLAIM_IDLE_MS without any event, starts
+ * a reclaim; at most one per SY_RECLAIM_INTERVAL_MS after the last ended.
+ * It runs in slices, one per loop turn between the turn's events (at most
+ * SY_RECLAIM_SLICE connections looked at per slice, then the purge), so the
+ * thread's sockets never wait for a whole walk. Its cost is measured and kept
+ * in the thread's stats: reclaim_us (all slices), reclaim_us_max (the longest
+ * slice: the longest the policy held the thread).
  *
  * Only in the jemalloc build, and only with opts.reclaim (the default).
  * Threads: the IO thread that owns io.
@@ -37,6 +40,7 @@
 #define SY_RECLAIM_IDLE_MS 10000
 #define SY_RECLAIM_INTERVAL_MS 2000
 #define SY_RECLAIM_PASSES 4
+#define SY_RECLAIM_SLICE 1024
 
 /* A turn of the loop saw events (keeps the thread from counting as idle). */
 static inline void sy_reclaim_activity(sy_io_t *io) {
@@ -44,12 +48,19 @@ static inline void sy_reclaim_activity(sy_io_t *io) {
     io->reclaim.idle_done = false;
 }
 
-/* Called by the sweep, after the dirty list was flushed: runs a reclaim when
- * the policy says so. Also records where a connection's memory lives
+/* Called by the sweep, after the dirty list was flushed: starts a reclaim
+ * when the policy says so. Also records where a connection's memory lives
  * (stats.conn_arena), so that tests and operators can see the arenas work. */
 void sy_reclaim_tick(sy_io_t *io, uint32_t connections);
 
-/* Runs one reclaim now; returns the blocks moved. */
-uint64_t sy_reclaim_run(sy_io_t *io);
+/* True while a reclaim is in progress: the loop must not sleep, and calls
+ * sy_reclaim_step once per turn, after its events and before freeing the
+ * dead (the dirty list is empty then). */
+static inline bool sy_reclaim_pending(const sy_io_t *io) { return io->reclaim.running; }
+
+/* One slice of the reclaim in progress: up to SY_RECLAIM_SLICE connections
+ * looked at, or the final purge. The longest slice is the longest the
+ * thread's sockets wait for the policy (stats.reclaim_us_max). */
+void sy_reclaim_step(sy_io_t *io);
 
 #endif

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Fetches, verifies and builds OpenSSL 3.5 (the LTS line, supported to
+# 2030-04-08) as static, PIC libraries with hidden symbols, for the TLS of a
+# later step (see issue "TLS (wss://)"). Nothing links it yet.
+#
+#   deps/openssl.sh [--host TRIPLE] [--cc CC]     prints the build folder
+#
+# The release tarball comes from, in order: $SYMPHONY_OPENSSL_TARBALL, the
+# cache (deps/cache), Debian 13's source package (its .orig tarball is the
+# upstream release byte for byte; fetched through a private apt
+# configuration, the system's apt setup is not changed), then the upstream
+# release where the internet is reachable. Its sha256 is checked every time.
+set -euo pipefail
+
+SSL_VERSION=3.5.7
+SSL_SHA256=a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31aeac98e8
+SSL_URL="https://github.com/openssl/openssl/releases/download/openssl-${SSL_VERSION}/openssl-${SSL_VERSION}.tar.gz"
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${SYMPHONY_DEPS_CACHE:-$here/cache}
+host=
+cc=${CC:-cc}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --host) host=$2; shift 2 ;;
+    --cc) cc=$2; shift 2 ;;
+    *) echo "openssl.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+log() { echo "openssl: $*" >&2; }
+sha_of() { sha256sum "$1" | cut -d' ' -f1; }
+verify() { [ -f "$1" ] && [ "$(sha_of "$1")" = "$SSL_SHA256" ]; }
+
+mkdir -p "$cache"
+tarball="$cache/openssl-${SSL_VERSION}.tar.gz"
+exec 9>"$cache/.openssl.lock"
+flock 9
+
+fetch_from_debian() {
+  command -v apt-get >/dev/null 2>&1 || return 1
+  local src=/etc/apt/sources.list.d/debian.sources
+  [ -f "$src" ] || return 1
+  local apt="$cache/apt-openssl"
+  rm -rf "$apt"
+  mkdir -p "$apt/parts" "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/dl"
+  # The machine's own sources as deb-src, for Debian 13 (trixie), whose
+  # openssl is the 3.5 line (no host name typed here).
+  sed -e 's/^Types:.*$/Types: deb-src/' -e 's/\bbookworm\b/trixie/g' "$src" > "$apt/parts/src.sources"
+  local opts=(-q -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt/parts"
+              -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root)
+  apt-get "${opts[@]}" update >&2 || return 1
+  local ver
+  ver=$(apt-cache "${opts[@]}" showsrc openssl | awk -v v="$SSL_VERSION" '/^Version: /{ if (index($2, v "-") == 1) { print $2; exit } }')
+  [ -n "$ver" ] || return 1
+  # Only the .orig tarball matters (the Debian parts are not used).
+  (cd "$apt/dl" && apt-get "${opts[@]}" source --download-only --tar-only "openssl=$ver" >&2 ||
+                   apt-get "${opts[@]}" source --download-only "openssl=$ver" >&2) || true
+  local orig="$apt/dl/openssl_${SSL_VERSION}.orig.tar.gz"
+  [ -f "$orig" ] || return 1
+  cp "$orig" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+  rm -rf "$apt"
+}
+
+if [ -n "${SYMPHONY_OPENSSL_TARBALL:-}" ]; then
+  verify "$SYMPHONY_OPENSSL_TARBALL" || { echo "openssl.sh: SYMPHONY_OPENSSL_TARBALL is missing or its sha256 is not $SSL_SHA256" >&2; exit 1; }
+  cp "$SYMPHONY_OPENSSL_TARBALL" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+elif verify "$tarball"; then
+  log "tarball from the cache"
+else
+  rm -f "$tarball"
+  if fetch_from_debian && verify "$tarball"; then
+    log "tarball from Debian's source package (.orig, sha256 verified)"
+  else
+    rm -f "$tarball"
+    command -v curl >/dev/null 2>&1 && { curl -fsSL --retry 2 -o "$tarball.tmp" "$SSL_URL" && mv "$tarball.tmp" "$tarball" || rm -f "$tarball.tmp"; }
+  fi
+  verify "$tarball" || { rm -f "$tarball"; echo "openssl.sh: could not obtain openssl-${SSL_VERSION}.tar.gz with sha256 $SSL_SHA256 (set SYMPHONY_OPENSSL_TARBALL)" >&2; exit 1; }
+fi
+
+triple=${host:-$("$cc" -dumpmachine)}
+case "$triple" in
+  x86_64-*) target=linux-x86_64 ;;
+  aarch64-*) target=linux-aarch64 ;;
+  *) echo "openssl.sh: no OpenSSL target for $triple" >&2; exit 2 ;;
+esac
+# Lean: no shared libraries, modules, engines, legacy provider, tests, docs
+# or apps; no configuration file (--openssldir points nowhere); PIC, hidden.
+flags=(no-shared no-module no-dso no-engine no-legacy no-tests no-docs no-apps no-ui-console
+       no-autoload-config "--openssldir=/nonexistent/symphony-openssl" -fPIC -fvisibility=hidden)
+key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]}"; } | sha256sum | cut -c1-12)
+out="$cache/build/openssl-${SSL_VERSION}-${triple}-${key}"
+if [ -f "$out/.built" ]; then
+  log "cached build $out"
+  echo "$out"
+  exit 0
+fi
+rm -rf "$out" "$out.tmp"
+mkdir -p "$out.tmp"
+tar -xzf "$tarball" -C "$out.tmp" --strip-components=1
+start=$(date +%s)
+(cd "$out.tmp" && CC="$cc" ./Configure "$target" "${flags[@]}" >configure.out 2>&1) || { tail -30 "$out.tmp/configure.out" >&2; exit 1; }
+(cd "$out.tmp" && make -j"$(nproc)" build_libs >make.out 2>&1) || { tail -30 "$out.tmp/make.out" >&2; exit 1; }
+mv "$out.tmp" "$out"
+echo "$(( $(date +%s) - start ))" > "$out/.built"
+log "built in $(cat "$out/.built") s"
+echo "$out"
