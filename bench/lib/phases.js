@@ -375,6 +375,13 @@ async function soak(ctx, arm, repeat) {
     await lg.stop(20);
     await waitServer(server, (n) => n <= c.trough + Math.ceil(c.trough * 0.02), 30, `back to ${c.trough} connections`);
     run.mark('quiet');
+    // What the cycles cost the server (every setting serves the same load).
+    const tCyclesEnd = now();
+    const cyclesCost = {
+      cpuS: smp.delta('cpuS', tStart, tCyclesEnd),
+      sysS: smp.delta('sysS', tStart, tCyclesEnd),
+      minflt: smp.delta('minflt', tStart, tCyclesEnd),
+    };
     const tq0 = await server.setTraffic(false);
     await sleep(c.quietHold);
     const tq1 = now();
@@ -392,6 +399,7 @@ async function soak(ctx, arm, repeat) {
       t0: server.t0,
       idleKiB: idle,
       idleStats,
+      cyclesCost,
       cycles,
       quietKiB, zeroKiB, tq0, tq1, tz0, tz1, quietStats, zeroStats,
       churn: sums.map((s) => (s ? { opened: s.connections && s.connections.opened, failed: s.connections && s.connections.failed, churn: s.churn || null } : null)),
@@ -442,6 +450,9 @@ async function soak(ctx, arm, repeat) {
     zeroAllocatedKiB: main.zeroStats ? main.zeroStats.allocatedKiB : null,
     zeroResidentKiB: main.zeroStats ? main.zeroStats.residentKiB : null,
     idleResidentKiB: main.idleStats ? main.idleStats.residentKiB : null,
+    cyclesCpuS: main.cyclesCost ? main.cyclesCost.cpuS : null,
+    cyclesSysS: main.cyclesCost ? main.cyclesCost.sysS : null,
+    cyclesMinflt: main.cyclesCost ? main.cyclesCost.minflt : null,
     idlePagesKiB: main.idleStats && finite(main.idleStats.pagesKiB) ? main.idleStats.pagesKiB : null,
     zeroPagesKiB: main.zeroStats && finite(main.zeroStats.pagesKiB) ? main.zeroStats.pagesKiB : null,
     zeroMetadataKiB: main.zeroStats && finite(main.zeroStats.metadataKiB) ? main.zeroStats.metadataKiB : null,

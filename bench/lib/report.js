@@ -298,11 +298,13 @@ function markdown(res) {
         fmtRange(S(list, (r) => MiB(r.figures.zeroMetadataKiB)), 2),
         fmtRange(S(list, (r) => r.figures.zeroOverIdle), 3),
         fmtRange(S(list, (r) => r.figures.reclaims), 0), fmtRange(S(list, (r) => (r.figures.reclaimMaxUs === null ? null : r.figures.reclaimMaxUs / 1000)), 2),
-        fmtRange(worst(list, (cy) => cy.holdP999Ms), 1), fmtRange(worst(list, (cy) => cy.dropP999Ms), 1)]);
+        fmtRange(worst(list, (cy) => cy.holdP999Ms), 1), fmtRange(worst(list, (cy) => cy.dropP999Ms), 1),
+        fmtRange(S(list, (r) => r.figures.cyclesCpuS), 1), fmtRange(S(list, (r) => r.figures.cyclesSysS), 1),
+        fmtRange(S(list, (r) => (finite(r.figures.cyclesMinflt) ? r.figures.cyclesMinflt / 1000 : null)), 0)]);
     }
     P('Where the memory is. Node itself (V8, libuv, glibc heap: the idle footprint) does not follow the load and dominates these small totals, so the policy is judged on what is symphony\'s: the footprint **over the idle server**, and the allocator\'s **pages** (active + dirty + muzzy over every arena: pages holding blocks or not yet given back; jemalloc\'s `resident` also books its radix-tree metadata as wholly resident, shown apart at zero). Worst cycle shown; _zero ÷ idle_ = the zero-connection footprint after its hold over the same process\'s idle footprint before the first cycle; _reclaims_ and _longest_ from the policy\'s counters (the time one reclaim held its IO thread); the p99.9 columns are delivery latency (send timestamp to client receive) of the worst single second, during the peak hold and from the drop to 10 s after it, where the reclaims run.');
     P();
-    P(table(['arm', 'trough over idle, % of peak over idle', 'allocator pages at peak MiB', 'pages at trough MiB', 'pages trough % of peak', `pages +${c.afterDrop} s % of peak`, 'pages at zero MiB', 'metadata at zero MiB', 'zero ÷ idle', 'reclaims', 'longest reclaim ms', 'p99.9 at peak hold ms (worst second)', 'p99.9 through the drop ms (worst second)'], rows3));
+    P(table(['arm', 'trough over idle, % of peak over idle', 'allocator pages at peak MiB', 'pages at trough MiB', 'pages trough % of peak', `pages +${c.afterDrop} s % of peak`, 'pages at zero MiB', 'metadata at zero MiB', 'zero ÷ idle', 'reclaims', 'longest reclaim ms', 'p99.9 at peak hold ms (worst second)', 'p99.9 through the drop ms (worst second)', 'server CPU s (cycles)', 'of it kernel s', 'minor faults (k)'], rows3));
     P();
     for (const a of arms) if (m.get(a) && m.get(a).length) P(`![soak footprint, ${a}](soak-${a}.svg)`);
     if ([...m.values()].filter((l) => l.length).length > 1) P('![soak footprint, every arm](soak-all.svg)');
