@@ -89,8 +89,19 @@ async function dropRun(reclaim) {
     }
     after = allocator.stats();
     const s = server.stats();
+    // The survivors were moved (their memory, the poller's pointer, the
+    // topics' lists): every one must still get what is published to its
+    // topic, and still be heard when it speaks.
+    let got = 0;
+    let heard = 0;
+    for (const ws of clients) ws.on('message', () => got++);
+    server.on('message', () => heard++);
+    for (let t = 0; t < 10; t++) server.publish(`t${t}`, `after the drop ${t}`);
+    for (const ws of clients) ws.send('still here');
+    await waitFor(() => got === clients.length && heard === clients.length, 10000,
+      `every survivor served (got ${got}, heard ${heard} of ${clients.length})`);
     for (const ws of clients) ws.terminate();
-    return { idle, peak, after, s };
+    return { idle, peak, after, s, served: got };
   } finally {
     allocator.setDecay({ dirtyMs: cfg.dirtyDecayMs, muzzyMs: cfg.muzzyDecayMs });
   }

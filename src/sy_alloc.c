@@ -14,6 +14,12 @@
 #include <malloc.h>
 #endif
 
+/* sy_alloc_test_move_all: every block moves (tests only). */
+static atomic_bool move_all;
+
+void sy_alloc_test_move_all(bool on) { atomic_store_explicit(&move_all, on, memory_order_relaxed); }
+bool sy_alloc_moving_all(void) { return atomic_load_explicit(&move_all, memory_order_relaxed); }
+
 /* A probe block for the self-check: large enough not to be a special case,
  * small enough to come from a slab. */
 #define SY_PROBE_SIZE 256
@@ -260,6 +266,8 @@ static void util_mib_init(void) {
 }
 
 bool sy_alloc_should_move(const void *ptr) {
+    if (ptr != NULL && sy_alloc_moving_all())
+        return true;
     if (ptr == NULL || pthread_once(&util_mib_once, util_mib_init) != 0 || util_miblen == 0)
         return false;
     util_query_t q;
@@ -420,12 +428,21 @@ int sy_alloc_arena_acquire(unsigned *arena) { (void)arena; return ENOTSUP; }
 void sy_alloc_arena_release(unsigned arena) { (void)arena; }
 int sy_alloc_thread_use_arena(unsigned arena) { (void)arena; return ENOTSUP; }
 int sy_alloc_owner(const void *ptr, unsigned *arena) { (void)ptr; (void)arena; return ENOTSUP; }
-bool sy_alloc_should_move(const void *ptr) { (void)ptr; return false; }
+bool sy_alloc_should_move(const void *ptr) { return ptr != NULL && sy_alloc_moving_all(); }
 int sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts) {
     (void)write; (void)ctx; (void)json; (void)opts;
     return ENOTSUP;
 }
-void *sy_alloc_move(void *ptr, size_t size) { (void)ptr; (void)size; return NULL; }
+void *sy_alloc_move(void *ptr, size_t size) {
+    if (!sy_alloc_moving_all())
+        return NULL; /* glibc has no slabs to empty: nothing to gain */
+    void *moved = sy_malloc(size);
+    if (moved == NULL)
+        return NULL;
+    memcpy(moved, ptr, size);
+    sy_free(ptr);
+    return moved;
+}
 int sy_alloc_thread_flush(void) { return ENOTSUP; }
 int sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out) {
     (void)arena; (void)refresh; (void)out;

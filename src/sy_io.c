@@ -290,6 +290,10 @@ void sy_io_batch_done(sy_io_t *io, size_t bytes) {
 /* ---- accepting ------------------------------------------------------------- */
 
 /* Makes a connection of an accepted socket on this thread. */
+static size_t live_conns(sy_io_t *io) {
+    return io->nslots - io->nfree;
+}
+
 static void adopt(sy_io_t *io, int fd) {
     sy_conn_t *c = sy_conn_new(io, fd);
     if (c == NULL || !take_slot(io, c)) {
@@ -305,6 +309,7 @@ static void adopt(sy_io_t *io, int fd) {
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
         return;
     }
+    sy_reclaim_note_count(io, (uint32_t)live_conns(io));
     /* Ids name (slot, generation); generations come from one counter per
      * thread, so a slot's next id differs from its last one. */
     c->gen = io->next_gen;
@@ -481,9 +486,6 @@ static void run_commands(sy_io_t *io) {
 
 /* ---- the loop ------------------------------------------------------------------ */
 
-static size_t live_conns(sy_io_t *io) {
-    return io->nslots - io->nfree;
-}
 
 static void sweep(sy_io_t *io) {
     for (uint32_t i = 0; i < io->nslots; i++) {

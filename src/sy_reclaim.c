@@ -18,7 +18,7 @@ static int64_t now_us(void) {
  * reclaim can give back is the fall of this figure. */
 static int64_t arena_pages_bytes(sy_io_t *io) {
     sy_alloc_arena_stats_t a;
-    if (sy_alloc_arena_stats(io->arena, true, &a) != 0)
+    if (!io->own_arena || sy_alloc_arena_stats(io->arena, true, &a) != 0)
         return -1;
     return a.active + a.dirty + a.muzzy;
 }
@@ -61,7 +61,8 @@ static void start(sy_io_t *io) {
 static void finish(sy_io_t *io) {
     sy_reclaim_state_t *r = &io->reclaim;
     (void)sy_alloc_thread_flush();
-    (void)sy_alloc_arena_purge(io->arena); /* a failed purge leaves the pages to decay */
+    if (io->own_arena)
+        (void)sy_alloc_arena_purge(io->arena); /* a failed purge leaves the pages to decay */
     int64_t after = arena_pages_bytes(io);
     sy_io_atomic_stats_t *st = &io->stats;
     atomic_fetch_add_explicit(&st->reclaims, 1, memory_order_relaxed);
@@ -109,7 +110,7 @@ void sy_reclaim_step(sy_io_t *io) {
 }
 
 void sy_reclaim_tick(sy_io_t *io, uint32_t connections) {
-    if (!io->own_arena)
+    if (!io->own_arena && !sy_alloc_moving_all())
         return;
     note_conn_arena(io);
     sy_reclaim_state_t *r = &io->reclaim;

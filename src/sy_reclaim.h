@@ -42,6 +42,13 @@
 #define SY_RECLAIM_PASSES 4
 #define SY_RECLAIM_SLICE 1024
 
+/* The thread now has n connections: the peak the next fall is measured
+ * from (also taken at each sweep). */
+static inline void sy_reclaim_note_count(sy_io_t *io, uint32_t n) {
+    if (n > io->reclaim.peak)
+        io->reclaim.peak = n;
+}
+
 /* A turn of the loop saw events (keeps the thread from counting as idle). */
 static inline void sy_reclaim_activity(sy_io_t *io) {
     io->reclaim.last_active_ms = io->now_ms;

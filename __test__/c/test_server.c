@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "sy_alloc.h"
 #include "sy_events.h"
 #include "sy_server.h"
 
@@ -41,7 +42,8 @@ typedef struct {
     size_t len;
 } seen_t;
 
-static seen_t seen[256];
+#define MAX_SEEN 1024
+static seen_t seen[MAX_SEEN];
 static size_t nseen;
 
 static void drain(sy_server_t *s) {
@@ -51,7 +53,7 @@ static void drain(sy_server_t *s) {
         sy_event_t ev;
         const uint8_t *p;
         while (sy_batch_next(batches[i], &pos, &ev, &p)) {
-            if (nseen < 256) {
+            if (nseen < MAX_SEEN) {
                 seen_t *x = &seen[nseen++];
                 x->type = ev.type;
                 x->code = ev.code;
@@ -116,11 +118,76 @@ static void send_masked(int fd, uint8_t b0, const char *payload, size_t len, int
     CHECK_EQ(write(fd, f, n), (long long)n);
 }
 
+/* The memory policy's moves, checked by the sanitizers: every block moves
+ * (sy_alloc_test_move_all), 200 connections fall to 10, the reclaim moves the
+ * survivors; then each survivor must still get a publish to its topic and
+ * still be heard. A pointer left behind (slot table, poller, topic list) is
+ * a use after free here. */
+#define RECLAIM_CLIENTS 200
+#define RECLAIM_KEEP 10
+
+static void test_reclaim_moves(sy_server_t *s, uint16_t port, const char *req) {
+    static int fds[RECLAIM_CLIENTS];
+    uint8_t buf[256];
+    sy_alloc_test_move_all(true);
+    size_t mark = nseen;
+    for (int i = 0; i < RECLAIM_CLIENTS; i++) {
+        fds[i] = connect_to(port);
+        CHECK(fds[i] >= 0);
+        CHECK_EQ(write(fds[i], req, strlen(req)), (long long)strlen(req));
+        CHECK(read_some(fds[i], buf, sizeof(buf), 129) >= 129);
+    }
+    size_t opened = 0, next = mark;
+    for (int t = 0; t < 500 && opened < RECLAIM_CLIENTS; t++) {
+        drain(s);
+        for (; next < nseen; next++)
+            if (seen[next].type == SY_EV_OPEN && sy_server_subscribe(s, seen[next].conn, "r", 1) == 1)
+                opened++;
+        if (opened < RECLAIM_CLIENTS)
+            usleep(10000);
+    }
+    CHECK_EQU(opened, RECLAIM_CLIENTS);
+    for (int i = 0; i < RECLAIM_CLIENTS - RECLAIM_KEEP; i++)
+        close(fds[i]);
+    uint64_t reclaims = 0, moved = 0;
+    for (int t = 0; t < 600 && !(reclaims >= 2 && moved >= RECLAIM_KEEP); t++) {
+        drain(s);
+        sy_thread_stats_t a, b;
+        sy_server_thread_stats(s, 0, &a);
+        sy_server_thread_stats(s, 1, &b);
+        reclaims = (a.reclaims > 0) + (b.reclaims > 0);
+        moved = a.reclaim_moved + b.reclaim_moved;
+        usleep(10000);
+    }
+    CHECK_EQU(reclaims, 2); /* both threads fell from 100 to 5 */
+    CHECK(moved >= RECLAIM_KEEP);
+    CHECK_EQ(sy_server_publish(s, "r", 1, "moved", 5, false), RECLAIM_KEEP);
+    for (int i = RECLAIM_CLIENTS - RECLAIM_KEEP; i < RECLAIM_CLIENTS; i++) {
+        size_t n = read_some(fds[i], buf, sizeof(buf), 7);
+        CHECK(n == 7 && buf[0] == 0x81 && buf[1] == 5 && memcmp(buf + 2, "moved", 5) == 0);
+    }
+    mark = nseen;
+    for (int i = RECLAIM_CLIENTS - RECLAIM_KEEP; i < RECLAIM_CLIENTS; i++)
+        send_masked(fds[i], 0x81, "ok", 2, 1);
+    size_t heard = 0;
+    for (int t = 0; t < 300 && heard < RECLAIM_KEEP; t++) {
+        drain(s);
+        heard = 0;
+        for (size_t k = mark; k < nseen; k++)
+            heard += seen[k].type == SY_EV_MESSAGE && seen[k].len == 2 && memcmp(seen[k].payload, "ok", 2) == 0;
+        usleep(10000);
+    }
+    CHECK_EQU(heard, RECLAIM_KEEP);
+    for (int i = RECLAIM_CLIENTS - RECLAIM_KEEP; i < RECLAIM_CLIENTS; i++)
+        close(fds[i]);
+    sy_alloc_test_move_all(false);
+}
+
 int main(void) {
     sy_server_opts_t o = {
         .host = "127.0.0.1", .port = 0, .threads = 2, .max_payload = 1 << 16, .max_backpressure = 1 << 20,
         .idle_timeout_s = 0, .handshake_timeout_s = 5, .close_timeout_s = 2, .max_head_bytes = 8192,
-        .max_headers = 64, .backlog = 64,
+        .max_headers = 64, .backlog = 64, .reclaim = true,
     };
     char err[SY_ERRLEN];
     sy_server_t *s = sy_server_create(&o, on_batch, NULL, err, sizeof(err));
@@ -167,6 +234,8 @@ int main(void) {
     CHECK_EQ(sy_server_send(s, id, "x", 1, false), 0);
     close(fd);
 
+    test_reclaim_moves(s, port, req);
+
     /* A second client stays open through shutdown: it gets 1001. */
     fd = connect_to(port);
     CHECK_EQ(write(fd, req, strlen(req)), (long long)strlen(req));
@@ -177,8 +246,8 @@ int main(void) {
     sy_thread_stats_t st0, st1;
     sy_server_thread_stats(s, 0, &st0);
     sy_server_thread_stats(s, 1, &st1);
-    CHECK_EQU(st0.opened + st1.opened, 2);
-    CHECK_EQU(st0.opened, 1); /* dealt round robin */
+    CHECK_EQU(st0.opened + st1.opened, 2 + RECLAIM_CLIENTS);
+    CHECK_EQU(st0.opened, 1 + RECLAIM_CLIENTS / 2); /* dealt round robin */
     CHECK_EQU(st0.protocol_errors + st1.protocol_errors, 1);
 
     mark = nseen;
