@@ -4,7 +4,10 @@
 // of every parser, then the node:test suites against the default (jemalloc)
 // build and again against the system-allocator build.
 //
-//   node scripts/test.js [--only=c,c-valgrind,fuzz,jemalloc,system,bench-smoke]
+// Also the TLS module (src/tls) against the private OpenSSL (deps/openssl.sh:
+// fetched, checked and built once, then cached), under ASan/UBSan.
+//
+//   node scripts/test.js [--only=c,c-valgrind,tls,fuzz,jemalloc,system,bench-smoke]
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -39,6 +42,12 @@ for (const allocator of ['jemalloc', 'system']) {
 }
 step('c', 'make', ['-s', '-C', '__test__/c', 'test']);
 step('c-valgrind', 'make', ['-s', '-C', '__test__/c', 'valgrind']);
+if (want('tls')) {
+  const r = spawnSync('bash', [path.join(root, 'deps', 'openssl.sh')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const dir = r.status === 0 ? r.stdout.toString().trim().split('\n').pop() : '';
+  if (dir) step('tls', 'make', ['-s', '-C', '__test__/c', 'tls', `OPENSSL_DIR=${dir}`]);
+  else results.push({ name: 'tls (deps/openssl.sh failed)', ok: false, secs: '0' });
+}
 if (fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile'))) {
   step('fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke']);
 }
