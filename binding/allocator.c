@@ -46,7 +46,8 @@ static napi_value stats(napi_env env, napi_callback_info info) {
         !sy_napi_set_stat(env, obj, "resident", s.resident) ||
         !sy_napi_set_stat(env, obj, "mapped", s.mapped) ||
         !sy_napi_set_stat(env, obj, "retained", s.retained) ||
-        !sy_napi_set_stat(env, obj, "metadata", s.metadata))
+        !sy_napi_set_stat(env, obj, "metadata", s.metadata) ||
+        !sy_napi_set_stat(env, obj, "cached", s.cached))
         return NULL;
     return obj;
 }

@@ -146,6 +146,8 @@ export interface AllocatorStats {
   mapped: number | null;
   retained: number | null;
   metadata: number | null;
+  /** Of `allocated`, bytes freed into threads' caches and not yet back in their slabs (0: system build). */
+  cached: number;
 }
 
 export interface AllocatorConfig {

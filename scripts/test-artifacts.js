@@ -212,7 +212,10 @@ function runTarget(target, entries, opts, timing) {
           .filter((f) => f.endsWith('.test.js')).map((f) => path.join('__test__', f))],
         { cwd: root, env: { ...process.env, SYMPHONY_NATIVE: file }, timeout: 1800000 });
         const summary = /# pass (\d+)[\s\S]*# fail (\d+)/.exec(r.stdout);
-        check(r.status === 0, `${path.basename(e.file)}: the JS test suite passes against it (${summary ? `pass ${summary[1]}, fail ${summary[2]}` : `status ${r.status}`})`);
+        // Name what failed, with its error lines, so a CI log says why.
+        const failed = r.stdout.split('\n').filter((l) => /^\s*not ok|^\s+(error|location):/.test(l)).join('\n');
+        check(r.status === 0, `${path.basename(e.file)}: the JS test suite passes against it (${summary ? `pass ${summary[1]}, fail ${summary[2]}` : `status ${r.status}`})` +
+          `${failed ? `\n${failed}` : ''}`);
         note(`  ${path.basename(e.file)}: JS test suite in ${((Date.now() - t) / 1000).toFixed(0)} s`);
       }
     }
@@ -328,7 +331,7 @@ function main() {
   const summary = { checks, failures: failures.length, seconds: timing, pack };
   console.log(JSON.stringify(summary));
   if (failures.length) {
-    console.error(`test-artifacts: ${failures.length} of ${checks} checks failed:\n${failures.map((f) => `  - ${f.split('\n')[0]}`).join('\n')}`);
+    console.error(`test-artifacts: ${failures.length} of ${checks} checks failed:\n${failures.map((f) => `  - ${f}`).join('\n')}`);
     process.exit(1);
   }
   console.error(`test-artifacts: all ${checks} checks passed`);

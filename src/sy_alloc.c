@@ -111,7 +111,11 @@ int sy_alloc_stats(sy_alloc_stats_t *out) {
         (rc = read_stat("stats.retained", &out->retained)) != 0 ||
         (rc = read_stat("stats.metadata", &out->metadata)) != 0)
         return rc;
-    return 0;
+    char name[64];
+    int n = snprintf(name, sizeof(name), "stats.arenas.%u.tcache_bytes", (unsigned)MALLCTL_ARENAS_ALL);
+    if (n < 0 || (size_t)n >= sizeof(name))
+        return EINVAL;
+    return read_stat(name, &out->cached);
 }
 
 static int read_ssize(const char *name, int64_t *out) {
@@ -414,6 +418,7 @@ int sy_alloc_stats(sy_alloc_stats_t *out) {
     out->allocated = -1;
 #endif
     out->active = out->resident = out->mapped = out->retained = out->metadata = -1;
+    out->cached = 0; /* no caches of ours: `allocated` is exact */
     return 0;
 }
 

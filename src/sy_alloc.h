@@ -47,6 +47,8 @@ typedef struct sy_alloc_stats {
     int64_t mapped;    /* bytes in active extents mapped by the allocator */
     int64_t retained;  /* bytes kept as virtual memory, returned to the OS */
     int64_t metadata;  /* bytes of the allocator's own bookkeeping */
+    int64_t cached;    /* of `allocated`, bytes freed into threads' caches, not yet
+                          back in their slabs (0 in the system build) */
 } sy_alloc_stats_t;
 
 /* Fresh statistics (jemalloc's epoch is advanced first). In the system build

@@ -20,6 +20,8 @@
 #define SY_RX_SIZE (64 * 1024)
 #define SY_SWEEP_MS 1000
 #define SY_ACCEPTS_PER_TURN 64
+/* Command queue entries kept between bursts (per array, per thread). */
+#define SY_QUEUE_KEEP 64
 /* Flow control of events: stop reading from clients while the owner holds
  * opts.max_event_bytes of unprocessed batches; start again below a quarter. */
 #define SY_EVENTS_HIGH(io) ((io)->shared->opts.max_event_bytes)
@@ -501,12 +503,21 @@ static void sweep(sy_io_t *io) {
         if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, &listen_tag) == 0)
             io->listen_paused = false;
     }
-    /* Memory follows the load: a command queue that grew for a burst shrinks. */
-    if (io->wcap > 1024) {
+    /* Memory follows the load: a command queue that grew for a burst shrinks
+     * (the two arrays swap at every run). */
+    if (io->wcap > SY_QUEUE_KEEP) {
         sy_free(io->work);
         io->work = NULL;
         io->wcap = 0;
     }
+    /* And the producer's side, when nothing is queued in it. */
+    pthread_mutex_lock(&io->qlock);
+    if (io->qlen == 0 && io->qcap > SY_QUEUE_KEEP) {
+        sy_free(io->queue);
+        io->queue = NULL;
+        io->qcap = 0;
+    }
+    pthread_mutex_unlock(&io->qlock);
 }
 
 static void flush_dirty(sy_io_t *io) {
