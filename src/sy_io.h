@@ -80,6 +80,8 @@ typedef struct sy_io_atomic_stats {
 /* The memory policy's state (sy_reclaim.c; IO thread only). */
 typedef struct sy_reclaim_state {
     uint32_t peak;           /* most connections since the last reclaim */
+    uint32_t started_at;     /* connections when the last reclaim started (0: none) */
+    uint32_t prev;           /* connections at the previous sweep */
     int64_t last_active_ms;  /* last turn with any event */
     bool idle_done;          /* reclaimed since the thread went idle */
     int64_t next_allowed_ms; /* rate limit */

@@ -23,6 +23,14 @@ static int64_t arena_pages_bytes(sy_io_t *io) {
     return a.active + a.dirty + a.muzzy;
 }
 
+/* Unused pages the thread's arena still holds (dirty + muzzy). */
+static int64_t arena_unused_bytes(sy_io_t *io) {
+    sy_alloc_arena_stats_t a;
+    if (!io->own_arena || sy_alloc_arena_stats(io->arena, true, &a) != 0)
+        return 0;
+    return a.dirty + a.muzzy;
+}
+
 static void note_conn_arena(sy_io_t *io) {
     for (uint32_t i = 0; i < io->nslots; i++) {
         unsigned arena;
@@ -118,13 +126,23 @@ void sy_reclaim_tick(sy_io_t *io, uint32_t connections) {
         r->peak = connections;
     if (!io->shared->opts.reclaim || io->now_ms < r->next_allowed_ms)
         return;
+    uint32_t prev = r->prev;
+    r->prev = connections;
     if (r->running)
         return;
     bool fell = r->peak >= SY_RECLAIM_MIN_PEAK && connections <= r->peak / 2;
-    bool idle = !r->idle_done && io->now_ms - r->last_active_ms >= SY_RECLAIM_IDLE_MS;
-    if (!fell && !idle)
+    /* A fast drop is often still closing sockets when its reclaim starts:
+     * once the count stops falling below where that reclaim began, one more
+     * gives back what the rest of the drop freed. */
+    bool settled = r->started_at > 0 && connections < r->started_at && connections == prev;
+    /* Idle: once after the last event, and again whenever pages got dirty
+     * meanwhile (blocks freed by other threads: the owner giving back event
+     * batches after the drop's reclaim ran). */
+    bool idle = io->now_ms - r->last_active_ms >= SY_RECLAIM_IDLE_MS && (!r->idle_done || arena_unused_bytes(io) > 0);
+    if (!fell && !settled && !idle)
         return;
     start(io);
     r->peak = connections;
+    r->started_at = connections;
     r->idle_done = true;
 }

@@ -19,7 +19,11 @@
  * When: once a second (the sweep) the thread compares its connections with
  * the most it had since the last reclaim. A fall to half or less (from at
  * least SY_RECLAIM_MIN_PEAK), or SY_RECLAIM_IDLE_MS without any event, starts
- * a reclaim; at most one per SY_RECLAIM_INTERVAL_MS after the last ended.
+ * a reclaim; so does a fall that went on below where the last reclaim began
+ * and has now stopped (a fast drop still closing sockets when its reclaim
+ * ran), and, while the thread stays idle, unused pages that appeared in its
+ * arena since (blocks other threads freed into it); at most one per
+ * SY_RECLAIM_INTERVAL_MS after the last ended.
  * It runs in slices, one per loop turn between the turn's events (at most
  * SY_RECLAIM_SLICE connections looked at per slice, then the purge), so the
  * thread's sockets never wait for a whole walk. Its cost is measured and kept
@@ -40,7 +44,7 @@
 #define SY_RECLAIM_IDLE_MS 10000
 #define SY_RECLAIM_INTERVAL_MS 2000
 #define SY_RECLAIM_PASSES 4
-#define SY_RECLAIM_SLICE 1024
+#define SY_RECLAIM_SLICE 256
 
 /* The thread now has n connections: the peak the next fall is measured
  * from (also taken at each sweep). */
