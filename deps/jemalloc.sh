@@ -39,7 +39,8 @@ done
 case "$lg_page" in 12|14|16) ;; *) echo "jemalloc.sh: --lg-page must be 12, 14 or 16, not '$lg_page'" >&2; exit 2 ;; esac
 
 log() { echo "jemalloc: $*" >&2; }
-sha_of() { sha256sum "$1" | cut -d' ' -f1; }
+# shellcheck source=deps/lib.sh
+. "$here/lib.sh"
 
 mkdir -p "$cache"
 tarball="$cache/jemalloc-${JE_VERSION}.tar.bz2"
@@ -48,62 +49,18 @@ tarball="$cache/jemalloc-${JE_VERSION}.tar.bz2"
 exec 9>"$cache/.lock"
 flock 9
 
-verify() { # verify FILE -> 0 when it is the pinned release
-  [ -f "$1" ] && [ "$(sha_of "$1")" = "$JE_SHA256" ]
-}
-
 fetch_from_debian() {
-  command -v apt-get >/dev/null 2>&1 || return 1
-  local src=/etc/apt/sources.list.d/debian.sources
-  [ -f "$src" ] || return 1
   local apt="$cache/apt"
-  rm -rf "$apt"
-  mkdir -p "$apt/parts" "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/dl"
-  # The machine's own sources, with deb-src instead of deb (no host typed here).
-  sed -e 's/^Types:.*$/Types: deb-src/' "$src" > "$apt/parts/src.sources"
-  local opts=(-q -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt/parts"
-              -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
-              -o APT::Sandbox::User=root)
-  apt-get "${opts[@]}" update >&2 || return 1
-  (cd "$apt/dl" && apt-get "${opts[@]}" source --download-only "jemalloc=${JE_VERSION}-1" >&2 ||
-                   apt-get "${opts[@]}" source --download-only jemalloc >&2) || return 1
+  private_apt "$apt" deb-src || return 1
+  (cd "$apt/dl" && apt-get "${APT_OPTS[@]}" source --download-only "jemalloc=${JE_VERSION}-1" >&2 ||
+                   apt-get "${APT_OPTS[@]}" source --download-only jemalloc >&2) || return 1
   local orig="$apt/dl/jemalloc_${JE_VERSION}.orig.tar.bz2"
   [ -f "$orig" ] || return 1
   cp "$orig" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
   rm -rf "$apt"
 }
 
-if [ -n "${SYMPHONY_JEMALLOC_TARBALL:-}" ]; then
-  if ! verify "$SYMPHONY_JEMALLOC_TARBALL"; then
-    echo "jemalloc.sh: SYMPHONY_JEMALLOC_TARBALL=$SYMPHONY_JEMALLOC_TARBALL is missing or its sha256 is not $JE_SHA256" >&2
-    exit 1
-  fi
-  log "tarball from SYMPHONY_JEMALLOC_TARBALL"
-  cp "$SYMPHONY_JEMALLOC_TARBALL" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
-elif verify "$tarball"; then
-  log "tarball from the cache ($tarball)"
-else
-  rm -f "$tarball"
-  if fetch_from_debian && verify "$tarball"; then
-    log "tarball from Debian's source package (.orig, sha256 verified)"
-  else
-    rm -f "$tarball"
-    log "Debian's source package unavailable; trying the upstream release"
-    if command -v curl >/dev/null 2>&1; then
-      curl -fsSL --retry 2 -o "$tarball.tmp" "$JE_URL" && mv "$tarball.tmp" "$tarball" || rm -f "$tarball.tmp"
-    fi
-  fi
-  if ! verify "$tarball"; then
-    rm -f "$tarball"
-    cat >&2 <<EOF
-jemalloc.sh: could not obtain jemalloc-${JE_VERSION}.tar.bz2 with sha256 $JE_SHA256.
-  Tried: \$SYMPHONY_JEMALLOC_TARBALL (unset), the cache ($cache),
-         Debian's source package (apt-get source jemalloc), and $JE_URL.
-  Set SYMPHONY_JEMALLOC_TARBALL to a downloaded copy of the release tarball.
-EOF
-    exit 1
-  fi
-fi
+fetch_release "$tarball" "$JE_SHA256" SYMPHONY_JEMALLOC_TARBALL "$JE_URL" fetch_from_debian
 
 configure_flags=(
   --with-jemalloc-prefix=sy_je_ --with-private-namespace=sy_je_

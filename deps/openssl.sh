@@ -17,7 +17,7 @@ SSL_SHA256=a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31aeac98e8
 SSL_URL="https://github.com/openssl/openssl/releases/download/openssl-${SSL_VERSION}/openssl-${SSL_VERSION}.tar.gz"
 
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${SYMPHONY_DEPS_CACHE:-$here/cache}
+cache=${SYMPHONY_CACHE_DIR:-$here/cache}
 host=
 cc=${CC:-cc}
 while [ $# -gt 0 ]; do
@@ -29,8 +29,8 @@ while [ $# -gt 0 ]; do
 done
 
 log() { echo "openssl: $*" >&2; }
-sha_of() { sha256sum "$1" | cut -d' ' -f1; }
-verify() { [ -f "$1" ] && [ "$(sha_of "$1")" = "$SSL_SHA256" ]; }
+# shellcheck source=deps/lib.sh
+. "$here/lib.sh"
 
 mkdir -p "$cache"
 tarball="$cache/openssl-${SSL_VERSION}.tar.gz"
@@ -38,45 +38,22 @@ exec 9>"$cache/.openssl.lock"
 flock 9
 
 fetch_from_debian() {
-  command -v apt-get >/dev/null 2>&1 || return 1
-  local src=/etc/apt/sources.list.d/debian.sources
-  [ -f "$src" ] || return 1
   local apt="$cache/apt-openssl"
-  rm -rf "$apt"
-  mkdir -p "$apt/parts" "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/dl"
-  # The machine's own sources as deb-src, for Debian 13 (trixie), whose
-  # openssl is the 3.5 line (no host name typed here).
-  sed -e 's/^Types:.*$/Types: deb-src/' -e 's/\bbookworm\b/trixie/g' "$src" > "$apt/parts/src.sources"
-  local opts=(-q -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt/parts"
-              -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root)
-  apt-get "${opts[@]}" update >&2 || return 1
+  # Debian 13 (trixie): its openssl is the 3.5 line.
+  private_apt "$apt" deb-src bookworm trixie || return 1
   local ver
-  ver=$(apt-cache "${opts[@]}" showsrc openssl | awk -v v="$SSL_VERSION" '/^Version: /{ if (index($2, v "-") == 1) { print $2; exit } }')
+  ver=$(apt-cache "${APT_OPTS[@]}" showsrc openssl | awk -v v="$SSL_VERSION" '/^Version: /{ if (index($2, v "-") == 1) { print $2; exit } }')
   [ -n "$ver" ] || return 1
   # Only the .orig tarball matters (the Debian parts are not used).
-  (cd "$apt/dl" && apt-get "${opts[@]}" source --download-only --tar-only "openssl=$ver" >&2 ||
-                   apt-get "${opts[@]}" source --download-only "openssl=$ver" >&2) || true
+  (cd "$apt/dl" && apt-get "${APT_OPTS[@]}" source --download-only --tar-only "openssl=$ver" >&2 ||
+                   apt-get "${APT_OPTS[@]}" source --download-only "openssl=$ver" >&2) || true
   local orig="$apt/dl/openssl_${SSL_VERSION}.orig.tar.gz"
   [ -f "$orig" ] || return 1
   cp "$orig" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
   rm -rf "$apt"
 }
 
-if [ -n "${SYMPHONY_OPENSSL_TARBALL:-}" ]; then
-  verify "$SYMPHONY_OPENSSL_TARBALL" || { echo "openssl.sh: SYMPHONY_OPENSSL_TARBALL is missing or its sha256 is not $SSL_SHA256" >&2; exit 1; }
-  cp "$SYMPHONY_OPENSSL_TARBALL" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
-elif verify "$tarball"; then
-  log "tarball from the cache"
-else
-  rm -f "$tarball"
-  if fetch_from_debian && verify "$tarball"; then
-    log "tarball from Debian's source package (.orig, sha256 verified)"
-  else
-    rm -f "$tarball"
-    command -v curl >/dev/null 2>&1 && { curl -fsSL --retry 2 -o "$tarball.tmp" "$SSL_URL" && mv "$tarball.tmp" "$tarball" || rm -f "$tarball.tmp"; }
-  fi
-  verify "$tarball" || { rm -f "$tarball"; echo "openssl.sh: could not obtain openssl-${SSL_VERSION}.tar.gz with sha256 $SSL_SHA256 (set SYMPHONY_OPENSSL_TARBALL)" >&2; exit 1; }
-fi
+fetch_release "$tarball" "$SSL_SHA256" SYMPHONY_OPENSSL_TARBALL "$SSL_URL" fetch_from_debian
 
 triple=${host:-$("$cc" -dumpmachine)}
 case "$triple" in

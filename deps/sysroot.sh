@@ -14,9 +14,11 @@ set -euo pipefail
 
 name=${1:?usage: deps/sysroot.sh musl-arm64|bullseye-x64}
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${SYMPHONY_DEPS_CACHE:-$here/cache}
+cache=${SYMPHONY_CACHE_DIR:-$here/cache}
 out="$cache/sysroot/$name"
 log() { echo "sysroot: $*" >&2; }
+# shellcheck source=deps/lib.sh
+. "$here/lib.sh"
 
 case "$name" in
   musl-arm64) arch=arm64; suite_from=; suite_to=; pkgs=(musl musl-dev) ;;
@@ -29,31 +31,17 @@ if [ -f "$out/.done" ]; then
   echo "$out"
   exit 0
 fi
-command -v apt-get >/dev/null 2>&1 || { echo "sysroot.sh: needs apt-get" >&2; exit 1; }
-src=/etc/apt/sources.list.d/debian.sources
-[ -f "$src" ] || { echo "sysroot.sh: $src not found" >&2; exit 1; }
-
 mkdir -p "$cache"
 exec 9>"$cache/.sysroot.lock"
 flock 9
 
 apt="$cache/apt-$name"
-rm -rf "$apt" "$out.tmp"
-mkdir -p "$apt/parts" "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/dl" "$out.tmp"
-# The machine's own sources, binary packages, perhaps another suite.
-sed -e 's/^Types:.*$/Types: deb/' "$src" > "$apt/parts/main.sources"
-if [ -n "$suite_from" ]; then
-  sed -i -e "s/\b$suite_from\b/$suite_to/g" "$apt/parts/main.sources"
-fi
-opts=(-q -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt/parts"
-      -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
-      -o "Dir::State::status=$apt/status" -o APT::Sandbox::User=root
-      -o "APT::Architecture=$arch" -o "APT::Architectures::=$arch")
-: > "$apt/status"
+rm -rf "$out.tmp"
+mkdir -p "$out.tmp"
 log "apt-get update ($name)"
-apt-get "${opts[@]}" update >&2
-resolved=("${pkgs[@]}")
-(cd "$apt/dl" && apt-get "${opts[@]}" download "${resolved[@]}" >&2)
+private_apt "$apt" deb "$suite_from" "$suite_to" "$arch" ||
+  { echo "sysroot.sh: needs apt-get and /etc/apt/sources.list.d/debian.sources" >&2; exit 1; }
+(cd "$apt/dl" && apt-get "${APT_OPTS[@]}" download "${pkgs[@]}" >&2)
 for deb in "$apt"/dl/*.deb; do
   dpkg -x "$deb" "$out.tmp"
   log "unpacked $(basename "$deb")"

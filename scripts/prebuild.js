@@ -23,7 +23,7 @@ const path = require('node:path');
 const { variantFileName } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
-const cache = process.env.SYMPHONY_DEPS_CACHE || path.join(root, 'deps', 'cache');
+const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
 
 const TARGETS = {
   'linux-x64-glibc': {

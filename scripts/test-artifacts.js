@@ -32,7 +32,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const cache = process.env.SYMPHONY_DEPS_CACHE || path.join(root, 'deps', 'cache');
+const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
 const GLIBC_FLOOR = [2, 28];
 const MACHINE = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' };
 const ENTRY_POINTS = ['napi_register_module_v1', 'node_api_module_get_api_version_v1'];

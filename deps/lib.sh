@@ -1,0 +1,80 @@
+# deps/lib.sh — what the scripts of deps/ share. Sourced, not run.
+#
+#   private_apt DIR TYPE [SUITE_FROM SUITE_TO [ARCH]]
+#       Sets APT_OPTS (an array for apt-get/apt-cache) to a private apt
+#       configuration in DIR: this machine's own sources
+#       (/etc/apt/sources.list.d/debian.sources, no host name typed here) as
+#       TYPE (deb or deb-src), suite SUITE_FROM renamed SUITE_TO, for ARCH
+#       only; then runs apt-get update. The system's apt setup never changes.
+#       Returns 1 when the machine has no apt or no such sources file.
+#
+#   fetch_release TARBALL SHA256 ENV_VAR URL DEBIAN_FN
+#       Puts a release tarball at TARBALL, taken from, in order: the path in
+#       $ENV_VAR (a user's copy), the cache (TARBALL itself), DEBIAN_FN (a
+#       function that writes TARBALL from Debian's source package), URL where
+#       the internet is reachable. Its sha256 must be SHA256, checked every
+#       time; exits 1 with what it tried when no source has it.
+#
+# Both log on stderr through log(), which the caller defines.
+
+sha_matches() { # FILE SHA256
+  [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
+}
+
+private_apt() {
+  local dir=$1 type=$2 from=${3:-} to=${4:-} arch=${5:-}
+  local src=/etc/apt/sources.list.d/debian.sources
+  command -v apt-get >/dev/null 2>&1 && [ -f "$src" ] || return 1
+  rm -rf "$dir"
+  mkdir -p "$dir/parts" "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/dl"
+  sed -e "s/^Types:.*\$/Types: $type/" "$src" > "$dir/parts/main.sources"
+  if [ -n "$from" ]; then
+    sed -i -e "s/\\b$from\\b/$to/g" "$dir/parts/main.sources"
+  fi
+  : > "$dir/status"
+  APT_OPTS=(-q -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$dir/parts"
+            -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache"
+            -o "Dir::State::status=$dir/status" -o APT::Sandbox::User=root)
+  if [ -n "$arch" ]; then
+    APT_OPTS+=(-o "APT::Architecture=$arch" -o "APT::Architectures::=$arch")
+  fi
+  apt-get "${APT_OPTS[@]}" update >&2
+}
+
+fetch_release() {
+  local tarball=$1 sha=$2 var=$3 url=$4 debian=$5
+  local given=${!var:-}
+  if [ -n "$given" ]; then
+    if ! sha_matches "$given" "$sha"; then
+      echo "$(basename "$0"): $var=$given is missing or its sha256 is not $sha" >&2
+      exit 1
+    fi
+    log "tarball from $var"
+    cp "$given" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+    return 0
+  fi
+  if sha_matches "$tarball" "$sha"; then
+    log "tarball from the cache ($tarball)"
+    return 0
+  fi
+  rm -f "$tarball"
+  if "$debian" && sha_matches "$tarball" "$sha"; then
+    log "tarball from Debian's source package (.orig, sha256 verified)"
+    return 0
+  fi
+  rm -f "$tarball"
+  log "Debian's source package unavailable; trying the upstream release"
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsSL --retry 2 -o "$tarball.tmp" "$url" && mv "$tarball.tmp" "$tarball" || rm -f "$tarball.tmp"
+  fi
+  if ! sha_matches "$tarball" "$sha"; then
+    rm -f "$tarball"
+    cat >&2 <<MSG
+$(basename "$0"): could not obtain $(basename "$tarball") with sha256 $sha.
+  Tried: \$$var (unset), the cache ($tarball),
+         Debian's source package, and $url.
+  Set $var to a downloaded copy of the release tarball.
+MSG
+    exit 1
+  fi
+}
