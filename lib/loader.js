@@ -19,17 +19,17 @@ const { platformDir, detectLibc, kernelPageSize, variantFileName, pageOfFile, LG
 
 const root = path.resolve(__dirname, '..');
 
-function candidatePaths(env = process.env) {
+function candidatePaths(env = process.env, kernelPage = kernelPageSize()) {
   if (env.SYMPHONY_NATIVE) return [path.resolve(env.SYMPHONY_NATIVE)];
   const allocator = env.SYMPHONY_ALLOCATOR || 'jemalloc';
   if (allocator !== 'jemalloc' && allocator !== 'system') {
     throw new LoadError(`SYMPHONY_ALLOCATOR must be 'jemalloc' or 'system', not '${allocator}'`, []);
   }
   const libc = detectLibc();
-  const kernelPage = kernelPageSize() || 4096;
+  const page = kernelPage || 4096;
   const names = allocator === 'system'
     ? [variantFileName({ libc, allocator })]
-    : LG_PAGES.filter((lg) => (1 << lg) >= kernelPage).map((lgPage) => variantFileName({ libc, allocator, lgPage }));
+    : LG_PAGES.filter((lg) => (1 << lg) >= page).map((lgPage) => variantFileName({ libc, allocator, lgPage }));
   const dirs = [path.join(root, 'native', platformDir()), path.join(root, 'prebuilds', platformDir())];
   const out = [];
   for (const dir of dirs) for (const name of names) out.push(path.join(dir, name));
@@ -40,7 +40,7 @@ function candidatePaths(env = process.env) {
 function load(env = process.env) {
   const tried = [];
   const kernelPage = kernelPageSize();
-  for (const file of candidatePaths(env)) {
+  for (const file of candidatePaths(env, kernelPage)) {
     if (!fs.existsSync(file)) {
       tried.push({ path: file, error: 'not found' });
       continue;
@@ -60,7 +60,7 @@ function load(env = process.env) {
   const lines = tried.map((t) => `  ${t.path}: ${t.error}`).join('\n');
   throw new LoadError(
     `symphony: no native build could be loaded for ${platformDir()} (${detectLibc()}, ` +
-    `kernel page ${kernelPageSize() || 'unknown'} bytes). Tried:\n${lines}\n` +
+    `kernel page ${kernelPage || 'unknown'} bytes). Tried:\n${lines}\n` +
     'Build one with `npm run build` (or `node scripts/build.js`).', tried);
 }
 

@@ -14,21 +14,16 @@ static int64_t now_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* Pages of the thread's arena that are not free address space: what a
- * reclaim can give back is the fall of this figure. */
-static int64_t arena_pages_bytes(sy_io_t *io) {
+/* The thread's arena now: its unused pages (dirty + muzzy) in *unused, and
+ * the pages that are not free address space (active + unused) returned, or
+ * -1 (and *unused 0) when unknown. A reclaim gives back the fall of the latter. */
+static int64_t arena_pages(sy_io_t *io, int64_t *unused) {
     sy_alloc_arena_stats_t a;
+    *unused = 0;
     if (!io->own_arena || sy_alloc_arena_stats(io->arena, true, &a) != 0)
         return -1;
-    return a.active + a.dirty + a.muzzy;
-}
-
-/* Unused pages the thread's arena still holds (dirty + muzzy). */
-static int64_t arena_unused_bytes(sy_io_t *io) {
-    sy_alloc_arena_stats_t a;
-    if (!io->own_arena || sy_alloc_arena_stats(io->arena, true, &a) != 0)
-        return 0;
-    return a.dirty + a.muzzy;
+    *unused = a.dirty + a.muzzy;
+    return a.active + *unused;
 }
 
 static void note_conn_arena(sy_io_t *io) {
@@ -60,7 +55,8 @@ static void start(sy_io_t *io) {
     r->cursor = 0;
     r->seen = r->moved_pass = r->moved = 0;
     r->busy_us = 0;
-    r->before_bytes = arena_pages_bytes(io);
+    int64_t unused;
+    r->before_bytes = arena_pages(io, &unused);
     (void)sy_alloc_thread_flush(); /* nothing cached to return if it fails */
     note_slice(io, t0);
 }
@@ -71,7 +67,8 @@ static void finish(sy_io_t *io) {
     (void)sy_alloc_thread_flush();
     if (io->own_arena)
         (void)sy_alloc_arena_purge(io->arena); /* a failed purge leaves the pages to decay */
-    int64_t after = arena_pages_bytes(io);
+    int64_t unused;
+    int64_t after = arena_pages(io, &unused);
     sy_io_atomic_stats_t *st = &io->stats;
     atomic_fetch_add_explicit(&st->reclaims, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->reclaim_moved, r->moved, memory_order_relaxed);
@@ -138,7 +135,12 @@ void sy_reclaim_tick(sy_io_t *io, uint32_t connections) {
     /* Idle: once after the last event, and again whenever pages got dirty
      * meanwhile (blocks freed by other threads: the owner giving back event
      * batches after the drop's reclaim ran). */
-    bool idle = io->now_ms - r->last_active_ms >= SY_RECLAIM_IDLE_MS && (!r->idle_done || arena_unused_bytes(io) > 0);
+    bool idle = io->now_ms - r->last_active_ms >= SY_RECLAIM_IDLE_MS;
+    if (idle && r->idle_done) {
+        int64_t unused;
+        (void)arena_pages(io, &unused);
+        idle = unused > 0;
+    }
     if (!fell && !settled && !idle)
         return;
     start(io);

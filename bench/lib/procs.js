@@ -41,6 +41,17 @@ function waitExit(child, exited, seconds) {
   return within(exited, seconds, null);
 }
 
+/** SIGTERM, then SIGKILL (noted in `notes`) if the child has not exited
+ * `grace` s later; resolves once it has exited. */
+async function terminate(child, exited, grace, notes) {
+  child.kill('SIGTERM');
+  if (!(await waitExit(child, exited, grace))) {
+    notes.push(`runner: no exit ${grace} s after SIGTERM; killed`);
+    child.kill('SIGKILL');
+  }
+  await exited;
+}
+
 /** The server under test. */
 class ServerProc {
   /**
@@ -136,14 +147,7 @@ class ServerProc {
 
   /** Stops the server (SIGTERM, then SIGKILL after `grace` s). */
   async stop(grace = 30) {
-    if (this.alive) {
-      this.child.kill('SIGTERM');
-      if (!(await waitExit(this.child, this.exited, grace))) {
-        this.odd.push(`runner: no exit ${grace} s after SIGTERM; killed`);
-        this.child.kill('SIGKILL');
-        await this.exited;
-      }
-    }
+    if (this.alive) await terminate(this.child, this.exited, grace, this.odd);
     return this.final;
   }
 }
@@ -254,13 +258,7 @@ class LoadgenProc {
   }
 
   async stop(grace = 20) {
-    if (this.alive) {
-      this.child.kill('SIGTERM');
-      if (!(await waitExit(this.child, this.exited, grace))) {
-        this.notes.push(`runner: no exit ${grace} s after SIGTERM; killed`);
-        this.child.kill('SIGKILL');
-      }
-    }
+    if (this.alive) await terminate(this.child, this.exited, grace, this.notes);
     await this.exited;
     return this.summary;
   }

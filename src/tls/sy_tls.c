@@ -455,35 +455,28 @@ static sy_tls_want_t want_of(SSL *ssl, int rc, const char **why) {
     }
 }
 
-sy_tls_want_t sy_tls_handshake(sy_tls_conn_t *ssl, const char **why) {
+/* Before each call: SSL_get_error reads the error queue and errno. */
+static void clear_errors(void) {
     ERR_clear_error();
     errno = 0;
+}
+
+sy_tls_want_t sy_tls_handshake(sy_tls_conn_t *ssl, const char **why) {
+    clear_errors();
     int rc = SSL_do_handshake(ssl);
     return rc == 1 ? SY_TLS_DONE : want_of(ssl, rc, why);
 }
 
 sy_tls_want_t sy_tls_read(sy_tls_conn_t *ssl, void *buf, size_t len, size_t *n) {
-    ERR_clear_error();
-    errno = 0;
-    size_t got = 0;
-    int rc = SSL_read_ex(ssl, buf, len, &got);
-    if (rc == 1) {
-        *n = got;
-        return SY_TLS_DONE;
-    }
-    return want_of(ssl, rc, NULL);
+    clear_errors();
+    int rc = SSL_read_ex(ssl, buf, len, n);
+    return rc == 1 ? SY_TLS_DONE : want_of(ssl, rc, NULL);
 }
 
 sy_tls_want_t sy_tls_write(sy_tls_conn_t *ssl, const void *buf, size_t len, size_t *n) {
-    ERR_clear_error();
-    errno = 0;
-    size_t put = 0;
-    int rc = SSL_write_ex(ssl, buf, len, &put);
-    if (rc == 1) {
-        *n = put;
-        return SY_TLS_DONE;
-    }
-    return want_of(ssl, rc, NULL);
+    clear_errors();
+    int rc = SSL_write_ex(ssl, buf, len, n);
+    return rc == 1 ? SY_TLS_DONE : want_of(ssl, rc, NULL);
 }
 
 const char *sy_tls_servername(sy_tls_conn_t *ssl) { return SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name); }
