@@ -121,6 +121,27 @@ test('setDecay and backgroundThread change the running configuration', () => {
   assert.equal(allocator.config.backgroundThread, false);
 });
 
+test('report() is jemalloc\'s own statistics, as text or parsed JSON; cached is part of allocated', () => {
+  const st = allocator.stats();
+  if (!isJemalloc) {
+    assert.equal(allocator.report(), null);
+    assert.equal(allocator.report({ json: true }), null);
+    assert.equal(st.cached, 0, 'no caches of ours in the system build');
+    return;
+  }
+  const text = allocator.report();
+  assert.match(text, /___ Begin jemalloc statistics ___/);
+  assert.match(text, new RegExp(`Version: "${allocator.version}"`));
+  const json = allocator.report({ json: true });
+  assert.equal(json.jemalloc.version, allocator.version);
+  assert.equal(json.jemalloc.config.lg_page ?? Math.log2(json.jemalloc.arenas.page), Math.log2(allocator.pageSize));
+  const listed = Object.keys(json.jemalloc['stats.arenas']).filter((k) => k !== 'merged').map(Number);
+  for (const a of allocator.arenaStats()) assert.ok(listed.includes(a.arena), `arena ${a.arena} in the report`);
+  assert.ok(st.cached >= 0 && st.cached <= st.allocated, `cached ${st.cached} within allocated ${st.allocated}`);
+  assert.throws(() => allocator.report(null), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => allocator.report({ json: 'yes' }), { name: 'TypeError', message: /opts\.json/ });
+});
+
 test('allocator arguments are checked', () => {
   assert.throws(() => allocator.setDecay(), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
   assert.throws(() => allocator.setDecay({ dirtyMs: 'x' }), { name: 'TypeError', message: /opts\.dirtyMs/ });

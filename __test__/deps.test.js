@@ -35,3 +35,10 @@ for (const [script, variable] of [['jemalloc.sh', 'SYMPHONY_JEMALLOC_TARBALL'], 
     }
   });
 }
+
+test('sysroot.sh: an unknown sysroot name is refused', () => {
+  const r = spawnSync('bash', [path.join(deps, 'sysroot.sh'), 'solaris-sparc'], { encoding: 'utf8', timeout: 10000 });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /unknown sysroot 'solaris-sparc'/);
+  assert.equal(r.stdout, '');
+});
