@@ -4,12 +4,16 @@
 #   --sy_lg_page=N                   its page size (lg2), recorded in the build marker
 #   --sy_glibc_floor=FILE            (prebuilds) a header forced into every file,
 #                                    binding/glibc_floor.h for the glibc targets
+#   --sy_openssl_dir=DIR             the private OpenSSL's build folder
+#                                    (deps/openssl.sh): TLS (src/tls) is built in,
+#                                    its headers searched before Node's own
 {
   'variables': {
     'sy_allocator%': 'jemalloc',
     'sy_jemalloc_dir%': '',
     'sy_lg_page%': '0',
     'sy_glibc_floor%': '',
+    'sy_openssl_dir%': '',
   },
   'targets': [
     {
@@ -25,6 +29,10 @@
         '-static-libgcc',
         '-Wl,--version-script=<(module_root_dir)/binding/exports.map',
         '-Wl,-z,now',
+        # No symbol of a static library (jemalloc, OpenSSL) is exported.
+        '-Wl,--exclude-libs,ALL',
+        # Only what is reached (OpenSSL is built one section per function).
+        '-Wl,--gc-sections',
         # Never unmapped by dlclose (Node unloads an addon when the last
         # worker that loaded it exits): jemalloc registers pthread key
         # destructors that run at every thread's exit, so its code must stay.
@@ -35,11 +43,19 @@
         ['sy_glibc_floor!=""', {
           'cflags_c': ['-include', '<(sy_glibc_floor)'],
         }],
+        ['sy_openssl_dir!=""', {
+          'sources': ['<!@(ls -1 src/tls/*.c)'],
+          'defines': ['SY_WITH_TLS'],
+          # Node's own OpenSSL headers are not in the --nodedir that
+          # scripts/node-headers.js makes; sy_tls.c refuses anything older
+          # than 3.5, so a wrong header fails the build.
+          'include_dirs': ['<(sy_openssl_dir)/include', 'src/tls'],
+          'libraries': ['<(sy_openssl_dir)/libssl.a', '<(sy_openssl_dir)/libcrypto.a'],
+        }],
         ['sy_allocator=="jemalloc"', {
           'defines': ['SY_USE_JEMALLOC'],
           'include_dirs': ['<(sy_jemalloc_dir)/include'],
           'libraries': ['<(sy_jemalloc_dir)/lib/libjemalloc_pic.a'],
-          'ldflags': ['-Wl,--exclude-libs,ALL'],
         }],
       ],
     },

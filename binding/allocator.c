@@ -9,6 +9,9 @@
 
 #include "sy_alloc.h"
 #include "sy_napi.h"
+#ifdef SY_WITH_TLS
+#include "tls/sy_tls.h"
+#endif
 
 static napi_value make_bool(napi_env env, bool b) {
     napi_value v;
@@ -171,6 +174,58 @@ static napi_value self_check(napi_env env, napi_callback_info info) {
         !sy_napi_set_bool(env, obj, "libcIsJemalloc", c.libc_is_jemalloc) ||
         !sy_napi_set_int64(env, obj, "probeSize", (int64_t)c.probe_size))
         return NULL;
+#ifdef SY_WITH_TLS
+    /* OpenSSL's memory: an object OpenSSL allocates must come through
+     * sy_alloc (its counter moves) and, in the jemalloc build, be owned by
+     * our jemalloc (arenas.lookup). */
+    char err[160] = "";
+    if (sy_tls_global_init(err, sizeof(err)) != 0) {
+        sy_napi_throw(env, "ERR_SYMPHONY_TLS", err);
+        return NULL;
+    }
+    uint64_t before = sy_tls_allocations();
+    void *probe = sy_tls_probe_new();
+    if (probe == NULL) {
+        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory (TLS probe)");
+        return NULL;
+    }
+    bool routed = sy_tls_allocations() > before;
+    unsigned arena = 0;
+    bool owned = sy_alloc_owner(probe, &arena) == 0;
+    sy_tls_probe_free(probe);
+    if (!sy_napi_set_bool(env, obj, "tlsLinked", true) ||
+        !sy_napi_set_bool(env, obj, "tlsRouted", routed) ||
+        !sy_napi_set_bool(env, obj, "tlsIsJemalloc", owned) ||
+        !sy_napi_set_stat(env, obj, "tlsArena", owned ? (int64_t)arena : -1))
+        return NULL;
+#else
+    if (!sy_napi_set_bool(env, obj, "tlsLinked", false))
+        return NULL;
+#endif
+    return obj;
+}
+
+/* tlsInfo() -> { version, allocated, allocations } or null (no TLS built in):
+ * OpenSSL's version, and the bytes it holds and allocations it made through
+ * symphony's allocator. */
+static napi_value tls_info(napi_env env, napi_callback_info info) {
+    (void)info;
+    napi_value obj;
+#ifdef SY_WITH_TLS
+    char err[160] = "";
+    if (sy_tls_global_init(err, sizeof(err)) != 0) {
+        sy_napi_throw(env, "ERR_SYMPHONY_TLS", err);
+        return NULL;
+    }
+    if (!sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object") ||
+        !sy_napi_set_string(env, obj, "version", sy_tls_version()) ||
+        !sy_napi_set_int64(env, obj, "allocated", sy_tls_allocated()) ||
+        !sy_napi_set_int64(env, obj, "allocations", (int64_t)sy_tls_allocations()))
+        return NULL;
+#else
+    if (!sy_napi_ok(env, napi_get_null(env, &obj), "napi_get_null"))
+        return NULL;
+#endif
     return obj;
 }
 
@@ -232,6 +287,7 @@ bool sy_binding_allocator_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, obj, "report", report, NULL) &&
            sy_napi_set_function(env, obj, "config", config, NULL) &&
            sy_napi_set_function(env, obj, "selfCheck", self_check, NULL) &&
+           sy_napi_set_function(env, obj, "tlsInfo", tls_info, NULL) &&
            sy_napi_set_function(env, obj, "purge", purge, NULL) &&
            sy_napi_set_function(env, obj, "setDecay", set_decay, NULL) &&
            sy_napi_set_function(env, obj, "backgroundThread", background_thread, NULL) &&

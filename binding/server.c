@@ -14,6 +14,9 @@
 #include "sy_alloc.h"
 #include "sy_napi.h"
 #include "sy_server.h"
+#ifdef SY_WITH_TLS
+#include "tls/sy_tls.h"
+#endif
 
 #define SY_EV_CLOSED 100 /* to JS: every IO thread has stopped */
 #define SY_STACK_BYTES 4096
@@ -676,6 +679,9 @@ static const struct {
     STAT_SUM("reclaimFreedBytes", reclaim_freed_bytes),
     STAT_SUM("reclaimMicros", reclaim_us),
     STAT_MAX("reclaimMaxMicros", reclaim_us_max),
+    STAT_SUM("tlsHandshakes", tls_handshakes),
+    STAT_SUM("tlsFailures", tls_failures),
+    STAT_SUM("tlsDeferred", tls_deferred),
 };
 #define STAT_COUNT (sizeof(STAT_FIELDS) / sizeof(STAT_FIELDS[0]))
 
@@ -724,6 +730,95 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
 }
 
 /* serverClose(handle, deadlineMs): begins shutdown; dispatch gets CLOSED. */
+#ifdef SY_WITH_TLS
+/* One certificate entry of serverSetTls: { cert, key, passphrase?, servername? }. */
+typedef struct {
+    sy_bytes_t cert, key;
+    char *passphrase, *servername;
+} cert_in_t;
+
+static void cert_in_free(cert_in_t *c) {
+    sy_free(c->cert.owned);
+    sy_free(c->key.owned);
+    sy_free(c->passphrase);
+    sy_free(c->servername);
+}
+
+static bool cert_in_get(napi_env env, napi_value obj, cert_in_t *c) {
+    napi_value v;
+    return opt_get(env, obj, "cert", &v) && get_bytes(env, v, "tls.cert", &c->cert) && opt_get(env, obj, "key", &v) &&
+           get_bytes(env, v, "tls.key", &c->key) && opt_string(env, obj, "passphrase", &c->passphrase) &&
+           opt_string(env, obj, "servername", &c->servername);
+}
+
+/* serverSetTls(handle, certs, ca) -> undefined. certs: an array, the default
+ * certificate first, then SNI ones (lib/server.js flattens the options);
+ * ca: PEM or null. The PEM bytes are read during the call only. Before
+ * listen: the server speaks TLS; after: a reload for new handshakes. On any
+ * error the server keeps the certificates it had. */
+static napi_value server_set_tls(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    size_t argc = 3;
+    sy_bserver_t *b;
+    uint32_t n = 0;
+    bool is_array = false;
+    if (!sy_napi_args(env, info, 3, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+        !sy_napi_ok(env, napi_is_array(env, argv[1], &is_array), "napi_is_array"))
+        return NULL;
+    if (!is_array || !sy_napi_ok(env, napi_get_array_length(env, argv[1], &n), "napi_get_array_length") || n == 0 ||
+        n > 1024) {
+        sy_napi_throw_type(env, "certs", "a non-empty array of certificates");
+        return NULL;
+    }
+    if (b->listening && !sy_server_tls(b->srv)) {
+        sy_napi_throw(env, "ERR_SYMPHONY_TLS", "symphony: setTls: this server was created without tls");
+        return NULL;
+    }
+    cert_in_t *in = sy_calloc(n, sizeof(*in));
+    sy_tls_cert_t *certs = sy_calloc(n, sizeof(*certs));
+    sy_bytes_t ca = {.data = NULL, .len = 0, .owned = NULL};
+    napi_value result = NULL;
+    if (in == NULL || certs == NULL) {
+        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        goto done;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        napi_value e;
+        if (!sy_napi_ok(env, napi_get_element(env, argv[1], i, &e), "napi_get_element") ||
+            !cert_in_get(env, e, &in[i]))
+            goto done;
+        certs[i] = (sy_tls_cert_t){.cert_pem = in[i].cert.data, .cert_len = in[i].cert.len,
+                                   .key_pem = in[i].key.data, .key_len = in[i].key.len,
+                                   .passphrase = in[i].passphrase, .servername = in[i].servername};
+    }
+    napi_valuetype t;
+    if (!sy_napi_ok(env, napi_typeof(env, argv[2], &t), "napi_typeof") ||
+        (t != napi_null && t != napi_undefined && !get_bytes(env, argv[2], "tls.ca", &ca)))
+        goto done;
+    char err[SY_ERRLEN] = "";
+    sy_tls_ctx_t *ctx = sy_tls_ctx_new(certs, n, ca.data, ca.len, err, sizeof(err));
+    if (ctx == NULL) {
+        char msg[SY_ERRLEN + 32];
+        snprintf(msg, sizeof(msg), "symphony: tls: %s", err);
+        sy_napi_throw(env, "ERR_SYMPHONY_TLS", msg);
+        goto done;
+    }
+    if (sy_server_set_tls(b->srv, ctx) != 0) {
+        sy_tls_ctx_unref(ctx);
+        sy_napi_throw(env, "ERR_SYMPHONY_TLS", "symphony: setTls: the server cannot take certificates now");
+        goto done;
+    }
+    (void)napi_get_undefined(env, &result);
+done:
+    for (uint32_t i = 0; in != NULL && i < n; i++)
+        cert_in_free(&in[i]);
+    sy_free(in);
+    sy_free(certs);
+    sy_free(ca.owned);
+    return result;
+}
+#endif
+
 static napi_value server_close(napi_env env, napi_callback_info info) {
     napi_value argv[2];
     size_t argc = 2;
@@ -749,5 +844,8 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverAccept", server_accept, NULL) &&
            sy_napi_set_function(env, exports, "serverRefuse", server_refuse, NULL) &&
            sy_napi_set_function(env, exports, "serverStats", server_stats, NULL) &&
+#ifdef SY_WITH_TLS
+           sy_napi_set_function(env, exports, "serverSetTls", server_set_tls, NULL) &&
+#endif
            sy_napi_set_function(env, exports, "serverClose", server_close, NULL);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetches, verifies and builds OpenSSL 3.5 (the LTS line, supported to
-# 2030-04-08) as static, PIC libraries with hidden symbols, for the TLS of a
-# later step (see issue "TLS (wss://)"). Nothing links it yet.
+# 2030-04-08) as static, PIC libraries with hidden symbols, for the
+# TLS of src/tls, linked into the addon (binding.gyp's sy_openssl_dir).
 #
 #   deps/openssl.sh [--host TRIPLE] [--cc CC]     prints the build folder
 #
@@ -62,9 +62,18 @@ case "$triple" in
   *) echo "openssl.sh: no OpenSSL target for $triple" >&2; exit 2 ;;
 esac
 # Lean: no shared libraries, modules, engines, legacy provider, tests, docs
-# or apps; no configuration file (--openssldir points nowhere); PIC, hidden.
+# or apps; no configuration file (--openssldir points nowhere); PIC, hidden,
+# one section per function (the addon links with --gc-sections).
+# Also left out: what a TLS 1.2/1.3 server never uses (QUIC, DTLS, SSL 3,
+# SRP, compression, CMS/TS/CMP/OCSP/HTTP clients, national and legacy
+# ciphers and hashes, binary-field curves, SLH-DSA signatures).
 flags=(no-shared no-module no-dso no-engine no-legacy no-tests no-docs no-apps no-ui-console
-       no-autoload-config "--openssldir=/nonexistent/symphony-openssl" -fPIC -fvisibility=hidden)
+       no-autoload-config "--openssldir=/nonexistent/symphony-openssl"
+       no-quic no-dtls no-ssl3 no-srp no-comp no-ct no-cms no-ts no-cmp no-http no-ocsp
+       no-srtp no-sctp no-nextprotoneg no-rfc3779
+       no-gost no-sm2 no-sm3 no-sm4 no-idea no-camellia no-aria no-seed no-whirlpool no-rc2 no-rc4
+       no-bf no-cast no-md4 no-mdc2 no-rmd160 no-siphash no-ec2m no-slh-dsa
+       -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections)
 key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]}"; } | sha256sum | cut -c1-12)
 out="$cache/build/openssl-${SSL_VERSION}-${triple}-${key}"
 if [ -f "$out/.built" ]; then

@@ -60,21 +60,38 @@ const allocator = {
     return json ? JSON.parse(text) : text;
   },
 
-  /** Proves which allocator serves symphony's native memory. */
+  /**
+   * Proves which allocator serves symphony's native memory, OpenSSL's
+   * included: a live block of ours and one of libc malloc asked of jemalloc,
+   * and an object OpenSSL allocates, which must come through our allocator
+   * (its counter moves) and be owned by our jemalloc.
+   */
   selfCheck() {
     const r = native.selfCheck();
     const expectJemalloc = native.name === 'jemalloc';
-    const ok = expectJemalloc
+    const tlsOk = r.tlsLinked && r.tlsRouted && r.tlsIsJemalloc === expectJemalloc;
+    const ok = tlsOk && (expectJemalloc
       ? r.jemallocLinked && r.oursIsJemalloc && !r.libcIsJemalloc
-      : !r.jemallocLinked && !r.oursIsJemalloc;
+      : !r.jemallocLinked && !r.oursIsJemalloc);
     return {
       ok,
       allocator: native.name,
-      checked: expectJemalloc
+      checked: (expectJemalloc
         ? `a live ${r.probeSize}-byte block from symphony's allocator and one from libc malloc, asked of jemalloc (arenas.lookup)`
-        : 'the build has no jemalloc linked (system allocator build)',
+        : 'the build has no jemalloc linked (system allocator build)') +
+        '; an object OpenSSL allocated came through symphony\'s allocator' +
+        (expectJemalloc ? ' and is owned by its jemalloc' : ''),
       ...r,
     };
+  },
+
+  /**
+   * The private OpenSSL inside the addon: { version, allocated, allocations }
+   * (bytes it holds through symphony's allocator now, allocations it ever
+   * made there). Node's own OpenSSL never shows up here.
+   */
+  tls() {
+    return native.tlsInfo();
   },
 
   /** Returns unused dirty pages of every arena to the OS now. False if the build cannot. */

@@ -26,6 +26,14 @@ class AllocatorError extends SymphonyError {
   }
 }
 
+/** Certificates or keys that cannot be used (new Server / setTls). */
+class TlsError extends SymphonyError {
+  constructor(message) {
+    super('ERR_SYMPHONY_TLS', message);
+    this.name = 'SymphonyTlsError';
+  }
+}
+
 function invalidArgType(name, expected, value) {
   const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
   const err = new TypeError(`The "${name}" argument must be ${expected}. Received ${got}`);
@@ -45,4 +53,4 @@ function invalidArgValue(name, reason, value) {
   return err;
 }
 
-module.exports = { SymphonyError, LoadError, AllocatorError, invalidArgType, outOfRange, invalidArgValue };
+module.exports = { SymphonyError, LoadError, AllocatorError, TlsError, invalidArgType, outOfRange, invalidArgValue };

@@ -8,4 +8,5 @@ module.exports = {
   allocator,
   SymphonyError: errors.SymphonyError,
   LoadError: errors.LoadError,
+  TlsError: errors.TlsError,
 };

@@ -29,6 +29,9 @@ const THREAD_METRICS = [
   ['symphony_reclaim_freed_bytes_total', 'counter', 'Arena pages given back by reclaims.', 'reclaimFreedBytes'],
   ['symphony_reclaim_seconds_total', 'counter', 'Time spent in reclaims.', 'reclaimMicros', 1e-6],
   ['symphony_reclaim_max_seconds', 'gauge', 'The longest reclaim.', 'reclaimMaxMicros', 1e-6],
+  ['symphony_tls_handshakes_total', 'counter', 'TLS handshakes completed.', 'tlsHandshakes'],
+  ['symphony_tls_failures_total', 'counter', 'TLS handshakes failed (not TLS, unsupported version, bad record, closed).', 'tlsFailures'],
+  ['symphony_tls_deferred_total', 'counter', 'TLS handshake steps left for the next loop turn (per-turn budget).', 'tlsDeferred'],
 ];
 
 const ALLOCATOR_METRICS = [

@@ -5,7 +5,7 @@
 const { EventEmitter } = require('node:events');
 const os = require('node:os');
 const { binding } = require('./native');
-const { SymphonyError, invalidArgType, outOfRange, invalidArgValue } = require('./errors');
+const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue } = require('./errors');
 const { exposition } = require('./metrics');
 
 const EV_UPGRADE = 1;
@@ -37,6 +37,9 @@ const DEFAULTS = Object.freeze({
   // in the environment turns the default off (for comparisons).
   reclaim: !['0', 'false', 'off'].includes(String(process.env.SYMPHONY_RECLAIM ?? '').toLowerCase()),
   onUpgrade: null,
+  // { cert, key, ca?, passphrase?, servername?: { name: { cert, key, passphrase? } } }:
+  // wss:// only. The PEM is copied into native memory at the call and not kept.
+  tls: null,
 });
 
 // Response headers symphony writes itself; a user may not set them.
@@ -89,7 +92,54 @@ function normalizeOptions(options) {
   if (o.onUpgrade !== null && typeof o.onUpgrade !== 'function') {
     throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
   }
+  if (o.tls !== null) tlsArgs(o.tls, 'options.tls'); // checked now, applied by the constructor
   return o;
+}
+
+function pem(value, name, optional) {
+  if (optional && (value === undefined || value === null)) return null;
+  if (typeof value === 'string' || isBytes(value)) return value;
+  throw invalidArgType(name, `a PEM string or Buffer${optional ? ' (or undefined)' : ''}`, value);
+}
+
+function passphrase(value, name) {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw invalidArgType(name, 'of type string', value);
+  return value;
+}
+
+const TLS_KEYS = new Set(['cert', 'key', 'ca', 'passphrase', 'servername']);
+const SNI_KEYS = new Set(['cert', 'key', 'passphrase']);
+const SERVERNAME = /^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
+
+/**
+ * The native call's arguments for tls options: [certs, ca], the default
+ * certificate first, then one per SNI name. Only reads the options.
+ */
+function tlsArgs(tls, name) {
+  if (tls === null || typeof tls !== 'object' || Array.isArray(tls)) throw invalidArgType(name, 'an object', tls);
+  for (const k of Object.keys(tls)) {
+    if (!TLS_KEYS.has(k)) throw invalidArgValue(`${name}.${k}`, 'is not a known tls option', k);
+  }
+  const certs = [{
+    cert: pem(tls.cert, `${name}.cert`), key: pem(tls.key, `${name}.key`),
+    passphrase: passphrase(tls.passphrase, `${name}.passphrase`), servername: null,
+  }];
+  const sni = tls.servername ?? {};
+  if (typeof sni !== 'object' || Array.isArray(sni)) throw invalidArgType(`${name}.servername`, 'an object', sni);
+  for (const [host, entry] of Object.entries(sni)) {
+    const at = `${name}.servername["${host}"]`;
+    if (!SERVERNAME.test(host) || host.length > 253) throw invalidArgValue(at, 'is not a host name or *.wildcard', host);
+    if (entry === null || typeof entry !== 'object') throw invalidArgType(at, 'an object', entry);
+    for (const k of Object.keys(entry)) {
+      if (!SNI_KEYS.has(k)) throw invalidArgValue(`${at}.${k}`, 'is not a known option', k);
+    }
+    certs.push({
+      cert: pem(entry.cert, `${at}.cert`), key: pem(entry.key, `${at}.key`),
+      passphrase: passphrase(entry.passphrase, `${at}.passphrase`), servername: host.toLowerCase(),
+    });
+  }
+  return [certs, pem(tls.ca, `${name}.ca`, true)];
 }
 
 function headerLines(headers, name) {
@@ -196,6 +246,38 @@ class Server extends EventEmitter {
       upgradeHandler: typeof o.onUpgrade === 'function',
       reclaim: o.reclaim,
     }, () => {});
+    if (o.tls !== null) {
+      this.#applyTls(o.tls, 'options.tls');
+      // Not kept: only what it served (the PEM now lives in native memory).
+      o.tls = { servername: Object.keys(o.tls.servername ?? {}) };
+    }
+  }
+
+  #applyTls(tls, name) {
+    const [certs, ca] = tlsArgs(tls, name);
+    try {
+      binding.serverSetTls(this.#handle, certs, ca);
+    } catch (err) {
+      if (err.code === 'ERR_SYMPHONY_TLS') throw new TlsError(err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * Replaces the certificates for new handshakes, atomically; connections
+   * already open keep theirs. On any error (a bad certificate, a key that
+   * does not match, a wrong passphrase) it throws a TlsError and the server
+   * keeps serving the certificates it had.
+   */
+  setTls(tls) {
+    if (this.#opts.tls === null) {
+      throw new TlsError('symphony: setTls: this server was created without tls (wss:// needs options.tls)');
+    }
+    if (this.#state === 'closed' || this.#state === 'closing') {
+      throw new SymphonyError('ERR_SERVER_NOT_RUNNING', 'symphony: setTls: the server is closed');
+    }
+    this.#applyTls(tls, 'tls');
+    this.#opts.tls = { servername: Object.keys(tls.servername ?? {}) };
   }
 
   /** The effective options (defaults filled in). */

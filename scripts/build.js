@@ -18,6 +18,7 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
+const { nodeHeaders } = require('./node-headers');
 const { variantFileName, platformDir, detectLibc } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
@@ -47,16 +48,6 @@ function defaultLgPages(arch) {
   return arch === 'arm64' ? [12, 16] : [12];
 }
 
-function nodeDir() {
-  const dir = path.resolve(path.dirname(process.execPath), '..');
-  const header = path.join(dir, 'include', 'node', 'node_api.h');
-  if (!fs.existsSync(header)) {
-    throw new Error(`build.js: the running Node's headers are not at ${header}; ` +
-      'set npm_config_nodedir to a folder with include/node');
-  }
-  return process.env.npm_config_nodedir || dir;
-}
-
 function nodeGypScript() {
   try {
     return require.resolve('node-gyp/bin/node-gyp.js', { paths: [root] });
@@ -82,9 +73,19 @@ function buildJemalloc(lgPage) {
   return lines[lines.length - 1];
 }
 
-function buildVariant({ allocator, lgPage }) {
+/** The private OpenSSL for TLS (deps/openssl.sh; built once, then cached). */
+function buildOpenssl() {
+  const t = Date.now();
+  const out = run('bash', [path.join(root, 'deps', 'openssl.sh')], process.env);
+  const lines = out.trim().split('\n');
+  console.error(`symphony: OpenSSL ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  return lines[lines.length - 1];
+}
+
+function buildVariant({ allocator, lgPage }, opensslDir) {
   const started = Date.now();
-  const gypArgs = ['rebuild', `--nodedir=${nodeDir()}`, '--jobs=max', `--sy_allocator=${allocator}`];
+  const gypArgs = ['rebuild', `--nodedir=${nodeHeaders()}`, '--jobs=max', `--sy_allocator=${allocator}`,
+    `--sy_openssl_dir=${opensslDir}`];
   if (allocator === 'jemalloc') {
     const t = Date.now();
     gypArgs.push(`--sy_jemalloc_dir=${buildJemalloc(lgPage)}`, `--sy_lg_page=${lgPage}`);
@@ -133,7 +134,8 @@ function main() {
     if (allocator === 'system') variants.push({ allocator, lgPage: null });
     else for (const lgPage of opts.lgPage ? [opts.lgPage] : defaultLgPages(process.arch)) variants.push({ allocator, lgPage });
   }
-  for (const v of variants) buildVariant(v);
+  const opensslDir = buildOpenssl();
+  for (const v of variants) buildVariant(v, opensslDir);
 }
 
 try {

@@ -20,6 +20,7 @@ const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
+const { nodeHeaders } = require('./node-headers');
 const { variantFileName } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
@@ -120,14 +121,6 @@ exec clang "\${flags[@]}" -nostdlib "\${pre[@]}" "$@" "\${libdir[@]}" -lc "${lib
   return file;
 }
 
-function nodeDir() {
-  const dir = process.env.npm_config_nodedir || path.resolve(path.dirname(process.execPath), '..');
-  if (!fs.existsSync(path.join(dir, 'include', 'node', 'node_api.h'))) {
-    throw new Error(`prebuild: Node's headers are not under ${dir}/include/node`);
-  }
-  return dir;
-}
-
 function nodeGyp() {
   return require.resolve('node-gyp/bin/node-gyp.js', { paths: [root] });
 }
@@ -147,7 +140,7 @@ function buildOne(name, t, cc, lgPage) {
   const t1 = Date.now();
   const gypEnv = { ...env };
   delete gypEnv.CFLAGS; // the floor header reaches the addon through binding.gyp
-  const args = [nodeGyp(), 'rebuild', `--nodedir=${nodeDir()}`, `--arch=${t.arch}`, '--jobs=max',
+  const args = [nodeGyp(), 'rebuild', `--nodedir=${nodeHeaders()}`, `--arch=${t.arch}`, '--jobs=max',
     '--sy_allocator=jemalloc', `--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`];
   if (floor) args.push(`--sy_glibc_floor=${floor}`);
   run(process.execPath, args, { env: gypEnv });

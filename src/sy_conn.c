@@ -17,6 +17,14 @@
 #include "sy_http.h"
 #include "sy_utf8.h"
 #include "sy_ws_frame.h"
+#ifdef SY_WITH_TLS
+#include <time.h>
+
+#include "tls/sy_tls.h"
+
+#define SY_TLS_RECORD 16384      /* plaintext of one TLS record */
+#define SY_TLS_TURN_US 4000      /* handshake work per IO loop turn */
+#endif
 
 #define SY_RX_SIZE (64 * 1024) /* must match sy_io.c's receive buffer */
 #define SY_MAX_IOV 64
@@ -42,11 +50,34 @@ sy_conn_t *sy_conn_new(sy_io_t *io, int fd) {
     c->fd = fd;
     c->state = SY_CONN_HTTP;
     c->last_rx_ms = io->now_ms;
+    /* One deadline for the TLS handshake and the upgrade request together. */
     c->deadline_ms = io->now_ms + (int64_t)io->shared->opts.handshake_timeout_s * 1000;
+#ifdef SY_WITH_TLS
+    if (io->shared->tls_on) {
+        sy_tls_ctx_t *ctx = NULL;
+        if (pthread_mutex_lock(&io->shared->tls_lock) == 0) {
+            ctx = io->shared->tls;
+            if (ctx != NULL)
+                sy_tls_ctx_ref(ctx);
+            (void)pthread_mutex_unlock(&io->shared->tls_lock);
+        }
+        c->tls = ctx != NULL ? sy_tls_conn_new(ctx, fd) : NULL;
+        sy_tls_ctx_unref(ctx); /* the connection holds its own */
+        if (c->tls == NULL) {
+            sy_free(c);
+            return NULL;
+        }
+        c->state = SY_CONN_TLS;
+    }
+#endif
     return c;
 }
 
 void sy_conn_free(sy_conn_t *c) {
+#ifdef SY_WITH_TLS
+    sy_tls_conn_free(c->tls);
+    sy_free(c->tls_wbuf);
+#endif
     sy_free(c->rbuf);
     sy_free(c->mbuf);
     sy_free(c->outq);
@@ -104,7 +135,7 @@ static void outq_clear(sy_conn_t *c, bool keep_head) {
     c->out_len = keep;
     if (keep == 0) {
         c->out_off = 0;
-        c->out_bytes = 0;
+        c->out_bytes = c->tls_wlen; /* a record OpenSSL holds still goes out */
     }
     if (c->out_pinned > keep)
         c->out_pinned = keep;
@@ -212,7 +243,7 @@ static bool push_raw(sy_conn_t *c, sy_msg_t *m) {
 }
 
 static void after_flush(sy_io_t *io, sy_conn_t *c) {
-    if (c->out_len > 0)
+    if (c->out_len > 0 || c->tls_wlen > 0)
         return;
     if (c->hit_limit && c->state == SY_CONN_OPEN) {
         c->hit_limit = false;
@@ -220,7 +251,12 @@ static void after_flush(sy_io_t *io, sy_conn_t *c) {
     }
     if (c->state == SY_CONN_FLUSH_CLOSE) {
         /* Everything is written: send our FIN, then read until the peer's,
-         * so that unread bytes never turn our close into a reset. */
+         * so that unread bytes never turn our close into a reset. Over TLS
+         * a close_notify first (best effort: a full socket loses it). */
+#ifdef SY_WITH_TLS
+        if (c->tls != NULL)
+            sy_tls_close_notify(c->tls);
+#endif
         if (shutdown(c->fd, SHUT_WR) != 0) {
             sy_conn_destroy(io, c, c->close_code ? c->close_code : 1006);
             return;
@@ -230,7 +266,158 @@ static void after_flush(sy_io_t *io, sy_conn_t *c) {
     }
 }
 
+/* Drops n written bytes from the head of the send queue. */
+static void outq_consume(sy_conn_t *c, size_t n) {
+    c->out_bytes -= n;
+    while (n > 0) {
+        sy_msg_t *m = c->outq[c->out_head];
+        size_t rest = m->len - c->out_off;
+        if (n < rest) {
+            c->out_off += n;
+            break;
+        }
+        n -= rest;
+        c->out_off = 0;
+        c->out_head = (c->out_head + 1) & (c->out_cap - 1);
+        c->out_len--;
+        if (c->out_pinned > 0)
+            c->out_pinned--;
+        sy_msg_release(m);
+    }
+}
+
+static void want_writable(sy_io_t *io, sy_conn_t *c, bool want) {
+    if (want != c->want_out) {
+        c->want_out = want;
+        sy_io_update_poll(io, c);
+    }
+}
+
+#ifdef SY_WITH_TLS
+static int64_t mono_us(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* One step of the TLS handshake. from_read: a readable socket, which waits
+ * for the next loop turn once this turn's handshake budget is spent (the
+ * poller is level-triggered, so it comes back); a burst of reconnects must
+ * not starve delivery to the connections already open. */
+static void tls_handshake_step(sy_io_t *io, sy_conn_t *c, bool from_read) {
+    if (from_read && io->tls_turn_us >= SY_TLS_TURN_US) {
+        atomic_fetch_add_explicit(&io->stats.tls_deferred, 1, memory_order_relaxed);
+        return;
+    }
+    const char *why = NULL;
+    int64_t t0 = mono_us();
+    sy_tls_want_t w = sy_tls_handshake(c->tls, &why);
+    io->tls_turn_us += mono_us() - t0;
+    switch (w) {
+    case SY_TLS_DONE:
+        atomic_fetch_add_explicit(&io->stats.tls_handshakes, 1, memory_order_relaxed);
+        set_state(io, c, SY_CONN_HTTP); /* the request, if sent, is still in the socket */
+        want_writable(io, c, false);
+        return;
+    case SY_TLS_WANT_READ:
+        want_writable(io, c, false);
+        return;
+    case SY_TLS_WANT_WRITE:
+        want_writable(io, c, true);
+        return;
+    default: /* not TLS, an unsupported version, a bad record, closed midway */
+        atomic_fetch_add_explicit(&io->stats.tls_failures, 1, memory_order_relaxed);
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
+}
+
+/* Writes the send queue through TLS: frames are gathered into records of
+ * up to 16 KiB (a large frame goes without the copy). When OpenSSL takes a
+ * record it cannot write yet, it must be offered the same bytes again, so
+ * they move out of the queue into tls_wbuf (the queue may drop frames
+ * meanwhile, for a slow consumer or a close). */
+static void tls_flush(sy_io_t *io, sy_conn_t *c) {
+    while (c->state != SY_CONN_DEAD) {
+        size_t n = 0;
+        sy_tls_want_t w;
+        if (c->tls_wlen > 0) {
+            w = sy_tls_write(c->tls, c->tls_wbuf, c->tls_wlen, &n);
+            if (w == SY_TLS_DONE) {
+                c->out_bytes -= n;
+                c->tls_wlen -= (uint32_t)n;
+                if (c->tls_wlen > 0) {
+                    memmove(c->tls_wbuf, c->tls_wbuf + n, c->tls_wlen);
+                } else {
+                    sy_free(c->tls_wbuf);
+                    c->tls_wbuf = NULL;
+                }
+                atomic_fetch_add_explicit(&io->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+                continue;
+            }
+        } else {
+            if (c->out_len == 0)
+                break;
+            sy_msg_t *head = c->outq[c->out_head];
+            const uint8_t *p = head->data + c->out_off;
+            size_t len = head->len - c->out_off;
+            if (len < SY_TLS_RECORD && c->out_len > 1) {
+                if (io->tls_stage == NULL && (io->tls_stage = sy_malloc(SY_TLS_RECORD)) == NULL) {
+                    sy_conn_destroy(io, c, 1006);
+                    return;
+                }
+                len = 0;
+                for (uint32_t i = 0; i < c->out_len && len < SY_TLS_RECORD; i++) {
+                    sy_msg_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
+                    size_t off = i == 0 ? c->out_off : 0, take = m->len - off;
+                    if (take > SY_TLS_RECORD - len)
+                        take = SY_TLS_RECORD - len;
+                    memcpy(io->tls_stage + len, m->data + off, take);
+                    len += take;
+                }
+                p = io->tls_stage;
+            } else if (len > SY_TLS_RECORD) {
+                len = SY_TLS_RECORD;
+            }
+            w = sy_tls_write(c->tls, p, len, &n);
+            if (w == SY_TLS_DONE) {
+                outq_consume(c, n);
+                atomic_fetch_add_explicit(&io->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+                continue;
+            }
+            if (w == SY_TLS_WANT_WRITE || w == SY_TLS_WANT_READ) {
+                if ((c->tls_wbuf = sy_memdup(p, len)) == NULL) {
+                    sy_conn_destroy(io, c, 1006);
+                    return;
+                }
+                c->tls_wlen = (uint32_t)len;
+                outq_consume(c, len);
+                c->out_bytes += len; /* still to be written */
+            }
+        }
+        if (w == SY_TLS_WANT_WRITE || w == SY_TLS_WANT_READ)
+            break;
+        sy_conn_destroy(io, c, c->close_code ? c->close_code : 1006);
+        return;
+    }
+    if (c->state == SY_CONN_DEAD)
+        return;
+    want_writable(io, c, c->out_len > 0 || c->tls_wlen > 0);
+    after_flush(io, c);
+}
+#endif
+
 void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
+#ifdef SY_WITH_TLS
+    if (c->tls != NULL) {
+        if (c->state == SY_CONN_TLS)
+            tls_handshake_step(io, c, false);
+        else
+            tls_flush(io, c);
+        return;
+    }
+#endif
     while (c->out_len > 0 && c->state != SY_CONN_DEAD) {
         struct iovec iov[SY_MAX_IOV];
         int n = 0;
@@ -254,33 +441,13 @@ void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
             return;
         }
         atomic_fetch_add_explicit(&io->stats.bytes_out, (uint64_t)w, memory_order_relaxed);
-        size_t left = (size_t)w;
-        c->out_bytes -= left;
-        while (left > 0) {
-            sy_msg_t *m = c->outq[c->out_head];
-            size_t rest = m->len - c->out_off;
-            if (left < rest) {
-                c->out_off += left;
-                break;
-            }
-            left -= rest;
-            c->out_off = 0;
-            c->out_head = (c->out_head + 1) & (c->out_cap - 1);
-            c->out_len--;
-            if (c->out_pinned > 0)
-                c->out_pinned--;
-            sy_msg_release(m);
-        }
+        outq_consume(c, (size_t)w);
         if ((size_t)w < total)
             break;
     }
     if (c->state == SY_CONN_DEAD)
         return;
-    bool want = c->out_len > 0;
-    if (want != c->want_out) {
-        c->want_out = want;
-        sy_io_update_poll(io, c);
-    }
+    want_writable(io, c, c->out_len > 0);
     after_flush(io, c);
 }
 
@@ -775,9 +942,53 @@ void sy_conn_refuse(sy_io_t *io, sy_conn_t *c, sy_msg_t *response) {
 
 /* ---- reading ------------------------------------------------------------------ */
 
+/* Reads what the socket has into io->rx, like recv: bytes, 0 at the end,
+ * or -1 with errno (EAGAIN: nothing now). Over TLS, whole records up to
+ * the buffer (a record's plaintext is never left half read in OpenSSL, so
+ * the level-triggered poller still sees whatever waits); *eof when the
+ * stream ended after the bytes returned. */
+static ssize_t conn_read(sy_io_t *io, sy_conn_t *c, bool *eof) {
+    *eof = false;
+#ifdef SY_WITH_TLS
+    if (c->tls != NULL) {
+        size_t got = 0;
+        while (SY_RX_SIZE - got >= SY_TLS_RECORD) {
+            size_t n = 0;
+            sy_tls_want_t w = sy_tls_read(c->tls, io->rx + got, SY_RX_SIZE - got, &n);
+            if (w == SY_TLS_DONE) {
+                got += n;
+                continue;
+            }
+            /* WANT_WRITE: a post-handshake message (a key update) must be
+             * answered; OpenSSL sends it with the next write or read. */
+            if (w == SY_TLS_WANT_READ || w == SY_TLS_WANT_WRITE) {
+                if (got > 0)
+                    break;
+                errno = EAGAIN;
+                return -1;
+            }
+            if (w == SY_TLS_FAILED)
+                atomic_fetch_add_explicit(&io->stats.protocol_errors, 1, memory_order_relaxed);
+            if (got == 0)
+                return 0;
+            *eof = true;
+            break;
+        }
+        return (ssize_t)got;
+    }
+#endif
+    return recv(c->fd, io->rx, SY_RX_SIZE, MSG_DONTWAIT);
+}
+
 void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
     if (c->state == SY_CONN_DEAD || c->state == SY_CONN_UPGRADING)
         return;
+#ifdef SY_WITH_TLS
+    if (c->state == SY_CONN_TLS) {
+        tls_handshake_step(io, c, true);
+        return;
+    }
+#endif
     if (io->reads_paused && (c->state == SY_CONN_OPEN)) {
         if (!c->paused) {
             c->paused = true;
@@ -787,7 +998,8 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         }
         return;
     }
-    ssize_t r = recv(c->fd, io->rx, SY_RX_SIZE, MSG_DONTWAIT);
+    bool eof;
+    ssize_t r = conn_read(io, c, &eof);
     if (r < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return;
@@ -808,7 +1020,7 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
             return;
         }
         http_process(io, c);
-        return;
+        break;
     case SY_CONN_OPEN:
     case SY_CONN_CLOSING:
         if (c->rlen > 0) {
@@ -821,10 +1033,12 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         } else {
             ws_consume(io, c, io->rx, n);
         }
-        return;
+        break;
     default:
-        return; /* FLUSH_CLOSE, DRAINING: read and ignore until EOF */
+        break; /* FLUSH_CLOSE, DRAINING: read and ignore until EOF */
     }
+    if (eof) /* the TLS stream ended after these bytes */
+        sy_conn_destroy(io, c, c->close_code ? c->close_code : 1006);
 }
 
 void sy_conn_resume(sy_io_t *io, sy_conn_t *c) {
@@ -838,6 +1052,7 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
     const sy_server_opts_t *o = &io->shared->opts;
     int64_t now = io->now_ms;
     switch (c->state) {
+    case SY_CONN_TLS:
     case SY_CONN_HTTP:
     case SY_CONN_UPGRADING:
         if (now >= c->deadline_ms) {

@@ -23,6 +23,7 @@
 
 typedef enum sy_conn_state {
     SY_CONN_HTTP = 0,    /* reading the upgrade request */
+    SY_CONN_TLS,         /* TLS handshake (a TLS server), then SY_CONN_HTTP */
     SY_CONN_UPGRADING,   /* waiting for the owner's accept/refuse */
     SY_CONN_OPEN,        /* WebSocket open */
     SY_CONN_CLOSING,     /* we sent a close frame; waiting for the peer's */
@@ -67,6 +68,13 @@ typedef struct sy_conn {
     sy_sub_t *subs;
     uint32_t nsubs, subs_cap;
 
+    /* TLS (a server with certificates; NULL and 0 otherwise). tls_wbuf: a
+     * record's plaintext OpenSSL took but could not write yet; its bytes
+     * count in out_bytes and are no longer in outq. */
+    struct ssl_st *tls;
+    uint8_t *tls_wbuf;
+    uint32_t tls_wlen;
+
     char *close_reason; /* reason for the owner's SY_EV_CLOSE */
     size_t close_reason_len;
 
@@ -75,7 +83,8 @@ typedef struct sy_conn {
     struct sy_conn *next_paused; /* io->paused */
 } sy_conn_t;
 
-/* A new connection for an accepted socket, in SY_CONN_HTTP. NULL when out of
+/* A new connection for an accepted socket, in SY_CONN_HTTP, or SY_CONN_TLS
+ * when the server has certificates (sy_io_shared_t.tls). NULL when out of
  * memory (the caller closes fd). */
 sy_conn_t *sy_conn_new(sy_io_t *io, int fd);
 

@@ -123,6 +123,7 @@ void sy_io_free(sy_io_t *io) {
     for (unsigned i = 0; i < SY_IO_GEN_PAGES; i++)
         sy_free(atomic_load_explicit(&io->gen_pages[i], memory_order_relaxed));
     sy_free(io->rx);
+    sy_free(io->tls_stage);
     sy_batch_free(io->batch);
     if (io->listen_fd >= 0)
         (void)close(io->listen_fd);
@@ -299,7 +300,8 @@ static size_t live_conns(sy_io_t *io) {
 static void adopt(sy_io_t *io, int fd) {
     sy_conn_t *c = sy_conn_new(io, fd);
     if (c == NULL || !take_slot(io, c)) {
-        sy_free(c);
+        if (c != NULL)
+            sy_conn_free(c);
         (void)close(fd);
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
         return;
@@ -307,7 +309,7 @@ static void adopt(sy_io_t *io, int fd) {
     if (io->stopping || sy_poll_add(io->poll, fd, SY_POLL_IN, c) != 0) {
         sy_io_release_slot(io, c->slot);
         (void)close(fd);
-        sy_free(c);
+        sy_conn_free(c);
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
         return;
     }
@@ -563,6 +565,7 @@ static void *io_main(void *arg) {
             wait = 0;
         int n = sy_poll_wait(io->poll, events, 256, (int)wait);
         io->now_ms = now_ms();
+        io->tls_turn_us = 0;
         if (n > 0)
             sy_reclaim_activity(io);
         bool commands = false;

@@ -34,6 +34,12 @@ typedef struct sy_io_shared {
     struct sy_io *ios;       /* every IO thread of the server */
     unsigned nthreads;
     unsigned next_thread;    /* round robin of accepted sockets; IO thread 0 only */
+    /* TLS (builds with SY_WITH_TLS): tls_on is fixed before the threads
+     * start; tls, the certificates for new handshakes, is swapped under
+     * tls_lock by a reload (each connection holds its own reference). */
+    bool tls_on;
+    pthread_mutex_t tls_lock;
+    struct sy_tls_ctx *tls;
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {
@@ -72,7 +78,8 @@ typedef struct sy_cmd {
 typedef struct sy_io_atomic_stats {
     atomic_uint_fast64_t connections, opened, closed, messages_in, bytes_in, messages_out, bytes_out,
         dropped, slow_closes, handshake_rejects, protocol_errors, timeouts, oom_closes, events_lost,
-        accept_rejects, reclaims, reclaim_moved, reclaim_freed_bytes, reclaim_us, reclaim_us_max;
+        accept_rejects, reclaims, reclaim_moved, reclaim_freed_bytes, reclaim_us, reclaim_us_max,
+        tls_handshakes, tls_failures, tls_deferred;
     atomic_int arena;      /* this thread's jemalloc arena; -1: none (system build) */
     atomic_int conn_arena; /* the arena jemalloc says a connection's memory is in; -1: not seen */
 } sy_io_atomic_stats_t;
@@ -127,6 +134,8 @@ typedef struct sy_io {
     struct sy_conn *paused; /* not read while the owner is behind on events */
 
     uint8_t *rx; /* one receive buffer for the whole thread */
+    uint8_t *tls_stage;  /* frames gathered into one TLS record (made on first use) */
+    int64_t tls_turn_us; /* handshake time spent in this loop turn */
     sy_batch_t *batch;
     atomic_size_t event_bytes; /* in batches the owner has not given back */
     bool reads_paused;

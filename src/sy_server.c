@@ -16,6 +16,9 @@
 #include "sy_msg.h"
 #include "sy_topic.h"
 #include "sy_ws_frame.h"
+#ifdef SY_WITH_TLS
+#include "tls/sy_tls.h"
+#endif
 
 struct sy_server {
     sy_io_shared_t shared;
@@ -47,9 +50,12 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
     s->host = sy_memdup(opts->host ? opts->host : "", strlen(opts->host ? opts->host : "") + 1);
     s->path = opts->path ? sy_memdup(opts->path, strlen(opts->path) + 1) : NULL;
     int rc = sy_topics_init(&s->shared.topics, opts->threads);
-    if (s->host == NULL || (opts->path && s->path == NULL) || rc != 0) {
+    int lrc = rc == 0 ? pthread_mutex_init(&s->shared.tls_lock, NULL) : -1;
+    if (s->host == NULL || (opts->path && s->path == NULL) || rc != 0 || lrc != 0) {
         if (rc == 0)
             sy_topics_destroy(&s->shared.topics);
+        if (lrc == 0)
+            (void)pthread_mutex_destroy(&s->shared.tls_lock);
         sy_free(s->host);
         sy_free(s->path);
         sy_free(s);
@@ -343,6 +349,9 @@ void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_thread_stats_t *out) 
     LOAD(reclaim_freed_bytes);
     LOAD(reclaim_us);
     LOAD(reclaim_us_max);
+    LOAD(tls_handshakes);
+    LOAD(tls_failures);
+    LOAD(tls_deferred);
     LOAD(arena);
     LOAD(conn_arena);
 #undef LOAD
@@ -354,6 +363,29 @@ unsigned sy_server_threads(sy_server_t *s) {
 
 size_t sy_server_topic_count(sy_server_t *s) {
     return sy_topics_count(&s->shared.topics);
+}
+
+int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
+#ifdef SY_WITH_TLS
+    if (ctx == NULL || (s->listening && !s->shared.tls_on))
+        return -1;
+    s->shared.tls_on = true; /* read by the IO threads only after they start */
+    if (pthread_mutex_lock(&s->shared.tls_lock) != 0)
+        return -1;
+    struct sy_tls_ctx *old = s->shared.tls;
+    s->shared.tls = ctx;
+    (void)pthread_mutex_unlock(&s->shared.tls_lock);
+    sy_tls_ctx_unref(old);
+    return 0;
+#else
+    (void)s;
+    (void)ctx;
+    return -1;
+#endif
+}
+
+bool sy_server_tls(sy_server_t *s) {
+    return s->shared.tls_on;
 }
 
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
@@ -390,6 +422,10 @@ void sy_server_destroy(sy_server_t *s) {
         for (unsigned i = 0; i < s->nthreads; i++)
             sy_io_free(&s->io[i]);
     sy_topics_destroy(&s->shared.topics);
+#ifdef SY_WITH_TLS
+    sy_tls_ctx_unref(s->shared.tls);
+#endif
+    (void)pthread_mutex_destroy(&s->shared.tls_lock);
     sy_free(s->host);
     sy_free(s->path);
     sy_free(s);

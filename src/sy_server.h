@@ -74,6 +74,9 @@ typedef struct sy_thread_stats {
     uint64_t reclaim_freed_bytes;     /* arena pages they gave back */
     uint64_t reclaim_us;              /* time they took, microseconds */
     uint64_t reclaim_us_max;          /* the longest one (a maximum, not a sum) */
+    uint64_t tls_handshakes;          /* TLS handshakes completed */
+    uint64_t tls_failures;            /* TLS handshakes failed (not TLS, bad version, closed) */
+    uint64_t tls_deferred;            /* handshake steps left for the next loop turn (budget) */
     int arena;                        /* the thread's jemalloc arena; -1: none */
     int conn_arena;                   /* where jemalloc says its connections live; -1: unknown */
 } sy_thread_stats_t;
@@ -111,6 +114,16 @@ bool sy_server_is_open(sy_server_t *s, uint64_t id);
 void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_thread_stats_t *out);
 unsigned sy_server_threads(sy_server_t *s);
 size_t sy_server_topic_count(sy_server_t *s);
+
+struct sy_tls_ctx;
+/* TLS (builds with SY_WITH_TLS; src/tls/sy_tls.h makes the context). Before
+ * sy_server_listen: the server speaks TLS only. After: a reload, atomic for
+ * new handshakes; live connections keep the context they began with. Takes
+ * over the caller's reference and drops the previous context's. -1 (ctx not
+ * taken) when the server is listening without TLS, or ctx is NULL. */
+int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx);
+/* True when the server speaks TLS. */
+bool sy_server_tls(sy_server_t *s);
 
 /* Gives back a batch the callback handed over. */
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch);

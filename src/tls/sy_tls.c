@@ -115,6 +115,15 @@ int sy_tls_global_init(char *err, size_t errlen) {
 
 const char *sy_tls_version(void) { return OpenSSL_version(OPENSSL_VERSION); }
 
+void *sy_tls_probe_new(void) {
+    BIO *b = BIO_new(BIO_s_mem());
+    if (b == NULL)
+        ERR_clear_error();
+    return b;
+}
+
+void sy_tls_probe_free(void *probe) { BIO_free(probe); }
+
 /* ---- contexts ------------------------------------------------------------ */
 
 typedef struct sni_entry {
@@ -477,6 +486,12 @@ sy_tls_want_t sy_tls_write(sy_tls_conn_t *ssl, const void *buf, size_t len, size
     clear_errors();
     int rc = SSL_write_ex(ssl, buf, len, n);
     return rc == 1 ? SY_TLS_DONE : want_of(ssl, rc, NULL);
+}
+
+void sy_tls_close_notify(sy_tls_conn_t *ssl) {
+    clear_errors();
+    (void)SSL_shutdown(ssl); /* 0: sent; -1: the socket is full (dropped) */
+    ERR_clear_error();
 }
 
 const char *sy_tls_servername(sy_tls_conn_t *ssl) { return SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name); }

@@ -2,9 +2,9 @@
  * sy_tls — TLS for the IO threads, on a private static OpenSSL 3.5 whose
  * memory comes from symphony's allocator (sy_alloc), never from Node's.
  *
- * Status: the module and its unit tests (__test__/c/tls/); not yet wired
- * into sy_conn or the JS options (see the TLS issue). Built only when
- * deps/openssl.sh's OpenSSL is given (make -C __test__/c tls).
+ * Built into the addon with SY_WITH_TLS (binding.gyp, given deps/openssl.sh's
+ * OpenSSL); sy_conn drives a connection's handshake and I/O through it, and
+ * sy_server holds the current context (sy_server_set_tls).
  *
  * Model:
  *   - sy_tls_global_init() once per process, before any other OpenSSL call:
@@ -52,6 +52,11 @@ typedef struct sy_tls_cert {
 
 typedef struct sy_tls_ctx sy_tls_ctx_t;
 
+/* The self-check's probe: an object OpenSSL allocates (a memory BIO), to
+ * ask the allocator who owns it. NULL when out of memory. */
+void *sy_tls_probe_new(void);
+void sy_tls_probe_free(void *probe);
+
 /* A server context: certs[0] is the default (its servername ignored), the
  * others are chosen by SNI (exact, case-insensitive; "*.example.com" matches
  * one label). ca_pem (may be NULL): CAs to ask clients for certificates.
@@ -86,6 +91,8 @@ sy_tls_want_t sy_tls_read(sy_tls_conn_t *c, void *buf, size_t len, size_t *n);
 /* Encrypts and writes up to len bytes; *n set on SY_TLS_DONE (may be < len:
  * the rest waits for SY_TLS_WANT_WRITE). */
 sy_tls_want_t sy_tls_write(sy_tls_conn_t *c, const void *buf, size_t len, size_t *n);
+/* Sends a close_notify alert, best effort (nothing is waited for). */
+void sy_tls_close_notify(sy_tls_conn_t *c);
 /* The SNI name the client asked for, or NULL. */
 const char *sy_tls_servername(sy_tls_conn_t *c);
 
