@@ -281,6 +281,7 @@ bool sy_binding_allocator_init(napi_env env, napi_value exports) {
     int64_t page = sy_alloc_config(&c) == 0 ? (int64_t)c.page_size : -1;
     return sy_napi_set_string(env, obj, "name", sy_alloc_name()) &&
            sy_napi_set_string(env, obj, "version", sy_alloc_version()) &&
+           sy_napi_set_string(env, obj, "build", sy_alloc_build()) &&
            sy_napi_set_stat(env, obj, "pageSize", page) &&
            sy_napi_set_function(env, obj, "stats", stats, NULL) &&
            sy_napi_set_function(env, obj, "arenaStats", arena_stats, NULL) &&

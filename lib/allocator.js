@@ -21,6 +21,8 @@ const allocator = {
   name: native.name,
   /** jemalloc's version, or the C library's in the system build. */
   version: native.version,
+  /** The build marker: "symphony-build: allocator=jemalloc-5.3.0 lg-page=12 libc=glibc arch=x64". */
+  build: native.build,
   /** jemalloc's compiled page size in bytes (null in the system build). */
   pageSize: native.pageSize,
   /** The file the addon was loaded from. */

@@ -31,6 +31,21 @@ export type UpgradeResult =
       headers?: Record<string, string | string[]>;
     };
 
+/** PEM text: a string or the bytes of a PEM file. */
+export type Pem = string | Buffer | ArrayBufferView | ArrayBuffer;
+
+export interface TlsOptions {
+  /** The certificate chain, leaf first. */
+  cert: Pem;
+  /** Its private key (may be encrypted: give passphrase). */
+  key: Pem;
+  passphrase?: string;
+  /** CAs to ask clients for certificates with (mutual TLS). Default: none asked. */
+  ca?: Pem;
+  /** More certificates chosen by SNI: exact names or '*.example.com' (one label). */
+  servername?: Record<string, { cert: Pem; key: Pem; passphrase?: string }>;
+}
+
 export interface ServerOptions {
   /** Address to bind. Default '0.0.0.0'. */
   host?: string;
@@ -71,6 +86,9 @@ export interface ServerOptions {
   reclaim?: boolean;
   /** Decides each upgrade. Without it every valid upgrade is accepted natively. */
   onUpgrade?: ((req: UpgradeRequest) => UpgradeResult | Promise<UpgradeResult>) | null;
+  /** wss:// only, on symphony's private OpenSSL. The PEM is copied at the call
+   * and not kept; server.options.tls then shows only the SNI names. */
+  tls?: TlsOptions | null;
 }
 
 export interface ThreadStats {
@@ -100,6 +118,12 @@ export interface ThreadStats {
   reclaimMicros: number;
   /** The longest one, microseconds (in the totals: the longest of any thread). */
   reclaimMaxMicros: number;
+  /** TLS handshakes completed. */
+  tlsHandshakes: number;
+  /** TLS handshakes failed: not TLS, an unsupported version, a bad record, closed midway. */
+  tlsFailures: number;
+  /** Handshake steps left for the next loop turn (the per-turn handshake budget). */
+  tlsDeferred: number;
 }
 
 export interface IoThreadStats extends ThreadStats {
@@ -116,7 +140,10 @@ export interface ServerStats extends ThreadStats {
 
 export class Server extends EventEmitter {
   constructor(options?: ServerOptions);
-  readonly options: Required<ServerOptions>;
+  readonly options: Omit<Required<ServerOptions>, 'tls'> & { tls: { servername: string[] } | null };
+  /** New certificates for new handshakes, atomically; open connections keep
+   * theirs. Throws TlsError (and keeps the old ones) when they cannot be used. */
+  setTls(tls: TlsOptions): void;
   listen(): Promise<{ host: string; port: number }>;
   address(): { host: string; port: number } | null;
   publish(topic: string, data: Payload, options?: { binary?: boolean }): number;
@@ -175,11 +202,20 @@ export interface SelfCheck {
   oursArena: number | null;
   libcIsJemalloc: boolean;
   probeSize: number;
+  /** The private OpenSSL is built in. */
+  tlsLinked: boolean;
+  /** An object OpenSSL allocated came through symphony's allocator. */
+  tlsRouted?: boolean;
+  /** ... and jemalloc owns it (false in the system build). */
+  tlsIsJemalloc?: boolean;
+  tlsArena?: number | null;
 }
 
 export const allocator: {
   readonly name: 'jemalloc' | 'system';
   readonly version: string;
+  /** "symphony-build: allocator=... lg-page=... libc=... arch=..." */
+  readonly build: string;
   readonly pageSize: number | null;
   readonly nativePath: string;
   readonly config: AllocatorConfig | null;
@@ -190,6 +226,8 @@ export const allocator: {
   report(opts?: { json?: false }): string | null;
   report(opts: { json: true }): Record<string, unknown> | null;
   selfCheck(): SelfCheck;
+  /** The private OpenSSL: its version, bytes it holds and allocations it made through symphony's allocator. */
+  tls(): { version: string; allocated: number; allocations: number } | null;
   purge(): boolean;
   setDecay(opts: { dirtyMs?: number; muzzyMs?: number }): boolean;
   backgroundThread(enabled: boolean): boolean;
@@ -198,6 +236,9 @@ export const allocator: {
 export class SymphonyError extends Error {
   code: string;
 }
+
+/** Certificates, keys or passphrases that cannot be used (code ERR_SYMPHONY_TLS). */
+export class TlsError extends SymphonyError {}
 
 export class LoadError extends SymphonyError {
   tried: { path: string; error: string }[];

@@ -12,7 +12,8 @@
 //   linux-arm64-glibc  4 KiB + 64 KiB  aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu)
 //   linux-arm64-musl   4 KiB + 64 KiB  clang --target=aarch64-linux-musl, lld, and
 //                                      Debian's arm64 musl (deps/sysroot.sh musl-arm64)
-// jemalloc is built once per (target, page) and cached (deps/jemalloc.sh);
+// jemalloc is built once per (target, page) and cached (deps/jemalloc.sh), the
+// private OpenSSL once per target (deps/openssl.sh);
 // every addon is compiled from a clean build folder. A manifest
 // (prebuilds/manifest.json) records each file's size, sha256 and build times.
 
@@ -137,11 +138,16 @@ function buildOne(name, t, cc, lgPage) {
   const jeDir = jeOut.trim().split('\n').pop();
   const jeSeconds = Number(fs.readFileSync(path.join(jeDir, '.built'), 'utf8')) || 0;
   const jemallocS = (Date.now() - t0) / 1000;
+  // The private OpenSSL for the same target (the glibc floor header too:
+  // OpenSSL's pthread calls must bind to the old versions like ours).
+  const tS = Date.now();
+  const sslDir = run('bash', [path.join(root, 'deps', 'openssl.sh'), '--host', t.host, '--cc', cc], { env }).trim().split('\n').pop();
+  const opensslS = (Date.now() - tS) / 1000;
   const t1 = Date.now();
   const gypEnv = { ...env };
   delete gypEnv.CFLAGS; // the floor header reaches the addon through binding.gyp
   const args = [nodeGyp(), 'rebuild', `--nodedir=${nodeHeaders()}`, `--arch=${t.arch}`, '--jobs=max',
-    '--sy_allocator=jemalloc', `--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`];
+    '--sy_allocator=jemalloc', `--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`, `--sy_openssl_dir=${sslDir}`];
   if (floor) args.push(`--sy_glibc_floor=${floor}`);
   run(process.execPath, args, { env: gypEnv });
   const built = path.join(root, 'build', 'Release', 'symphony.node');
@@ -157,9 +163,10 @@ function buildOne(name, t, cc, lgPage) {
     bytes: fs.statSync(dest).size, sha256: sha256(dest),
     jemallocBuildS: jeSeconds, jemallocStepS: Math.round(jemallocS * 10) / 10, addonS: Math.round(addonS * 10) / 10,
     jemallocDir: path.relative(root, jeDir),
+    opensslStepS: Math.round(opensslS * 10) / 10, opensslDir: path.relative(root, sslDir),
   };
   console.error(`prebuild: ${entry.file} ${(entry.bytes / 1048576).toFixed(2)} MiB · jemalloc ${jemallocS.toFixed(1)} s` +
-    `${jemallocS < 5 ? ' (cached)' : ''} · addon ${addonS.toFixed(1)} s`);
+    `${jemallocS < 5 ? ' (cached)' : ''} · OpenSSL ${opensslS.toFixed(1)} s${opensslS < 5 ? ' (cached)' : ''} · addon ${addonS.toFixed(1)} s`);
   return entry;
 }
 

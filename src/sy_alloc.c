@@ -74,6 +74,8 @@ void sy_free(void *ptr) { sy_je_free(ptr); }
 
 const char *sy_alloc_name(void) { return "jemalloc"; }
 
+const char *sy_alloc_build(void) { return sy_build_marker; }
+
 const char *sy_alloc_version(void) {
     const char *v = NULL;
     size_t sz = sizeof(v);
@@ -402,6 +404,8 @@ void sy_free(void *ptr) {
 }
 
 const char *sy_alloc_name(void) { return "system"; }
+
+const char *sy_alloc_build(void) { return "symphony-build: allocator=system"; }
 
 const char *sy_alloc_version(void) {
 #if defined(__GLIBC__)

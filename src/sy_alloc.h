@@ -38,6 +38,9 @@ void *sy_memdup(const void *src, size_t len);
 const char *sy_alloc_name(void);
 /* jemalloc's version string, or the C library's version in the system build. */
 const char *sy_alloc_version(void);
+/* The build marker ("symphony-build: allocator=... lg-page=... libc=...
+ * arch=..."), also searched for in the binary by the artifact tests. */
+const char *sy_alloc_build(void);
 
 /* Unknown values are reported as -1. */
 typedef struct sy_alloc_stats {
