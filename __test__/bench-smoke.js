@@ -6,13 +6,12 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn, spawnSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const loadgen = path.join(root, 'bench', 'out', 'loadgen');
 const RUN_BOUND_S = 150; // the run itself takes ~30-45 s on 2 busy cores
 
 function run(args, seconds) {
@@ -40,10 +39,6 @@ function section(md, title) {
 }
 
 test('bench/run.js --quick: parked and cpu phases, jemalloc and system arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
-  if (!fs.existsSync(loadgen)) {
-    const b = spawnSync('make', ['-C', path.join(root, 'bench')], { encoding: 'utf8' });
-    assert.equal(b.status, 0, `make -C bench failed:\n${b.stdout}${b.stderr}`);
-  }
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-'));
   try {
     const t0 = Date.now();

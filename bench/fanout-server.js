@@ -21,6 +21,7 @@
 
 const v8 = require('node:v8');
 const { Server, allocator } = require('..');
+const { benchTls } = require('./lib/pki');
 
 const { parseOptions, createSchedule } = require('./lib/server-cli');
 
@@ -31,6 +32,7 @@ async function main() {
     port: o.port,
     threads: o.threads,
     maxBackpressure: o['max-backpressure'],
+    tls: benchTls(), // BENCH_TLS=ecdsa|rsa: wss:// on symphony's private OpenSSL
   });
   const topics = Array.from({ length: o.topics }, (_, g) => `t${g}`);
   let opened = 0;

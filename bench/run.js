@@ -2,8 +2,8 @@
 'use strict';
 // The benchmark runner (npm run bench). See bench/README.md.
 //
-//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu]
-//        [--arms jemalloc,system,system-arena2,ws] [--arm-env NAME=K=V,...]
+//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes]
+//        [--arms jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls] [--arm-env NAME=K=V,...]
 //        [--repeats 3] [--fixed-order] [--cpus LIST|none] [...]
 //
 // Results go to bench/results/<timestamp>/ (or --out DIR).
@@ -17,10 +17,10 @@ const { ServerProc, LOADGEN } = require('./lib/procs');
 const { fdLimits, fdCount } = require('./lib/sample');
 const phases = require('./lib/phases');
 const report = require('./lib/report');
-const { now, sleep, stamp, fmt, finite } = require('./lib/util');
+const { now, sleep, stamp, fmt, finite, opensslDir } = require('./lib/util');
 
 const ROOT = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu'];
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes'];
 
 const USAGE = `usage: node bench/run.js [options]        (npm run bench -- [options])
 
@@ -30,8 +30,9 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu (default: all three)
-  --arms LIST            jemalloc,system,system-arena2,ws (default: all; ws is left out of the soak)
+  --phases LIST          parked,soak,cpu,handshakes (default: all four)
+  --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls (default: all; the
+                         soak runs the symphony arms without TLS; handshakes only the TLS arms)
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
                          e.g. --arm-env decay1s=SY_JE_MALLOC_CONF=dirty_decay_ms:1000
   --repeats N            runs of each arm per phase (default 3; --quick: 1)
@@ -52,6 +53,7 @@ Populations and timing:
   --peak P --trough T    soak populations          --cycles C    soak cycles
   --churn F              soak churn, share of open connections per second (default 0.01)
   --cpu-connections C    --cpu-window S            --cpu-shapes 256x10,4096x2 (bytes x msg/s/conn)
+  --handshakes N         TLS handshakes per key type (ECDSA P-256, RSA 2048; default 5000)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -81,7 +83,7 @@ function parseArgs(argv) {
   }
   const known = new Set(['armEnv', 'quick', 'full', 'fixed-order', 'help', 'phases', 'arms', 'arm-env', 'repeats', 'cpus', 'threads',
     'cpu-threads', 'sample-hz', 'loadgen-max', 'connections', 'parked-levels', 'peak', 'trough', 'cycles', 'churn',
-    'cpu-connections', 'cpu-window', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild']);
+    'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   return o;
@@ -116,6 +118,7 @@ function preset(name) {
     return {
       parked: { levels: [500, 1000], idle: 2, settle: 2, active: 4, rate: 2, size: 256, topics: 10, ramp: 5000, measure: 1 },
       cpu: { connections: 1000, shapes, settle: 1, window: 5, topics: 10, ramp: 5000 },
+      handshakes: { connections: 1500, pending: 64, bound: 60 },
       soak: { peak: 2000, trough: 200, cycles: 2, peakHold: 3, troughHold: 7, afterDrop: 5, freshHold: 5, quietHold: 4,
         zeroHold: 4, handoffHold: 120, churn: 0.02, rate: 1, size: 256, topics: 10, ramp: 4000, measure: 1 },
       measure: 1,
@@ -125,6 +128,7 @@ function preset(name) {
   return {
     parked: { levels: big ? [50000, 100000] : [9500, 19000], idle: 5, settle: 5, active: 15, rate: 1, size: 256, topics: 10, ramp: big ? 5000 : 2000, measure: 2 },
     cpu: { connections: 10000, shapes, settle: 3, window: 20, topics: 10, ramp: 2000 },
+    handshakes: { connections: 5000, pending: 64, bound: 120 },
     soak: { peak: big ? 100000 : 19000, trough: big ? 10000 : 1900, cycles: big ? 5 : 3, peakHold: 20, troughHold: 30, afterDrop: 10,
       freshHold: 30, quietHold: 30, zeroHold: 30, handoffHold: 300, churn: 0.01, rate: 1, size: 256, topics: 10, ramp: big ? 5000 : 2000, measure: 2 },
     measure: 2,
@@ -184,7 +188,8 @@ function loadgenHelp() {
  * sources (loadgen's and the src/ parsers it compiles in) changed; nothing
  * when it is up to date. A stale loadgen would measure with old code. */
 function ensureLoadgen(log) {
-  const out = execFileSync('make', ['-C', __dirname, '--no-print-directory'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync('make', ['-C', __dirname, '--no-print-directory', `OPENSSL_DIR=${opensslDir()}`],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (/\bcc\b|gcc|clang/.test(out)) log('loadgen built (make -C bench)');
 }
 
@@ -275,6 +280,7 @@ async function main() {
   if (settle !== undefined) cfg.parked.idle = cfg.parked.settle = cfg.cpu.settle = settle;
   cfg.cpu.connections = int(o, 'cpu-connections', 1, 1e6) ?? cfg.cpu.connections;
   cfg.cpu.window = num(o, 'cpu-window', 2, 3600) ?? cfg.cpu.window;
+  cfg.handshakes.connections = int(o, 'handshakes', 10, 1e6) ?? cfg.handshakes.connections;
   if (o['cpu-shapes']) cfg.cpu.shapes = parseShapes(o['cpu-shapes']);
   const ramp = num(o, 'ramp', 1, 1e6);
   if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = ramp;
@@ -434,11 +440,15 @@ async function main() {
 
   const runs = [];
   const tStart = now();
-  const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu };
+  const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
-    const phaseArms = phase === 'soak' ? arms.filter((a) => a.soak) : arms;
-    for (const a of arms) if (!phaseArms.includes(a)) notes.push(`${a.name}: no ${phase} phase (the issue runs ws in the parked and cpu phases only)`);
+    const phaseArms = phase === 'soak' ? arms.filter((a) => a.soak) : phase === 'handshakes' ? arms.filter((a) => a.tls) : arms;
+    for (const a of arms) {
+      if (phaseArms.includes(a)) continue;
+      notes.push(`${a.name}: no ${phase} phase (${phase === 'handshakes' ? 'TLS arms only'
+        : 'the soak runs the symphony arms without TLS; ws and the TLS arms run the parked and cpu phases'})`);
+    }
     for (const [k, { arm, repeat }] of order(phaseArms, repeats, meta.fixedOrder).entries()) {
       if (aborted) break;
       Object.assign(ctx.status, { phase, arm: arm.name, repeat, step: 'start', cycle: null, fpKiB: null, t0: now() });
@@ -494,6 +504,9 @@ function brief(phase, f) {
   }
   if (phase === 'cpu') {
     return f.shapes.map((s) => `${s.shape}: ${k(s.msgsPerS)} msg/s (${k(s.deliveredPct, 1)}%), ${k(s.cpuSPer1M, 2)} CPU-s/1M, p99 ${k(s.p99ms, 2)} ms`).join('; ');
+  }
+  if (phase === 'handshakes') {
+    return f.keys.map((x) => `${x.key}: ${k(x.connections)} in ${k(x.seconds, 1)} s, ${k(x.perCoreS)}/s per server core`).join('; ');
   }
   if (phase === 'soak') {
     return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;

@@ -41,7 +41,9 @@
 // unless told).
 
 const v8 = require('node:v8');
+const https = require('node:https');
 const { WebSocketServer, WebSocket } = require('ws');
+const { benchTls } = require('./lib/pki');
 
 const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
 const { parseOptions, createSchedule } = require('./lib/server-cli');
@@ -80,9 +82,11 @@ async function main() {
   let bytesOutClosed = 0; // socket bytes written by connections already closed
   const closes = {};
 
+  // BENCH_TLS=ecdsa|rsa: wss:// on Node's own TLS (an https server).
+  const cert = benchTls();
+  const httpsServer = cert ? https.createServer({ cert: cert.cert, key: cert.key }) : null;
   const wss = new WebSocketServer({
-    host: '127.0.0.1',
-    port: o.port,
+    ...(httpsServer ? { server: httpsServer } : { host: '127.0.0.1', port: o.port }),
     perMessageDeflate: false,
     clientTracking: false, // the topic Sets are the tracking
   });
@@ -115,11 +119,13 @@ async function main() {
     });
   });
 
+  const listener = httpsServer || wss;
   await new Promise((resolve, reject) => {
-    wss.once('listening', resolve);
-    wss.once('error', reject);
+    listener.once('listening', resolve);
+    listener.once('error', reject);
+    if (httpsServer) httpsServer.listen(o.port, '127.0.0.1');
   });
-  const { port } = wss.address();
+  const { port } = listener.address();
   process.stdout.write(`${JSON.stringify({ port })}\n`);
 
   const schedule = createSchedule(o);
@@ -237,7 +243,7 @@ async function main() {
     }));
     // The listening socket closes now; the callback comes once every
     // accepted socket is gone too (they still count for the http server).
-    const listenerClosed = new Promise((resolve) => wss.close(() => resolve()));
+    const listenerClosed = new Promise((resolve) => wss.close(() => (httpsServer ? httpsServer.close(() => resolve()) : resolve())));
     for (const ws of left) if (ws.readyState === WebSocket.OPEN) ws.close(1001, 'server closing');
     let deadline;
     await Promise.race([Promise.all(gone), new Promise((resolve) => { deadline = setTimeout(resolve, CLOSE_DEADLINE_MS); })]);

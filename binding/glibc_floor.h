@@ -1,5 +1,5 @@
 /*
- * glibc_floor.h — lets the glibc builds load on glibc 2.28 (RHEL 8, Ubuntu
+ * glibc_floor.h — lets the glibc builds load on glibc 2.17 and newer (RHEL 8's 2.28, Ubuntu
  * 20.04's 2.31, Debian 11) although they are linked on a newer glibc.
  *
  * glibc 2.34 moved the pthread functions into libc.so.6 and gave them a new
@@ -16,6 +16,9 @@
  */
 #ifndef SY_GLIBC_FLOOR_H
 #define SY_GLIBC_FLOOR_H
+/* Also forced into OpenSSL's build, whose .S files are preprocessed too:
+ * assembler has no __asm__. */
+#ifndef __ASSEMBLER__
 
 #if defined(__x86_64__)
 #define SY_GLIBC_BASE "GLIBC_2.2.5"
@@ -40,5 +43,17 @@ SY_GLIBC_OLD(pthread_mutexattr_settype, SY_GLIBC_BASE);
 SY_GLIBC_OLD(pthread_mutexattr_destroy, SY_GLIBC_BASE);
 SY_GLIBC_OLD(pthread_sigmask, SY_GLIBC_BASE);
 SY_GLIBC_OLD(pthread_setname_np, SY_GLIBC_SETNAME);
+/* OpenSSL's (thread-local keys and its read-write locks). */
+SY_GLIBC_OLD(pthread_getspecific, SY_GLIBC_BASE);
+SY_GLIBC_OLD(pthread_key_delete, SY_GLIBC_BASE);
+SY_GLIBC_OLD(pthread_rwlock_init, SY_GLIBC_BASE);
+SY_GLIBC_OLD(pthread_rwlock_destroy, SY_GLIBC_BASE);
+SY_GLIBC_OLD(pthread_rwlock_rdlock, SY_GLIBC_BASE);
+SY_GLIBC_OLD(pthread_rwlock_wrlock, SY_GLIBC_BASE);
+SY_GLIBC_OLD(pthread_rwlock_unlock, SY_GLIBC_BASE);
+/* stat and fstat (glibc 2.33's new symbols, which OpenSSL calls) cannot
+ * be bound this way: before 2.33 they were __xstat/__fxstat with another
+ * signature. binding/glibc/stat.c defines them for the glibc builds. */
 
+#endif /* __ASSEMBLER__ */
 #endif

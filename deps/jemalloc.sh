@@ -72,7 +72,7 @@ configure_flags=(
 [ -n "$host" ] && configure_flags+=("--host=$host")
 
 triple=${host:-$("$cc" -dumpmachine)}
-key=$( { echo "$JE_VERSION $cc ${CFLAGS:-} ${configure_flags[*]}"; cat "$here"/patches/*.patch; } | sha256sum | cut -c1-12)
+key=$( { echo "$JE_VERSION $cc ${CFLAGS:-} ${configure_flags[*]}"; cat "$here"/patches/jemalloc/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/jemalloc-${JE_VERSION}-${triple}-lg${lg_page}-${key}"
 
 if [ -f "$out/.built" ]; then
@@ -88,7 +88,7 @@ tmp="$out.tmp"
 rm -rf "$tmp"
 mkdir -p "$tmp"
 tar -xjf "$tarball" -C "$tmp" --strip-components=1
-for p in "$here"/patches/*.patch; do
+for p in "$here"/patches/jemalloc/*.patch; do
   patch -d "$tmp" -p1 --quiet < "$p"
 done
 start=$(date +%s)

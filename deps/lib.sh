@@ -17,6 +17,18 @@
 #
 # Both log on stderr through log(), which the caller defines.
 
+# The contents of every file forced in by "-include FILE" in the given
+# flags (the glibc floor header): part of a build's cache key, so that a
+# changed header rebuilds what it was compiled into.
+included_files() { # FLAGS
+  local prev= w
+  for w in $1; do
+    [ "$prev" = "-include" ] && cat "$w"
+    prev=$w
+  done
+  return 0
+}
+
 sha_matches() { # FILE SHA256
   [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
 }

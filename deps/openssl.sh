@@ -74,7 +74,7 @@ flags=(no-shared no-module no-dso no-engine no-legacy no-tests no-docs no-apps n
        no-gost no-sm2 no-sm3 no-sm4 no-idea no-camellia no-aria no-seed no-whirlpool no-rc2 no-rc4
        no-bf no-cast no-md4 no-mdc2 no-rmd160 no-siphash no-ec2m no-slh-dsa
        -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections)
-key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]}"; } | sha256sum | cut -c1-12)
+key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]}"; cat "$here"/patches/openssl/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/openssl-${SSL_VERSION}-${triple}-${key}"
 if [ -f "$out/.built" ]; then
   log "cached build $out"
@@ -84,6 +84,10 @@ fi
 rm -rf "$out" "$out.tmp"
 mkdir -p "$out.tmp"
 tar -xzf "$tarball" -C "$out.tmp" --strip-components=1
+# symphony's patches (deps/patches/openssl/, each says why).
+for p in "$here"/patches/openssl/*.patch; do
+  patch -d "$out.tmp" -p1 --quiet < "$p"
+done
 start=$(date +%s)
 (cd "$out.tmp" && CC="$cc" ./Configure "$target" "${flags[@]}" >configure.out 2>&1) || { tail -30 "$out.tmp/configure.out" >&2; exit 1; }
 (cd "$out.tmp" && make -j"$(nproc)" build_libs >make.out 2>&1) || { tail -30 "$out.tmp/make.out" >&2; exit 1; }

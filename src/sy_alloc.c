@@ -71,6 +71,7 @@ void *sy_malloc(size_t size) { return sy_je_malloc(size); }
 void *sy_calloc(size_t count, size_t size) { return sy_je_calloc(count, size); }
 void *sy_realloc(void *ptr, size_t size) { return sy_je_realloc(ptr, size); }
 void sy_free(void *ptr) { sy_je_free(ptr); }
+size_t sy_alloc_usable(const void *ptr) { return ptr != NULL ? sy_je_malloc_usable_size((void *)ptr) : 0; }
 
 const char *sy_alloc_name(void) { return "jemalloc"; }
 
@@ -396,6 +397,10 @@ void *sy_realloc(void *ptr, size_t size) {
 #else
     return realloc(ptr, size);
 #endif
+}
+
+size_t sy_alloc_usable(const void *ptr) {
+    return ptr != NULL ? malloc_usable_size((void *)ptr) : 0;
 }
 
 void sy_free(void *ptr) {

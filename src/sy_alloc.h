@@ -31,6 +31,8 @@ void *sy_calloc(size_t count, size_t size);
 void *sy_realloc(void *ptr, size_t size);
 /* NULL is a no-op. */
 void sy_free(void *ptr);
+/* The usable size of a live block from this module (0 for NULL). */
+size_t sy_alloc_usable(const void *ptr);
 /* A copy of len bytes at src, or NULL. Never reads more than len bytes. */
 void *sy_memdup(const void *src, size_t len);
 

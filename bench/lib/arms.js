@@ -37,6 +37,26 @@ const BUILTIN = {
     allocator: 'system',
     soak: true,
   },
+  'jemalloc-tls': {
+    name: 'jemalloc-tls',
+    what: 'default build over wss:// (private OpenSSL 3.5, ECDSA P-256)',
+    script: FANOUT,
+    gate: 'symphony',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc', BENCH_TLS: 'ecdsa' },
+    allocator: 'jemalloc',
+    tls: true,
+    soak: false,
+  },
+  'ws-tls': {
+    name: 'ws-tls',
+    what: 'the ws server over wss:// (Node\'s https, its OpenSSL; peer)',
+    script: WS,
+    gate: 'ws',
+    env: { BENCH_TLS: 'ecdsa' },
+    allocator: null,
+    tls: true,
+    soak: false,
+  },
   ws: {
     name: 'ws',
     what: 'the same server on the ws package (peer)',
@@ -48,7 +68,7 @@ const BUILTIN = {
   },
 };
 
-const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws'];
+const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'ws-tls'];
 
 /** "NAME=K=V,K2=V2" -> an arm: the default build plus that environment. */
 function parseArmEnv(spec) {

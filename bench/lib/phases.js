@@ -4,7 +4,7 @@
 // Every wait is bounded; every process is stopped on the way out.
 
 const { ServerProc, Loadgen } = require('./procs');
-const { Sampler } = require('./sample');
+const { Sampler, readProc } = require('./sample');
 const { now, sleep, median, slope, finite } = require('./util');
 
 const SETTLE_TIMEOUT_MIN = 30; // s: floor of the bound on a ramp
@@ -39,6 +39,7 @@ async function withServer(ctx, info, sopts, fn) {
         cpus: ctx.cpus.loadgen,
         serverPid: server.pid,
         maxPending: ctx.cfg.maxPending,
+        tls: !!sopts.arm.tls,
         ...o,
       });
       for (const s of lg.shards) ctx.live.add(s);
@@ -294,6 +295,71 @@ async function cpu(ctx, arm, repeat) {
   return { figures: { shapes }, notes };
 }
 
+// ---- handshakes (TLS arms) ----------------------------------------------------
+
+/**
+ * Full TLS + WebSocket handshakes against a server with one IO thread: n
+ * connections opened as fast as --max-pending allows, every one a new full
+ * handshake (loadgen keeps no sessions). The figure is handshakes per second
+ * of the server's CPU time (its IO thread, and its JS thread that sees each
+ * open), i.e. per core; the wall rate depends on how much of the 2 cores the
+ * client takes, and is reported beside it.
+ */
+async function handshakesKey(ctx, arm, repeat, key) {
+  const c = ctx.cfg.handshakes;
+  const info = { phase: 'handshakes', arm: arm.name, repeat, key };
+  const bound = c.bound;
+  const keyArm = { ...arm, env: { ...arm.env, BENCH_TLS: key } };
+  return withServer(ctx, info, {
+    arm: keyArm, threads: 1, topics: 1, size: 64, rate: 1,
+    duration: bound + 30, cpus: ctx.cpus.server, traffic: 'off',
+  }, async (server, smp, run) => {
+    await sleep(1);
+    run.mark(`${key}: ${c.connections} handshakes`);
+    // The server's CPU read directly at both ends (the sampler's 4 Hz is
+    // too coarse for a ramp of a few seconds).
+    const p0 = readProc(server.pid);
+    const t0 = now();
+    const lg = run.loadgen({ connections: c.connections, maxPending: c.pending, hold: 2, duration: bound });
+    let t1;
+    let note = null;
+    try {
+      t1 = await lg.waitSettled(bound);
+    } catch {
+      t1 = now();
+      note = `${key}: not all ${c.connections} handshakes within ${bound} s: measured as it was`;
+    }
+    const p1 = readProc(server.pid);
+    const cpuS = p0 && p1 ? p1.cpuS - p0.cpuS : null;
+    const sums = await lg.stop(20);
+    const opened = sums.reduce((n, s) => n + (s ? s.connections.opened : 0), 0);
+    return {
+      figures: {
+        key,
+        connections: opened,
+        seconds: t1 - t0,
+        wallPerS: opened / (t1 - t0),
+        serverCpuS: cpuS,
+        perCoreS: finite(cpuS) && cpuS > 0 ? opened / cpuS : null,
+        failed: sums.reduce((n, s) => n + (s ? s.connections.failed : 0), 0),
+      },
+      note,
+    };
+  });
+}
+
+async function handshakes(ctx, arm, repeat) {
+  const keys = [];
+  const notes = [];
+  for (const key of ['ecdsa', 'rsa']) {
+    const r = await handshakesKey(ctx, arm, repeat, key);
+    keys.push(r.figures);
+    if (r.note) notes.push(r.note);
+    notes.push(...r.notes);
+  }
+  return { figures: { keys }, notes };
+}
+
 // ---- soak -------------------------------------------------------------------
 
 /** The footprint just before t (median of the last `measure` s). */
@@ -471,4 +537,4 @@ async function soak(ctx, arm, repeat) {
   };
 }
 
-module.exports = { parked, cpu, soak, withServer, median };
+module.exports = { parked, cpu, soak, handshakes, withServer, median };

@@ -167,7 +167,7 @@ class LoadgenProc {
     this.notes = [];
     this.summary = null;
     this.listeners = [];
-    const args = ['--url', `ws://127.0.0.1:${o.port}/`, '--connections', String(o.connections),
+    const args = ['--url', `${o.tls ? 'wss' : 'ws'}://127.0.0.1:${o.port}/`, '--connections', String(o.connections),
       '--sources', String(o.sources || 1), '--duration', String(o.duration), '--json',
       '--close-wait', String(o.closeWait ?? 5)];
     if (o.rampPerSec) args.push('--ramp-per-sec', String(o.rampPerSec));

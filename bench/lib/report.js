@@ -344,6 +344,30 @@ function markdown(res) {
     P();
   }
 
+  if (phasesRun.has('handshakes')) {
+    const c = meta.cfg.handshakes;
+    const list = runs.filter((r) => r.phase === 'handshakes' && r.figures);
+    P('## TLS handshakes');
+    P();
+    P(`${fmt(c.connections)} new connections per key type against a server with 1 IO thread, each a full TLS handshake `
+      + `(loadgen keeps no session; X25519 key exchange; TLS 1.3) and then the WebSocket upgrade, ${c.pending} in flight. `
+      + '_per server core_ = connections ÷ the server process\'s CPU seconds over the ramp (its IO thread and its JS thread); '
+      + '_wall_ = connections ÷ seconds, with loadgen\'s own TLS on the same 2 CPUs.');
+    P();
+    const rows = [];
+    for (const key of ['ecdsa', 'rsa']) {
+      for (const a of arms) {
+        const l = list.filter((r) => r.arm === a).map((r) => r.figures.keys.find((x) => x.key === key)).filter(Boolean).map((x) => ({ figures: x }));
+        if (!l.length) continue;
+        rows.push([key === 'ecdsa' ? 'ECDSA P-256' : 'RSA 2048', a, fmtRange(S(l, (r) => r.figures.connections)),
+          fmtRange(S(l, (r) => r.figures.perCoreS)), fmtRange(S(l, (r) => r.figures.wallPerS)),
+          fmtRange(S(l, (r) => r.figures.serverCpuS), 2), fmtRange(S(l, (r) => r.figures.failed))]);
+      }
+    }
+    P(table(['certificate', 'arm', 'connections', 'handshakes/s per server core', 'handshakes/s wall', 'server CPU-s', 'failed'], rows));
+    P();
+  }
+
   P('## Gates (set before collecting)');
   P();
   for (const g of res.gates) P(`- **${g.result}** — ${g.name}: ${g.figures}`);

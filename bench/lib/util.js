@@ -88,4 +88,13 @@ function stamp(d = new Date()) {
   return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}T${pad2(d.getHours())}-${pad2(d.getMinutes())}-${pad2(d.getSeconds())}`;
 }
 
-module.exports = { now, monoToNow, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, stamp };
+/** The private OpenSSL's build folder (deps/openssl.sh: built once, then cached). */
+function opensslDir() {
+  const { execFileSync } = require('node:child_process');
+  const path = require('node:path');
+  const out = execFileSync('bash', [path.join(__dirname, '..', '..', 'deps', 'openssl.sh')],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return out.trim().split('\n').pop();
+}
+
+module.exports = { opensslDir, now, monoToNow, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, stamp };

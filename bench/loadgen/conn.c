@@ -53,6 +53,7 @@ static void release(lg_conn_t *c)
     free(c->out);
     c->out = NULL;
     c->out_len = c->out_cap = 0;
+    lg_tls_release(c);
 }
 
 /* Leaving a pending state: the attempt settled. */
@@ -78,6 +79,7 @@ static void leave_state(lg_run_t *r, lg_conn_t *c)
 {
     switch (c->state) {
     case LG_CS_CONNECTING:
+    case LG_CS_TLS:
     case LG_CS_HANDSHAKE:
         leave_pending(r, c);
         break;
@@ -142,7 +144,7 @@ static bool send_bytes(lg_run_t *r, uint32_t i, lg_conn_t *c, const void *data, 
 {
     size_t done = 0;
     if (c->out_len == 0) {
-        ssize_t n = send(c->fd, data, len, MSG_NOSIGNAL);
+        ssize_t n = lg_io_send(c, data, len);
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             if (c->state == LG_CS_HANDSHAKE)
                 fail(r, c, LG_FAIL_CLOSED);
@@ -185,7 +187,7 @@ static bool send_bytes(lg_run_t *r, uint32_t i, lg_conn_t *c, const void *data, 
 static bool flush_out(lg_run_t *r, uint32_t i, lg_conn_t *c)
 {
     while (c->out_len > 0) {
-        ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
+        ssize_t n = lg_io_send(c, c->out, c->out_len);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return true;
@@ -597,6 +599,27 @@ static void frames_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p
 
 /* ---- events ------------------------------------------------------------- */
 
+/* wss://: one TLS handshake step; the request goes out once it is done. */
+static void tls_step(lg_run_t *r, uint32_t i, lg_conn_t *c)
+{
+    switch (lg_tls_handshake(r, c)) {
+    case 1:
+        send_request(r, i, c);
+        return;
+    case 0:
+        if (!set_interest(r, i, c, EPOLLIN))
+            fail(r, c, LG_FAIL_SOCKET);
+        return;
+    case 2:
+        if (!set_interest(r, i, c, EPOLLOUT))
+            fail(r, c, LG_FAIL_SOCKET);
+        return;
+    default:
+        fail(r, c, LG_FAIL_TLS);
+        return;
+    }
+}
+
 static void on_connected(lg_run_t *r, uint32_t i, lg_conn_t *c)
 {
     int err = 0;
@@ -611,13 +634,22 @@ static void on_connected(lg_run_t *r, uint32_t i, lg_conn_t *c)
                                                       : LG_FAIL_CONNECT);
         return;
     }
+    if (r->opts->tls) {
+        if (!lg_tls_new(r, c)) {
+            fail(r, c, LG_FAIL_SOCKET);
+            return;
+        }
+        c->state = LG_CS_TLS;
+        tls_step(r, i, c);
+        return;
+    }
     send_request(r, i, c);
 }
 
 static void on_readable(lg_run_t *r, uint32_t i, lg_conn_t *c)
 {
     /* Level-triggered: one recv per wake-up; what is left stays readable. */
-    ssize_t n = recv(c->fd, r->rbuf, r->rbuf_cap, 0);
+    ssize_t n = lg_io_recv(c, r->rbuf, r->rbuf_cap);
     if (n > 0) {
         int64_t now = lg_now_ns();
         r->c.wire_bytes += (uint64_t)n;
@@ -656,6 +688,10 @@ void lg_conn_event(lg_run_t *r, uint32_t i, uint32_t events)
             on_connected(r, i, c);
         return;
     }
+    if (c->state == LG_CS_TLS) {
+        tls_step(r, i, c);
+        return;
+    }
     if (c->state == LG_CS_DONE || c->state == LG_CS_IDLE)
         return; /* a stale event for an fd closed earlier in this batch */
     if ((events & EPOLLOUT) && c->out_len > 0 && !flush_out(r, i, c))
@@ -667,7 +703,7 @@ void lg_conn_event(lg_run_t *r, uint32_t i, uint32_t events)
 void lg_conn_timeout(lg_run_t *r, uint32_t i)
 {
     lg_conn_t *c = &r->conns[i];
-    if (c->state == LG_CS_CONNECTING || c->state == LG_CS_HANDSHAKE)
+    if (c->state == LG_CS_CONNECTING || c->state == LG_CS_TLS || c->state == LG_CS_HANDSHAKE)
         fail(r, c, LG_FAIL_TIMEOUT);
 }
 
@@ -696,6 +732,7 @@ void lg_conn_abandon(lg_run_t *r, uint32_t i)
     lg_conn_t *c = &r->conns[i];
     switch (c->state) {
     case LG_CS_CONNECTING:
+    case LG_CS_TLS:
     case LG_CS_HANDSHAKE:
         fail(r, c, LG_FAIL_CUT_SHORT);
         break;

@@ -106,6 +106,7 @@ typedef struct lg_opts {
     double connect_timeout_s; /* connect + handshake must finish within this */
     double close_wait_s;      /* wait for answers to our closes at the end */
     pid_t server_pid;         /* 0: none; else sample its CPU and RSS */
+    bool tls;                 /* wss://: TLS (no certificate check: a loopback benchmark) */
     bool json;                /* summary as one JSON object on stdout */
     bool quiet;               /* no progress lines */
     bool events;              /* JSON event lines on stdout as the run goes */
@@ -131,6 +132,7 @@ typedef enum {
     LG_FAIL_BAD_RESPONSE, /* response head malformed or larger than 8 KiB */
     LG_FAIL_NOT_STARTED,  /* the run ended before the attempt was made */
     LG_FAIL_CUT_SHORT,    /* the run ended while the attempt was in flight */
+    LG_FAIL_TLS,          /* the TLS handshake failed (wss://) */
     LG_FAIL__COUNT
 } lg_fail_t;
 
@@ -216,6 +218,7 @@ void lg_sample_pid(lg_sample_t *s, pid_t pid, int64_t now_ns);
 enum {
     LG_CS_IDLE,       /* not attempted yet */
     LG_CS_CONNECTING, /* non-blocking connect in flight */
+    LG_CS_TLS,        /* TLS handshake (wss://), then the request */
     LG_CS_HANDSHAKE,  /* request sent (or being sent), waiting for the 101 */
     LG_CS_OPEN,
     LG_CS_CLOSING,    /* a close was sent; waiting for the server's EOF */
@@ -251,6 +254,7 @@ typedef struct lg_conn {
     uint32_t head_len;
     uint32_t out_len, out_cap;
     uint8_t *out;         /* unsent bytes, NULL when none */
+    struct ssl_st *ssl;   /* wss://: the TLS session, else NULL */
     char accept[28];      /* the Sec-WebSocket-Accept we expect */
     uint8_t ctrl[SY_WS_MAX_CONTROL_PAYLOAD]; /* a control frame's payload */
 } lg_conn_t;
@@ -337,6 +341,9 @@ typedef struct lg_run {
     lg_sample_t self_last_tick, srv_last_tick;
     int fd_limit;          /* RLIMIT_NOFILE soft limit after raising */
     bool warned_fd_limit;
+    struct ssl_ctx_st *ssl_ctx; /* wss:// only */
+    uint64_t tls_handshakes;    /* completed */
+    int64_t tls_ns;             /* time in TLS handshake steps (our CPU share of them) */
 } lg_run_t;
 
 int64_t lg_now_ns(void);
@@ -375,5 +382,19 @@ void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now_ns)
 void lg_event_end(const lg_run_t *r, int64_t now_ns);
 /* The summary: text on stdout, or one JSON object with opts->json. */
 void lg_report_summary(const lg_run_t *r);
+
+/* ---- wss:// (tls.c) ------------------------------------------------------ */
+
+/* The client context when opts->tls; false when OpenSSL cannot make it. */
+bool lg_tls_init(lg_run_t *r);
+void lg_tls_free(lg_run_t *r);
+/* A TLS session on c->fd (connected); false when out of memory. */
+bool lg_tls_new(lg_run_t *r, lg_conn_t *c);
+void lg_tls_release(lg_conn_t *c);
+/* One handshake step: 1 done, 0 wants to read, 2 wants to write, -1 failed. */
+int lg_tls_handshake(lg_run_t *r, lg_conn_t *c);
+/* send()/recv() through TLS when c->ssl is set (errno EAGAIN: wait). */
+ssize_t lg_io_send(lg_conn_t *c, const void *p, size_t n);
+ssize_t lg_io_recv(lg_conn_t *c, void *p, size_t n);
 
 #endif

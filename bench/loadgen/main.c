@@ -93,7 +93,7 @@ const char *lg_fail_name(lg_fail_t f)
 {
     static const char *const names[LG_FAIL__COUNT] = {
         "fd_limit", "socket", "no_port", "refused", "connect", "timeout",
-        "closed", "status", "handshake", "bad_response", "not_started", "cut_short",
+        "closed", "status", "handshake", "bad_response", "not_started", "cut_short", "tls",
     };
     return (unsigned)f < LG_FAIL__COUNT ? names[f] : "unknown";
 }
@@ -150,11 +150,13 @@ static bool parse_num(const char *s, double min, double max, double *out)
 /* ws://a.b.c.d[:port][/path] with a numeric IPv4 address in 127/8. */
 static bool parse_url(const char *url, lg_opts_t *o)
 {
-    if (strncmp(url, "ws://", 5) != 0) {
-        fprintf(stderr, "loadgen: --url must start with ws:// (no TLS here)\n");
+    bool tls = strncmp(url, "wss://", 6) == 0;
+    if (!tls && strncmp(url, "ws://", 5) != 0) {
+        fprintf(stderr, "loadgen: --url must start with ws:// or wss://\n");
         return false;
     }
-    const char *host = url + 5;
+    o->tls = tls;
+    const char *host = url + (tls ? 6 : 5);
     size_t hl = strcspn(host, ":/");
     char addr[16];
     if (hl == 0 || hl >= sizeof(addr)) {
@@ -173,7 +175,7 @@ static bool parse_url(const char *url, lg_opts_t *o)
         return false;
     }
     const char *rest = host + hl;
-    double port = 80;
+    double port = tls ? 443 : 80;
     if (*rest == ':') {
         char num[8];
         size_t pl = strcspn(rest + 1, "/");
@@ -462,6 +464,10 @@ static bool run_init(lg_run_t *r, const lg_opts_t *o)
         fprintf(stderr, "loadgen: setup failed: %s\n", strerror(errno));
         return false;
     }
+    if (!lg_tls_init(r)) {
+        fprintf(stderr, "loadgen: no TLS client context (OpenSSL)\n");
+        return false;
+    }
     for (uint32_t i = 0; i < r->cap; i++) {
         r->conns[i].fd = -1;
         r->free_slots[i] = i; /* slot 0 first */
@@ -479,6 +485,7 @@ static void run_free(lg_run_t *r)
     if (r->epfd >= 0)
         close(r->epfd);
     free(r->rbuf);
+    lg_tls_free(r);
     free(r->conns);
     free(r->free_slots);
     free(r->steps);
@@ -612,7 +619,8 @@ static void sweep_timeouts(lg_run_t *r, int64_t now)
         return;
     for (uint32_t i = 0; i < r->hwm; i++) {
         lg_conn_t *c = &r->conns[i];
-        if ((c->state == LG_CS_CONNECTING || c->state == LG_CS_HANDSHAKE) && now >= c->deadline_ns)
+        if ((c->state == LG_CS_CONNECTING || c->state == LG_CS_TLS || c->state == LG_CS_HANDSHAKE) &&
+            now >= c->deadline_ns)
             lg_conn_timeout(r, i);
         else if (c->state == LG_CS_CLOSING && r->measuring && now >= c->deadline_ns)
             lg_conn_close_timeout(r, i);

@@ -29,25 +29,20 @@
 
 /* ---- memory: OpenSSL allocates through sy_alloc ------------------------- */
 
-/* Each block carries its size in front, so that the bytes OpenSSL holds
- * can be counted (the self-check's proof). 16 keeps the alignment. */
-#define SY_TLS_HDR 16
-
+/* The bytes OpenSSL holds are counted by the allocator's usable size of
+ * each block (the self-check's proof, and the per-connection figure). */
 static atomic_llong tls_bytes;
 static atomic_ullong tls_allocs;
 
 static void *tls_malloc(size_t n, const char *file, int line) {
     (void)file;
     (void)line;
-    if (n > SIZE_MAX - SY_TLS_HDR)
-        return NULL;
-    unsigned char *p = sy_malloc(n + SY_TLS_HDR);
+    void *p = sy_malloc(n);
     if (p == NULL)
         return NULL;
-    memcpy(p, &n, sizeof(n));
-    atomic_fetch_add_explicit(&tls_bytes, (long long)n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tls_bytes, (long long)sy_alloc_usable(p), memory_order_relaxed);
     atomic_fetch_add_explicit(&tls_allocs, 1, memory_order_relaxed);
-    return p + SY_TLS_HDR;
+    return p;
 }
 
 static void tls_free(void *ptr, const char *file, int line) {
@@ -55,11 +50,8 @@ static void tls_free(void *ptr, const char *file, int line) {
     (void)line;
     if (ptr == NULL)
         return;
-    unsigned char *p = (unsigned char *)ptr - SY_TLS_HDR;
-    size_t n;
-    memcpy(&n, p, sizeof(n));
-    atomic_fetch_sub_explicit(&tls_bytes, (long long)n, memory_order_relaxed);
-    sy_free(p);
+    atomic_fetch_sub_explicit(&tls_bytes, (long long)sy_alloc_usable(ptr), memory_order_relaxed);
+    sy_free(ptr);
 }
 
 static void *tls_realloc(void *ptr, size_t n, const char *file, int line) {
@@ -69,18 +61,13 @@ static void *tls_realloc(void *ptr, size_t n, const char *file, int line) {
         tls_free(ptr, file, line);
         return NULL;
     }
-    if (n > SIZE_MAX - SY_TLS_HDR)
-        return NULL;
-    unsigned char *old = (unsigned char *)ptr - SY_TLS_HDR;
-    size_t before;
-    memcpy(&before, old, sizeof(before));
-    unsigned char *p = sy_realloc(old, n + SY_TLS_HDR);
+    long long before = (long long)sy_alloc_usable(ptr);
+    void *p = sy_realloc(ptr, n);
     if (p == NULL)
         return NULL;
-    memcpy(p, &n, sizeof(n));
-    atomic_fetch_add_explicit(&tls_bytes, (long long)n - (long long)before, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tls_bytes, (long long)sy_alloc_usable(p) - before, memory_order_relaxed);
     atomic_fetch_add_explicit(&tls_allocs, 1, memory_order_relaxed);
-    return p + SY_TLS_HDR;
+    return p;
 }
 
 int64_t sy_tls_allocated(void) { return atomic_load_explicit(&tls_bytes, memory_order_relaxed); }
