@@ -138,6 +138,19 @@ test('an encrypted key with its passphrase; the PEM as strings', async () => {
   assert.equal((await peerCN(port)).cn, 'symphony-a');
 });
 
+test('ca asks clients for a certificate signed by it (mutual TLS)', async () => {
+  const { server, url } = await tlsServer({ tls: { cert: p.a.cert, key: p.a.key, ca: p.ca } });
+  await assert.rejects(wss(url), 'a client without a certificate is refused');
+  await assert.rejects(wss(url, { cert: p.stranger.cert, key: p.stranger.key }), 'a certificate the CA did not sign is refused');
+  const ws = await wss(url, { cert: p.client.cert, key: p.client.key });
+  await subscribers(server, 1);
+  const msg = nextMessage(ws);
+  server.publish('feed', 'mutual');
+  assert.equal((await msg).text, 'mutual');
+  await waitFor(() => server.stats().tlsFailures >= 2, 5000, 'both refusals counted');
+  ws.close();
+});
+
 test('setTls reloads: open connections stay, new handshakes see the new certificate', async () => {
   const { server, port, url } = await tlsServer();
   const before = await wss(url);

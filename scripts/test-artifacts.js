@@ -10,6 +10,7 @@
 // Per target:
 //   every file    ELF checks with readelf (machine, exports, NEEDED, glibc
 //                 version needs <= 2.28 for glibc, NODELETE, no undefined
+//                 OpenSSL symbol and the OpenSSL 3.5 version text, no undefined
 //                 symbol of ours) and the build marker (jemalloc, page, libc)
 //   x64 glibc     the loopback fan-out smoke test (__test__/artifacts/smoke.js)
 //                 natively and on Debian 11's glibc 2.31 (pthread still in
@@ -89,6 +90,8 @@ function versionAbove(v, floor) {
   return false;
 }
 
+const OPENSSL_SYMBOL = /^(SSL_|SSL$|CRYPTO_|EVP_|OPENSSL_|OSSL_|BIO_|X509|PEM_|ERR_|RAND_|BN_|EC_|RSA_|ASN1_|TLS_|d2i_|i2d_|OBJ_|DTLS)/;
+
 function staticChecks(entry) {
   const file = path.join(root, entry.file);
   const name = path.basename(entry.file);
@@ -105,6 +108,10 @@ function staticChecks(entry) {
   const undef = dyn.filter((f) => f[6] === 'UND' && f[7]).map((f) => f[7].replace(/@.*$/, ''));
   const ours = undef.filter((s) => /^(sy_|je_|sy_je_)/.test(s));
   check(ours.length === 0, `${name}: no undefined symbol of ours (${ours.join(', ')})`);
+  // Node exports its own OpenSSL: one unresolved OpenSSL name would bind to it.
+  const ssl = undef.filter((s) => OPENSSL_SYMBOL.test(s));
+  check(ssl.length === 0, `${name}: no undefined OpenSSL symbol (${ssl.slice(0, 5).join(', ')})`);
+  check(/OpenSSL 3\.5\.\d+ /.test(bytes.toString('latin1')), `${name}: carries the private OpenSSL 3.5`);
   const d = mustSh('readelf', ['-d', '-W', file]);
   const needed = [...d.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1]);
   const allowed = entry.libc === 'glibc' ? /^(libc\.so\.6|ld-linux-[a-z0-9-]+\.so\.[0-9]+)$/ : /^libc\.so$/;
@@ -140,6 +147,9 @@ function smoke(label, cmd, args, env, expectFile, expectPage) {
     check(res.selfCheck === true, `${label}: self-check passes`);
     check(res.pageSize === expectPage, `${label}: allocator.pageSize ${res.pageSize} = ${expectPage}`);
     check(res.delivered === res.expected, `${label}: fan-out delivered ${res.delivered}/${res.expected}`);
+    check(res.tlsRouted === true, `${label}: OpenSSL's memory comes through symphony's allocator (self-check)`);
+    check(res.tls && res.tls.handshakes === 5 && res.tls.delivered === res.tls.expected && /^OpenSSL 3\.5\./.test(res.tls.openssl),
+      `${label}: wss:// fan-out over the private OpenSSL: ${res.tls ? `${res.tls.handshakes} handshakes, ${res.tls.delivered}/${res.tls.expected} delivered, ${res.tls.openssl}` : 'no result'}`);
     if (expectFile) check(path.resolve(res.nativePath) === path.resolve(expectFile), `${label}: loaded ${path.relative(root, res.nativePath)}`);
   }
   note(`  ${label}: ${ok ? 'ran' : 'failed'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

@@ -2,38 +2,51 @@
 // A loopback fan-out through whichever build the loader picks (or
 // SYMPHONY_NATIVE names), for the artifact tests (scripts/test-artifacts.js):
 // self-check, page size, 20 ws clients on 2 IO threads, 10 publishes each
-// delivered to all. Prints one JSON line; exits non-zero on any failure.
+// delivered to all; then the same over wss:// (the private OpenSSL of that
+// build) with 5 clients. Prints one JSON line; exits non-zero on any failure.
 const path = require('node:path');
 const WebSocket = require('ws');
 const { Server, allocator } = require(path.join(__dirname, '..', '..'));
+const { pki } = require(path.join(__dirname, '..', '..', 'bench', 'lib', 'pki'));
 
 const CLIENTS = 20;
 const MESSAGES = 10;
 
-async function main() {
-  const check = allocator.selfCheck();
-  const server = new Server({ host: '127.0.0.1', port: 0, threads: 2 });
-  server.on('open', (id) => server.subscribe(id, 'news'));
+/** n clients, MESSAGES publishes; resolves to the messages delivered. */
+async function fanout(n, tls) {
+  const server = new Server({ host: '127.0.0.1', port: 0, threads: 2, tls: tls ? { cert: tls.a.cert, key: tls.a.key } : null });
+  let opened = 0;
+  server.on('open', (id) => { server.subscribe(id, 'news'); opened++; });
   const { port } = await server.listen();
   let got = 0;
-  const clients = await Promise.all(Array.from({ length: CLIENTS }, () => new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/`);
+  const clients = await Promise.all(Array.from({ length: n }, () => new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${tls ? 'wss' : 'ws'}://127.0.0.1:${port}/`, tls ? { ca: tls.ca } : {});
     ws.on('message', () => { got++; });
     ws.once('open', () => resolve(ws));
     ws.once('error', reject);
   })));
   const deadline = Date.now() + 60000;
-  while (server.stats().connections < CLIENTS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  while (opened < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   for (let i = 0; i < MESSAGES; i++) server.publish('news', `message ${i}`);
-  while (got < CLIENTS * MESSAGES && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  while (got < n * MESSAGES && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const handshakes = server.stats().tlsHandshakes;
   for (const ws of clients) ws.terminate();
   await server.close();
+  return { delivered: got, expected: n * MESSAGES, handshakes };
+}
+
+async function main() {
+  const check = allocator.selfCheck();
+  const plain = await fanout(CLIENTS, null);
+  const tls = await fanout(5, pki());
   const result = {
     nativePath: allocator.nativePath, allocator: allocator.name, pageSize: allocator.pageSize,
-    selfCheck: check.ok, delivered: got, expected: CLIENTS * MESSAGES, arch: process.arch,
+    selfCheck: check.ok, tlsRouted: check.tlsRouted, delivered: plain.delivered, expected: plain.expected,
+    tls: { ...tls, openssl: allocator.tls().version }, arch: process.arch,
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
-  process.exit(check.ok && got === CLIENTS * MESSAGES ? 0 : 1);
+  const ok = check.ok && plain.delivered === plain.expected && tls.delivered === tls.expected && tls.handshakes === 5;
+  process.exit(ok ? 0 : 1);
 }
 
 main().catch((err) => {

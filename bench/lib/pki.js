@@ -1,8 +1,10 @@
 'use strict';
 // A throwaway PKI for the TLS tests and the benchmark's TLS arms, made with
-// the openssl command once per process in a temp folder (removed at exit): a CA, two server certificates for 127.0.0.1/localhost (a and b,
-// for reloads), one for the SNI name sni.test, an RSA-2048 one, the key of
-// `a` encrypted with the passphrase "secret", and a key that matches nothing.
+// the openssl command once per process in a temp folder (removed at exit):
+// a CA, two server certificates for 127.0.0.1/localhost (a and b, for
+// reloads), one for the SNI name sni.test, an RSA-2048 one, a client
+// certificate, a self-signed client certificate (stranger), the key of `a` encrypted with the passphrase "secret", and a
+// key that matches nothing.
 
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -15,9 +17,9 @@ function openssl(dir, args) {
   execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-function leaf(dir, name, subject, san, keyArgs) {
+function leaf(dir, name, subject, san, keyArgs, usage = 'serverAuth') {
   openssl(dir, ['req', '-new', '-newkey', ...keyArgs, '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject]);
-  fs.writeFileSync(path.join(dir, `${name}.ext`), `subjectAltName=${san}\nextendedKeyUsage=serverAuth\n`);
+  fs.writeFileSync(path.join(dir, `${name}.ext`), `subjectAltName=${san}\nextendedKeyUsage=${usage}\n`);
   openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial',
     '-days', '2', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.pem`]);
 }
@@ -35,12 +37,15 @@ function pki() {
   leaf(dir, 'b', '/CN=symphony-b', local, ec);
   leaf(dir, 'sni', '/CN=sni.test', 'DNS:sni.test', ec);
   leaf(dir, 'rsa', '/CN=symphony-rsa', local, ['rsa:2048']);
+  leaf(dir, 'client', '/CN=symphony-client', 'DNS:client.test', ec, 'clientAuth');
+  openssl(dir, ['req', '-x509', '-newkey', ...ec, '-nodes', '-keyout', 'stranger.key', '-out', 'stranger.pem', '-days', '2',
+    '-subj', '/CN=stranger', '-addext', 'extendedKeyUsage=clientAuth']);
   openssl(dir, ['pkey', '-in', 'a.key', '-aes256', '-passout', 'pass:secret', '-out', 'a.enc.key']);
   openssl(dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'stray.key']);
   const read = (f) => fs.readFileSync(path.join(dir, f));
   const pair = (n) => ({ cert: read(`${n}.pem`), key: read(`${n}.key`) });
   made = {
-    dir, ca: read('ca.pem'), a: pair('a'), b: pair('b'), sni: pair('sni'), rsa: pair('rsa'),
+    dir, ca: read('ca.pem'), a: pair('a'), b: pair('b'), sni: pair('sni'), rsa: pair('rsa'), client: pair('client'), stranger: pair('stranger'),
     encryptedKey: read('a.enc.key'), strayKey: read('stray.key'),
   };
   process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));

@@ -10,6 +10,10 @@
  * .node would not load on glibc < 2.33 (RHEL 8, Debian 11, Ubuntu 20.04).
  * These definitions, hidden inside the .node, call the old entry points.
  */
+/* node-gyp builds with _FILE_OFFSET_BITS=64, which would rename these to
+ * stat64/fstat64; OpenSSL (built without it) calls stat/fstat. Both pairs
+ * are defined below (the same structure on 64-bit Linux). */
+#undef _FILE_OFFSET_BITS
 #define _GNU_SOURCE
 #include <sys/stat.h>
 
@@ -25,8 +29,12 @@
 
 int sy_old_xstat(int ver, const char *path, struct stat *buf);
 int sy_old_fxstat(int ver, int fd, struct stat *buf);
+int sy_old_xstat64(int ver, const char *path, struct stat64 *buf);
+int sy_old_fxstat64(int ver, int fd, struct stat64 *buf);
 __asm__(".symver sy_old_xstat, __xstat@" SY_XSTAT_AT);
 __asm__(".symver sy_old_fxstat, __fxstat@" SY_XSTAT_AT);
+__asm__(".symver sy_old_xstat64, __xstat64@" SY_XSTAT_AT);
+__asm__(".symver sy_old_fxstat64, __fxstat64@" SY_XSTAT_AT);
 
 __attribute__((visibility("hidden"))) int stat(const char *path, struct stat *buf) {
     return sy_old_xstat(SY_STAT_VER, path, buf);
@@ -34,4 +42,12 @@ __attribute__((visibility("hidden"))) int stat(const char *path, struct stat *bu
 
 __attribute__((visibility("hidden"))) int fstat(int fd, struct stat *buf) {
     return sy_old_fxstat(SY_STAT_VER, fd, buf);
+}
+
+__attribute__((visibility("hidden"))) int stat64(const char *path, struct stat64 *buf) {
+    return sy_old_xstat64(SY_STAT_VER, path, buf);
+}
+
+__attribute__((visibility("hidden"))) int fstat64(int fd, struct stat64 *buf) {
+    return sy_old_fxstat64(SY_STAT_VER, fd, buf);
 }
