@@ -87,11 +87,44 @@ test('bench/run.js --quick: parked and cpu phases, jemalloc and system arms', { 
     }
     assert.ok(!section(md, 'Soak: peak ↔ trough cycles'), 'no soak section when the soak did not run');
     const gateLines = gates.split('\n').filter((l) => /^- \*\*(PASS|FAIL|n\/a)\*\* — /.test(l));
-    assert.equal(gateLines.length, 7, gates);
+    assert.equal(gateLines.length, 8, gates);
+    assert.ok(gateLines.some((l) => /\*\*n\/a\*\*.*TLS connection/.test(l)), 'the TLS gate is n/a without jemalloc-tls');
     assert.equal(gateLines.filter((l) => /\*\*n\/a\*\*.*soak/.test(l)).length, 2, 'the two soak gates are n/a');
     for (const l of gateLines.filter((x) => /system/.test(x))) assert.match(l, /\*\*(PASS|FAIL)\*\*.*jemalloc .* vs system /, l);
     // and on stderr
-    assert.match(r.stderr, /gates:\n(.*(PASS|FAIL|n\/a) .*\n){7}/);
+    assert.match(r.stderr, /gates:\n(.*(PASS|FAIL|n\/a) .*\n){8}/);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('bench/run.js --quick over TLS: parked and handshakes phases, jemalloc-tls arm', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-tls-'));
+  try {
+    const r = await run(['--quick', '--repeats', '1', '--phases', 'parked,handshakes', '--arms', 'jemalloc-tls',
+      '--connections', '200', '--handshakes', '100', '--settle', '1', '--active', '2', '--out', out], RUN_BOUND_S);
+    assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
+    const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
+    for (const phase of ['parked', 'handshakes']) {
+      const runs = res.runs.filter((x) => x.phase === phase && x.arm === 'jemalloc-tls');
+      assert.equal(runs.length, 1, `${phase}: ${runs.length} runs`);
+      assert.equal(runs[0].error, undefined, `${phase} failed: ${runs[0].error}`);
+    }
+    const parked = res.runs.find((x) => x.phase === 'parked').figures;
+    assert.equal(parked.n, 200, 'every TLS connection parked');
+    assert.equal(parked.failed, 0);
+    const hs = res.runs.find((x) => x.phase === 'handshakes').figures.keys;
+    assert.deepEqual(hs.map((k) => k.key), ['ecdsa', 'rsa']);
+    for (const k of hs) {
+      assert.equal(k.connections, 100, `${k.key}: every handshake completed`);
+      assert.equal(k.failed, 0);
+      assert.ok(k.perCoreS > 0 && Number.isFinite(k.perCoreS), `${k.key}: a rate per core (${k.perCoreS})`);
+    }
+    const md = fs.readFileSync(path.join(out, 'report.md'), 'utf8');
+    const table = section(md, 'TLS handshakes');
+    assert.ok(table, 'the handshakes section');
+    assert.equal((table.match(/^\| (ECDSA P-256|RSA 2048) \| jemalloc-tls \|/gm) || []).length, 2, table);
+    assert.match(section(md, 'Gates (set before collecting)'), /\*\*(PASS|FAIL)\*\* — parked bytes per TLS connection/);
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
   }

@@ -89,6 +89,19 @@ function gates(runs, armNames) {
     }
     out.push(p);
   }
+  // The TLS issue's target: an idle TLS connection costs ≤ 16 KB in total.
+  const tlsName = 'parked bytes per TLS connection (jemalloc-tls, over idle, largest level) ≤ 16 KB';
+  const tl = summarize(runs.filter((r) => r.phase === 'parked' && r.arm === 'jemalloc-tls' && r.figures).map((r) => r.figures.bytesPerConnOverIdle));
+  if (finite(tl.median)) {
+    const peer = summarize(runs.filter((r) => r.phase === 'parked' && r.arm === 'ws-tls' && r.figures).map((r) => r.figures.bytesPerConnOverIdle));
+    out.push({
+      name: tlsName,
+      result: tl.max <= 16384 ? 'PASS' : 'FAIL',
+      figures: `${fmtRange(tl, 0, ' B')} (gate on the max)${finite(peer.median) ? `; ws-tls ${fmtRange(peer, 0, ' B')}: ${fmt(tl.median / peer.median, 2)}x` : ''}`,
+    });
+  } else {
+    out.push({ name: tlsName, result: 'n/a', figures: 'the parked phase did not run for jemalloc-tls' });
+  }
   return out.map(({ name, result, figures }) => ({ name, result, figures }));
 }
 
