@@ -42,7 +42,7 @@
       'conditions': [
         ['sy_glibc_floor!=""', {
           'cflags_c': ['-include', '<(sy_glibc_floor)'],
-          'sources': ['binding/glibc/stat.c'],
+          'sources': ['binding/glibc/compat.c'],
         }],
         ['sy_openssl_dir!=""', {
           'sources': ['<!@(ls -1 src/tls/*.c)'],

@@ -53,7 +53,8 @@ SY_GLIBC_OLD(pthread_rwlock_wrlock, SY_GLIBC_BASE);
 SY_GLIBC_OLD(pthread_rwlock_unlock, SY_GLIBC_BASE);
 /* stat and fstat (glibc 2.33's new symbols, which OpenSSL calls) cannot
  * be bound this way: before 2.33 they were __xstat/__fxstat with another
- * signature. binding/glibc/stat.c defines them for the glibc builds. */
+ * signature. binding/glibc/compat.c defines them (and getentropy, 2.25) for
+ * the glibc builds. */
 
 #endif /* __ASSEMBLER__ */
 #endif

@@ -18,7 +18,11 @@
  *   - clean closes (close frame, then close_notify both ways), one through
  *     the server's shutdown; then every byte OpenSSL took is given back.
  *
+ * Every wait is bounded; after the first one that times out, the others
+ * give up at once (gave_up), so that a broken server fails fast.
+ *
  *   make -C __test__/c tls OPENSSL_DIR=$(deps/openssl.sh)
+ *   make -C __test__/c valgrind OPENSSL_DIR=... (built with SY_TEST_VALGRIND)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -29,6 +33,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,10 +59,19 @@
 #include "sy_server.h"
 #include "sy_tls.h"
 
-#define IO_MS 5000         /* any one client read, write or handshake */
-#define EVENT_MS 5000      /* any one wait for server events or stats */
-#define N_CLIENTS 8        /* the fan-out clients */
+#ifdef SY_TEST_VALGRIND
+/* make valgrind: every thread runs ~30x slower, one at a time. */
+#define TIME_SCALE 10      /* waits this many times longer */
+#define HANDSHAKE_S 4      /* the handshake timeout: a handshake takes ~100 ms */
+#define N_BUDGET 8         /* each must end within the handshake timeout */
+#else
+#define TIME_SCALE 1
+#define HANDSHAKE_S 1
 #define N_BUDGET 64        /* simultaneous handshakes for the per-turn budget */
+#endif
+#define IO_MS (5000 * TIME_SCALE)    /* any one client read, write or handshake */
+#define EVENT_MS (5000 * TIME_SCALE) /* any one wait for server events or stats */
+#define N_CLIENTS 8        /* the fan-out clients */
 #define SLOW_BIG 20        /* 64 KiB frames published to the client that does not read */
 #define SLOW_SMALL 2000    /* then small frames behind them */
 #define BURST 500          /* small frames published to the fan-out clients at once */
@@ -93,6 +107,15 @@ static uint64_t fnv(const void *p, size_t n) {
         h *= 1099511628211ull;
     }
     return h;
+}
+
+/* Set by the first wait that times out: the others then fail at once. */
+static bool gave_up;
+
+static void give_up(const char *what) {
+    if (!gave_up)
+        fprintf(stderr, "  timed out: %s (the waits that follow fail at once)\n", what);
+    gave_up = true;
 }
 
 /* ---- events (the owner's side, as in test_server.c) --------------------- */
@@ -167,8 +190,10 @@ static const seen_t *wait_event_len(sy_server_t *s, uint8_t type, size_t from, u
         for (size_t k = from; k < nseen; k++)
             if (seen[k].type == type && (conn == 0 || seen[k].conn == conn) && (len == ANY_LEN || seen[k].len == len))
                 return &seen[k];
-        if (now_ms() >= deadline)
+        if (gave_up || now_ms() >= deadline) {
+            give_up("a server event");
             return NULL;
+        }
         sleep_ms(2);
     }
 }
@@ -214,8 +239,12 @@ static uint64_t wait_total(sy_server_t *s, size_t field, uint64_t want) {
         drain(s);
         totals_t t = totals(s);
         memcpy(&v, (const char *)&t + field, sizeof(v));
-        if (v >= want || now_ms() >= deadline)
+        if (v >= want)
             return v;
+        if (gave_up || now_ms() >= deadline) {
+            give_up("a server counter");
+            return v;
+        }
         sleep_ms(2);
     }
 }
@@ -363,11 +392,13 @@ static int tcp_connect(uint16_t port, int rcvbuf) {
 static bool ssl_wait(SSL *ssl, int fd, int rc, int64_t deadline) {
     int e = SSL_get_error(ssl, rc);
     short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-    int64_t left = deadline - now_ms();
-    if (ev == 0 || left <= 0)
+    if (ev == 0)
         return false;
+    int64_t left = deadline - now_ms();
     struct pollfd p = {.fd = fd, .events = ev};
-    int r = poll(&p, 1, (int)left);
+    int r = left > 0 && !gave_up ? poll(&p, 1, (int)left) : 0;
+    if (r == 0)
+        give_up("a TLS client read or write");
     return r > 0 || (r < 0 && errno == EINTR);
 }
 
@@ -387,7 +418,7 @@ static void cl_free(client_t *c) {
 
 static bool cl_connect(client_t *c, uint16_t port, int rcvbuf) {
     memset(c, 0, sizeof(*c));
-    c->fd = tcp_connect(port, rcvbuf);
+    c->fd = gave_up ? -1 : tcp_connect(port, rcvbuf);
     if (c->fd < 0)
         return false;
     c->ssl = SSL_new(cctx);
@@ -404,6 +435,8 @@ static bool cl_connect(client_t *c, uint16_t port, int rcvbuf) {
 }
 
 static bool cl_write(client_t *c, const void *p, size_t n) {
+    if (c->ssl == NULL || gave_up)
+        return false;
     int64_t deadline = now_ms() + IO_MS;
     size_t done = 0;
     while (done < n) {
@@ -419,6 +452,8 @@ static bool cl_write(client_t *c, const void *p, size_t n) {
 
 /* Exactly n bytes. */
 static bool cl_read(client_t *c, void *p, size_t n) {
+    if (c->ssl == NULL || gave_up)
+        return false;
     int64_t deadline = now_ms() + IO_MS;
     size_t got = 0;
     while (got < n) {
@@ -605,6 +640,8 @@ static bool expect_frame(client_t *c, uint32_t seq, size_t len, bool binary) {
 
 /* The close_notify after everything: SSL_read ends with ZERO_RETURN. */
 static bool cl_expect_close_notify(client_t *c) {
+    if (c->ssl == NULL || gave_up)
+        return false;
     int64_t deadline = now_ms() + IO_MS;
     for (;;) {
         uint8_t x;
@@ -633,7 +670,7 @@ static void cl_close(client_t *c, uint16_t code, bool we_start) {
     if (!we_start)
         CHECK(cl_send(c, 0x88, cf, 2));
     CHECK(cl_expect_close_notify(c));
-    CHECK_EQ(SSL_shutdown(c->ssl), 1); /* ours sent, theirs received */
+    CHECK(c->ssl != NULL && SSL_shutdown(c->ssl) == 1); /* ours sent, theirs received */
     cl_free(c);
 }
 
@@ -643,8 +680,10 @@ static bool wait_closed(int fd, int ms) {
     uint8_t buf[4096];
     for (;;) {
         int64_t left = deadline - now_ms();
-        if (left <= 0)
+        if (left <= 0 || gave_up) {
+            give_up("a socket the server should close");
             return false;
+        }
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = poll(&p, 1, (int)left);
         if (r < 0 && errno != EINTR)
@@ -891,34 +930,37 @@ static void test_handshake_budget(sy_server_t *s, uint16_t port) {
     totals_t t0 = totals(s);
     bool ok = true;
     /* Each ClientHello is made first, into a memory BIO (key shares take
-     * time), so that all arrive together. */
+     * time), then the sockets are connected and the hellos written, so
+     * that all arrive together (and well within the handshake timeout). */
     for (int i = 0; ok && i < N_BUDGET; i++) {
         client_t *c = &b[i];
         memset(c, 0, sizeof(*c));
-        c->fd = tcp_connect(port, 0);
-        c->ssl = c->fd >= 0 ? SSL_new(cctx) : NULL;
-        BIO *rb = c->ssl ? BIO_new_socket(c->fd, BIO_NOCLOSE) : NULL;
-        BIO *mem = rb ? BIO_new(BIO_s_mem()) : NULL;
-        if (mem == NULL) {
+        c->fd = -1;
+        c->ssl = SSL_new(cctx);
+        BIO *rb = c->ssl != NULL ? BIO_new(BIO_s_mem()) : NULL;
+        BIO *wb = rb != NULL ? BIO_new(BIO_s_mem()) : NULL;
+        if (wb == NULL) {
             BIO_free(rb);
             ok = false;
             break;
         }
-        SSL_set_bio(c->ssl, rb, mem);
+        SSL_set_bio(c->ssl, rb, wb);
         ok = SSL_set_tlsext_host_name(c->ssl, "symphony.test") == 1;
         int rc = ok ? SSL_connect(c->ssl) : 1;
         ok = ok && rc == -1 && SSL_get_error(c->ssl, rc) == SSL_ERROR_WANT_READ;
         char *data = NULL;
-        long n = ok ? BIO_get_mem_data(mem, &data) : 0;
+        long n = ok ? BIO_get_mem_data(wb, &data) : 0;
         ok = ok && n > 0 && (size_t)n <= sizeof(hello[i]);
         if (ok) {
             memcpy(hello[i], data, (size_t)n);
             hello_len[i] = (size_t)n;
-            BIO *wb = BIO_new_socket(c->fd, BIO_NOCLOSE);
-            ok = wb != NULL;
-            if (ok)
-                SSL_set0_wbio(c->ssl, wb); /* frees the memory BIO */
         }
+    }
+    /* The socket replaces both memory BIOs (freed); the handshake goes on
+     * from where it stands, waiting for the ServerHello. */
+    for (int i = 0; ok && i < N_BUDGET; i++) {
+        b[i].fd = tcp_connect(port, 0);
+        ok = b[i].fd >= 0 && SSL_set_fd(b[i].ssl, b[i].fd) == 1;
     }
     CHECK(ok);
     for (int i = 0; ok && i < N_BUDGET; i++)
@@ -950,6 +992,8 @@ static void test_handshake_budget(sy_server_t *s, uint16_t port) {
         if (ok && np > 0 && poll(p, np, 50) < 0 && errno != EINTR)
             ok = false;
     }
+    if (done < N_BUDGET)
+        give_up("the simultaneous handshakes");
     CHECK(ok);
     CHECK_EQ(done, N_BUDGET);
     uint64_t hs = wait_total(s, offsetof(totals_t, tls_handshakes), t0.tls_handshakes + N_BUDGET);
@@ -1018,8 +1062,8 @@ static void test_bad_input(sy_server_t *s, client_t *cl, client_t *late, uint16_
     CHECK(fd >= 0 && wait_closed(fd, IO_MS));
     if (fd >= 0)
         CHECK(close(fd) == 0);
-    /* Half a ClientHello, then nothing: the handshake timeout (1 s, swept
-     * once a second) closes it. */
+    /* Half a ClientHello, then nothing: the handshake timeout (swept once a
+     * second) closes it. */
     SSL *h = SSL_new(cctx);
     BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
     bool ok = h != NULL && rb != NULL && wb != NULL;
@@ -1039,10 +1083,11 @@ static void test_bad_input(sy_server_t *s, client_t *cl, client_t *late, uint16_
     int64_t t_start = now_ms();
     CHECK(fd >= 0 && n > 100 && write(fd, data, (size_t)n / 2) == (ssize_t)((size_t)n / 2));
     SSL_free(h);
-    CHECK(fd >= 0 && wait_closed(fd, 4000));
+    const int64_t timeout_ms = HANDSHAKE_S * 1000, late_ms = 2500 * TIME_SCALE;
+    CHECK(fd >= 0 && wait_closed(fd, (int)(timeout_ms + late_ms)));
     int64_t took = now_ms() - t_start;
-    printf("half a ClientHello: closed after %lld ms (handshake timeout 1 s)\n", (long long)took);
-    CHECK(took >= 800 && took <= 3500);
+    printf("half a ClientHello: closed after %lld ms (handshake timeout %d s)\n", (long long)took, HANDSHAKE_S);
+    CHECK(took >= timeout_ms - 200 && took <= timeout_ms + late_ms);
     if (fd >= 0)
         CHECK(close(fd) == 0);
 
@@ -1064,6 +1109,8 @@ static void test_bad_input(sy_server_t *s, client_t *cl, client_t *late, uint16_
 }
 
 int main(void) {
+    /* A write to a socket the server closed is a failed CHECK, not a death. */
+    fatal_if(signal(SIGPIPE, SIG_IGN) == SIG_ERR, "signal");
     char err[SY_ERRLEN];
     CHECK_EQ(sy_tls_global_init(err, sizeof(err)), 0); /* before any other OpenSSL call */
     static pem_t first, second;
@@ -1088,7 +1135,7 @@ int main(void) {
 
     sy_server_opts_t o = {
         .host = "127.0.0.1", .port = 0, .threads = 2, .max_payload = 1 << 20,
-        .max_backpressure = MAX_BACKPRESSURE, .idle_timeout_s = 0, .handshake_timeout_s = 1,
+        .max_backpressure = MAX_BACKPRESSURE, .idle_timeout_s = 0, .handshake_timeout_s = HANDSHAKE_S,
         .close_timeout_s = 2, .max_head_bytes = 8192, .max_headers = 64, .backlog = 128,
     };
     sy_server_t *s = sy_server_create(&o, on_batch, NULL, err, sizeof(err));
@@ -1107,6 +1154,9 @@ int main(void) {
     int64_t t_start = now_ms();
 
     static client_t cl[N_CLIENTS], slow, late;
+    for (int i = 0; i < N_CLIENTS; i++)
+        cl[i].fd = -1; /* cl_free at the end closes only what was opened */
+    slow.fd = late.fd = -1;
     if (rc == 0) {
         test_fanout(s, cl, port);
         test_slow_reader(s, &slow, port);
@@ -1150,6 +1200,10 @@ int main(void) {
     }
     sy_server_join(s);
     drain(s);
+    for (int i = 0; i < N_CLIENTS; i++) /* after a failure, what is left */
+        cl_free(&cl[i]);
+    cl_free(&slow);
+    cl_free(&late);
     totals_t t = totals(s);
     printf("totals: %llu TLS handshakes, %llu failed, %llu deferred, %llu timeouts, %llu opened, %llu closed\n",
            (unsigned long long)t.tls_handshakes, (unsigned long long)t.tls_failures,

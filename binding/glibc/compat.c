@@ -1,7 +1,13 @@
 /*
- * stat() and fstat() for the glibc prebuilt binaries (with
- * binding/glibc_floor.h; binding.gyp compiles this only when sy_glibc_floor
- * is set).
+ * C library functions newer than the glibc floor, for the glibc prebuilt
+ * binaries (with binding/glibc_floor.h; binding.gyp compiles this only when
+ * sy_glibc_floor is set). Each is defined here, hidden inside the .node, on
+ * top of what every glibc since the floor exports.
+ *
+ * getentropy (glibc 2.25): OpenSSL's seed source; here the getrandom system
+ * call (Linux 3.17), as glibc's own getentropy does.
+ *
+ * stat and fstat:
  *
  * glibc 2.33 made stat/fstat real symbols (stat@GLIBC_2.33). Before, the
  * headers turned them into __xstat/__fxstat(version, ...), which every glibc
@@ -15,7 +21,11 @@
  * are defined below (the same structure on 64-bit Linux). */
 #undef _FILE_OFFSET_BITS
 #define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 #define SY_STAT_VER 1 /* _STAT_VER_LINUX */
@@ -50,4 +60,23 @@ __attribute__((visibility("hidden"))) int stat64(const char *path, struct stat64
 
 __attribute__((visibility("hidden"))) int fstat64(int fd, struct stat64 *buf) {
     return sy_old_fxstat64(SY_STAT_VER, fd, buf);
+}
+
+__attribute__((visibility("hidden"))) int getentropy(void *buf, size_t len) {
+    if (len > 256) {
+        errno = EIO;
+        return -1;
+    }
+    unsigned char *p = buf;
+    while (len > 0) {
+        long n = syscall(SYS_getrandom, p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
 }
