@@ -72,6 +72,8 @@ async function subscribers(server, n) {
   await waitFor(() => server.opens >= n, 5000, `${n} subscribed connections`);
 }
 
+const sleepMs = (ms) => new Promise((r) => setTimeout(r, ms));
+
 /** A TLS 1.1 ClientHello (no extensions), as an old client sends it. */
 function tls11ClientHello() {
   const body = Buffer.concat([
@@ -245,6 +247,29 @@ test('bad input on a TLS port: closed and counted, no other connection notices',
   assert.equal(bystanderClosed, false);
   assert.equal(server.stats().connections, 1);
   bystander.close();
+});
+
+test('a client gone without close_notify is an end of stream, not a protocol error; close() ends handshakes in flight', async () => {
+  const server = new Server({ host: '127.0.0.1', port: 0, threads: 2, tls: { cert: p.a.cert, key: p.a.key }, closeDeadline: 5000 });
+  let closes = 0;
+  server.on('close', () => { closes++; });
+  server.on('open', (id) => server.subscribe(id, 'feed'));
+  const { port } = await server.listen();
+  const ws = await wss(`wss://127.0.0.1:${port}/`);
+  await waitFor(() => server.stats().connections === 1, 5000, 'open');
+  ws._socket.destroy(); // TCP FIN without a TLS close_notify (or a WebSocket close)
+  await waitFor(() => closes === 1, 5000, 'the close event');
+  assert.equal(server.stats().protocolErrors, 0);
+  // A handshake that has begun does not hold close() up to the deadline.
+  const sock = net.connect(port, '127.0.0.1');
+  sock.on('error', () => {});
+  await new Promise((r) => sock.once('connect', r));
+  sock.write(tls11ClientHello().subarray(0, 20));
+  await sleepMs(200);
+  const t0 = Date.now();
+  await server.close();
+  assert.ok(Date.now() - t0 < 2000, `close() took ${Date.now() - t0} ms with a handshake in flight`);
+  sock.destroy();
 });
 
 test('Node\'s own https and tls work in the same process, and their memory is not ours', async () => {

@@ -444,7 +444,8 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
                         sy_msg_release(m);
                         sy_conn_destroy(io, k, 1001);
                     }
-                } else if (k->state == SY_CONN_HTTP || k->state == SY_CONN_UPGRADING || cmd->code == 0) {
+                } else if (k->state == SY_CONN_TLS || k->state == SY_CONN_HTTP || k->state == SY_CONN_UPGRADING ||
+                           cmd->code == 0) {
                     sy_conn_destroy(io, k, 1001);
                 }
             }

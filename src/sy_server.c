@@ -369,7 +369,8 @@ int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 #ifdef SY_WITH_TLS
     if (ctx == NULL || (s->listening && !s->shared.tls_on))
         return -1;
-    s->shared.tls_on = true; /* read by the IO threads only after they start */
+    if (!s->shared.tls_on)
+        s->shared.tls_on = true; /* only before listen: the IO threads read it unlocked */
     if (pthread_mutex_lock(&s->shared.tls_lock) != 0)
         return -1;
     struct sy_tls_ctx *old = s->shared.tls;

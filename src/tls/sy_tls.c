@@ -213,7 +213,11 @@ static SSL_CTX *make_ctx(const sy_tls_cert_t *c, X509_STORE *ca, char *err, size
     }
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
+    /* IGNORE_UNEXPECTED_EOF: a TCP close without close_notify is an end of
+     * stream, as over plain TCP (WebSocket framing, not TLS, tells a clean
+     * close from a cut one), not a protocol error. */
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION |
+                                 SSL_OP_IGNORE_UNEXPECTED_EOF);
     if (SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!eNULL:!MD5:!SHA1") != 1) {
         set_err(err, errlen, "cipher list");
         goto fail;
@@ -435,10 +439,12 @@ static sy_tls_want_t want_of(SSL *ssl, int rc, const char **why) {
         ERR_clear_error();
         return SY_TLS_CLOSED;
     case SSL_ERROR_SYSCALL:
+        /* The socket ended or failed (EOF, a reset): the peer is gone, which
+         * is not a TLS protocol error. */
         if (why != NULL)
-            *why = ERR_peek_error() == 0 && errno == 0 ? "connection closed during TLS" : "socket error during TLS";
+            *why = errno == 0 ? "connection closed during TLS" : "socket error during TLS";
         ERR_clear_error();
-        return ERR_peek_error() == 0 && errno == 0 ? SY_TLS_CLOSED : SY_TLS_FAILED;
+        return SY_TLS_CLOSED;
     default: {
         unsigned long err = ERR_peek_error();
         if (why != NULL) {

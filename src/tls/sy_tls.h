@@ -75,8 +75,8 @@ typedef enum sy_tls_want {
     SY_TLS_DONE = 0,      /* finished (handshake) or made progress (io) */
     SY_TLS_WANT_READ = 1, /* call again when the socket is readable */
     SY_TLS_WANT_WRITE = 2,/* call again when the socket is writable */
-    SY_TLS_CLOSED = 3,    /* the peer closed (close_notify or EOF) */
-    SY_TLS_FAILED = 4,    /* protocol error: close the socket */
+    SY_TLS_CLOSED = 3,    /* the peer closed (close_notify, EOF) or the socket failed */
+    SY_TLS_FAILED = 4,    /* TLS protocol error: close the socket */
 } sy_tls_want_t;
 
 /* A server-side connection on fd (non-blocking, owned by the caller). NULL
