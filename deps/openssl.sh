@@ -66,11 +66,13 @@ esac
 # one section per function (the addon links with --gc-sections).
 # Also left out: what a TLS 1.2/1.3 server never uses (QUIC, DTLS, SSL 3,
 # SRP, compression, CMS/TS/CMP/OCSP/HTTP clients, national and legacy
-# ciphers and hashes, binary-field curves, SLH-DSA signatures).
+# ciphers and hashes, binary-field curves, SLH-DSA signatures), and the
+# secure heap (never initialised here; it needs Linux kernel headers, which
+# the musl toolchains do not carry).
 flags=(no-shared no-module no-dso no-engine no-legacy no-tests no-docs no-apps no-ui-console
        no-autoload-config "--openssldir=/nonexistent/symphony-openssl"
        no-quic no-dtls no-ssl3 no-srp no-comp no-ct no-cms no-ts no-cmp no-http no-ocsp
-       no-srtp no-sctp no-nextprotoneg no-rfc3779
+       no-srtp no-sctp no-nextprotoneg no-rfc3779 no-secure-memory
        no-gost no-sm2 no-sm3 no-sm4 no-idea no-camellia no-aria no-seed no-whirlpool no-rc2 no-rc4
        no-bf no-cast no-md4 no-mdc2 no-rmd160 no-siphash no-ec2m no-slh-dsa
        -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections)

@@ -18,7 +18,7 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { nodeHeaders } = require('./node-headers');
+const { nodeHeaders, gypEnv } = require('./node-headers');
 const { variantFileName, platformDir, detectLibc } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
@@ -91,7 +91,7 @@ function buildVariant({ allocator, lgPage }, opensslDir) {
     gypArgs.push(`--sy_jemalloc_dir=${buildJemalloc(lgPage)}`, `--sy_lg_page=${lgPage}`);
     console.error(`symphony: jemalloc (lg-page ${lgPage}) ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   }
-  const env = { ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' };
+  const env = gypEnv({ ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' });
   const t = Date.now();
   run(process.execPath, [nodeGypScript(), ...gypArgs], env);
   const built = path.join(root, 'build', 'Release', 'symphony.node');

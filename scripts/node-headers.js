@@ -39,4 +39,16 @@ function nodeHeaders() {
   return out;
 }
 
-module.exports = { nodeHeaders };
+/**
+ * The environment for node-gyp: without npm's nodedir setting (an
+ * npm_config_nodedir from ~/.npmrc or the command line), which node-gyp
+ * would prefer to the --nodedir we pass, and so find Node's OpenSSL headers
+ * again. nodeHeaders() has already used it as the source of the headers.
+ */
+function gypEnv(env) {
+  const out = { ...env };
+  for (const k of Object.keys(out)) if (k.toLowerCase() === 'npm_config_nodedir') delete out[k];
+  return out;
+}
+
+module.exports = { nodeHeaders, gypEnv };

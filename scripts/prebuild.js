@@ -21,7 +21,7 @@ const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
-const { nodeHeaders } = require('./node-headers');
+const { nodeHeaders, gypEnv: withoutNodedir } = require('./node-headers');
 const { variantFileName } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
@@ -144,7 +144,7 @@ function buildOne(name, t, cc, lgPage) {
   const sslDir = run('bash', [path.join(root, 'deps', 'openssl.sh'), '--host', t.host, '--cc', cc], { env }).trim().split('\n').pop();
   const opensslS = (Date.now() - tS) / 1000;
   const t1 = Date.now();
-  const gypEnv = { ...env };
+  const gypEnv = withoutNodedir(env);
   delete gypEnv.CFLAGS; // the floor header reaches the addon through binding.gyp
   const args = [nodeGyp(), 'rebuild', `--nodedir=${nodeHeaders()}`, `--arch=${t.arch}`, '--jobs=max',
     '--sy_allocator=jemalloc', `--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`, `--sy_openssl_dir=${sslDir}`];

@@ -314,7 +314,7 @@ function packTest() {
 function main() {
   const opts = parseArgs(process.argv.slice(2));
   const manifestFile = path.join(root, 'prebuilds', 'manifest.json');
-  if (!fs.existsSync(manifestFile)) throw new Error('test-artifacts: no prebuilds/manifest.json; run `npm run prebuild` first');
+  if (!fs.existsSync(manifestFile)) throw new Error('test-artifacts: no prebuilds/manifest.json; run `npm run prebuilds` first');
   const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
   const byTarget = new Map();
   for (const e of manifest.files) {
