@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <malloc.h> /* malloc_usable_size: glibc and musl */
 #if defined(__GLIBC__)
 #include <gnu/libc-version.h>
-#include <malloc.h>
 #endif
 
 /* sy_alloc_test_move_all: every block moves (tests only). */
