@@ -178,6 +178,17 @@ function cTests(label, entry, cc, runner, ldflags) {
   mustSh('make', ['-s', '-B', '-C', path.join(root, '__test__', 'c'), 'artifact', `CC=${cc}`, `JEMALLOC_DIR=${jeDir}`,
     `LG_PAGE=${lg}`, `ART_OUT=${out}`, `ART_LDFLAGS=${ldflags || ''}`, '-j2']);
   const dir = path.join(root, '__test__', 'c', out);
+  // The TLS module's tests against this target's OpenSSL and jemalloc, as
+  // the artifact links them (where no Node runs the wss:// smoke test).
+  if (entry.opensslDir) {
+    const ssl = path.join(root, entry.opensslDir);
+    const src = path.join(root, 'src');
+    mustSh(cc, ['-std=c11', '-O1', '-Wall', '-Wextra', '-Werror', `-I${ssl}/include`, `-I${src}`, `-I${src}/tls`,
+      `-I${jeDir}/include`, '-DSY_USE_JEMALLOC', `-DSY_LG_PAGE=${lg}`,
+      path.join(root, '__test__', 'c', 'tls', 'test_tls.c'), path.join(src, 'tls', 'sy_tls.c'), path.join(src, 'sy_alloc.c'),
+      `${ssl}/libssl.a`, `${ssl}/libcrypto.a`, `${jeDir}/lib/libjemalloc_pic.a`, '-lpthread',
+      ...(ldflags ? [ldflags] : []), '-o', path.join(dir, 'test_tls')]);
+  }
   const tests = fs.readdirSync(dir).filter((f) => /^test_/.test(f)).sort();
   check(tests.includes('test_alloc'), `${label}: the allocator test was built`);
   for (const t of tests) {
