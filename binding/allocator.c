@@ -161,6 +161,18 @@ static napi_value config(napi_env env, napi_callback_info info) {
     return obj;
 }
 
+#ifdef SY_WITH_TLS
+/* OpenSSL initialised (once per process, its memory routed to sy_alloc);
+ * false with a JS error thrown. */
+static bool tls_ready(napi_env env) {
+    char err[160] = "";
+    if (sy_tls_global_init(err, sizeof(err)) == 0)
+        return true;
+    sy_napi_throw(env, "ERR_SYMPHONY_TLS", err);
+    return false;
+}
+#endif
+
 static napi_value self_check(napi_env env, napi_callback_info info) {
     (void)info;
     sy_alloc_check_t c;
@@ -178,11 +190,8 @@ static napi_value self_check(napi_env env, napi_callback_info info) {
     /* OpenSSL's memory: an object OpenSSL allocates must come through
      * sy_alloc (its counter moves) and, in the jemalloc build, be owned by
      * our jemalloc (arenas.lookup). */
-    char err[160] = "";
-    if (sy_tls_global_init(err, sizeof(err)) != 0) {
-        sy_napi_throw(env, "ERR_SYMPHONY_TLS", err);
+    if (!tls_ready(env))
         return NULL;
-    }
     uint64_t before = sy_tls_allocations();
     void *probe = sy_tls_probe_new();
     if (probe == NULL) {
@@ -212,11 +221,8 @@ static napi_value tls_info(napi_env env, napi_callback_info info) {
     (void)info;
     napi_value obj;
 #ifdef SY_WITH_TLS
-    char err[160] = "";
-    if (sy_tls_global_init(err, sizeof(err)) != 0) {
-        sy_napi_throw(env, "ERR_SYMPHONY_TLS", err);
+    if (!tls_ready(env))
         return NULL;
-    }
     if (!sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object") ||
         !sy_napi_set_string(env, obj, "version", sy_tls_version()) ||
         !sy_napi_set_int64(env, obj, "allocated", sy_tls_allocated()) ||

@@ -108,6 +108,11 @@ function passphrase(value, name) {
   return value;
 }
 
+/** What options.tls keeps of tls options: the SNI names (the PEM is in native memory). */
+function tlsSummary(tls) {
+  return { servername: Object.keys(tls.servername ?? {}) };
+}
+
 const TLS_KEYS = new Set(['cert', 'key', 'ca', 'passphrase', 'servername']);
 const SNI_KEYS = new Set(['cert', 'key', 'passphrase']);
 const SERVERNAME = /^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
@@ -248,8 +253,7 @@ class Server extends EventEmitter {
     }, () => {});
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
-      // Not kept: only what it served (the PEM now lives in native memory).
-      o.tls = { servername: Object.keys(o.tls.servername ?? {}) };
+      o.tls = tlsSummary(o.tls);
     }
   }
 
@@ -277,7 +281,7 @@ class Server extends EventEmitter {
       throw new SymphonyError('ERR_SERVER_NOT_RUNNING', 'symphony: setTls: the server is closed');
     }
     this.#applyTls(tls, 'tls');
-    this.#opts.tls = { servername: Object.keys(tls.servername ?? {}) };
+    this.#opts.tls = tlsSummary(tls);
   }
 
   /** The effective options (defaults filled in). */

@@ -19,6 +19,7 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { nodeHeaders, gypEnv } = require('./node-headers');
+const { depDir } = require('./deps');
 const { variantFileName, platformDir, detectLibc } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
@@ -67,19 +68,12 @@ function run(cmd, args, env) {
   return r.stdout.toString();
 }
 
-function buildJemalloc(lgPage) {
-  const out = run('bash', [path.join(root, 'deps', 'jemalloc.sh'), '--lg-page', String(lgPage)], process.env);
-  const lines = out.trim().split('\n');
-  return lines[lines.length - 1];
-}
-
 /** The private OpenSSL for TLS (deps/openssl.sh; built once, then cached). */
 function buildOpenssl() {
   const t = Date.now();
-  const out = run('bash', [path.join(root, 'deps', 'openssl.sh')], process.env);
-  const lines = out.trim().split('\n');
+  const dir = depDir('openssl');
   console.error(`symphony: OpenSSL ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  return lines[lines.length - 1];
+  return dir;
 }
 
 function buildVariant({ allocator, lgPage }, opensslDir) {
@@ -88,7 +82,7 @@ function buildVariant({ allocator, lgPage }, opensslDir) {
     `--sy_openssl_dir=${opensslDir}`];
   if (allocator === 'jemalloc') {
     const t = Date.now();
-    gypArgs.push(`--sy_jemalloc_dir=${buildJemalloc(lgPage)}`, `--sy_lg_page=${lgPage}`);
+    gypArgs.push(`--sy_jemalloc_dir=${depDir('jemalloc', ['--lg-page', String(lgPage)])}`, `--sy_lg_page=${lgPage}`);
     console.error(`symphony: jemalloc (lg-page ${lgPage}) ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   }
   const env = gypEnv({ ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' });

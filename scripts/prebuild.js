@@ -22,6 +22,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { nodeHeaders, gypEnv: withoutNodedir } = require('./node-headers');
+const { depDir } = require('./deps');
 const { variantFileName } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
@@ -134,14 +135,13 @@ function buildOne(name, t, cc, lgPage) {
   const floor = t.floor ? path.join(root, 'binding', 'glibc_floor.h') : '';
   const env = { ...process.env, CC: cc, LINK: cc, CFLAGS: floor ? `-include ${floor}` : '' };
   const t0 = Date.now();
-  const jeOut = run('bash', [path.join(root, 'deps', 'jemalloc.sh'), '--lg-page', String(lgPage), '--host', t.host, '--cc', cc], { env });
-  const jeDir = jeOut.trim().split('\n').pop();
+  const jeDir = depDir('jemalloc', ['--lg-page', String(lgPage), '--host', t.host, '--cc', cc], env);
   const jeSeconds = Number(fs.readFileSync(path.join(jeDir, '.built'), 'utf8')) || 0;
   const jemallocS = (Date.now() - t0) / 1000;
   // The private OpenSSL for the same target (the glibc floor header too:
   // OpenSSL's pthread calls must bind to the old versions like ours).
   const tS = Date.now();
-  const sslDir = run('bash', [path.join(root, 'deps', 'openssl.sh'), '--host', t.host, '--cc', cc], { env }).trim().split('\n').pop();
+  const sslDir = depDir('openssl', ['--host', t.host, '--cc', cc], env);
   const opensslS = (Date.now() - tS) / 1000;
   const t1 = Date.now();
   const gypEnv = withoutNodedir(env);

@@ -12,6 +12,7 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
+const { depDir } = require('./deps');
 
 const root = path.resolve(__dirname, '..');
 const only = (process.argv.find((a) => a.startsWith('--only=')) || '').slice(7).split(',').filter(Boolean);
@@ -44,9 +45,11 @@ for (const allocator of ['jemalloc', 'system']) {
 // the TLS server test under valgrind too.
 let opensslDir = '';
 if (want('tls') || want('c-valgrind')) {
-  const r = spawnSync('bash', [path.join(root, 'deps', 'openssl.sh')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  opensslDir = r.status === 0 ? r.stdout.toString().trim().split('\n').pop() : '';
-  if (!opensslDir) results.push({ name: 'deps/openssl.sh failed', ok: false, secs: '0' });
+  try {
+    opensslDir = depDir('openssl');
+  } catch (err) {
+    results.push({ name: err.message, ok: false, secs: '0' });
+  }
 }
 step('c', 'make', ['-s', '-C', '__test__/c', 'test']);
 if (opensslDir) step('c-valgrind', 'make', ['-s', '-C', '__test__/c', 'valgrind', `OPENSSL_DIR=${opensslDir}`]);

@@ -242,8 +242,13 @@ static bool push_raw(sy_conn_t *c, sy_msg_t *m) {
     return true;
 }
 
+/* Bytes still to be written: queued frames, or a TLS record OpenSSL holds. */
+static bool has_output(const sy_conn_t *c) {
+    return c->out_len > 0 || c->tls_wlen > 0;
+}
+
 static void after_flush(sy_io_t *io, sy_conn_t *c) {
-    if (c->out_len > 0 || c->tls_wlen > 0)
+    if (has_output(c))
         return;
     if (c->hit_limit && c->state == SY_CONN_OPEN) {
         c->hit_limit = false;
@@ -310,9 +315,8 @@ static void tls_handshake_step(sy_io_t *io, sy_conn_t *c, bool from_read) {
         atomic_fetch_add_explicit(&io->stats.tls_deferred, 1, memory_order_relaxed);
         return;
     }
-    const char *why = NULL;
     int64_t t0 = mono_us();
-    sy_tls_want_t w = sy_tls_handshake(c->tls, &why);
+    sy_tls_want_t w = sy_tls_handshake(c->tls, NULL); /* counted, not reported: no open event yet */
     io->tls_turn_us += mono_us() - t0;
     switch (w) {
     case SY_TLS_DONE:
@@ -403,7 +407,7 @@ static void tls_flush(sy_io_t *io, sy_conn_t *c) {
     }
     if (c->state == SY_CONN_DEAD)
         return;
-    want_writable(io, c, c->out_len > 0 || c->tls_wlen > 0);
+    want_writable(io, c, has_output(c));
     after_flush(io, c);
 }
 #endif

@@ -90,11 +90,7 @@ function stamp(d = new Date()) {
 
 /** The private OpenSSL's build folder (deps/openssl.sh: built once, then cached). */
 function opensslDir() {
-  const { execFileSync } = require('node:child_process');
-  const path = require('node:path');
-  const out = execFileSync('bash', [path.join(__dirname, '..', '..', 'deps', 'openssl.sh')],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  return out.trim().split('\n').pop();
+  return require('../../scripts/deps').depDir('openssl');
 }
 
 module.exports = { opensslDir, now, monoToNow, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, stamp };

@@ -92,6 +92,13 @@ int lg_tls_handshake(lg_run_t *r, lg_conn_t *c)
 
 /* Like send()/recv(): -1 with errno EAGAIN when TLS must wait, ECONNRESET
  * on a TLS error; recv returns 0 at the end of the stream. */
+static ssize_t io_error(int e)
+{
+    ERR_clear_error();
+    errno = e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ ? EAGAIN : ECONNRESET;
+    return -1;
+}
+
 ssize_t lg_io_send(lg_conn_t *c, const void *p, size_t n)
 {
     if (c->ssl == NULL)
@@ -100,10 +107,7 @@ ssize_t lg_io_send(lg_conn_t *c, const void *p, size_t n)
     ERR_clear_error();
     if (SSL_write_ex(c->ssl, p, n, &done) == 1)
         return (ssize_t)done;
-    int e = SSL_get_error(c->ssl, 0);
-    ERR_clear_error();
-    errno = e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ ? EAGAIN : ECONNRESET;
-    return -1;
+    return io_error(SSL_get_error(c->ssl, 0));
 }
 
 ssize_t lg_io_recv(lg_conn_t *c, void *p, size_t n)
@@ -120,6 +124,5 @@ ssize_t lg_io_recv(lg_conn_t *c, void *p, size_t n)
         return 0;
     if (e == SSL_ERROR_SYSCALL && errno == 0)
         return 0; /* EOF without close_notify */
-    errno = e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ ? EAGAIN : ECONNRESET;
-    return -1;
+    return io_error(e);
 }
