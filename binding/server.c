@@ -649,47 +649,25 @@ static bool set_u64(napi_env env, napi_value obj, const char *key, uint64_t v) {
     return sy_napi_set_double(env, obj, key, (double)v);
 }
 
-/* Every counter of sy_thread_stats_t (all uint64_t), by its JS name: one
- * list for the per-thread objects and the totals (a sum, or for a maximum
- * the largest). */
-#define STAT_SUM(js, field) {js, offsetof(sy_thread_stats_t, field), false}
-#define STAT_MAX(js, field) {js, offsetof(sy_thread_stats_t, field), true}
+/* Every counter of sy_stats_t (all uint64_t), by its JS name, from the one
+ * list (src/sy_stats.h): for the per-thread objects and the totals (a sum,
+ * or for a maximum the largest). */
 static const struct {
     const char *name;
     size_t offset;
     bool max;
 } STAT_FIELDS[] = {
-    STAT_SUM("connections", connections),
-    STAT_SUM("opened", opened),
-    STAT_SUM("closed", closed),
-    STAT_SUM("messagesIn", messages_in),
-    STAT_SUM("bytesIn", bytes_in),
-    STAT_SUM("messagesOut", messages_out),
-    STAT_SUM("bytesOut", bytes_out),
-    STAT_SUM("dropped", dropped),
-    STAT_SUM("slowCloses", slow_closes),
-    STAT_SUM("handshakeRejects", handshake_rejects),
-    STAT_SUM("protocolErrors", protocol_errors),
-    STAT_SUM("timeouts", timeouts),
-    STAT_SUM("oomCloses", oom_closes),
-    STAT_SUM("eventsLost", events_lost),
-    STAT_SUM("acceptRejects", accept_rejects),
-    STAT_SUM("reclaims", reclaims),
-    STAT_SUM("reclaimMoved", reclaim_moved),
-    STAT_SUM("reclaimFreedBytes", reclaim_freed_bytes),
-    STAT_SUM("reclaimMicros", reclaim_us),
-    STAT_MAX("reclaimMaxMicros", reclaim_us_max),
-    STAT_SUM("tlsHandshakes", tls_handshakes),
-    STAT_SUM("tlsFailures", tls_failures),
-    STAT_SUM("tlsDeferred", tls_deferred),
+#define STAT_FIELD(field, js, agg, metric, type, scale, help) {js, offsetof(sy_stats_t, field), agg == SY_STAT_MAX},
+    SY_STATS_LIST(STAT_FIELD)
+#undef STAT_FIELD
 };
 #define STAT_COUNT (sizeof(STAT_FIELDS) / sizeof(STAT_FIELDS[0]))
 
-static uint64_t *stat_field(sy_thread_stats_t *t, size_t i) {
+static uint64_t *stat_field(sy_stats_t *t, size_t i) {
     return (uint64_t *)((char *)t + STAT_FIELDS[i].offset);
 }
 
-static bool thread_stats_object(napi_env env, sy_thread_stats_t *t, napi_value *out) {
+static bool thread_stats_object(napi_env env, sy_stats_t *t, napi_value *out) {
     if (!sy_napi_ok(env, napi_create_object(env, out), "napi_create_object"))
         return false;
     for (size_t i = 0; i < STAT_COUNT; i++)
@@ -707,11 +685,11 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
         return NULL;
     unsigned n = sy_server_threads(b->srv);
     napi_value arr, total;
-    sy_thread_stats_t sum = {0};
+    sy_stats_t sum = {0};
     if (!sy_napi_ok(env, napi_create_array_with_length(env, n, &arr), "napi_create_array_with_length"))
         return NULL;
     for (unsigned i = 0; i < n; i++) {
-        sy_thread_stats_t t;
+        sy_stats_t t;
         napi_value o;
         sy_server_thread_stats(b->srv, i, &t);
         if (!thread_stats_object(env, &t, &o) || !sy_napi_ok(env, napi_set_element(env, arr, i, o), "napi_set_element"))

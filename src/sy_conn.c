@@ -128,9 +128,9 @@ static void outq_clear(sy_conn_t *c, bool keep_head) {
             keep = c->out_pinned < c->out_len ? c->out_pinned : c->out_len;
     }
     for (uint32_t i = keep; i < c->out_len; i++) {
-        sy_msg_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
+        sy_refbuf_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
         c->out_bytes -= m->len - (i == 0 ? c->out_off : 0);
-        sy_msg_release(m);
+        sy_refbuf_release(m);
     }
     c->out_len = keep;
     if (keep == 0) {
@@ -141,12 +141,12 @@ static void outq_clear(sy_conn_t *c, bool keep_head) {
         c->out_pinned = keep;
 }
 
-static bool outq_append(sy_conn_t *c, sy_msg_t *m) {
+static bool outq_append(sy_conn_t *c, sy_refbuf_t *m) {
     if (c->out_len == c->out_cap) {
         uint32_t cap = c->out_cap ? c->out_cap * 2 : SY_OUTQ_MIN;
         if (cap <= c->out_cap)
             return false;
-        sy_msg_t **q = sy_malloc((size_t)cap * sizeof(*q));
+        sy_refbuf_t **q = sy_malloc((size_t)cap * sizeof(*q));
         if (q == NULL)
             return false;
         for (uint32_t i = 0; i < c->out_len; i++)
@@ -166,9 +166,9 @@ static bool outq_append(sy_conn_t *c, sy_msg_t *m) {
  * for a failing or slow connection, the close must not wait behind data. */
 static void queue_close_now(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
     outq_clear(c, true);
-    sy_msg_t *m = sy_msg_close(code, reason, reason ? strlen(reason) : 0);
+    sy_refbuf_t *m = sy_refbuf_close(code, reason, reason ? strlen(reason) : 0);
     if (m != NULL && !outq_append(c, m))
-        sy_msg_release(m);
+        sy_refbuf_release(m);
     sy_io_mark_dirty(io, c);
 }
 
@@ -188,7 +188,7 @@ void sy_conn_fail(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) 
     sy_io_mark_dirty(io, c);
 }
 
-bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_msg_t *m, bool control) {
+bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
     if (control) {
         if (c->state != SY_CONN_OPEN && c->state != SY_CONN_CLOSING)
             return false;
@@ -201,42 +201,42 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_msg_t *m, bool control) {
         if (c->out_bytes > 0 && c->out_bytes + m->len > io->shared->opts.max_backpressure) {
             c->hit_limit = true;
             if (io->shared->opts.slow_consumer == SY_SLOW_CLOSE) {
-                atomic_fetch_add_explicit(&io->stats.slow_closes, 1, memory_order_relaxed);
+                sy_stat_inc(&io->stats.slow_closes);
                 sy_conn_fail(io, c, 1008, "slow consumer");
             } else {
-                atomic_fetch_add_explicit(&io->stats.dropped, 1, memory_order_relaxed);
+                sy_stat_inc(&io->stats.dropped);
             }
             return false;
         }
     }
     if (!outq_append(c, m)) {
-        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.oom_closes);
         sy_conn_fail(io, c, 1011, "out of memory");
         return false;
     }
     if (!control)
-        atomic_fetch_add_explicit(&io->stats.messages_out, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.messages_out);
     sy_io_mark_dirty(io, c);
     return true;
 }
 
 /* Pushes a frame the caller made (one reference) or releases it. */
-static void push_own(sy_io_t *io, sy_conn_t *c, sy_msg_t *m, bool control) {
+static void push_own(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
     if (m == NULL) {
-        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.oom_closes);
         sy_conn_fail(io, c, 1011, "out of memory");
         return;
     }
     if (!sy_conn_push(io, c, m, control))
-        sy_msg_release(m);
+        sy_refbuf_release(m);
 }
 
 /* The first write of a response head, before the connection is a WebSocket. */
-static bool push_raw(sy_conn_t *c, sy_msg_t *m) {
+static bool push_raw(sy_conn_t *c, sy_refbuf_t *m) {
     if (m == NULL)
         return false;
     if (!outq_append(c, m)) {
-        sy_msg_release(m);
+        sy_refbuf_release(m);
         return false;
     }
     return true;
@@ -275,7 +275,7 @@ static void after_flush(sy_io_t *io, sy_conn_t *c) {
 static void outq_consume(sy_conn_t *c, size_t n) {
     c->out_bytes -= n;
     while (n > 0) {
-        sy_msg_t *m = c->outq[c->out_head];
+        sy_refbuf_t *m = c->outq[c->out_head];
         size_t rest = m->len - c->out_off;
         if (n < rest) {
             c->out_off += n;
@@ -287,7 +287,7 @@ static void outq_consume(sy_conn_t *c, size_t n) {
         c->out_len--;
         if (c->out_pinned > 0)
             c->out_pinned--;
-        sy_msg_release(m);
+        sy_refbuf_release(m);
     }
 }
 
@@ -312,7 +312,7 @@ static int64_t mono_us(void) {
  * not starve delivery to the connections already open. */
 static void tls_handshake_step(sy_io_t *io, sy_conn_t *c, bool from_read) {
     if (from_read && io->tls_turn_us >= SY_TLS_TURN_US) {
-        atomic_fetch_add_explicit(&io->stats.tls_deferred, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.tls_deferred);
         return;
     }
     int64_t t0 = mono_us();
@@ -320,7 +320,7 @@ static void tls_handshake_step(sy_io_t *io, sy_conn_t *c, bool from_read) {
     io->tls_turn_us += mono_us() - t0;
     switch (w) {
     case SY_TLS_DONE:
-        atomic_fetch_add_explicit(&io->stats.tls_handshakes, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.tls_handshakes);
         set_state(io, c, SY_CONN_HTTP); /* the request, if sent, is still in the socket */
         want_writable(io, c, false);
         return;
@@ -331,7 +331,7 @@ static void tls_handshake_step(sy_io_t *io, sy_conn_t *c, bool from_read) {
         want_writable(io, c, true);
         return;
     default: /* not TLS, an unsupported version, a bad record, closed midway */
-        atomic_fetch_add_explicit(&io->stats.tls_failures, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.tls_failures);
         sy_conn_destroy(io, c, 1006);
         return;
     }
@@ -357,13 +357,13 @@ static void tls_flush(sy_io_t *io, sy_conn_t *c) {
                     sy_free(c->tls_wbuf);
                     c->tls_wbuf = NULL;
                 }
-                atomic_fetch_add_explicit(&io->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+                sy_stat_add(&io->stats.bytes_out, (uint64_t)n);
                 continue;
             }
         } else {
             if (c->out_len == 0)
                 break;
-            sy_msg_t *head = c->outq[c->out_head];
+            sy_refbuf_t *head = c->outq[c->out_head];
             const uint8_t *p = head->data + c->out_off;
             size_t len = head->len - c->out_off;
             if (len < SY_TLS_RECORD && c->out_len > 1) {
@@ -373,7 +373,7 @@ static void tls_flush(sy_io_t *io, sy_conn_t *c) {
                 }
                 len = 0;
                 for (uint32_t i = 0; i < c->out_len && len < SY_TLS_RECORD; i++) {
-                    sy_msg_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
+                    sy_refbuf_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
                     size_t off = i == 0 ? c->out_off : 0, take = m->len - off;
                     if (take > SY_TLS_RECORD - len)
                         take = SY_TLS_RECORD - len;
@@ -387,7 +387,7 @@ static void tls_flush(sy_io_t *io, sy_conn_t *c) {
             w = sy_tls_write(c->tls, p, len, &n);
             if (w == SY_TLS_DONE) {
                 outq_consume(c, n);
-                atomic_fetch_add_explicit(&io->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+                sy_stat_add(&io->stats.bytes_out, (uint64_t)n);
                 continue;
             }
             if (w == SY_TLS_WANT_WRITE || w == SY_TLS_WANT_READ) {
@@ -427,7 +427,7 @@ void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
         int n = 0;
         size_t total = 0;
         for (uint32_t i = 0; i < c->out_len && n < SY_MAX_IOV; i++) {
-            sy_msg_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
+            sy_refbuf_t *m = c->outq[(c->out_head + i) & (c->out_cap - 1)];
             size_t off = i == 0 ? c->out_off : 0;
             iov[n].iov_base = m->data + off;
             iov[n].iov_len = m->len - off;
@@ -444,7 +444,7 @@ void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
             sy_conn_destroy(io, c, c->close_code ? c->close_code : 1006);
             return;
         }
-        atomic_fetch_add_explicit(&io->stats.bytes_out, (uint64_t)w, memory_order_relaxed);
+        sy_stat_add(&io->stats.bytes_out, (uint64_t)w);
         outq_consume(c, (size_t)w);
         if ((size_t)w < total)
             break;
@@ -526,8 +526,8 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
     if (c->opened) {
         uint16_t reported = c->close_code ? c->close_code : code;
         sy_io_emit(io, conn_id(io, c), SY_EV_CLOSE, 0, reported, c->close_reason, c->close_reason_len);
-        atomic_fetch_add_explicit(&io->stats.closed, 1, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&io->stats.connections, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.closed);
+        sy_stat_dec(&io->stats.connections);
     }
     atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
     sy_io_release_slot(io, c->slot);
@@ -547,7 +547,7 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
     io->dead = c;
 }
 
-bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_msg_t *close_frame, uint16_t code) {
+bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t code) {
     if (c->state != SY_CONN_OPEN)
         return false;
     if (!outq_append(c, close_frame))
@@ -562,13 +562,13 @@ bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_msg_t *close_frame, uint16_t code
 /* ---- frames in ------------------------------------------------------------ */
 
 static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
-    atomic_fetch_add_explicit(&io->stats.messages_in, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&io->stats.bytes_in, n, memory_order_relaxed);
+    sy_stat_inc(&io->stats.messages_in);
+    sy_stat_add(&io->stats.bytes_in, n);
     sy_io_emit(io, conn_id(io, c), SY_EV_MESSAGE, opcode == SY_WS_OP_BINARY ? 1 : 0, 0, p, n);
 }
 
 static void protocol_error(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
-    atomic_fetch_add_explicit(&io->stats.protocol_errors, 1, memory_order_relaxed);
+    sy_stat_inc(&io->stats.protocol_errors);
     sy_conn_fail(io, c, code, reason);
 }
 
@@ -591,9 +591,9 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
     c->close_code = code;
     set_close_reason(c, reason, reason_len);
     /* Echo the code (1005 means the peer sent none: reply with none). */
-    sy_msg_t *m = code == 1005 ? sy_msg_close(0, NULL, 0) : sy_msg_frame(SY_WS_OP_CLOSE, p, 2);
+    sy_refbuf_t *m = code == 1005 ? sy_refbuf_close(0, NULL, 0) : sy_refbuf_frame(SY_WS_OP_CLOSE, p, 2);
     if (m != NULL && !outq_append(c, m))
-        sy_msg_release(m);
+        sy_refbuf_release(m);
     set_state(io, c, SY_CONN_FLUSH_CLOSE);
     c->deadline_ms = io->now_ms + (int64_t)io->shared->opts.close_timeout_s * 1000;
     sy_io_mark_dirty(io, c);
@@ -602,7 +602,7 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
 static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, const uint8_t *p, size_t n) {
     switch (f->opcode) {
     case SY_WS_OP_PING:
-        push_own(io, c, sy_msg_frame(SY_WS_OP_PONG, p, n), true);
+        push_own(io, c, sy_refbuf_frame(SY_WS_OP_PONG, p, n), true);
         return;
     case SY_WS_OP_PONG:
         return;
@@ -636,7 +636,7 @@ static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, const ui
         }
     }
     if (!sy_buf_append(&c->mbuf, &c->mlen, &c->mcap, p, n, 1024)) {
-        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.oom_closes);
         sy_conn_fail(io, c, 1011, "out of memory");
         return;
     }
@@ -727,7 +727,7 @@ static void ws_consume(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
     if (c->state != SY_CONN_OPEN && c->state != SY_CONN_CLOSING)
         used = len; /* failing or closed: the rest is ignored */
     if (!keep_bytes(c, buf + used, len - used)) {
-        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.oom_closes);
         sy_conn_fail(io, c, 1011, "out of memory");
     }
 }
@@ -736,8 +736,8 @@ static void ws_consume(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
 
 /* The one way an upgrade is refused: the HTTP response (taken over; NULL
  * when it could not be made) is written, then the socket closed. */
-static void respond_and_close(sy_io_t *io, sy_conn_t *c, sy_msg_t *response) {
-    atomic_fetch_add_explicit(&io->stats.handshake_rejects, 1, memory_order_relaxed);
+static void respond_and_close(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response) {
+    sy_stat_inc(&io->stats.handshake_rejects);
     c->rlen = 0;
     if (response == NULL || !push_raw(c, response)) {
         sy_conn_destroy(io, c, 1006);
@@ -754,7 +754,7 @@ static void reject(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
     size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, why ? strlen(why) : 0, NULL, 0);
     if (n == 0)
         n = sy_http_error_response(buf, sizeof(buf), status, NULL, 0);
-    respond_and_close(io, c, n > 0 ? sy_msg_raw(buf, n) : NULL);
+    respond_and_close(io, c, n > 0 ? sy_refbuf_raw(buf, n) : NULL);
 }
 
 static bool path_allowed(sy_io_t *io, const char *target, size_t len) {
@@ -816,7 +816,7 @@ static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char 
                       const char *extra, size_t extra_len) {
     char buf[2048];
     size_t n = sy_handshake_response(buf, sizeof(buf), accept, proto, proto_len, extra, extra_len);
-    sy_msg_t *m = NULL;
+    sy_refbuf_t *m = NULL;
     if (n == 0) {
         /* Large extra headers: build the response on the heap. */
         size_t cap = extra_len + proto_len + 512;
@@ -824,14 +824,14 @@ static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char 
         if (big != NULL) {
             n = sy_handshake_response(big, cap, accept, proto, proto_len, extra, extra_len);
             if (n > 0)
-                m = sy_msg_raw(big, n);
+                m = sy_refbuf_raw(big, n);
             sy_free(big);
         }
     } else {
-        m = sy_msg_raw(buf, n);
+        m = sy_refbuf_raw(buf, n);
     }
     if (m == NULL || !push_raw(c, m)) {
-        atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.oom_closes);
         sy_conn_destroy(io, c, 1006);
         return;
     }
@@ -841,8 +841,8 @@ static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char 
     c->deadline_ms = 0;
     c->last_rx_ms = io->now_ms;
     sy_io_set_live(io, c->slot, c->gen);
-    atomic_fetch_add_explicit(&io->stats.opened, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&io->stats.connections, 1, memory_order_relaxed);
+    sy_stat_inc(&io->stats.opened);
+    sy_stat_inc(&io->stats.connections);
     sy_io_emit(io, conn_id(io, c), SY_EV_OPEN, 0, 0, proto, proto_len);
     sy_io_update_poll(io, c);
     sy_io_mark_dirty(io, c);
@@ -909,9 +909,9 @@ static void http_process(sy_io_t *io, sy_conn_t *c) {
         keep_bytes(c, NULL, 0);
 }
 
-void sy_conn_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_msg_t *extra) {
+void sy_conn_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *extra) {
     if (c->state != SY_CONN_UPGRADING || c->rlen < SY_WS_ACCEPT_LEN) {
-        sy_msg_release(extra);
+        sy_refbuf_release(extra);
         for (size_t i = 0; i < a->ntopics; i++) {
             atomic_fetch_sub_explicit(&a->topics[i]->slots[io->index].count, 1, memory_order_relaxed);
             sy_topic_release(&io->shared->topics, a->topics[i]);
@@ -927,16 +927,16 @@ void sy_conn_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_msg_t *extra) 
         sy_conn_subscribe(io, c, a->topics[i]);
     open_conn(io, c, accept, a->protocol, a->protocol_len, extra ? (const char *)extra->data : NULL,
               extra ? extra->len : 0);
-    sy_msg_release(extra);
+    sy_refbuf_release(extra);
     if (c->state == SY_CONN_OPEN && c->rlen > 0)
         ws_consume(io, c, c->rbuf, c->rlen);
     else if (c->state == SY_CONN_OPEN)
         keep_bytes(c, NULL, 0);
 }
 
-void sy_conn_refuse(sy_io_t *io, sy_conn_t *c, sy_msg_t *response) {
+void sy_conn_refuse(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response) {
     if (c->state != SY_CONN_UPGRADING) {
-        sy_msg_release(response);
+        sy_refbuf_release(response);
         return;
     }
     while (c->nsubs > 0)
@@ -972,7 +972,7 @@ static ssize_t conn_read(sy_io_t *io, sy_conn_t *c, bool *eof) {
                 return -1;
             }
             if (w == SY_TLS_FAILED)
-                atomic_fetch_add_explicit(&io->stats.protocol_errors, 1, memory_order_relaxed);
+                sy_stat_inc(&io->stats.protocol_errors);
             if (got == 0)
                 return 0;
             *eof = true;
@@ -1029,7 +1029,7 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
     case SY_CONN_CLOSING:
         if (c->rlen > 0) {
             if (!rbuf_append(c, io->rx, n)) {
-                atomic_fetch_add_explicit(&io->stats.oom_closes, 1, memory_order_relaxed);
+                sy_stat_inc(&io->stats.oom_closes);
                 sy_conn_fail(io, c, 1011, "out of memory");
                 return;
             }
@@ -1060,7 +1060,7 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
     case SY_CONN_HTTP:
     case SY_CONN_UPGRADING:
         if (now >= c->deadline_ms) {
-            atomic_fetch_add_explicit(&io->stats.timeouts, 1, memory_order_relaxed);
+            sy_stat_inc(&io->stats.timeouts);
             sy_conn_destroy(io, c, 1006);
         }
         return;
@@ -1071,13 +1071,13 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
              * a check just before half the timeout is followed by one past
              * it, so the close waits for the sweep after the ping. */
             if (idle >= limit && c->ping_sent) {
-                atomic_fetch_add_explicit(&io->stats.timeouts, 1, memory_order_relaxed);
+                sy_stat_inc(&io->stats.timeouts);
                 sy_conn_fail(io, c, 1001, "idle timeout");
                 return;
             }
             if (idle >= limit / 2 && !c->ping_sent) {
                 c->ping_sent = true;
-                push_own(io, c, sy_msg_frame(SY_WS_OP_PING, NULL, 0), true);
+                push_own(io, c, sy_refbuf_frame(SY_WS_OP_PING, NULL, 0), true);
             }
         }
         break;

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "sy_io.h"
-#include "sy_msg.h"
+#include "sy_refbuf.h"
 #include "sy_topic.h"
 
 typedef enum sy_conn_state {
@@ -59,7 +59,7 @@ typedef struct sy_conn {
     uint8_t *mbuf;    /* payload of the fragmented message so far */
     size_t mlen, mcap;
 
-    sy_msg_t **outq;  /* ring of queued frames, each holding one reference */
+    sy_refbuf_t **outq;  /* ring of queued frames, each holding one reference */
     uint32_t out_head, out_len, out_cap;
     uint32_t out_pinned; /* head entries never discarded (the 101 response) */
     size_t out_off;   /* bytes of the head frame already written */
@@ -96,11 +96,11 @@ void sy_conn_flush(sy_io_t *io, sy_conn_t *c);
  * on true, the queue owns one reference it must have added). Applies the
  * slow-consumer policy to data frames (control = false): returns false when
  * the frame was not queued. Never frees the connection. */
-bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_msg_t *m, bool control);
+bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control);
 
 /* Server-initiated close handshake. Takes no reference on close_frame; on
  * true it took over the caller's. */
-bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_msg_t *close_frame, uint16_t code);
+bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t code);
 /* Fails the connection: close frame with code and reason, then close the
  * socket once written (no wait for the peer's reply). */
 void sy_conn_fail(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason);
@@ -108,8 +108,8 @@ void sy_conn_fail(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason);
 void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code);
 /* The owner's answer to an upgrade. Takes over accept's references and
  * extra (raw header lines; may be NULL). */
-void sy_conn_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *accept, sy_msg_t *extra);
-void sy_conn_refuse(sy_io_t *io, sy_conn_t *c, sy_msg_t *response);
+void sy_conn_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *accept, sy_refbuf_t *extra);
+void sy_conn_refuse(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response);
 
 /* Subscriptions. subscribe takes over one topic reference and one count
  * (both given back if already subscribed or out of memory); returns true when

@@ -45,8 +45,7 @@ int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_f
     io->wake_fd = -1;
     io->spare_fd = -1;
     io->next_gen = 1;
-    atomic_init(&io->stats.arena, -1);
-    atomic_init(&io->stats.conn_arena, -1);
+    sy_stats_live_init(&io->stats);
     int rc = pthread_mutex_init(&io->qlock, NULL);
     if (rc != 0)
         return rc;
@@ -89,7 +88,7 @@ static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
         (void)close((int)cmd->code);
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
     }
-    sy_msg_release(cmd->msg);
+    sy_refbuf_release(cmd->msg);
     if (cmd->topic != NULL) {
         if (cmd->type == SY_CMD_SUBSCRIBE)
             atomic_fetch_sub_explicit(&cmd->topic->slots[io->index].count, 1, memory_order_relaxed);
@@ -240,13 +239,13 @@ static sy_conn_t *find_conn(sy_io_t *io, uint64_t id) {
 void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts, const size_t *lens,
                  size_t n) {
     if (!sy_batch_addv(&io->batch, io->index, conn, type, 0, 0, parts, lens, n))
-        atomic_fetch_add_explicit(&io->stats.events_lost, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.events_lost);
 }
 
 void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *payload,
                 size_t len) {
     if (!sy_batch_add(&io->batch, io->index, conn, type, flags, code, payload, len))
-        atomic_fetch_add_explicit(&io->stats.events_lost, 1, memory_order_relaxed);
+        sy_stat_inc(&io->stats.events_lost);
 }
 
 void sy_io_mark_dirty(sy_io_t *io, sy_conn_t *c) {
@@ -333,7 +332,7 @@ static void accept_some(sy_io_t *io) {
             fd = accept4(io->listen_fd, NULL, NULL, SOCK_CLOEXEC);
             if (fd >= 0) {
                 (void)close(fd);
-                atomic_fetch_add_explicit(&io->stats.accept_rejects, 1, memory_order_relaxed);
+                sy_stat_inc(&io->stats.accept_rejects);
             }
             io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
             if (fd >= 0)
@@ -376,7 +375,7 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
         if (sy_conn_push(io, slot->subs[i], cmd->msg, false))
             queued++;
     if (queued > 0)
-        sy_msg_ref(cmd->msg, queued);
+        sy_refbuf_ref(cmd->msg, queued);
 }
 
 static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
@@ -439,9 +438,9 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
                 if (k == NULL)
                     continue;
                 if (k->state == SY_CONN_OPEN && cmd->code > 0) {
-                    sy_msg_t *m = sy_msg_close(1001, "server shutting down", 20);
+                    sy_refbuf_t *m = sy_refbuf_close(1001, "server shutting down", 20);
                     if (m == NULL || !sy_conn_end(io, k, m, 1001)) {
-                        sy_msg_release(m);
+                        sy_refbuf_release(m);
                         sy_conn_destroy(io, k, 1001);
                     }
                 } else if (k->state == SY_CONN_TLS || k->state == SY_CONN_HTTP || k->state == SY_CONN_UPGRADING ||

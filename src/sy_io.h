@@ -18,8 +18,9 @@
 #include <stdint.h>
 
 #include "sy_events.h"
-#include "sy_msg.h"
+#include "sy_refbuf.h"
 #include "sy_server.h"
+#include "sy_stats.h"
 #include "sy_topic.h"
 
 /* What every IO thread of one server shares (read-only once running, but
@@ -68,21 +69,12 @@ typedef struct sy_cmd {
     uint32_t code;
     uint64_t conn;
     sy_topic_t *topic;
-    sy_msg_t *msg;
+    sy_refbuf_t *msg;
     sy_accept_t *accept;
 } sy_cmd_t;
 
 #define SY_IO_GEN_PAGE_BITS 12
 #define SY_IO_GEN_PAGES 256 /* up to 1M connections per thread */
-
-typedef struct sy_io_atomic_stats {
-    atomic_uint_fast64_t connections, opened, closed, messages_in, bytes_in, messages_out, bytes_out,
-        dropped, slow_closes, handshake_rejects, protocol_errors, timeouts, oom_closes, events_lost,
-        accept_rejects, reclaims, reclaim_moved, reclaim_freed_bytes, reclaim_us, reclaim_us_max,
-        tls_handshakes, tls_failures, tls_deferred;
-    atomic_int arena;      /* this thread's jemalloc arena; -1: none (system build) */
-    atomic_int conn_arena; /* the arena jemalloc says a connection's memory is in; -1: not seen */
-} sy_io_atomic_stats_t;
 
 /* The memory policy's state (sy_reclaim.c; IO thread only). */
 typedef struct sy_reclaim_state {
@@ -150,7 +142,7 @@ typedef struct sy_io {
     bool stopping;
     int64_t stop_deadline_ms;
 
-    sy_io_atomic_stats_t stats;
+    sy_stats_live_t stats;
 } sy_io_t;
 
 /* 0 or an errno value. listen_fd (or -1) is adopted (closed by sy_io_free).

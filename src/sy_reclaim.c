@@ -42,9 +42,7 @@ static void note_slice(sy_io_t *io, int64_t t0) {
     if (us < 0)
         us = 0;
     io->reclaim.busy_us += us;
-    sy_io_atomic_stats_t *st = &io->stats;
-    if ((uint64_t)us > atomic_load_explicit(&st->reclaim_us_max, memory_order_relaxed))
-        atomic_store_explicit(&st->reclaim_us_max, (uint64_t)us, memory_order_relaxed);
+    sy_stat_max(&io->stats.reclaim_us_max, (uint64_t)us);
 }
 
 static void start(sy_io_t *io) {
@@ -69,12 +67,11 @@ static void finish(sy_io_t *io) {
         (void)sy_alloc_arena_purge(io->arena); /* a failed purge leaves the pages to decay */
     int64_t unused;
     int64_t after = arena_pages(io, &unused);
-    sy_io_atomic_stats_t *st = &io->stats;
-    atomic_fetch_add_explicit(&st->reclaims, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->reclaim_moved, r->moved, memory_order_relaxed);
+    sy_stats_live_t *st = &io->stats;
+    sy_stat_inc(&st->reclaims);
+    sy_stat_add(&st->reclaim_moved, r->moved);
     if (r->before_bytes >= 0 && after >= 0 && r->before_bytes > after)
-        atomic_fetch_add_explicit(&st->reclaim_freed_bytes, (uint64_t)(r->before_bytes - after),
-                                  memory_order_relaxed);
+        sy_stat_add(&st->reclaim_freed_bytes, (uint64_t)(r->before_bytes - after));
     r->running = false;
     r->next_allowed_ms = io->now_ms + SY_RECLAIM_INTERVAL_MS;
 }
@@ -111,7 +108,7 @@ void sy_reclaim_step(sy_io_t *io) {
     }
     note_slice(io, t0);
     if (!r->running)
-        atomic_fetch_add_explicit(&io->stats.reclaim_us, (uint64_t)r->busy_us, memory_order_relaxed);
+        sy_stat_add(&io->stats.reclaim_us, (uint64_t)r->busy_us);
 }
 
 void sy_reclaim_tick(sy_io_t *io, uint32_t connections) {

@@ -13,7 +13,7 @@
 #include "sy_alloc.h"
 #include "sy_handshake.h"
 #include "sy_io.h"
-#include "sy_msg.h"
+#include "sy_refbuf.h"
 #include "sy_topic.h"
 #include "sy_ws_frame.h"
 #ifdef SY_WITH_TLS
@@ -173,26 +173,26 @@ long sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, cons
     if (t == NULL)
         return 0;
     long total = 0;
-    sy_msg_t *m = NULL;
+    sy_refbuf_t *m = NULL;
     for (unsigned i = 0; i < s->nthreads; i++) {
         unsigned n = atomic_load_explicit(&t->slots[i].count, memory_order_relaxed);
         if (n == 0)
             continue;
-        if (m == NULL && (m = sy_msg_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len)) == NULL) {
+        if (m == NULL && (m = sy_refbuf_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len)) == NULL) {
             sy_topic_release(&s->shared.topics, t);
             return -1;
         }
-        sy_msg_ref(m, 1);
+        sy_refbuf_ref(m, 1);
         sy_topic_ref(t);
         sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .msg = m};
         if (!sy_io_push(&s->io[i], &cmd)) {
-            sy_msg_release(m);
+            sy_refbuf_release(m);
             sy_topic_release(&s->shared.topics, t);
             continue;
         }
         total += n;
     }
-    sy_msg_release(m);
+    sy_refbuf_release(m);
     sy_topic_release(&s->shared.topics, t);
     return total;
 }
@@ -200,12 +200,12 @@ long sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, cons
 int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, bool binary) {
     if (!sy_server_is_open(s, id))
         return 0;
-    sy_msg_t *m = sy_msg_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len);
+    sy_refbuf_t *m = sy_refbuf_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len);
     if (m == NULL)
         return -1;
     sy_cmd_t cmd = {.type = SY_CMD_SEND, .conn = id, .msg = m};
     if (!sy_io_push(io_of(s, id), &cmd)) {
-        sy_msg_release(m);
+        sy_refbuf_release(m);
         return -1;
     }
     return 1;
@@ -242,12 +242,12 @@ int sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t
 int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len) {
     if (!sy_server_is_open(s, id))
         return 0;
-    sy_msg_t *m = sy_msg_close(code, reason, reason_len);
+    sy_refbuf_t *m = sy_refbuf_close(code, reason, reason_len);
     if (m == NULL)
         return -1;
     sy_cmd_t cmd = {.type = SY_CMD_END, .conn = id, .msg = m, .code = code};
     if (!sy_io_push(io_of(s, id), &cmd)) {
-        sy_msg_release(m);
+        sy_refbuf_release(m);
         return -1;
     }
     return 1;
@@ -268,11 +268,11 @@ int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t p
         return 0;
     sy_accept_t *a = sy_calloc(1, sizeof(*a) + protocol_len + 1);
     sy_topic_t **ts = ntopics ? sy_calloc(ntopics, sizeof(*ts)) : NULL;
-    sy_msg_t *extra = headers_len ? sy_msg_raw(headers, headers_len) : NULL;
+    sy_refbuf_t *extra = headers_len ? sy_refbuf_raw(headers, headers_len) : NULL;
     if (a == NULL || (ntopics && ts == NULL) || (headers_len && extra == NULL)) {
         sy_free(a);
         sy_free(ts);
-        sy_msg_release(extra);
+        sy_refbuf_release(extra);
         return -1;
     }
     memcpy(a->protocol, protocol, protocol_len);
@@ -293,7 +293,7 @@ int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t p
         }
         sy_free(ts);
         sy_free(a);
-        sy_msg_release(extra);
+        sy_refbuf_release(extra);
         return -1;
     }
     return 1;
@@ -309,52 +309,25 @@ int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *header
     if (buf == NULL)
         return -1;
     size_t n = sy_http_error_response(buf, cap, status, headers, headers_len);
-    sy_msg_t *m = n > 0 ? sy_msg_raw(buf, n) : NULL;
+    sy_refbuf_t *m = n > 0 ? sy_refbuf_raw(buf, n) : NULL;
     if (buf != small)
         sy_free(buf);
     if (m == NULL)
         return -1;
     sy_cmd_t cmd = {.type = SY_CMD_REFUSE, .conn = id, .msg = m};
     if (!sy_io_push(io, &cmd)) {
-        sy_msg_release(m);
+        sy_refbuf_release(m);
         return -1;
     }
     return 1;
 }
 
-void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_thread_stats_t *out) {
+void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_stats_t *out) {
     memset(out, 0, sizeof(*out));
     out->arena = out->conn_arena = -1;
     if (i >= s->nthreads || !s->listening)
         return;
-    sy_io_atomic_stats_t *a = &s->io[i].stats;
-#define LOAD(f) out->f = atomic_load_explicit(&a->f, memory_order_relaxed)
-    LOAD(connections);
-    LOAD(opened);
-    LOAD(closed);
-    LOAD(messages_in);
-    LOAD(bytes_in);
-    LOAD(messages_out);
-    LOAD(bytes_out);
-    LOAD(dropped);
-    LOAD(slow_closes);
-    LOAD(handshake_rejects);
-    LOAD(protocol_errors);
-    LOAD(timeouts);
-    LOAD(oom_closes);
-    LOAD(events_lost);
-    LOAD(accept_rejects);
-    LOAD(reclaims);
-    LOAD(reclaim_moved);
-    LOAD(reclaim_freed_bytes);
-    LOAD(reclaim_us);
-    LOAD(reclaim_us_max);
-    LOAD(tls_handshakes);
-    LOAD(tls_failures);
-    LOAD(tls_deferred);
-    LOAD(arena);
-    LOAD(conn_arena);
-#undef LOAD
+    sy_stats_snapshot(&s->io[i].stats, out);
 }
 
 unsigned sy_server_threads(sy_server_t *s) {

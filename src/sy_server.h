@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "sy_events.h"
+#include "sy_stats.h"
 
 #define SY_SERVER_MAX_THREADS 64
 #define SY_TOPIC_MAX_LEN 1024
@@ -56,31 +57,6 @@ typedef struct sy_server sy_server_t;
  * sy_server_batch_done on the owner thread. */
 typedef void (*sy_batch_fn)(void *ctx, sy_batch_t *batch);
 
-typedef struct sy_thread_stats {
-    uint64_t connections; /* open now (upgraded) */
-    uint64_t opened, closed;
-    uint64_t messages_in, bytes_in;
-    uint64_t messages_out, bytes_out; /* frames queued to clients; bytes written */
-    uint64_t dropped;                 /* messages skipped for slow consumers */
-    uint64_t slow_closes;             /* connections closed as slow consumers */
-    uint64_t handshake_rejects;       /* requests answered with an HTTP error */
-    uint64_t protocol_errors;         /* connections failed with 1002/1007/1009 */
-    uint64_t timeouts;                /* handshake and idle timeouts */
-    uint64_t oom_closes;              /* connections closed (1011) for lack of memory */
-    uint64_t events_lost;             /* events that could not be queued to JS */
-    uint64_t accept_rejects;          /* connections closed at accept: out of descriptors */
-    uint64_t reclaims;                /* memory reclaims run (sy_reclaim.h) */
-    uint64_t reclaim_moved;           /* blocks moved out of sparse slabs by them */
-    uint64_t reclaim_freed_bytes;     /* arena pages they gave back */
-    uint64_t reclaim_us;              /* time they took, microseconds */
-    uint64_t reclaim_us_max;          /* the longest one (a maximum, not a sum) */
-    uint64_t tls_handshakes;          /* TLS handshakes completed */
-    uint64_t tls_failures;            /* TLS handshakes failed (not TLS, bad version, closed) */
-    uint64_t tls_deferred;            /* handshake steps left for the next loop turn (budget) */
-    int arena;                        /* the thread's jemalloc arena; -1: none */
-    int conn_arena;                   /* where jemalloc says its connections live; -1: unknown */
-} sy_thread_stats_t;
-
 /* NULL on failure, with a message in err. */
 sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx,
                               char *err, size_t errlen);
@@ -111,7 +87,7 @@ int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *header
 bool sy_server_is_open(sy_server_t *s, uint64_t id);
 
 /* Stats of IO thread i (i < threads). */
-void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_thread_stats_t *out);
+void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_stats_t *out);
 unsigned sy_server_threads(sy_server_t *s);
 size_t sy_server_topic_count(sy_server_t *s);
 

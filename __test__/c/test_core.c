@@ -1,4 +1,4 @@
-/* Unit tests of the core's small modules: sy_topic, sy_msg, sy_events,
+/* Unit tests of the core's small modules: sy_topic, sy_refbuf, sy_events,
  * sy_alloc (system mode under the sanitizers). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include "check.h"
 #include "sy_alloc.h"
 #include "sy_events.h"
-#include "sy_msg.h"
+#include "sy_refbuf.h"
 #include "sy_topic.h"
 #include "sy_ws_frame.h"
 
@@ -60,23 +60,23 @@ static void test_topics(void) {
 }
 
 static void test_msgs(void) {
-    sy_msg_t *m = sy_msg_frame(SY_WS_OP_TEXT, "hello", 5);
+    sy_refbuf_t *m = sy_refbuf_frame(SY_WS_OP_TEXT, "hello", 5);
     CHECK(m != NULL);
     CHECK_EQU(m->len, 7);
     CHECK_EQU(m->data[0], 0x81);
     CHECK_EQU(m->data[1], 5);
     CHECK(memcmp(m->data + 2, "hello", 5) == 0);
-    sy_msg_ref(m, 2);
-    sy_msg_release(m);
-    sy_msg_release(m);
+    sy_refbuf_ref(m, 2);
+    sy_refbuf_release(m);
+    sy_refbuf_release(m);
     CHECK_EQU(atomic_load(&m->refs), 1);
-    sy_msg_release(m);
+    sy_refbuf_release(m);
 
     uint8_t big[70000];
     memset(big, 7, sizeof(big));
-    m = sy_msg_frame(SY_WS_OP_BINARY, big, sizeof(big));
+    m = sy_refbuf_frame(SY_WS_OP_BINARY, big, sizeof(big));
     CHECK(m != NULL && m->len == sizeof(big) + 10 && m->data[1] == 127);
-    sy_msg_release(m);
+    sy_refbuf_release(m);
 
     /* A close reason over 123 bytes is cut at a UTF-8 boundary. */
     char reason[200];
@@ -85,7 +85,7 @@ static void test_msgs(void) {
         reason[i + 1] = (char)0xa9; /* é */
     }
     memset(reason + 100, 'x', 100);
-    m = sy_msg_close(1000, reason, 200);
+    m = sy_refbuf_close(1000, reason, 200);
     CHECK(m != NULL);
     CHECK_EQU(m->data[0], 0x88);
     CHECK(m->data[1] <= 125);
@@ -94,20 +94,20 @@ static void test_msgs(void) {
     size_t rl = 0;
     CHECK_EQ(sy_ws_close_parse(m->data + 2, m->data[1], &code, &r, &rl), 0);
     CHECK_EQU(code, 1000);
-    sy_msg_release(m);
+    sy_refbuf_release(m);
     /* Cut in the middle of a 2-byte character: the whole character goes. */
     memset(reason, 'y', 122);
     reason[122] = (char)0xc3;
     reason[123] = (char)0xa9;
-    m = sy_msg_close(1001, reason, 124);
+    m = sy_refbuf_close(1001, reason, 124);
     CHECK(m != NULL && m->data[1] == 2 + 122);
-    sy_msg_release(m);
-    m = sy_msg_close(0, NULL, 0);
+    sy_refbuf_release(m);
+    m = sy_refbuf_close(0, NULL, 0);
     CHECK(m != NULL && m->len == 2 && m->data[1] == 0);
-    sy_msg_release(m);
-    m = sy_msg_raw("HTTP/1.1 101\r\n\r\n", 16);
+    sy_refbuf_release(m);
+    m = sy_refbuf_raw("HTTP/1.1 101\r\n\r\n", 16);
     CHECK(m != NULL && m->len == 16);
-    sy_msg_release(m);
+    sy_refbuf_release(m);
 }
 
 static void test_batches(void) {

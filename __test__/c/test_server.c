@@ -152,7 +152,7 @@ static void test_reclaim_moves(sy_server_t *s, uint16_t port, const char *req) {
     uint64_t reclaims = 0, moved = 0;
     for (int t = 0; t < 600 && !(reclaims >= 2 && moved >= RECLAIM_KEEP); t++) {
         drain(s);
-        sy_thread_stats_t a, b;
+        sy_stats_t a, b;
         sy_server_thread_stats(s, 0, &a);
         sy_server_thread_stats(s, 1, &b);
         reclaims = (a.reclaims > 0) + (b.reclaims > 0);
@@ -243,7 +243,7 @@ int main(void) {
     CHECK(n >= 129);
     mark = nseen;
     CHECK(wait_event(s, SY_EV_OPEN, mark) != NULL);
-    sy_thread_stats_t st0, st1;
+    sy_stats_t st0, st1;
     sy_server_thread_stats(s, 0, &st0);
     sy_server_thread_stats(s, 1, &st1);
     CHECK_EQU(st0.opened + st1.opened, 2 + RECLAIM_CLIENTS);

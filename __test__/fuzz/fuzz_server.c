@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int r = poll(&p, 1, 30000);
         if (r <= 0) {
             for (unsigned t = 0; t < 2; t++) {
-                sy_thread_stats_t st;
+                sy_stats_t st;
                 sy_server_thread_stats(server, t, &st);
                 fprintf(stderr, "thread %u: open %llu opened %llu closed %llu rejects %llu errors %llu\n", t,
                         (unsigned long long)st.connections, (unsigned long long)st.opened,

@@ -211,7 +211,7 @@ typedef struct totals {
 static totals_t totals(sy_server_t *s) {
     totals_t t = {0};
     for (unsigned i = 0; i < sy_server_threads(s); i++) {
-        sy_thread_stats_t st;
+        sy_stats_t st;
         sy_server_thread_stats(s, i, &st);
         t.opened += st.opened;
         t.closed += st.closed;
@@ -843,7 +843,7 @@ static void test_slow_reader(sy_server_t *s, client_t *c, uint16_t port) {
         return;
     CHECK_EQ(sy_server_subscribe(s, c->id, "slow", 4), 1);
     unsigned th = (unsigned)(c->id & 0xff);
-    sy_thread_stats_t st;
+    sy_stats_t st;
     sy_server_thread_stats(s, th, &st);
     uint64_t queued_before = st.messages_out;
     c->log = true;

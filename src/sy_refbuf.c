@@ -1,21 +1,20 @@
-/* sy_msg — see sy_msg.h. */
-#include "sy_msg.h"
+/* sy_refbuf — see sy_refbuf.h. */
+#include "sy_refbuf.h"
 
 #include <string.h>
 
 #include "sy_alloc.h"
 #include "sy_ws_frame.h"
 
-sy_msg_t *sy_msg_frame(unsigned opcode, const void *payload, size_t len) {
+sy_refbuf_t *sy_refbuf_frame(unsigned opcode, const void *payload, size_t len) {
     uint8_t header[10];
     size_t hlen = sy_ws_frame_header(header, 1, opcode, (uint64_t)len);
-    if (len > SIZE_MAX - sizeof(sy_msg_t) - hlen)
+    if (len > SIZE_MAX - sizeof(sy_refbuf_t) - hlen)
         return NULL;
-    sy_msg_t *m = sy_malloc(sizeof(*m) + hlen + len);
+    sy_refbuf_t *m = sy_malloc(sizeof(*m) + hlen + len);
     if (m == NULL)
         return NULL;
     atomic_init(&m->refs, 1);
-    m->payload_len32 = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
     m->len = hlen + len;
     memcpy(m->data, header, hlen);
     if (len > 0)
@@ -23,14 +22,13 @@ sy_msg_t *sy_msg_frame(unsigned opcode, const void *payload, size_t len) {
     return m;
 }
 
-sy_msg_t *sy_msg_raw(const void *bytes, size_t len) {
-    if (len > SIZE_MAX - sizeof(sy_msg_t))
+sy_refbuf_t *sy_refbuf_raw(const void *bytes, size_t len) {
+    if (len > SIZE_MAX - sizeof(sy_refbuf_t))
         return NULL;
-    sy_msg_t *m = sy_malloc(sizeof(*m) + len);
+    sy_refbuf_t *m = sy_malloc(sizeof(*m) + len);
     if (m == NULL)
         return NULL;
     atomic_init(&m->refs, 1);
-    m->payload_len32 = 0;
     m->len = len;
     if (len > 0)
         memcpy(m->data, bytes, len);
@@ -44,7 +42,7 @@ static size_t utf8_cut(const char *s, size_t len) {
     return len;
 }
 
-sy_msg_t *sy_msg_close(unsigned code, const char *reason, size_t reason_len) {
+sy_refbuf_t *sy_refbuf_close(unsigned code, const char *reason, size_t reason_len) {
     uint8_t payload[SY_WS_MAX_CONTROL_PAYLOAD];
     size_t n = 0;
     if (code != 0) {
@@ -56,14 +54,14 @@ sy_msg_t *sy_msg_close(unsigned code, const char *reason, size_t reason_len) {
             memcpy(payload + 2, reason, reason_len);
         n = 2 + reason_len;
     }
-    return sy_msg_frame(SY_WS_OP_CLOSE, payload, n);
+    return sy_refbuf_frame(SY_WS_OP_CLOSE, payload, n);
 }
 
-void sy_msg_ref(sy_msg_t *m, uint32_t n) {
+void sy_refbuf_ref(sy_refbuf_t *m, uint32_t n) {
     atomic_fetch_add_explicit(&m->refs, n, memory_order_relaxed);
 }
 
-void sy_msg_release(sy_msg_t *m) {
+void sy_refbuf_release(sy_refbuf_t *m) {
     if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
         sy_free(m);
 }

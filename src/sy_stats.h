@@ -1,0 +1,120 @@
+/*
+ * sy_stats — the one list of an IO thread's counters.
+ *
+ * Every place that names the counters comes from SY_STATS_LIST: the IO
+ * thread's live counters (sy_stats_live_t), the owner's snapshot
+ * (sy_stats_t), the binding's JS object (binding/server.c) and, through the
+ * descriptors the binding exports, lib/metrics.js's Prometheus text and the
+ * TypeScript types' field list. Adding a counter is one line here.
+ *
+ * X(field, js_name, agg, metric, type, scale, help):
+ *   field    the C member;
+ *   js_name  its name in server.stats() and stats().threads[i];
+ *   agg      how the threads' values combine in server.stats(): SY_STAT_SUM
+ *            or SY_STAT_MAX;
+ *   metric   the Prometheus family name (base units, _total for counters);
+ *   type     "counter" or "gauge";
+ *   scale    factor from the field's unit to the metric's (1 or 1e-6 for
+ *            microseconds to seconds);
+ *   help     the Prometheus HELP text, which also documents the field.
+ *
+ * Threads: each counter has one writer, the IO thread that owns it, so the
+ * updates below are a relaxed load and store (no atomic read-modify-write on
+ * the fan-out path); any thread may read them (relaxed loads).
+ */
+#ifndef SY_STATS_H
+#define SY_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define SY_STAT_SUM 0
+#define SY_STAT_MAX 1
+
+/* clang-format off */
+#define SY_STATS_LIST(X) \
+    X(connections, "connections", SY_STAT_SUM, "symphony_connections", "gauge", 1, \
+      "Open WebSocket connections.") \
+    X(opened, "opened", SY_STAT_SUM, "symphony_connections_opened_total", "counter", 1, \
+      "Connections that completed the upgrade.") \
+    X(closed, "closed", SY_STAT_SUM, "symphony_connections_closed_total", "counter", 1, \
+      "Upgraded connections that closed.") \
+    X(messages_in, "messagesIn", SY_STAT_SUM, "symphony_messages_received_total", "counter", 1, \
+      "Messages received from clients.") \
+    X(bytes_in, "bytesIn", SY_STAT_SUM, "symphony_received_bytes_total", "counter", 1, \
+      "Payload bytes of the messages received from clients.") \
+    X(messages_out, "messagesOut", SY_STAT_SUM, "symphony_messages_sent_total", "counter", 1, \
+      "Frames queued to clients.") \
+    X(bytes_out, "bytesOut", SY_STAT_SUM, "symphony_sent_bytes_total", "counter", 1, \
+      "Bytes written to client sockets.") \
+    X(dropped, "dropped", SY_STAT_SUM, "symphony_messages_dropped_total", "counter", 1, \
+      "Messages skipped for slow consumers.") \
+    X(slow_closes, "slowCloses", SY_STAT_SUM, "symphony_slow_consumer_closes_total", "counter", 1, \
+      "Connections closed as slow consumers (1008).") \
+    X(handshake_rejects, "handshakeRejects", SY_STAT_SUM, "symphony_handshake_rejects_total", "counter", 1, \
+      "Upgrade requests answered with an HTTP error.") \
+    X(protocol_errors, "protocolErrors", SY_STAT_SUM, "symphony_protocol_errors_total", "counter", 1, \
+      "Connections failed for protocol errors (1002/1007/1009).") \
+    X(timeouts, "timeouts", SY_STAT_SUM, "symphony_timeouts_total", "counter", 1, \
+      "Handshake and idle timeouts.") \
+    X(oom_closes, "oomCloses", SY_STAT_SUM, "symphony_oom_closes_total", "counter", 1, \
+      "Connections closed (1011) for lack of memory.") \
+    X(events_lost, "eventsLost", SY_STAT_SUM, "symphony_events_lost_total", "counter", 1, \
+      "Events that could not be queued to JavaScript.") \
+    X(accept_rejects, "acceptRejects", SY_STAT_SUM, "symphony_accept_rejects_total", "counter", 1, \
+      "Connections closed at accept: out of file descriptors.") \
+    X(poll_failures, "pollFailures", SY_STAT_SUM, "symphony_poll_failures_total", "counter", 1, \
+      "Failed waits of the IO thread's poller (the thread stops after 100 in a row).") \
+    X(reclaims, "reclaims", SY_STAT_SUM, "symphony_reclaims_total", "counter", 1, \
+      "Memory reclaims run by the policy.") \
+    X(reclaim_moved, "reclaimMoved", SY_STAT_SUM, "symphony_reclaim_moved_blocks_total", "counter", 1, \
+      "Blocks moved out of sparse slabs by reclaims.") \
+    X(reclaim_freed_bytes, "reclaimFreedBytes", SY_STAT_SUM, "symphony_reclaim_freed_bytes_total", "counter", 1, \
+      "Arena pages given back by reclaims.") \
+    X(reclaim_us, "reclaimMicros", SY_STAT_SUM, "symphony_reclaim_seconds_total", "counter", 1e-6, \
+      "Time spent in reclaims.") \
+    X(reclaim_us_max, "reclaimMaxMicros", SY_STAT_MAX, "symphony_reclaim_max_seconds", "gauge", 1e-6, \
+      "The longest reclaim slice.") \
+    X(tls_handshakes, "tlsHandshakes", SY_STAT_SUM, "symphony_tls_handshakes_total", "counter", 1, \
+      "TLS handshakes completed.") \
+    X(tls_failures, "tlsFailures", SY_STAT_SUM, "symphony_tls_failures_total", "counter", 1, \
+      "TLS handshakes failed (not TLS, unsupported version, bad record, closed).") \
+    X(tls_deferred, "tlsDeferred", SY_STAT_SUM, "symphony_tls_deferred_total", "counter", 1, \
+      "TLS handshake steps left for the next loop turn (per-turn budget).")
+/* clang-format on */
+
+/* An IO thread's counters, as it updates them. */
+typedef struct sy_stats_live {
+#define SY_STAT_LIVE_FIELD(field, js, agg, metric, type, scale, help) atomic_uint_fast64_t field;
+    SY_STATS_LIST(SY_STAT_LIVE_FIELD)
+#undef SY_STAT_LIVE_FIELD
+    atomic_int arena;      /* this thread's jemalloc arena; -1: none (system build) */
+    atomic_int conn_arena; /* the arena jemalloc says a connection's memory is in; -1: not seen */
+} sy_stats_live_t;
+
+/* A snapshot of one thread's counters (sy_server_thread_stats). */
+typedef struct sy_stats {
+#define SY_STAT_SNAP_FIELD(field, js, agg, metric, type, scale, help) uint64_t field;
+    SY_STATS_LIST(SY_STAT_SNAP_FIELD)
+#undef SY_STAT_SNAP_FIELD
+    int arena;      /* the thread's jemalloc arena; -1: none */
+    int conn_arena; /* where jemalloc says its connections live; -1: unknown */
+} sy_stats_t;
+
+/* Single-writer updates (the owning IO thread only). */
+static inline void sy_stat_add(atomic_uint_fast64_t *c, uint64_t n) {
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
+static inline void sy_stat_inc(atomic_uint_fast64_t *c) { sy_stat_add(c, 1); }
+static inline void sy_stat_dec(atomic_uint_fast64_t *c) { sy_stat_add(c, (uint64_t)-1); }
+static inline void sy_stat_max(atomic_uint_fast64_t *c, uint64_t v) {
+    if (v > atomic_load_explicit(c, memory_order_relaxed))
+        atomic_store_explicit(c, v, memory_order_relaxed);
+}
+
+/* Initial values (every counter 0, arenas -1). */
+void sy_stats_live_init(sy_stats_live_t *s);
+/* Relaxed loads of every counter into out (any thread). */
+void sy_stats_snapshot(const sy_stats_live_t *s, sy_stats_t *out);
+
+#endif
