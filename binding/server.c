@@ -485,22 +485,24 @@ static napi_value server_publish(napi_env env, napi_callback_info info) {
         sy_free(topic.owned);
         return NULL;
     }
-    long n = sy_server_publish(b->srv, topic.data, topic.len, data.data, data.len, binary);
+    size_t n = 0;
+    int rc = sy_server_publish(b->srv, topic.data, topic.len, data.data, data.len, binary, &n);
     sy_free(topic.owned);
     sy_free(data.owned);
-    if (n < 0) {
+    if (rc != 0) {
         sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
         return NULL;
     }
-    return make_int(env, n);
+    return make_int(env, (int64_t)n);
 }
 
+/* A queued command: true; an id that names no open connection: false. */
 static napi_value result_of(napi_env env, int rc) {
-    if (rc < 0) {
+    if (rc != 0 && rc != ENOTCONN) {
         sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
         return NULL;
     }
-    return make_bool(env, rc > 0);
+    return make_bool(env, rc == 0);
 }
 
 /* serverSend(handle, id, data, binary) -> bool */

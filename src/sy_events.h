@@ -24,6 +24,8 @@ typedef enum sy_event_type {
     SY_EV_CLOSE = 4,   /* code; payload: reason */
     SY_EV_DRAIN = 5,   /* send queue went below the backpressure limit */
     SY_EV_STOPPED = 6, /* the IO thread has finished; conn = thread index */
+    SY_EV_FAILED = 7,  /* the IO thread cannot go on (sy_io.h) and stops; conn =
+                          thread index, code = errno value, payload: its text */
 } sy_event_type_t;
 
 /* One event as stored: header, then len payload bytes, padded to 8. */
@@ -59,7 +61,7 @@ size_t sy_batch_bytes(const sy_batch_t *b);
 
 void sy_batch_free(sy_batch_t *b);
 
-/* Upgrade payload layout, written with sy_batch_put_str pieces: a sequence of
+/* Upgrade payload layout, written with sy_batch_addv pieces: a sequence of
  * strings, each as u32 length (native endian) then bytes:
  *   url, remote address, remote port (decimal), then name/value pairs of
  *   every header in order. */

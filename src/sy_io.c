@@ -13,13 +13,15 @@
 #include <unistd.h>
 
 #include "sy_alloc.h"
+#include "sy_clock.h"
 #include "sy_conn.h"
 #include "sy_poll.h"
 #include "sy_reclaim.h"
+#include "sy_upgrade.h"
 
-#define SY_RX_SIZE (64 * 1024)
 #define SY_SWEEP_MS 1000
 #define SY_ACCEPTS_PER_TURN 64
+#define SY_POLL_RETRY_MS 10 /* pause after a failed wait */
 /* Command queue entries kept between bursts (per array, per thread). */
 #define SY_QUEUE_KEEP 64
 /* Flow control of events: stop reading from clients while the owner holds
@@ -27,15 +29,12 @@
 #define SY_EVENTS_HIGH(io) ((io)->shared->opts.max_event_bytes)
 #define SY_EVENTS_LOW(io) ((io)->shared->opts.max_event_bytes / 4)
 
-/* Poller tags for the two descriptors that are not connections. */
-static char listen_tag, wake_tag;
+/* Poller tags: a connection's is (generation, slot), never with generation
+ * 0; the two descriptors that are not connections use generation 0. */
+#define WAKE_TAG ((uint64_t)1)
+#define LISTEN_TAG ((uint64_t)2)
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static uint64_t conn_tag(const sy_conn_t *c) { return ((uint64_t)c->gen << 32) | c->slot; }
 
 int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_fd) {
     memset(io, 0, sizeof(*io));
@@ -57,12 +56,12 @@ int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_f
         return errno;
     if (listen_fd >= 0)
         io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* -1 is survivable */
-    io->rx = sy_malloc(SY_RX_SIZE);
+    io->rx = sy_malloc(SY_IO_RX_SIZE);
     if (io->rx == NULL)
         return ENOMEM;
-    if ((rc = sy_poll_add(io->poll, io->wake_fd, SY_POLL_IN, &wake_tag)) != 0)
+    if ((rc = sy_poll_add(io->poll, io->wake_fd, SY_POLL_IN, WAKE_TAG)) != 0)
         return rc;
-    if (io->listen_fd >= 0 && (rc = sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, &listen_tag)) != 0)
+    if (io->listen_fd >= 0 && (rc = sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG)) != 0)
         return rc;
     return 0;
 }
@@ -78,40 +77,42 @@ int sy_io_start(sy_io_t *io) {
 
 void sy_io_join(sy_io_t *io) {
     if (io->started) {
-        pthread_join(io->thread, NULL);
+        (void)pthread_join(io->thread, NULL); /* a started, unjoined thread: cannot fail */
         io->started = false;
     }
 }
 
+void sy_accept_free(sy_topics_t *topics, unsigned thread, sy_accept_t *a) {
+    if (a == NULL)
+        return;
+    for (size_t i = 0; i < a->ntopics; i++)
+        sy_topic_drop_interest(topics, a->topics[i], thread);
+    sy_free(a->topics);
+    sy_free(a);
+}
+
+/* Gives back what a command still holds. */
 static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
-    if (cmd->type == SY_CMD_ADOPT && cmd->code != (uint32_t)-1) {
-        (void)close((int)cmd->code);
+    if (cmd->type == SY_CMD_ADOPT && cmd->arg.fd >= 0) {
+        (void)close(cmd->arg.fd);
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
     }
-    sy_refbuf_release(cmd->msg);
+    sy_refbuf_release(cmd->buf);
     if (cmd->topic != NULL) {
         if (cmd->type == SY_CMD_SUBSCRIBE)
-            atomic_fetch_sub_explicit(&cmd->topic->slots[io->index].count, 1, memory_order_relaxed);
-        sy_topic_release(&io->shared->topics, cmd->topic);
+            sy_topic_drop_interest(&io->shared->topics, cmd->topic, io->index);
+        else
+            sy_topic_release(&io->shared->topics, cmd->topic);
     }
-    if (cmd->accept != NULL) {
-        for (size_t i = 0; i < cmd->accept->ntopics; i++) {
-            atomic_fetch_sub_explicit(&cmd->accept->topics[i]->slots[io->index].count, 1, memory_order_relaxed);
-            sy_topic_release(&io->shared->topics, cmd->accept->topics[i]);
-        }
-        sy_free(cmd->accept->topics);
-        sy_free(cmd->accept);
-    }
+    sy_accept_free(&io->shared->topics, io->index, cmd->accept);
 }
 
 void sy_io_free(sy_io_t *io) {
     /* Connections are all gone when the thread has run; these are for a
      * thread that never started. */
     for (uint32_t i = 0; i < io->nslots; i++) {
-        if (io->conns != NULL && io->conns[i] != NULL) {
-            (void)close(io->conns[i]->fd);
-            sy_conn_free(io->conns[i]);
-        }
+        if (io->conns != NULL && io->conns[i] != NULL)
+            sy_conn_free(io->conns[i]); /* closes its socket */
     }
     for (size_t i = 0; i < io->qlen; i++)
         cmd_release(io, &io->queue[i]);
@@ -122,7 +123,7 @@ void sy_io_free(sy_io_t *io) {
     for (unsigned i = 0; i < SY_IO_GEN_PAGES; i++)
         sy_free(atomic_load_explicit(&io->gen_pages[i], memory_order_relaxed));
     sy_free(io->rx);
-    sy_free(io->tls_stage);
+    sy_free(io->stream_scratch);
     sy_batch_free(io->batch);
     if (io->listen_fd >= 0)
         (void)close(io->listen_fd);
@@ -131,32 +132,36 @@ void sy_io_free(sy_io_t *io) {
     if (io->spare_fd >= 0)
         (void)close(io->spare_fd);
     sy_poll_destroy(io->poll);
-    pthread_mutex_destroy(&io->qlock);
+    (void)pthread_mutex_destroy(&io->qlock);
 }
 
 /* ---- the command queue -------------------------------------------------- */
 
-bool sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) {
-    pthread_mutex_lock(&io->qlock);
+int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) {
+    (void)pthread_mutex_lock(&io->qlock); /* a valid default mutex: cannot fail */
+    if (io->exited) {
+        (void)pthread_mutex_unlock(&io->qlock);
+        return EPIPE;
+    }
     if (io->qlen == io->qcap) {
         size_t cap = io->qcap ? io->qcap * 2 : 64;
         sy_cmd_t *q = sy_realloc(io->queue, cap * sizeof(*q));
         if (q == NULL) {
-            pthread_mutex_unlock(&io->qlock);
-            return false;
+            (void)pthread_mutex_unlock(&io->qlock);
+            return ENOMEM;
         }
         io->queue = q;
         io->qcap = cap;
     }
     io->queue[io->qlen++] = *cmd;
     bool wake = io->qlen == 1;
-    pthread_mutex_unlock(&io->qlock);
+    (void)pthread_mutex_unlock(&io->qlock);
     if (wake) {
         uint64_t one = 1;
         /* EAGAIN: the counter is full, so the thread is awake anyway. */
         (void)!write(io->wake_fd, &one, sizeof(one));
     }
-    return true;
+    return 0;
 }
 
 /* ---- slots and live ids -------------------------------------------------- */
@@ -187,33 +192,40 @@ bool sy_io_is_open(sy_io_t *io, uint64_t id) {
     return cell != NULL && atomic_load_explicit(cell, memory_order_acquire) == gen;
 }
 
-static bool take_slot(sy_io_t *io, sy_conn_t *c) {
+/* Gives c a slot and a generation: its identity from now on. */
+static int take_slot(sy_io_t *io, sy_conn_t *c) {
     uint32_t slot;
     if (io->nfree > 0) {
         slot = io->free_slots[--io->nfree];
     } else {
         if (io->nslots >= SY_ID_MAX_SLOTS || io->nslots >= (SY_IO_GEN_PAGES << SY_IO_GEN_PAGE_BITS))
-            return false;
+            return ENFILE;
         if (io->nslots == io->slots_cap) {
             uint32_t cap = io->slots_cap ? io->slots_cap * 2 : 256;
             sy_conn_t **conns = sy_realloc(io->conns, (size_t)cap * sizeof(*conns));
             if (conns == NULL)
-                return false;
+                return ENOMEM;
             io->conns = conns;
             io->slots_cap = cap;
         }
         slot = io->nslots;
         if (gen_cell(io, slot, true) == NULL)
-            return false;
+            return ENOMEM;
         io->conns[slot] = NULL;
         io->nslots++;
     }
     c->slot = slot;
+    /* Generations come from one counter per thread, so a slot's next id
+     * differs from its last one. */
+    c->gen = io->next_gen;
+    io->next_gen = (io->next_gen + 1) & SY_ID_GEN_MASK;
+    if (io->next_gen == 0)
+        io->next_gen = 1;
     io->conns[slot] = c;
-    return true;
+    return 0;
 }
 
-void sy_io_release_slot(sy_io_t *io, uint32_t slot) {
+static void release_slot(sy_io_t *io, uint32_t slot) {
     io->conns[slot] = NULL;
     if (io->nfree == io->free_cap) {
         uint32_t cap = io->free_cap ? io->free_cap * 2 : 256;
@@ -226,12 +238,56 @@ void sy_io_release_slot(sy_io_t *io, uint32_t slot) {
     io->free_slots[io->nfree++] = slot;
 }
 
-static sy_conn_t *find_conn(sy_io_t *io, uint64_t id) {
-    uint32_t slot = sy_id_slot(id);
+/* The live connection named by (slot, generation), or NULL. */
+static sy_conn_t *conn_at(sy_io_t *io, uint32_t slot, uint32_t gen) {
     if (slot >= io->nslots)
         return NULL;
     sy_conn_t *c = io->conns[slot];
-    return c != NULL && c->gen == sy_id_gen(id) && c->state != SY_CONN_DEAD ? c : NULL;
+    return c != NULL && c->gen == gen && c->state != SY_CONN_DEAD ? c : NULL;
+}
+
+static void unpause(sy_io_t *io, sy_conn_t *c) {
+    if (!c->paused)
+        return;
+    /* Rare (a paused connection that times out or is terminated), so a walk
+     * is fine. */
+    for (sy_conn_t **p = &io->paused; *p != NULL; p = &(*p)->next_paused) {
+        if (*p == c) {
+            *p = c->next_paused;
+            break;
+        }
+    }
+    c->paused = false;
+    c->next_paused = NULL;
+}
+
+void sy_io_forget(sy_io_t *io, sy_conn_t *c) {
+    atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+    release_slot(io, c->slot);
+    unpause(io, c);
+    c->next_dead = io->dead;
+    io->dead = c;
+}
+
+void sy_io_pause(sy_io_t *io, sy_conn_t *c) {
+    if (c->paused)
+        return;
+    c->paused = true;
+    c->next_paused = io->paused;
+    io->paused = c;
+    sy_io_update_poll(io, c);
+}
+
+unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped) {
+    sy_conn_t *c = slot < io->nslots ? io->conns[slot] : NULL;
+    /* On a list (dirty, dead, paused) a connection is pointed at from
+     * elsewhere too: those stay where they are this time. */
+    *skipped = c == NULL || c->state == SY_CONN_DEAD || c->dirty || c->paused;
+    if (*skipped)
+        return 0;
+    unsigned moved = 0;
+    io->conns[slot] = sy_conn_compact(c, &moved); /* the one cell that names it */
+    return moved;
 }
 
 /* ---- events, dirty list, poll interest ------------------------------------ */
@@ -257,16 +313,17 @@ void sy_io_mark_dirty(sy_io_t *io, sy_conn_t *c) {
 }
 
 void sy_io_update_poll(sy_io_t *io, sy_conn_t *c) {
-    if (c->state == SY_CONN_DEAD)
+    if (c->state == SY_CONN_DEAD || c->broken)
         return;
-    uint32_t ev = 0;
-    if (c->state != SY_CONN_UPGRADING && !c->paused)
-        ev |= SY_POLL_IN;
-    if (c->want_out)
-        ev |= SY_POLL_OUT;
-    int rc = sy_poll_mod(io->poll, c->fd, ev, c);
-    if (rc != 0)
-        sy_conn_destroy(io, c, 1006);
+    uint32_t ev = sy_conn_interest(c);
+    if (ev == c->poll_ev)
+        return;
+    if (sy_poll_mod(io->poll, c->stream.fd, ev, conn_tag(c)) != 0) {
+        c->broken = true; /* destroyed by flush_dirty, after any walk in progress */
+        sy_io_mark_dirty(io, c);
+        return;
+    }
+    c->poll_ev = (uint8_t)ev;
 }
 
 static void hand_over_batch(sy_io_t *io) {
@@ -291,34 +348,29 @@ void sy_io_batch_done(sy_io_t *io, size_t bytes) {
 
 /* ---- accepting ------------------------------------------------------------- */
 
-/* Makes a connection of an accepted socket on this thread. */
-static size_t live_conns(sy_io_t *io) {
-    return io->nslots - io->nfree;
-}
+static size_t live_conns(sy_io_t *io) { return io->nslots - io->nfree; }
 
+/* Makes a connection of an accepted socket on this thread. */
 static void adopt(sy_io_t *io, int fd) {
-    sy_conn_t *c = sy_conn_new(io, fd);
-    if (c == NULL || !take_slot(io, c)) {
-        if (c != NULL)
-            sy_conn_free(c);
+    sy_conn_t *c = NULL;
+    if (io->stopping || sy_conn_new(io, fd, &c) != 0) {
         (void)close(fd);
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
         return;
     }
-    if (io->stopping || sy_poll_add(io->poll, fd, SY_POLL_IN, c) != 0) {
-        sy_io_release_slot(io, c->slot);
-        (void)close(fd);
+    if (take_slot(io, c) != 0) {
+        sy_conn_free(c); /* closes fd */
+        atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+        return;
+    }
+    if (sy_poll_add(io->poll, fd, SY_POLL_IN, conn_tag(c)) != 0) {
+        release_slot(io, c->slot);
         sy_conn_free(c);
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
         return;
     }
-    sy_reclaim_note_count(io, (uint32_t)live_conns(io));
-    /* Ids name (slot, generation); generations come from one counter per
-     * thread, so a slot's next id differs from its last one. */
-    c->gen = io->next_gen;
-    io->next_gen = (io->next_gen + 1) & SY_ID_GEN_MASK;
-    if (io->next_gen == 0)
-        io->next_gen = 1;
+    sy_reclaim_note_count(&io->reclaim, (uint32_t)live_conns(io));
+    sy_conn_start(io, c);
 }
 
 static void accept_some(sy_io_t *io) {
@@ -351,56 +403,93 @@ static void accept_some(sy_io_t *io) {
             return;
         }
         int one = 1;
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* an optimisation only */
         atomic_fetch_add_explicit(&io->shared->connections, 1, memory_order_relaxed);
         unsigned t = io->shared->next_thread++ % io->shared->nthreads;
         if (t == io->index) {
             adopt(io, fd);
             continue;
         }
-        sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .code = (uint32_t)fd};
-        if (!sy_io_push(&io->shared->ios[t], &cmd))
+        sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .arg.fd = fd};
+        if (sy_io_push(&io->shared->ios[t], &cmd) != 0)
             adopt(io, fd); /* the other queue is out of memory: keep it here */
     }
 }
 
 /* ---- commands ---------------------------------------------------------------- */
 
+/* Walks the topic's subscribers of this thread. A push never removes a
+ * subscriber (sy_conn_push: a failing connection is destroyed after the
+ * walk), so the array holds still meanwhile. */
 static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
     sy_topic_slot_t *slot = &cmd->topic->slots[io->index];
     uint32_t queued = 0;
-    /* The command's own reference keeps the message alive while the loop
+    /* The command's own reference keeps the buffer alive while the loop
      * stores pointers; the queues' references are added in one step after. */
     for (uint32_t i = 0; i < slot->nsubs; i++)
-        if (sy_conn_push(io, slot->subs[i], cmd->msg, false))
+        if (sy_conn_push(io, io->conns[slot->subs[i]], cmd->buf, false))
             queued++;
     if (queued > 0)
-        sy_refbuf_ref(cmd->msg, queued);
+        sy_refbuf_ref(cmd->buf, queued);
+}
+
+/* Begins this thread's stop: no more accepting, a close handshake (1001) to
+ * every open connection with deadline_ms > 0, or every connection closed
+ * now. */
+static void begin_stop(sy_io_t *io, uint32_t deadline_ms) {
+    if (io->stopping) {
+        if (deadline_ms == 0)
+            io->stop_deadline_ms = io->now_ms; /* a forced stop after a graceful one */
+        return;
+    }
+    io->stopping = true;
+    io->stop_deadline_ms = io->now_ms + deadline_ms;
+    if (io->listen_fd >= 0) {
+        if (!io->listen_paused)
+            (void)sy_poll_del(io->poll, io->listen_fd);
+        (void)close(io->listen_fd);
+        io->listen_fd = -1;
+    }
+    for (uint32_t i = 0; i < io->nslots; i++) {
+        sy_conn_t *k = io->conns[i];
+        if (k == NULL)
+            continue;
+        if (k->state == SY_CONN_OPEN && deadline_ms > 0) {
+            sy_refbuf_t *m = sy_refbuf_close(1001, "server shutting down", 20);
+            if (m == NULL || !sy_conn_end(io, k, m, 1001)) {
+                sy_refbuf_release(m);
+                sy_conn_destroy(io, k, 1001);
+            }
+        } else if (k->state == SY_CONN_HANDSHAKE || k->state == SY_CONN_HTTP || k->state == SY_CONN_UPGRADING ||
+                   deadline_ms == 0) {
+            sy_conn_destroy(io, k, 1001);
+        }
+    }
 }
 
 static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
-    sy_conn_t *c = cmd->conn != 0 ? find_conn(io, cmd->conn) : NULL;
+    sy_conn_t *c = cmd->conn != 0 ? conn_at(io, sy_id_slot(cmd->conn), sy_id_gen(cmd->conn)) : NULL;
     switch (cmd->type) {
     case SY_CMD_PUBLISH:
         do_publish(io, cmd);
         break;
     case SY_CMD_SEND:
-        if (c != NULL && sy_conn_push(io, c, cmd->msg, false))
-            cmd->msg = NULL; /* the queue has its reference */
+        if (c != NULL && sy_conn_push(io, c, cmd->buf, false))
+            cmd->buf = NULL; /* the queue has its reference */
         break;
     case SY_CMD_SUBSCRIBE:
         if (c != NULL) {
-            sy_conn_subscribe(io, c, cmd->topic); /* takes reference and count */
+            (void)sy_conn_subscribe(io, c, cmd->topic); /* takes the reference and the interest */
             cmd->topic = NULL;
         }
         break;
     case SY_CMD_UNSUBSCRIBE:
         if (c != NULL)
-            sy_conn_unsubscribe(io, c, cmd->topic);
+            (void)sy_conn_unsubscribe(io, c, cmd->topic);
         break;
     case SY_CMD_END:
-        if (c != NULL && sy_conn_end(io, c, cmd->msg, (uint16_t)cmd->code))
-            cmd->msg = NULL;
+        if (c != NULL && sy_conn_end(io, c, cmd->buf, cmd->arg.close_code))
+            cmd->buf = NULL;
         break;
     case SY_CMD_TERMINATE:
         if (c != NULL)
@@ -408,51 +497,23 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         break;
     case SY_CMD_ACCEPT:
         if (c != NULL) {
-            sy_conn_accept(io, c, cmd->accept, cmd->msg);
-            sy_free(cmd->accept->topics);
-            sy_free(cmd->accept);
+            sy_upgrade_accept(io, c, cmd->accept, cmd->buf);
             cmd->accept = NULL;
-            cmd->msg = NULL;
+            cmd->buf = NULL;
         }
         break;
     case SY_CMD_REFUSE:
         if (c != NULL) {
-            sy_conn_refuse(io, c, cmd->msg);
-            cmd->msg = NULL;
+            sy_upgrade_refuse(io, c, cmd->buf);
+            cmd->buf = NULL;
         }
         break;
     case SY_CMD_STOP:
-        if (io->stopping && cmd->code == 0) {
-            io->stop_deadline_ms = io->now_ms; /* a forced stop after a graceful one */
-        } else if (!io->stopping) {
-            io->stopping = true;
-            io->stop_deadline_ms = io->now_ms + cmd->code;
-            if (io->listen_fd >= 0) {
-                if (!io->listen_paused)
-                    (void)sy_poll_del(io->poll, io->listen_fd);
-                (void)close(io->listen_fd);
-                io->listen_fd = -1;
-            }
-            for (uint32_t i = 0; i < io->nslots; i++) {
-                sy_conn_t *k = io->conns[i];
-                if (k == NULL)
-                    continue;
-                if (k->state == SY_CONN_OPEN && cmd->code > 0) {
-                    sy_refbuf_t *m = sy_refbuf_close(1001, "server shutting down", 20);
-                    if (m == NULL || !sy_conn_end(io, k, m, 1001)) {
-                        sy_refbuf_release(m);
-                        sy_conn_destroy(io, k, 1001);
-                    }
-                } else if (k->state == SY_CONN_TLS || k->state == SY_CONN_HTTP || k->state == SY_CONN_UPGRADING ||
-                           cmd->code == 0) {
-                    sy_conn_destroy(io, k, 1001);
-                }
-            }
-        }
+        begin_stop(io, cmd->arg.deadline_ms);
         break;
     case SY_CMD_ADOPT:
-        adopt(io, (int)cmd->code);
-        cmd->code = (uint32_t)-1; /* adopted: nothing to release */
+        adopt(io, cmd->arg.fd);
+        cmd->arg.fd = -1; /* adopted: nothing to release */
         break;
     case SY_CMD_RESUME:
         if (io->reads_paused && atomic_load_explicit(&io->event_bytes, memory_order_relaxed) < SY_EVENTS_LOW(io)) {
@@ -461,8 +522,8 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
                 sy_conn_t *k = io->paused;
                 io->paused = k->next_paused;
                 k->next_paused = NULL;
-                if (k->state != SY_CONN_DEAD)
-                    sy_conn_resume(io, k);
+                k->paused = false;
+                sy_io_update_poll(io, k);
             }
         }
         break;
@@ -475,13 +536,13 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
 static void run_commands(sy_io_t *io) {
     uint64_t v;
     (void)!read(io->wake_fd, &v, sizeof(v));
-    pthread_mutex_lock(&io->qlock);
+    (void)pthread_mutex_lock(&io->qlock);
     sy_cmd_t *work = io->queue;
     size_t n = io->qlen, cap = io->qcap;
     io->queue = io->work;
     io->qcap = io->wcap;
     io->qlen = 0;
-    pthread_mutex_unlock(&io->qlock);
+    (void)pthread_mutex_unlock(&io->qlock);
     io->work = work;
     io->wcap = cap;
     for (size_t i = 0; i < n; i++)
@@ -489,7 +550,6 @@ static void run_commands(sy_io_t *io) {
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
-
 
 static void sweep(sy_io_t *io) {
     for (uint32_t i = 0; i < io->nslots; i++) {
@@ -502,7 +562,7 @@ static void sweep(sy_io_t *io) {
     if (io->index == 0)
         (void)sy_alloc_decay_all();
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
-        if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, &listen_tag) == 0)
+        if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG) == 0)
             io->listen_paused = false;
     }
     /* Memory follows the load: a command queue that grew for a burst shrinks
@@ -513,13 +573,13 @@ static void sweep(sy_io_t *io) {
         io->wcap = 0;
     }
     /* And the producer's side, when nothing is queued in it. */
-    pthread_mutex_lock(&io->qlock);
+    (void)pthread_mutex_lock(&io->qlock);
     if (io->qlen == 0 && io->qcap > SY_QUEUE_KEEP) {
         sy_free(io->queue);
         io->queue = NULL;
         io->qcap = 0;
     }
-    pthread_mutex_unlock(&io->qlock);
+    (void)pthread_mutex_unlock(&io->qlock);
 }
 
 static void flush_dirty(sy_io_t *io) {
@@ -528,7 +588,9 @@ static void flush_dirty(sy_io_t *io) {
         io->dirty = c->next_dirty;
         c->next_dirty = NULL;
         c->dirty = false;
-        if (c->state != SY_CONN_DEAD)
+        if (c->broken)
+            sy_conn_destroy(io, c, 1006);
+        else if (c->state != SY_CONN_DEAD)
             sy_conn_flush(io, c);
     }
 }
@@ -541,6 +603,47 @@ static void free_dead(sy_io_t *io) {
     }
 }
 
+static void on_event(sy_io_t *io, const sy_poll_event_t *ev, bool *commands) {
+    if (ev->tag == WAKE_TAG) {
+        *commands = true;
+    } else if (ev->tag == LISTEN_TAG) {
+        accept_some(io);
+    } else {
+        /* A connection closed earlier in this turn may have given its slot
+         * to a new one: the generation tells them apart. */
+        sy_conn_t *c = conn_at(io, (uint32_t)ev->tag, (uint32_t)(ev->tag >> 32));
+        if (c == NULL)
+            return;
+        if (ev->events & SY_POLL_OUT)
+            sy_io_mark_dirty(io, c);
+        if (ev->events & SY_POLL_IN)
+            sy_conn_on_readable(io, c);
+    }
+}
+
+/* The poller failed: a short pause, then try again; after
+ * SY_IO_POLL_FAILURES_MAX failures in a row the thread gives up (sy_io.h).
+ * Returns true when it gave up. */
+static bool poll_failed(sy_io_t *io, int err) {
+    sy_stat_inc(&io->stats.poll_failures);
+    if (++io->poll_failures_row < SY_IO_POLL_FAILURES_MAX) {
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = SY_POLL_RETRY_MS * 1000000L};
+        (void)nanosleep(&pause, NULL);
+        return false;
+    }
+    const char *why = strerror(err);
+    sy_io_emit(io, io->index, SY_EV_FAILED, 0, (uint16_t)err, why, strlen(why));
+    for (uint32_t i = 0; i < io->nslots; i++) {
+        sy_conn_t *c = io->conns[i];
+        if (c != NULL) {
+            c->close_code = 1011;
+            sy_conn_destroy(io, c, 1011);
+        }
+    }
+    begin_stop(io, 0);
+    return true;
+}
+
 static void *io_main(void *arg) {
     sy_io_t *io = arg;
     /* Each IO thread allocates from an arena of its own (jemalloc build). */
@@ -551,40 +654,33 @@ static void *io_main(void *arg) {
         else
             atomic_store_explicit(&io->stats.arena, (int)io->arena, memory_order_relaxed);
     }
-    io->now_ms = now_ms();
+    io->now_ms = sy_clock_ms();
     io->reclaim.last_active_ms = io->now_ms;
     io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
     sy_poll_event_t events[256];
+    bool failed = false;
     for (;;) {
         int64_t wait = io->next_sweep_ms - io->now_ms;
         if (io->stopping && io->stop_deadline_ms - io->now_ms < wait)
             wait = io->stop_deadline_ms - io->now_ms;
         if (wait < 0)
             wait = 0;
-        if (io->dirty != NULL || (sy_reclaim_pending(io) && !io->stopping))
+        if (io->dirty != NULL || (sy_reclaim_pending(&io->reclaim) && !io->stopping))
             wait = 0;
-        int n = sy_poll_wait(io->poll, events, 256, (int)wait);
-        io->now_ms = now_ms();
-        io->tls_turn_us = 0;
-        if (n > 0)
-            sy_reclaim_activity(io);
-        bool commands = false;
-        for (int i = 0; i < n; i++) {
-            void *d = events[i].data;
-            if (d == &wake_tag)
-                commands = true;
-            else if (d == &listen_tag)
-                accept_some(io);
-            else {
-                sy_conn_t *c = d;
-                if (c->state == SY_CONN_DEAD)
-                    continue;
-                if (events[i].events & SY_POLL_OUT)
-                    sy_io_mark_dirty(io, c);
-                if (events[i].events & SY_POLL_IN)
-                    sy_conn_on_readable(io, c);
-            }
+        int n = 0;
+        int rc = sy_poll_wait(io->poll, events, 256, (int)wait, &n);
+        io->now_ms = sy_clock_ms();
+        io->handshake_turn_us = 0;
+        if (rc != 0) {
+            failed = poll_failed(io, rc);
+        } else {
+            io->poll_failures_row = 0;
+            if (n > 0)
+                sy_reclaim_activity(&io->reclaim, io->now_ms);
         }
+        bool commands = false;
+        for (int i = 0; i < n; i++)
+            on_event(io, &events[i], &commands);
         if (commands)
             run_commands(io);
         flush_dirty(io);
@@ -595,12 +691,15 @@ static void *io_main(void *arg) {
             io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
         }
         /* The memory policy, a slice per turn (the dirty list is empty here). */
-        if (sy_reclaim_pending(io) && !io->stopping)
+        if (sy_reclaim_pending(&io->reclaim) && !io->stopping)
             sy_reclaim_step(io);
-        if (io->stopping && (live_conns(io) == 0 || io->now_ms >= io->stop_deadline_ms)) {
+        if (failed || (io->stopping && (live_conns(io) == 0 || io->now_ms >= io->stop_deadline_ms))) {
             for (uint32_t i = 0; i < io->nslots; i++)
                 if (io->conns[i] != NULL)
                     sy_conn_destroy(io, io->conns[i], 1001);
+            (void)pthread_mutex_lock(&io->qlock);
+            io->exited = true; /* nothing is queued after this */
+            (void)pthread_mutex_unlock(&io->qlock);
             run_commands(io); /* release what was queued meanwhile */
             free_dead(io);
             sy_io_emit(io, io->index, SY_EV_STOPPED, 0, 0, NULL, 0);

@@ -1,7 +1,18 @@
 /*
- * sy_io — one IO thread: its epoll set, its listening socket, its
- * connections, its command queue, its allocator arena, and the WebSocket
- * protocol for each of its connections.
+ * sy_io — one IO thread: its poller, its listening socket (thread 0), its
+ * connections, its command queue, its allocator arena.
+ *
+ * Who points at a connection is sy_io's business: the slot table (a
+ * connection's identity inside the core is its slot; the poller's tags and
+ * the topics' subscriber arrays hold slots, so moving a connection in
+ * memory changes one cell, sy_io_compact_slot), and the dirty, dead and
+ * paused lists. Nothing else links or unlinks them.
+ *
+ * A failure the loop cannot go on from (its poller's wait failing
+ * SY_IO_POLL_FAILURES_MAX times in a row) does not abort the process: the
+ * thread closes its connections (1011), reports SY_EV_FAILED with the errno
+ * value, then SY_EV_STOPPED, and exits. The other threads go on; thread 0's
+ * failure ends accepting.
  *
  * Threads: sy_io_push and sy_io_is_open may be called from any thread (the
  * owner); everything else in sy_io.c runs on the IO thread itself, except
@@ -17,11 +28,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sy_errors.h"
 #include "sy_events.h"
+#include "sy_reclaim.h"
 #include "sy_refbuf.h"
 #include "sy_server.h"
 #include "sy_stats.h"
+#include "sy_stream.h"
 #include "sy_topic.h"
+
+#define SY_IO_RX_SIZE (64 * 1024) /* the thread's one receive buffer */
+#define SY_IO_POLL_FAILURES_MAX 100
 
 /* What every IO thread of one server shares (read-only once running, but
  * for the registry and atomics). */
@@ -35,63 +52,48 @@ typedef struct sy_io_shared {
     struct sy_io *ios;       /* every IO thread of the server */
     unsigned nthreads;
     unsigned next_thread;    /* round robin of accepted sockets; IO thread 0 only */
-    /* TLS (builds with SY_WITH_TLS): tls_on is fixed before the threads
-     * start; tls, the certificates for new handshakes, is swapped under
-     * tls_lock by a reload (each connection holds its own reference). */
-    bool tls_on;
-    pthread_mutex_t tls_lock;
-    struct sy_tls_ctx *tls;
+    /* The transport of new connections (sy_stream.h), fixed before the
+     * threads start, and its argument (TLS: the certificates' source). */
+    const sy_stream_ops_t *transport;
+    void *transport_arg;
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {
-    SY_CMD_PUBLISH = 1, /* topic, msg */
-    SY_CMD_SEND,        /* conn, msg */
-    SY_CMD_SUBSCRIBE,   /* conn, topic (its count was raised by the caller) */
+    SY_CMD_PUBLISH = 1, /* topic, buf */
+    SY_CMD_SEND,        /* conn, buf */
+    SY_CMD_SUBSCRIBE,   /* conn, topic (its interest was counted by the caller) */
     SY_CMD_UNSUBSCRIBE, /* conn, topic */
-    SY_CMD_END,         /* conn, msg (a close frame), code */
+    SY_CMD_END,         /* conn, buf (a close frame), arg.close_code */
     SY_CMD_TERMINATE,   /* conn */
-    SY_CMD_ACCEPT,      /* conn, msg (extra headers, raw), accept */
-    SY_CMD_REFUSE,      /* conn, msg (the whole response, raw) */
-    SY_CMD_STOP,        /* code = deadline in ms */
+    SY_CMD_ACCEPT,      /* conn, buf (extra headers, raw), accept */
+    SY_CMD_REFUSE,      /* conn, buf (the whole response, raw) */
+    SY_CMD_STOP,        /* arg.deadline_ms */
     SY_CMD_RESUME,      /* the owner freed batches: maybe read again */
-    SY_CMD_ADOPT,       /* code = a socket accepted by IO thread 0 */
+    SY_CMD_ADOPT,       /* arg.fd: a socket accepted by IO thread 0 */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
     size_t protocol_len;
     size_t ntopics;
-    sy_topic_t **topics; /* references, counts raised by the caller */
+    sy_topic_t **topics; /* references, interest counted by the caller */
     char protocol[];
 } sy_accept_t;
 
 typedef struct sy_cmd {
     uint8_t type;
-    uint32_t code;
+    union {
+        uint16_t close_code;  /* SY_CMD_END */
+        uint32_t deadline_ms; /* SY_CMD_STOP: 0 closes everything now */
+        int fd;               /* SY_CMD_ADOPT; -1 once adopted */
+    } arg;
     uint64_t conn;
     sy_topic_t *topic;
-    sy_refbuf_t *msg;
+    sy_refbuf_t *buf;
     sy_accept_t *accept;
 } sy_cmd_t;
 
 #define SY_IO_GEN_PAGE_BITS 12
 #define SY_IO_GEN_PAGES 256 /* up to 1M connections per thread */
-
-/* The memory policy's state (sy_reclaim.c; IO thread only). */
-typedef struct sy_reclaim_state {
-    uint32_t peak;           /* most connections since the last reclaim */
-    uint32_t started_at;     /* connections when the last reclaim started (0: none) */
-    uint32_t prev;           /* connections at the previous sweep */
-    int64_t last_active_ms;  /* last turn with any event */
-    bool idle_done;          /* reclaimed since the thread went idle */
-    int64_t next_allowed_ms; /* rate limit */
-    /* A reclaim in progress, done a slice per loop turn (sy_reclaim_step). */
-    bool running;
-    unsigned pass;           /* defragmentation pass, 0-based */
-    uint32_t cursor;         /* next slot to look at in this pass */
-    uint64_t seen, moved_pass, moved;
-    int64_t before_bytes;    /* the arena's pages when it began */
-    int64_t busy_us;         /* time spent in its slices so far */
-} sy_reclaim_state_t;
 
 struct sy_conn;
 
@@ -106,8 +108,10 @@ typedef struct sy_io {
     int wake_fd;
     int spare_fd; /* held open to be able to refuse a connection at EMFILE */
 
-    /* Command queue: filled by the owner under qlock, swapped out whole. */
+    /* Command queue: filled by the owner under qlock, swapped out whole;
+     * closed (exited) when the thread ends. */
     pthread_mutex_t qlock;
+    bool exited;
     sy_cmd_t *queue;
     size_t qlen, qcap;
     sy_cmd_t *work;
@@ -121,21 +125,22 @@ typedef struct sy_io {
     uint32_t nfree, free_cap;
     _Atomic(atomic_uint *) gen_pages[SY_IO_GEN_PAGES];
 
-    struct sy_conn *dirty;  /* connections with bytes to write this turn */
+    struct sy_conn *dirty;  /* connections to flush this turn */
     struct sy_conn *dead;   /* closed this turn, freed at its end */
     struct sy_conn *paused; /* not read while the owner is behind on events */
 
-    uint8_t *rx; /* one receive buffer for the whole thread */
-    uint8_t *tls_stage;  /* frames gathered into one TLS record (made on first use) */
-    int64_t tls_turn_us; /* handshake time spent in this loop turn */
+    uint8_t *rx;               /* one receive buffer for the whole thread */
+    uint8_t *stream_scratch;   /* a transport's staging buffer (made on first use) */
+    int64_t handshake_turn_us; /* transport handshake time spent in this loop turn */
     sy_batch_t *batch;
     atomic_size_t event_bytes; /* in batches the owner has not given back */
     bool reads_paused;
     bool listen_paused; /* out of descriptors: not accepting until the sweep */
+    unsigned poll_failures_row;
 
     unsigned arena;  /* jemalloc arena of this thread, when own_arena */
     bool own_arena;
-    sy_reclaim_state_t reclaim;
+    sy_reclaim_t reclaim;
 
     int64_t now_ms;
     int64_t next_sweep_ms;
@@ -155,20 +160,24 @@ int sy_io_start(sy_io_t *io);
 void sy_io_join(sy_io_t *io);
 void sy_io_free(sy_io_t *io);
 
-/* Queues a command and wakes the thread. The command's references (msg,
- * topic, accept) move into the queue. Returns false when out of memory (the
- * caller still owns the references). */
-bool sy_io_push(sy_io_t *io, const sy_cmd_t *cmd);
+/* Queues a command and wakes the thread. The command's references (buf,
+ * topic, accept, fd) move into the queue. 0, or ENOMEM, or EPIPE when the
+ * thread has ended (the caller still owns the references then). */
+int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd);
 /* True when the id names an open connection of this thread. */
 bool sy_io_is_open(sy_io_t *io, uint64_t id);
 /* The owner gave back a batch of this thread's events. */
 void sy_io_batch_done(sy_io_t *io, size_t bytes);
+/* Releases an accept's topic references and interest counts, and frees it
+ * (any thread that owns it; NULL is a no-op). */
+void sy_accept_free(sy_topics_t *topics, unsigned thread, sy_accept_t *a);
 
-/* IO-thread internals, used by sy_conn.c (IO thread only). */
+/* IO-thread internals, used by sy_conn.c, sy_upgrade.c and sy_reclaim.c. */
 /* Publishes whether the connection in slot is open (gen) or not (0). */
 void sy_io_set_live(sy_io_t *io, uint32_t slot, uint32_t gen);
-/* Gives the slot back and forgets the connection in it. */
-void sy_io_release_slot(sy_io_t *io, uint32_t slot);
+/* A destroyed connection: gives its slot back, unlinks it from the paused
+ * list, and puts it on the dead list (freed at the end of the turn). */
+void sy_io_forget(sy_io_t *io, struct sy_conn *c);
 /* Appends an event to this turn's batch (counted as lost when out of memory). */
 void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
                 const void *payload, size_t len);
@@ -176,8 +185,17 @@ void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *pa
                  const size_t *lens, size_t n);
 /* Flush this connection at the end of the turn. */
 void sy_io_mark_dirty(sy_io_t *io, struct sy_conn *c);
-/* Asks the poller for what the connection's state needs (read, write). */
+/* Stops reading it until the owner catches up on events (the paused list). */
+void sy_io_pause(sy_io_t *io, struct sy_conn *c);
+/* Registers what the connection's state needs (sy_conn_interest) with the
+ * poller when it changed. The poller refusing it never frees it here (a
+ * publish may be walking a subscriber array): it is marked broken and
+ * destroyed when the dirty list is flushed. */
 void sy_io_update_poll(sy_io_t *io, struct sy_conn *c);
+/* The memory policy's move of one slot's connection (sy_conn_compact),
+ * unless a list points at it. Returns the blocks moved; *skipped: it was
+ * empty or pinned. */
+unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped);
 
 /* Connection ids. */
 static inline unsigned sy_id_thread(uint64_t id) { return (unsigned)(id & 0xff); }

@@ -16,26 +16,29 @@
 
 #include <stdint.h>
 
-#define SY_POLL_IN 1u
-#define SY_POLL_OUT 2u
-#define SY_POLL_ERR 4u /* error or hang-up: read to learn which */
+#include "sy_errors.h"
+
+#define SY_POLL_IN 1u  /* readable, or an error or hang-up (a read tells which) */
+#define SY_POLL_OUT 2u /* writable */
 
 typedef struct sy_poll sy_poll_t;
 
 typedef struct sy_poll_event {
-    void *data;      /* what was given to sy_poll_add */
+    uint64_t tag;    /* what was given to sy_poll_add / sy_poll_mod */
     uint32_t events; /* SY_POLL_* */
 } sy_poll_event_t;
 
-/* NULL on failure (errno set). */
+/* NULL on failure (errno set: the one constructor that reports why). */
 sy_poll_t *sy_poll_create(void);
 void sy_poll_destroy(sy_poll_t *p);
-/* 0 or an errno value. */
-int sy_poll_add(sy_poll_t *p, int fd, uint32_t events, void *data);
-int sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, void *data);
+/* 0 or an errno value. tag: the caller's name for fd, handed back with its
+ * events. */
+int sy_poll_add(sy_poll_t *p, int fd, uint32_t events, uint64_t tag);
+int sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, uint64_t tag);
 int sy_poll_del(sy_poll_t *p, int fd);
-/* Waits up to timeout_ms (-1: forever). Returns the number of events (>= 0)
- * written to out, or -errno. EINTR is returned as 0 events. */
-int sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms);
+/* Waits up to timeout_ms (-1: forever) and writes up to max events to out,
+ * their number to *n. 0 or an errno value (an interrupted wait is 0 with
+ * *n = 0). */
+int sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms, int *n);
 
 #endif

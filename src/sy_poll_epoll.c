@@ -47,29 +47,30 @@ static uint32_t to_epoll(uint32_t events) {
     return e;
 }
 
-static int ctl(sy_poll_t *p, int op, int fd, uint32_t events, void *data) {
-    struct epoll_event ev = {.events = to_epoll(events), .data.ptr = data};
+static int ctl(sy_poll_t *p, int op, int fd, uint32_t events, uint64_t tag) {
+    struct epoll_event ev = {.events = to_epoll(events), .data.u64 = tag};
     return epoll_ctl(p->epfd, op, fd, &ev) == 0 ? 0 : errno;
 }
 
-int sy_poll_add(sy_poll_t *p, int fd, uint32_t events, void *data) {
-    return ctl(p, EPOLL_CTL_ADD, fd, events, data);
+int sy_poll_add(sy_poll_t *p, int fd, uint32_t events, uint64_t tag) {
+    return ctl(p, EPOLL_CTL_ADD, fd, events, tag);
 }
 
-int sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, void *data) {
-    return ctl(p, EPOLL_CTL_MOD, fd, events, data);
+int sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, uint64_t tag) {
+    return ctl(p, EPOLL_CTL_MOD, fd, events, tag);
 }
 
 int sy_poll_del(sy_poll_t *p, int fd) {
     return epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL) == 0 ? 0 : errno;
 }
 
-int sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms) {
+int sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms, int *count) {
+    *count = 0;
     if (max > SY_POLL_BATCH)
         max = SY_POLL_BATCH;
     int n = epoll_wait(p->epfd, p->events, max, timeout_ms);
     if (n < 0)
-        return errno == EINTR ? 0 : -errno;
+        return errno == EINTR ? 0 : errno;
     for (int i = 0; i < n; i++) {
         uint32_t e = p->events[i].events, r = 0;
         if (e & (EPOLLIN | EPOLLRDHUP))
@@ -77,9 +78,10 @@ int sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms) {
         if (e & EPOLLOUT)
             r |= SY_POLL_OUT;
         if (e & (EPOLLERR | EPOLLHUP))
-            r |= SY_POLL_ERR | SY_POLL_IN;
-        out[i].data = p->events[i].data.ptr;
+            r |= SY_POLL_IN;
+        out[i].tag = p->events[i].data.u64;
         out[i].events = r;
     }
-    return n;
+    *count = n;
+    return 0;
 }

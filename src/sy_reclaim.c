@@ -2,17 +2,10 @@
 #define _GNU_SOURCE
 #include "sy_reclaim.h"
 
-#include <time.h>
-
 #include "sy_alloc.h"
+#include "sy_clock.h"
 #include "sy_conn.h"
-
-static int64_t now_us(void) {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+#include "sy_io.h"
 
 /* The thread's arena now: its unused pages (dirty + muzzy) in *unused, and
  * the pages that are not free address space (active + unused) returned, or
@@ -38,7 +31,7 @@ static void note_conn_arena(sy_io_t *io) {
 }
 
 static void note_slice(sy_io_t *io, int64_t t0) {
-    int64_t us = now_us() - t0;
+    int64_t us = sy_clock_us() - t0;
     if (us < 0)
         us = 0;
     io->reclaim.busy_us += us;
@@ -46,8 +39,8 @@ static void note_slice(sy_io_t *io, int64_t t0) {
 }
 
 static void start(sy_io_t *io) {
-    int64_t t0 = now_us();
-    sy_reclaim_state_t *r = &io->reclaim;
+    int64_t t0 = sy_clock_us();
+    sy_reclaim_t *r = &io->reclaim;
     r->running = true;
     r->pass = 0;
     r->cursor = 0;
@@ -61,7 +54,7 @@ static void start(sy_io_t *io) {
 
 /* The last slice: return the cache, purge the arena, count. */
 static void finish(sy_io_t *io) {
-    sy_reclaim_state_t *r = &io->reclaim;
+    sy_reclaim_t *r = &io->reclaim;
     (void)sy_alloc_thread_flush();
     if (io->own_arena)
         (void)sy_alloc_arena_purge(io->arena); /* a failed purge leaves the pages to decay */
@@ -77,10 +70,10 @@ static void finish(sy_io_t *io) {
 }
 
 void sy_reclaim_step(sy_io_t *io) {
-    sy_reclaim_state_t *r = &io->reclaim;
+    sy_reclaim_t *r = &io->reclaim;
     if (!r->running)
         return;
-    int64_t t0 = now_us();
+    int64_t t0 = sy_clock_us();
     if (r->pass >= SY_RECLAIM_PASSES) {
         finish(io);
     } else {
@@ -89,13 +82,12 @@ void sy_reclaim_step(sy_io_t *io) {
          * few passes pack the survivors. Stop when a pass moves few. */
         uint32_t looked = 0;
         while (r->cursor < io->nslots && looked < SY_RECLAIM_SLICE) {
-            sy_conn_t *c = io->conns[r->cursor++];
-            /* On a list (dirty, dead, paused) a connection is pointed at from
-             * elsewhere too: those stay where they are this time. */
-            if (c != NULL && c->state != SY_CONN_DEAD && !c->dirty && !c->paused) {
+            bool skipped;
+            unsigned moved = sy_io_compact_slot(io, r->cursor++, &skipped);
+            if (!skipped) {
                 looked++;
                 r->seen++;
-                r->moved_pass += sy_conn_compact(io, c);
+                r->moved_pass += moved;
             }
         }
         if (r->cursor >= io->nslots) {
@@ -115,7 +107,7 @@ void sy_reclaim_tick(sy_io_t *io, uint32_t connections) {
     if (!io->own_arena && !sy_alloc_moving_all())
         return;
     note_conn_arena(io);
-    sy_reclaim_state_t *r = &io->reclaim;
+    sy_reclaim_t *r = &io->reclaim;
     if (connections > r->peak)
         r->peak = connections;
     if (!io->shared->opts.reclaim || io->now_ms < r->next_allowed_ms)

@@ -36,9 +36,8 @@
 #ifndef SY_RECLAIM_H
 #define SY_RECLAIM_H
 
+#include <stdbool.h>
 #include <stdint.h>
-
-#include "sy_io.h"
 
 #define SY_RECLAIM_MIN_PEAK 64
 #define SY_RECLAIM_IDLE_MS 10000
@@ -46,32 +45,53 @@
 #define SY_RECLAIM_PASSES 4
 #define SY_RECLAIM_SLICE 256
 
+struct sy_io;
+
+/* The policy's state, one per IO thread (inside sy_io_t). */
+typedef struct sy_reclaim {
+    uint32_t peak;           /* most connections since the last reclaim */
+    uint32_t started_at;     /* connections when the last reclaim started (0: none) */
+    uint32_t prev;           /* connections at the previous sweep */
+    int64_t last_active_ms;  /* last turn with any event */
+    bool idle_done;          /* reclaimed since the thread went idle */
+    int64_t next_allowed_ms; /* rate limit */
+    /* A reclaim in progress, done a slice per loop turn (sy_reclaim_step). */
+    bool running;
+    unsigned pass;           /* defragmentation pass, 0-based */
+    uint32_t cursor;         /* next slot to look at in this pass */
+    uint64_t seen, moved_pass, moved;
+    int64_t before_bytes;    /* the arena's pages when it began */
+    int64_t busy_us;         /* time spent in its slices so far */
+} sy_reclaim_t;
+
 /* The thread now has n connections: the peak the next fall is measured
  * from (also taken at each sweep). */
-static inline void sy_reclaim_note_count(sy_io_t *io, uint32_t n) {
-    if (n > io->reclaim.peak)
-        io->reclaim.peak = n;
+static inline void sy_reclaim_note_count(sy_reclaim_t *r, uint32_t n) {
+    if (n > r->peak)
+        r->peak = n;
 }
 
-/* A turn of the loop saw events (keeps the thread from counting as idle). */
-static inline void sy_reclaim_activity(sy_io_t *io) {
-    io->reclaim.last_active_ms = io->now_ms;
-    io->reclaim.idle_done = false;
+/* A turn of the loop saw events at now_ms (keeps the thread from counting
+ * as idle). */
+static inline void sy_reclaim_activity(sy_reclaim_t *r, int64_t now_ms) {
+    r->last_active_ms = now_ms;
+    r->idle_done = false;
 }
-
-/* Called by the sweep, after the dirty list was flushed: starts a reclaim
- * when the policy says so. Also records where a connection's memory lives
- * (stats.conn_arena), so that tests and operators can see the arenas work. */
-void sy_reclaim_tick(sy_io_t *io, uint32_t connections);
 
 /* True while a reclaim is in progress: the loop must not sleep, and calls
  * sy_reclaim_step once per turn, after its events and before freeing the
  * dead (the dirty list is empty then). */
-static inline bool sy_reclaim_pending(const sy_io_t *io) { return io->reclaim.running; }
+static inline bool sy_reclaim_pending(const sy_reclaim_t *r) { return r->running; }
+
+/* Called by the sweep, after the dirty list was flushed: starts a reclaim
+ * when the policy says so. Also records where a connection's memory lives
+ * (stats.conn_arena), so that tests and operators can see the arenas work. */
+void sy_reclaim_tick(struct sy_io *io, uint32_t connections);
 
 /* One slice of the reclaim in progress: up to SY_RECLAIM_SLICE connections
- * looked at, or the final purge. The longest slice is the longest the
+ * looked at (each moved by sy_io_compact_slot, which owns every pointer to
+ * a connection), or the final purge. The longest slice is the longest the
  * thread's sockets wait for the policy (stats.reclaim_us_max). */
-void sy_reclaim_step(sy_io_t *io);
+void sy_reclaim_step(struct sy_io *io);
 
 #endif

@@ -17,16 +17,19 @@
 #include "sy_topic.h"
 #include "sy_ws_frame.h"
 #ifdef SY_WITH_TLS
-#include "tls/sy_tls.h"
+#include "tls/sy_stream_tls.h"
 #endif
 
 struct sy_server {
-    sy_io_shared_t shared;
+    sy_io_shared_t shared; /* shared.nthreads: the thread count, kept once */
     char *host;
     char *path;
-    unsigned nthreads;
     bool listening;
     bool shutting_down;
+#ifdef SY_WITH_TLS
+    sy_tls_source_t tls; /* the certificates of a TLS server (shared.transport_arg) */
+    bool tls_init;
+#endif
     sy_io_t io[];
 };
 
@@ -41,7 +44,8 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    s->nthreads = opts->threads;
+    s->shared.nthreads = opts->threads;
+    s->shared.transport = &sy_stream_plain_ops;
     s->shared.opts = *opts;
     if (s->shared.opts.max_event_bytes == 0)
         s->shared.opts.max_event_bytes = (size_t)64 << 20;
@@ -50,12 +54,9 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
     s->host = sy_memdup(opts->host ? opts->host : "", strlen(opts->host ? opts->host : "") + 1);
     s->path = opts->path ? sy_memdup(opts->path, strlen(opts->path) + 1) : NULL;
     int rc = sy_topics_init(&s->shared.topics, opts->threads);
-    int lrc = rc == 0 ? pthread_mutex_init(&s->shared.tls_lock, NULL) : -1;
-    if (s->host == NULL || (opts->path && s->path == NULL) || rc != 0 || lrc != 0) {
+    if (s->host == NULL || (opts->path && s->path == NULL) || rc != 0) {
         if (rc == 0)
             sy_topics_destroy(&s->shared.topics);
-        if (lrc == 0)
-            (void)pthread_mutex_destroy(&s->shared.tls_lock);
         sy_free(s->host);
         sy_free(s->path);
         sy_free(s);
@@ -120,8 +121,7 @@ int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
     else if (p == 0)
         p = bound_port(fd);
     s->shared.ios = s->io;
-    s->shared.nthreads = s->nthreads;
-    for (unsigned i = 0; rc == 0 && i < s->nthreads; i++) {
+    for (unsigned i = 0; rc == 0 && i < s->shared.nthreads; i++) {
         if ((rc = sy_io_init(&s->io[i], &s->shared, i, i == 0 ? fd : -1)) != 0) {
             snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
             sy_io_free(&s->io[i]);
@@ -130,14 +130,14 @@ int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
         started++;
     }
     freeaddrinfo(ai);
-    for (unsigned i = 0; rc == 0 && i < s->nthreads; i++) {
+    for (unsigned i = 0; rc == 0 && i < s->shared.nthreads; i++) {
         if ((rc = sy_io_start(&s->io[i])) != 0)
             snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
     }
     if (rc != 0) {
         /* Stop what started, free what was made. */
         for (unsigned i = 0; i < started; i++) {
-            sy_cmd_t cmd = {.type = SY_CMD_STOP, .code = 0};
+            sy_cmd_t cmd = {.type = SY_CMD_STOP, .arg.deadline_ms = 0};
             if (s->io[i].started)
                 (void)sy_io_push(&s->io[i], &cmd);
         }
@@ -145,7 +145,6 @@ int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
             sy_io_join(&s->io[i]);
             sy_io_free(&s->io[i]);
         }
-        s->nthreads = 0;
         return rc;
     }
     s->listening = true;
@@ -155,7 +154,7 @@ int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
 
 static sy_io_t *io_of(sy_server_t *s, uint64_t id) {
     unsigned t = sy_id_thread(id);
-    if (!s->listening || t >= s->nthreads)
+    if (!s->listening || t >= s->shared.nthreads)
         return NULL;
     return &s->io[t];
 }
@@ -165,70 +164,79 @@ bool sy_server_is_open(sy_server_t *s, uint64_t id) {
     return io != NULL && !s->shutting_down && sy_io_is_open(io, id);
 }
 
-long sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
-                       bool binary) {
+int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+                      bool binary, size_t *subscribers) {
+    *subscribers = 0;
     if (!s->listening || s->shutting_down)
         return 0;
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
     if (t == NULL)
         return 0;
-    long total = 0;
+    int rc = 0;
     sy_refbuf_t *m = NULL;
-    for (unsigned i = 0; i < s->nthreads; i++) {
-        unsigned n = atomic_load_explicit(&t->slots[i].count, memory_order_relaxed);
+    for (unsigned i = 0; i < s->shared.nthreads; i++) {
+        unsigned n = sy_topic_interest(t, i);
         if (n == 0)
             continue;
         if (m == NULL && (m = sy_refbuf_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len)) == NULL) {
-            sy_topic_release(&s->shared.topics, t);
-            return -1;
+            rc = ENOMEM;
+            break;
         }
         sy_refbuf_ref(m, 1);
         sy_topic_ref(t);
-        sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .msg = m};
-        if (!sy_io_push(&s->io[i], &cmd)) {
+        sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .buf = m};
+        if (sy_io_push(&s->io[i], &cmd) != 0) {
             sy_refbuf_release(m);
             sy_topic_release(&s->shared.topics, t);
             continue;
         }
-        total += n;
+        *subscribers += n;
     }
     sy_refbuf_release(m);
     sy_topic_release(&s->shared.topics, t);
-    return total;
+    return rc;
+}
+
+/* Queues cmd to the connection's thread: 0, ENOTCONN (unknown or closed
+ * id), or ENOMEM. On failure the caller keeps cmd's references. */
+static int push_to(sy_server_t *s, sy_cmd_t *cmd) {
+    if (!sy_server_is_open(s, cmd->conn))
+        return ENOTCONN;
+    int rc = sy_io_push(io_of(s, cmd->conn), cmd);
+    return rc == EPIPE ? ENOTCONN : rc;
 }
 
 int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, bool binary) {
     if (!sy_server_is_open(s, id))
-        return 0;
-    sy_refbuf_t *m = sy_refbuf_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len);
-    if (m == NULL)
-        return -1;
-    sy_cmd_t cmd = {.type = SY_CMD_SEND, .conn = id, .msg = m};
-    if (!sy_io_push(io_of(s, id), &cmd)) {
-        sy_refbuf_release(m);
-        return -1;
-    }
-    return 1;
+        return ENOTCONN;
+    sy_cmd_t cmd = {.type = SY_CMD_SEND, .conn = id};
+    if ((cmd.buf = sy_refbuf_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len)) == NULL)
+        return ENOMEM;
+    int rc = push_to(s, &cmd);
+    if (rc != 0)
+        sy_refbuf_release(cmd.buf);
+    return rc;
 }
 
 static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len, uint8_t type) {
     if (!sy_server_is_open(s, id))
-        return 0;
+        return ENOTCONN;
     sy_io_t *io = io_of(s, id);
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, type == SY_CMD_SUBSCRIBE);
     if (t == NULL)
-        return type == SY_CMD_SUBSCRIBE ? -1 : 1;
+        return type == SY_CMD_SUBSCRIBE ? ENOMEM : 0; /* no such topic: nothing to leave */
     /* Counted now, so that a publish right after this call sees it. */
     if (type == SY_CMD_SUBSCRIBE)
-        atomic_fetch_add_explicit(&t->slots[io->index].count, 1, memory_order_relaxed);
+        sy_topic_add_interest(t, io->index);
     sy_cmd_t cmd = {.type = type, .conn = id, .topic = t};
-    if (!sy_io_push(io, &cmd)) {
+    int rc = push_to(s, &cmd);
+    if (rc != 0) {
         if (type == SY_CMD_SUBSCRIBE)
-            atomic_fetch_sub_explicit(&t->slots[io->index].count, 1, memory_order_relaxed);
-        sy_topic_release(&s->shared.topics, t);
-        return -1;
+            sy_topic_drop_interest(&s->shared.topics, t, io->index);
+        else
+            sy_topic_release(&s->shared.topics, t);
     }
-    return 1;
+    return rc;
 }
 
 int sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
@@ -241,31 +249,26 @@ int sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t
 
 int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len) {
     if (!sy_server_is_open(s, id))
-        return 0;
-    sy_refbuf_t *m = sy_refbuf_close(code, reason, reason_len);
-    if (m == NULL)
-        return -1;
-    sy_cmd_t cmd = {.type = SY_CMD_END, .conn = id, .msg = m, .code = code};
-    if (!sy_io_push(io_of(s, id), &cmd)) {
-        sy_refbuf_release(m);
-        return -1;
-    }
-    return 1;
+        return ENOTCONN;
+    sy_cmd_t cmd = {.type = SY_CMD_END, .conn = id, .arg.close_code = (uint16_t)code};
+    if ((cmd.buf = sy_refbuf_close(code, reason, reason_len)) == NULL)
+        return ENOMEM;
+    int rc = push_to(s, &cmd);
+    if (rc != 0)
+        sy_refbuf_release(cmd.buf);
+    return rc;
 }
 
 int sy_server_terminate(sy_server_t *s, uint64_t id) {
-    if (!sy_server_is_open(s, id))
-        return 0;
-    sy_io_t *io = io_of(s, id);
     sy_cmd_t cmd = {.type = SY_CMD_TERMINATE, .conn = id};
-    return sy_io_push(io, &cmd) ? 1 : -1;
+    return push_to(s, &cmd);
 }
 
 int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
                      size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics) {
     sy_io_t *io = io_of(s, id);
     if (io == NULL || s->shutting_down)
-        return 0;
+        return ENOTCONN;
     sy_accept_t *a = sy_calloc(1, sizeof(*a) + protocol_len + 1);
     sy_topic_t **ts = ntopics ? sy_calloc(ntopics, sizeof(*ts)) : NULL;
     sy_refbuf_t *extra = headers_len ? sy_refbuf_raw(headers, headers_len) : NULL;
@@ -273,7 +276,7 @@ int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t p
         sy_free(a);
         sy_free(ts);
         sy_refbuf_release(extra);
-        return -1;
+        return ENOMEM;
     }
     memcpy(a->protocol, protocol, protocol_len);
     a->protocol_len = protocol_len;
@@ -282,56 +285,52 @@ int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t p
         sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topics[i], topic_lens[i], true);
         if (t == NULL)
             continue;
-        atomic_fetch_add_explicit(&t->slots[io->index].count, 1, memory_order_relaxed);
+        sy_topic_add_interest(t, io->index);
         ts[a->ntopics++] = t;
     }
-    sy_cmd_t cmd = {.type = SY_CMD_ACCEPT, .conn = id, .accept = a, .msg = extra};
-    if (!sy_io_push(io, &cmd)) {
-        for (size_t i = 0; i < a->ntopics; i++) {
-            atomic_fetch_sub_explicit(&ts[i]->slots[io->index].count, 1, memory_order_relaxed);
-            sy_topic_release(&s->shared.topics, ts[i]);
-        }
-        sy_free(ts);
-        sy_free(a);
+    sy_cmd_t cmd = {.type = SY_CMD_ACCEPT, .conn = id, .accept = a, .buf = extra};
+    int rc = sy_io_push(io, &cmd);
+    if (rc != 0) {
+        sy_accept_free(&s->shared.topics, io->index, a);
         sy_refbuf_release(extra);
-        return -1;
+        return rc == EPIPE ? ENOTCONN : rc;
     }
-    return 1;
+    return 0;
 }
 
 int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len) {
     sy_io_t *io = io_of(s, id);
     if (io == NULL || s->shutting_down)
-        return 0;
+        return ENOTCONN;
     char small[1024];
     size_t cap = headers_len + 512;
     char *buf = cap <= sizeof(small) ? small : sy_malloc(cap);
     if (buf == NULL)
-        return -1;
+        return ENOMEM;
     size_t n = sy_http_error_response(buf, cap, status, headers, headers_len);
-    sy_refbuf_t *m = n > 0 ? sy_refbuf_raw(buf, n) : NULL;
+    sy_cmd_t cmd = {.type = SY_CMD_REFUSE, .conn = id, .buf = n > 0 ? sy_refbuf_raw(buf, n) : NULL};
     if (buf != small)
         sy_free(buf);
-    if (m == NULL)
-        return -1;
-    sy_cmd_t cmd = {.type = SY_CMD_REFUSE, .conn = id, .msg = m};
-    if (!sy_io_push(io, &cmd)) {
-        sy_refbuf_release(m);
-        return -1;
+    if (cmd.buf == NULL)
+        return ENOMEM;
+    int rc = sy_io_push(io, &cmd);
+    if (rc != 0) {
+        sy_refbuf_release(cmd.buf);
+        return rc == EPIPE ? ENOTCONN : rc;
     }
-    return 1;
+    return 0;
 }
 
 void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_stats_t *out) {
     memset(out, 0, sizeof(*out));
     out->arena = out->conn_arena = -1;
-    if (i >= s->nthreads || !s->listening)
+    if (i >= s->shared.nthreads || !s->listening)
         return;
     sy_stats_snapshot(&s->io[i].stats, out);
 }
 
 unsigned sy_server_threads(sy_server_t *s) {
-    return s->shared.opts.threads;
+    return s->shared.nthreads;
 }
 
 size_t sy_server_topic_count(sy_server_t *s) {
@@ -340,33 +339,35 @@ size_t sy_server_topic_count(sy_server_t *s) {
 
 int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 #ifdef SY_WITH_TLS
-    if (ctx == NULL || (s->listening && !s->shared.tls_on))
-        return -1;
-    if (!s->shared.tls_on)
-        s->shared.tls_on = true; /* only before listen: the IO threads read it unlocked */
-    if (pthread_mutex_lock(&s->shared.tls_lock) != 0)
-        return -1;
-    struct sy_tls_ctx *old = s->shared.tls;
-    s->shared.tls = ctx;
-    (void)pthread_mutex_unlock(&s->shared.tls_lock);
-    sy_tls_ctx_unref(old);
+    if (ctx == NULL || (s->listening && !s->tls_init))
+        return EINVAL;
+    if (!s->tls_init) {
+        /* Only before listen: the IO threads read the transport unlocked. */
+        int rc = sy_tls_source_init(&s->tls);
+        if (rc != 0)
+            return rc;
+        s->tls_init = true;
+        s->shared.transport = &sy_stream_tls_ops;
+        s->shared.transport_arg = &s->tls;
+    }
+    sy_tls_source_set(&s->tls, ctx);
     return 0;
 #else
     (void)s;
     (void)ctx;
-    return -1;
+    return ENOTSUP;
 #endif
 }
 
 bool sy_server_tls(sy_server_t *s) {
-    return s->shared.tls_on;
+    return s->shared.transport->handshake_first;
 }
 
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
     size_t bytes = sy_batch_bytes(batch);
     unsigned t = batch->thread;
     sy_batch_free(batch);
-    if (s != NULL && s->listening && t < s->nthreads)
+    if (s != NULL && s->listening && t < s->shared.nthreads)
         sy_io_batch_done(&s->io[t], bytes);
 }
 
@@ -376,8 +377,8 @@ void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {
     if (s->shutting_down && deadline_ms > 0)
         return;
     s->shutting_down = true;
-    for (unsigned i = 0; i < s->nthreads; i++) {
-        sy_cmd_t cmd = {.type = SY_CMD_STOP, .code = deadline_ms};
+    for (unsigned i = 0; i < s->shared.nthreads; i++) {
+        sy_cmd_t cmd = {.type = SY_CMD_STOP, .arg.deadline_ms = deadline_ms};
         /* Out of memory here: the thread still stops at the next forced
          * shutdown (deadline 0), which the caller sends before joining. */
         (void)sy_io_push(&s->io[i], &cmd);
@@ -385,7 +386,7 @@ void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {
 }
 
 void sy_server_join(sy_server_t *s) {
-    for (unsigned i = 0; s->listening && i < s->nthreads; i++)
+    for (unsigned i = 0; s->listening && i < s->shared.nthreads; i++)
         sy_io_join(&s->io[i]);
 }
 
@@ -393,13 +394,13 @@ void sy_server_destroy(sy_server_t *s) {
     if (s == NULL)
         return;
     if (s->listening)
-        for (unsigned i = 0; i < s->nthreads; i++)
+        for (unsigned i = 0; i < s->shared.nthreads; i++)
             sy_io_free(&s->io[i]);
     sy_topics_destroy(&s->shared.topics);
 #ifdef SY_WITH_TLS
-    sy_tls_ctx_unref(s->shared.tls);
+    if (s->tls_init)
+        sy_tls_source_destroy(&s->tls);
 #endif
-    (void)pthread_mutex_destroy(&s->shared.tls_lock);
     sy_free(s->host);
     sy_free(s->path);
     sy_free(s);

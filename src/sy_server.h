@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sy_errors.h"
 #include "sy_events.h"
 #include "sy_stats.h"
 
@@ -57,18 +58,20 @@ typedef struct sy_server sy_server_t;
  * sy_server_batch_done on the owner thread. */
 typedef void (*sy_batch_fn)(void *ctx, sy_batch_t *batch);
 
-/* NULL on failure, with a message in err. */
+/* NULL on failure (bad thread count, out of memory), with a message in err. */
 sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx,
                               char *err, size_t errlen);
 /* Binds one listening socket (IO thread 0 accepts and deals the sockets out
  * to every IO thread in turn) and starts the threads. 0, or an errno value with a message in err. *port: the bound port. */
 int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen);
 
-/* Queues a message to every subscriber of topic. Returns the number of
- * subscribers it was queued toward (as known now), or -1 out of memory. */
-long sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data,
-                       size_t len, bool binary);
-/* 1 queued, 0 unknown or closed id, -1 out of memory. */
+/* Queues a message to every subscriber of topic; *subscribers: how many it
+ * was queued toward (as known now). 0 or ENOMEM. */
+int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+                      bool binary, size_t *subscribers);
+/* These queue a command to the connection's IO thread: 0, ENOTCONN when the
+ * id names no open connection (or no connection awaiting its upgrade
+ * answer, for accept and refuse), or ENOMEM. */
 int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, bool binary);
 int sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
 int sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
@@ -93,10 +96,12 @@ size_t sy_server_topic_count(sy_server_t *s);
 
 struct sy_tls_ctx;
 /* TLS (builds with SY_WITH_TLS; src/tls/sy_tls.h makes the context). Before
- * sy_server_listen: the server speaks TLS only. After: a reload, atomic for
- * new handshakes; live connections keep the context they began with. Takes
- * over the caller's reference and drops the previous context's. -1 (ctx not
- * taken) when the server is listening without TLS, or ctx is NULL. */
+ * sy_server_listen: the server speaks TLS only (its transport becomes
+ * sy_stream_tls_ops). After: a reload, atomic for new handshakes; live
+ * connections keep the context they began with. Takes over the caller's
+ * reference and drops the previous context's. 0, or (ctx not taken) EINVAL
+ * when the server is listening without TLS or ctx is NULL, ENOTSUP in a
+ * build without TLS. */
 int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx);
 /* True when the server speaks TLS. */
 bool sy_server_tls(sy_server_t *s);

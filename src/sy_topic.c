@@ -150,29 +150,44 @@ void sy_topic_release(sy_topics_t *r, sy_topic_t *t) {
     topic_free(t);
 }
 
-long sy_topic_slot_add(sy_topic_t *t, unsigned thread, struct sy_conn *conn) {
+void sy_topic_add_interest(sy_topic_t *t, unsigned thread) {
+    atomic_fetch_add_explicit(&t->slots[thread].count, 1, memory_order_relaxed);
+}
+
+void sy_topic_drop_interest(sy_topics_t *r, sy_topic_t *t, unsigned thread) {
+    atomic_fetch_sub_explicit(&t->slots[thread].count, 1, memory_order_relaxed);
+    sy_topic_release(r, t);
+}
+
+unsigned sy_topic_interest(const sy_topic_t *t, unsigned thread) {
+    return atomic_load_explicit(&t->slots[thread].count, memory_order_relaxed);
+}
+
+int sy_topic_add_sub(sy_topic_t *t, unsigned thread, uint32_t slot, uint32_t *index) {
     sy_topic_slot_t *s = &t->slots[thread];
     if (s->nsubs == s->cap) {
         uint32_t cap = s->cap ? s->cap * 2 : 4;
         if (cap < s->cap)
-            return -1;
-        struct sy_conn **subs = sy_realloc(s->subs, (size_t)cap * sizeof(*subs));
+            return ENOMEM;
+        uint32_t *subs = sy_realloc(s->subs, (size_t)cap * sizeof(*subs));
         if (subs == NULL)
-            return -1;
+            return ENOMEM;
         s->subs = subs;
         s->cap = cap;
     }
-    s->subs[s->nsubs] = conn;
-    return (long)s->nsubs++;
+    s->subs[s->nsubs] = slot;
+    *index = s->nsubs++;
+    return 0;
 }
 
-struct sy_conn *sy_topic_slot_remove(sy_topic_t *t, unsigned thread, uint32_t index) {
+bool sy_topic_remove_sub(sy_topic_t *t, unsigned thread, uint32_t index, uint32_t *moved_slot) {
     sy_topic_slot_t *s = &t->slots[thread];
-    struct sy_conn *moved = NULL;
+    bool moved = false;
     s->nsubs--;
     if (index != s->nsubs) {
-        moved = s->subs[s->nsubs];
-        s->subs[index] = moved;
+        *moved_slot = s->subs[s->nsubs];
+        s->subs[index] = *moved_slot;
+        moved = true;
     }
     if (s->nsubs == 0) {
         /* Memory follows the load: an empty list gives its array back. */
@@ -180,7 +195,7 @@ struct sy_conn *sy_topic_slot_remove(sy_topic_t *t, unsigned thread, uint32_t in
         s->subs = NULL;
         s->cap = 0;
     } else if (s->nsubs * 4 < s->cap && s->cap > 16) {
-        struct sy_conn **subs = sy_realloc(s->subs, (size_t)(s->cap / 2) * sizeof(*subs));
+        uint32_t *subs = sy_realloc(s->subs, (size_t)(s->cap / 2) * sizeof(*subs));
         if (subs != NULL) {
             s->subs = subs;
             s->cap /= 2;

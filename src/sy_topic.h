@@ -8,8 +8,17 @@
  * subscription, by each queued command that names it, and by whoever is
  * holding it. The last release removes it from the registry and frees it.
  *
- * Threads: sy_topics_* and sy_topic_acquire/release from any thread.
- * counts[t] from any thread (atomics). subs[t] only from IO thread t.
+ * Interest: per IO thread, the subscriptions there plus the ones queued to
+ * it and not yet applied; publish() skips a thread with none. It changes
+ * only through sy_topic_add_interest / sy_topic_drop_interest, and every
+ * unit of it comes with one reference on the topic.
+ *
+ * Subscriber arrays hold the connections' slots (sy_io.h): a connection
+ * that moves in memory stays where it is here.
+ *
+ * Threads: sy_topics_*, sy_topic_acquire/ref/release and the interest
+ * functions from any thread; the subscriber array of thread t only from IO
+ * thread t.
  */
 #ifndef SY_TOPIC_H
 #define SY_TOPIC_H
@@ -20,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sy_conn;
+#include "sy_errors.h"
 
 /* One IO thread's view of a topic. */
 typedef struct sy_topic_slot {
@@ -28,7 +37,7 @@ typedef struct sy_topic_slot {
      * applied: publish() skips a thread whose count is 0. */
     atomic_uint count;
     uint32_t nsubs, cap;
-    struct sy_conn **subs; /* IO thread t only */
+    uint32_t *subs; /* slots of the subscribed connections; IO thread t only */
 } sy_topic_slot_t;
 
 typedef struct sy_topic {
@@ -64,11 +73,19 @@ void sy_topic_ref(sy_topic_t *t);
 /* Drops a reference; the last one removes and frees the topic. */
 void sy_topic_release(sy_topics_t *r, sy_topic_t *t);
 
-/* Adds conn to thread's subscriber list; returns its index, or -1 when out
- * of memory. IO thread `thread` only. */
-long sy_topic_slot_add(sy_topic_t *t, unsigned thread, struct sy_conn *conn);
-/* Removes the subscriber at index (swap with the last). Returns the
- * connection that moved into `index`, or NULL if none moved. */
-struct sy_conn *sy_topic_slot_remove(sy_topic_t *t, unsigned thread, uint32_t index);
+/* One more unit of interest on thread, with the reference the caller holds
+ * (handed over with it). */
+void sy_topic_add_interest(sy_topic_t *t, unsigned thread);
+/* Gives back one unit of interest and its reference. */
+void sy_topic_drop_interest(sy_topics_t *r, sy_topic_t *t, unsigned thread);
+/* Interest on thread now (a relaxed read). */
+unsigned sy_topic_interest(const sy_topic_t *t, unsigned thread);
+
+/* Adds slot to thread's subscriber array; *index: its position. 0 or ENOMEM.
+ * IO thread `thread` only. */
+int sy_topic_add_sub(sy_topic_t *t, unsigned thread, uint32_t slot, uint32_t *index);
+/* Removes the subscriber at index (the last one moves into its place).
+ * True when one moved, with its slot in *moved_slot. */
+bool sy_topic_remove_sub(sy_topic_t *t, unsigned thread, uint32_t index, uint32_t *moved_slot);
 
 #endif

@@ -43,15 +43,27 @@ static void test_topics(void) {
     }
     CHECK_EQU(sy_topics_count(&r), 1);
     /* Subscriber lists: swap-remove reports who moved. */
-    struct sy_conn *c1 = (struct sy_conn *)(uintptr_t)0x10, *c2 = (struct sy_conn *)(uintptr_t)0x20,
-                   *c3 = (struct sy_conn *)(uintptr_t)0x30;
-    CHECK_EQ(sy_topic_slot_add(a, 1, c1), 0);
-    CHECK_EQ(sy_topic_slot_add(a, 1, c2), 1);
-    CHECK_EQ(sy_topic_slot_add(a, 1, c3), 2);
-    CHECK(sy_topic_slot_remove(a, 1, 0) == c3);
-    CHECK(a->slots[1].subs[0] == c3);
-    CHECK(sy_topic_slot_remove(a, 1, 1) == NULL);
-    CHECK(sy_topic_slot_remove(a, 1, 0) == NULL);
+    uint32_t idx = 99, moved = 99;
+    CHECK_EQ(sy_topic_add_sub(a, 1, 10, &idx), 0);
+    CHECK_EQU(idx, 0);
+    CHECK_EQ(sy_topic_add_sub(a, 1, 20, &idx), 0);
+    CHECK_EQU(idx, 1);
+    CHECK_EQ(sy_topic_add_sub(a, 1, 30, &idx), 0);
+    CHECK_EQU(idx, 2);
+    CHECK(sy_topic_remove_sub(a, 1, 0, &moved));
+    CHECK_EQU(moved, 30);
+    CHECK_EQU(a->slots[1].subs[0], 30);
+    CHECK(!sy_topic_remove_sub(a, 1, 1, &moved));
+    CHECK(!sy_topic_remove_sub(a, 1, 0, &moved));
+    /* Interest: counted per thread, each unit with a reference. */
+    sy_topic_ref(a);
+    sy_topic_add_interest(a, 2);
+    CHECK_EQU(sy_topic_interest(a, 2), 1);
+    CHECK_EQU(sy_topic_interest(a, 1), 0);
+    CHECK_EQU(atomic_load(&a->refs), 2);
+    sy_topic_drop_interest(&r, a, 2);
+    CHECK_EQU(sy_topic_interest(a, 2), 0);
+    CHECK_EQU(atomic_load(&a->refs), 1);
     CHECK(a->slots[1].subs == NULL); /* an empty list gives its array back */
     CHECK_EQU(a->slots[0].nsubs, 0);
     sy_topic_release(&r, a);

@@ -3,6 +3,7 @@
  * shutdown, join and free with nothing leaked. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -141,7 +142,7 @@ static void test_reclaim_moves(sy_server_t *s, uint16_t port, const char *req) {
     for (int t = 0; t < 500 && opened < RECLAIM_CLIENTS; t++) {
         drain(s);
         for (; next < nseen; next++)
-            if (seen[next].type == SY_EV_OPEN && sy_server_subscribe(s, seen[next].conn, "r", 1) == 1)
+            if (seen[next].type == SY_EV_OPEN && sy_server_subscribe(s, seen[next].conn, "r", 1) == 0)
                 opened++;
         if (opened < RECLAIM_CLIENTS)
             usleep(10000);
@@ -161,7 +162,9 @@ static void test_reclaim_moves(sy_server_t *s, uint16_t port, const char *req) {
     }
     CHECK_EQU(reclaims, 2); /* both threads fell from 100 to 5 */
     CHECK(moved >= RECLAIM_KEEP);
-    CHECK_EQ(sy_server_publish(s, "r", 1, "moved", 5, false), RECLAIM_KEEP);
+    size_t subs = 0;
+    CHECK_EQ(sy_server_publish(s, "r", 1, "moved", 5, false, &subs), 0);
+    CHECK_EQU(subs, RECLAIM_KEEP);
     for (int i = RECLAIM_CLIENTS - RECLAIM_KEEP; i < RECLAIM_CLIENTS; i++) {
         size_t n = read_some(fds[i], buf, sizeof(buf), 7);
         CHECK(n == 7 && buf[0] == 0x81 && buf[1] == 5 && memcmp(buf + 2, "moved", 5) == 0);
@@ -211,9 +214,12 @@ int main(void) {
     CHECK(open != NULL);
     uint64_t id = open ? open->conn : 0;
     CHECK(sy_server_is_open(s, id));
-    CHECK_EQ(sy_server_subscribe(s, id, "t", 1), 1);
-    CHECK_EQ(sy_server_publish(s, "t", 1, "hi", 2, false), 1);
-    CHECK_EQ(sy_server_publish(s, "nobody", 6, "x", 1, false), 0);
+    CHECK_EQ(sy_server_subscribe(s, id, "t", 1), 0);
+    size_t subs = 9;
+    CHECK_EQ(sy_server_publish(s, "t", 1, "hi", 2, false, &subs), 0);
+    CHECK_EQU(subs, 1);
+    CHECK_EQ(sy_server_publish(s, "nobody", 6, "x", 1, false, &subs), 0);
+    CHECK_EQU(subs, 0);
     n = read_some(fd, buf, sizeof(buf), 4);
     CHECK_EQU(n, 4);
     CHECK(buf[0] == 0x81 && buf[1] == 2 && memcmp(buf + 2, "hi", 2) == 0);
@@ -231,7 +237,7 @@ int main(void) {
     const seen_t *cl = wait_event(s, SY_EV_CLOSE, mark);
     CHECK(cl != NULL && cl->code == 1002 && cl->conn == id);
     CHECK(!sy_server_is_open(s, id));
-    CHECK_EQ(sy_server_send(s, id, "x", 1, false), 0);
+    CHECK_EQ(sy_server_send(s, id, "x", 1, false), ENOTCONN);
     close(fd);
 
     test_reclaim_moves(s, port, req);

@@ -1,0 +1,26 @@
+/*
+ * sy_clock — the monotonic clock, the one way src/ reads time.
+ *
+ * CLOCK_MONOTONIC cannot fail with a valid clock id on Linux; should it, the
+ * reading is 0 (deadlines then fire early rather than never).
+ *
+ * Threads: any.
+ */
+#ifndef SY_CLOCK_H
+#define SY_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* Microseconds since an arbitrary start. */
+static inline int64_t sy_clock_us(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Milliseconds since the same start. */
+static inline int64_t sy_clock_ms(void) { return sy_clock_us() / 1000; }
+
+#endif

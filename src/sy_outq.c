@@ -1,0 +1,124 @@
+/* sy_outq — see sy_outq.h. */
+#include "sy_outq.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "sy_alloc.h"
+
+#define SY_OUTQ_MIN 8
+
+static sy_refbuf_t *at(const sy_outq_t *q, uint32_t i) { return q->ring[(q->head + i) & (q->cap - 1)]; }
+
+int sy_outq_push(sy_outq_t *q, sy_refbuf_t *b) {
+    if (q->len == q->cap) {
+        uint32_t cap = q->cap ? q->cap * 2 : SY_OUTQ_MIN;
+        if (cap <= q->cap)
+            return ENOMEM;
+        sy_refbuf_t **ring = sy_malloc((size_t)cap * sizeof(*ring));
+        if (ring == NULL)
+            return ENOMEM;
+        for (uint32_t i = 0; i < q->len; i++)
+            ring[i] = at(q, i);
+        sy_free(q->ring);
+        q->ring = ring;
+        q->cap = cap;
+        q->head = 0;
+    }
+    q->ring[(q->head + q->len) & (q->cap - 1)] = b;
+    q->len++;
+    q->bytes += b->len;
+    return 0;
+}
+
+void sy_outq_pin(sy_outq_t *q) { q->pinned = q->len; }
+
+void sy_outq_clear(sy_outq_t *q, bool keep_head) {
+    uint32_t keep = 0;
+    if (keep_head) {
+        keep = q->len > 0 && q->off > 0 ? 1 : 0;
+        if (q->pinned > keep)
+            keep = q->pinned < q->len ? q->pinned : q->len;
+    }
+    for (uint32_t i = keep; i < q->len; i++) {
+        sy_refbuf_t *b = at(q, i);
+        q->bytes -= b->len - (i == 0 ? q->off : 0);
+        sy_refbuf_release(b);
+    }
+    q->len = keep;
+    if (keep == 0)
+        q->off = 0;
+    if (q->pinned > keep)
+        q->pinned = keep;
+}
+
+int sy_outq_iov(const sy_outq_t *q, struct iovec *iov, int max, size_t *total) {
+    int n = 0;
+    *total = 0;
+    for (uint32_t i = 0; i < q->len && n < max; i++) {
+        sy_refbuf_t *b = at(q, i);
+        size_t off = i == 0 ? q->off : 0;
+        iov[n].iov_base = b->data + off;
+        iov[n].iov_len = b->len - off;
+        *total += iov[n].iov_len;
+        n++;
+    }
+    return n;
+}
+
+size_t sy_outq_copy(const sy_outq_t *q, uint8_t *dst, size_t max) {
+    size_t got = 0;
+    for (uint32_t i = 0; i < q->len && got < max; i++) {
+        sy_refbuf_t *b = at(q, i);
+        size_t off = i == 0 ? q->off : 0, take = b->len - off;
+        if (take > max - got)
+            take = max - got;
+        memcpy(dst + got, b->data + off, take);
+        got += take;
+    }
+    return got;
+}
+
+const uint8_t *sy_outq_head(const sy_outq_t *q, size_t *len) {
+    if (q->len == 0) {
+        *len = 0;
+        return NULL;
+    }
+    sy_refbuf_t *b = at(q, 0);
+    *len = b->len - q->off;
+    return b->data + q->off;
+}
+
+void sy_outq_consume(sy_outq_t *q, size_t n) {
+    q->bytes -= n;
+    while (n > 0) {
+        sy_refbuf_t *b = at(q, 0);
+        size_t rest = b->len - q->off;
+        if (n < rest) {
+            q->off += n;
+            break;
+        }
+        n -= rest;
+        q->off = 0;
+        q->head = (q->head + 1) & (q->cap - 1);
+        q->len--;
+        if (q->pinned > 0)
+            q->pinned--;
+        sy_refbuf_release(b);
+    }
+}
+
+void sy_outq_shrink(sy_outq_t *q) {
+    if (q->len == 0 && q->ring != NULL) {
+        sy_free(q->ring);
+        q->ring = NULL;
+        q->cap = 0;
+        q->head = 0;
+    }
+}
+
+void sy_outq_free(sy_outq_t *q) {
+    sy_outq_clear(q, false);
+    sy_free(q->ring);
+    memset(q, 0, sizeof(*q));
+}

@@ -1,0 +1,59 @@
+/*
+ * sy_outq — a connection's send queue: a ring of refcounted buffers
+ * (sy_refbuf_t), how much of the head is already written, and the bytes
+ * still to write.
+ *
+ * Knows nothing of sockets or TLS: a transport asks it for iovecs
+ * (sy_outq_iov) or a gathered copy (sy_outq_copy) and tells it what was
+ * written (sy_outq_consume). Pinned head entries (the 101 response) survive
+ * sy_outq_clear(keep_head): a close frame without the response before it is
+ * no WebSocket. The ring's memory exists only while it is used
+ * (sy_outq_shrink gives back an empty ring's array).
+ *
+ * Zero-initialised is an empty queue. Threads: the owner of the queue only.
+ */
+#ifndef SY_OUTQ_H
+#define SY_OUTQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "sy_errors.h"
+#include "sy_refbuf.h"
+
+typedef struct sy_outq {
+    sy_refbuf_t **ring; /* each entry holds one reference */
+    uint32_t head, len, cap; /* cap: 0 or a power of two */
+    uint32_t pinned;         /* head entries sy_outq_clear(keep_head) keeps */
+    size_t off;              /* bytes of the head entry already written */
+    size_t bytes;            /* bytes queued and not yet written */
+} sy_outq_t;
+
+static inline bool sy_outq_empty(const sy_outq_t *q) { return q->len == 0; }
+static inline size_t sy_outq_bytes(const sy_outq_t *q) { return q->bytes; }
+
+/* Appends b, taking over the caller's reference. 0 or ENOMEM (the caller
+ * keeps its reference). */
+int sy_outq_push(sy_outq_t *q, sy_refbuf_t *b);
+/* Pins every entry queued now (see above). */
+void sy_outq_pin(sy_outq_t *q);
+/* Drops queued entries. With keep_head, a partly written head entry and
+ * the pinned ones stay. */
+void sy_outq_clear(sy_outq_t *q, bool keep_head);
+/* Fills up to max iovecs with the unwritten bytes, in order. Returns the
+ * number filled; *total: their bytes. */
+int sy_outq_iov(const sy_outq_t *q, struct iovec *iov, int max, size_t *total);
+/* Copies up to max unwritten bytes, in order, into dst; returns how many. */
+size_t sy_outq_copy(const sy_outq_t *q, uint8_t *dst, size_t max);
+/* The unwritten bytes of the head entry (NULL, 0 when empty). */
+const uint8_t *sy_outq_head(const sy_outq_t *q, size_t *len);
+/* n bytes were written (n <= sy_outq_bytes): releases the entries done. */
+void sy_outq_consume(sy_outq_t *q, size_t n);
+/* Gives back the ring's array when the queue is empty. */
+void sy_outq_shrink(sy_outq_t *q);
+/* Releases every entry and the array. */
+void sy_outq_free(sy_outq_t *q);
+
+#endif

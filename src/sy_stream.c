@@ -1,0 +1,103 @@
+/* sy_stream — see sy_stream.h. The plain TCP transport. */
+#define _GNU_SOURCE
+#include "sy_stream.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define SY_MAX_IOV 64
+
+int sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd) {
+    s->ops = ops;
+    s->impl = NULL;
+    s->fd = fd;
+    int rc = ops->open(s, arg);
+    if (rc != 0) {
+        s->fd = -1;
+        s->ops = &sy_stream_plain_ops;
+    }
+    return rc;
+}
+
+void sy_stream_shut(sy_stream_t *s) {
+    /* A close() error on a socket leaves nothing to do: the descriptor is
+     * released anyway. */
+    if (s->fd >= 0)
+        (void)close(s->fd);
+    s->fd = -1;
+}
+
+void sy_stream_free(sy_stream_t *s) {
+    sy_stream_shut(s);
+    if (s->ops != NULL)
+        s->ops->free(s);
+}
+
+static int plain_open(sy_stream_t *s, void *arg) {
+    (void)s;
+    (void)arg;
+    return 0;
+}
+
+static sy_stream_rc_t plain_handshake(sy_stream_t *s) {
+    (void)s;
+    return SY_STREAM_OK;
+}
+
+static sy_stream_rc_t plain_read(sy_stream_t *s, uint8_t *buf, size_t cap, size_t *n) {
+    *n = 0;
+    ssize_t r = recv(s->fd, buf, cap, MSG_DONTWAIT);
+    if (r > 0) {
+        *n = (size_t)r;
+        return SY_STREAM_OK;
+    }
+    if (r == 0)
+        return SY_STREAM_END;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return SY_STREAM_WANT_READ;
+    return SY_STREAM_ERROR;
+}
+
+static sy_stream_rc_t plain_flush(sy_stream_t *s, sy_outq_t *q, uint8_t **scratch, size_t *written) {
+    (void)scratch;
+    *written = 0;
+    while (!sy_outq_empty(q)) {
+        struct iovec iov[SY_MAX_IOV];
+        size_t total;
+        int n = sy_outq_iov(q, iov, SY_MAX_IOV, &total);
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(s->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return SY_STREAM_WANT_WRITE;
+            return SY_STREAM_ERROR;
+        }
+        *written += (size_t)w;
+        sy_outq_consume(q, (size_t)w);
+        if ((size_t)w < total)
+            return SY_STREAM_WANT_WRITE;
+    }
+    return SY_STREAM_OK;
+}
+
+static size_t plain_held(const sy_stream_t *s) {
+    (void)s;
+    return 0;
+}
+
+static void plain_nothing(sy_stream_t *s) { (void)s; }
+
+const sy_stream_ops_t sy_stream_plain_ops = {
+    .name = "tcp",
+    .handshake_first = false,
+    .open = plain_open,
+    .handshake = plain_handshake,
+    .read = plain_read,
+    .flush = plain_flush,
+    .held = plain_held,
+    .close_notify = plain_nothing,
+    .free = plain_nothing,
+};

@@ -1,0 +1,204 @@
+/* sy_upgrade — see sy_upgrade.h. */
+#define _GNU_SOURCE
+#include "sy_upgrade.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "sy_alloc.h"
+#include "sy_handshake.h"
+#include "sy_http.h"
+#include "sy_ws_frame.h"
+
+#define SY_MAX_HEADERS_CAP 256
+
+/* The one way an upgrade is refused: the HTTP response (taken over; NULL
+ * when it could not be made) is written, then the socket closed. */
+static void respond_and_close(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response) {
+    sy_stat_inc(&io->stats.handshake_rejects);
+    if (response == NULL || sy_outq_push(&c->outq, response) != 0) {
+        sy_refbuf_release(response);
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
+    sy_conn_finish(io, c);
+}
+
+static void reject(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
+    char buf[512];
+    size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, why ? strlen(why) : 0, NULL, 0);
+    if (n == 0)
+        n = sy_http_error_response(buf, sizeof(buf), status, NULL, 0);
+    respond_and_close(io, c, n > 0 ? sy_refbuf_raw(buf, n) : NULL);
+}
+
+static bool path_allowed(sy_io_t *io, const char *target, size_t len) {
+    const char *path = io->shared->opts.path;
+    if (path == NULL)
+        return true;
+    const char *q = memchr(target, '?', len);
+    size_t plen = q ? (size_t)(q - target) : len;
+    return plen == io->shared->path_len && memcmp(target, path, plen) == 0;
+}
+
+/* SY_EV_UPGRADE: url, remote address, remote port, then every header's
+ * name and value, each a u32 length and its bytes (sy_events.h). */
+static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req) {
+    char addr[INET6_ADDRSTRLEN] = "", port[8] = "";
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (getpeername(c->stream.fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, addr, sizeof(addr));
+            snprintf(port, sizeof(port), "%u", (unsigned)ntohs(a->sin_port));
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
+            snprintf(port, sizeof(port), "%u", (unsigned)ntohs(a->sin6_port));
+        }
+    }
+    size_t n = 3 + 2 * req->num_headers;
+    const void *parts[2 * (3 + 2 * SY_MAX_HEADERS_CAP)];
+    size_t lens[2 * (3 + 2 * SY_MAX_HEADERS_CAP)];
+    uint32_t sizes[3 + 2 * SY_MAX_HEADERS_CAP];
+    const char *strs[3 + 2 * SY_MAX_HEADERS_CAP];
+    size_t slens[3 + 2 * SY_MAX_HEADERS_CAP];
+    strs[0] = req->target;
+    slens[0] = req->target_len;
+    strs[1] = addr;
+    slens[1] = strlen(addr);
+    strs[2] = port;
+    slens[2] = strlen(port);
+    for (size_t i = 0; i < req->num_headers; i++) {
+        strs[3 + 2 * i] = req->headers[i].name;
+        slens[3 + 2 * i] = req->headers[i].name_len;
+        strs[4 + 2 * i] = req->headers[i].value;
+        slens[4 + 2 * i] = req->headers[i].value_len;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sizes[i] = (uint32_t)slens[i];
+        parts[2 * i] = &sizes[i];
+        lens[2 * i] = sizeof(uint32_t);
+        parts[2 * i + 1] = strs[i];
+        lens[2 * i + 1] = slens[i];
+    }
+    sy_io_emitv(io, sy_conn_id(io, c), SY_EV_UPGRADE, parts, lens, 2 * n);
+}
+
+/* Queues the 101 and opens the connection; c->rbuf holds the bytes that
+ * followed the request head. */
+static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char *proto, size_t proto_len,
+                      const char *extra, size_t extra_len) {
+    char buf[2048];
+    size_t n = sy_handshake_response(buf, sizeof(buf), accept, proto, proto_len, extra, extra_len);
+    sy_refbuf_t *m = NULL;
+    if (n == 0) {
+        /* Large extra headers: build the response on the heap. */
+        size_t cap = extra_len + proto_len + 512;
+        char *big = sy_malloc(cap);
+        if (big != NULL) {
+            n = sy_handshake_response(big, cap, accept, proto, proto_len, extra, extra_len);
+            if (n > 0)
+                m = sy_refbuf_raw(big, n);
+            sy_free(big);
+        }
+    } else {
+        m = sy_refbuf_raw(buf, n);
+    }
+    if (m == NULL || sy_outq_push(&c->outq, m) != 0) {
+        sy_refbuf_release(m);
+        sy_stat_inc(&io->stats.oom_closes);
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
+    sy_conn_opened(io, c, proto, proto_len);
+}
+
+void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
+    const sy_server_opts_t *o = &io->shared->opts;
+    sy_http_header_t headers[SY_MAX_HEADERS_CAP];
+    size_t max_headers = o->max_headers < SY_MAX_HEADERS_CAP ? o->max_headers : SY_MAX_HEADERS_CAP;
+    sy_http_request_t req = {.headers = headers, .num_headers = max_headers};
+    sy_http_limits_t lim = {.max_head_bytes = o->max_head_bytes, .max_line_bytes = o->max_head_bytes,
+                            .max_headers = max_headers};
+    long n = sy_http_parse_request((const char *)c->rbuf, c->rlen, &lim, &req);
+    if (n == SY_HTTP_PARTIAL)
+        return;
+    if (n < 0) {
+        reject(io, c, sy_http_error_status(n), sy_http_error_str(n));
+        return;
+    }
+    if (!path_allowed(io, req.target, req.target_len)) {
+        reject(io, c, 404, "no WebSocket endpoint at this path");
+        return;
+    }
+    sy_handshake_t hs;
+    int status = sy_handshake_check(&req, &hs);
+    if (status != 0) {
+        reject(io, c, status, hs.problem);
+        return;
+    }
+    if (o->max_connections > 0 &&
+        atomic_load_explicit(&io->shared->connections, memory_order_relaxed) > o->max_connections) {
+        reject(io, c, 503, "too many connections");
+        return;
+    }
+    char accept[SY_WS_ACCEPT_LEN];
+    sy_ws_accept_key(hs.key, hs.key_len, accept);
+    size_t head = (size_t)n, rest = c->rlen - head;
+    if (o->upgrade_handler) {
+        emit_upgrade(io, c, &req);
+        /* Keep the accept key, then any bytes that followed the head. */
+        memmove(c->rbuf + SY_WS_ACCEPT_LEN, c->rbuf + head, rest);
+        memcpy(c->rbuf, accept, SY_WS_ACCEPT_LEN);
+        c->rlen = SY_WS_ACCEPT_LEN + rest;
+        sy_conn_enter(io, c, SY_CONN_UPGRADING);
+        return;
+    }
+    /* No handler: accept, choosing the first subprotocol offered. */
+    sy_handshake_iter_t it = {0};
+    const char *proto = NULL;
+    size_t proto_len = 0;
+    char proto_copy[256];
+    if (sy_handshake_next_protocol(&req, &it, &proto, &proto_len) && proto_len < sizeof(proto_copy)) {
+        memcpy(proto_copy, proto, proto_len);
+    } else {
+        proto_len = 0;
+    }
+    memmove(c->rbuf, c->rbuf + head, rest);
+    c->rlen = rest;
+    open_conn(io, c, accept, proto_copy, proto_len, NULL, 0);
+}
+
+void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *extra) {
+    if (c->state != SY_CONN_UPGRADING || c->rlen < SY_WS_ACCEPT_LEN) {
+        sy_refbuf_release(extra);
+        sy_accept_free(&io->shared->topics, io->index, a);
+        return;
+    }
+    char accept[SY_WS_ACCEPT_LEN];
+    memcpy(accept, c->rbuf, SY_WS_ACCEPT_LEN);
+    size_t rest = c->rlen - SY_WS_ACCEPT_LEN;
+    memmove(c->rbuf, c->rbuf + SY_WS_ACCEPT_LEN, rest);
+    c->rlen = rest;
+    for (size_t i = 0; i < a->ntopics; i++)
+        (void)sy_conn_subscribe(io, c, a->topics[i]); /* takes the reference and the count either way */
+    a->ntopics = 0;
+    open_conn(io, c, accept, a->protocol, a->protocol_len, extra ? (const char *)extra->data : NULL,
+              extra ? extra->len : 0);
+    sy_refbuf_release(extra);
+    sy_accept_free(&io->shared->topics, io->index, a);
+}
+
+void sy_upgrade_refuse(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response) {
+    if (c->state != SY_CONN_UPGRADING) {
+        sy_refbuf_release(response);
+        return;
+    }
+    sy_conn_unsubscribe_all(io, c);
+    respond_and_close(io, c, response);
+}
