@@ -13,6 +13,7 @@ const EV_OPEN = 2;
 const EV_MESSAGE = 3;
 const EV_CLOSE = 4;
 const EV_DRAIN = 5;
+const EV_FAILED = 7;
 const EV_CLOSED = 100;
 
 const DEFAULTS = Object.freeze({
@@ -330,6 +331,16 @@ class Server extends EventEmitter {
       case EV_UPGRADE:
         this.#upgrade(id, parseRequest(payload));
         break;
+      case EV_FAILED: {
+        // An IO thread could not go on (its poller failed for good): it has
+        // closed its connections and stopped; the others go on.
+        const err = new SymphonyError('ERR_SYMPHONY_IO_THREAD',
+          `symphony: IO thread ${id} stopped: its poller failed (${payload})`);
+        err.thread = id;
+        err.errno = code;
+        this.#report(err);
+        break;
+      }
       case EV_CLOSED:
         this.#state = 'closed';
         this.#userData.clear();
@@ -387,7 +398,7 @@ class Server extends EventEmitter {
 
   #report(err) {
     if (this.listenerCount('error') > 0) this.emit('error', err);
-    else process.emitWarning(`symphony: onUpgrade failed: ${err && err.stack ? err.stack : err}`);
+    else process.emitWarning(`symphony: ${err && err.stack ? err.stack : err}`);
   }
 
   /** The data onUpgrade attached to a connection, if any. */
