@@ -125,8 +125,10 @@ int sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
 
     /* Validate first so out is only written for valid input of known size. */
     n = b64_run(in, len, NULL, 0);
-    if (n < 0 || (size_t)n > cap)
-        return -1;
+    if (n < 0)
+        return EINVAL;
+    if ((size_t)n > cap)
+        return ENOSPC;
     if (n > 0)
         (void)b64_run(in, len, out, cap);
     *out_len = (size_t)n;

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sy_errors.h"
+
 /* Characters needed to encode n bytes (padding included, no NUL).
  * Valid for n <= (SIZE_MAX / 4) * 3 - 2. */
 #define SY_BASE64_ENCODED_LEN(n) ((((n) + 2) / 3) * 4)
@@ -28,8 +30,8 @@ size_t sy_base64_encode(const uint8_t *in, size_t len, char *out, size_t cap);
  * unused must be zero (the encoding is canonical, so each byte string has
  * exactly one accepted encoding).
  * On success writes the bytes to out, stores their count in *out_len and
- * returns 0. Returns -1 if the input is not valid base64 or if the decoded
- * bytes do not fit in cap; out and *out_len are then left untouched.
+ * returns 0. Returns EINVAL if the input is not valid base64, ENOSPC if the
+ * decoded bytes do not fit in cap; out and *out_len are then left untouched.
  * The empty string decodes to 0 bytes. */
 int sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
                      size_t *out_len);

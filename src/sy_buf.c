@@ -5,28 +5,29 @@
 
 #include "sy_alloc.h"
 
-bool sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap) {
+int sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap) {
     if (*cap - len >= need)
-        return true;
+        return 0;
     if (need > SIZE_MAX / 2 - len)
-        return false;
+        return ENOMEM;
     size_t n = *cap ? *cap : (min_cap ? min_cap : 64);
     while (n - len < need)
         n *= 2;
     uint8_t *b = sy_realloc(*data, n);
     if (b == NULL)
-        return false;
+        return ENOMEM;
     *data = b;
     *cap = n;
-    return true;
+    return 0;
 }
 
-bool sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap) {
+int sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap) {
     if (n == 0)
-        return true;
-    if (!sy_buf_reserve(data, *len, cap, n, min_cap))
-        return false;
+        return 0;
+    int rc = sy_buf_reserve(data, *len, cap, n, min_cap);
+    if (rc != 0)
+        return rc;
     memcpy(*data + *len, p, n);
     *len += n;
-    return true;
+    return 0;
 }

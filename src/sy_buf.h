@@ -9,15 +9,17 @@
 #ifndef SY_BUF_H
 #define SY_BUF_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Makes room for `need` more bytes after *len (capacity at least min_cap).
- * False when out of memory or the size would overflow; nothing changes then. */
-bool sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap);
+#include "sy_errors.h"
 
-/* Appends p[0..n) (growing as sy_buf_reserve does). False when out of memory. */
-bool sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap);
+/* Makes room for `need` more bytes after *len (capacity at least min_cap).
+ * 0, or ENOMEM when out of memory or the size would overflow (nothing
+ * changes then). */
+int sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap);
+
+/* Appends p[0..n) (growing as sy_buf_reserve does). 0 or ENOMEM. */
+int sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap);
 
 #endif

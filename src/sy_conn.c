@@ -447,7 +447,7 @@ static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, const ui
             return;
         }
     }
-    if (!sy_buf_append(&c->mbuf, &c->mlen, &c->mcap, p, n, 1024)) {
+    if (sy_buf_append(&c->mbuf, &c->mlen, &c->mcap, p, n, 1024) != 0) {
         sy_conn_fail_oom(io, c);
         return;
     }
@@ -521,7 +521,7 @@ static bool keep_bytes(sy_conn_t *c, const uint8_t *buf, size_t len) {
         c->rlen = len;
         return true;
     }
-    if (!sy_buf_reserve(&c->rbuf, 0, &c->rcap, len, 256))
+    if (sy_buf_reserve(&c->rbuf, 0, &c->rcap, len, 256) != 0)
         return false;
     memcpy(c->rbuf, buf, len);
     c->rlen = len;
@@ -576,7 +576,7 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         c->ping_sent = false;
         switch (c->state) {
         case SY_CONN_HTTP:
-            if (!sy_buf_append(&c->rbuf, &c->rlen, &c->rcap, io->rx, n, 256)) {
+            if (sy_buf_append(&c->rbuf, &c->rlen, &c->rcap, io->rx, n, 256) != 0) {
                 sy_conn_destroy(io, c, 1006);
                 return;
             }
@@ -585,7 +585,7 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         case SY_CONN_OPEN:
         case SY_CONN_CLOSING:
             if (c->rlen > 0) {
-                if (!sy_buf_append(&c->rbuf, &c->rlen, &c->rcap, io->rx, n, 256)) {
+                if (sy_buf_append(&c->rbuf, &c->rlen, &c->rcap, io->rx, n, 256) != 0) {
                     sy_conn_fail_oom(io, c);
                     return;
                 }

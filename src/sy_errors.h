@@ -19,6 +19,9 @@
  *     own, which maps to an HTTP status or close code and a text.
  *  6. Counts and sizes are size_t or uint*_t, never int.
  *
+ * One named exception: sy_handshake_check returns 0 or the HTTP status to
+ * answer (400, 405, 426, 505), since the status is the answer.
+ *
  * A failure the library cannot go on from is reported, never an abort (see
  * sy_io.h for the IO thread's).
  */

@@ -9,29 +9,30 @@
 #define SY_BATCH_MIN 4096
 #define ALIGN8(n) (((n) + 7u) & ~(size_t)7u)
 
-static bool reserve(sy_batch_t **pb, unsigned thread, size_t need) {
+static int reserve(sy_batch_t **pb, unsigned thread, size_t need) {
     sy_batch_t *b = *pb;
     if (b == NULL) {
         b = sy_calloc(1, sizeof(*b));
         if (b == NULL)
-            return false;
+            return ENOMEM;
         b->thread = thread;
         *pb = b;
     }
     return sy_buf_reserve(&b->data, b->len, &b->cap, need, SY_BATCH_MIN);
 }
 
-bool sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
-                   uint16_t code, const void *const *parts, const size_t *lens, size_t n) {
+int sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+                  uint16_t code, const void *const *parts, const size_t *lens, size_t n) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (lens[i] > UINT32_MAX - total)
-            return false;
+            return EMSGSIZE;
         total += lens[i];
     }
     size_t need = sizeof(sy_event_t) + ALIGN8(total);
-    if (!reserve(pb, thread, need))
-        return false;
+    int rc = reserve(pb, thread, need);
+    if (rc != 0)
+        return rc;
     sy_batch_t *b = *pb;
     sy_event_t ev = {.conn = conn, .len = (uint32_t)total, .code = code, .type = type, .flags = flags};
     memcpy(b->data + b->len, &ev, sizeof(ev));
@@ -43,10 +44,10 @@ bool sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type
     }
     b->len += need;
     b->count++;
-    return true;
+    return 0;
 }
 
-bool sy_batch_add(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+int sy_batch_add(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
                   uint16_t code, const void *payload, size_t len) {
     const void *parts[1] = {payload};
     size_t lens[1] = {len};

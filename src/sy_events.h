@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sy_errors.h"
+
 typedef enum sy_event_type {
     SY_EV_UPGRADE = 1, /* a valid upgrade request awaits the JS decision;
                           payload: sy_event_upgrade fields, see below */
@@ -44,13 +46,13 @@ typedef struct sy_batch {
     uint8_t *data;
 } sy_batch_t;
 
-/* Appends an event; payload is copied. Returns false when out of memory
- * (the event is lost; the caller counts it). */
-bool sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
-                  uint16_t code, const void *payload, size_t len);
+/* Appends an event; payload is copied. 0, or ENOMEM (out of memory) or
+ * EMSGSIZE (over 4 GiB): the event is lost then, and the caller counts it. */
+int sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+                 uint16_t code, const void *payload, size_t len);
 /* Appends an event whose payload is the concatenation of n pieces. */
-bool sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
-                   uint16_t code, const void *const *parts, const size_t *lens, size_t n);
+int sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+                  uint16_t code, const void *const *parts, const size_t *lens, size_t n);
 
 /* Iterates: *pos starts at 0. Returns false at the end. payload points into
  * the batch. */

@@ -89,7 +89,7 @@ int sy_handshake_check(const sy_http_request_t *req, sy_handshake_t *out)
     return 0;
 }
 
-int sy_handshake_next_protocol(const sy_http_request_t *req,
+bool sy_handshake_next_protocol(const sy_http_request_t *req,
                                sy_handshake_iter_t *it, const char **proto,
                                size_t *proto_len)
 {
@@ -99,11 +99,11 @@ int sy_handshake_next_protocol(const sy_http_request_t *req,
                             SY_HTTP_LIT("Sec-WebSocket-Protocol")) &&
             sy_http_list_next(h->value, h->value_len, &it->pos, proto,
                               proto_len))
-            return 1;
+            return true;
         it->header_index++;
         it->pos = 0;
     }
-    return 0;
+    return false;
 }
 
 void sy_ws_accept_key(const char *key, size_t key_len,

@@ -69,9 +69,9 @@ typedef struct {
 int sy_handshake_check(const sy_http_request_t *req, sy_handshake_t *out);
 
 /* The next subprotocol offered in the Sec-WebSocket-Protocol header lines of
- * req, in order. Returns 1 and sets *proto and *proto_len, or 0 when there is
- * no more. After a successful sy_handshake_check() each one is a token. */
-int sy_handshake_next_protocol(const sy_http_request_t *req,
+ * req, in order. Returns true and sets *proto and *proto_len, or false when
+ * there is no more. After a successful sy_handshake_check() each one is a token. */
+bool sy_handshake_next_protocol(const sy_http_request_t *req,
                                sy_handshake_iter_t *it, const char **proto,
                                size_t *proto_len);
 

@@ -311,26 +311,26 @@ const char *sy_http_reason_phrase(int status)
     }
 }
 
-int sy_http_case_eq(const char *a, size_t alen, const char *b, size_t blen)
+bool sy_http_case_eq(const char *a, size_t alen, const char *b, size_t blen)
 {
     if (alen != blen)
-        return 0;
+        return false;
     for (size_t i = 0; i < alen; i++) {
         if (ascii_lower((unsigned char)a[i]) != ascii_lower((unsigned char)b[i]))
-            return 0;
+            return false;
     }
-    return 1;
+    return true;
 }
 
-int sy_http_is_token(const char *s, size_t len)
+bool sy_http_is_token(const char *s, size_t len)
 {
     if (len == 0)
-        return 0;
+        return false;
     for (size_t i = 0; i < len; i++) {
         if (!is_tchar((unsigned char)s[i]))
-            return 0;
+            return false;
     }
-    return 1;
+    return true;
 }
 
 const sy_http_header_t *sy_http_find_header(const sy_http_request_t *req,
@@ -360,7 +360,7 @@ size_t sy_http_count_headers(const sy_http_request_t *req, const char *name,
     return n;
 }
 
-int sy_http_list_next(const char *value, size_t len, size_t *pos,
+bool sy_http_list_next(const char *value, size_t len, size_t *pos,
                       const char **item, size_t *item_len)
 {
     size_t p = *pos;
@@ -382,14 +382,14 @@ int sy_http_list_next(const char *value, size_t len, size_t *pos,
             *item = value + s;
             *item_len = e - s;
             *pos = p;
-            return 1;
+            return true;
         }
     }
     *pos = p;
-    return 0;
+    return false;
 }
 
-int sy_http_list_contains(const char *value, size_t len, const char *token,
+bool sy_http_list_contains(const char *value, size_t len, const char *token,
                           size_t token_len)
 {
     size_t pos = 0, ilen;
@@ -397,12 +397,12 @@ int sy_http_list_contains(const char *value, size_t len, const char *token,
 
     while (sy_http_list_next(value, len, &pos, &it, &ilen)) {
         if (sy_http_case_eq(it, ilen, token, token_len))
-            return 1;
+            return true;
     }
-    return 0;
+    return false;
 }
 
-int sy_http_header_has_token(const sy_http_request_t *req, const char *name,
+bool sy_http_header_has_token(const sy_http_request_t *req, const char *name,
                              size_t name_len, const char *token,
                              size_t token_len)
 {
@@ -410,7 +410,7 @@ int sy_http_header_has_token(const sy_http_request_t *req, const char *name,
 
     while ((h = sy_http_find_header(req, name, name_len, h)) != NULL) {
         if (sy_http_list_contains(h->value, h->value_len, token, token_len))
-            return 1;
+            return true;
     }
-    return 0;
+    return false;
 }

@@ -31,6 +31,7 @@
 #ifndef SY_HTTP_H
 #define SY_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Results of sy_http_parse_request(). */
@@ -115,11 +116,11 @@ const char *sy_http_error_str(long err);
  * the status is not one this module knows. */
 const char *sy_http_reason_phrase(int status);
 
-/* 1 if a[0..alen) and b[0..blen) are equal ignoring ASCII case, else 0. */
-int sy_http_case_eq(const char *a, size_t alen, const char *b, size_t blen);
+/* True if a[0..alen) and b[0..blen) are equal ignoring ASCII case. */
+bool sy_http_case_eq(const char *a, size_t alen, const char *b, size_t blen);
 
-/* 1 if s[0..len) is a non-empty token (RFC 9110 5.6.2 tchar*), else 0. */
-int sy_http_is_token(const char *s, size_t len);
+/* True if s[0..len) is a non-empty token (RFC 9110 5.6.2 tchar*). */
+bool sy_http_is_token(const char *s, size_t len);
 
 /* The next header named name (case-insensitive) after the entry `after`
  * (NULL: search from the first header); NULL when there is none. `after`
@@ -134,21 +135,21 @@ size_t sy_http_count_headers(const sy_http_request_t *req, const char *name,
 
 /* Iterates the elements of a comma-separated list value (RFC 9110 5.6.1)
  * value[0..len). *pos is the cursor: set it to 0 before the first call.
- * Returns 1 and sets *item and *item_len to the next element, trimmed of SP/HTAB;
- * returns 0 when there are no more. Empty elements ("a, ,b") are skipped.
+ * Returns true and sets *item and *item_len to the next element, trimmed of
+ * SP/HTAB; false when there are no more. Empty elements ("a, ,b") are skipped.
  * Quoted strings are not interpreted: use it for lists of tokens. */
-int sy_http_list_next(const char *value, size_t len, size_t *pos,
+bool sy_http_list_next(const char *value, size_t len, size_t *pos,
                       const char **item, size_t *item_len);
 
-/* 1 if the comma-separated list value[0..len) has an element equal to
- * token (case-insensitive), else 0. E.g. "keep-alive, Upgrade" contains
+/* True if the comma-separated list value[0..len) has an element equal to
+ * token (case-insensitive). E.g. "keep-alive, Upgrade" contains
  * "upgrade". */
-int sy_http_list_contains(const char *value, size_t len, const char *token,
+bool sy_http_list_contains(const char *value, size_t len, const char *token,
                           size_t token_len);
 
-/* 1 if any header named name has token in its comma-separated value (a list
- * may be split over several header lines), else 0. */
-int sy_http_header_has_token(const sy_http_request_t *req, const char *name,
+/* True if any header named name has token in its comma-separated value (a
+ * list may be split over several header lines). */
+bool sy_http_header_has_token(const sy_http_request_t *req, const char *name,
                              size_t name_len, const char *token,
                              size_t token_len);
 

@@ -294,13 +294,13 @@ unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped) {
 
 void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts, const size_t *lens,
                  size_t n) {
-    if (!sy_batch_addv(&io->batch, io->index, conn, type, 0, 0, parts, lens, n))
+    if (sy_batch_addv(&io->batch, io->index, conn, type, 0, 0, parts, lens, n) != 0)
         sy_stat_inc(&io->stats.events_lost);
 }
 
 void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *payload,
                 size_t len) {
-    if (!sy_batch_add(&io->batch, io->index, conn, type, flags, code, payload, len))
+    if (sy_batch_add(&io->batch, io->index, conn, type, flags, code, payload, len) != 0)
         sy_stat_inc(&io->stats.events_lost);
 }
 

@@ -128,10 +128,10 @@ static void test_batches(void) {
     for (size_t i = 0; i < sizeof(payload); i++)
         payload[i] = (uint8_t)i;
     for (uint32_t i = 0; i < 300; i++)
-        CHECK(sy_batch_add(&b, 1, 1000 + i, SY_EV_MESSAGE, (uint8_t)(i & 1), (uint16_t)i, payload, i * 31 % 9000));
+        CHECK(sy_batch_add(&b, 1, 1000 + i, SY_EV_MESSAGE, (uint8_t)(i & 1), (uint16_t)i, payload, i * 31 % 9000) == 0);
     const char *parts[] = {"ab", "", "cde"};
     size_t lens[] = {2, 0, 3};
-    CHECK(sy_batch_addv(&b, 1, 7, SY_EV_UPGRADE, 0, 0, (const void *const *)parts, lens, 3));
+    CHECK(sy_batch_addv(&b, 1, 7, SY_EV_UPGRADE, 0, 0, (const void *const *)parts, lens, 3) == 0);
     CHECK(b != NULL && b->count == 301 && b->thread == 1);
     size_t pos = 0;
     sy_event_t ev;
