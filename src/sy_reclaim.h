@@ -10,9 +10,10 @@
  *   1. returns the thread's cached free blocks to their slabs;
  *   2. moves each connection (and its subscription array) that sits in a
  *      slab used less than its size class's average into a fuller one
- *      (sy_alloc_should_move / sy_alloc_move), fixing every pointer to it:
- *      the slot table, the poller and the topics' subscriber lists; up to
- *      SY_RECLAIM_PASSES passes, while a pass still moves 1 in 32;
+ *      (sy_alloc_should_move / sy_alloc_move) through sy_io_compact_slot:
+ *      the poller and the topics name connections by slot, so the slot
+ *      table's one cell is all that changes; up to SY_RECLAIM_PASSES passes,
+ *      while a pass still moves 1 in 32;
  *   3. purges the arena: its unused pages go back to the OS now, instead of
  *      after the decay time.
  *

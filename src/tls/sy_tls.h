@@ -3,8 +3,9 @@
  * memory comes from symphony's allocator (sy_alloc), never from Node's.
  *
  * Built into the addon with SY_WITH_TLS (binding.gyp, given deps/openssl.sh's
- * OpenSSL); sy_conn drives a connection's handshake and I/O through it, and
- * sy_server holds the current context (sy_server_set_tls).
+ * OpenSSL); the TLS transport (sy_stream_tls.h) drives a connection's
+ * handshake and I/O through it, and holds the server's current context
+ * (sy_tls_source_t, set by sy_server_set_tls).
  *
  * Model:
  *   - sy_tls_global_init() once per process, before any other OpenSSL call:
