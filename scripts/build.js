@@ -13,7 +13,8 @@
 // SYMPHONY_BUILD_FROM_SOURCE=1; an installed package uses its prebuilds/.
 //
 // Each variant lands in native/<platform>-<arch>/ under the name the loader
-// (lib/loader.js) looks for. jemalloc is built (once, cached) by deps/jemalloc.sh.
+// (lib/loader.js) looks for. jemalloc and OpenSSL are built (once, cached) by
+// deps/jemalloc.sh and deps/openssl.sh.
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -68,11 +69,11 @@ function run(cmd, args, env) {
   return r.stdout.toString();
 }
 
-/** The private OpenSSL for TLS (deps/openssl.sh; built once, then cached). */
-function buildOpenssl() {
+/** A dependency's build folder (scripts/deps.js: built once, then cached), timed. */
+function dependency(label, name, args = []) {
   const t = Date.now();
-  const dir = depDir('openssl');
-  console.error(`symphony: OpenSSL ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  const dir = depDir(name, args);
+  console.error(`symphony: ${label} ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   return dir;
 }
 
@@ -81,9 +82,8 @@ function buildVariant({ allocator, lgPage }, opensslDir) {
   const gypArgs = ['rebuild', `--nodedir=${nodeHeaders()}`, '--jobs=max', `--sy_allocator=${allocator}`,
     `--sy_openssl_dir=${opensslDir}`];
   if (allocator === 'jemalloc') {
-    const t = Date.now();
-    gypArgs.push(`--sy_jemalloc_dir=${depDir('jemalloc', ['--lg-page', String(lgPage)])}`, `--sy_lg_page=${lgPage}`);
-    console.error(`symphony: jemalloc (lg-page ${lgPage}) ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    const jeDir = dependency(`jemalloc (lg-page ${lgPage})`, 'jemalloc', ['--lg-page', String(lgPage)]);
+    gypArgs.push(`--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`);
   }
   const env = gypEnv({ ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' });
   const t = Date.now();
@@ -128,7 +128,7 @@ function main() {
     if (allocator === 'system') variants.push({ allocator, lgPage: null });
     else for (const lgPage of opts.lgPage ? [opts.lgPage] : defaultLgPages(process.arch)) variants.push({ allocator, lgPage });
   }
-  const opensslDir = buildOpenssl();
+  const opensslDir = dependency('OpenSSL', 'openssl');
   for (const v of variants) buildVariant(v, opensslDir);
 }
 
