@@ -15,7 +15,7 @@ static void addon_finalize(napi_env env, void *data, void *hint) {
 NAPI_MODULE_INIT() {
     sy_addon_t *addon = sy_calloc(1, sizeof(*addon));
     if (addon == NULL) {
-        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory while loading the addon");
+        sy_napi_throw_oom(env, "loading the addon");
         return NULL;
     }
     addon->env = env;
