@@ -325,7 +325,10 @@ class Server extends EventEmitter {
         this.emit('drain', id);
         break;
       case EV_UPGRADE:
-        this.#upgrade(id, parseRequest(payload));
+        // An error that escapes the answer (an 'error' listener that throws)
+        // is an uncaught exception, as a throwing listener of the other
+        // events is: rethrown from a next tick, never an unhandled rejection.
+        this.#upgrade(id, parseRequest(payload)).catch((err) => process.nextTick(() => { throw err; }));
         break;
       case EV_CLOSED:
         this.#state = 'closed';
@@ -337,6 +340,7 @@ class Server extends EventEmitter {
     }
   }
 
+  /** Asks onUpgrade and answers; rejects only when reporting a failure throws. */
   async #upgrade(id, req) {
     let result;
     try {
