@@ -8,7 +8,9 @@ static void addon_finalize(napi_env env, void *data, void *hint) {
     (void)env;
     (void)hint;
     sy_addon_t *addon = data;
+#ifdef SY_TESTING
     sy_binding_testing_free(addon);
+#endif
     sy_free(addon);
 }
 
@@ -23,8 +25,11 @@ NAPI_MODULE_INIT() {
         sy_free(addon);
         return NULL;
     }
-    if (!sy_binding_allocator_init(env, exports) || !sy_binding_testing_init(env, exports, addon) ||
-        !sy_binding_server_init(env, exports))
+    if (!sy_binding_allocator_init(env, exports) || !sy_binding_server_init(env, exports))
         return NULL;
+#ifdef SY_TESTING
+    if (!sy_binding_testing_init(env, exports, addon))
+        return NULL;
+#endif
     return exports;
 }

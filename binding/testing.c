@@ -1,7 +1,13 @@
 /* testing — native allocations the tests can make and free, to see the
  * allocator's statistics move. Exposed as binding._testAlloc/_testFree, not
- * through the public API. JS thread only. */
+ * through the public API, and only in a testing build: binding.gyp compiles
+ * this file, with SY_TESTING defined, only when sy_testing=1
+ * (scripts/build.js --testing). JS thread only. */
 #include "addon.h"
+
+#ifndef SY_TESTING
+#error "binding/testing.c is compiled in testing builds only (binding.gyp: sy_testing=1)"
+#endif
 
 #include <string.h>
 
