@@ -888,6 +888,20 @@ static bool export_stat_fields(napi_env env, napi_value exports) {
            sy_napi_set_value(env, exports, "statFields", arr);
 }
 
+/* The scalar members of binding.constants, by their JS names (the C name
+ * without SY_). */
+#define SY_CONSTANT(name) {#name, SY_##name}
+static const struct {
+    const char *name;
+    int64_t value;
+} CONSTANTS[] = {
+    SY_CONSTANT(TOPIC_MAX_LEN),     SY_CONSTANT(CLOSE_REASON_MAX_LEN), SY_CONSTANT(CLOSE_CODE_MIN),
+    SY_CONSTANT(CLOSE_CODE_MAX),    SY_CONSTANT(REFUSE_STATUS_MIN),    SY_CONSTANT(REFUSE_STATUS_MAX),
+    SY_CONSTANT(EV_UPGRADE),        SY_CONSTANT(EV_OPEN),              SY_CONSTANT(EV_MESSAGE),
+    SY_CONSTANT(EV_CLOSE),          SY_CONSTANT(EV_DRAIN),             SY_CONSTANT(EV_CLOSED),
+};
+#undef SY_CONSTANT
+
 /* binding.constants, frozen: the limits the calls above check and the event
  * codes the events' callback receives, so that lib/ does not restate them
  * (sodium-native's way). The C checks stay: lib/ checks first only to name
@@ -905,20 +919,11 @@ static bool export_constants(napi_env env, napi_value exports) {
             !sy_napi_set_value(env, opts, OPTIONS[i].name, r))
             return false;
     }
+    for (size_t i = 0; i < sizeof(CONSTANTS) / sizeof(CONSTANTS[0]); i++)
+        if (!sy_napi_set_int64(env, c, CONSTANTS[i].name, CONSTANTS[i].value))
+            return false;
     return sy_napi_ok(env, napi_object_freeze(env, opts), "napi_object_freeze") &&
            sy_napi_set_value(env, c, "options", opts) &&
-           sy_napi_set_int64(env, c, "TOPIC_MAX_LEN", SY_TOPIC_MAX_LEN) &&
-           sy_napi_set_int64(env, c, "CLOSE_REASON_MAX_LEN", SY_CLOSE_REASON_MAX_LEN) &&
-           sy_napi_set_int64(env, c, "CLOSE_CODE_MIN", SY_CLOSE_CODE_MIN) &&
-           sy_napi_set_int64(env, c, "CLOSE_CODE_MAX", SY_CLOSE_CODE_MAX) &&
-           sy_napi_set_int64(env, c, "REFUSE_STATUS_MIN", SY_REFUSE_STATUS_MIN) &&
-           sy_napi_set_int64(env, c, "REFUSE_STATUS_MAX", SY_REFUSE_STATUS_MAX) &&
-           sy_napi_set_int64(env, c, "EV_UPGRADE", SY_EV_UPGRADE) &&
-           sy_napi_set_int64(env, c, "EV_OPEN", SY_EV_OPEN) &&
-           sy_napi_set_int64(env, c, "EV_MESSAGE", SY_EV_MESSAGE) &&
-           sy_napi_set_int64(env, c, "EV_CLOSE", SY_EV_CLOSE) &&
-           sy_napi_set_int64(env, c, "EV_DRAIN", SY_EV_DRAIN) &&
-           sy_napi_set_int64(env, c, "EV_CLOSED", SY_EV_CLOSED) &&
            sy_napi_ok(env, napi_object_freeze(env, c), "napi_object_freeze") &&
            sy_napi_set_value(env, exports, "constants", c);
 }
