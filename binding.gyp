@@ -7,6 +7,10 @@
 #   --sy_openssl_dir=DIR             the private OpenSSL's build folder
 #                                    (deps/openssl.sh): TLS (src/tls) is built in,
 #                                    its headers searched before Node's own
+#   --sy_testing=1                   (scripts/build.js --testing) a testing build:
+#                                    SY_TESTING defined and binding/testing.c
+#                                    compiled (_testAlloc/_testFree and the
+#                                    test-only hooks of src/); never shipped
 {
   'variables': {
     'sy_allocator%': 'jemalloc',
@@ -14,6 +18,7 @@
     'sy_lg_page%': '0',
     'sy_glibc_floor%': '',
     'sy_openssl_dir%': '',
+    'sy_testing%': 0,
   },
   'targets': [
     {
@@ -40,6 +45,11 @@
       ],
       'libraries': ['-lpthread'],
       'conditions': [
+        ['sy_testing==1', {
+          'defines': ['SY_TESTING'],
+        }, {
+          'sources!': ['binding/testing.c'],
+        }],
         ['sy_glibc_floor!=""', {
           'cflags_c': ['-include', '<(sy_glibc_floor)'],
           'sources': ['binding/glibc/compat.c'],

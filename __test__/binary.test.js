@@ -1,19 +1,52 @@
 'use strict';
 // What the built .node exposes and contains: only the N-API entry points are
-// exported; jemalloc stays hidden inside, and the system build has none.
+// exported; jemalloc stays hidden inside, and the system build has none; no
+// test-only code is in it. This suite runs against production builds only
+// (npm test's first run, or a prebuilt binary named by SYMPHONY_NATIVE).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
-const { path: nativePath } = require('../lib/native');
+const path = require('node:path');
+const { binding, path: nativePath } = require('../lib/native');
 const { expectedAllocator } = require('./helpers/build');
 
 const NAPI_ENTRY_POINTS = ['napi_register_module_v1', 'node_api_module_get_api_version_v1'];
 
-function nm(args) {
-  return execFileSync('nm', [...args, nativePath], { encoding: 'utf8', maxBuffer: 64 << 20 })
+function nm(args, file = nativePath) {
+  return execFileSync('nm', [...args, file], { encoding: 'utf8', maxBuffer: 64 << 20 })
     .split('\n').filter(Boolean).map((l) => l.trim().split(/\s+/));
 }
+
+// Built only with SY_TESTING (scripts/build.js --testing, the C tests):
+// binding/testing.c's exports and functions, and src/'s test hooks.
+const TEST_ONLY = ['_testAlloc', '_testFree', 'sy_binding_testing_init', 'sy_alloc_test_move_all',
+  'sy_alloc_moving_all', 'sy_tls_servername'];
+
+/** The test-only names found in a .node: in its symbol table or anywhere in its bytes. */
+function testOnlyNames(file) {
+  const bytes = fs.readFileSync(file);
+  const symbols = new Set(nm(['--defined-only'], file).map((f) => f[f.length - 1]));
+  return TEST_ONLY.filter((name) => symbols.has(name) || bytes.includes(name));
+}
+
+test('the production .node carries no test-only code (_testAlloc, src/\'s test hooks)', () => {
+  assert.equal(binding._testAlloc, undefined, 'this suite runs against a production build, not a testing one');
+  assert.equal(binding._testFree, undefined);
+  assert.deepEqual(testOnlyNames(nativePath), []);
+});
+
+test('the testing build beside it carries them (the check above can see them)', (t) => {
+  // scripts/build.js --testing puts it in native/<platform>/testing/ under the same name.
+  const twin = path.join(path.dirname(nativePath), 'testing', path.basename(nativePath));
+  if (!fs.existsSync(twin)) {
+    t.skip(`no testing build at ${twin}`);
+    return;
+  }
+  // (src/'s hooks nothing in the addon calls may be dropped by --gc-sections.)
+  const found = testOnlyNames(twin);
+  for (const name of ['_testAlloc', '_testFree', 'sy_binding_testing_init']) assert.ok(found.includes(name), name);
+});
 
 test('the .node exports exactly the N-API entry points', () => {
   const exported = nm(['-D', '--defined-only']).map((f) => f[f.length - 1]).sort();

@@ -7,6 +7,7 @@ const WebSocket = require('ws');
 const { Server } = require('..');
 const { startServer, client, nextMessage, closed, closeAll } = require('./helpers/server');
 const { waitFor } = require('./helpers/raw');
+const { runNode } = require('./helpers/build');
 
 test.afterEach(closeAll);
 
@@ -201,6 +202,41 @@ test('onUpgrade sees the request, accepts with topics and data, refuses with a s
   await closed(ws);
   await server.close();
   void port;
+});
+
+test('an \'error\' listener that throws while an upgrade is answered is an uncaught exception, not an unhandled rejection', () => {
+  // In a child process: the throw must reach 'uncaughtException', as a
+  // throwing listener of any other event does. onUpgrade fails one way for
+  // /throw (it throws) and another for /bad (a result of the wrong shape);
+  // each is still refused with 500.
+  const code = `
+    const { Server } = require('.');
+    const WebSocket = require('ws');
+    const seen = [];
+    process.on('unhandledRejection', (e) => seen.push('unhandledRejection: ' + e.message));
+    process.on('uncaughtException', (e) => seen.push('uncaughtException: ' + e.message));
+    const s = new Server({ host: '127.0.0.1', threads: 1, onUpgrade: (req) => {
+      if (req.url === '/throw') throw new Error('handler failed');
+      return { topics: 5 };
+    } });
+    s.on('error', (err) => { throw new Error('listener threw on ' + err.code + ' ' + err.message); });
+    const status = (url) => new Promise((resolve) => {
+      const ws = new WebSocket(url);
+      ws.on('unexpected-response', (req, res) => { resolve(res.statusCode); ws.terminate(); });
+      ws.on('error', () => {});
+    });
+    s.listen().then(async ({ port }) => {
+      for (const path of ['/throw', '/bad']) seen.push(path + ' ' + await status('ws://127.0.0.1:' + port + path));
+      setTimeout(async () => { await s.close(); console.log(JSON.stringify(seen.sort())); }, 100);
+    });
+  `;
+  const r = runNode(code);
+  assert.equal(r.status, 0, r.stderr);
+  const seen = JSON.parse(r.stdout);
+  assert.equal(seen.length, 4, r.stdout);
+  assert.deepEqual(seen.slice(0, 2), ['/bad 500', '/throw 500']);
+  assert.match(seen[2], /^uncaughtException: listener threw on ERR_INVALID_ARG_TYPE .*"onUpgrade result topics"/);
+  assert.equal(seen[3], 'uncaughtException: listener threw on undefined handler failed');
 });
 
 test('the path option: other paths get 404', async () => {

@@ -8,14 +8,16 @@ static void addon_finalize(napi_env env, void *data, void *hint) {
     (void)env;
     (void)hint;
     sy_addon_t *addon = data;
+#ifdef SY_TESTING
     sy_binding_testing_free(addon);
+#endif
     sy_free(addon);
 }
 
 NAPI_MODULE_INIT() {
     sy_addon_t *addon = sy_calloc(1, sizeof(*addon));
     if (addon == NULL) {
-        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory while loading the addon");
+        sy_napi_throw_oom(env, "loading the addon");
         return NULL;
     }
     addon->env = env;
@@ -23,8 +25,11 @@ NAPI_MODULE_INIT() {
         sy_free(addon);
         return NULL;
     }
-    if (!sy_binding_allocator_init(env, exports) || !sy_binding_testing_init(env, exports, addon) ||
-        !sy_binding_server_init(env, exports))
+    if (!sy_binding_allocator_init(env, exports) || !sy_binding_server_init(env, exports))
         return NULL;
+#ifdef SY_TESTING
+    if (!sy_binding_testing_init(env, exports, addon))
+        return NULL;
+#endif
     return exports;
 }

@@ -12,25 +12,34 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef SY_TESTING
 typedef struct sy_test_blocks {
     void **blocks; /* live blocks made by _testAlloc, NULL where freed */
     size_t count;
     size_t cap;
 } sy_test_blocks_t;
+#endif
 
 typedef struct sy_addon {
     napi_env env;
+#ifdef SY_TESTING
     sy_test_blocks_t test;
+#endif
 } sy_addon_t;
 
 /* exports.allocator: the allocator's API (binding/allocator.c). */
 bool sy_binding_allocator_init(napi_env env, napi_value exports);
-/* exports._testAlloc/_testFree: native allocations driven by the tests
- * (binding/testing.c). */
-bool sy_binding_testing_init(napi_env env, napi_value exports, sy_addon_t *addon);
-/* exports.server*: the fan-out server (binding/server.c). */
+/* exports.server*, exports.statFields and exports.constants: the fan-out
+ * server (binding/server.c). */
 bool sy_binding_server_init(napi_env env, napi_value exports);
+
+#ifdef SY_TESTING
+/* Testing builds only (scripts/build.js --testing, binding.gyp sy_testing=1,
+ * which also compiles binding/testing.c): exports._testAlloc/_testFree,
+ * native allocations driven by the tests. */
+bool sy_binding_testing_init(napi_env env, napi_value exports, sy_addon_t *addon);
 /* Frees what sy_binding_testing_init's functions still hold. */
 void sy_binding_testing_free(sy_addon_t *addon);
+#endif
 
 #endif

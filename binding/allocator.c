@@ -13,12 +13,10 @@
 #include "tls/sy_tls.h"
 #endif
 
-static napi_value make_bool(napi_env env, bool b) {
-    napi_value v;
-    if (!sy_napi_ok(env, napi_get_boolean(env, b, &v), "napi_get_boolean"))
-        return NULL;
-    return v;
-}
+/* setDecay's range, exported as binding.allocator.DECAY_MS_MIN/MAX: jemalloc
+ * takes -1 (never) up to SSIZE_MAX; a day is plenty. */
+#define SY_DECAY_MS_MIN (-1)
+#define SY_DECAY_MS_MAX 86400000
 
 static napi_value make_null(napi_env env) {
     napi_value v;
@@ -195,7 +193,7 @@ static napi_value self_check(napi_env env, napi_callback_info info) {
     uint64_t before = sy_tls_allocations();
     void *probe = sy_tls_probe_new();
     if (probe == NULL) {
-        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory (TLS probe)");
+        sy_napi_throw_oom(env, "TLS probe");
         return NULL;
     }
     bool routed = sy_tls_allocations() > before;
@@ -240,10 +238,10 @@ static napi_value purge(napi_env env, napi_callback_info info) {
     (void)info;
     int rc = sy_alloc_purge();
     if (rc == ENOTSUP)
-        return make_bool(env, false);
+        return sy_napi_make_bool(env, false);
     if (!alloc_ok(env, rc, "purge"))
         return NULL;
-    return make_bool(env, true);
+    return sy_napi_make_bool(env, true);
 }
 
 /* setDecay(dirtyMs, muzzyMs) -> true, or false in the system build. */
@@ -251,17 +249,16 @@ static napi_value set_decay(napi_env env, napi_callback_info info) {
     napi_value argv[2];
     size_t argc = 2;
     int64_t dirty = 0, muzzy = 0;
-    /* jemalloc takes -1 (never) up to SSIZE_MAX; a day is plenty. */
     if (!sy_napi_args(env, info, 2, &argc, argv, NULL) ||
-        !sy_napi_get_int64(env, argv[0], "dirtyMs", -1, 86400000, &dirty) ||
-        !sy_napi_get_int64(env, argv[1], "muzzyMs", -1, 86400000, &muzzy))
+        !sy_napi_get_int64(env, argv[0], "dirtyMs", SY_DECAY_MS_MIN, SY_DECAY_MS_MAX, &dirty) ||
+        !sy_napi_get_int64(env, argv[1], "muzzyMs", SY_DECAY_MS_MIN, SY_DECAY_MS_MAX, &muzzy))
         return NULL;
     int rc = sy_alloc_set_decay(dirty, muzzy);
     if (rc == ENOTSUP)
-        return make_bool(env, false);
+        return sy_napi_make_bool(env, false);
     if (!alloc_ok(env, rc, "setDecay"))
         return NULL;
-    return make_bool(env, true);
+    return sy_napi_make_bool(env, true);
 }
 
 /* backgroundThread(on) -> true, or false in the system build. */
@@ -273,10 +270,10 @@ static napi_value background_thread(napi_env env, napi_callback_info info) {
         return NULL;
     int rc = sy_alloc_background_thread(on);
     if (rc == ENOTSUP)
-        return make_bool(env, false);
+        return sy_napi_make_bool(env, false);
     if (!alloc_ok(env, rc, "backgroundThread"))
         return NULL;
-    return make_bool(env, true);
+    return sy_napi_make_bool(env, true);
 }
 
 bool sy_binding_allocator_init(napi_env env, napi_value exports) {
@@ -289,6 +286,8 @@ bool sy_binding_allocator_init(napi_env env, napi_value exports) {
            sy_napi_set_string(env, obj, "version", sy_alloc_version()) &&
            sy_napi_set_string(env, obj, "build", sy_alloc_build()) &&
            sy_napi_set_stat(env, obj, "pageSize", page) &&
+           sy_napi_set_int64(env, obj, "DECAY_MS_MIN", SY_DECAY_MS_MIN) &&
+           sy_napi_set_int64(env, obj, "DECAY_MS_MAX", SY_DECAY_MS_MAX) &&
            sy_napi_set_function(env, obj, "stats", stats, NULL) &&
            sy_napi_set_function(env, obj, "arenaStats", arena_stats, NULL) &&
            sy_napi_set_function(env, obj, "report", report, NULL) &&

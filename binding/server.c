@@ -14,19 +14,63 @@
 #include "sy_alloc.h"
 #include "sy_napi.h"
 #include "sy_server.h"
+#include "sy_ws_frame.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_tls.h"
 #endif
 
 #define SY_EV_CLOSED 100 /* to JS: every IO thread has stopped */
 #define SY_STACK_BYTES 4096
+/* A close frame's reason: the control payload less the 2-byte code. */
+#define SY_CLOSE_REASON_MAX_LEN (SY_WS_MAX_CONTROL_PAYLOAD - 2)
+#define SY_CLOSE_CODE_MIN 1000
+#define SY_CLOSE_CODE_MAX 4999
+#define SY_REFUSE_STATUS_MIN 400
+#define SY_REFUSE_STATUS_MAX 599
+
+/* The numeric options serverCreate takes (and serverClose's deadline), by
+ * their names in lib/server.js's options, with the ranges checked here;
+ * exported as binding.constants.options, which lib/server.js checks against
+ * first for friendlier messages. (slowConsumer, 0 or 1 here, is a string in
+ * JS and is not listed.) */
+/* clang-format off */
+#define SY_OPTION_LIST(X) \
+    X(port, 0, 65535) \
+    X(threads, 1, SY_SERVER_MAX_THREADS) \
+    X(maxPayload, 1, (int64_t)1 << 40) \
+    X(maxBackpressure, 1, (int64_t)1 << 40) \
+    X(idleTimeout, 0, 86400) \
+    X(handshakeTimeout, 1, 86400) \
+    X(closeTimeout, 1, 3600) \
+    X(maxHeaderSize, 256, 1 << 20) \
+    X(maxHeaders, 1, 256) \
+    X(backlog, 1, 65535) \
+    X(maxConnections, 0, UINT32_MAX) \
+    X(maxEventBytes, 65536, (int64_t)1 << 40) \
+    X(closeDeadline, 0, 3600000)
+/* clang-format on */
+
+typedef enum {
+#define OPTION_ENUM(name, min, max) OPT_##name,
+    SY_OPTION_LIST(OPTION_ENUM)
+#undef OPTION_ENUM
+    OPT_COUNT
+} sy_option_t;
+
+static const struct {
+    const char *name;
+    int64_t min, max;
+} OPTIONS[OPT_COUNT] = {
+#define OPTION_ENTRY(name, min, max) {#name, min, max},
+    SY_OPTION_LIST(OPTION_ENTRY)
+#undef OPTION_ENTRY
+};
 
 typedef struct sy_bserver {
     napi_env env;
     sy_server_t *srv;
     napi_threadsafe_function tsfn;
-    unsigned threads;
-    unsigned stopped;
+    unsigned stopped; /* IO threads that sent SY_EV_STOPPED */
     bool listening;
     bool hook;        /* env cleanup hook registered */
     bool js_gone;     /* external finalized */
@@ -127,19 +171,15 @@ static bool get_id(napi_env env, napi_value v, uint64_t *id) {
     return true;
 }
 
-static napi_value make_bool(napi_env env, bool b) {
-    napi_value v;
-    return sy_napi_ok(env, napi_get_boolean(env, b, &v), "napi_get_boolean") ? v : NULL;
-}
-
 static napi_value make_int(napi_env env, int64_t n) {
     napi_value v;
     return sy_napi_ok(env, napi_create_int64(env, n, &v), "napi_create_int64") ? v : NULL;
 }
 
 /* Bytes of a JS value (string as UTF-8, Buffer, TypedArray, DataView,
- * ArrayBuffer), valid during the call only. A string is copied into *owned
- * (or stack) which the caller frees with sy_free when *owned is set. */
+ * ArrayBuffer), valid during the call only. A string is copied into stack,
+ * or when longer into owned, which the caller frees with sy_free (sy_free
+ * of NULL does nothing). On failure nothing is held: owned is NULL. */
 typedef struct {
     const char *data;
     size_t len;
@@ -147,29 +187,38 @@ typedef struct {
     char stack[SY_STACK_BYTES];
 } sy_bytes_t;
 
+/* A string's UTF-8 bytes into out. The heap copy, if one is needed, stays in
+ * a local until the last call that can fail has succeeded, so that every
+ * failure path frees it and out->owned is set only on success. */
+static bool get_string_bytes(napi_env env, napi_value v, sy_bytes_t *out) {
+    size_t len = 0;
+    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), "napi_get_value_string_utf8"))
+        return false;
+    char *buf = out->stack, *owned = NULL;
+    if (len + 1 > sizeof(out->stack)) {
+        buf = owned = sy_malloc(len + 1);
+        if (owned == NULL) {
+            sy_napi_throw_oom(env, NULL);
+            return false;
+        }
+    }
+    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, buf, len + 1, &len), "napi_get_value_string_utf8")) {
+        sy_free(owned);
+        return false;
+    }
+    out->data = buf;
+    out->len = len;
+    out->owned = owned;
+    return true;
+}
+
 static bool get_bytes(napi_env env, napi_value v, const char *name, sy_bytes_t *out) {
     napi_valuetype t;
     out->owned = NULL;
     if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
         return false;
-    if (t == napi_string) {
-        size_t len = 0;
-        if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), "napi_get_value_string_utf8"))
-            return false;
-        char *buf = out->stack;
-        if (len + 1 > sizeof(out->stack)) {
-            buf = out->owned = sy_malloc(len + 1);
-            if (buf == NULL) {
-                sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
-                return false;
-            }
-        }
-        if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, buf, len + 1, &len), "napi_get_value_string_utf8"))
-            return false;
-        out->data = buf;
-        out->len = len;
-        return true;
-    }
+    if (t == napi_string)
+        return get_string_bytes(env, v, out);
     bool is = false;
     void *p = NULL;
     size_t len = 0;
@@ -216,7 +265,10 @@ static bool get_topic(napi_env env, napi_value v, sy_bytes_t *out) {
         return false;
     if (out->len == 0 || out->len > SY_TOPIC_MAX_LEN) {
         sy_free(out->owned);
-        sy_napi_throw_range(env, "topic", "a non-empty string of at most 1024 UTF-8 bytes");
+        out->owned = NULL;
+        char range[64];
+        snprintf(range, sizeof(range), "a non-empty string of at most %d UTF-8 bytes", SY_TOPIC_MAX_LEN);
+        sy_napi_throw_range(env, "topic", range);
         return false;
     }
     return true;
@@ -279,7 +331,7 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
     bool all_stopped = false;
     while (sy_batch_next(batch, &pos, &ev, &payload)) {
         if (ev.type == SY_EV_STOPPED) {
-            all_stopped = ++b->stopped == b->threads;
+            all_stopped = b->srv != NULL && ++b->stopped == sy_server_threads(b->srv);
             continue;
         }
         napi_handle_scope inner;
@@ -334,9 +386,11 @@ static bool opt_get(napi_env env, napi_value obj, const char *key, napi_value *o
     return sy_napi_ok(env, napi_get_named_property(env, obj, key, out), "napi_get_named_property");
 }
 
-static bool opt_uint(napi_env env, napi_value obj, const char *key, int64_t min, int64_t max, int64_t *out) {
+/* An integer option within OPTIONS[opt]'s range. */
+static bool opt_int(napi_env env, napi_value obj, sy_option_t opt, int64_t *out) {
     napi_value v;
-    return opt_get(env, obj, key, &v) && sy_napi_get_int64(env, v, key, min, max, out);
+    return opt_get(env, obj, OPTIONS[opt].name, &v) &&
+           sy_napi_get_int64(env, v, OPTIONS[opt].name, OPTIONS[opt].min, OPTIONS[opt].max, out);
 }
 
 /* Reads a string option; NULL when null/undefined. *out is sy_malloc'ed. */
@@ -357,7 +411,7 @@ static bool opt_string(napi_env env, napi_value obj, const char *key, char **out
         return false;
     *out = sy_malloc(len + 1);
     if (*out == NULL) {
-        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        sy_napi_throw_oom(env, NULL);
         return false;
     }
     if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, *out, len + 1, &len), "napi_get_value_string_utf8")) {
@@ -368,39 +422,28 @@ static bool opt_string(napi_env env, napi_value obj, const char *key, char **out
     return true;
 }
 
-/* serverCreate(opts, dispatch) -> handle. dispatch is checked here and
- * passed again to serverListen, which keeps it in the thread-safe function. */
+/* serverCreate(opts) -> handle. The events' callback is given to
+ * serverListen, which keeps it in the thread-safe function. */
 static napi_value server_create(napi_env env, napi_callback_info info) {
-    napi_value argv[2];
-    size_t argc = 2;
-    if (!sy_napi_args(env, info, 2, &argc, argv, NULL))
+    napi_value argv[1];
+    size_t argc = 1;
+    if (!sy_napi_args(env, info, 1, &argc, argv, NULL))
         return NULL;
     int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn, max_ev;
     napi_value v;
     bool upgrade = false, reclaim = true;
-    if (!opt_uint(env, argv[0], "port", 0, 65535, &port) ||
-        !opt_uint(env, argv[0], "threads", 1, SY_SERVER_MAX_THREADS, &threads) ||
-        !opt_uint(env, argv[0], "maxPayload", 1, (int64_t)1 << 40, &max_payload) ||
-        !opt_uint(env, argv[0], "maxBackpressure", 1, (int64_t)1 << 40, &max_bp) ||
-        !opt_uint(env, argv[0], "slowConsumer", 0, 1, &slow) ||
-        !opt_uint(env, argv[0], "idleTimeout", 0, 86400, &idle) ||
-        !opt_uint(env, argv[0], "handshakeTimeout", 1, 86400, &hs) ||
-        !opt_uint(env, argv[0], "closeTimeout", 1, 3600, &close_to) ||
-        !opt_uint(env, argv[0], "maxHeaderSize", 256, 1 << 20, &head) ||
-        !opt_uint(env, argv[0], "maxHeaders", 1, 256, &headers) ||
-        !opt_uint(env, argv[0], "backlog", 1, 65535, &backlog) ||
-        !opt_uint(env, argv[0], "maxConnections", 0, UINT32_MAX, &max_conn) ||
-        !opt_uint(env, argv[0], "maxEventBytes", 65536, (int64_t)1 << 40, &max_ev) ||
+    if (!opt_int(env, argv[0], OPT_port, &port) || !opt_int(env, argv[0], OPT_threads, &threads) ||
+        !opt_int(env, argv[0], OPT_maxPayload, &max_payload) ||
+        !opt_int(env, argv[0], OPT_maxBackpressure, &max_bp) ||
+        !opt_get(env, argv[0], "slowConsumer", &v) || !sy_napi_get_int64(env, v, "slowConsumer", 0, 1, &slow) ||
+        !opt_int(env, argv[0], OPT_idleTimeout, &idle) || !opt_int(env, argv[0], OPT_handshakeTimeout, &hs) ||
+        !opt_int(env, argv[0], OPT_closeTimeout, &close_to) || !opt_int(env, argv[0], OPT_maxHeaderSize, &head) ||
+        !opt_int(env, argv[0], OPT_maxHeaders, &headers) || !opt_int(env, argv[0], OPT_backlog, &backlog) ||
+        !opt_int(env, argv[0], OPT_maxConnections, &max_conn) ||
+        !opt_int(env, argv[0], OPT_maxEventBytes, &max_ev) ||
         !opt_get(env, argv[0], "upgradeHandler", &v) || !sy_napi_get_bool(env, v, "upgradeHandler", &upgrade) ||
         !opt_get(env, argv[0], "reclaim", &v) || !sy_napi_get_bool(env, v, "reclaim", &reclaim))
         return NULL;
-    napi_valuetype ft;
-    if (!sy_napi_ok(env, napi_typeof(env, argv[1], &ft), "napi_typeof"))
-        return NULL;
-    if (ft != napi_function) {
-        sy_napi_throw_type(env, "dispatch", "a function");
-        return NULL;
-    }
     char *host = NULL, *path = NULL;
     if (!opt_string(env, argv[0], "host", &host) || !opt_string(env, argv[0], "path", &path)) {
         sy_free(host);
@@ -427,7 +470,6 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         return NULL;
     }
     b->env = env;
-    b->threads = (unsigned)threads;
     napi_value handle;
     if (!sy_napi_ok(env, napi_create_external(env, b, external_finalize, NULL, &handle), "napi_create_external")) {
         sy_server_destroy(b->srv);
@@ -490,7 +532,7 @@ static napi_value server_publish(napi_env env, napi_callback_info info) {
     sy_free(topic.owned);
     sy_free(data.owned);
     if (rc != 0) {
-        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        sy_napi_throw_oom(env, NULL);
         return NULL;
     }
     return make_int(env, (int64_t)n);
@@ -499,10 +541,10 @@ static napi_value server_publish(napi_env env, napi_callback_info info) {
 /* A queued command: true; an id that names no open connection: false. */
 static napi_value result_of(napi_env env, int rc) {
     if (rc != 0 && rc != ENOTCONN) {
-        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        sy_napi_throw_oom(env, NULL);
         return NULL;
     }
-    return make_bool(env, rc == 0);
+    return sy_napi_make_bool(env, rc == 0);
 }
 
 /* serverSend(handle, id, data, binary) -> bool */
@@ -540,7 +582,8 @@ static napi_value sub_call(napi_env env, napi_callback_info info, bool subscribe
 static napi_value server_subscribe(napi_env env, napi_callback_info info) { return sub_call(env, info, true); }
 static napi_value server_unsubscribe(napi_env env, napi_callback_info info) { return sub_call(env, info, false); }
 
-/* serverEnd(handle, id, code, reason) -> bool; code and reason checked in JS. */
+/* serverEnd(handle, id, code, reason) -> bool. lib/server.js also checks
+ * that code is one an endpoint may send (RFC 6455 7.4). */
 static napi_value server_end(napi_env env, napi_callback_info info) {
     napi_value argv[4];
     size_t argc = 4;
@@ -549,12 +592,15 @@ static napi_value server_end(napi_env env, napi_callback_info info) {
     int64_t code;
     sy_bytes_t reason;
     if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
-        !get_id(env, argv[1], &id) || !sy_napi_get_int64(env, argv[2], "code", 1000, 4999, &code) ||
+        !get_id(env, argv[1], &id) ||
+        !sy_napi_get_int64(env, argv[2], "code", SY_CLOSE_CODE_MIN, SY_CLOSE_CODE_MAX, &code) ||
         !get_bytes(env, argv[3], "reason", &reason))
         return NULL;
-    if (reason.len > 123) {
+    if (reason.len > SY_CLOSE_REASON_MAX_LEN) {
         sy_free(reason.owned);
-        sy_napi_throw_range(env, "reason", "at most 123 UTF-8 bytes");
+        char range[48];
+        snprintf(range, sizeof(range), "at most %u UTF-8 bytes", (unsigned)SY_CLOSE_REASON_MAX_LEN);
+        sy_napi_throw_range(env, "reason", range);
         return NULL;
     }
     int rc = sy_server_end(b->srv, id, (unsigned)code, reason.data, reason.len);
@@ -601,7 +647,7 @@ static napi_value server_accept(napi_env env, napi_callback_info info) {
     size_t *lens = ntopics ? sy_calloc(ntopics, sizeof(*lens)) : NULL;
     bool ok = ntopics == 0 || (names != NULL && lens != NULL);
     if (!ok)
-        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        sy_napi_throw_oom(env, NULL);
     for (uint32_t i = 0; ok && i < ntopics; i++) {
         napi_value t;
         sy_bytes_t tb;
@@ -611,7 +657,7 @@ static napi_value server_accept(napi_env env, napi_callback_info info) {
             lens[i] = tb.len;
             if (names[i] == NULL) {
                 ok = false;
-                sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+                sy_napi_throw_oom(env, NULL);
             }
         }
     }
@@ -639,7 +685,8 @@ static napi_value server_refuse(napi_env env, napi_callback_info info) {
     int64_t status;
     sy_bytes_t headers;
     if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
-        !get_id(env, argv[1], &id) || !sy_napi_get_int64(env, argv[2], "status", 400, 599, &status) ||
+        !get_id(env, argv[1], &id) ||
+        !sy_napi_get_int64(env, argv[2], "status", SY_REFUSE_STATUS_MIN, SY_REFUSE_STATUS_MAX, &status) ||
         !get_bytes(env, argv[3], "headers", &headers))
         return NULL;
     int rc = sy_server_refuse(b->srv, id, (int)status, headers.data, headers.len);
@@ -653,13 +700,18 @@ static bool set_u64(napi_env env, napi_value obj, const char *key, uint64_t v) {
 
 /* Every counter of sy_stats_t (all uint64_t), by its JS name, from the one
  * list (src/sy_stats.h): for the per-thread objects and the totals (a sum,
- * or for a maximum the largest). */
+ * or for a maximum the largest), and exported as binding.statFields for
+ * lib/metrics.js (the Prometheus families) and the tests (lib/index.d.ts). */
 static const struct {
     const char *name;
     size_t offset;
     bool max;
+    const char *metric, *type;
+    double scale;
+    const char *help;
 } STAT_FIELDS[] = {
-#define STAT_FIELD(field, js, agg, metric, type, scale, help) {js, offsetof(sy_stats_t, field), agg == SY_STAT_MAX},
+#define STAT_FIELD(field, js, agg, metric, type, scale, help) \
+    {js, offsetof(sy_stats_t, field), agg == SY_STAT_MAX, metric, type, scale, help},
     SY_STATS_LIST(STAT_FIELD)
 #undef STAT_FIELD
 };
@@ -709,7 +761,6 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
     return total;
 }
 
-/* serverClose(handle, deadlineMs): begins shutdown; dispatch gets CLOSED. */
 #ifdef SY_WITH_TLS
 /* One certificate entry of serverSetTls: { cert, key, passphrase?, servername? }. */
 typedef struct {
@@ -759,7 +810,7 @@ static napi_value server_set_tls(napi_env env, napi_callback_info info) {
     sy_bytes_t ca = {.data = NULL, .len = 0, .owned = NULL};
     napi_value result = NULL;
     if (in == NULL || certs == NULL) {
-        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        sy_napi_throw_oom(env, NULL);
         goto done;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -799,21 +850,90 @@ done:
 }
 #endif
 
+/* serverClose(handle, deadlineMs) -> bool: begins shutdown (false when the
+ * server is not running); the events' callback gets EV_CLOSED once every
+ * IO thread has stopped. */
 static napi_value server_close(napi_env env, napi_callback_info info) {
     napi_value argv[2];
     size_t argc = 2;
     sy_bserver_t *b;
     int64_t deadline;
     if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !get_handle(env, argv[0], &b) ||
-        !sy_napi_get_int64(env, argv[1], "deadlineMs", 0, 3600000, &deadline))
+        !sy_napi_get_int64(env, argv[1], "deadlineMs", OPTIONS[OPT_closeDeadline].min,
+                           OPTIONS[OPT_closeDeadline].max, &deadline))
         return NULL;
     if (b->srv != NULL && b->listening)
         sy_server_shutdown(b->srv, (unsigned)deadline);
-    return make_bool(env, b->srv != NULL && b->listening);
+    return sy_napi_make_bool(env, b->srv != NULL && b->listening);
+}
+
+/* binding.statFields: [{ name, aggregate: 'sum'|'max', metric, type, scale,
+ * help }] in the list's order, frozen. */
+static bool export_stat_fields(napi_env env, napi_value exports) {
+    napi_value arr;
+    if (!sy_napi_ok(env, napi_create_array_with_length(env, STAT_COUNT, &arr), "napi_create_array_with_length"))
+        return false;
+    for (size_t i = 0; i < STAT_COUNT; i++) {
+        napi_value o;
+        if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") ||
+            !sy_napi_set_string(env, o, "name", STAT_FIELDS[i].name) ||
+            !sy_napi_set_string(env, o, "aggregate", STAT_FIELDS[i].max ? "max" : "sum") ||
+            !sy_napi_set_string(env, o, "metric", STAT_FIELDS[i].metric) ||
+            !sy_napi_set_string(env, o, "type", STAT_FIELDS[i].type) ||
+            !sy_napi_set_double(env, o, "scale", STAT_FIELDS[i].scale) ||
+            !sy_napi_set_string(env, o, "help", STAT_FIELDS[i].help) ||
+            !sy_napi_ok(env, napi_object_freeze(env, o), "napi_object_freeze") ||
+            !sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)i, o), "napi_set_element"))
+            return false;
+    }
+    return sy_napi_ok(env, napi_object_freeze(env, arr), "napi_object_freeze") &&
+           sy_napi_set_value(env, exports, "statFields", arr);
+}
+
+/* The scalar members of binding.constants, by their JS names (the C name
+ * without SY_). */
+#define SY_CONSTANT(name) {#name, SY_##name}
+static const struct {
+    const char *name;
+    int64_t value;
+} CONSTANTS[] = {
+    SY_CONSTANT(TOPIC_MAX_LEN),     SY_CONSTANT(CLOSE_REASON_MAX_LEN), SY_CONSTANT(CLOSE_CODE_MIN),
+    SY_CONSTANT(CLOSE_CODE_MAX),    SY_CONSTANT(REFUSE_STATUS_MIN),    SY_CONSTANT(REFUSE_STATUS_MAX),
+    SY_CONSTANT(EV_UPGRADE),        SY_CONSTANT(EV_OPEN),              SY_CONSTANT(EV_MESSAGE),
+    SY_CONSTANT(EV_CLOSE),          SY_CONSTANT(EV_DRAIN),             SY_CONSTANT(EV_FAILED),
+    SY_CONSTANT(EV_CLOSED),
+};
+#undef SY_CONSTANT
+
+/* binding.constants, frozen: the limits the calls above check and the event
+ * codes the events' callback receives, so that lib/ does not restate them
+ * (sodium-native's way). The C checks stay: lib/ checks first only to name
+ * the user's option in its messages. */
+static bool export_constants(napi_env env, napi_value exports) {
+    napi_value c, opts;
+    if (!sy_napi_ok(env, napi_create_object(env, &c), "napi_create_object") ||
+        !sy_napi_ok(env, napi_create_object(env, &opts), "napi_create_object"))
+        return false;
+    for (size_t i = 0; i < OPT_COUNT; i++) {
+        napi_value r;
+        if (!sy_napi_ok(env, napi_create_object(env, &r), "napi_create_object") ||
+            !sy_napi_set_int64(env, r, "min", OPTIONS[i].min) || !sy_napi_set_int64(env, r, "max", OPTIONS[i].max) ||
+            !sy_napi_ok(env, napi_object_freeze(env, r), "napi_object_freeze") ||
+            !sy_napi_set_value(env, opts, OPTIONS[i].name, r))
+            return false;
+    }
+    for (size_t i = 0; i < sizeof(CONSTANTS) / sizeof(CONSTANTS[0]); i++)
+        if (!sy_napi_set_int64(env, c, CONSTANTS[i].name, CONSTANTS[i].value))
+            return false;
+    return sy_napi_ok(env, napi_object_freeze(env, opts), "napi_object_freeze") &&
+           sy_napi_set_value(env, c, "options", opts) &&
+           sy_napi_ok(env, napi_object_freeze(env, c), "napi_object_freeze") &&
+           sy_napi_set_value(env, exports, "constants", c);
 }
 
 bool sy_binding_server_init(napi_env env, napi_value exports) {
-    return sy_napi_set_function(env, exports, "serverCreate", server_create, NULL) &&
+    return export_stat_fields(env, exports) && export_constants(env, exports) &&
+           sy_napi_set_function(env, exports, "serverCreate", server_create, NULL) &&
            sy_napi_set_function(env, exports, "serverListen", server_listen, NULL) &&
            sy_napi_set_function(env, exports, "serverPublish", server_publish, NULL) &&
            sy_napi_set_function(env, exports, "serverSend", server_send, NULL) &&

@@ -35,6 +35,17 @@ void sy_napi_throw(napi_env env, const char *code, const char *message) {
     napi_throw_error(env, code, message);
 }
 
+void sy_napi_throw_oom(napi_env env, const char *what) {
+    char msg[160];
+    snprintf(msg, sizeof(msg), "symphony: out of memory%s%s%s", what ? " (" : "", what ? what : "", what ? ")" : "");
+    napi_throw_error(env, "ERR_SYMPHONY_NO_MEMORY", msg);
+}
+
+napi_value sy_napi_make_bool(napi_env env, bool value) {
+    napi_value v;
+    return sy_napi_ok(env, napi_get_boolean(env, value, &v), "napi_get_boolean") ? v : NULL;
+}
+
 bool sy_napi_args(napi_env env, napi_callback_info info, size_t min, size_t *argc,
                   napi_value *argv, napi_value *this_arg) {
     size_t cap = *argc;

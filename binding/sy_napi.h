@@ -25,6 +25,9 @@ void sy_napi_throw_type(napi_env env, const char *name, const char *expected);
 void sy_napi_throw_range(napi_env env, const char *name, const char *range);
 /* Throws Error with a code and a message. */
 void sy_napi_throw(napi_env env, const char *code, const char *message);
+/* Throws Error(code ERR_SYMPHONY_NO_MEMORY): "symphony: out of memory", with
+ * " (what)" after it when what is not NULL. */
+void sy_napi_throw_oom(napi_env env, const char *what);
 
 /* Reads the call's arguments; fails unless at least `min` were given.
  * *argc is in: capacity of argv, out: count given (capped at capacity). */
@@ -36,6 +39,9 @@ bool sy_napi_get_bool(napi_env env, napi_value v, const char *name, bool *out);
 bool sy_napi_get_int64(napi_env env, napi_value v, const char *name, int64_t min, int64_t max,
                        int64_t *out);
 bool sy_napi_get_uint32(napi_env env, napi_value v, const char *name, uint32_t *out);
+
+/* A JS boolean; NULL (an exception pending) on failure. */
+napi_value sy_napi_make_bool(napi_env env, bool value);
 
 /* Setters on an object; `value < 0` in set_stat means unknown and sets null. */
 bool sy_napi_set_int64(napi_env env, napi_value obj, const char *key, int64_t value);

@@ -1,7 +1,13 @@
 /* testing — native allocations the tests can make and free, to see the
  * allocator's statistics move. Exposed as binding._testAlloc/_testFree, not
- * through the public API. JS thread only. */
+ * through the public API, and only in a testing build: binding.gyp compiles
+ * this file, with SY_TESTING defined, only when sy_testing=1
+ * (scripts/build.js --testing). JS thread only. */
 #include "addon.h"
+
+#ifndef SY_TESTING
+#error "binding/testing.c is compiled in testing builds only (binding.gyp: sy_testing=1)"
+#endif
 
 #include <string.h>
 
@@ -33,7 +39,7 @@ static napi_value test_alloc(napi_env env, napi_callback_info info) {
         size_t cap = t->cap ? t->cap * 2 : 64;
         void **blocks = sy_realloc(t->blocks, cap * sizeof(*blocks));
         if (blocks == NULL) {
-            sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+            sy_napi_throw_oom(env, NULL);
             return NULL;
         }
         t->blocks = blocks;
@@ -41,7 +47,7 @@ static napi_value test_alloc(napi_env env, napi_callback_info info) {
     }
     void *p = sy_malloc((size_t)bytes);
     if (p == NULL) {
-        sy_napi_throw(env, "ERR_SYMPHONY_NO_MEMORY", "symphony: out of memory");
+        sy_napi_throw_oom(env, NULL);
         return NULL;
     }
     memset(p, 0x5c, (size_t)bytes);
@@ -72,10 +78,7 @@ static napi_value test_free(napi_env env, napi_callback_info info) {
         t->blocks[id] = NULL;
         freed = true;
     }
-    napi_value result;
-    if (!sy_napi_ok(env, napi_get_boolean(env, freed, &result), "napi_get_boolean"))
-        return NULL;
-    return result;
+    return sy_napi_make_bool(env, freed);
 }
 
 bool sy_binding_testing_init(napi_env env, napi_value exports, sy_addon_t *addon) {

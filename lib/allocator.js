@@ -7,12 +7,13 @@ const { binding, path: nativePath } = require('./native');
 const { invalidArgType, outOfRange } = require('./errors');
 
 const native = binding.allocator;
-const MAX_DECAY_MS = 86400000;
+// setDecay's range, from the binding (binding/allocator.c), which checks it too.
+const { DECAY_MS_MIN, DECAY_MS_MAX } = native;
 
 function checkDecay(name, value) {
   if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value);
-  if (!Number.isInteger(value) || value < -1 || value > MAX_DECAY_MS) {
-    throw outOfRange(name, `an integer >= -1 and <= ${MAX_DECAY_MS}`, value);
+  if (!Number.isInteger(value) || value < DECAY_MS_MIN || value > DECAY_MS_MAX) {
+    throw outOfRange(name, `an integer >= ${DECAY_MS_MIN} and <= ${DECAY_MS_MAX}`, value);
   }
 }
 

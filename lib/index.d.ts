@@ -91,6 +91,8 @@ export interface ServerOptions {
   tls?: TlsOptions | null;
 }
 
+/** One IO thread's counters. The list comes from src/sy_stats.h (binding.statFields);
+ * __test__/lists.test.js fails when this interface and that list differ. */
 export interface ThreadStats {
   connections: number;
   opened: number;
@@ -108,6 +110,8 @@ export interface ThreadStats {
   eventsLost: number;
   /** Connections closed right after accept because the process was out of file descriptors. */
   acceptRejects: number;
+  /** Waits of the IO thread's poller (epoll_wait) that failed; the thread stops after 100 in a row. */
+  pollFailures: number;
   /** Memory reclaims run by the policy (see the `reclaim` option). */
   reclaims: number;
   /** Blocks (connections, subscription arrays) moved out of sparse slabs by them. */

@@ -1,38 +1,17 @@
 'use strict';
 // Prometheus text exposition (format 0.0.4) of a server's counters and the
-// allocator's gauges: server.metrics(). One table of metrics, read from
-// server.stats(), allocator.stats() and allocator.arenaStats(); names follow
-// Prometheus conventions (base units, _total for counters, _bytes, _seconds).
+// allocator's gauges: server.metrics(). Read from server.stats(),
+// allocator.stats() and allocator.arenaStats(); names follow Prometheus
+// conventions (base units, _total for counters, _bytes, _seconds).
 
 const allocator = require('./allocator');
+const { binding } = require('./native');
 const { version } = require('../package.json');
 
-// [name, type, help, field of a thread's stats, scale]
-const THREAD_METRICS = [
-  ['symphony_connections', 'gauge', 'Open WebSocket connections.', 'connections'],
-  ['symphony_connections_opened_total', 'counter', 'Connections that completed the upgrade.', 'opened'],
-  ['symphony_connections_closed_total', 'counter', 'Upgraded connections that closed.', 'closed'],
-  ['symphony_messages_received_total', 'counter', 'Messages received from clients.', 'messagesIn'],
-  ['symphony_received_bytes_total', 'counter', 'Bytes read from client sockets.', 'bytesIn'],
-  ['symphony_messages_sent_total', 'counter', 'Frames queued to clients.', 'messagesOut'],
-  ['symphony_sent_bytes_total', 'counter', 'Bytes written to client sockets.', 'bytesOut'],
-  ['symphony_messages_dropped_total', 'counter', 'Messages skipped for slow consumers.', 'dropped'],
-  ['symphony_slow_consumer_closes_total', 'counter', 'Connections closed as slow consumers (1008).', 'slowCloses'],
-  ['symphony_handshake_rejects_total', 'counter', 'Upgrade requests answered with an HTTP error.', 'handshakeRejects'],
-  ['symphony_protocol_errors_total', 'counter', 'Connections failed for protocol errors (1002/1007/1009).', 'protocolErrors'],
-  ['symphony_timeouts_total', 'counter', 'Handshake and idle timeouts.', 'timeouts'],
-  ['symphony_oom_closes_total', 'counter', 'Connections closed (1011) for lack of memory.', 'oomCloses'],
-  ['symphony_events_lost_total', 'counter', 'Events that could not be queued to JavaScript.', 'eventsLost'],
-  ['symphony_accept_rejects_total', 'counter', 'Connections closed at accept: out of file descriptors.', 'acceptRejects'],
-  ['symphony_reclaims_total', 'counter', 'Memory reclaims run by the policy.', 'reclaims'],
-  ['symphony_reclaim_moved_blocks_total', 'counter', 'Blocks moved out of sparse slabs by reclaims.', 'reclaimMoved'],
-  ['symphony_reclaim_freed_bytes_total', 'counter', 'Arena pages given back by reclaims.', 'reclaimFreedBytes'],
-  ['symphony_reclaim_seconds_total', 'counter', 'Time spent in reclaims.', 'reclaimMicros', 1e-6],
-  ['symphony_reclaim_max_seconds', 'gauge', 'The longest reclaim.', 'reclaimMaxMicros', 1e-6],
-  ['symphony_tls_handshakes_total', 'counter', 'TLS handshakes completed.', 'tlsHandshakes'],
-  ['symphony_tls_failures_total', 'counter', 'TLS handshakes failed (not TLS, unsupported version, bad record, closed).', 'tlsFailures'],
-  ['symphony_tls_deferred_total', 'counter', 'TLS handshake steps left for the next loop turn (per-turn budget).', 'tlsDeferred'],
-];
+// The per-thread families come from the one list of counters
+// (src/sy_stats.h), which the binding exports as statFields: for each
+// counter its stats() field, Prometheus name, type, help and scale.
+const { statFields } = binding;
 
 const ALLOCATOR_METRICS = [
   ['symphony_allocator_allocated_bytes', 'Bytes allocated by symphony and not yet freed.', 'allocated'],
@@ -82,10 +61,10 @@ function exposition(stats, labels = {}) {
     1,
   ]]);
   if (stats) {
-    for (const [name, type, help, field, scale] of THREAD_METRICS) {
-      family(lines, name, type, help, stats.threads.map((t, i) => [
+    for (const { name, metric, type, help, scale } of statFields) {
+      family(lines, metric, type, help, stats.threads.map((t, i) => [
         { ...labels, thread: i },
-        scale ? t[field] * scale : t[field],
+        scale === 1 ? t[name] : t[name] * scale,
       ]));
     }
     family(lines, 'symphony_topics', 'gauge', 'Topics with at least one subscriber or pending publish.', [[labels, stats.topics]]);

@@ -8,13 +8,12 @@ const { binding } = require('./native');
 const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue } = require('./errors');
 const { exposition } = require('./metrics');
 
-const EV_UPGRADE = 1;
-const EV_OPEN = 2;
-const EV_MESSAGE = 3;
-const EV_CLOSE = 4;
-const EV_DRAIN = 5;
-const EV_FAILED = 7;
-const EV_CLOSED = 100;
+// The limits the binding checks and its event codes, from the binding itself
+// (binding/server.c): checked here first only to name the user's option.
+const {
+  options: RANGES, TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
+  REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
+} = binding.constants;
 
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
@@ -58,6 +57,12 @@ function integer(name, value, min, max) {
   return value;
 }
 
+/** options[key] within the binding's range for it. */
+function option(o, key) {
+  const { min, max } = RANGES[key];
+  return integer(`options.${key}`, o[key], min, max);
+}
+
 function normalizeOptions(options) {
   if (options === undefined) options = {};
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'an object', options);
@@ -67,28 +72,19 @@ function normalizeOptions(options) {
     if (options[key] !== undefined) o[key] = options[key];
   }
   if (typeof o.host !== 'string' || o.host.length === 0) throw invalidArgType('options.host', 'a non-empty string', o.host);
-  integer('options.port', o.port, 0, 65535);
+  option(o, 'port');
   if (o.path !== null) {
     if (typeof o.path !== 'string') throw invalidArgType('options.path', 'a string or null', o.path);
     if (!o.path.startsWith('/') || /[?#\s]/.test(o.path)) {
       throw invalidArgValue('options.path', "must start with '/' and hold no '?', '#' or spaces", o.path);
     }
   }
-  integer('options.threads', o.threads, 1, 64);
-  integer('options.maxPayload', o.maxPayload, 1, 2 ** 40);
-  integer('options.maxBackpressure', o.maxBackpressure, 1, 2 ** 40);
+  for (const key of ['threads', 'maxPayload', 'maxBackpressure']) option(o, key);
   if (o.slowConsumer !== 'drop' && o.slowConsumer !== 'close') {
     throw invalidArgValue('options.slowConsumer', "must be 'drop' or 'close'", o.slowConsumer);
   }
-  integer('options.idleTimeout', o.idleTimeout, 0, 86400);
-  integer('options.handshakeTimeout', o.handshakeTimeout, 1, 86400);
-  integer('options.closeTimeout', o.closeTimeout, 1, 3600);
-  integer('options.maxHeaderSize', o.maxHeaderSize, 256, 1 << 20);
-  integer('options.maxHeaders', o.maxHeaders, 1, 256);
-  integer('options.backlog', o.backlog, 1, 65535);
-  integer('options.maxConnections', o.maxConnections, 0, 2 ** 32 - 1);
-  integer('options.maxEventBytes', o.maxEventBytes, 65536, 2 ** 40);
-  integer('options.closeDeadline', o.closeDeadline, 0, 3600000);
+  for (const key of ['idleTimeout', 'handshakeTimeout', 'closeTimeout', 'maxHeaderSize', 'maxHeaders', 'backlog',
+    'maxConnections', 'maxEventBytes', 'closeDeadline']) option(o, key);
   if (typeof o.reclaim !== 'boolean') throw invalidArgType('options.reclaim', 'of type boolean', o.reclaim);
   if (o.onUpgrade !== null && typeof o.onUpgrade !== 'function') {
     throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
@@ -189,8 +185,8 @@ function checkId(id) {
 
 function checkTopic(topic) {
   if (typeof topic !== 'string') throw invalidArgType('topic', 'of type string', topic);
-  if (topic.length === 0 || Buffer.byteLength(topic) > 1024) {
-    throw outOfRange('topic', 'a non-empty string of at most 1024 UTF-8 bytes', topic.length);
+  if (topic.length === 0 || Buffer.byteLength(topic) > TOPIC_MAX_LEN) {
+    throw outOfRange('topic', `a non-empty string of at most ${TOPIC_MAX_LEN} UTF-8 bytes`, topic.length);
   }
 }
 
@@ -251,7 +247,7 @@ class Server extends EventEmitter {
       maxEventBytes: o.maxEventBytes,
       upgradeHandler: typeof o.onUpgrade === 'function',
       reclaim: o.reclaim,
-    }, () => {});
+    });
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
       o.tls = tlsSummary(o.tls);
@@ -329,7 +325,10 @@ class Server extends EventEmitter {
         this.emit('drain', id);
         break;
       case EV_UPGRADE:
-        this.#upgrade(id, parseRequest(payload));
+        // An error that escapes the answer (an 'error' listener that throws)
+        // is an uncaught exception, as a throwing listener of the other
+        // events is: rethrown from a next tick, never an unhandled rejection.
+        this.#upgrade(id, parseRequest(payload)).catch((err) => process.nextTick(() => { throw err; }));
         break;
       case EV_FAILED: {
         // An IO thread could not go on (its poller failed for good): it has
@@ -351,6 +350,7 @@ class Server extends EventEmitter {
     }
   }
 
+  /** Asks onUpgrade and answers; rejects only when reporting a failure throws. */
   async #upgrade(id, req) {
     let result;
     try {
@@ -367,7 +367,7 @@ class Server extends EventEmitter {
       } else if (result === true) {
         binding.serverAccept(this.#handle, id, req.protocols[0] ?? '', '', []);
       } else if (typeof result === 'object' && result.status !== undefined) {
-        integer('onUpgrade result status', result.status, 400, 599);
+        integer('onUpgrade result status', result.status, REFUSE_STATUS_MIN, REFUSE_STATUS_MAX);
         this.#refuse(id, result.status, headerLines(result.headers, 'onUpgrade result headers'));
       } else if (typeof result === 'object') {
         const topics = result.topics ?? [];
@@ -444,10 +444,12 @@ class Server extends EventEmitter {
   /** Starts the close handshake. */
   end(id, code = 1000, reason = '') {
     checkId(id);
-    integer('code', code, 1000, 4999);
+    integer('code', code, CLOSE_CODE_MIN, CLOSE_CODE_MAX);
     if (!validSendCode(code)) throw outOfRange('code', 'a close code an endpoint may send (1000-1003, 1007-1014, 3000-4999)', code);
     if (typeof reason !== 'string') throw invalidArgType('reason', 'of type string', reason);
-    if (Buffer.byteLength(reason) > 123) throw outOfRange('reason', 'at most 123 UTF-8 bytes', Buffer.byteLength(reason));
+    if (Buffer.byteLength(reason) > CLOSE_REASON_MAX_LEN) {
+      throw outOfRange('reason', `at most ${CLOSE_REASON_MAX_LEN} UTF-8 bytes`, Buffer.byteLength(reason));
+    }
     if (this.#state !== 'listening') return false;
     return binding.serverEnd(this.#handle, id, code, reason);
   }

@@ -7,13 +7,20 @@
 //   node scripts/build.js --allocator=jemalloc --lg-page=16
 //   node scripts/build.js --if-needed         (npm's install script) nothing to do when
 //                                             a prebuilt binary loads here, else build
+//   node scripts/build.js --testing [--allocator=...]
+//                                             testing builds (SY_TESTING: _testAlloc/_testFree
+//                                             and src/'s test hooks) into
+//                                             native/<platform>-<arch>/testing/, same file
+//                                             names; scripts/test.js runs the suites that
+//                                             need them against these. Never shipped.
 //
 // --if-needed always builds in a git checkout (a developer's or CI's clone), and
 // when npm is asked to (npm install --build-from-source) or
 // SYMPHONY_BUILD_FROM_SOURCE=1; an installed package uses its prebuilds/.
 //
 // Each variant lands in native/<platform>-<arch>/ under the name the loader
-// (lib/loader.js) looks for. jemalloc is built (once, cached) by deps/jemalloc.sh.
+// (lib/loader.js) looks for. jemalloc and OpenSSL are built (once, cached) by
+// deps/jemalloc.sh and deps/openssl.sh.
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -25,10 +32,10 @@ const { variantFileName, platformDir, detectLibc } = require('../lib/variants');
 const root = path.resolve(__dirname, '..');
 
 function parseArgs(argv) {
-  const opts = { allocator: null, lgPage: null, ifNeeded: false };
+  const opts = { allocator: null, lgPage: null, ifNeeded: false, testing: false };
   for (const arg of argv) {
-    if (arg === '--if-needed') {
-      opts.ifNeeded = true;
+    if (arg === '--if-needed' || arg === '--testing') {
+      opts[arg === '--testing' ? 'testing' : 'ifNeeded'] = true;
       continue;
     }
     const m = /^--([a-z-]+)=(.*)$/.exec(arg);
@@ -68,28 +75,32 @@ function run(cmd, args, env) {
   return r.stdout.toString();
 }
 
-/** The private OpenSSL for TLS (deps/openssl.sh; built once, then cached). */
-function buildOpenssl() {
+/** A dependency's build folder (scripts/deps.js: built once, then cached), timed. */
+function dependency(label, name, args = []) {
   const t = Date.now();
-  const dir = depDir('openssl');
-  console.error(`symphony: OpenSSL ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  const dir = depDir(name, args);
+  console.error(`symphony: ${label} ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   return dir;
 }
 
-function buildVariant({ allocator, lgPage }, opensslDir) {
+/** Where testing builds go: a folder of their own, never searched by the loader. */
+function testingDir() {
+  return path.join(root, 'native', platformDir(), 'testing');
+}
+
+function buildVariant({ allocator, lgPage }, opensslDir, testing) {
   const started = Date.now();
   const gypArgs = ['rebuild', `--nodedir=${nodeHeaders()}`, '--jobs=max', `--sy_allocator=${allocator}`,
-    `--sy_openssl_dir=${opensslDir}`];
+    `--sy_openssl_dir=${opensslDir}`, `--sy_testing=${testing ? 1 : 0}`];
   if (allocator === 'jemalloc') {
-    const t = Date.now();
-    gypArgs.push(`--sy_jemalloc_dir=${depDir('jemalloc', ['--lg-page', String(lgPage)])}`, `--sy_lg_page=${lgPage}`);
-    console.error(`symphony: jemalloc (lg-page ${lgPage}) ready in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    const jeDir = dependency(`jemalloc (lg-page ${lgPage})`, 'jemalloc', ['--lg-page', String(lgPage)]);
+    gypArgs.push(`--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`);
   }
   const env = gypEnv({ ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' });
   const t = Date.now();
   run(process.execPath, [nodeGypScript(), ...gypArgs], env);
   const built = path.join(root, 'build', 'Release', 'symphony.node');
-  const destDir = path.join(root, 'native', platformDir());
+  const destDir = testing ? testingDir() : path.join(root, 'native', platformDir());
   fs.mkdirSync(destDir, { recursive: true });
   const dest = path.join(destDir, variantFileName({ libc: detectLibc(), allocator, lgPage }));
   // Copy then rename: a process that has the old file loaded keeps its
@@ -97,8 +108,10 @@ function buildVariant({ allocator, lgPage }, opensslDir) {
   const tmp = `${dest}.tmp-${process.pid}`;
   fs.copyFileSync(built, tmp);
   fs.renameSync(tmp, dest);
+  // The loader's last resort is build/Release/symphony.node: never a testing build.
+  if (testing) fs.rmSync(built);
   const size = fs.statSync(dest).size;
-  console.error(`symphony: built ${path.relative(root, dest)} (${(size / 1048576).toFixed(1)} MiB) ` +
+  console.error(`symphony: built ${testing ? 'the testing build ' : ''}${path.relative(root, dest)} (${(size / 1048576).toFixed(1)} MiB) ` +
     `addon ${((Date.now() - t) / 1000).toFixed(1)} s, total ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return dest;
 }
@@ -128,13 +141,17 @@ function main() {
     if (allocator === 'system') variants.push({ allocator, lgPage: null });
     else for (const lgPage of opts.lgPage ? [opts.lgPage] : defaultLgPages(process.arch)) variants.push({ allocator, lgPage });
   }
-  const opensslDir = buildOpenssl();
-  for (const v of variants) buildVariant(v, opensslDir);
+  const opensslDir = dependency('OpenSSL', 'openssl');
+  for (const v of variants) buildVariant(v, opensslDir, opts.testing);
 }
 
-try {
-  main();
-} catch (err) {
-  console.error(err.message);
-  process.exit(1);
+if (require.main === module) {
+  try {
+    main();
+  } catch (err) {
+    console.error(err.message);
+    process.exit(1);
+  }
 }
+
+module.exports = { testingDir };

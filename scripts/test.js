@@ -4,6 +4,13 @@
 // of every parser, then the node:test suites against the default (jemalloc)
 // build and again against the system-allocator build.
 //
+// The suites run against the production builds (what ships). The suites that
+// use the test-only exports (_testAlloc/_testFree: those that require
+// __test__/helpers/testing.js) run once more against the testing build of
+// the same allocator and page (scripts/build.js --testing, rebuilt here when
+// missing or older than a source), named by SYMPHONY_NATIVE; against a
+// production build those tests are skipped.
+//
 // Also the TLS module (src/tls) against the private OpenSSL (deps/openssl.sh:
 // fetched, checked and built once, then cached), under ASan/UBSan.
 //
@@ -13,6 +20,9 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { depDir } = require('./deps');
+const { testingDir } = require('./build');
+const { candidatePaths } = require('../lib/loader');
+const { platformDir, pageOfFile } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
 const only = (process.argv.find((a) => a.startsWith('--only=')) || '').slice(7).split(',').filter(Boolean);
@@ -20,8 +30,9 @@ const want = (name) => only.length === 0 || only.includes(name);
 
 const results = [];
 
-function step(name, cmd, args, env = {}) {
-  if (!want(name)) return;
+/** Runs one step when its name (or the group it belongs to) is wanted. */
+function step(name, cmd, args, env = {}, group = name) {
+  if (!want(group)) return;
   const started = Date.now();
   console.log(`\n=== ${name}: ${cmd} ${args.join(' ')}`);
   const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
@@ -36,10 +47,44 @@ function nativeBuilt(allocator) {
   return fs.existsSync(dir) && fs.readdirSync(dir).some((f) => f.includes(`.${allocator}`));
 }
 
+/** The production build the loader picks for allocator in native/ (null: none). */
+function productionBuild(allocator) {
+  const dir = path.join(root, 'native', platformDir());
+  return candidatePaths({ SYMPHONY_ALLOCATOR: allocator })
+    .find((p) => path.dirname(p) === dir && fs.existsSync(p)) ?? null;
+}
+
+/** The newest modification time of what a native build is made from (folders too: a removed file). */
+function newestSource() {
+  let newest = 0;
+  const walk = (p) => {
+    const st = fs.statSync(p);
+    newest = Math.max(newest, st.mtimeMs);
+    if (st.isDirectory()) for (const f of fs.readdirSync(p)) walk(path.join(p, f));
+  };
+  for (const p of ['src', 'binding', 'binding.gyp']) walk(path.join(root, p));
+  return newest;
+}
+
+// The suites that need a testing build: those that use __test__/helpers/testing.js.
+const testingSuites = fs.readdirSync(path.join(root, '__test__')).filter((f) => f.endsWith('.test.js'))
+  .filter((f) => fs.readFileSync(path.join(root, '__test__', f), 'utf8').includes("require('./helpers/testing')"))
+  .map((f) => path.join('__test__', f));
+
+const testingBuilds = {};
 for (const allocator of ['jemalloc', 'system']) {
   if (want(allocator) && !nativeBuilt(allocator)) {
     step(`build-${allocator}`, process.execPath, [path.join(root, 'scripts', 'build.js'), `--allocator=${allocator}`]);
   }
+  const prod = want(allocator) && testingSuites.length > 0 ? productionBuild(allocator) : null;
+  if (!prod) continue;
+  // The testing twin of the build the suites load: same allocator and page.
+  const file = path.join(testingDir(), path.basename(prod));
+  testingBuilds[allocator] = file;
+  if (fs.existsSync(file) && fs.statSync(file).mtimeMs > newestSource()) continue;
+  const page = pageOfFile(prod);
+  step(`build-${allocator}-testing`, process.execPath, [path.join(root, 'scripts', 'build.js'), '--testing',
+    `--allocator=${allocator}`, ...(page ? [`--lg-page=${Math.log2(page)}`] : [])], {}, allocator);
 }
 // The private OpenSSL (built by npm install; cached): the TLS C tests, and
 // the TLS server test under valgrind too.
@@ -58,8 +103,12 @@ if (fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile'))) {
   step('fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke']);
 }
 const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot', '__test__/'];
-step('jemalloc', process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: 'jemalloc' });
-step('system', process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: 'system' });
+for (const allocator of ['jemalloc', 'system']) {
+  step(allocator, process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: allocator });
+  if (!testingBuilds[allocator]) continue;
+  step(`${allocator}-testing`, process.execPath, [...nodeTest.slice(0, -1), ...testingSuites],
+    { SYMPHONY_ALLOCATOR: allocator, SYMPHONY_NATIVE: testingBuilds[allocator] }, allocator);
+}
 // The benchmark runner's shape, once (it runs both allocator arms itself).
 step('bench-smoke', process.execPath, ['--test', '--test-reporter=dot', '__test__/bench-smoke.js']);
 

@@ -14,11 +14,13 @@
 #include <gnu/libc-version.h>
 #endif
 
-/* sy_alloc_test_move_all: every block moves (tests only). */
+#ifdef SY_TESTING
+/* sy_alloc_test_move_all: every block moves (testing builds only). */
 static atomic_bool move_all;
 
 void sy_alloc_test_move_all(bool on) { atomic_store_explicit(&move_all, on, memory_order_relaxed); }
 bool sy_alloc_moving_all(void) { return atomic_load_explicit(&move_all, memory_order_relaxed); }
+#endif
 
 /* A probe block for the self-check: large enough not to be a special case,
  * small enough to come from a slab. */

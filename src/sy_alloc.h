@@ -126,13 +126,19 @@ void *sy_alloc_move(void *ptr, size_t size);
  * slab whose blocks are all free can be given back. */
 int sy_alloc_thread_flush(void);
 
-/* For tests: when on, sy_alloc_should_move answers true for every block and
- * sy_alloc_move moves every block (in the system build too, with malloc,
- * memcpy and free), and the reclaim runs without an arena of its own, so
- * that the sanitizers and valgrind see any pointer left behind by a move. */
+#ifdef SY_TESTING
+/* For tests (built with SY_TESTING only): when on, sy_alloc_should_move
+ * answers true for every block and sy_alloc_move moves every block (in the
+ * system build too, with malloc, memcpy and free), and the reclaim runs
+ * without an arena of its own, so that the sanitizers and valgrind see any
+ * pointer left behind by a move. */
 void sy_alloc_test_move_all(bool on);
 /* True while sy_alloc_test_move_all is on. */
 bool sy_alloc_moving_all(void);
+#else
+/* Production builds: never (the test hook is not compiled in). */
+static inline bool sy_alloc_moving_all(void) { return false; }
+#endif
 
 /* One arena's pages, in bytes; -1 when unknown. */
 typedef struct sy_alloc_arena_stats {

@@ -487,4 +487,6 @@ void sy_tls_close_notify(sy_tls_conn_t *ssl) {
     ERR_clear_error();
 }
 
+#ifdef SY_TESTING
 const char *sy_tls_servername(sy_tls_conn_t *ssl) { return SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name); }
+#endif

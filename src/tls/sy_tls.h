@@ -94,8 +94,10 @@ sy_tls_want_t sy_tls_read(sy_tls_conn_t *c, void *buf, size_t len, size_t *n);
 sy_tls_want_t sy_tls_write(sy_tls_conn_t *c, const void *buf, size_t len, size_t *n);
 /* Sends a close_notify alert, best effort (nothing is waited for). */
 void sy_tls_close_notify(sy_tls_conn_t *c);
-/* The SNI name the client asked for, or NULL. */
+#ifdef SY_TESTING
+/* The SNI name the client asked for, or NULL (built with SY_TESTING only). */
 const char *sy_tls_servername(sy_tls_conn_t *c);
+#endif
 
 /* OpenSSL's version text, e.g. "OpenSSL 3.5.7 ..." */
 const char *sy_tls_version(void);
