@@ -167,7 +167,12 @@ export class Server extends EventEmitter {
   on(event: 'close', listener: (id: ConnectionId, code: number, reason: string) => void): this;
   on(event: 'drain', listener: (id: ConnectionId) => void): this;
   on(event: 'listening', listener: (address: { host: string; port: number }) => void): this;
-  on(event: 'error', listener: (err: Error) => void): this;
+  /**
+   * An onUpgrade that threw or returned a bad answer, or an IO thread that
+   * stopped because its poller failed (err.code 'ERR_SYMPHONY_IO_THREAD',
+   * with err.thread and err.errno).
+   */
+  on(event: 'error', listener: (err: Error & { code?: string; thread?: number; errno?: number }) => void): this;
 }
 
 export interface AllocatorStats {
