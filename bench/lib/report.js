@@ -426,7 +426,7 @@ function markdown(res) {
   if (res.baselineComparison && res.baselineComparison.length) {
     P('## This code vs the baseline');
     P();
-    P(`Each \`base-*\` arm is its twin arm (same server script, load, environment and interleaving) on the symphony of the baseline checkout `
+    P(`Each \`base-*\` arm is its twin arm (same server script, load, settings and place in the interleaving) on the symphony of the baseline checkout `
       + `${meta.baseline ? `(${checkout(meta.baseline)})` : ''}. Medians over repeats (min–max); _ratio_ = this code's median ÷ the baseline's; `
       + '_ranges overlap_: the two min–max ranges overlap. Not a gate.');
     P();
