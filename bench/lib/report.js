@@ -200,7 +200,7 @@ function charts(runs, arms) {
  * --baseline: each base-* arm beside the arm it is the twin of, figure by
  * figure (medians and min–max over repeats). Not a gate. Rows: { figure,
  * arm, base, cur, old, ratio (cur ÷ old medians), overlap (the min–max
- * ranges overlap) }.
+ * ranges overlap; null unless both arms have 2 repeats or more) }.
  */
 function baselineComparison(meta, runs) {
   const rows = [];
@@ -214,7 +214,7 @@ function baselineComparison(meta, runs) {
       if (!cur.n && !old.n) return;
       rows.push({ figure, digits, arm: a, base: b.name, cur, old,
         ratio: finite(cur.median) && finite(old.median) && old.median !== 0 ? cur.median / old.median : null,
-        overlap: cur.n && old.n ? cur.min <= old.max && old.min <= cur.max : null });
+        overlap: cur.n > 1 && old.n > 1 ? cur.min <= old.max && old.min <= cur.max : null });
     };
     add('parked B/conn over idle (largest level)', 0, 'parked', (f) => f.bytesPerConnOverIdle);
     add('parked B/conn marginal', 0, 'parked', (f) => f.bytesPerConnMarginal);
@@ -428,7 +428,7 @@ function markdown(res) {
     P();
     P(`Each \`base-*\` arm is its twin arm (same server script, load, settings and place in the interleaving) on the symphony of the baseline checkout `
       + `${meta.baseline ? `(${checkout(meta.baseline)})` : ''}. Medians over repeats (min–max); _ratio_ = this code's median ÷ the baseline's; `
-      + '_ranges overlap_: the two min–max ranges overlap. Not a gate.');
+      + '_ranges overlap_: the two min–max ranges overlap (– with one repeat: no range). Not a gate.');
     P();
     P(table(['figure', 'arm', 'this code', 'baseline arm', 'baseline', 'ratio', 'ranges overlap'],
       res.baselineComparison.map((r) => [r.figure, r.arm, fmtRange(r.cur, r.digits), r.base, fmtRange(r.old, r.digits), fmt(r.ratio, 3),
