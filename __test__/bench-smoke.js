@@ -130,10 +130,31 @@ test('bench/run.js --quick over TLS: parked and handshakes phases, jemalloc-tls 
   }
 });
 
+test('bench --baseline: the twin arms, their checkout, the build check', () => {
+  const { selectArms, baselineCheckout, wrongBuild } = require('../bench/lib/arms');
+  const base = baselineCheckout(root); // this checkout as its own baseline: no second build needed
+  const names = (l) => selectArms(l, [], base).arms.map((a) => a.name);
+  assert.deepEqual(names(null), ['jemalloc', 'base-jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'base-jemalloc-tls', 'ws-tls']);
+  assert.deepEqual(names(['jemalloc', 'system']), ['jemalloc', 'base-jemalloc', 'system']);
+  assert.deepEqual(names(['jemalloc-tls', 'base-jemalloc-tls']), ['jemalloc-tls', 'base-jemalloc-tls']);
+  assert.throws(() => selectArms(['base-jemalloc'], [], null), /needs --baseline/);
+  const [cur, twin] = selectArms(['jemalloc'], [], base).arms;
+  assert.deepEqual(twin.env, { ...cur.env, BENCH_SYMPHONY_ROOT: base.dir });
+  assert.equal(twin.script, cur.script);
+  const native = (dir) => ({ native: path.join(dir, 'native', 'linux-x64', 'symphony.glibc.jemalloc-4k.node'), allocator: 'jemalloc' });
+  assert.equal(wrongBuild(twin, native(base.dir)), null);
+  assert.match(wrongBuild(twin, native('/elsewhere')), /expected a build under/);
+  assert.match(wrongBuild(twin, { ...native(base.dir), allocator: 'system' }), /allocator system, expected jemalloc/);
+  assert.match(wrongBuild(twin, null), /did not say/);
+});
+
 test('bench/run.js refuses bad options and --full beyond the open-file limit', async () => {
   const bad = await run(['--phases', 'nope'], 20);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--phases: unknown nope/);
+  const noBase = await run(['--baseline', path.join(os.tmpdir(), 'no-such-symphony-checkout')], 20);
+  assert.equal(noBase.code, 2);
+  assert.match(noBase.stderr, /--baseline .*: no such folder/);
   const help = await run(['--help'], 20);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /--quick/);

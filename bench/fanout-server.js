@@ -13,14 +13,20 @@
 // Each option can also come from the environment: PORT, THREADS, TOPICS,
 // SIZE, RATE, DURATION, MAX_BACKPRESSURE, STATS_INTERVAL (the command line
 // wins).
-// stdout: {"port":N} once listening; on exit one JSON line with what was
+// BENCH_SYMPHONY_ROOT=DIR loads symphony from DIR (its lib/ and its native
+// builds: a baseline checkout) instead of this repository.
+// stdout: {"port":N,"symphony":{root,native,allocator}} once listening (what
+// was loaded, from where); on exit one JSON line with what was
 // published, server.stats() (taken just before close) and memory (the
 // process and symphony's allocator, after close).
 // stderr, every --stats-interval seconds (0: never): one JSON line with open
 // connections, messages out, RSS, the JS heap and the allocator's counters.
 
+const path = require('node:path');
 const v8 = require('node:v8');
-const { Server, allocator } = require('..');
+
+const ROOT = path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname, '..'));
+const { Server, allocator } = require(ROOT);
 const { benchTls } = require('./lib/pki');
 
 const { parseOptions, createSchedule } = require('./lib/server-cli');
@@ -47,7 +53,7 @@ async function main() {
   });
 
   const { port } = await server.listen();
-  process.stdout.write(`${JSON.stringify({ port })}\n`);
+  process.stdout.write(`${JSON.stringify({ port, symphony: { root: ROOT, native: allocator.nativePath, allocator: allocator.name } })}\n`);
 
   // One payload buffer, rewritten per message: publish() copies it.
   const payload = Buffer.alloc(o.size, 0x61);

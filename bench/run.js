@@ -4,7 +4,7 @@
 //
 //   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes]
 //        [--arms jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls] [--arm-env NAME=K=V,...]
-//        [--repeats 3] [--fixed-order] [--cpus LIST|none] [...]
+//        [--repeats 3] [--fixed-order] [--cpus LIST|none] [--baseline DIR] [...]
 //
 // Results go to bench/results/<timestamp>/ (or --out DIR).
 
@@ -12,12 +12,12 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { selectArms, order } = require('./lib/arms');
+const { selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, REPO } = require('./lib/arms');
 const { ServerProc, LOADGEN } = require('./lib/procs');
 const { fdLimits, fdCount } = require('./lib/sample');
 const phases = require('./lib/phases');
 const report = require('./lib/report');
-const { now, sleep, stamp, fmt, finite, opensslDir } = require('./lib/util');
+const { now, sleep, stamp, fmt, fmtRange, finite, opensslDir } = require('./lib/util');
 
 const ROOT = path.join(__dirname, '..');
 const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes'];
@@ -37,6 +37,10 @@ Selection:
                          e.g. --arm-env decay1s=SY_JE_MALLOC_CONF=dirty_decay_ms:1000
   --repeats N            runs of each arm per phase (default 3; --quick: 1)
   --fixed-order          A A A B B B instead of interleaving A B C A B C
+  --baseline DIR         also run the symphony of another checkout (DIR's lib/ and native/
+                         builds: npm install there first), same server script and load: arm
+                         base-jemalloc after jemalloc, base-jemalloc-tls after jemalloc-tls
+                         (whichever run; the gates still compare jemalloc with system)
 
 Machine:
   --cpus LIST|none       pin the server to these CPUs (taskset) in every phase, loadgen to the
@@ -83,7 +87,8 @@ function parseArgs(argv) {
   }
   const known = new Set(['armEnv', 'quick', 'full', 'fixed-order', 'help', 'phases', 'arms', 'arm-env', 'repeats', 'cpus', 'threads',
     'cpu-threads', 'sample-hz', 'loadgen-max', 'connections', 'parked-levels', 'peak', 'trough', 'cycles', 'churn',
-    'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild']);
+    'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild',
+    'baseline']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   return o;
@@ -196,6 +201,11 @@ function ensureLoadgen(log) {
 /** Starts one idle server to read its open-file limit and descriptors in use. */
 async function probeServer(arm) {
   const s = await ServerProc.start({ arm, threads: 2, topics: 1, size: 64, rate: 0, duration: 30, statsInterval: 0, traffic: 'off' });
+  const wrong = wrongBuild(arm, s.loaded);
+  if (wrong) {
+    await s.stop(10);
+    throw new Error(wrong);
+  }
   await sleep(0.5);
   const lim = fdLimits(s.pid);
   const fds = fdCount(s.pid);
@@ -248,7 +258,8 @@ async function main() {
   const presetName = o.quick ? 'quick' : o.full ? 'full' : 'default';
   const cfg = preset(presetName);
   const phaseList = list(o, 'phases', ALL_PHASES) || ALL_PHASES.slice();
-  const { arms, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv);
+  const baseline = o.baseline !== undefined ? baselineCheckout(o.baseline) : null;
+  const { arms, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv, baseline);
   const repeats = int(o, 'repeats', 1, 100) ?? (o.quick ? 1 : 3);
   const nproc = os.cpus().length;
 
@@ -331,9 +342,12 @@ async function main() {
       + '(make -C bench; or run --phases parked,cpu)');
   }
 
-  // Populations: what the server's open-file limit allows.
+  // Populations: what the server's open-file limit allows. (A baseline arm
+  // is started once too: a checkout that cannot serve fails here, not later.)
   const probeArm = arms.find((a) => a.allocator) || arms[0];
   const probe = await probeServer(probeArm);
+  const baseArm = arms.find((a) => a.root);
+  if (baseArm && baseArm !== probeArm) await probeServer(baseArm);
   const self = fdLimits('self');
   const soakPeak = phaseList.includes('soak') ? cfg.soak.peak : 0;
   const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections)));
@@ -386,7 +400,10 @@ async function main() {
     repeats,
     fixedOrder: !!o['fixed-order'],
     phases: phaseList,
-    arms: arms.map((a) => ({ name: a.name, what: a.what, env: a.env, script: path.relative(ROOT, a.script), soak: a.soak })),
+    arms: arms.map((a) => ({ name: a.name, what: a.what, env: a.env, script: path.relative(ROOT, a.script), soak: a.soak,
+      root: a.gate === 'symphony' ? a.root || REPO : null, baselineOf: a.baselineOf || null })),
+    source: describeCheckout(REPO),
+    baseline,
     notes,
     populationNote,
     pinningNote,
@@ -401,6 +418,7 @@ async function main() {
   fs.writeFileSync(path.join(outDir, 'config.json'), `${JSON.stringify(meta, null, 2)}\n`);
   log(`${presetName} preset → ${path.relative(process.cwd(), outDir) || outDir}`);
   log(`arms: ${arms.map((a) => a.name).join(', ')}; phases: ${phaseList.join(', ')}; repeats ${repeats}; ${meta.fixedOrder ? 'fixed order' : 'interleaved'}`);
+  log(`code: ${REPO} (${checkoutLabel(meta.source)})${baseline ? `; baseline: ${baseline.dir} (${checkoutLabel(baseline)})` : ''}`);
   for (const n of notes) log(`note: ${n}`);
   log(`populations: ${populationNote}`);
   log(`pinning: ${pinningNote}`);
@@ -474,8 +492,16 @@ async function main() {
   const out = report.build(res);
   fs.writeFileSync(path.join(outDir, 'report.md'), out.md);
   for (const [name, svg] of Object.entries(out.charts)) fs.writeFileSync(path.join(outDir, name), svg);
-  fs.writeFileSync(path.join(outDir, 'results.json'), `${JSON.stringify({ ...res, gates: out.gates, oddSummary: res.oddSummary }, null, 1)}\n`);
+  fs.writeFileSync(path.join(outDir, 'results.json'), `${JSON.stringify({ ...res, gates: out.gates, oddSummary: res.oddSummary,
+    baselineComparison: out.baselineComparison }, null, 1)}\n`);
   log(`report: ${path.join(outDir, 'report.md')} (${fmt(meta.elapsedS / 60, 1)} min)`);
+  if (out.baselineComparison.length) {
+    log('this code vs the baseline (medians, min–max; not a gate):');
+    for (const c of out.baselineComparison) {
+      log(`  ${c.figure}: ${c.arm} ${fmtRange(c.cur, c.digits)} vs ${c.base} ${fmtRange(c.old, c.digits)}, ratio ${fmt(c.ratio, 3)}`
+        + `${c.overlap === false ? ', ranges do not overlap' : ''}`);
+    }
+  }
   log('gates:');
   for (const g of out.gates) log(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}`);
   await rec.close();

@@ -3,11 +3,13 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 
 const BENCH = path.join(__dirname, '..');
+const REPO = path.resolve(BENCH, '..');
 const FANOUT = path.join(BENCH, 'fanout-server.js');
 const WS = path.join(BENCH, 'ws-server.js');
-const NATIVE = path.join(BENCH, '..', 'native', `linux-${process.arch}`);
+const nativeDir = (root) => path.join(root, 'native', `linux-${process.arch}`);
 
 const BUILTIN = {
   jemalloc: {
@@ -70,6 +72,75 @@ const BUILTIN = {
 
 const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'ws-tls'];
 
+// --baseline DIR: these arms again, on the symphony of another checkout.
+const BASELINE_OF = { jemalloc: 'base-jemalloc', 'jemalloc-tls': 'base-jemalloc-tls' };
+
+/** A checkout: its folder, commit and whether its tracked files differ from
+ * the commit (null when it is not a git checkout). */
+function describeCheckout(dir) {
+  const git = (...args) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    return { dir, commit: git('rev-parse', 'HEAD'), dirty: git('status', '--porcelain', '--untracked-files=no') !== '' };
+  } catch {
+    return { dir, commit: null, dirty: null };
+  }
+}
+
+function checkoutLabel(c) {
+  return c.commit ? `${c.commit.slice(0, 7)}${c.dirty ? '+changes' : ''}` : 'not a git checkout';
+}
+
+/** The checkout of --baseline DIR, checked: a symphony package with lib/. */
+function baselineCheckout(dir) {
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new Error(`--baseline ${dir}: no such folder`);
+  const root = fs.realpathSync(path.resolve(dir));
+  let pkg = null;
+  try {
+    pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+  } catch {
+    // below
+  }
+  if (!pkg || pkg.name !== 'symphony' || !fs.existsSync(path.join(root, 'lib', 'index.js'))) {
+    throw new Error(`--baseline ${dir}: not a symphony checkout (no package.json named symphony with lib/index.js)`);
+  }
+  return describeCheckout(root);
+}
+
+/** The baseline twin of a built-in arm: the same arm, symphony loaded from
+ * the baseline checkout (fanout-server.js and the traffic gate read
+ * BENCH_SYMPHONY_ROOT). */
+function baselineArm(of, base) {
+  const a = BUILTIN[of];
+  return {
+    ...a,
+    name: BASELINE_OF[of],
+    what: `${a.what} from the baseline ${base.dir} (${checkoutLabel(base)})`,
+    env: { ...a.env, BENCH_SYMPHONY_ROOT: base.dir },
+    root: base.dir,
+    baselineOf: of,
+  };
+}
+
+/** Why a server of `arm` did not load the symphony the arm asked for (the
+ * build under its root, the allocator), or null when it did. `loaded` is
+ * fanout-server.js's { root, native, allocator }. */
+function wrongBuild(arm, loaded) {
+  if (arm.gate !== 'symphony') return null;
+  const want = fs.realpathSync(arm.root || REPO);
+  if (!loaded || !loaded.native) return `${arm.name}: the server did not say which symphony build it loaded`;
+  let native = loaded.native;
+  try {
+    native = fs.realpathSync(native);
+  } catch {
+    // compared as printed
+  }
+  if (!native.startsWith(`${want}${path.sep}`)) return `${arm.name}: the server loaded ${loaded.native}, expected a build under ${want}`;
+  if (arm.allocator && loaded.allocator !== arm.allocator) {
+    return `${arm.name}: the server loaded allocator ${loaded.allocator}, expected ${arm.allocator}`;
+  }
+  return null;
+}
+
 /** "NAME=K=V,K2=V2" -> an arm: the default build plus that environment. */
 function parseArmEnv(spec) {
   const m = /^([A-Za-z0-9_.-]+)=(.+)$/.exec(spec);
@@ -104,18 +175,37 @@ function parseArmEnv(spec) {
 
 /**
  * The arms to run: names from --arms (default: all built-ins) plus every
- * --arm-env. Returns { arms, notes } where notes say what was left out and
- * why (nothing is skipped silently).
+ * --arm-env; with a baseline checkout (--baseline DIR: baselineCheckout()),
+ * each of jemalloc and jemalloc-tls that runs gets its twin base-jemalloc /
+ * base-jemalloc-tls right after it (base-jemalloc alone when neither runs),
+ * unless --arms names a twin: then just the arms named. Returns { arms, notes } where
+ * notes say what was left out and why (nothing is skipped silently).
  */
-function selectArms(names, armEnvs) {
+function selectArms(names, armEnvs, base = null) {
   const notes = [];
   const extra = armEnvs.map(parseArmEnv);
+  for (const a of extra) {
+    if (Object.values(BASELINE_OF).includes(a.name)) throw new Error(`--arm-env: ${a.name} is a baseline arm's name`);
+  }
+  const twins = base ? Object.keys(BASELINE_OF).map((of) => baselineArm(of, base)) : [];
   const explicit = names !== null;
-  const list = explicit ? names : DEFAULT_ARMS.slice();
+  const list = explicit ? names.slice() : DEFAULT_ARMS.slice();
+  if (base && !twins.some((t) => list.includes(t.name))) {
+    for (const t of twins) {
+      const i = list.indexOf(t.baselineOf);
+      if (i >= 0 && !list.includes(t.name)) list.splice(i + 1, 0, t.name);
+    }
+    if (!twins.some((t) => list.includes(t.name))) {
+      list.push(twins[0].name);
+      notes.push(`--baseline: neither jemalloc nor jemalloc-tls selected; ${twins[0].name} runs alone`);
+    }
+  }
   const arms = [];
   for (const n of list) {
-    const arm = BUILTIN[n] || extra.find((a) => a.name === n);
+    const arm = BUILTIN[n] || extra.find((a) => a.name === n) || twins.find((a) => a.name === n);
+    if (!arm && Object.values(BASELINE_OF).includes(n)) throw new Error(`arm ${n} needs --baseline DIR`);
     if (!arm) throw new Error(`unknown arm ${n} (built-in: ${Object.keys(BUILTIN).join(', ')}; or define it with --arm-env)`);
+    if (arms.includes(arm)) continue;
     if (!fs.existsSync(arm.script)) {
       const why = `${path.relative(path.join(BENCH, '..'), arm.script)} does not exist`;
       if (explicit) throw new Error(`arm ${n}: ${why}`);
@@ -125,15 +215,18 @@ function selectArms(names, armEnvs) {
     arms.push(arm);
   }
   for (const a of extra) if (!arms.includes(a)) arms.push(a);
-  let files = [];
-  try {
-    files = fs.readdirSync(NATIVE);
-  } catch {
-    // reported below, arm by arm
-  }
   for (const a of arms) {
-    if (a.allocator && !files.some((f) => f.startsWith(`symphony.glibc.${a.allocator}`) && f.endsWith('.node'))) {
-      throw new Error(`arm ${a.name}: no ${a.allocator} build in ${path.relative(path.join(BENCH, '..'), NATIVE)} (npm run build)`);
+    if (!a.allocator) continue;
+    const dir = nativeDir(a.root || REPO);
+    let files = [];
+    try {
+      files = fs.readdirSync(dir);
+    } catch {
+      // no folder: no build
+    }
+    if (!files.some((f) => f.startsWith(`symphony.glibc.${a.allocator}`) && f.endsWith('.node'))) {
+      const where = a.root ? dir : path.relative(REPO, dir);
+      throw new Error(`arm ${a.name}: no ${a.allocator} build in ${where} (npm run build${a.root ? ` in ${a.root}` : ''})`);
     }
   }
   if (arms.length === 0) throw new Error('no arm to run');
@@ -152,4 +245,5 @@ function order(arms, repeats, fixedOrder) {
   return runs;
 }
 
-module.exports = { BUILTIN, DEFAULT_ARMS, selectArms, order, parseArmEnv };
+module.exports = { BUILTIN, DEFAULT_ARMS, BASELINE_OF, REPO, selectArms, order, parseArmEnv, baselineCheckout, describeCheckout,
+  checkoutLabel, wrongBuild };

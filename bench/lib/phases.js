@@ -4,6 +4,7 @@
 // Every wait is bounded; every process is stopped on the way out.
 
 const { ServerProc, Loadgen } = require('./procs');
+const { wrongBuild } = require('./arms');
 const { Sampler, readProc } = require('./sample');
 const { now, sleep, median, slope, finite } = require('./util');
 
@@ -22,6 +23,13 @@ function rampBound(n, r) {
 async function withServer(ctx, info, sopts, fn) {
   const server = await ServerProc.start({ statsInterval: 1, ...sopts });
   ctx.live.add(server);
+  // The symphony build the arm asked for (its checkout, its allocator), or no run.
+  const wrong = wrongBuild(sopts.arm, server.loaded);
+  if (wrong) {
+    await server.stop(10);
+    ctx.live.delete(server);
+    throw new Error(wrong);
+  }
   const loadgens = [];
   const sampler = new Sampler(server.pid, {
     hz: ctx.cfg.sampleHz,
@@ -89,7 +97,15 @@ async function withServer(ctx, info, sopts, fn) {
     error.notes = notes;
     throw error;
   }
-  return { ...out, notes, allocator: allocNames.join('/') || null, samplesN: sampler.samples.length };
+  return { ...out, notes, allocator: allocNames.join('/') || null, native: server.loaded ? server.loaded.native : null,
+    samplesN: sampler.samples.length };
+}
+
+/** The allocator and build of a run made of several servers (withServer's
+ * results), for results.json. */
+function loadedOf(parts) {
+  const one = (k) => [...new Set(parts.map((r) => r[k]).filter(Boolean))].join(' ') || null;
+  return { allocator: one('allocator'), native: one('native') };
 }
 
 /** Waits until the server's stats lines say pred(connections). */
@@ -286,13 +302,15 @@ async function cpuShape(ctx, arm, repeat, shape) {
 async function cpu(ctx, arm, repeat) {
   const shapes = [];
   const notes = [];
+  const parts = [];
   for (const shape of ctx.cfg.cpu.shapes) {
     const r = await cpuShape(ctx, arm, repeat, shape);
     shapes.push(r.figures);
     if (r.rampNote) notes.push(`${shape.name}: ${r.rampNote}`);
     notes.push(...r.notes);
+    parts.push(r);
   }
-  return { figures: { shapes }, notes };
+  return { figures: { shapes }, notes, ...loadedOf(parts) };
 }
 
 // ---- handshakes (TLS arms) ----------------------------------------------------
@@ -351,13 +369,15 @@ async function handshakesKey(ctx, arm, repeat, key) {
 async function handshakes(ctx, arm, repeat) {
   const keys = [];
   const notes = [];
+  const parts = [];
   for (const key of ['ecdsa', 'rsa']) {
     const r = await handshakesKey(ctx, arm, repeat, key);
     keys.push(r.figures);
     if (r.note) notes.push(r.note);
     notes.push(...r.notes);
+    parts.push(r);
   }
-  return { figures: { keys }, notes };
+  return { figures: { keys }, notes, ...loadedOf(parts) };
 }
 
 // ---- soak -------------------------------------------------------------------
@@ -534,6 +554,7 @@ async function soak(ctx, arm, repeat) {
     series: { footprint: main.series, connections: main.connSeries },
     notes: [...fresh.notes, ...main.notes],
     allocator: main.allocator,
+    native: main.native,
   };
 }
 

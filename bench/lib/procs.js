@@ -14,9 +14,11 @@ const LOADGEN = path.join(BENCH, 'out', 'loadgen');
 const GATE = path.join(__dirname, 'traffic-gate.js');
 
 // Variables an arm may set; nothing inherited from the runner's own
-// environment may leak into an arm that does not set them.
+// environment may leak into an arm that does not set them (SYMPHONY_NATIVE
+// would make every arm load one file; BENCH_SYMPHONY_ROOT is the baseline
+// arms' checkout; BENCH_TLS would turn a ws:// arm into wss://).
 const ARM_VARS = ['SYMPHONY_ALLOCATOR', 'MALLOC_ARENA_MAX', 'GLIBC_TUNABLES', 'SY_JE_MALLOC_CONF', 'MALLOC_CONF',
-  'LD_PRELOAD', 'BENCH_TRAFFIC', 'BENCH_GATE'];
+  'LD_PRELOAD', 'BENCH_TRAFFIC', 'BENCH_GATE', 'BENCH_SYMPHONY_ROOT', 'SYMPHONY_NATIVE', 'BENCH_TLS'];
 
 function cleanEnv(extra) {
   const env = { ...process.env };
@@ -71,6 +73,7 @@ class ServerProc {
     this.odd = []; // stderr lines that are not JSON: warnings, errors
     this.final = null;
     this.port = null;
+    this.loaded = null; // fanout-server.js: { root, native, allocator } of the symphony it loaded
     this.t0 = now();
     const args = ['--require', GATE, o.arm.script,
       '--port', '0', '--threads', String(o.threads), '--topics', String(o.topics),
@@ -99,6 +102,7 @@ class ServerProc {
         const j = parseJson(line);
         if (j && this.port === null && typeof j.port === 'number') {
           this.port = j.port;
+          this.loaded = j.symphony || null;
           clearTimeout(timer);
           resolve();
         } else if (j) {

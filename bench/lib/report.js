@@ -194,6 +194,47 @@ function charts(runs, arms) {
   return out;
 }
 
+// ---- baseline ----------------------------------------------------------------
+
+/**
+ * --baseline: each base-* arm beside the arm it is the twin of, figure by
+ * figure (medians and min–max over repeats). Not a gate. Rows: { figure,
+ * arm, base, cur, old, ratio (cur ÷ old medians), overlap (the min–max
+ * ranges overlap; null unless both arms have 2 repeats or more) }.
+ */
+function baselineComparison(meta, runs) {
+  const rows = [];
+  for (const b of meta.arms.filter((a) => a.baselineOf)) {
+    const a = b.baselineOf;
+    if (!meta.arms.some((x) => x.name === a)) continue;
+    const pick = (phase, arm, f) => summarize(runs.filter((r) => r.phase === phase && r.arm === arm && r.figures).map((r) => f(r.figures)));
+    const add = (figure, digits, phase, f) => {
+      const cur = pick(phase, a, f);
+      const old = pick(phase, b.name, f);
+      if (!cur.n && !old.n) return;
+      rows.push({ figure, digits, arm: a, base: b.name, cur, old,
+        ratio: finite(cur.median) && finite(old.median) && old.median !== 0 ? cur.median / old.median : null,
+        overlap: cur.n > 1 && old.n > 1 ? cur.min <= old.max && old.min <= cur.max : null });
+    };
+    add('parked B/conn over idle (largest level)', 0, 'parked', (f) => f.bytesPerConnOverIdle);
+    add('parked B/conn marginal', 0, 'parked', (f) => f.bytesPerConnMarginal);
+    const shapes = [...new Set(runs.filter((r) => r.phase === 'cpu' && r.figures && (r.arm === a || r.arm === b.name))
+      .flatMap((r) => r.figures.shapes.map((x) => x.shape)))];
+    const shapeOf = (f, shape) => f.shapes.find((x) => x.shape === shape) || {};
+    for (const shape of shapes) add(`CPU-s per 1M delivered, ${shape}`, 2, 'cpu', (f) => shapeOf(f, shape).cpuSPer1M);
+    for (const shape of shapes) add(`delivered %, ${shape}`, 1, 'cpu', (f) => shapeOf(f, shape).deliveredPct);
+    for (const shape of shapes) add(`p99 ms, ${shape}`, 2, 'cpu', (f) => shapeOf(f, shape).p99ms);
+    for (const key of ['ecdsa', 'rsa']) {
+      add(`handshakes/s per server core, ${key === 'ecdsa' ? 'ECDSA P-256' : 'RSA 2048'}`, 0, 'handshakes',
+        (f) => (f.keys.find((x) => x.key === key) || {}).perCoreS);
+    }
+    const most = (l) => (l.filter(finite).length ? Math.max(...l.filter(finite)) : null);
+    add('soak: worst trough % of peak', 1, 'soak', (f) => most(f.cycles.map((c) => c.troughPctOfPeak)));
+    add('soak: highest peak MiB', 1, 'soak', (f) => MiB(most(f.cycles.map((c) => c.peakKiB))));
+  }
+  return rows;
+}
+
 // ---- markdown ----------------------------------------------------------------
 
 function markdown(res) {
@@ -213,6 +254,7 @@ function markdown(res) {
   }
   P(`- Repeats: ${meta.repeats}${meta.repeats === 1 ? ' (**one repeat: no spread; medians are single values**)' : ''}; order: ${meta.fixedOrder ? 'fixed (A A A B B B …)' : 'interleaved (A B C A B C …)'}`);
   P(`- Arms: ${meta.arms.map((a) => `\`${a.name}\` (${a.what})`).join('; ')}`);
+  if (meta.source) P(`- Code: ${checkout(meta.source)}${meta.baseline ? `; baseline (\`base-*\` arms): ${checkout(meta.baseline)}` : ''}`);
   for (const n of meta.notes) P(`- ${n}`);
   P(`- Populations: ${meta.populationNote}`);
   P(`- Pinning: ${meta.pinningNote}`);
@@ -381,6 +423,19 @@ function markdown(res) {
     P();
   }
 
+  if (res.baselineComparison && res.baselineComparison.length) {
+    P('## This code vs the baseline');
+    P();
+    P(`Each \`base-*\` arm is its twin arm (same server script, load, settings and place in the interleaving) on the symphony of the baseline checkout `
+      + `${meta.baseline ? `(${checkout(meta.baseline)})` : ''}. Medians over repeats (min–max); _ratio_ = this code's median ÷ the baseline's; `
+      + '_ranges overlap_: the two min–max ranges overlap (– with one repeat: no range). Not a gate.');
+    P();
+    P(table(['figure', 'arm', 'this code', 'baseline arm', 'baseline', 'ratio', 'ranges overlap'],
+      res.baselineComparison.map((r) => [r.figure, r.arm, fmtRange(r.cur, r.digits), r.base, fmtRange(r.old, r.digits), fmt(r.ratio, 3),
+        r.overlap === null ? '–' : r.overlap ? 'yes' : '**no**'])));
+    P();
+  }
+
   P('## Gates (set before collecting)');
   P();
   for (const g of res.gates) P(`- **${g.result}** — ${g.name}: ${g.figures}`);
@@ -394,6 +449,10 @@ function markdown(res) {
   }
   P(`Raw data in this folder: \`samples.jsonl\` (every /proc sample), \`server-stats.jsonl\` (the server's stats lines), \`events.jsonl\` (marks, loadgen events and summaries, server final lines), \`results.json\` (every figure of every run).`);
   return `${L.join('\n')}\n`;
+}
+
+function checkout(c) {
+  return `${c.dir} at ${c.commit ? `${c.commit.slice(0, 12)}${c.dirty ? ' with uncommitted changes' : ''}` : '(not a git checkout)'}`;
 }
 
 /** Distinct notes of the runs (what the servers and loadgens printed), counted. */
@@ -414,7 +473,8 @@ function build(res) {
   const arms = res.meta.arms.map((a) => a.name);
   res.gates = gates(res.runs, arms);
   res.oddSummary = oddSummary(res.runs);
-  return { md: markdown(res), charts: charts(res.runs, arms), gates: res.gates };
+  res.baselineComparison = baselineComparison(res.meta, res.runs);
+  return { md: markdown(res), charts: charts(res.runs, arms), gates: res.gates, baselineComparison: res.baselineComparison };
 }
 
 module.exports = { build, gates };

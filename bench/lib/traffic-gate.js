@@ -39,7 +39,10 @@ function wrap(proto, name, offValue) {
 
 const target = process.env.BENCH_GATE || 'symphony';
 if (target === 'symphony') {
-  const { Server } = require(path.join(__dirname, '..', '..', 'lib', 'server.js'));
+  // The same module the server script loads (BENCH_SYMPHONY_ROOT: a baseline
+  // checkout), or the gate would wrap a Server class the script never uses.
+  const root = path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname, '..', '..'));
+  const { Server } = require(path.join(root, 'lib', 'server.js'));
   wrap(Server.prototype, 'publish', 0);
 } else if (target === 'ws') {
   const { WebSocket } = require(require.resolve('ws', { paths: [path.join(__dirname, '..')] }));
