@@ -350,27 +350,27 @@ void sy_io_batch_done(sy_io_t *io, size_t bytes) {
 
 static size_t live_conns(sy_io_t *io) { return io->nslots - io->nfree; }
 
-/* Makes a connection of an accepted socket on this thread. */
-static void adopt(sy_io_t *io, int fd) {
+struct sy_conn *sy_io_adopt(sy_io_t *io, int fd) {
     sy_conn_t *c = NULL;
     if (io->stopping || sy_conn_new(io, fd, &c) != 0) {
         (void)close(fd);
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
-        return;
+        return NULL;
     }
     if (take_slot(io, c) != 0) {
         sy_conn_free(c); /* closes fd */
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
-        return;
+        return NULL;
     }
     if (sy_poll_add(io->poll, fd, SY_POLL_IN, conn_tag(c)) != 0) {
         release_slot(io, c->slot);
         sy_conn_free(c);
         atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
-        return;
+        return NULL;
     }
     sy_reclaim_note_count(&io->reclaim, (uint32_t)live_conns(io));
     sy_conn_start(io, c);
+    return c;
 }
 
 static void accept_some(sy_io_t *io) {
@@ -407,12 +407,12 @@ static void accept_some(sy_io_t *io) {
         atomic_fetch_add_explicit(&io->shared->connections, 1, memory_order_relaxed);
         unsigned t = io->shared->next_thread++ % io->shared->nthreads;
         if (t == io->index) {
-            adopt(io, fd);
+            (void)sy_io_adopt(io, fd);
             continue;
         }
         sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .arg.fd = fd};
         if (sy_io_push(&io->shared->ios[t], &cmd) != 0)
-            adopt(io, fd); /* the other queue is out of memory: keep it here */
+            (void)sy_io_adopt(io, fd); /* the other queue is out of memory or closed: keep it here */
     }
 }
 
@@ -512,7 +512,7 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         begin_stop(io, cmd->arg.deadline_ms);
         break;
     case SY_CMD_ADOPT:
-        adopt(io, cmd->arg.fd);
+        (void)sy_io_adopt(io, cmd->arg.fd);
         cmd->arg.fd = -1; /* adopted: nothing to release */
         break;
     case SY_CMD_RESUME:

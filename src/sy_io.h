@@ -173,6 +173,11 @@ void sy_io_batch_done(sy_io_t *io, size_t bytes);
 void sy_accept_free(sy_topics_t *topics, unsigned thread, sy_accept_t *a);
 
 /* IO-thread internals, used by sy_conn.c, sy_upgrade.c and sy_reclaim.c. */
+/* Makes a connection of an accepted socket (taken over) on this thread:
+ * slot, generation, poller registration, first state. NULL when it could not
+ * (stopping, out of memory, out of slots): the socket is closed then and
+ * shared->connections given back (the caller counted it). */
+struct sy_conn *sy_io_adopt(sy_io_t *io, int fd);
 /* Publishes whether the connection in slot is open (gen) or not (0). */
 void sy_io_set_live(sy_io_t *io, uint32_t slot, uint32_t gen);
 /* A destroyed connection: gives its slot back, unlinks it from the paused

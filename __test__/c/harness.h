@@ -8,6 +8,9 @@
 #define SY_TEST_HARNESS_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,7 +29,7 @@ static sy_batch_t *batches[MAX_BATCHES];
 static size_t nbatches;
 
 /* IO threads: park the batch for the main thread (the owner). */
-static void on_batch(void *ctx, sy_batch_t *b) {
+static inline void on_batch(void *ctx, sy_batch_t *b) {
     (void)ctx;
     pthread_mutex_lock(&lock);
     if (nbatches < MAX_BATCHES)
@@ -48,7 +51,7 @@ typedef struct {
 static seen_t seen[MAX_SEEN];
 static size_t nseen;
 
-static void drain(sy_server_t *s) {
+static inline void drain(sy_server_t *s) {
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < nbatches; i++) {
         size_t pos = 0;
@@ -70,7 +73,7 @@ static void drain(sy_server_t *s) {
     pthread_mutex_unlock(&lock);
 }
 
-static const seen_t *wait_event(sy_server_t *s, uint8_t type, size_t from) {
+static inline const seen_t *wait_event(sy_server_t *s, uint8_t type, size_t from) {
     for (int i = 0; i < 500; i++) {
         drain(s);
         for (size_t k = from; k < nseen; k++)
@@ -81,7 +84,7 @@ static const seen_t *wait_event(sy_server_t *s, uint8_t type, size_t from) {
     return NULL;
 }
 
-static int connect_to(uint16_t port) {
+static inline int connect_to(uint16_t port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -91,7 +94,7 @@ static int connect_to(uint16_t port) {
 }
 
 /* Reads until n bytes or EOF/timeout; returns bytes read. */
-static size_t read_some(int fd, uint8_t *buf, size_t cap, size_t want) {
+static inline size_t read_some(int fd, uint8_t *buf, size_t cap, size_t want) {
     size_t got = 0;
     while (got < want && got < cap) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -103,6 +106,27 @@ static size_t read_some(int fd, uint8_t *buf, size_t cap, size_t want) {
         got += (size_t)r;
     }
     return got;
+}
+
+/* Every epoll descriptor of this process, up to max (found through
+ * /proc/self/fd, for faults injected from outside the IO threads). */
+static inline int epoll_fds(int *out, int max) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL && n < max) {
+        char path[300], target[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, target, sizeof(target) - 1);
+        if (len > 0) {
+            target[len] = 0;
+            if (strcmp(target, "anon_inode:[eventpoll]") == 0)
+                out[n++] = atoi(e->d_name);
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
 }
 
 #endif

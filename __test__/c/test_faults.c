@@ -10,7 +10,6 @@
  *     /dev/null): the IO thread must report SY_EV_FAILED, close its
  *     connections and stop, instead of spinning. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,26 +21,6 @@
 
 static const char *REQ = "GET /x HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
-
-/* Every epoll descriptor of this process, up to max. */
-static int epoll_fds(int *out, int max) {
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL && n < max) {
-        char path[300], target[64];
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-        ssize_t len = readlink(path, target, sizeof(target) - 1);
-        if (len > 0) {
-            target[len] = 0;
-            if (strcmp(target, "anon_inode:[eventpoll]") == 0)
-                out[n++] = atoi(e->d_name);
-        }
-    }
-    if (d != NULL)
-        closedir(d);
-    return n;
-}
 
 /* The server's end of a client socket: the descriptor whose peer is the
  * client's local address. */

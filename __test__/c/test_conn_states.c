@@ -1,0 +1,128 @@
+/* sy_conn's states on their own, on the test's thread as if it were the IO
+ * thread (the thread never starts): each state's deadline and poll
+ * interest come from sy_conn_enter alone, the owner sees a connection as
+ * open exactly while it is OPEN, and a poller that refuses a connection
+ * marks it broken instead of freeing it under the caller. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "harness.h"
+#include "sy_conn.h"
+#include "sy_io.h"
+#include "sy_poll.h"
+
+static void no_batches(void *ctx, sy_batch_t *b) {
+    (void)ctx;
+    sy_batch_free(b);
+}
+
+int main(void) {
+    sy_io_shared_t sh;
+    memset(&sh, 0, sizeof(sh));
+    sh.opts.threads = 1;
+    sh.opts.handshake_timeout_s = 5;
+    sh.opts.close_timeout_s = 3;
+    sh.opts.max_backpressure = 1 << 20;
+    sh.opts.max_payload = 1 << 16;
+    sh.opts.max_event_bytes = 1 << 20;
+    sh.on_batch = no_batches;
+    sh.nthreads = 1;
+    sh.transport = &sy_stream_plain_ops;
+    CHECK_EQ(sy_topics_init(&sh.topics, 1), 0);
+    sy_io_t io;
+    CHECK_EQ(sy_io_init(&io, &sh, 0, -1), 0);
+    sh.ios = &io;
+    io.now_ms = 1000000;
+
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    atomic_fetch_add(&sh.connections, 1); /* as accept counts it */
+    sy_conn_t *c = sy_io_adopt(&io, sv[0]);
+    CHECK(c != NULL);
+    if (c == NULL)
+        return check_report("conn_states");
+    uint64_t id = sy_conn_id(&io, c);
+    const int64_t hs = 5000, ct = 3000;
+
+    /* New: reading the request, the handshake deadline, readable. */
+    CHECK_EQ(c->state, SY_CONN_HTTP);
+    CHECK_EQ(c->deadline_ms, 1000000 + hs);
+    CHECK_EQU(c->poll_ev, SY_POLL_IN);
+    CHECK(!sy_io_is_open(&io, id));
+
+    /* A transport handshake and the request share one deadline. */
+    io.now_ms += 100;
+    sy_conn_enter(&io, c, SY_CONN_HANDSHAKE);
+    CHECK_EQ(c->deadline_ms, 1000100 + hs);
+    io.now_ms += 100;
+    sy_conn_enter(&io, c, SY_CONN_HTTP);
+    CHECK_EQ(c->deadline_ms, 1000100 + hs);
+    /* So does the owner's decision; it is not read meanwhile. */
+    sy_conn_enter(&io, c, SY_CONN_UPGRADING);
+    CHECK_EQ(c->deadline_ms, 1000100 + hs);
+    CHECK_EQU(c->poll_ev, 0);
+    CHECK(!sy_io_is_open(&io, id));
+
+    /* Open: no deadline, readable, open to the owner. */
+    sy_conn_enter(&io, c, SY_CONN_OPEN);
+    CHECK_EQ(c->deadline_ms, 0);
+    CHECK_EQU(c->poll_ev, SY_POLL_IN);
+    CHECK(sy_io_is_open(&io, id));
+    CHECK_EQU(sy_conn_interest(c), SY_POLL_IN);
+
+    /* Paused for flow control: not read; the interest follows. */
+    sy_io_pause(&io, c);
+    CHECK(c->paused && io.paused == c);
+    CHECK_EQU(c->poll_ev, 0);
+
+    /* Closing: the close timeout from now; no longer open to the owner. */
+    io.now_ms += 1000;
+    sy_conn_enter(&io, c, SY_CONN_CLOSING);
+    CHECK_EQ(c->deadline_ms, io.now_ms + ct);
+    CHECK(!sy_io_is_open(&io, id));
+    io.now_ms += 1000;
+    sy_conn_enter(&io, c, SY_CONN_FLUSH_CLOSE);
+    CHECK_EQ(c->deadline_ms, io.now_ms + ct);
+    io.now_ms += 1000;
+    sy_conn_enter(&io, c, SY_CONN_DRAINING);
+    CHECK_EQ(c->deadline_ms, io.now_ms + SY_CONN_DRAIN_MS);
+
+    /* The poller refusing it (its socket gone from the epoll set): marked
+     * broken and put on the dirty list, not freed here. */
+    int ep[2];
+    CHECK_EQ(epoll_fds(ep, 2), 1);
+    CHECK_EQ(epoll_ctl(ep[0], EPOLL_CTL_DEL, sv[0], NULL), 0);
+    io.paused = NULL;
+    c->paused = false;
+    c->want_out = true;
+    sy_io_update_poll(&io, c);
+    CHECK(c->broken);
+    CHECK(c->dirty && io.dirty == c);
+    CHECK(c->state == SY_CONN_DRAINING);
+
+    /* Destroyed: dead, its slot given back, on the dead list. */
+    io.dirty = NULL;
+    c->dirty = false;
+    sy_conn_destroy(&io, c, 1006);
+    CHECK_EQ(c->state, SY_CONN_DEAD);
+    CHECK(io.conns[c->slot] == NULL);
+    CHECK(io.dead == c);
+    CHECK_EQU(atomic_load(&sh.connections), 0);
+    /* Entering any state from DEAD changes nothing. */
+    sy_conn_enter(&io, c, SY_CONN_OPEN);
+    CHECK_EQ(c->state, SY_CONN_DEAD);
+    CHECK(!sy_io_is_open(&io, id));
+
+    io.dead = NULL;
+    sy_conn_free(c);
+    close(sv[1]);
+    sy_io_free(&io);
+    sy_topics_destroy(&sh.topics);
+    return check_report("conn_states");
+}
