@@ -12,6 +12,7 @@ int sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd
     s->ops = ops;
     s->impl = NULL;
     s->fd = fd;
+    s->held = 0;
     int rc = ops->open(s, arg);
     if (rc != 0) {
         s->fd = -1;
@@ -83,11 +84,6 @@ static sy_stream_rc_t plain_flush(sy_stream_t *s, sy_outq_t *q, uint8_t **scratc
     return SY_STREAM_OK;
 }
 
-static size_t plain_held(const sy_stream_t *s) {
-    (void)s;
-    return 0;
-}
-
 static void plain_nothing(sy_stream_t *s) { (void)s; }
 
 const sy_stream_ops_t sy_stream_plain_ops = {
@@ -97,7 +93,6 @@ const sy_stream_ops_t sy_stream_plain_ops = {
     .handshake = plain_handshake,
     .read = plain_read,
     .flush = plain_flush,
-    .held = plain_held,
     .close_notify = plain_nothing,
     .free = plain_nothing,
 };

@@ -36,8 +36,10 @@ typedef enum sy_stream_rc {
 
 typedef struct sy_stream {
     const struct sy_stream_ops *ops;
-    void *impl; /* the transport's own per-connection state; NULL for plain TCP */
-    int fd;     /* -1 once shut */
+    void *impl;    /* the transport's own per-connection state; NULL for plain TCP */
+    int fd;        /* -1 once shut */
+    uint32_t held; /* bytes the transport took from the queue and holds (kept
+                      by the transport; read on every push, so not a call) */
 } sy_stream_t;
 
 typedef struct sy_stream_ops {
@@ -53,7 +55,6 @@ typedef struct sy_stream_ops {
      * *written: bytes that left (for stats). scratch: the IO thread's
      * staging buffer of SY_STREAM_SCRATCH bytes, made on first use. */
     sy_stream_rc_t (*flush)(sy_stream_t *s, sy_outq_t *q, uint8_t **scratch, size_t *written);
-    size_t (*held)(const sy_stream_t *s);
     void (*close_notify)(sy_stream_t *s); /* best effort; nothing is waited for */
     void (*free)(sy_stream_t *s);         /* the transport's state, not the fd */
 } sy_stream_ops_t;
@@ -78,7 +79,7 @@ static inline sy_stream_rc_t sy_stream_read(sy_stream_t *s, uint8_t *buf, size_t
 static inline sy_stream_rc_t sy_stream_flush(sy_stream_t *s, sy_outq_t *q, uint8_t **scratch, size_t *written) {
     return s->ops->flush(s, q, scratch, written);
 }
-static inline size_t sy_stream_held(const sy_stream_t *s) { return s->ops->held(s); }
+static inline size_t sy_stream_held(const sy_stream_t *s) { return s->held; }
 static inline void sy_stream_close_notify(sy_stream_t *s) { s->ops->close_notify(s); }
 
 #endif

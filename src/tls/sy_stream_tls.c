@@ -8,8 +8,8 @@
 
 typedef struct tls_stream {
     sy_tls_conn_t *ssl;
-    uint8_t *held; /* a record's plaintext OpenSSL took but could not write yet */
-    uint32_t held_len;
+    uint8_t *held; /* a record's plaintext OpenSSL took but could not write yet;
+                      its length is the stream's `held` */
 } tls_stream_t;
 
 int sy_tls_source_init(sy_tls_source_t *src) {
@@ -107,13 +107,13 @@ static sy_stream_rc_t tls_flush(sy_stream_t *s, sy_outq_t *q, uint8_t **scratch,
     for (;;) {
         size_t n = 0;
         sy_tls_want_t w;
-        if (t->held_len > 0) {
-            w = sy_tls_write(t->ssl, t->held, t->held_len, &n);
+        if (s->held > 0) {
+            w = sy_tls_write(t->ssl, t->held, s->held, &n);
             if (w == SY_TLS_DONE) {
                 *written += n;
-                t->held_len -= (uint32_t)n;
-                if (t->held_len > 0) {
-                    memmove(t->held, t->held + n, t->held_len);
+                s->held -= (uint32_t)n;
+                if (s->held > 0) {
+                    memmove(t->held, t->held + n, s->held);
                 } else {
                     sy_free(t->held);
                     t->held = NULL;
@@ -142,7 +142,7 @@ static sy_stream_rc_t tls_flush(sy_stream_t *s, sy_outq_t *q, uint8_t **scratch,
             if (w == SY_TLS_WANT_WRITE || w == SY_TLS_WANT_READ) {
                 if ((t->held = sy_memdup(p, len)) == NULL)
                     return SY_STREAM_ERROR;
-                t->held_len = (uint32_t)len;
+                s->held = (uint32_t)len;
                 sy_outq_consume(q, len);
             }
         }
@@ -150,11 +150,6 @@ static sy_stream_rc_t tls_flush(sy_stream_t *s, sy_outq_t *q, uint8_t **scratch,
             return SY_STREAM_WANT_WRITE;
         return SY_STREAM_ERROR;
     }
-}
-
-static size_t tls_held(const sy_stream_t *s) {
-    const tls_stream_t *t = s->impl;
-    return t != NULL ? t->held_len : 0;
 }
 
 static void tls_close_notify(sy_stream_t *s) {
@@ -171,6 +166,7 @@ static void tls_free(sy_stream_t *s) {
     sy_free(t->held);
     sy_free(t);
     s->impl = NULL;
+    s->held = 0;
 }
 
 const sy_stream_ops_t sy_stream_tls_ops = {
@@ -180,7 +176,6 @@ const sy_stream_ops_t sy_stream_tls_ops = {
     .handshake = tls_handshake,
     .read = tls_read,
     .flush = tls_flush,
-    .held = tls_held,
     .close_notify = tls_close_notify,
     .free = tls_free,
 };
