@@ -233,15 +233,20 @@ static napi_value tls_info(napi_env env, napi_callback_info info) {
     return obj;
 }
 
+/* The answer of a tuning call: true done, false not supported by this
+ * build (the system allocator), or a thrown error. */
+static napi_value supported(napi_env env, int rc, const char *what) {
+    if (rc == ENOTSUP)
+        return sy_napi_make_bool(env, false);
+    if (!alloc_ok(env, rc, what))
+        return NULL;
+    return sy_napi_make_bool(env, true);
+}
+
 /* purge() -> true, or false when the allocator cannot purge (system). */
 static napi_value purge(napi_env env, napi_callback_info info) {
     (void)info;
-    int rc = sy_alloc_purge();
-    if (rc == ENOTSUP)
-        return sy_napi_make_bool(env, false);
-    if (!alloc_ok(env, rc, "purge"))
-        return NULL;
-    return sy_napi_make_bool(env, true);
+    return supported(env, sy_alloc_purge(), "purge");
 }
 
 /* setDecay(dirtyMs, muzzyMs) -> true, or false in the system build. */
@@ -253,12 +258,7 @@ static napi_value set_decay(napi_env env, napi_callback_info info) {
         !sy_napi_get_int64(env, argv[0], "dirtyMs", SY_DECAY_MS_MIN, SY_DECAY_MS_MAX, &dirty) ||
         !sy_napi_get_int64(env, argv[1], "muzzyMs", SY_DECAY_MS_MIN, SY_DECAY_MS_MAX, &muzzy))
         return NULL;
-    int rc = sy_alloc_set_decay(dirty, muzzy);
-    if (rc == ENOTSUP)
-        return sy_napi_make_bool(env, false);
-    if (!alloc_ok(env, rc, "setDecay"))
-        return NULL;
-    return sy_napi_make_bool(env, true);
+    return supported(env, sy_alloc_set_decay(dirty, muzzy), "setDecay");
 }
 
 /* backgroundThread(on) -> true, or false in the system build. */
@@ -268,12 +268,7 @@ static napi_value background_thread(napi_env env, napi_callback_info info) {
     bool on = false;
     if (!sy_napi_args(env, info, 1, &argc, argv, NULL) || !sy_napi_get_bool(env, argv[0], "enabled", &on))
         return NULL;
-    int rc = sy_alloc_background_thread(on);
-    if (rc == ENOTSUP)
-        return sy_napi_make_bool(env, false);
-    if (!alloc_ok(env, rc, "backgroundThread"))
-        return NULL;
-    return sy_napi_make_bool(env, true);
+    return supported(env, sy_alloc_background_thread(on), "backgroundThread");
 }
 
 bool sy_binding_allocator_init(napi_env env, napi_value exports) {

@@ -163,6 +163,13 @@ static bool get_server(napi_env env, napi_value v, sy_bserver_t **out) {
     return true;
 }
 
+/* The arguments of a call on a running server: exactly n wanted (argv[0]
+ * the handle), the server in *b. */
+static bool server_args(napi_env env, napi_callback_info info, size_t n, napi_value *argv, sy_bserver_t **b) {
+    size_t argc = n;
+    return sy_napi_args(env, info, n, &argc, argv, NULL) && get_server(env, argv[0], b);
+}
+
 static bool get_id(napi_env env, napi_value v, uint64_t *id) {
     int64_t x = 0;
     if (!sy_napi_get_int64(env, v, "id", 0, ((int64_t)1 << 53) - 1, &x))
@@ -482,9 +489,8 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
 /* serverListen(handle, dispatch) -> port */
 static napi_value server_listen(napi_env env, napi_callback_info info) {
     napi_value argv[2];
-    size_t argc = 2;
     sy_bserver_t *b;
-    if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !get_server(env, argv[0], &b))
+    if (!server_args(env, info, 2, argv, &b))
         return NULL;
     if (b->listening) {
         sy_napi_throw(env, "ERR_SERVER_ALREADY_LISTEN", "symphony: the server is already listening");
@@ -516,11 +522,10 @@ static napi_value server_listen(napi_env env, napi_callback_info info) {
 /* serverPublish(handle, topic, data, binary) -> subscribers */
 static napi_value server_publish(napi_env env, napi_callback_info info) {
     napi_value argv[4];
-    size_t argc = 4;
     sy_bserver_t *b;
     bool binary = false;
     sy_bytes_t topic, data;
-    if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+    if (!server_args(env, info, 4, argv, &b) ||
         !sy_napi_get_bool(env, argv[3], "binary", &binary) || !get_topic(env, argv[1], &topic))
         return NULL;
     if (!get_bytes(env, argv[2], "data", &data)) {
@@ -550,12 +555,11 @@ static napi_value result_of(napi_env env, int rc) {
 /* serverSend(handle, id, data, binary) -> bool */
 static napi_value server_send(napi_env env, napi_callback_info info) {
     napi_value argv[4];
-    size_t argc = 4;
     sy_bserver_t *b;
     uint64_t id;
     bool binary = false;
     sy_bytes_t data;
-    if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+    if (!server_args(env, info, 4, argv, &b) ||
         !get_id(env, argv[1], &id) || !sy_napi_get_bool(env, argv[3], "binary", &binary) ||
         !get_bytes(env, argv[2], "data", &data))
         return NULL;
@@ -566,11 +570,10 @@ static napi_value server_send(napi_env env, napi_callback_info info) {
 
 static napi_value sub_call(napi_env env, napi_callback_info info, bool subscribe) {
     napi_value argv[3];
-    size_t argc = 3;
     sy_bserver_t *b;
     uint64_t id;
     sy_bytes_t topic;
-    if (!sy_napi_args(env, info, 3, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+    if (!server_args(env, info, 3, argv, &b) ||
         !get_id(env, argv[1], &id) || !get_topic(env, argv[2], &topic))
         return NULL;
     int rc = subscribe ? sy_server_subscribe(b->srv, id, topic.data, topic.len)
@@ -586,12 +589,11 @@ static napi_value server_unsubscribe(napi_env env, napi_callback_info info) { re
  * that code is one an endpoint may send (RFC 6455 7.4). */
 static napi_value server_end(napi_env env, napi_callback_info info) {
     napi_value argv[4];
-    size_t argc = 4;
     sy_bserver_t *b;
     uint64_t id;
     int64_t code;
     sy_bytes_t reason;
-    if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+    if (!server_args(env, info, 4, argv, &b) ||
         !get_id(env, argv[1], &id) ||
         !sy_napi_get_int64(env, argv[2], "code", SY_CLOSE_CODE_MIN, SY_CLOSE_CODE_MAX, &code) ||
         !get_bytes(env, argv[3], "reason", &reason))
@@ -610,10 +612,9 @@ static napi_value server_end(napi_env env, napi_callback_info info) {
 
 static napi_value server_terminate(napi_env env, napi_callback_info info) {
     napi_value argv[2];
-    size_t argc = 2;
     sy_bserver_t *b;
     uint64_t id;
-    if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !get_server(env, argv[0], &b) || !get_id(env, argv[1], &id))
+    if (!server_args(env, info, 2, argv, &b) || !get_id(env, argv[1], &id))
         return NULL;
     return result_of(env, sy_server_terminate(b->srv, id));
 }
@@ -621,12 +622,11 @@ static napi_value server_terminate(napi_env env, napi_callback_info info) {
 /* serverAccept(handle, id, protocol, headers, topics[]) -> bool */
 static napi_value server_accept(napi_env env, napi_callback_info info) {
     napi_value argv[5];
-    size_t argc = 5;
     sy_bserver_t *b;
     uint64_t id;
     uint32_t ntopics = 0;
     bool is_array = false;
-    if (!sy_napi_args(env, info, 5, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+    if (!server_args(env, info, 5, argv, &b) ||
         !get_id(env, argv[1], &id) ||
         !sy_napi_ok(env, napi_is_array(env, argv[4], &is_array), "napi_is_array"))
         return NULL;
@@ -679,12 +679,11 @@ static napi_value server_accept(napi_env env, napi_callback_info info) {
 /* serverRefuse(handle, id, status, headers) -> bool */
 static napi_value server_refuse(napi_env env, napi_callback_info info) {
     napi_value argv[4];
-    size_t argc = 4;
     sy_bserver_t *b;
     uint64_t id;
     int64_t status;
     sy_bytes_t headers;
-    if (!sy_napi_args(env, info, 4, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+    if (!server_args(env, info, 4, argv, &b) ||
         !get_id(env, argv[1], &id) ||
         !sy_napi_get_int64(env, argv[2], "status", SY_REFUSE_STATUS_MIN, SY_REFUSE_STATUS_MAX, &status) ||
         !get_bytes(env, argv[3], "headers", &headers))
@@ -733,9 +732,8 @@ static bool thread_stats_object(napi_env env, sy_stats_t *t, napi_value *out) {
 /* serverStats(handle) -> { total fields..., topics, threads: [...] } */
 static napi_value server_stats(napi_env env, napi_callback_info info) {
     napi_value argv[1];
-    size_t argc = 1;
     sy_bserver_t *b;
-    if (!sy_napi_args(env, info, 1, &argc, argv, NULL) || !get_server(env, argv[0], &b))
+    if (!server_args(env, info, 1, argv, &b))
         return NULL;
     unsigned n = sy_server_threads(b->srv);
     napi_value arr, total;
@@ -789,11 +787,10 @@ static bool cert_in_get(napi_env env, napi_value obj, cert_in_t *c) {
  * error the server keeps the certificates it had. */
 static napi_value server_set_tls(napi_env env, napi_callback_info info) {
     napi_value argv[3];
-    size_t argc = 3;
     sy_bserver_t *b;
     uint32_t n = 0;
     bool is_array = false;
-    if (!sy_napi_args(env, info, 3, &argc, argv, NULL) || !get_server(env, argv[0], &b) ||
+    if (!server_args(env, info, 3, argv, &b) ||
         !sy_napi_ok(env, napi_is_array(env, argv[1], &is_array), "napi_is_array"))
         return NULL;
     if (!is_array || !sy_napi_ok(env, napi_get_array_length(env, argv[1], &n), "napi_get_array_length") || n == 0 ||

@@ -184,29 +184,20 @@ int sy_alloc_config(sy_alloc_config_t *out) {
     return 0;
 }
 
-int sy_alloc_purge(void) {
+/* An action on an arena (or MALLCTL_ARENAS_ALL): "arena.<i>.<op>". */
+static int arena_do(unsigned arena, const char *op) {
     char name[64];
-    int n = snprintf(name, sizeof(name), "arena.%u.purge", (unsigned)MALLCTL_ARENAS_ALL);
+    int n = snprintf(name, sizeof(name), "arena.%u.%s", arena, op);
     if (n < 0 || (size_t)n >= sizeof(name))
         return EINVAL;
     return sy_je_mallctl(name, NULL, NULL, NULL, 0);
 }
 
-int sy_alloc_arena_purge(unsigned arena) {
-    char name[64];
-    int n = snprintf(name, sizeof(name), "arena.%u.purge", arena);
-    if (n < 0 || (size_t)n >= sizeof(name))
-        return EINVAL;
-    return sy_je_mallctl(name, NULL, NULL, NULL, 0);
-}
+int sy_alloc_purge(void) { return arena_do((unsigned)MALLCTL_ARENAS_ALL, "purge"); }
 
-int sy_alloc_decay_all(void) {
-    char name[64];
-    int n = snprintf(name, sizeof(name), "arena.%u.decay", (unsigned)MALLCTL_ARENAS_ALL);
-    if (n < 0 || (size_t)n >= sizeof(name))
-        return EINVAL;
-    return sy_je_mallctl(name, NULL, NULL, NULL, 0);
-}
+int sy_alloc_arena_purge(unsigned arena) { return arena_do(arena, "purge"); }
+
+int sy_alloc_decay_all(void) { return arena_do((unsigned)MALLCTL_ARENAS_ALL, "decay"); }
 
 static int set_arena_decay(unsigned arena, const char *which, ssize_t ms) {
     char name[64];

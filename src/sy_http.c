@@ -40,6 +40,18 @@ static unsigned char ascii_lower(unsigned char c)
     return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + ('a' - 'A')) : c;
 }
 
+/* One digit of the HTTP version at *p: 0 and the digit in *out, NEED_MORE,
+ * or SY_HTTP_E_VERSION_SYNTAX. */
+static long version_digit(const unsigned char *b, size_t *p, size_t end, unsigned *out)
+{
+    if (*p == end)
+        return NEED_MORE;
+    if (b[*p] < '0' || b[*p] > '9')
+        return SY_HTTP_E_VERSION_SYNTAX;
+    *out = (unsigned)(b[(*p)++] - '0');
+    return 0;
+}
+
 /* Parses the request line starting at *pos, reading no byte at or past
  * end. On success advances *pos past its CRLF and returns 0; returns
  * NEED_MORE or an SY_HTTP_E_* error otherwise. */
@@ -79,20 +91,15 @@ static long parse_request_line(const unsigned char *b, size_t end, size_t *pos,
         if (b[p] != (unsigned char)proto[k])
             return SY_HTTP_E_VERSION_SYNTAX;
     }
-    if (p == end)
-        return NEED_MORE;
-    if (b[p] < '0' || b[p] > '9')
-        return SY_HTTP_E_VERSION_SYNTAX;
-    major = (unsigned)(b[p++] - '0');
+    long rc = version_digit(b, &p, end, &major);
+    if (rc != 0)
+        return rc;
     if (p == end)
         return NEED_MORE;
     if (b[p++] != '.')
         return SY_HTTP_E_VERSION_SYNTAX;
-    if (p == end)
-        return NEED_MORE;
-    if (b[p] < '0' || b[p] > '9')
-        return SY_HTTP_E_VERSION_SYNTAX;
-    minor = (unsigned)(b[p++] - '0');
+    if ((rc = version_digit(b, &p, end, &minor)) != 0)
+        return rc;
     if (major != 1 || minor > 1)
         return SY_HTTP_E_VERSION;
     out->minor_version = (int)minor;
