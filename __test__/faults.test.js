@@ -29,6 +29,7 @@ test('an IO thread whose poller fails: error event, its clients closed, close() 
   await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
   const clientClosed = new Promise((resolve) => ws.once('close', (code) => resolve(code)));
   const failed = new Promise((resolve) => server.once('error', resolve));
+  const serverClose = new Promise((resolve) => server.once('close', (id, code) => resolve(code)));
   // Every later epoll_wait of the thread fails (EINVAL): its descriptor
   // number now names /dev/null. Taken again at once, so that nothing else
   // gets the number (symphony closes it when the server is freed).
@@ -45,6 +46,7 @@ test('an IO thread whose poller fails: error event, its clients closed, close() 
   assert.ok(err.errno > 0);
   assert.match(err.message, /IO thread 0 stopped: its poller failed/);
   assert.equal(await clientClosed, 1006); // closed without a close frame
+  assert.equal(await serverClose, 1011); // the server's own close event: a server error
   assert.ok(server.stats() === null || server.stats().pollFailures >= 100);
   await server.close();
 });

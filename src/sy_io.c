@@ -354,23 +354,18 @@ struct sy_conn *sy_io_adopt(sy_io_t *io, int fd) {
     sy_conn_t *c = NULL;
     if (io->stopping || sy_conn_new(io, fd, &c) != 0) {
         (void)close(fd);
-        atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
-        return NULL;
-    }
-    if (take_slot(io, c) != 0) {
+    } else if (take_slot(io, c) != 0) {
         sy_conn_free(c); /* closes fd */
-        atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
-        return NULL;
-    }
-    if (sy_poll_add(io->poll, fd, SY_POLL_IN, conn_tag(c)) != 0) {
+    } else if (sy_poll_add(io->poll, fd, SY_POLL_IN, conn_tag(c)) != 0) {
         release_slot(io, c->slot);
         sy_conn_free(c);
-        atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
-        return NULL;
+    } else {
+        sy_reclaim_note_count(&io->reclaim, (uint32_t)live_conns(io));
+        sy_conn_start(io, c);
+        return c;
     }
-    sy_reclaim_note_count(&io->reclaim, (uint32_t)live_conns(io));
-    sy_conn_start(io, c);
-    return c;
+    atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+    return NULL;
 }
 
 static void accept_some(sy_io_t *io) {
@@ -633,15 +628,7 @@ static bool poll_failed(sy_io_t *io, int err) {
     }
     const char *why = strerror(err);
     sy_io_emit(io, io->index, SY_EV_FAILED, 0, (uint16_t)err, why, strlen(why));
-    for (uint32_t i = 0; i < io->nslots; i++) {
-        sy_conn_t *c = io->conns[i];
-        if (c != NULL) {
-            c->close_code = 1011;
-            sy_conn_destroy(io, c, 1011);
-        }
-    }
-    begin_stop(io, 0);
-    return true;
+    return true; /* the loop's end closes the connections (1011) */
 }
 
 static void *io_main(void *arg) {
@@ -696,7 +683,7 @@ static void *io_main(void *arg) {
         if (failed || (io->stopping && (live_conns(io) == 0 || io->now_ms >= io->stop_deadline_ms))) {
             for (uint32_t i = 0; i < io->nslots; i++)
                 if (io->conns[i] != NULL)
-                    sy_conn_destroy(io, io->conns[i], 1001);
+                    sy_conn_destroy(io, io->conns[i], failed ? 1011 : 1001);
             (void)pthread_mutex_lock(&io->qlock);
             io->exited = true; /* nothing is queued after this */
             (void)pthread_mutex_unlock(&io->qlock);

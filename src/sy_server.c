@@ -28,7 +28,6 @@ struct sy_server {
     bool shutting_down;
 #ifdef SY_WITH_TLS
     sy_tls_source_t tls; /* the certificates of a TLS server (shared.transport_arg) */
-    bool tls_init;
 #endif
     sy_io_t io[];
 };
@@ -197,11 +196,10 @@ int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const
     return rc;
 }
 
-/* Queues cmd to the connection's thread: 0, ENOTCONN (unknown or closed
- * id), or ENOMEM. On failure the caller keeps cmd's references. */
+/* Queues cmd to the thread of a connection the caller found open: 0,
+ * ENOTCONN (the thread has ended), or ENOMEM. On failure the caller keeps
+ * cmd's references. */
 static int push_to(sy_server_t *s, sy_cmd_t *cmd) {
-    if (!sy_server_is_open(s, cmd->conn))
-        return ENOTCONN;
     int rc = sy_io_push(io_of(s, cmd->conn), cmd);
     return rc == EPIPE ? ENOTCONN : rc;
 }
@@ -260,6 +258,8 @@ int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason
 }
 
 int sy_server_terminate(sy_server_t *s, uint64_t id) {
+    if (!sy_server_is_open(s, id))
+        return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_TERMINATE, .conn = id};
     return push_to(s, &cmd);
 }
@@ -339,14 +339,14 @@ size_t sy_server_topic_count(sy_server_t *s) {
 
 int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 #ifdef SY_WITH_TLS
-    if (ctx == NULL || (s->listening && !s->tls_init))
+    bool tls = sy_server_tls(s);
+    if (ctx == NULL || (s->listening && !tls))
         return EINVAL;
-    if (!s->tls_init) {
+    if (!tls) {
         /* Only before listen: the IO threads read the transport unlocked. */
         int rc = sy_tls_source_init(&s->tls);
         if (rc != 0)
             return rc;
-        s->tls_init = true;
         s->shared.transport = &sy_stream_tls_ops;
         s->shared.transport_arg = &s->tls;
     }
@@ -360,7 +360,7 @@ int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 }
 
 bool sy_server_tls(sy_server_t *s) {
-    return s->shared.transport->handshake_first;
+    return s->shared.transport != &sy_stream_plain_ops;
 }
 
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
@@ -398,7 +398,7 @@ void sy_server_destroy(sy_server_t *s) {
             sy_io_free(&s->io[i]);
     sy_topics_destroy(&s->shared.topics);
 #ifdef SY_WITH_TLS
-    if (s->tls_init)
+    if (sy_server_tls(s))
         sy_tls_source_destroy(&s->tls);
 #endif
     sy_free(s->host);

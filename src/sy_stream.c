@@ -14,10 +14,8 @@ int sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd
     s->fd = fd;
     s->held = 0;
     int rc = ops->open(s, arg);
-    if (rc != 0) {
+    if (rc != 0)
         s->fd = -1;
-        s->ops = &sy_stream_plain_ops;
-    }
     return rc;
 }
 
@@ -31,8 +29,7 @@ void sy_stream_shut(sy_stream_t *s) {
 
 void sy_stream_free(sy_stream_t *s) {
     sy_stream_shut(s);
-    if (s->ops != NULL)
-        s->ops->free(s);
+    s->ops->free(s);
 }
 
 static int plain_open(sy_stream_t *s, void *arg) {

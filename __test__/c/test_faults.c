@@ -181,22 +181,26 @@ static void test_poll_failure(void) {
     close(null);
     /* Both threads give up within their retries (100 x 10 ms), report why,
      * close their connections and stop. */
-    int failed = 0, stopped = 0;
+    int failed = 0, stopped = 0, closed = 0;
     for (int i = 0; i < 1000 && stopped < 2; i++) {
         drain(s);
-        failed = stopped = 0;
-        for (size_t k = 0; k < nseen; k++) {
-            if (seen[k].type == SY_EV_FAILED) {
-                failed++;
-                CHECK_EQ(seen[k].code, EINVAL);
-                CHECK(seen[k].len > 0);
-            }
-            stopped += seen[k].type == SY_EV_STOPPED;
-        }
         usleep(10000);
+        failed = stopped = closed = 0;
+        for (size_t k = 0; k < nseen; k++) {
+            failed += seen[k].type == SY_EV_FAILED;
+            stopped += seen[k].type == SY_EV_STOPPED;
+            closed += seen[k].type == SY_EV_CLOSE;
+        }
     }
     CHECK_EQ(failed, 2);
     CHECK_EQ(stopped, 2);
+    CHECK_EQ(closed, 2);
+    for (size_t k = 0; k < nseen; k++) {
+        if (seen[k].type == SY_EV_FAILED) /* why, as an errno value and its text */
+            CHECK(seen[k].code == EINVAL && seen[k].len > 0);
+        if (seen[k].type == SY_EV_CLOSE) /* the clients' close events: a server error */
+            CHECK_EQ(seen[k].code, 1011);
+    }
     if (stopped < 2) {
         fprintf(stderr, "test_faults: the IO threads did not stop after their poller failed\n");
         _exit(check_report("faults"));
