@@ -222,8 +222,71 @@ static void test_poll_failure(void) {
     close(b);
 }
 
+/* Only IO thread 1's poller fails: thread 0 goes on accepting, and the
+ * sockets it would have dealt to thread 1 (which takes no more commands)
+ * are served by thread 0 instead of waiting in a dead queue. */
+static void test_one_thread_fails(void) {
+    nseen = 0;
+    sy_server_opts_t o = {
+        .host = "127.0.0.1", .threads = 2, .max_payload = 1 << 16, .max_backpressure = 1 << 20,
+        .handshake_timeout_s = 5, .close_timeout_s = 1, .max_head_bytes = 8192, .max_headers = 64, .backlog = 64,
+    };
+    char err[SY_ERRLEN];
+    sy_server_t *s = sy_server_create(&o, on_batch, NULL, err, sizeof(err));
+    uint16_t port = 0;
+    CHECK(s != NULL && sy_server_listen(s, &port, err, sizeof(err)) == 0);
+    /* Thread 0's epoll set is the one that holds the listening socket. */
+    int listener = -1;
+    for (int fd = 3; fd < 1024 && listener < 0; fd++) {
+        struct sockaddr_in a;
+        socklen_t l = sizeof(a);
+        int acc = 0;
+        socklen_t al = sizeof(acc);
+        if (getsockname(fd, (struct sockaddr *)&a, &l) == 0 && a.sin_family == AF_INET && ntohs(a.sin_port) == port &&
+            getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) == 0 && acc)
+            listener = fd;
+    }
+    CHECK(listener >= 0);
+    int ep[4], n = epoll_fds(ep, 4), other = -1;
+    CHECK_EQ(n, 2);
+    for (int i = 0; i < n; i++) {
+        struct epoll_event probe = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = 2 /* sy_io.c's LISTEN_TAG */};
+        if (epoll_ctl(ep[i], EPOLL_CTL_MOD, listener, &probe) != 0 && errno == ENOENT)
+            other = ep[i];
+    }
+    CHECK(other >= 0);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    CHECK(dup2(null, other) == other);
+    close(null);
+    int failed = 0;
+    for (int i = 0; i < 500 && failed == 0; i++) {
+        drain(s);
+        usleep(10000);
+        for (size_t k = 0; k < nseen; k++)
+            failed += seen[k].type == SY_EV_FAILED && seen[k].conn == 1;
+    }
+    CHECK_EQ(failed, 1);
+    /* Dealt in turn to both threads: every one must still be upgraded. */
+    int fds[6];
+    for (int i = 0; i < 6; i++) {
+        fds[i] = open_client(port, 0); /* checks the 101 */
+        CHECK(fds[i] >= 0);
+    }
+    sy_stats_t st0;
+    sy_server_thread_stats(s, 0, &st0);
+    CHECK_EQU(st0.opened, 6);
+    CHECK_EQU(st0.connections, 6);
+    sy_server_shutdown(s, 0);
+    sy_server_join(s);
+    drain(s);
+    sy_server_destroy(s);
+    for (int i = 0; i < 6; i++)
+        close(fds[i]);
+}
+
 int main(void) {
     test_publish_while_failing();
     test_poll_failure();
+    test_one_thread_fails();
     return check_report("faults");
 }
