@@ -7,6 +7,8 @@
 #   --sy_openssl_dir=DIR             the private OpenSSL's build folder
 #                                    (deps/openssl.sh): TLS (src/tls) is built in,
 #                                    its headers searched before Node's own
+#   --sy_libdeflate_dir=DIR          libdeflate's build folder (deps/libdeflate.sh):
+#                                    permessage-deflate (src/sy_deflate.c)
 #   --sy_testing=1                   (scripts/build.js --testing) a testing build:
 #                                    SY_TESTING defined and binding/testing.c
 #                                    compiled (_testAlloc/_testFree and the
@@ -18,13 +20,14 @@
     'sy_lg_page%': '0',
     'sy_glibc_floor%': '',
     'sy_openssl_dir%': '',
+    'sy_libdeflate_dir%': '',
     'sy_testing%': 0,
   },
   'targets': [
     {
       'target_name': 'symphony',
       'sources': ['<!@(ls -1 src/*.c binding/*.c)'],
-      'include_dirs': ['src'],
+      'include_dirs': ['src', '<(sy_libdeflate_dir)/include'],
       'defines': ['NAPI_VERSION=8', 'SY_LG_PAGE=<(sy_lg_page)'],
       'cflags_c': [
         '-std=c11', '-Wall', '-Wextra', '-Werror', '-O2',
@@ -43,7 +46,7 @@
         # destructors that run at every thread's exit, so its code must stay.
         '-Wl,-z,nodelete',
       ],
-      'libraries': ['-lpthread'],
+      'libraries': ['<(sy_libdeflate_dir)/libdeflate.a', '-lpthread'],
       'conditions': [
         ['sy_testing==1', {
           'defines': ['SY_TESTING'],

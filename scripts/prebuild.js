@@ -143,11 +143,13 @@ function buildOne(name, t, cc, lgPage) {
   const tS = Date.now();
   const sslDir = depDir('openssl', ['--host', t.host, '--cc', cc], env);
   const opensslS = (Date.now() - tS) / 1000;
+  const ldDir = depDir('libdeflate', ['--host', t.host, '--cc', cc], env);
   const t1 = Date.now();
   const gypEnv = withoutNodedir(env);
   delete gypEnv.CFLAGS; // the floor header reaches the addon through binding.gyp
   const args = [nodeGyp(), 'rebuild', `--nodedir=${nodeHeaders()}`, `--arch=${t.arch}`, '--jobs=max',
-    '--sy_allocator=jemalloc', `--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`, `--sy_openssl_dir=${sslDir}`];
+    '--sy_allocator=jemalloc', `--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`, `--sy_openssl_dir=${sslDir}`,
+    `--sy_libdeflate_dir=${ldDir}`];
   if (floor) args.push(`--sy_glibc_floor=${floor}`);
   run(process.execPath, args, { env: gypEnv });
   const built = path.join(root, 'build', 'Release', 'symphony.node');
