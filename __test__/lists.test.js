@@ -95,25 +95,31 @@ function nativeOptions(over = {}) {
     host: '127.0.0.1', port: 0, path: null, threads: 1, maxPayload: 1 << 20, maxBackpressure: 1 << 20,
     slowConsumer: 0, idleTimeout: 120, handshakeTimeout: 10, closeTimeout: 5, maxHeaderSize: 8192,
     maxHeaders: 64, backlog: 511, maxConnections: 0, maxEventBytes: 64 << 20, upgradeHandler: false,
-    reclaim: true, ...over,
+    reclaim: true, compression: false, compressLevel: 6, compressThreshold: 128, ...over,
   };
 }
 
+// Native options that are nested in lib/'s: compression: { level, threshold }.
+const NESTED = { compressLevel: 'level', compressThreshold: 'threshold' };
+const jsOptions = (key, v) => (NESTED[key] ? { compression: { [NESTED[key]]: v } } : { [key]: v });
+const jsName = (key) => (NESTED[key] ? `options\\.compression\\.${NESTED[key]}` : `options\\.${key}`);
+const jsValue = (s, key) => (NESTED[key] ? s.options.compression[NESTED[key]] : s.options[key]);
+
 test('constants.options: lib/ and the binding accept the same ranges', () => {
   const keys = Object.keys(constants.options);
-  assert.deepEqual(keys.sort(), ['backlog', 'closeDeadline', 'closeTimeout', 'handshakeTimeout', 'idleTimeout',
-    'maxBackpressure', 'maxConnections', 'maxEventBytes', 'maxHeaderSize', 'maxHeaders', 'maxPayload', 'port',
-    'threads'].sort());
+  assert.deepEqual(keys.sort(), ['backlog', 'closeDeadline', 'closeTimeout', 'compressLevel', 'compressThreshold',
+    'handshakeTimeout', 'idleTimeout', 'maxBackpressure', 'maxConnections', 'maxEventBytes', 'maxHeaderSize',
+    'maxHeaders', 'maxPayload', 'port', 'threads'].sort());
   for (const [key, { min, max }] of Object.entries(constants.options)) {
     for (const bad of [min - 1, max + 1]) {
-      assert.throws(() => new Server({ [key]: bad }), { name: 'RangeError', message: new RegExp(`options\\.${key}.*>= ${min} and <= ${max}`) });
+      assert.throws(() => new Server(jsOptions(key, bad)), { name: 'RangeError', message: new RegExp(`${jsName(key)}.*>= ${min} and <= ${max}`) });
       if (key === 'closeDeadline') continue; // serverClose's argument, below
       assert.throws(() => binding.serverCreate(nativeOptions({ [key]: bad })), { name: 'RangeError', message: new RegExp(key) });
     }
     for (const good of [min, max]) {
       if (key === 'port' && good !== 0) continue; // never bound here, but keep to port 0
-      const s = new Server({ [key]: good });
-      assert.equal(s.options[key], good);
+      const s = new Server(jsOptions(key, good));
+      assert.equal(jsValue(s, key), good);
       s.close();
     }
   }

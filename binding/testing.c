@@ -81,9 +81,21 @@ static napi_value test_free(napi_env env, napi_callback_info info) {
     return sy_napi_make_bool(env, freed);
 }
 
+/* _testAllocPeak() -> number: the system build's highest `allocated` since
+ * the last call (which starts a new window); -1 in the jemalloc build
+ * (sy_alloc_test_peak). */
+static napi_value test_alloc_peak(napi_env env, napi_callback_info info) {
+    (void)info;
+    napi_value v;
+    if (!sy_napi_ok(env, napi_create_int64(env, sy_alloc_test_peak(), &v), "napi_create_int64"))
+        return NULL;
+    return v;
+}
+
 bool sy_binding_testing_init(napi_env env, napi_value exports, sy_addon_t *addon) {
     return sy_napi_set_function(env, exports, "_testAlloc", test_alloc, addon) &&
-           sy_napi_set_function(env, exports, "_testFree", test_free, addon);
+           sy_napi_set_function(env, exports, "_testFree", test_free, addon) &&
+           sy_napi_set_function(env, exports, "_testAllocPeak", test_alloc_peak, addon);
 }
 
 void sy_binding_testing_free(sy_addon_t *addon) {

@@ -29,7 +29,27 @@ export type UpgradeResult =
       /** One of req.protocols, or false for none. Default: the first offered. */
       protocol?: string | false;
       headers?: Record<string, string | string[]>;
+      /** false declines permessage-deflate for this connection (the offers are in
+       * req.headers['sec-websocket-extensions']). Default true: accepted when the
+       * server has compression and the client offers it. */
+      compress?: boolean;
     };
+
+/** permessage-deflate (RFC 7692), once per publish, no state per connection. */
+export interface CompressionOptions {
+  /** Payloads smaller than this many bytes always go uncompressed. Default 128. */
+  threshold?: number;
+  /** libdeflate level, 1 (fastest) to 9 (smallest). Default 6. */
+  level?: number;
+}
+
+export interface SendOptions {
+  /** Default: true for Buffers and other bytes, false for strings. */
+  binary?: boolean;
+  /** false: never compressed. Default true (when the server has compression and
+   * the payload reaches the threshold). */
+  compress?: boolean;
+}
 
 /** PEM text: a string or the bytes of a PEM file. */
 export type Pem = string | Buffer | ArrayBufferView | ArrayBuffer;
@@ -89,6 +109,8 @@ export interface ServerOptions {
   /** wss:// only, on symphony's private OpenSSL. The PEM is copied at the call
    * and not kept; server.options.tls then shows only the SNI names. */
   tls?: TlsOptions | null;
+  /** permessage-deflate: false (default), true, or { threshold, level }. */
+  compression?: boolean | CompressionOptions;
 }
 
 /** One IO thread's counters. The list comes from src/sy_stats.h (binding.statFields);
@@ -128,6 +150,20 @@ export interface ThreadStats {
   tlsFailures: number;
   /** Handshake steps left for the next loop turn (the per-turn handshake budget). */
   tlsDeferred: number;
+  /** Open connections that negotiated permessage-deflate. */
+  deflateConnections: number;
+  /** Messages compressed (once per publish, shared by its subscribers). */
+  compressed: number;
+  /** Payload bytes given to the compressor. */
+  compressBytesIn: number;
+  /** Compressed payload bytes it produced (kept only when smaller). */
+  compressBytesOut: number;
+  /** Microseconds spent compressing. */
+  compressMicros: number;
+  /** Compressed client messages inflated. */
+  inflated: number;
+  /** Compressed payload bytes received from clients. */
+  inflateBytesIn: number;
 }
 
 export interface IoThreadStats extends ThreadStats {
@@ -150,8 +186,8 @@ export class Server extends EventEmitter {
   setTls(tls: TlsOptions): void;
   listen(): Promise<{ host: string; port: number }>;
   address(): { host: string; port: number } | null;
-  publish(topic: string, data: Payload, options?: { binary?: boolean }): number;
-  send(id: ConnectionId, data: Payload, options?: { binary?: boolean }): boolean;
+  publish(topic: string, data: Payload, options?: SendOptions): number;
+  send(id: ConnectionId, data: Payload, options?: SendOptions): boolean;
   subscribe(id: ConnectionId, topic: string): boolean;
   unsubscribe(id: ConnectionId, topic: string): boolean;
   end(id: ConnectionId, code?: number, reason?: string): boolean;
@@ -162,7 +198,7 @@ export class Server extends EventEmitter {
   metrics(labels?: Record<string, string>): string;
   close(): Promise<void>;
 
-  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: unknown }) => void): this;
+  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: unknown; compression: boolean }) => void): this;
   on(event: 'message', listener: (id: ConnectionId, data: Buffer, isBinary: boolean) => void): this;
   on(event: 'close', listener: (id: ConnectionId, code: number, reason: string) => void): this;
   on(event: 'drain', listener: (id: ConnectionId) => void): this;

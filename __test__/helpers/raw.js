@@ -87,7 +87,7 @@ function parseFrames(buf) {
     else if (len === 127) { if (off + 8 > buf.length) break; len = Number(buf.readBigUInt64BE(off)); off += 8; }
     if (off + len > buf.length) break;
     const payload = buf.subarray(off, off + len);
-    out.push({ fin: !!(b0 & 0x80), opcode: b0 & 0x0f, masked: !!(b1 & 0x80), payload });
+    out.push({ fin: !!(b0 & 0x80), rsv1: !!(b0 & 0x40), opcode: b0 & 0x0f, masked: !!(b1 & 0x80), payload });
     pos = off + len;
   }
   return out;
