@@ -65,7 +65,8 @@ ar=ar
 [ -n "$host" ] && command -v "$host-ar" >/dev/null 2>&1 && ar="$host-ar"
 files=(lib/deflate_compress.c lib/deflate_decompress.c lib/utils.c lib/x86/cpu_features.c lib/arm/cpu_features.c)
 cflags=(-O2 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections -DNDEBUG -std=c99 -w)
-key=$( { echo "$LD_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]}"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+# The sources stay in src/ (the fuzz target compiles them instrumented).
+key=$( { echo "$LD_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/libdeflate-${LD_VERSION}-${triple}-${key}"
 if [ -f "$out/.built" ]; then
   log "cached build $out"
@@ -86,7 +87,7 @@ done
 "$ar" rcs "$out.tmp/libdeflate.a" "${objs[@]}"
 cp "$out.tmp/src/libdeflate.h" "$out.tmp/include/"
 cp "$out.tmp/src/COPYING" "$out.tmp/"
-rm -rf "$out.tmp/src" "${objs[@]}"
+rm -f "${objs[@]}"
 mv "$out.tmp" "$out"
 echo "$(( $(date +%s) - start ))" > "$out/.built"
 log "built in $(cat "$out/.built") s"
