@@ -10,6 +10,9 @@
 // Every step is bounded by a timeout. The browser runs in its own process
 // group, which close() (and a failed launch, and process exit) kills by the
 // PID of the process this module started; its temporary profile is removed.
+// Its crash handlers (chrome_crashpad_handler) start sessions of their own and
+// end by themselves when the browser does (--disable-crashpad-for-testing
+// would keep them from starting, but then Debian's build aborts page loads).
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -220,7 +223,6 @@ const FLAGS = [
   '--headless=new',
   '--no-sandbox', // CI runs as root
   '--disable-gpu',
-  '--disable-crashpad-for-testing', // crashpad runs in a session of its own, outside the group
   '--disable-dev-shm-usage',
   '--no-first-run',
   '--no-default-browser-check',
