@@ -16,6 +16,14 @@ const { waitFor } = require('./helpers/raw');
 
 const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex');
 const T = { timeout: 20000 };
+const THRESHOLD = 128; // compression: true's threshold (lib/server.js)
+
+/** after - before, for each numeric counter of stats(). */
+function delta(before, after) {
+  const d = {};
+  for (const k of Object.keys(after)) if (typeof after[k] === 'number') d[k] = after[k] - before[k];
+  return d;
+}
 
 /** JSON of about `size` bytes, with non-ASCII text in it. */
 function json(size) {
@@ -51,9 +59,11 @@ test('Chromium offers permessage-deflate and accepts the server\'s answer', T, a
   const sent = page.record('Network.webSocketWillSendHandshakeRequest');
   const answered = page.record('Network.webSocketHandshakeResponseReceived');
   await page.send('Network.enable');
-  const opened = new Promise((resolve) => server.once('open', resolve));
+  const opened = new Promise((resolve) => server.once('open', (conn, info) => resolve({ conn, info })));
   const info = await page.evaluate(`open(${JSON.stringify(`${url}/`)})`);
-  id = await opened;
+  const open = await opened;
+  id = open.conn;
+  assert.equal(open.info.compression, true, 'the open event says the connection compresses');
   assert.ok(server.subscribe(id, 'browser'));
 
   assert.equal(sent.length, 1, 'one handshake seen by DevTools');
@@ -65,7 +75,7 @@ test('Chromium offers permessage-deflate and accepts the server\'s answer', T, a
 });
 
 test('published and sent messages arrive byte for byte, and come back the same', T, async () => {
-  // packs: worth compressing (the 20 B one is too short, random bytes do not shrink).
+  // packs: shrinks when compressed (the 20 B one is under the threshold; random bytes do not).
   const msgs = [
     { data: 'short: 20 B, as is.!', binary: false, packs: false },
     { data: json(600), binary: false, packs: true },
@@ -93,12 +103,19 @@ test('published and sent messages arrive byte for byte, and come back the same',
   });
   echoes.length = 0;
 
-  const after = server.stats();
-  assert.ok(after.compressed - before.compressed >= msgs.filter((m) => m.packs).length,
-    'the compressible messages were compressed');
-  assert.ok(after.compressBytesOut - before.compressBytesOut < (after.compressBytesIn - before.compressBytesIn) / 4,
-    'and shrank');
-  assert.ok(after.inflated - before.inflated >= 4, 'Chromium compressed its echoes of the big ones');
+  const d = delta(before, server.stats());
+  assert.equal(d.messagesOut, msgs.length);
+  const packed = msgs.filter((m) => Buffer.byteLength(m.data) >= THRESHOLD);
+  assert.equal(packed.length, msgs.length - 1);
+  assert.equal(d.compressed, packed.length, 'each message from the threshold up went to the compressor, once');
+  assert.equal(d.compressBytesIn, packed.reduce((n, m) => n + Buffer.byteLength(m.data), 0));
+  assert.ok(d.compressBytesOut < d.compressBytesIn / 4, `and shrank (${d.compressBytesIn} B to ${d.compressBytesOut} B)`);
+  // What went out: the 20 B one as it is, the others as they came out of the
+  // compressor (the random bytes kept plain), and a 2-10 B header each.
+  const headers = d.bytesOut - 20 - d.compressBytesOut;
+  assert.ok(headers >= 2 * msgs.length && headers <= 10 * msgs.length, `${d.bytesOut} B written`);
+  assert.equal(d.messagesIn, msgs.length);
+  assert.ok(d.inflated >= msgs.filter((m) => m.packs).length, 'Chromium compressed its echoes');
 });
 
 test('messages the page sends arrive byte for byte, inflated', T, async () => {
@@ -117,11 +134,12 @@ test('messages the page sends arrive byte for byte, inflated', T, async () => {
   assert.equal(echoes[2].data.toString(), big);
   assert.ok(echoes[3].data.equals(bigBytes));
 
-  const after = server.stats();
-  assert.ok(after.inflated - before.inflated >= 2, 'the two 200 KiB messages were inflated');
-  const wire = after.inflateBytesIn - before.inflateBytesIn;
-  assert.ok(wire > 0 && wire < (400 << 10) / 20, `they came compressed (${wire} B on the wire)`);
-  assert.equal(after.protocolErrors, 0);
+  const d = delta(before, server.stats());
+  assert.equal(d.messagesIn, 4);
+  assert.equal(d.bytesIn, 2 + 16 + Buffer.byteLength(big) + (200 << 10));
+  assert.ok(d.inflated >= 2 && d.inflated <= 4, `the two 200 KiB messages were inflated (${d.inflated} inflated)`);
+  assert.ok(d.inflateBytesIn > 0 && d.inflateBytesIn < (400 << 10) / 20, `they came compressed (${d.inflateBytesIn} B)`);
+  assert.equal(server.stats().protocolErrors, 0);
 });
 
 test('the connection is still open, and closing the server closes it with 1001', T, async () => {
