@@ -264,3 +264,31 @@ test('options and arguments: bad values are refused with the option named', asyn
   assert.match(st.head, /^HTTP\/1\.1 500 /);
   assert.match(errors[0].message, /compress/);
 });
+
+test('no deflate state per connection: parked connections cost the same with it negotiated; libdeflate\'s memory is ours', async () => {
+  const { allocator } = require('..');
+  const check = allocator.selfCheck();
+  assert.equal(check.ok, true, JSON.stringify(check));
+  assert.equal(check.deflateRouted, true);
+  assert.equal(check.deflateIsJemalloc, allocator.name === 'jemalloc');
+  const { server, url } = await startServer({ compression: true, threads: 1, reclaim: false });
+  const live = () => { const s = allocator.stats(); return s.allocated - Math.max(0, s.cached); };
+  const perConnection = async (deflate) => {
+    const n = 200;
+    await waitFor(() => server.stats().connections === 0, 5000, 'no connections');
+    const before = live();
+    const socks = await Promise.all(Array.from({ length: n }, () => client(url, undefined, { perMessageDeflate: deflate })));
+    await waitFor(() => server.stats().connections === n, 5000, `${n} connections`);
+    await new Promise((r) => setTimeout(r, 100));
+    const bytes = (live() - before) / n;
+    assert.equal(server.stats().deflateConnections, deflate ? n : 0);
+    for (const ws of socks) ws.close();
+    await Promise.all(socks.map(closed));
+    return bytes;
+  };
+  await perConnection(false); // warm up (slabs, the slot table)
+  const plain = await perConnection(false);
+  const deflate = await perConnection(true);
+  process.stdout.write(`# allocated per parked connection: ${plain.toFixed(0)} B plain, ${deflate.toFixed(0)} B with deflate\n`);
+  assert.ok(Math.abs(deflate - plain) <= 8, `${deflate} vs ${plain} B per connection`);
+});

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sy_alloc.h"
+#include "sy_deflate.h"
 #include "sy_napi.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_tls.h"
@@ -209,6 +210,28 @@ static napi_value self_check(napi_env env, napi_callback_info info) {
     if (!sy_napi_set_bool(env, obj, "tlsLinked", false))
         return NULL;
 #endif
+    /* libdeflate's memory (permessage-deflate): a decompressor made as the
+     * IO threads make theirs must come through sy_alloc: owned by our
+     * jemalloc, or (system build) counted by sy_alloc. */
+    sy_alloc_stats_t s0, s1;
+    bool counted = sy_alloc_stats(&s0) == 0;
+    void *z = sy_deflate_probe_new();
+    if (z == NULL) {
+        sy_napi_throw_oom(env, "deflate probe");
+        return NULL;
+    }
+    counted = counted && sy_alloc_stats(&s1) == 0 && s1.allocated > s0.allocated;
+    unsigned zarena = 0;
+    bool zowned = sy_alloc_owner(z, &zarena) == 0;
+    sy_deflate_probe_free(z);
+#ifdef SY_USE_JEMALLOC
+    bool zrouted = zowned;
+#else
+    bool zrouted = counted;
+#endif
+    if (!sy_napi_set_bool(env, obj, "deflateRouted", zrouted) ||
+        !sy_napi_set_bool(env, obj, "deflateIsJemalloc", zowned))
+        return NULL;
     return obj;
 }
 

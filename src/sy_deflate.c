@@ -78,6 +78,10 @@ static const struct libdeflate_options alloc_options = {
     .free_func = sy_free,
 };
 
+void *sy_deflate_probe_new(void) { return libdeflate_alloc_decompressor_ex(&alloc_options); }
+
+void sy_deflate_probe_free(void *probe) { libdeflate_free_decompressor(probe); }
+
 /* Room for n bytes in the scratch buffer (its old content is not kept). */
 static int scratch_reserve(sy_deflate_t *z, size_t n) {
     if (z->scratch_cap >= n)

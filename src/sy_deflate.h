@@ -91,4 +91,10 @@ int sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_m
 /* After a message from sy_inflate is used: gives back a large scratch buffer. */
 void sy_deflate_done(sy_deflate_t *z);
 
+/* The self-check's probe: a decompressor libdeflate allocates, as the IO
+ * threads make theirs (allocator.selfCheck asks whose memory it is). NULL
+ * when out of memory. */
+void *sy_deflate_probe_new(void);
+void sy_deflate_probe_free(void *probe);
+
 #endif
