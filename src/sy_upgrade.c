@@ -92,8 +92,10 @@ static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req
 
 /* The 101's Sec-WebSocket-Extensions line when c negotiated deflate, then
  * the owner's extra lines, in joined (or small when they fit). NULL when
- * out of memory; *len its length. The caller frees joined. */
-static const char *response_extra(const sy_conn_t *c, const char *extra, size_t extra_len, char *small,
+ * out of memory; *len its length. The caller frees joined. A line that
+ * cannot be written declines deflate (never a compressed frame to a
+ * client that was not told). */
+static const char *response_extra(sy_conn_t *c, const char *extra, size_t extra_len, char *small,
                                   size_t small_cap, char **joined, size_t *len) {
     *joined = NULL;
     *len = extra_len;
@@ -102,6 +104,10 @@ static const char *response_extra(const sy_conn_t *c, const char *extra, size_t 
     char ext[SY_PMD_RESPONSE_MAX];
     sy_pmd_t p = {.server_window_set = c->zwin != 0, .server_window = c->zwin};
     size_t el = sy_pmd_response(&p, ext, sizeof(ext));
+    if (el == 0) {
+        c->deflate = false;
+        return extra;
+    }
     char *out = el + extra_len <= small_cap ? small : (*joined = sy_malloc(el + extra_len));
     if (out == NULL)
         return NULL;

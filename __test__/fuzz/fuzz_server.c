@@ -34,7 +34,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     sy_server_opts_t o = {
         .host = "127.0.0.1", .threads = 2, .max_payload = 4096, .max_backpressure = 1 << 16,
         .handshake_timeout_s = 2, .close_timeout_s = 1, .max_head_bytes = 2048, .max_headers = 32,
-        .backlog = 128,
+        .backlog = 128, .compression = true, .compress_level = 6, .compress_threshold = 16,
     };
     char err[SY_ERRLEN];
     server = sy_server_create(&o, on_batch, NULL, err, sizeof(err));
@@ -43,8 +43,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+/* With permessage-deflate offered (and the server accepting it), so that
+ * compressed frames (RSV1) and their inflation are on the fuzzed path. */
 static const char UPGRADE[] = "GET / HTTP/1.1\r\nHost: f\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                              "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
 
 static void send_all(int fd, const uint8_t *p, size_t n) {
     while (n > 0) {
