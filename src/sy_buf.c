@@ -21,6 +21,19 @@ int sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t 
     return 0;
 }
 
+int sy_buf_reserve_exact(uint8_t **data, size_t len, size_t *cap, size_t need) {
+    if (*cap - len >= need)
+        return 0;
+    if (need > SIZE_MAX - len)
+        return ENOMEM;
+    uint8_t *b = sy_realloc(*data, len + need);
+    if (b == NULL)
+        return ENOMEM;
+    *data = b;
+    *cap = len + need;
+    return 0;
+}
+
 int sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap) {
     if (n == 0)
         return 0;

@@ -557,8 +557,19 @@ static int rbuf_append(sy_conn_t *c, const uint8_t *p, size_t n) {
     return 0;
 }
 
-/* Keeps buf[0..len) for the next read (buf may be c->rbuf itself). */
-static bool keep_bytes(sy_conn_t *c, const uint8_t *buf, size_t len) {
+/* The bytes the frame starting at p[0..n) takes in all, header and
+ * payload, once its header is there (the payload was checked against
+ * maxPayload already); else n. */
+static size_t frame_bytes(const sy_conn_t *c, const uint8_t *p, size_t n) {
+    sy_ws_frame_t f;
+    long h = sy_ws_frame_parse_ex(p, n, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
+    if (h <= 0 || f.payload_len > SIZE_MAX - (size_t)h - SY_INFLATE_TAIL)
+        return n;
+    return (size_t)h + (size_t)f.payload_len;
+}
+
+/* Keeps buf[0..len) (buf may be c->rbuf itself). */
+static bool keep_bytes_now(sy_conn_t *c, const uint8_t *buf, size_t len) {
     if (len == 0) {
         c->rlen = 0;
         if (c->rcap > 4096) {
@@ -581,6 +592,17 @@ static bool keep_bytes(sy_conn_t *c, const uint8_t *buf, size_t len) {
     return rbuf_append(c, buf, len) == 0;
 }
 
+/* Keeps buf[0..len) for the next read (buf may be c->rbuf itself), with
+ * room for `whole` bytes (the incomplete frame's size, when known) made at
+ * once: a large frame is received into a buffer of its size, not of the
+ * next power of two. */
+static bool keep_bytes(sy_conn_t *c, const uint8_t *buf, size_t len, size_t whole) {
+    if (!keep_bytes_now(c, buf, len))
+        return false;
+    return whole <= c->rlen ||
+           sy_buf_reserve_exact(&c->rbuf, c->rlen, &c->rcap, whole - c->rlen + SY_INFLATE_TAIL) == 0;
+}
+
 /* Frames from buf (io->rx or c->rbuf); keeps the incomplete rest. */
 static void ws_consume(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
     size_t used = ws_process(io, c, buf, len);
@@ -588,7 +610,8 @@ static void ws_consume(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
         return;
     if (!reading_frames(c))
         used = len; /* failing or closed: the rest is ignored */
-    if (!keep_bytes(c, buf + used, len - used))
+    size_t rest = len - used;
+    if (!keep_bytes(c, buf + used, rest, rest > 0 ? frame_bytes(c, buf + used, rest) : 0))
         sy_conn_fail_oom(io, c);
 }
 
@@ -608,7 +631,7 @@ void sy_conn_opened(sy_io_t *io, sy_conn_t *c, const char *protocol, size_t prot
     else if (c->rlen > 0)
         ws_consume(io, c, c->rbuf, c->rlen);
     else
-        (void)keep_bytes(c, NULL, 0); /* gives back a large request head's buffer */
+        (void)keep_bytes(c, NULL, 0, 0); /* gives back a large request head's buffer */
 }
 
 /* ---- reading ------------------------------------------------------------------ */
