@@ -37,6 +37,27 @@ function wss(url, opts = {}) {
   });
 }
 
+test('permessage-deflate over wss://: compressed publishes and client messages through TLS', async () => {
+  const { server, url } = await tlsServer({ compression: true });
+  const got = [];
+  server.on('message', (id, data) => got.push(data.toString()));
+  const ws = await wss(url, { perMessageDeflate: true });
+  assert.match(ws.extensions, /^permessage-deflate/);
+  await waitFor(() => server.opens === 1, 5000, 'open');
+  const text = JSON.stringify(Array.from({ length: 2000 }, (_, i) => ({ i, v: `value ${i % 13}` })));
+  const m = nextMessage(ws);
+  assert.equal(server.publish('feed', text), 1);
+  assert.equal((await m).text, text);
+  ws.send(text);
+  await waitFor(() => got.length === 1, 5000, 'the client message');
+  assert.equal(got[0], text);
+  const s = server.stats();
+  assert.equal(s.compressed, 1);
+  assert.equal(s.inflated, 1);
+  assert.ok(s.bytesOut < text.length / 2, `${s.bytesOut} B on the wire for ${text.length} B`);
+  ws.close();
+});
+
 function nextMessage(ws) {
   return new Promise((resolve) => ws.once('message', (d, binary) => resolve({ text: d.toString(), binary })));
 }
