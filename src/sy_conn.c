@@ -38,6 +38,8 @@ static int64_t deadline_of(const sy_io_t *io, const sy_conn_t *c, sy_conn_state_
         return io->now_ms + (int64_t)o->close_timeout_s * 1000;
     case SY_CONN_DRAINING:
         return io->now_ms + SY_CONN_DRAIN_MS;
+    case SY_CONN_AWAIT_OWNER:
+        return io->now_ms + SY_CONN_AWAIT_OWNER_MS;
     default:
         return 0;
     }
@@ -45,18 +47,21 @@ static int64_t deadline_of(const sy_io_t *io, const sy_conn_t *c, sy_conn_state_
 
 uint32_t sy_conn_interest(const sy_conn_t *c) {
     uint32_t ev = 0;
-    if (c->state != SY_CONN_UPGRADING && !c->paused)
+    if (c->state != SY_CONN_UPGRADING && c->state != SY_CONN_AWAIT_OWNER && !c->paused)
         ev |= SY_POLL_IN;
     if (c->want_out)
         ev |= SY_POLL_OUT;
     return ev;
 }
 
+/* States in which the owner may send to it (sy_io_set_live). */
+static bool open_to_owner(sy_conn_state_t st) { return st == SY_CONN_OPEN || st == SY_CONN_AWAIT_OWNER; }
+
 void sy_conn_enter(sy_io_t *io, sy_conn_t *c, sy_conn_state_t st) {
     sy_conn_state_t from = (sy_conn_state_t)c->state;
     if (from == SY_CONN_DEAD)
         return;
-    if (from == SY_CONN_OPEN && st != SY_CONN_OPEN)
+    if (open_to_owner(from) && !open_to_owner(st))
         sy_io_set_live(io, c->slot, 0);
     c->state = (uint8_t)st;
     if (st == SY_CONN_DEAD)
@@ -150,7 +155,7 @@ static void queue_close_now(sy_io_t *io, sy_conn_t *c, uint16_t code, const char
 void sy_conn_fail(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
     if (c->state == SY_CONN_DEAD || c->state == SY_CONN_FLUSH_CLOSE || c->state == SY_CONN_DRAINING)
         return;
-    if (c->state == SY_CONN_OPEN) {
+    if (c->state == SY_CONN_OPEN || c->state == SY_CONN_AWAIT_OWNER) {
         queue_close_now(io, c, code, reason);
         c->close_code = code;
         set_close_reason(c, reason, reason ? strlen(reason) : 0);
@@ -181,7 +186,7 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
         if (queued > 2 * io->shared->opts.max_backpressure + 1024)
             return false;
     } else {
-        if (c->state != SY_CONN_OPEN)
+        if (!open_to_owner((sy_conn_state_t)c->state))
             return false;
         if (queued > 0 && queued + m->len > io->shared->opts.max_backpressure) {
             c->hit_limit = true;
@@ -205,7 +210,7 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
 }
 
 sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
-    if (!c->deflate || c->state != SY_CONN_OPEN ||
+    if (!c->deflate || !open_to_owner((sy_conn_state_t)c->state) ||
         atomic_load_explicit(&m->deflate, memory_order_relaxed) == SY_REFBUF_Z_NONE)
         return m;
     if (c->zwin != 0 && sy_refbuf_payload_len(m) > (size_t)1 << c->zwin)
@@ -394,14 +399,49 @@ bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t c
 /* ---- frames in ------------------------------------------------------------ */
 
 static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
+    c->msg_seq = sy_io_current_seq(io);
     sy_stat_inc(&io->stats.messages_in);
     sy_stat_add(&io->stats.bytes_in, n);
     sy_io_emit(io, sy_conn_id(io, c), SY_EV_MESSAGE, opcode == SY_WS_OP_BINARY ? 1 : 0, 0, p, n);
 }
 
+bool sy_conn_owner_behind(const sy_io_t *io, const sy_conn_t *c) {
+    return c->msg_seq != 0 && !sy_io_owner_done(io, c->msg_seq);
+}
+
+/* The peer broke the protocol or sent its close frame while the owner has
+ * messages of this connection still to handle: wait for it (AWAIT_OWNER),
+ * so that its replies go before our close frame. False: close now. */
+static bool await_owner(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason, size_t reason_len,
+                        bool echo) {
+    if (c->state != SY_CONN_OPEN || !sy_conn_owner_behind(io, c))
+        return false;
+    c->close_code = code;
+    c->close_echo = echo;
+    set_close_reason(c, reason, reason_len);
+    if (!sy_io_await_owner(io, c))
+        return false;
+    sy_conn_enter(io, c, SY_CONN_AWAIT_OWNER);
+    return true;
+}
+
+void sy_conn_owner_caught_up(sy_io_t *io, sy_conn_t *c) {
+    if (c->state != SY_CONN_AWAIT_OWNER)
+        return;
+    sy_refbuf_t *m;
+    if (!c->close_echo)
+        m = sy_refbuf_close(c->close_code, c->close_reason, c->close_reason_len);
+    else /* the peer's code back (1005: it sent none, so none) */
+        m = sy_refbuf_close(c->close_code == 1005 ? 0 : c->close_code, NULL, 0);
+    (void)queue_own(c, m); /* best effort, as every close frame */
+    sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
+    sy_io_mark_dirty(io, c);
+}
+
 static void protocol_error(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
     sy_stat_inc(&io->stats.protocol_errors);
-    sy_conn_fail(io, c, code, reason);
+    if (!await_owner(io, c, code, reason, strlen(reason), false))
+        sy_conn_fail(io, c, code, reason);
 }
 
 /* A compressed message, whole, at p[0..n) with SY_INFLATE_TAIL writable
@@ -433,6 +473,8 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
         protocol_error(io, c, (uint16_t)sy_ws_error_close_code(rc), sy_ws_error_str(rc));
         return;
     }
+    if (await_owner(io, c, code, (const char *)reason, reason_len, true))
+        return;
     if (c->state == SY_CONN_OPEN) {
         c->close_code = code;
         set_close_reason(c, reason, reason_len);
@@ -444,8 +486,10 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
     sy_io_mark_dirty(io, c);
 }
 
-/* p[0..n): the unmasked payload, with SY_INFLATE_TAIL writable bytes after it. */
-static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t *p, size_t n) {
+/* p[0..n): the unmasked payload, with SY_INFLATE_TAIL writable bytes after
+ * it; its first `checked` bytes were UTF-8 checked while it arrived
+ * (check_partial: c->utf8 is the state after them). */
+static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t *p, size_t n, size_t checked) {
     switch (f->opcode) {
     case SY_WS_OP_PING:
         push_control(io, c, sy_refbuf_frame(SY_WS_OP_PONG, p, n));
@@ -465,7 +509,10 @@ static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t 
             deliver_compressed(io, c, f->opcode, p, n);
             return;
         }
-        if (f->opcode == SY_WS_OP_TEXT && !sy_utf8_is_valid(p, n)) {
+        bool valid = f->opcode != SY_WS_OP_TEXT ||
+                     (checked > 0 ? sy_utf8_validate(c->utf8, p + checked, n - checked) == SY_UTF8_ACCEPT
+                                  : sy_utf8_is_valid(p, n));
+        if (!valid) {
             protocol_error(io, c, 1007, "invalid UTF-8 in text message");
             return;
         }
@@ -475,12 +522,13 @@ static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t 
     if (!c->in_msg) {
         c->in_msg = true;
         c->msg_op = f->opcode;
-        c->utf8 = SY_UTF8_ACCEPT;
+        if (checked == 0)
+            c->utf8 = SY_UTF8_ACCEPT;
         c->mlen = 0;
         c->msg_z = f->rsv != 0;
     }
     if (c->msg_op == SY_WS_OP_TEXT && !c->msg_z) {
-        c->utf8 = sy_utf8_validate(c->utf8, p, n);
+        c->utf8 = sy_utf8_validate(c->utf8, p + checked, n - checked);
         if (c->utf8 == SY_UTF8_REJECT || (f->fin && c->utf8 != SY_UTF8_ACCEPT)) {
             protocol_error(io, c, 1007, "invalid UTF-8 in text message");
             return;
@@ -511,6 +559,29 @@ static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t 
 
 static bool reading_frames(const sy_conn_t *c) { return c->state == SY_CONN_OPEN || c->state == SY_CONN_CLOSING; }
 
+/* A text frame still arriving, p[0..have) of its payload here: unmasks and
+ * UTF-8 checks what is new, so that invalid text fails the connection as
+ * soon as its bytes arrive (not when the frame is complete). False when it
+ * failed the connection. */
+static bool check_partial(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t *p, size_t have) {
+    bool text = f->rsv == 0 && (f->opcode == SY_WS_OP_TEXT ||
+                                (f->opcode == SY_WS_OP_CONTINUATION && c->in_msg && c->msg_op == SY_WS_OP_TEXT &&
+                                 !c->msg_z));
+    if (!text || c->state != SY_CONN_OPEN || have <= c->frame_checked || have > UINT32_MAX)
+        return true;
+    size_t from = c->frame_checked;
+    if (from == 0 && f->opcode == SY_WS_OP_TEXT)
+        c->utf8 = SY_UTF8_ACCEPT; /* a message starts with this frame */
+    sy_ws_unmask(p + from, have - from, f->mask, from);
+    c->utf8 = sy_utf8_validate(c->utf8, p + from, have - from);
+    c->frame_checked = (uint32_t)have;
+    if (c->utf8 == SY_UTF8_REJECT) {
+        protocol_error(io, c, 1007, "invalid UTF-8 in text message");
+        return false;
+    }
+    return true;
+}
+
 /* Parses and handles the frames in buf[0..len); returns the bytes used. */
 static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
     size_t pos = 0;
@@ -536,13 +607,18 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
                 return len;
             }
         }
-        if (f.payload_len > len - pos - (size_t)h)
-            break; /* the rest of this frame has not arrived */
+        if (f.payload_len > len - pos - (size_t)h) {
+            /* The rest of this frame has not arrived. */
+            if (!check_partial(io, c, &f, buf + pos + h, len - pos - (size_t)h))
+                return len;
+            break;
+        }
         uint8_t *p = buf + pos + h;
-        size_t n = (size_t)f.payload_len;
-        sy_ws_unmask(p, n, f.mask, 0);
+        size_t n = (size_t)f.payload_len, checked = c->frame_checked;
+        c->frame_checked = 0;
+        sy_ws_unmask(p + checked, n - checked, f.mask, checked);
         pos += (size_t)h + n;
-        on_frame(io, c, &f, p, n);
+        on_frame(io, c, &f, p, n, checked);
     }
     return pos;
 }
@@ -699,6 +775,10 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
             sy_stat_inc(&io->stats.timeouts);
             sy_conn_destroy(io, c, 1006);
         }
+        return;
+    case SY_CONN_AWAIT_OWNER:
+        if (now >= c->deadline_ms)
+            sy_conn_owner_caught_up(io, c);
         return;
     case SY_CONN_OPEN:
         if (o->idle_timeout_s > 0) {

@@ -11,6 +11,13 @@
  *   HTTP         reading the upgrade request         the same deadline (one for both)
  *   UPGRADING    the owner decides (not read)        the same deadline
  *   OPEN         WebSocket open                      none (idle pings, sy_conn_sweep)
+ *   AWAIT_OWNER  the peer broke the protocol or      SY_CONN_AWAIT_OWNER_MS
+ *                sent its close frame while the
+ *                owner had not yet handled every
+ *                message before it: not read, still
+ *                open to the owner (what it sends
+ *                in reply goes out), then our close
+ *                frame, after those replies
  *   CLOSING      our close frame sent, awaiting      close timeout
  *                the peer's
  *   FLUSH_CLOSE  last bytes queued; shut down for    close timeout
@@ -45,12 +52,17 @@
 #include "sy_topic.h"
 
 #define SY_CONN_DRAIN_MS 2000 /* how long a closed connection may take to send its EOF */
+/* How long a connection the peer closed or broke waits for the owner to
+ * handle the messages before that (checked by the once-a-second sweep, so
+ * at most a second more): a stuck owner cannot keep a socket open. */
+#define SY_CONN_AWAIT_OWNER_MS 1000
 
 typedef enum sy_conn_state {
     SY_CONN_HTTP = 0,
     SY_CONN_HANDSHAKE,
     SY_CONN_UPGRADING,
     SY_CONN_OPEN,
+    SY_CONN_AWAIT_OWNER,
     SY_CONN_CLOSING,
     SY_CONN_FLUSH_CLOSE,
     SY_CONN_DRAINING,
@@ -78,9 +90,14 @@ typedef struct sy_conn {
     bool broken;      /* the poller refused it: destroyed at the end of the turn */
     bool deflate;     /* permessage-deflate negotiated (sy_pmd.h) */
     bool msg_z;       /* the fragmented message being assembled is compressed */
+    bool close_echo;  /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
     uint8_t zwin;     /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint16_t close_code;
-    uint32_t utf8;    /* UTF-8 state of the text message being assembled */
+    uint32_t utf8;    /* UTF-8 state of the text message being assembled (also
+                         over the checked part of a frame still arriving) */
+    uint32_t frame_checked; /* payload bytes of the incomplete frame at the head of
+                               rbuf already unmasked (and UTF-8 checked, for text) */
+    uint32_t msg_seq; /* the event batch that holds its last message (sy_io.h) */
     int64_t last_rx_ms;
     int64_t deadline_ms; /* 0: none */
 
@@ -159,6 +176,13 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code);
 bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t);
 bool sy_conn_unsubscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t);
 void sy_conn_unsubscribe_all(sy_io_t *io, sy_conn_t *c);
+
+/* The owner has handled every message before the peer's close or error
+ * (or SY_CONN_AWAIT_OWNER_MS passed): our close frame goes, after what the
+ * owner sent meanwhile. No-op unless AWAIT_OWNER. */
+void sy_conn_owner_caught_up(sy_io_t *io, sy_conn_t *c);
+/* True while the owner has not handled c's last message event. */
+bool sy_conn_owner_behind(const sy_io_t *io, const sy_conn_t *c);
 
 /* Timeouts, pings, and giving back idle buffers; called about once a second. */
 void sy_conn_sweep(sy_io_t *io, sy_conn_t *c);

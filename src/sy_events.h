@@ -46,6 +46,7 @@ typedef struct sy_batch {
     size_t len, cap;
     uint32_t count;    /* events */
     unsigned thread;   /* IO thread that wrote it */
+    uint32_t seq;      /* its number among the thread's batches (1, 2, ...) */
     uint8_t *data;
 } sy_batch_t;
 

@@ -126,6 +126,7 @@ void sy_io_free(sy_io_t *io) {
     sy_free(io->rx);
     sy_free(io->stream_scratch);
     sy_deflate_free(&io->deflate);
+    sy_free(io->awaiting);
     sy_batch_free(io->batch);
     if (io->listen_fd >= 0)
         (void)close(io->listen_fd);
@@ -333,6 +334,7 @@ static void hand_over_batch(sy_io_t *io) {
     if (b == NULL)
         return;
     io->batch = NULL;
+    b->seq = ++io->batch_seq;
     size_t bytes = sy_batch_bytes(b);
     size_t total = atomic_fetch_add_explicit(&io->event_bytes, bytes, memory_order_relaxed) + bytes;
     if (total > SY_EVENTS_HIGH(io))
@@ -340,11 +342,63 @@ static void hand_over_batch(sy_io_t *io) {
     io->shared->on_batch(io->shared->ctx, b);
 }
 
-void sy_io_batch_done(sy_io_t *io, size_t bytes) {
+void sy_io_batch_done(sy_io_t *io, size_t bytes, uint32_t seq) {
+    /* With sy_io_await_owner's store and load, sequentially consistent:
+     * either this sees the waiter, or the waiter sees this batch done. */
+    atomic_store(&io->owner_seq, seq);
+    if (atomic_load(&io->owner_waiters) > 0) {
+        sy_cmd_t cmd = {.type = SY_CMD_OWNER_DONE};
+        (void)sy_io_push(io, &cmd); /* out of memory: the sweep's deadline closes them */
+    }
     size_t before = atomic_fetch_sub_explicit(&io->event_bytes, bytes, memory_order_relaxed);
     if (before >= SY_EVENTS_LOW(io) && before - bytes < SY_EVENTS_LOW(io)) {
         sy_cmd_t cmd = {.type = SY_CMD_RESUME};
         (void)sy_io_push(io, &cmd); /* out of memory: the next batch retries */
+    }
+}
+
+bool sy_io_owner_done(const sy_io_t *io, uint32_t seq) {
+    return (int32_t)(seq - atomic_load((atomic_uint *)&io->owner_seq)) <= 0;
+}
+
+bool sy_io_await_owner(sy_io_t *io, sy_conn_t *c) {
+    if (io->nawaiting == io->awaiting_cap) {
+        uint32_t cap = io->awaiting_cap ? io->awaiting_cap * 2 : 8;
+        uint64_t *a = sy_realloc(io->awaiting, (size_t)cap * sizeof(*a));
+        if (a == NULL)
+            return false;
+        io->awaiting = a;
+        io->awaiting_cap = cap;
+    }
+    atomic_store(&io->owner_waiters, io->nawaiting + 1);
+    if (!sy_conn_owner_behind(io, c)) {
+        atomic_store(&io->owner_waiters, io->nawaiting);
+        return false;
+    }
+    io->awaiting[io->nawaiting++] = sy_conn_id(io, c);
+    return true;
+}
+
+/* The connections awaiting the owner: those it has caught up with (or all,
+ * at their deadline: the sweep) close; the list keeps the others. */
+static void settle_awaiting(sy_io_t *io) {
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < io->nawaiting; i++) {
+        uint64_t id = io->awaiting[i];
+        sy_conn_t *c = conn_at(io, sy_id_slot(id), sy_id_gen(id));
+        if (c == NULL || c->state != SY_CONN_AWAIT_OWNER)
+            continue;
+        if (!sy_conn_owner_behind(io, c) || io->now_ms >= c->deadline_ms)
+            sy_conn_owner_caught_up(io, c);
+        else
+            io->awaiting[kept++] = id;
+    }
+    io->nawaiting = kept;
+    atomic_store(&io->owner_waiters, kept);
+    if (kept == 0 && io->awaiting_cap > 64) {
+        sy_free(io->awaiting);
+        io->awaiting = NULL;
+        io->awaiting_cap = 0;
     }
 }
 
@@ -532,6 +586,9 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         (void)sy_io_adopt(io, cmd->arg.fd);
         cmd->arg.fd = -1; /* adopted: nothing to release */
         break;
+    case SY_CMD_OWNER_DONE:
+        settle_awaiting(io);
+        break;
     case SY_CMD_RESUME:
         if (io->reads_paused && atomic_load_explicit(&io->event_bytes, memory_order_relaxed) < SY_EVENTS_LOW(io)) {
             io->reads_paused = false;
@@ -579,6 +636,7 @@ static void sweep(sy_io_t *io) {
     if (io->index == 0)
         (void)sy_alloc_decay_all();
     sy_deflate_trim(&io->deflate, io->now_ms);
+    settle_awaiting(io);
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
         if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG) == 0)
             io->listen_paused = false;

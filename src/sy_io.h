@@ -72,6 +72,7 @@ typedef enum sy_cmd_type {
     SY_CMD_STOP,        /* arg.deadline_ms */
     SY_CMD_RESUME,      /* the owner freed batches: maybe read again */
     SY_CMD_ADOPT,       /* arg.fd: a socket accepted by IO thread 0 */
+    SY_CMD_OWNER_DONE,  /* the owner handled a batch while connections await it */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
@@ -140,6 +141,15 @@ typedef struct sy_io {
     atomic_size_t event_bytes; /* in batches the owner has not given back */
     bool reads_paused;
     bool listen_paused; /* out of descriptors: not accepting until the sweep */
+    /* The owner's progress through this thread's batches: batch_seq is the
+     * last one handed over, owner_seq the last one it has handled (every
+     * event dispatched, so what it sent in reply is queued before). The
+     * connections in AWAIT_OWNER wait on it (awaiting: their ids). */
+    uint32_t batch_seq;
+    atomic_uint owner_seq;
+    atomic_uint owner_waiters;
+    uint64_t *awaiting;
+    uint32_t nawaiting, awaiting_cap;
     unsigned poll_failures_row;
 
     unsigned arena;  /* jemalloc arena of this thread, when own_arena */
@@ -170,8 +180,9 @@ void sy_io_free(sy_io_t *io);
 int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd);
 /* True when the id names an open connection of this thread. */
 bool sy_io_is_open(sy_io_t *io, uint64_t id);
-/* The owner gave back a batch of this thread's events. */
-void sy_io_batch_done(sy_io_t *io, size_t bytes);
+/* The owner gave back a batch of this thread's events, every one of them
+ * handled (seq: the batch's). */
+void sy_io_batch_done(sy_io_t *io, size_t bytes, uint32_t seq);
 /* Releases an accept's topic references and interest counts, and frees it
  * (any thread that owns it; NULL is a no-op). */
 void sy_accept_free(sy_topics_t *topics, unsigned thread, sy_accept_t *a);
@@ -192,6 +203,14 @@ void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_
                 const void *payload, size_t len);
 void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts,
                  const size_t *lens, size_t n);
+/* The seq of the batch this turn's events go into. */
+static inline uint32_t sy_io_current_seq(const sy_io_t *io) { return io->batch_seq + 1; }
+/* True when the owner has handled batch seq. */
+bool sy_io_owner_done(const sy_io_t *io, uint32_t seq);
+/* c waits (AWAIT_OWNER) until the owner has handled its last message's
+ * batch: sy_conn_owner_caught_up is called then. False when it already
+ * has, or c could not be listed (out of memory): the caller closes now. */
+bool sy_io_await_owner(sy_io_t *io, struct sy_conn *c);
 /* Flush this connection at the end of the turn. */
 void sy_io_mark_dirty(sy_io_t *io, struct sy_conn *c);
 /* Stops reading it until the owner catches up on events (the paused list). */

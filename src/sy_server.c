@@ -384,9 +384,10 @@ bool sy_server_tls(sy_server_t *s) {
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
     size_t bytes = sy_batch_bytes(batch);
     unsigned t = batch->thread;
+    uint32_t seq = batch->seq;
     sy_batch_free(batch);
     if (s != NULL && s->listening && t < s->shared.nthreads)
-        sy_io_batch_done(&s->io[t], bytes);
+        sy_io_batch_done(&s->io[t], bytes, seq);
 }
 
 void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {

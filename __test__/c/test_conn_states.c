@@ -76,6 +76,16 @@ int main(void) {
     CHECK(sy_io_is_open(&io, id));
     CHECK_EQU(sy_conn_interest(c), SY_POLL_IN);
 
+    /* Awaiting the owner (the peer closed or broke the protocol while the
+     * owner had messages to handle): not read, still open to the owner (its
+     * replies go out), a short deadline. Back to open only for this test. */
+    sy_conn_enter(&io, c, SY_CONN_AWAIT_OWNER);
+    CHECK_EQ(c->deadline_ms, io.now_ms + SY_CONN_AWAIT_OWNER_MS);
+    CHECK_EQU(c->poll_ev, 0);
+    CHECK(sy_io_is_open(&io, id));
+    sy_conn_enter(&io, c, SY_CONN_OPEN);
+    CHECK_EQU(c->poll_ev, SY_POLL_IN);
+
     /* Paused for flow control: not read; the interest follows. */
     sy_io_pause(&io, c);
     CHECK(c->paused && io.paused == c);
