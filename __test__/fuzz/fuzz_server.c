@@ -8,14 +8,18 @@
  * connection the server never closes (trap). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sy_server.h"
@@ -49,6 +53,12 @@ static const char UPGRADE[] = "GET / HTTP/1.1\r\nHost: f\r\nUpgrade: websocket\r
                               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
                               "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
 
+static int64_t now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 static void send_all(int fd, const uint8_t *p, size_t n) {
     while (n > 0) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
@@ -78,11 +88,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* Read until the server closes: it must, since we sent EOF. */
     uint8_t buf[4096];
     size_t total = 0;
+    /* Generous: LeakSanitizer stops every thread to scan the heap after
+     * some inputs, which can take seconds on a loaded machine. (Below the
+     * Makefile's -timeout for this target, so that this report comes first.) */
+    const int64_t deadline = now_ms() + 30000;
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        /* Generous: LeakSanitizer stops every thread to scan the heap
-         * after some inputs, which can take seconds on a loaded machine. */
-        int r = poll(&p, 1, 30000);
+        int64_t left = deadline - now_ms();
+        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
+        /* libFuzzer's SIGALRM (every -timeout/2+1 s, to this thread)
+         * interrupts poll: not an answer, wait on. */
+        if (r < 0 && errno == EINTR)
+            continue;
         if (r <= 0) {
             for (unsigned t = 0; t < 2; t++) {
                 sy_stats_t st;
@@ -95,7 +112,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             fprintf(stderr, "received %zu bytes: %.*s\n", total, (int)(total < 200 ? total : 200), buf);
             if (getenv("FUZZ_HANG_WAIT") != NULL) {
                 fprintf(stderr, "hang: pid %d, waiting for a debugger\n", (int)getpid());
-                sleep(600);
+                /* Neither libFuzzer's SIGALRM (it would end the wait, or
+                 * the process at -timeout) nor a signal cuts it short. */
+                sigset_t alrm;
+                sigemptyset(&alrm);
+                sigaddset(&alrm, SIGALRM);
+                pthread_sigmask(SIG_BLOCK, &alrm, NULL);
+                for (int64_t end = now_ms() + 600000; now_ms() < end;)
+                    sleep(1);
             }
             __builtin_trap(); /* the server kept a finished connection open */
         }
