@@ -347,7 +347,7 @@ void sy_io_batch_done(sy_io_t *io, size_t bytes, uint32_t seq) {
      * either this sees the waiter, or the waiter sees this batch done. */
     atomic_store(&io->owner_seq, seq);
     if (atomic_load(&io->owner_waiters) > 0) {
-        sy_cmd_t cmd = {.type = SY_CMD_OWNER_DONE};
+        sy_cmd_t cmd = {.type = SY_CMD_OWNER_DONE, .arg.seq = seq};
         (void)sy_io_push(io, &cmd); /* out of memory: the sweep's deadline closes them */
     }
     size_t before = atomic_fetch_sub_explicit(&io->event_bytes, bytes, memory_order_relaxed);
@@ -357,9 +357,7 @@ void sy_io_batch_done(sy_io_t *io, size_t bytes, uint32_t seq) {
     }
 }
 
-bool sy_io_owner_done(const sy_io_t *io, uint32_t seq) {
-    return (int32_t)(seq - atomic_load((atomic_uint *)&io->owner_seq)) <= 0;
-}
+bool sy_io_owner_done(const sy_io_t *io, uint32_t seq) { return (int32_t)(seq - io->owner_applied) <= 0; }
 
 bool sy_io_await_owner(sy_io_t *io, sy_conn_t *c) {
     if (io->nawaiting == io->awaiting_cap) {
@@ -370,12 +368,17 @@ bool sy_io_await_owner(sy_io_t *io, sy_conn_t *c) {
         io->awaiting = a;
         io->awaiting_cap = cap;
     }
-    atomic_store(&io->owner_waiters, io->nawaiting + 1);
-    if (!sy_conn_owner_behind(io, c)) {
-        atomic_store(&io->owner_waiters, io->nawaiting);
-        return false;
-    }
     io->awaiting[io->nawaiting++] = sy_conn_id(io, c);
+    /* With sy_io_batch_done's store and load: either the owner sees this
+     * waiter (and queues OWNER_DONE after its replies), or this sees the
+     * batch handled: then OWNER_DONE is queued here, after every command
+     * the owner queued before it handled the batch. */
+    atomic_store(&io->owner_waiters, io->nawaiting);
+    uint32_t seen = atomic_load(&io->owner_seq);
+    if ((int32_t)(c->msg_seq - seen) <= 0) {
+        sy_cmd_t cmd = {.type = SY_CMD_OWNER_DONE, .arg.seq = seen};
+        (void)sy_io_push(io, &cmd); /* out of memory: the sweep's deadline */
+    }
     return true;
 }
 
@@ -587,6 +590,8 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         cmd->arg.fd = -1; /* adopted: nothing to release */
         break;
     case SY_CMD_OWNER_DONE:
+        if ((int32_t)(cmd->arg.seq - io->owner_applied) > 0)
+            io->owner_applied = cmd->arg.seq;
         settle_awaiting(io);
         break;
     case SY_CMD_RESUME:

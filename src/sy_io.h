@@ -72,7 +72,8 @@ typedef enum sy_cmd_type {
     SY_CMD_STOP,        /* arg.deadline_ms */
     SY_CMD_RESUME,      /* the owner freed batches: maybe read again */
     SY_CMD_ADOPT,       /* arg.fd: a socket accepted by IO thread 0 */
-    SY_CMD_OWNER_DONE,  /* the owner handled a batch while connections await it */
+    SY_CMD_OWNER_DONE,  /* arg.seq: the owner handled that batch, and every command
+                           it queued before this one is done (connections await it) */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
@@ -89,6 +90,7 @@ typedef struct sy_cmd {
         uint16_t close_code;  /* SY_CMD_END */
         uint32_t deadline_ms; /* SY_CMD_STOP: 0 closes everything now */
         int fd;               /* SY_CMD_ADOPT; -1 once adopted */
+        uint32_t seq;         /* SY_CMD_OWNER_DONE: the batch the owner has handled */
     } arg;
     uint64_t conn;
     sy_topic_t *topic;
@@ -142,10 +144,14 @@ typedef struct sy_io {
     bool reads_paused;
     bool listen_paused; /* out of descriptors: not accepting until the sweep */
     /* The owner's progress through this thread's batches: batch_seq is the
-     * last one handed over, owner_seq the last one it has handled (every
-     * event dispatched, so what it sent in reply is queued before). The
-     * connections in AWAIT_OWNER wait on it (awaiting: their ids). */
+     * last one handed over; owner_seq the last one it has handled (every
+     * event dispatched; what it sent in reply was queued before it stored
+     * it); owner_applied the last one whose replies this thread has also
+     * carried out (an OWNER_DONE command runs after every command queued
+     * before it). The connections in AWAIT_OWNER wait on owner_applied
+     * (awaiting: their ids). */
     uint32_t batch_seq;
+    uint32_t owner_applied;
     atomic_uint owner_seq;
     atomic_uint owner_waiters;
     uint64_t *awaiting;
@@ -205,11 +211,13 @@ void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *pa
                  const size_t *lens, size_t n);
 /* The seq of the batch this turn's events go into. */
 static inline uint32_t sy_io_current_seq(const sy_io_t *io) { return io->batch_seq + 1; }
-/* True when the owner has handled batch seq. */
+/* True when the owner has handled batch seq and this thread has carried
+ * out what it sent meanwhile. */
 bool sy_io_owner_done(const sy_io_t *io, uint32_t seq);
 /* c waits (AWAIT_OWNER) until the owner has handled its last message's
- * batch: sy_conn_owner_caught_up is called then. False when it already
- * has, or c could not be listed (out of memory): the caller closes now. */
+ * batch and this thread has carried out its replies: sy_conn_owner_caught_up
+ * is called then (at the latest by the sweep, at c's deadline). False when
+ * c could not be listed (out of memory): the caller closes now. */
 bool sy_io_await_owner(sy_io_t *io, struct sy_conn *c);
 /* Flush this connection at the end of the turn. */
 void sy_io_mark_dirty(sy_io_t *io, struct sy_conn *c);
