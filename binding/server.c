@@ -498,11 +498,14 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     return handle;
 }
 
-/* serverListen(handle, dispatch) -> port */
+/* serverListen(handle, dispatch, bind) -> port: starts the IO threads,
+ * with a listening socket when bind is true (else port 0: noServer, the
+ * connections come through serverAdopt). */
 static napi_value server_listen(napi_env env, napi_callback_info info) {
-    napi_value argv[2];
+    napi_value argv[3];
     sy_bserver_t *b;
-    if (!server_args(env, info, 2, argv, &b))
+    bool bind = true;
+    if (!server_args(env, info, 3, argv, &b) || !sy_napi_get_bool(env, argv[2], "bind", &bind))
         return NULL;
     if (b->listening) {
         sy_napi_throw(env, "ERR_SERVER_ALREADY_LISTEN", "symphony: the server is already listening");
@@ -517,7 +520,7 @@ static napi_value server_listen(napi_env env, napi_callback_info info) {
     b->tsfn_live = true;
     uint16_t port = 0;
     char err[SY_ERRLEN] = "";
-    int rc = sy_server_listen(b->srv, &port, err, sizeof(err));
+    int rc = bind ? sy_server_listen(b->srv, &port, err, sizeof(err)) : sy_server_start(b->srv, err, sizeof(err));
     if (rc != 0) {
         (void)napi_release_threadsafe_function(b->tsfn, napi_tsfn_release);
         napi_throw_error(env, "ERR_SYMPHONY_LISTEN", err);
@@ -571,6 +574,27 @@ static napi_value result_of(napi_env env, int rc) {
         return NULL;
     }
     return sy_napi_make_bool(env, rc == 0);
+}
+
+/* serverAdopt(handle, fd, bytes) -> bool: false when the server is not
+ * running; throws ERR_SYMPHONY_ADOPT when fd is not a usable socket. */
+static napi_value server_adopt(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    sy_bserver_t *b;
+    int64_t fd;
+    sy_bytes_t bytes;
+    if (!server_args(env, info, 3, argv, &b) || !sy_napi_get_int64(env, argv[1], "fd", 0, INT32_MAX, &fd) ||
+        !get_bytes(env, argv[2], "bytes", &bytes))
+        return NULL;
+    int rc = sy_server_adopt(b->srv, (int)fd, bytes.data, bytes.len);
+    sy_free(bytes.owned);
+    if (rc == ENOTSOCK || rc == EBADF || rc == EMFILE || rc == ENFILE) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "symphony: cannot take over the socket: %s", strerror(rc));
+        sy_napi_throw(env, "ERR_SYMPHONY_ADOPT", msg);
+        return NULL;
+    }
+    return result_of(env, rc);
 }
 
 /* serverSend(handle, id, data, flags) -> bool */
@@ -954,6 +978,7 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
     return export_stat_fields(env, exports) && export_constants(env, exports) &&
            sy_napi_set_function(env, exports, "serverCreate", server_create, NULL) &&
            sy_napi_set_function(env, exports, "serverListen", server_listen, NULL) &&
+           sy_napi_set_function(env, exports, "serverAdopt", server_adopt, NULL) &&
            sy_napi_set_function(env, exports, "serverPublish", server_publish, NULL) &&
            sy_napi_set_function(env, exports, "serverSend", server_send, NULL) &&
            sy_napi_set_function(env, exports, "serverSubscribe", server_subscribe, NULL) &&

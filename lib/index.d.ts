@@ -111,6 +111,10 @@ export interface ServerOptions {
   tls?: TlsOptions | null;
   /** permessage-deflate: false (default), true, or { threshold, level }. */
   compression?: boolean | CompressionOptions;
+  /** No listener of its own: connections come from another server's 'upgrade'
+   * event through handleUpgrade() (one port with node:http, Express, Fastify).
+   * listen() then rejects with ERR_SERVER_NO_LISTEN. Not with tls. */
+  noServer?: boolean;
 }
 
 /** One IO thread's counters. The list comes from src/sy_stats.h (binding.statFields);
@@ -185,6 +189,15 @@ export class Server extends EventEmitter {
    * theirs. Throws TlsError (and keeps the old ones) when they cannot be used. */
   setTls(tls: TlsOptions): void;
   listen(): Promise<{ host: string; port: number }>;
+  /**
+   * Takes over a connection from a node:http server's 'upgrade' event (Express,
+   * Fastify, Koa): the same checks and answers as symphony's own listener,
+   * onUpgrade as usual, the 101 written by an IO thread on its own duplicate of
+   * the socket. true when taken over; false when it could not be (a TLS socket,
+   * one already closed or with bytes Node still has to write): the client got
+   * an HTTP error where possible and the reason went to 'error'.
+   */
+  handleUpgrade(req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head?: Buffer): boolean;
   address(): { host: string; port: number } | null;
   publish(topic: string, data: Payload, options?: SendOptions): number;
   send(id: ConnectionId, data: Payload, options?: SendOptions): boolean;

@@ -3,6 +3,7 @@
 // on native IO threads. Connections are named by numbers (ids), not objects.
 
 const { EventEmitter } = require('node:events');
+const net = require('node:net');
 const os = require('node:os');
 const { binding } = require('./native');
 const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue } = require('./errors');
@@ -46,6 +47,10 @@ const DEFAULTS = Object.freeze({
   // (once, whatever the subscriber count) and helps payloads that compress
   // on their own (no context is kept between messages). README, "Compression".
   compression: false,
+  // No listener of its own: connections come from another server's
+  // 'upgrade' event through handleUpgrade() (one port with node:http,
+  // Express, Fastify). README, "One port with Express or node:http".
+  noServer: false,
 });
 
 const COMPRESSION_DEFAULTS = Object.freeze({ threshold: 128, level: 6 });
@@ -100,7 +105,26 @@ function normalizeOptions(options) {
   }
   if (o.tls !== null) tlsArgs(o.tls, 'options.tls'); // checked now, applied by the constructor
   o.compression = compressionOption(o.compression);
+  if (typeof o.noServer !== 'boolean') throw invalidArgType('options.noServer', 'of type boolean', o.noServer);
+  if (o.noServer && o.tls !== null) {
+    throw invalidArgValue('options.tls', 'cannot be used with noServer (TLS is the other server\'s: terminate it there, or give symphony its own port)', 'tls');
+  }
   return o;
+}
+
+/** The request head as the client sent it (as far as Node keeps it), for the native parser. */
+function requestHead(req) {
+  let s = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) s += `${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}\r\n`;
+  return Buffer.from(`${s}\r\n`, 'latin1');
+}
+
+/** A short HTTP answer written through Node's own socket (one symphony cannot take over). */
+function answerThroughNode(socket, status, text) {
+  if (socket.destroyed || !socket.writable) return;
+  const body = `${text}\n`;
+  socket.end(`HTTP/1.1 ${status} ${status === 501 ? 'Not Implemented' : status === 503 ? 'Service Unavailable' : 'Internal Server Error'}\r\n` +
+    `Connection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
 /** options.compression as false or a frozen { threshold, level }. */
@@ -291,6 +315,65 @@ class Server extends EventEmitter {
       this.#applyTls(o.tls, 'options.tls');
       o.tls = tlsSummary(o.tls);
     }
+    if (o.noServer) {
+      // The IO threads start now, without a listener.
+      binding.serverListen(this.#handle, (type, id, code, payload) => this.#dispatch(type, id, code, payload), false);
+      this.#state = 'listening';
+    }
+  }
+
+  /**
+   * Takes over a connection from a node:http server's 'upgrade' event (so
+   * from Express, Fastify, Koa): symphony checks the upgrade request as its
+   * own listener would (the same HTTP answers), asks onUpgrade, and writes
+   * the 101 from an IO thread on its own duplicate of the socket; Node's
+   * socket is let go without a byte written. Returns true when taken over;
+   * false when it could not be (a TLS socket, one already destroyed or with
+   * bytes Node still has to write, a server that is closed): then the client
+   * got an HTTP error where possible, and the reason goes to 'error'.
+   */
+  handleUpgrade(req, socket, head) {
+    if (req === null || typeof req !== 'object' || typeof req.method !== 'string' || typeof req.url !== 'string' ||
+        !Array.isArray(req.rawHeaders) || typeof req.httpVersion !== 'string') {
+      throw invalidArgType('req', 'an http.IncomingMessage', req);
+    }
+    if (!(socket instanceof net.Socket)) throw invalidArgType('socket', 'a net.Socket', socket);
+    if (head === undefined || head === null) head = Buffer.alloc(0);
+    if (!Buffer.isBuffer(head)) throw invalidArgType('head', 'a Buffer', head);
+    const refuse = (status, code, why) => {
+      answerThroughNode(socket, status, why);
+      socket.destroy();
+      this.#report(new SymphonyError(code, `symphony: handleUpgrade: ${why}`));
+      return false;
+    };
+    if (this.#state !== 'listening') return refuse(503, 'ERR_SERVER_NOT_RUNNING', 'the server is not running');
+    if (socket.encrypted) {
+      return refuse(501, 'ERR_SYMPHONY_TLS_SOCKET', 'a TLS socket cannot be taken over (its TLS state is in Node\'s OpenSSL): ' +
+        'terminate TLS at the proxy, or give symphony its own port with the tls option');
+    }
+    if (socket.destroyed || !socket.readable) return refuse(500, 'ERR_SYMPHONY_UNADOPTABLE', 'the socket is already closed');
+    if (socket.writableLength > 0) {
+      return refuse(500, 'ERR_SYMPHONY_UNADOPTABLE', 'Node still has bytes to write on this socket');
+    }
+    const fd = socket._handle && typeof socket._handle.fd === 'number' ? socket._handle.fd : -1;
+    if (fd < 0) return refuse(500, 'ERR_SYMPHONY_UNADOPTABLE', 'the socket has no file descriptor of its own');
+    // Node stops reading; what it read past the request and has not handed
+    // out goes to symphony after `head`, before anything read later.
+    socket.pause();
+    if (typeof socket._handle.readStop === 'function') socket._handle.readStop();
+    const later = [];
+    for (let chunk; (chunk = socket.read()) !== null;) later.push(chunk);
+    try {
+      if (!binding.serverAdopt(this.#handle, fd, Buffer.concat([requestHead(req), head, ...later]))) {
+        return refuse(503, 'ERR_SERVER_NOT_RUNNING', 'the server is not running');
+      }
+    } catch (err) {
+      return refuse(500, err.code || 'ERR_SYMPHONY_ADOPT', err.message);
+    }
+    // Symphony has its own descriptor now; Node closes its one (libuv takes
+    // it out of its epoll set first), which leaves the connection open.
+    socket.destroy();
+    return true;
   }
 
   #applyTls(tls, name) {
@@ -327,11 +410,15 @@ class Server extends EventEmitter {
 
   /** Starts listening. Resolves to { host, port }. */
   listen() {
+    if (this.#opts.noServer) {
+      return Promise.reject(new SymphonyError('ERR_SERVER_NO_LISTEN',
+        'symphony: listen() on a noServer server: its connections come through handleUpgrade()'));
+    }
     if (this.#state !== 'new') {
       return Promise.reject(new SymphonyError('ERR_SERVER_ALREADY_LISTEN', 'symphony: listen() was already called'));
     }
     try {
-      this.#port = binding.serverListen(this.#handle, (type, id, code, payload) => this.#dispatch(type, id, code, payload));
+      this.#port = binding.serverListen(this.#handle, (type, id, code, payload) => this.#dispatch(type, id, code, payload), true);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -343,7 +430,7 @@ class Server extends EventEmitter {
 
   /** { host, port } while listening, else null. */
   address() {
-    return this.#state === 'listening' ? { host: this.#opts.host, port: this.#port } : null;
+    return this.#state === 'listening' && !this.#opts.noServer ? { host: this.#opts.host, port: this.#port } : null;
   }
 
   #dispatch(type, id, code, payload) {

@@ -762,6 +762,16 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
     sy_conn_destroy(io, c, close_code_or(c, 1006));
 }
 
+void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
+    if (c->state != SY_CONN_HTTP || n == 0)
+        return;
+    if (sy_buf_append(&c->rbuf, &c->rlen, &c->rcap, p, n, 256) != 0) {
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
+    sy_upgrade_request(io, c);
+}
+
 /* ---- timeouts -------------------------------------------------------------------- */
 
 void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {

@@ -137,6 +137,10 @@ uint32_t sy_conn_interest(const sy_conn_t *c);
 /* Its id for the owner (thread, slot, generation). */
 uint64_t sy_conn_id(const sy_io_t *io, const sy_conn_t *c);
 
+/* Bytes read from its socket by someone else before it was adopted
+ * (sy_server_adopt): handled as if read now. */
+void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n);
+
 /* Readiness. */
 void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c);
 void sy_conn_flush(sy_io_t *io, sy_conn_t *c);

@@ -585,10 +585,13 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
     case SY_CMD_STOP:
         begin_stop(io, cmd->arg.deadline_ms);
         break;
-    case SY_CMD_ADOPT:
-        (void)sy_io_adopt(io, cmd->arg.fd);
-        cmd->arg.fd = -1; /* adopted: nothing to release */
+    case SY_CMD_ADOPT: {
+        sy_conn_t *k = sy_io_adopt(io, cmd->arg.fd);
+        cmd->arg.fd = -1; /* adopted (or closed): nothing to release */
+        if (k != NULL && cmd->buf != NULL)
+            sy_conn_feed(io, k, cmd->buf->data, cmd->buf->len);
         break;
+    }
     case SY_CMD_OWNER_DONE:
         if ((int32_t)(cmd->arg.seq - io->owner_applied) > 0)
             io->owner_applied = cmd->arg.seq;

@@ -71,7 +71,8 @@ typedef enum sy_cmd_type {
     SY_CMD_REFUSE,      /* conn, buf (the whole response, raw) */
     SY_CMD_STOP,        /* arg.deadline_ms */
     SY_CMD_RESUME,      /* the owner freed batches: maybe read again */
-    SY_CMD_ADOPT,       /* arg.fd: a socket accepted by IO thread 0 */
+    SY_CMD_ADOPT,       /* arg.fd: a socket accepted by IO thread 0, or adopted
+                           (sy_server_adopt) with buf: the bytes read before */
     SY_CMD_OWNER_DONE,  /* arg.seq: the owner handled that batch, and every command
                            it queued before this one is done (connections await it) */
 } sy_cmd_type_t;

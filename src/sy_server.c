@@ -3,8 +3,10 @@
 #include "sy_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -24,8 +26,9 @@ struct sy_server {
     sy_io_shared_t shared; /* shared.nthreads: the thread count, kept once */
     char *host;
     char *path;
-    bool listening;
+    bool listening;     /* the IO threads run (with or without a listening socket) */
     bool shutting_down;
+    unsigned next_adopt; /* round robin of adopted sockets */
 #ifdef SY_WITH_TLS
     sy_tls_source_t tls; /* the certificates of a TLS server (shared.transport_arg) */
 #endif
@@ -107,28 +110,13 @@ static uint16_t bound_port(int fd) {
     return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
-int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
-    if (s->listening) {
-        snprintf(err, errlen, "the server is already listening");
-        return EALREADY;
-    }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
-    struct addrinfo *ai = NULL;
-    int gai = getaddrinfo(s->host[0] ? s->host : NULL, "0", &hints, &ai);
-    if (gai != 0 || ai == NULL) {
-        snprintf(err, errlen, "cannot resolve host '%s': %s", s->host, gai_strerror(gai));
-        return EINVAL;
-    }
-    uint16_t p = s->shared.opts.port;
+/* Starts the IO threads, thread 0 with the listening socket fd (-1: none;
+ * taken over either way: sy_io_init adopts it, sy_io_free closes it). */
+static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
     unsigned started = 0;
-    int fd = -1;
-    int rc = bind_one(ai, p, s->shared.opts.backlog, &fd);
-    if (rc != 0)
-        snprintf(err, errlen, "cannot listen on %s:%u: %s", s->host, (unsigned)p, strerror(rc));
-    else if (p == 0)
-        p = bound_port(fd);
+    int rc = 0;
     s->shared.ios = s->io;
-    for (unsigned i = 0; rc == 0 && i < s->shared.nthreads; i++) {
+    for (unsigned i = 0; i < s->shared.nthreads; i++) {
         if ((rc = sy_io_init(&s->io[i], &s->shared, i, i == 0 ? fd : -1)) != 0) {
             snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
             sy_io_free(&s->io[i]);
@@ -136,7 +124,6 @@ int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
         }
         started++;
     }
-    freeaddrinfo(ai);
     for (unsigned i = 0; rc == 0 && i < s->shared.nthreads; i++) {
         if ((rc = sy_io_start(&s->io[i])) != 0)
             snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
@@ -155,7 +142,82 @@ int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
         return rc;
     }
     s->listening = true;
+    return 0;
+}
+
+int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
+    if (s->listening) {
+        snprintf(err, errlen, "the server is already listening");
+        return EALREADY;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    int gai = getaddrinfo(s->host[0] ? s->host : NULL, "0", &hints, &ai);
+    if (gai != 0 || ai == NULL) {
+        snprintf(err, errlen, "cannot resolve host '%s': %s", s->host, gai_strerror(gai));
+        return EINVAL;
+    }
+    uint16_t p = s->shared.opts.port;
+    int fd = -1;
+    int rc = bind_one(ai, p, s->shared.opts.backlog, &fd);
+    freeaddrinfo(ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot listen on %s:%u: %s", s->host, (unsigned)p, strerror(rc));
+        return rc;
+    }
+    if (p == 0)
+        p = bound_port(fd);
+    if ((rc = start_threads(s, fd, err, errlen)) != 0)
+        return rc;
     *port = p;
+    return 0;
+}
+
+int sy_server_start(sy_server_t *s, char *err, size_t errlen) {
+    if (s->listening) {
+        snprintf(err, errlen, "the server is already running");
+        return EALREADY;
+    }
+    return start_threads(s, -1, err, errlen);
+}
+
+int sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len) {
+    if (!s->listening || s->shutting_down)
+        return ENOTCONN;
+    int type = 0;
+    socklen_t tl = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
+        return errno == ENOTSOCK ? ENOTSOCK : EBADF;
+    if (type != SOCK_STREAM)
+        return ENOTSOCK;
+    sy_refbuf_t *pre = sy_refbuf_raw(bytes, len);
+    if (pre == NULL)
+        return ENOMEM;
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) {
+        int e = errno;
+        sy_refbuf_release(pre);
+        return e;
+    }
+    int flags = fcntl(own, F_GETFL);
+    int one = 1;
+    if (flags < 0 || fcntl(own, F_SETFL, flags | O_NONBLOCK) != 0) {
+        int e = errno;
+        (void)close(own);
+        sy_refbuf_release(pre);
+        return e;
+    }
+    (void)setsockopt(own, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* an optimisation only */
+    atomic_fetch_add_explicit(&s->shared.connections, 1, memory_order_relaxed);
+    sy_io_t *io = &s->io[s->next_adopt++ % s->shared.nthreads];
+    sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .arg.fd = own, .buf = pre};
+    int rc = sy_io_push(io, &cmd);
+    if (rc != 0) {
+        (void)close(own);
+        atomic_fetch_sub_explicit(&s->shared.connections, 1, memory_order_relaxed);
+        sy_refbuf_release(pre);
+        return rc == EPIPE ? ENOTCONN : rc;
+    }
     return 0;
 }
 

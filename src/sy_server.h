@@ -74,6 +74,19 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
  * to every IO thread in turn) and starts the threads. 0, or an errno value with a message in err. *port: the bound port. */
 int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen);
 
+/* Starts the IO threads without a listening socket (a server that shares
+ * another's port): connections come only through sy_server_adopt. 0, or
+ * an errno value with a message in err. */
+int sy_server_start(sy_server_t *s, char *err, size_t errlen);
+/* Takes over a connected TCP socket whose upgrade request someone else has
+ * read (Node's http server, then handleUpgrade): a duplicate of fd is
+ * made (the caller still closes its own fd), and an IO thread handles
+ * bytes[0..len) (the request head as received, then whatever followed it)
+ * as if it had read them from the socket: the same checks and answers,
+ * the owner's SY_EV_UPGRADE, the 101 written there. 0, or ENOTCONN (not
+ * running), ENOTSOCK (fd is not a stream socket), EBADF, EMFILE, ENOMEM. */
+int sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len);
+
 /* Queues a message to every subscriber of topic; *subscribers: how many it
  * was queued toward (as known now). flags: SY_SEND_*. 0 or ENOMEM. It is
  * compressed (at most once) by the first IO thread with a subscriber that
