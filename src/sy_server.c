@@ -3,12 +3,12 @@
 #include "sy_server.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -193,15 +193,16 @@ int sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len) {
     sy_refbuf_t *pre = sy_refbuf_raw(bytes, len);
     if (pre == NULL)
         return ENOMEM;
-    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    /* dup and ioctl, not fcntl: glibc 2.28 renamed fcntl's symbol, and the
+     * prebuilt binaries keep to older glibc (binding/glibc_floor.h). */
+    int own = dup(fd);
     if (own < 0) {
         int e = errno;
         sy_refbuf_release(pre);
         return e;
     }
-    int flags = fcntl(own, F_GETFL);
     int one = 1;
-    if (flags < 0 || fcntl(own, F_SETFL, flags | O_NONBLOCK) != 0) {
+    if (ioctl(own, FIOCLEX) != 0 || ioctl(own, FIONBIO, &one) != 0) {
         int e = errno;
         (void)close(own);
         sy_refbuf_release(pre);
