@@ -22,7 +22,7 @@ for (const [script, variable] of [['jemalloc.sh', 'SYMPHONY_JEMALLOC_TARBALL'], 
   test(`${script}: a ${variable} that is not the pinned release is refused`, (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-deps-'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const pinned = /^(?:JE|SSL)_SHA256=([0-9a-f]{64})$/m.exec(fs.readFileSync(path.join(deps, script), 'utf8'))[1];
+    const pinned = /^(?:JE|SSL|LD)_SHA256=([0-9a-f]{64})$/m.exec(fs.readFileSync(path.join(deps, script), 'utf8'))[1];
     const bogus = path.join(dir, 'release.tar');
     fs.writeFileSync(bogus, 'not the release');
     for (const given of [bogus, path.join(dir, 'missing.tar')]) {

@@ -1,7 +1,7 @@
 'use strict';
 // Facts kept in one place. The IO threads' counters are one list
 // (src/sy_stats.h), exported by the binding as statFields: stats(),
-// metrics(), lib/index.d.ts and the README's table must all follow it. The
+// metrics(), lib/index.d.ts and the table in docs/metrics.md must all follow it. The
 // limits the binding checks and its event codes are exported as
 // binding.constants, and lib/ must check the same limits.
 const test = require('node:test');
@@ -43,8 +43,8 @@ test('lib/index.d.ts: ThreadStats lists exactly statFields, in order', () => {
   assert.deepEqual(fields, names);
 });
 
-test('README: the counters table lists exactly statFields (field, metric, type), in order', () => {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+test('docs/metrics.md: the counters table lists exactly statFields (field, metric, type), in order', () => {
+  const readme = fs.readFileSync(path.join(root, 'docs', 'metrics.md'), 'utf8');
   const rows = [...readme.matchAll(/^\| `([A-Za-z]+)` \| `(symphony_[a-z_]+)` \| (counter|gauge) \|/gm)]
     .map((m) => ({ name: m[1], metric: m[2], type: m[3] }));
   assert.deepEqual(rows, statFields.map(({ name, metric, type }) => ({ name, metric, type })));

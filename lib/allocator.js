@@ -1,5 +1,5 @@
 'use strict';
-// require('symphony').allocator: the private allocator that holds all of
+// require('symphony-ws').allocator: the private allocator that holds all of
 // symphony's native memory (jemalloc by default; the system allocator in the
 // system build). Node's own heap and malloc are never touched.
 

@@ -267,6 +267,10 @@ export interface SelfCheck {
   /** ... and jemalloc owns it (false in the system build). */
   tlsIsJemalloc?: boolean;
   tlsArena?: number | null;
+  /** A libdeflate decompressor (permessage-deflate) came through symphony's allocator. */
+  deflateRouted: boolean;
+  /** ... and jemalloc owns it (false in the system build). */
+  deflateIsJemalloc: boolean;
 }
 
 export const allocator: {
@@ -292,12 +296,17 @@ export const allocator: {
 };
 
 export class SymphonyError extends Error {
+  constructor(code: string, message: string, options?: ErrorOptions);
   code: string;
 }
 
 /** Certificates, keys or passphrases that cannot be used (code ERR_SYMPHONY_TLS). */
-export class TlsError extends SymphonyError {}
+export class TlsError extends SymphonyError {
+  constructor(message: string);
+}
 
+/** No native build could be loaded here (code ERR_SYMPHONY_LOAD): every path tried, and why. */
 export class LoadError extends SymphonyError {
+  constructor(message: string, tried: { path: string; error: string }[]);
   tried: { path: string; error: string }[];
 }

@@ -1,12 +1,16 @@
 'use strict';
+// The package's entry, for require('symphony-ws') and import ... from
+// 'symphony-ws' alike: every export is a plain name in the literal below,
+// which is what lets Node find them when an ES module imports this file
+// (__test__/esm.test.mjs checks that all of them arrive).
 const allocator = require('./allocator');
-const errors = require('./errors');
+const { SymphonyError, LoadError, TlsError } = require('./errors');
 const { Server } = require('./server');
 
 module.exports = {
   Server,
   allocator,
-  SymphonyError: errors.SymphonyError,
-  LoadError: errors.LoadError,
-  TlsError: errors.TlsError,
+  SymphonyError,
+  LoadError,
+  TlsError,
 };

@@ -1,5 +1,5 @@
 'use strict';
-// require('symphony').Server: a WebSocket fan-out server whose sockets live
+// require('symphony-ws').Server: a WebSocket fan-out server whose sockets live
 // on native IO threads. Connections are named by numbers (ids), not objects.
 
 const { EventEmitter } = require('node:events');

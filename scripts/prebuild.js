@@ -7,7 +7,7 @@
 //   node scripts/prebuild.js --targets=linux-x64-glibc,linux-arm64-glibc
 //
 // Targets (name: CPU, C library, jemalloc pages, toolchain):
-//   linux-x64-glibc    4 KiB           gcc, symbols bound to glibc <= 2.28
+//   linux-x64-glibc    4 KiB           gcc, symbols bound to glibc <= GLIBC_FLOOR (scripts/glibc-floor.js)
 //   linux-x64-musl     4 KiB           musl-gcc (musl-tools)
 //   linux-arm64-glibc  4 KiB + 64 KiB  aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu)
 //   linux-arm64-musl   4 KiB + 64 KiB  clang --target=aarch64-linux-musl, lld, and
@@ -16,6 +16,12 @@
 // private OpenSSL once per target (deps/openssl.sh);
 // every addon is compiled from a clean build folder. A manifest
 // (prebuilds/manifest.json) records each file's size, sha256 and build times.
+//
+// Before building anything it checks that everything the chosen targets need
+// is here (node-gyp from npm install, the compilers, make, perl, python3...)
+// and names what is missing: a fresh clone is told to run npm install first,
+// not after minutes of building jemalloc and OpenSSL. Each glibc artifact is
+// checked against the glibc floor as soon as it is made.
 
 const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
@@ -24,6 +30,7 @@ const path = require('node:path');
 const { nodeHeaders, gypEnv: withoutNodedir } = require('./node-headers');
 const { depDir } = require('./deps');
 const { variantFileName } = require('../lib/variants');
+const { GLIBC_FLOOR, glibcNeeds } = require('./glibc-floor');
 
 const root = path.resolve(__dirname, '..');
 const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
@@ -31,21 +38,23 @@ const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache')
 const TARGETS = {
   'linux-x64-glibc': {
     arch: 'x64', libc: 'glibc', lgPages: [12], host: 'x86_64-linux-gnu',
-    cc: 'gcc', strip: 'strip', needs: ['gcc'], floor: true,
+    cc: 'gcc', strip: 'strip', needs: ['gcc', 'strip (apt-get install binutils)'], floor: true,
   },
   'linux-x64-musl': {
     arch: 'x64', libc: 'musl', lgPages: [12], host: 'x86_64-linux-musl',
-    cc: 'musl-gcc', strip: 'strip', needs: ['musl-gcc (apt-get install musl-tools)'],
+    cc: 'musl-gcc', strip: 'strip', needs: ['musl-gcc (apt-get install musl-tools)', 'strip (apt-get install binutils)'],
   },
   'linux-arm64-glibc': {
     arch: 'arm64', libc: 'glibc', lgPages: [12, 16], host: 'aarch64-linux-gnu',
     cc: 'aarch64-linux-gnu-gcc', strip: 'aarch64-linux-gnu-strip',
-    needs: ['aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross)'], floor: true,
+    needs: ['aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross)',
+      'aarch64-linux-gnu-strip (apt-get install binutils-aarch64-linux-gnu)'], floor: true,
   },
   'linux-arm64-musl': {
     arch: 'arm64', libc: 'musl', lgPages: [12, 16], host: 'aarch64-linux-musl',
     cc: null /* a wrapper, made below */, strip: 'aarch64-linux-gnu-strip',
-    needs: ['clang', 'ld.lld (apt-get install clang lld)', 'aarch64-linux-gnu-gcc (for libgcc and crtbegin)'],
+    needs: ['clang', 'ld.lld (apt-get install clang lld)', 'aarch64-linux-gnu-gcc (for libgcc and crtbegin)',
+      'aarch64-linux-gnu-strip (apt-get install binutils-aarch64-linux-gnu)'],
   },
 };
 
@@ -76,6 +85,27 @@ function run(cmd, args, { env = process.env, cwd = root } = {}) {
 
 function have(cmd) {
   return spawnSync('sh', ['-c', `command -v ${cmd.split(' ')[0]}`], { stdio: 'ignore' }).status === 0;
+}
+
+// What every target needs besides its compiler: node-gyp's python, the
+// dependencies' build tools (tar with bzip2 and gzip, patch, make, perl for
+// OpenSSL's Configure), readelf for the glibc floor check.
+const COMMON_NEEDS = ['bash', 'make', 'tar', 'bzip2', 'gzip', 'patch', 'perl', 'python3 (node-gyp runs it)',
+  'readelf (apt-get install binutils)'];
+
+/** Everything the chosen targets need, checked before anything is built: a list of what is missing. */
+function preflight(targets) {
+  const missing = [];
+  try {
+    nodeGyp();
+  } catch {
+    missing.push('node-gyp (a dev dependency): run npm install first');
+  }
+  for (const n of COMMON_NEEDS) if (!have(n)) missing.push(n);
+  for (const name of targets) {
+    for (const n of TARGETS[name].needs) if (!have(n) && !missing.includes(n)) missing.push(`${n}, for ${name}`);
+  }
+  return missing;
 }
 
 function out(cmd, args) {
@@ -152,6 +182,14 @@ function buildOne(name, t, cc, lgPage) {
     `--sy_libdeflate_dir=${ldDir}`];
   if (floor) args.push(`--sy_glibc_floor=${floor}`);
   run(process.execPath, args, { env: gypEnv });
+  if (floor) {
+    // The floor, checked now rather than by the artifact test later.
+    const needs = glibcNeeds(path.join(root, 'build', 'Release', 'symphony.node'));
+    if (needs.above.length) {
+      throw new Error(`prebuild: ${name} needs glibc above ${GLIBC_FLOOR} (scripts/glibc-floor.js): ${needs.above.join(', ')}; ` +
+        'bind them to older versions in binding/glibc_floor.h (or define them in binding/glibc/compat.c)');
+    }
+  }
   const built = path.join(root, 'build', 'Release', 'symphony.node');
   const destDir = path.join(root, 'prebuilds', `linux-${t.arch}`);
   fs.mkdirSync(destDir, { recursive: true });
@@ -175,13 +213,16 @@ function buildOne(name, t, cc, lgPage) {
 
 function main() {
   const opts = parseArgs(process.argv.slice(2));
+  const missing = preflight(opts.targets);
+  if (missing.length) {
+    throw new Error(`prebuild: nothing built; missing:\n${missing.map((m) => `  - ${m}`).join('\n')}` +
+      (missing.some((m) => m.startsWith('node-gyp')) ? '\nRun npm install first (in this checkout), then npm run prebuilds again.' : ''));
+  }
   const manifestFile = path.join(root, 'prebuilds', 'manifest.json');
   let manifest = { files: [] };
   try { manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')); } catch { /* first run */ }
   for (const name of opts.targets) {
     const t = TARGETS[name];
-    const missing = t.needs.filter((n) => !have(n));
-    if (missing.length) throw new Error(`prebuild: ${name} needs ${missing.join(', ')}`);
     const cc = t.cc || muslArm64Wrapper();
     for (const lgPage of t.lgPages) {
       const entry = buildOne(name, t, cc, lgPage);

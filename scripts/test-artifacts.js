@@ -9,7 +9,7 @@
 //
 // Per target:
 //   every file    ELF checks with readelf (machine, exports, NEEDED, glibc
-//                 version needs <= 2.28 for glibc, NODELETE, no undefined
+//                 version needs <= GLIBC_FLOOR (scripts/glibc-floor.js), NODELETE, no undefined
 //                 OpenSSL symbol and the OpenSSL 3.5 version text, no undefined
 //                 symbol of ours) and the build marker (jemalloc, page, libc)
 //   x64 glibc     the loopback fan-out smoke test (__test__/artifacts/smoke.js)
@@ -24,7 +24,11 @@
 //   arm64 musl    the C unit tests, static, under qemu-aarch64 (-p 65536 for
 //                 the 64 KiB build)
 //   --pack        npm pack; install the tarball into an empty project with no
-//                 compiler on PATH; the self-check must pass there
+//                 compiler on PATH, three ways: as npm does by default (npm 11
+//                 skips a dependency's install script until it is approved),
+//                 with --ignore-scripts, and with the script approved
+//                 (allowScripts: it finds the prebuilt binary and builds
+//                 nothing); the self-check must pass after each
 
 const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
@@ -34,7 +38,9 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
-const GLIBC_FLOOR = [2, 28];
+const { GLIBC_FLOOR: FLOOR_TEXT, versionOf, versionAbove, glibcNeeds } = require('./glibc-floor');
+
+const GLIBC_FLOOR = versionOf(FLOOR_TEXT);
 const MACHINE = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' };
 const ENTRY_POINTS = ['napi_register_module_v1', 'node_api_module_get_api_version_v1'];
 
@@ -79,17 +85,6 @@ function parseArgs(argv) {
 
 // ---- static checks --------------------------------------------------------------
 
-function versionOf(s) {
-  return s.split('.').map(Number);
-}
-function versionAbove(v, floor) {
-  for (let i = 0; i < Math.max(v.length, floor.length); i++) {
-    const a = v[i] || 0; const b = floor[i] || 0;
-    if (a !== b) return a > b;
-  }
-  return false;
-}
-
 const OPENSSL_SYMBOL = /^(SSL_|SSL$|CRYPTO_|EVP_|OPENSSL_|OSSL_|BIO_|X509|PEM_|ERR_|RAND_|BN_|EC_|RSA_|ASN1_|TLS_|d2i_|i2d_|OBJ_|DTLS)/;
 
 function staticChecks(entry) {
@@ -120,7 +115,9 @@ function staticChecks(entry) {
   const versions = [...mustSh('readelf', ['-V', '-W', file]).matchAll(/Name: GLIBC_([0-9.]+)/g)].map((m) => m[1]);
   const maxGlibc = versions.sort((a, b) => (versionAbove(versionOf(a), versionOf(b)) ? 1 : -1)).pop() || null;
   if (entry.libc === 'glibc') {
-    check(maxGlibc && !versionAbove(versionOf(maxGlibc), GLIBC_FLOOR), `${name}: glibc versions needed <= ${GLIBC_FLOOR.join('.')} (highest: GLIBC_${maxGlibc})`);
+    const ok = maxGlibc && !versionAbove(versionOf(maxGlibc), GLIBC_FLOOR);
+    check(ok, `${name}: glibc versions needed <= ${FLOOR_TEXT} (highest: GLIBC_${maxGlibc}` +
+      `${ok ? '' : `: ${glibcNeeds(file).above.join(', ')}`})`);
   } else {
     check(versions.length === 0, `${name}: a musl build needs no GLIBC_ version`);
   }
@@ -287,7 +284,9 @@ function packTest() {
   note('── npm pack, then install into an empty project with no compiler on PATH');
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-pack-'));
   try {
+    const pkgName = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).name;
     const tgzName = mustSh('npm', ['pack', '--silent', '--pack-destination', work], { cwd: root }).trim().split('\n').pop();
+    check(tgzName.startsWith(`${pkgName}-`) && pkgName === 'symphony-ws', `the tarball is the symphony-ws package (${tgzName})`);
     const tgz = path.join(work, tgzName);
     const size = fs.statSync(tgz).size;
     note(`  ${tgzName}: ${(size / 1048576).toFixed(2)} MiB`);
@@ -300,23 +299,47 @@ function packTest() {
     fs.symlinkSync(fs.realpathSync('/bin/sh'), path.join(bin, 'sh')); // npm runs scripts with sh
     const npmCli = fs.realpathSync(mustSh('sh', ['-c', 'command -v npm']).trim()); // .../npm/bin/npm-cli.js
     fs.writeFileSync(path.join(bin, 'npm'), `#!/bin/sh\nexec "${process.execPath}" "${npmCli}" "$@"\n`, { mode: 0o755 });
-    const app = path.join(work, 'app');
-    fs.mkdirSync(app);
-    fs.writeFileSync(path.join(app, 'package.json'), '{ "name": "app", "version": "1.0.0", "private": true }\n');
     const env = { PATH: bin, HOME: work, npm_config_cache: path.join(work, 'npm-cache'), npm_config_update_notifier: 'false' };
     for (const tool of ['cc', 'gcc', 'make', 'python3']) {
       check(sh('sh', ['-c', `command -v ${tool}`], { env }).status !== 0, `no ${tool} on the install PATH`);
     }
-    const t0 = Date.now();
-    const inst = sh(path.join(bin, 'npm'), ['install', '--offline', '--no-audit', '--no-fund', tgz], { cwd: app, env, timeout: 300000 });
-    check(inst.status === 0, `npm install of the tarball works without a compiler${inst.status === 0 ? '' : `:\n${inst.stdout}${inst.stderr}`}`);
-    note(`  installed in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    const r = sh(path.join(bin, 'node'), ['-e', `const s = require('symphony'); const c = s.allocator.selfCheck();
-      console.log(JSON.stringify({ ok: c.ok, path: s.allocator.nativePath, page: s.allocator.pageSize }))`], { cwd: app, env });
-    let res = null;
-    try { res = JSON.parse(r.stdout); } catch { /* below */ }
-    check(res && res.ok === true, `the self-check passes in the installed project (${r.stdout.trim()}${r.stderr.trim()})`);
-    if (res) check(res.path.includes(`${path.sep}prebuilds${path.sep}`), `the installed project loads a prebuilt binary (${res.path})`);
+    // Three installs, each into a fresh project: as npm does by default (npm
+    // 11 skips a dependency's install script until it is approved in
+    // allowScripts; older npm runs it), with --ignore-scripts, and with the
+    // script approved. The prebuilt binary must load after each, and the
+    // install script, where it runs, must find it and build nothing (there
+    // is no compiler here to build with).
+    const ways = [
+      { name: 'npm install', args: [], allow: null },
+      { name: 'npm install --ignore-scripts', args: ['--ignore-scripts'], allow: null },
+      // (npm matches approvals against the resolved identity: for a tarball,
+      // file:<its path>; from the registry, the package's name.)
+      { name: 'npm install, the install script approved (allowScripts)', args: [], allow: { [`file:${tgz}`]: true } },
+    ];
+    for (const way of ways) {
+      const app = fs.mkdtempSync(path.join(work, 'app-'));
+      fs.writeFileSync(path.join(app, 'package.json'), `${JSON.stringify({ name: 'app', version: '1.0.0', private: true,
+        ...(way.allow ? { allowScripts: way.allow } : {}) }, null, 2)}\n`);
+      const t0 = Date.now();
+      const inst = sh(path.join(bin, 'npm'), ['install', '--offline', '--no-audit', '--no-fund', '--foreground-scripts', ...way.args, tgz],
+        { cwd: app, env, timeout: 300000 });
+      const said = `${inst.stdout}${inst.stderr}`;
+      check(inst.status === 0, `${way.name} of the tarball works without a compiler${inst.status === 0 ? '' : `:\n${said}`}`);
+      if (way.allow) {
+        check(/using the prebuilt prebuilds\//.test(said), `${way.name}: the install script ran and found the prebuilt binary` +
+          `${/using the prebuilt/.test(said) ? '' : ` (npm said: ${said.trim().split('\n').slice(-6).join(' | ')})`}`);
+      }
+      note(`  ${way.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s${/allowScripts|install-scripts/.test(said) ? ` (npm: ${said.split('\n').find((l) => /allowScripts|install-scripts/.test(l)).trim()})` : ''}`);
+      const r = sh(path.join(bin, 'node'), ['-e', `const s = require(${JSON.stringify(pkgName)}); const c = s.allocator.selfCheck();
+        console.log(JSON.stringify({ ok: c.ok, path: s.allocator.nativePath, page: s.allocator.pageSize }))`], { cwd: app, env });
+      let res = null;
+      try { res = JSON.parse(r.stdout); } catch { /* below */ }
+      check(res && res.ok === true, `${way.name}: the self-check passes in the installed project (${r.stdout.trim()}${r.stderr.trim()})`);
+      if (res) check(res.path.includes(`${path.sep}prebuilds${path.sep}`), `${way.name}: the installed project loads a prebuilt binary (${res.path})`);
+      const esm = sh(path.join(bin, 'node'), ['--input-type=module', '-e',
+        `import { Server, allocator } from ${JSON.stringify(pkgName)}; console.log(typeof Server, allocator.name)`], { cwd: app, env });
+      check(esm.status === 0 && /^function /.test(esm.stdout), `${way.name}: import { Server, allocator } from '${pkgName}' works (${esm.stdout.trim()}${esm.stderr.trim()})`);
+    }
     return { tarball: tgzName, bytes: size };
   } finally {
     fs.rmSync(work, { recursive: true, force: true });

@@ -14,7 +14,12 @@
 // Also the TLS module (src/tls) against the private OpenSSL (deps/openssl.sh:
 // fetched, checked and built once, then cached), under ASan/UBSan.
 //
-//   node scripts/test.js [--only=c,c-valgrind,tls,fuzz,jemalloc,system,bench-smoke]
+// The public types too: a TypeScript example of the whole API (__test__/types),
+// compiled with tsc --noEmit --strict against lib/index.d.ts ("types", ~10 s).
+// __test__/esm.test.mjs (the package imported from an ES module by its name)
+// is one of the node:test suites.
+//
+//   node scripts/test.js [--only=types,c,c-valgrind,tls,fuzz,jemalloc,system,bench-smoke]
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -96,6 +101,8 @@ if (want('tls') || want('c-valgrind')) {
     results.push({ name: err.message, ok: false, secs: '0' });
   }
 }
+// The types first: seconds, and nothing native needed.
+if (want('types')) step('types', process.execPath, [require.resolve('typescript/bin/tsc', { paths: [root] }), '-p', '__test__/types']);
 step('c', 'make', ['-s', '-C', '__test__/c', 'test']);
 if (opensslDir) step('c-valgrind', 'make', ['-s', '-C', '__test__/c', 'valgrind', `OPENSSL_DIR=${opensslDir}`]);
 if (opensslDir) step('tls', 'make', ['-s', '-C', '__test__/c', 'tls', `OPENSSL_DIR=${opensslDir}`]);

@@ -100,8 +100,8 @@ function baselineCheckout(dir) {
   } catch {
     // below
   }
-  if (!pkg || pkg.name !== 'symphony' || !fs.existsSync(path.join(root, 'lib', 'index.js'))) {
-    throw new Error(`--baseline ${dir}: not a symphony checkout (no package.json named symphony with lib/index.js)`);
+  if (!pkg || !['symphony', 'symphony-ws'].includes(pkg.name) || !fs.existsSync(path.join(root, 'lib', 'index.js'))) {
+    throw new Error(`--baseline ${dir}: not a symphony checkout (no package.json named symphony-ws or symphony with lib/index.js)`);
   }
   return describeCheckout(root);
 }

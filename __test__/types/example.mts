@@ -1,0 +1,116 @@
+// The public API as a TypeScript user writes it (ES module). Compiled, not
+// run, by npm test ("types": tsc --noEmit --strict -p __test__/types): a
+// wrong type in lib/index.d.ts, or one that no longer matches lib/, fails it.
+import http from 'node:http';
+import {
+  Server, allocator, SymphonyError, TlsError, LoadError,
+  type ConnectionId, type ServerOptions, type UpgradeRequest, type UpgradeResult, type ServerStats,
+} from 'symphony-ws';
+
+// One port with node:http: no listener of symphony's own.
+const options: ServerOptions = {
+  noServer: true,
+  threads: 2,
+  path: '/feed',
+  maxPayload: 1 << 20,
+  maxBackpressure: 1 << 20,
+  slowConsumer: 'close',
+  compression: { threshold: 256, level: 4 },
+  onUpgrade: async (req: UpgradeRequest): Promise<UpgradeResult> => {
+    const user = req.headers.cookie?.match(/user=(\w+)/)?.[1];
+    if (!user) return { status: 401, headers: { 'WWW-Authenticate': 'Cookie' } };
+    const wanted: string | false = req.protocols.includes('feed.v1') ? 'feed.v1' : false;
+    return { topics: ['prices', `user:${user}`], data: { user }, protocol: wanted, compress: req.origin !== null };
+  },
+};
+const server = new Server(options);
+
+const names = new Map<ConnectionId, string>();
+server.on('open', (id, info) => {
+  const data = info.data as { user: string };
+  names.set(id, data.user);
+  if (info.compression) server.send(id, JSON.stringify({ hello: data.user, protocol: info.protocol }));
+});
+server.on('message', (id, data, isBinary) => {
+  const text: string = data.toString('utf8');
+  const sent: boolean = server.send(id, isBinary ? data : `echo ${text}`, { binary: isBinary, compress: false });
+  if (!sent) server.terminate(id);
+});
+server.on('close', (id, code, reason) => {
+  names.delete(id);
+  console.log(`closed ${id}: ${code} ${reason}`);
+});
+server.on('drain', (id) => server.subscribe(id, 'prices'));
+server.on('error', (err) => console.error(err.code, err.thread, err.errno, err.message));
+
+const web = http.createServer((req, res) => res.end('ok'));
+web.on('upgrade', (req, socket, head) => {
+  const taken: boolean = server.handleUpgrade(req, socket, head);
+  if (!taken) console.warn('not taken over');
+});
+web.listen(8080);
+
+const delivered: number = server.publish('prices', Buffer.from([1, 2, 3]), { compress: true });
+server.publish('prices', new Uint8Array(8));
+server.publish('prices', new ArrayBuffer(8), { binary: true });
+server.publish('prices', 'text');
+server.unsubscribe(1, 'prices');
+server.end(1, 4000, 'bye');
+const user: unknown = server.getUserData(1);
+const stats: ServerStats | null = server.stats();
+if (stats) console.log(delivered, user, stats.connections, stats.threads[0]?.arena, stats.compressed, stats.topics);
+const text: string = server.metrics({ service: 'feed' });
+console.log(text.length, server.options.noServer, server.options.compression, server.address()?.port);
+
+// Its own port, over TLS, with a certificate reload.
+const tlsServer = new Server({ port: 0, tls: { cert: 'PEM', key: Buffer.from('PEM'), servername: { 'eu.example.com': { cert: 'a', key: 'b' } } } });
+const { host, port } = await tlsServer.listen();
+console.log(host, port, tlsServer.options.tls?.servername);
+try {
+  tlsServer.setTls({ cert: 'new', key: 'new', passphrase: 'x' });
+} catch (err) {
+  if (err instanceof TlsError) console.error(err.code);
+  else if (err instanceof SymphonyError) console.error(err.code);
+}
+await tlsServer.close();
+await server.close();
+
+// The allocator.
+const name: 'jemalloc' | 'system' = allocator.name;
+const page: number | null = allocator.pageSize;
+const check = allocator.selfCheck();
+const mem = allocator.stats();
+const resident: number | null = mem.resident;
+const arenas = allocator.arenaStats();
+console.log(name, page, check.ok, check.tlsRouted, mem.allocated - mem.cached, resident, arenas?.[0]?.dirty,
+  allocator.config?.dirtyDecayMs, allocator.report(), allocator.report({ json: true }), allocator.tls()?.version);
+allocator.setDecay({ dirtyMs: 1000, muzzyMs: 0 });
+allocator.backgroundThread(false);
+allocator.purge();
+
+function explain(err: unknown): string {
+  if (err instanceof LoadError) return err.tried.map((t) => `${t.path}: ${t.error}`).join('\n');
+  if (err instanceof SymphonyError) return err.code;
+  return String(err);
+}
+console.log(explain(new LoadError('none', [{ path: '/x.node', error: 'not found' }])), check.deflateRouted);
+
+// What the types refuse.
+// @ts-expect-error an unknown option
+new Server({ prot: 80 });
+// @ts-expect-error slowConsumer is 'drop' or 'close'
+new Server({ slowConsumer: 'evict' });
+// @ts-expect-error compression levels are numbers
+new Server({ compression: { level: 'max' } });
+// @ts-expect-error a topic is a string
+server.publish(1, 'x');
+// @ts-expect-error ids are numbers
+server.send('1', 'x');
+// @ts-expect-error a payload is a string or bytes
+server.publish('prices', { price: 1 });
+// @ts-expect-error handleUpgrade needs the request
+server.handleUpgrade();
+// @ts-expect-error no such event
+server.on('connection', () => {});
+// @ts-expect-error a SymphonyError has a code first
+new SymphonyError();

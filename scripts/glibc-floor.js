@@ -1,0 +1,47 @@
+'use strict';
+// The oldest glibc the glibc prebuilt binaries load on: one figure, used by
+// scripts/prebuild.js (which checks each glibc artifact as it is made) and
+// scripts/test-artifacts.js (which fails any artifact that needs more), and
+// stated in docs/builds.md and the README (__test__/docs.test.js holds them
+// to it).
+//
+// It is 2.28: binding/glibc_floor.h binds the pthread functions (2.32/2.34
+// when linked on Debian 12) to their oldest versions, and
+// binding/glibc/compat.c supplies getentropy (2.25) and stat/fstat (2.33),
+// but fcntl(), built with node-gyp's _FILE_OFFSET_BITS=64, is fcntl64, which
+// glibc has only from 2.28 on (x64 and arm64 alike). Node 20's own Linux
+// binaries need glibc 2.28 too. A line in glibc_floor.h,
+//   __asm__(".symver fcntl64, fcntl@" SY_GLIBC_BASE);
+// (the same function on 64-bit targets) would bring the artifacts back to
+// GLIBC_2.17; then this figure is the one to lower.
+
+const { spawnSync } = require('node:child_process');
+
+const GLIBC_FLOOR = '2.28';
+
+function versionOf(s) {
+  return s.split('.').map(Number);
+}
+
+/** a > b, for glibc versions as arrays of numbers. */
+function versionAbove(a, b) {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const x = a[i] || 0; const y = b[i] || 0;
+    if (x !== y) return x > y;
+  }
+  return false;
+}
+
+/** The GLIBC_ versions a file needs (readelf -V), highest last; and the symbols above the floor (readelf --dyn-syms). */
+function glibcNeeds(file, readelf = 'readelf') {
+  const v = spawnSync(readelf, ['-V', '-W', file], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (v.status !== 0) throw new Error(`${readelf} -V ${file} failed: ${v.error ? v.error.message : v.stderr}`);
+  const versions = [...new Set([...v.stdout.matchAll(/Name: GLIBC_([0-9.]+)/g)].map((m) => m[1]))]
+    .sort((a, b) => (versionAbove(versionOf(a), versionOf(b)) ? 1 : -1));
+  const s = spawnSync(readelf, ['--dyn-syms', '-W', file], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const above = [...(s.stdout || '').matchAll(/\bUND\s+([A-Za-z0-9_]+)@GLIBC_([0-9.]+)/g)]
+    .filter((m) => versionAbove(versionOf(m[2]), versionOf(GLIBC_FLOOR))).map((m) => `${m[1]}@GLIBC_${m[2]}`);
+  return { versions, highest: versions.length ? versions[versions.length - 1] : null, above: [...new Set(above)] };
+}
+
+module.exports = { GLIBC_FLOOR, versionOf, versionAbove, glibcNeeds };
