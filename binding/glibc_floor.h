@@ -12,7 +12,8 @@
  *
  * scripts/prebuild.js passes it with -include to every C file of a glibc
  * build, jemalloc's included; the artifact test fails if any symbol still
- * needs a version above 2.28. Add a line here when that test names one.
+ * needs a version above the floor (scripts/glibc-floor.js: 2.17). Add a line
+ * here when that test names one.
  */
 #ifndef SY_GLIBC_FLOOR_H
 #define SY_GLIBC_FLOOR_H

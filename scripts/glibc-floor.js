@@ -5,19 +5,16 @@
 // stated in docs/builds.md and the README (__test__/docs.test.js holds them
 // to it).
 //
-// It is 2.28: binding/glibc_floor.h binds the pthread functions (2.32/2.34
+// It is 2.17: binding/glibc_floor.h binds the pthread functions (2.32/2.34
 // when linked on Debian 12) to their oldest versions, and
-// binding/glibc/compat.c supplies getentropy (2.25) and stat/fstat (2.33),
-// but fcntl(), built with node-gyp's _FILE_OFFSET_BITS=64, is fcntl64, which
-// glibc has only from 2.28 on (x64 and arm64 alike). Node 20's own Linux
-// binaries need glibc 2.28 too. A line in glibc_floor.h,
-//   __asm__(".symver fcntl64, fcntl@" SY_GLIBC_BASE);
-// (the same function on 64-bit targets) would bring the artifacts back to
-// GLIBC_2.17; then this figure is the one to lower.
+// binding/glibc/compat.c supplies getentropy (2.25) and stat/fstat (2.33).
+// fcntl() is not used: with node-gyp's _FILE_OFFSET_BITS=64 it would be
+// fcntl64, which glibc has only from 2.28 on (src/sy_server.c uses dup and
+// ioctl instead).
 
 const { spawnSync } = require('node:child_process');
 
-const GLIBC_FLOOR = '2.28';
+const GLIBC_FLOOR = '2.17';
 
 function versionOf(s) {
   return s.split('.').map(Number);
