@@ -20,9 +20,17 @@ const { frame, parseFrames, waitFor, request, statusOf } = require('./helpers/ra
 
 const openFds = () => fs.readdirSync('/proc/self/fd').length;
 
+// What a test opened, closed after it even when it failed (so that a
+// failure never leaves the file waiting on open handles).
+const cleanup = [];
+test.afterEach(async () => {
+  while (cleanup.length > 0) await cleanup.pop()();
+});
+
 function opened(url, opts) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, opts);
+    const ws = new WebSocket(url, { handshakeTimeout: 15000, ...opts });
+    cleanup.push(async () => ws.terminate());
     ws.once('open', () => resolve(ws));
     ws.once('error', reject);
   });
@@ -36,7 +44,14 @@ function symphony(options = {}) {
   sy.errors = [];
   sy.on('error', (e) => sy.errors.push(e));
   sy.on('message', (id, data) => sy.send(id, `echo ${data}`));
+  cleanup.push(() => sy.close());
   return sy;
+}
+
+/** An http.Server closed after the test (its idle keep-alive sockets too). */
+function closing(hs) {
+  cleanup.push(() => new Promise((r) => { hs.closeAllConnections?.(); hs.close(() => r()); }));
+  return hs;
 }
 
 /** A raw request through a port; resolves to everything the server sent until it closed. */
@@ -156,7 +171,7 @@ test('Express: 1,000 upgrades while it serves HTTP; onUpgrade sees the cookie it
   const app = express();
   app.get('/login', (req, res) => { res.setHeader('Set-Cookie', 'session=s3cret; Path=/'); res.send('logged in'); });
   app.get('/ping', (req, res) => res.send('pong'));
-  const hs = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+  const hs = closing(await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); }));
   hs.on('upgrade', (req, socket, head) => sy.handleUpgrade(req, socket, head));
   const { port } = hs.address();
   const login = await fetch(`http://127.0.0.1:${port}/login`);
