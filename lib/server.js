@@ -34,7 +34,7 @@ const DEFAULTS = Object.freeze({
   maxConnections: 0,
   maxEventBytes: 64 << 20,
   closeDeadline: 2000,
-  // The memory policy (README, "Memory policy"): after a thread's connections
+  // The memory policy (docs/memory.md): after a thread's connections
   // fall to half, or it goes idle, it gives its memory back. SYMPHONY_RECLAIM=0
   // in the environment turns the default off (for comparisons).
   reclaim: !['0', 'false', 'off'].includes(String(process.env.SYMPHONY_RECLAIM ?? '').toLowerCase()),
@@ -45,7 +45,7 @@ const DEFAULTS = Object.freeze({
   // permessage-deflate (RFC 7692): false, true, or { threshold, level }.
   // Off by default, as in ws and uWebSockets.js: it costs CPU per publish
   // (once, whatever the subscriber count) and helps payloads that compress
-  // on their own (no context is kept between messages). README, "Compression".
+  // on their own (no context is kept between messages). docs/compression.md.
   compression: false,
   // No listener of its own: connections come from another server's
   // 'upgrade' event through handleUpgrade() (one port with node:http,
