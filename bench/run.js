@@ -17,7 +17,7 @@ const { ServerProc, LOADGEN } = require('./lib/procs');
 const { fdLimits, fdCount } = require('./lib/sample');
 const phases = require('./lib/phases');
 const report = require('./lib/report');
-const { now, sleep, stamp, fmt, fmtRange, finite, opensslDir } = require('./lib/util');
+const { now, sleep, stamp, fmt, fmtRange, finite, loadgenMakeVars } = require('./lib/util');
 
 const ROOT = path.join(__dirname, '..');
 const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes'];
@@ -193,7 +193,7 @@ function loadgenHelp() {
  * sources (loadgen's and the src/ parsers it compiles in) changed; nothing
  * when it is up to date. A stale loadgen would measure with old code. */
 function ensureLoadgen(log) {
-  const out = execFileSync('make', ['-C', __dirname, '--no-print-directory', `OPENSSL_DIR=${opensslDir()}`],
+  const out = execFileSync('make', ['-C', __dirname, '--no-print-directory', ...loadgenMakeVars()],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (/\bcc\b|gcc|clang/.test(out)) log('loadgen built (make -C bench)');
 }
