@@ -129,7 +129,7 @@ test('the topic, close reason, close code and refusal status limits are the bind
   assert.equal(server.publish('t'.repeat(TOPIC_MAX_LEN), 'x'), 0);
   assert.throws(() => server.publish('t'.repeat(TOPIC_MAX_LEN + 1), 'x'),
     { name: 'RangeError', message: new RegExp(`at most ${TOPIC_MAX_LEN} UTF-8 bytes`) });
-  assert.throws(() => binding.serverPublish(h, 't'.repeat(TOPIC_MAX_LEN + 1), 'x', false),
+  assert.throws(() => binding.serverPublish(h, 't'.repeat(TOPIC_MAX_LEN + 1), 'x', 0),
     { name: 'RangeError', message: new RegExp(`at most ${TOPIC_MAX_LEN} UTF-8 bytes`) });
   assert.equal(server.end(1, 1000, 'r'.repeat(CLOSE_REASON_MAX_LEN)), false, 'an unknown id');
   assert.throws(() => server.end(1, 1000, 'r'.repeat(CLOSE_REASON_MAX_LEN + 1)),

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sy_alloc.h"
+#include "sy_deflate.h"
 #include "sy_napi.h"
 #include "sy_server.h"
 #include "sy_ws_frame.h"
@@ -47,6 +48,8 @@
     X(backlog, 1, 65535) \
     X(maxConnections, 0, UINT32_MAX) \
     X(maxEventBytes, 65536, (int64_t)1 << 40) \
+    X(compressLevel, SY_DEFLATE_LEVEL_MIN, SY_DEFLATE_LEVEL_MAX) \
+    X(compressThreshold, 0, (int64_t)1 << 40) \
     X(closeDeadline, 0, 3600000)
 /* clang-format on */
 
@@ -352,11 +355,15 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
             ok = ok && napi_create_uint32(env, ev.flags, &argv[2]) == napi_ok &&
                  napi_create_buffer_copy(env, ev.len, payload, NULL, &argv[3]) == napi_ok;
             break;
+        case SY_EV_OPEN: /* flags (SY_EV_OPEN_DEFLATE), protocol */
+            ok = ok && napi_create_uint32(env, ev.flags, &argv[2]) == napi_ok &&
+                 napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
+            break;
         case SY_EV_UPGRADE:
             ok = ok && napi_get_undefined(env, &argv[2]) == napi_ok &&
                  (argv[3] = upgrade_payload(env, payload, ev.len)) != NULL;
             break;
-        default: /* OPEN: protocol; CLOSE: code, reason; DRAIN */
+        default: /* CLOSE: code, reason; DRAIN */
             ok = ok && napi_create_uint32(env, ev.code, &argv[2]) == napi_ok &&
                  napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
             break;
@@ -437,8 +444,9 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     if (!sy_napi_args(env, info, 1, &argc, argv, NULL))
         return NULL;
     int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn, max_ev;
+    int64_t z_level, z_threshold;
     napi_value v;
-    bool upgrade = false, reclaim = true;
+    bool upgrade = false, reclaim = true, compression = false;
     if (!opt_int(env, argv[0], OPT_port, &port) || !opt_int(env, argv[0], OPT_threads, &threads) ||
         !opt_int(env, argv[0], OPT_maxPayload, &max_payload) ||
         !opt_int(env, argv[0], OPT_maxBackpressure, &max_bp) ||
@@ -449,7 +457,10 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         !opt_int(env, argv[0], OPT_maxConnections, &max_conn) ||
         !opt_int(env, argv[0], OPT_maxEventBytes, &max_ev) ||
         !opt_get(env, argv[0], "upgradeHandler", &v) || !sy_napi_get_bool(env, v, "upgradeHandler", &upgrade) ||
-        !opt_get(env, argv[0], "reclaim", &v) || !sy_napi_get_bool(env, v, "reclaim", &reclaim))
+        !opt_get(env, argv[0], "reclaim", &v) || !sy_napi_get_bool(env, v, "reclaim", &reclaim) ||
+        !opt_get(env, argv[0], "compression", &v) || !sy_napi_get_bool(env, v, "compression", &compression) ||
+        !opt_int(env, argv[0], OPT_compressLevel, &z_level) ||
+        !opt_int(env, argv[0], OPT_compressThreshold, &z_threshold))
         return NULL;
     char *host = NULL, *path = NULL;
     if (!opt_string(env, argv[0], "host", &host) || !opt_string(env, argv[0], "path", &path)) {
@@ -463,7 +474,8 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .handshake_timeout_s = (unsigned)hs, .close_timeout_s = (unsigned)close_to,
         .max_head_bytes = (size_t)head, .max_headers = (unsigned)headers, .backlog = (unsigned)backlog,
         .max_connections = (uint32_t)max_conn, .max_event_bytes = (size_t)max_ev, .upgrade_handler = upgrade,
-        .reclaim = reclaim,
+        .reclaim = reclaim, .compression = compression, .compress_level = (unsigned)z_level,
+        .compress_threshold = (size_t)z_threshold,
     };
     sy_bserver_t *b = sy_calloc(1, sizeof(*b));
     char err[SY_ERRLEN] = "out of memory";
@@ -519,21 +531,30 @@ static napi_value server_listen(napi_env env, napi_callback_info info) {
     return make_int(env, port);
 }
 
-/* serverPublish(handle, topic, data, binary) -> subscribers */
+/* The flags of publish and send (SY_SEND_*). */
+static bool get_send_flags(napi_env env, napi_value v, unsigned *out) {
+    int64_t f;
+    if (!sy_napi_get_int64(env, v, "flags", 0, SY_SEND_BINARY | SY_SEND_COMPRESS, &f))
+        return false;
+    *out = (unsigned)f;
+    return true;
+}
+
+/* serverPublish(handle, topic, data, flags) -> subscribers */
 static napi_value server_publish(napi_env env, napi_callback_info info) {
     napi_value argv[4];
     sy_bserver_t *b;
-    bool binary = false;
+    unsigned flags = 0;
     sy_bytes_t topic, data;
     if (!server_args(env, info, 4, argv, &b) ||
-        !sy_napi_get_bool(env, argv[3], "binary", &binary) || !get_topic(env, argv[1], &topic))
+        !get_send_flags(env, argv[3], &flags) || !get_topic(env, argv[1], &topic))
         return NULL;
     if (!get_bytes(env, argv[2], "data", &data)) {
         sy_free(topic.owned);
         return NULL;
     }
     size_t n = 0;
-    int rc = sy_server_publish(b->srv, topic.data, topic.len, data.data, data.len, binary, &n);
+    int rc = sy_server_publish(b->srv, topic.data, topic.len, data.data, data.len, flags, &n);
     sy_free(topic.owned);
     sy_free(data.owned);
     if (rc != 0) {
@@ -552,18 +573,18 @@ static napi_value result_of(napi_env env, int rc) {
     return sy_napi_make_bool(env, rc == 0);
 }
 
-/* serverSend(handle, id, data, binary) -> bool */
+/* serverSend(handle, id, data, flags) -> bool */
 static napi_value server_send(napi_env env, napi_callback_info info) {
     napi_value argv[4];
     sy_bserver_t *b;
     uint64_t id;
-    bool binary = false;
+    unsigned flags = 0;
     sy_bytes_t data;
     if (!server_args(env, info, 4, argv, &b) ||
-        !get_id(env, argv[1], &id) || !sy_napi_get_bool(env, argv[3], "binary", &binary) ||
+        !get_id(env, argv[1], &id) || !get_send_flags(env, argv[3], &flags) ||
         !get_bytes(env, argv[2], "data", &data))
         return NULL;
-    int rc = sy_server_send(b->srv, id, data.data, data.len, binary);
+    int rc = sy_server_send(b->srv, id, data.data, data.len, flags);
     sy_free(data.owned);
     return result_of(env, rc);
 }
@@ -619,15 +640,15 @@ static napi_value server_terminate(napi_env env, napi_callback_info info) {
     return result_of(env, sy_server_terminate(b->srv, id));
 }
 
-/* serverAccept(handle, id, protocol, headers, topics[]) -> bool */
+/* serverAccept(handle, id, protocol, headers, topics[], compress) -> bool */
 static napi_value server_accept(napi_env env, napi_callback_info info) {
-    napi_value argv[5];
+    napi_value argv[6];
     sy_bserver_t *b;
     uint64_t id;
     uint32_t ntopics = 0;
-    bool is_array = false;
-    if (!server_args(env, info, 5, argv, &b) ||
-        !get_id(env, argv[1], &id) ||
+    bool is_array = false, compress = true;
+    if (!server_args(env, info, 6, argv, &b) ||
+        !get_id(env, argv[1], &id) || !sy_napi_get_bool(env, argv[5], "compress", &compress) ||
         !sy_napi_ok(env, napi_is_array(env, argv[4], &is_array), "napi_is_array"))
         return NULL;
     if (!is_array) {
@@ -664,7 +685,7 @@ static napi_value server_accept(napi_env env, napi_callback_info info) {
     int rc = 0;
     if (ok)
         rc = sy_server_accept(b->srv, id, proto.data, proto.len, headers.data, headers.len,
-                              (const char *const *)names, lens, ntopics);
+                              (const char *const *)names, lens, ntopics, compress);
     for (uint32_t i = 0; names != NULL && i < ntopics; i++)
         sy_free(names[i]);
     sy_free(names);
@@ -898,7 +919,8 @@ static const struct {
     SY_CONSTANT(CLOSE_CODE_MAX),    SY_CONSTANT(REFUSE_STATUS_MIN),    SY_CONSTANT(REFUSE_STATUS_MAX),
     SY_CONSTANT(EV_UPGRADE),        SY_CONSTANT(EV_OPEN),              SY_CONSTANT(EV_MESSAGE),
     SY_CONSTANT(EV_CLOSE),          SY_CONSTANT(EV_DRAIN),             SY_CONSTANT(EV_FAILED),
-    SY_CONSTANT(EV_CLOSED),
+    SY_CONSTANT(EV_CLOSED),         SY_CONSTANT(EV_OPEN_DEFLATE),      SY_CONSTANT(SEND_BINARY),
+    SY_CONSTANT(SEND_COMPRESS),
 };
 #undef SY_CONSTANT
 

@@ -13,6 +13,7 @@ const { exposition } = require('./metrics');
 const {
   options: RANGES, TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
+  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS,
 } = binding.constants;
 
 const DEFAULTS = Object.freeze({
@@ -40,7 +41,15 @@ const DEFAULTS = Object.freeze({
   // { cert, key, ca?, passphrase?, servername?: { name: { cert, key, passphrase? } } }:
   // wss:// only. The PEM is copied into native memory at the call and not kept.
   tls: null,
+  // permessage-deflate (RFC 7692): false, true, or { threshold, level }.
+  // Off by default, as in ws and uWebSockets.js: it costs CPU per publish
+  // (once, whatever the subscriber count) and helps payloads that compress
+  // on their own (no context is kept between messages). README, "Compression".
+  compression: false,
 });
+
+const COMPRESSION_DEFAULTS = Object.freeze({ threshold: 128, level: 6 });
+const COMPRESSION_KEYS = new Set(Object.keys(COMPRESSION_DEFAULTS));
 
 // Response headers symphony writes itself; a user may not set them.
 const RESERVED_HEADERS = new Set([
@@ -90,7 +99,25 @@ function normalizeOptions(options) {
     throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
   }
   if (o.tls !== null) tlsArgs(o.tls, 'options.tls'); // checked now, applied by the constructor
+  o.compression = compressionOption(o.compression);
   return o;
+}
+
+/** options.compression as false or a frozen { threshold, level }. */
+function compressionOption(value) {
+  if (value === false) return false;
+  if (value === true) return COMPRESSION_DEFAULTS;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidArgType('options.compression', 'a boolean or an object', value);
+  }
+  for (const k of Object.keys(value)) {
+    if (!COMPRESSION_KEYS.has(k)) throw invalidArgValue(`options.compression.${k}`, 'is not a known compression option', k);
+  }
+  const z = { ...COMPRESSION_DEFAULTS };
+  for (const k of COMPRESSION_KEYS) if (value[k] !== undefined) z[k] = value[k];
+  integer('options.compression.threshold', z.threshold, RANGES.compressThreshold.min, RANGES.compressThreshold.max);
+  integer('options.compression.level', z.level, RANGES.compressLevel.min, RANGES.compressLevel.max);
+  return Object.freeze(z);
 }
 
 function pem(value, name, optional) {
@@ -170,12 +197,21 @@ function checkData(data) {
   }
 }
 
-function binaryOption(opts, data) {
-  if (opts === undefined) return isBytes(data);
-  if (opts === null || typeof opts !== 'object') throw invalidArgType('options', 'an object', opts);
-  if (opts.binary === undefined) return isBytes(data);
-  if (typeof opts.binary !== 'boolean') throw invalidArgType('options.binary', 'of type boolean', opts.binary);
-  return opts.binary;
+/** The native flags of publish/send: { binary, compress } (compress: true unless false). */
+function sendFlags(opts, data) {
+  let binary = isBytes(data), compress = true;
+  if (opts !== undefined) {
+    if (opts === null || typeof opts !== 'object') throw invalidArgType('options', 'an object', opts);
+    if (opts.binary !== undefined) {
+      if (typeof opts.binary !== 'boolean') throw invalidArgType('options.binary', 'of type boolean', opts.binary);
+      binary = opts.binary;
+    }
+    if (opts.compress !== undefined) {
+      if (typeof opts.compress !== 'boolean') throw invalidArgType('options.compress', 'of type boolean', opts.compress);
+      compress = opts.compress;
+    }
+  }
+  return (binary ? SEND_BINARY : 0) | (compress ? SEND_COMPRESS : 0);
 }
 
 function checkId(id) {
@@ -247,6 +283,9 @@ class Server extends EventEmitter {
       maxEventBytes: o.maxEventBytes,
       upgradeHandler: typeof o.onUpgrade === 'function',
       reclaim: o.reclaim,
+      compression: o.compression !== false,
+      compressLevel: (o.compression || COMPRESSION_DEFAULTS).level,
+      compressThreshold: (o.compression || COMPRESSION_DEFAULTS).threshold,
     });
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
@@ -314,7 +353,7 @@ class Server extends EventEmitter {
         break;
       case EV_OPEN: {
         const data = this.#userData.get(id);
-        this.emit('open', id, { protocol: payload, data });
+        this.emit('open', id, { protocol: payload, data, compression: (code & EV_OPEN_DEFLATE) !== 0 });
         break;
       }
       case EV_CLOSE:
@@ -365,7 +404,7 @@ class Server extends EventEmitter {
       if (result === false || result === undefined || result === null) {
         this.#refuse(id, 403, undefined);
       } else if (result === true) {
-        binding.serverAccept(this.#handle, id, req.protocols[0] ?? '', '', []);
+        binding.serverAccept(this.#handle, id, req.protocols[0] ?? '', '', [], true);
       } else if (typeof result === 'object' && result.status !== undefined) {
         integer('onUpgrade result status', result.status, REFUSE_STATUS_MIN, REFUSE_STATUS_MAX);
         this.#refuse(id, result.status, headerLines(result.headers, 'onUpgrade result headers'));
@@ -381,8 +420,10 @@ class Server extends EventEmitter {
           } else protocol = result.protocol;
         }
         const headers = headerLines(result.headers, 'onUpgrade result headers');
+        const compress = result.compress ?? true;
+        if (typeof compress !== 'boolean') throw invalidArgType('onUpgrade result compress', 'of type boolean', compress);
         if (result.data !== undefined) this.#userData.set(id, result.data);
-        if (!binding.serverAccept(this.#handle, id, protocol, headers, topics)) this.#userData.delete(id);
+        if (!binding.serverAccept(this.#handle, id, protocol, headers, topics, compress)) this.#userData.delete(id);
       } else {
         throw invalidArgType('onUpgrade result', 'a boolean or an object', result);
       }
@@ -413,18 +454,18 @@ class Server extends EventEmitter {
   publish(topic, data, options) {
     checkTopic(topic);
     checkData(data);
-    const binary = binaryOption(options, data);
+    const flags = sendFlags(options, data);
     if (this.#state !== 'listening') return 0;
-    return binding.serverPublish(this.#handle, topic, data, binary);
+    return binding.serverPublish(this.#handle, topic, data, flags);
   }
 
   /** Sends to one connection; false when the id is unknown or closed. */
   send(id, data, options) {
     checkId(id);
     checkData(data);
-    const binary = binaryOption(options, data);
+    const flags = sendFlags(options, data);
     if (this.#state !== 'listening') return false;
-    return binding.serverSend(this.#handle, id, data, binary);
+    return binding.serverSend(this.#handle, id, data, flags);
   }
 
   subscribe(id, topic) {

@@ -166,6 +166,7 @@ function buildOne(name, t, cc, lgPage) {
     jemallocBuildS: jeSeconds, jemallocStepS: Math.round(jemallocS * 10) / 10, addonS: Math.round(addonS * 10) / 10,
     jemallocDir: path.relative(root, jeDir),
     opensslStepS: Math.round(opensslS * 10) / 10, opensslDir: path.relative(root, sslDir),
+    libdeflateDir: path.relative(root, ldDir),
   };
   console.error(`prebuild: ${entry.file} ${(entry.bytes / 1048576).toFixed(2)} MiB · jemalloc ${jemallocS.toFixed(1)} s` +
     `${jemallocS < 5 ? ' (cached)' : ''} · OpenSSL ${opensslS.toFixed(1)} s${opensslS < 5 ? ' (cached)' : ''} · addon ${addonS.toFixed(1)} s`);

@@ -360,16 +360,39 @@ void sy_alloc_arena_release(unsigned arena) {
     pthread_mutex_unlock(&pool_lock);
 }
 
+#ifdef SY_TESTING
+int64_t sy_alloc_test_peak(void) { return -1; }
+#endif
+
 #else /* the system allocator */
 
 /* Bytes symphony holds, by usable size, so that stats() has an honest
  * `allocated` without reading the whole process's malloc state. */
 static atomic_llong sys_allocated;
+#ifdef SY_TESTING
+static atomic_llong sys_peak;
+
+int64_t sy_alloc_test_peak(void) {
+    return atomic_exchange_explicit(&sys_peak, atomic_load_explicit(&sys_allocated, memory_order_relaxed),
+                                    memory_order_relaxed);
+}
+#endif
 
 static void *count_in(void *p) {
 #if defined(__GLIBC__)
-    if (p != NULL)
-        atomic_fetch_add_explicit(&sys_allocated, (long long)malloc_usable_size(p), memory_order_relaxed);
+    if (p != NULL) {
+        long long now = atomic_fetch_add_explicit(&sys_allocated, (long long)malloc_usable_size(p),
+                                                  memory_order_relaxed) +
+                        (long long)malloc_usable_size(p);
+#ifdef SY_TESTING
+        long long peak = atomic_load_explicit(&sys_peak, memory_order_relaxed);
+        while (now > peak && !atomic_compare_exchange_weak_explicit(&sys_peak, &peak, now, memory_order_relaxed,
+                                                                    memory_order_relaxed)) {
+        }
+#else
+        (void)now;
+#endif
+    }
 #endif
     return p;
 }

@@ -133,6 +133,10 @@ int sy_alloc_thread_flush(void);
  * without an arena of its own, so that the sanitizers and valgrind see any
  * pointer left behind by a move. */
 void sy_alloc_test_move_all(bool on);
+/* The system build's highest `allocated` (sy_alloc_stats) since the last
+ * call, which starts a new window from the current value: what a bounded
+ * operation cost at its peak. -1 in the jemalloc build. */
+int64_t sy_alloc_test_peak(void);
 /* True while sy_alloc_test_move_all is on. */
 bool sy_alloc_moving_all(void);
 #else

@@ -9,6 +9,7 @@
 #include "sy_alloc.h"
 #include "sy_buf.h"
 #include "sy_clock.h"
+#include "sy_deflate.h"
 #include "sy_poll.h"
 #include "sy_upgrade.h"
 #include "sy_utf8.h"
@@ -203,6 +204,16 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
     return true;
 }
 
+sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
+    if (!c->deflate || c->state != SY_CONN_OPEN ||
+        atomic_load_explicit(&m->deflate, memory_order_relaxed) == SY_REFBUF_Z_NONE)
+        return m;
+    if (c->zwin != 0 && sy_refbuf_payload_len(m) > (size_t)1 << c->zwin)
+        return m; /* a match could reach past the client's window */
+    sy_refbuf_t *twin = sy_deflate_twin(&io->deflate, &io->shared->deflate_once, m, io->now_ms);
+    return twin != NULL ? twin : m;
+}
+
 /* Pushes a control frame the caller made (one reference) or releases it. */
 static void push_control(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
     if (m == NULL) {
@@ -363,6 +374,8 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
                    c->close_reason_len);
         sy_stat_inc(&io->stats.closed);
         sy_stat_dec(&io->stats.connections);
+        if (c->deflate)
+            sy_stat_dec(&io->stats.deflate_connections);
     }
     sy_io_forget(io, c);
 }
@@ -391,6 +404,26 @@ static void protocol_error(sy_io_t *io, sy_conn_t *c, uint16_t code, const char 
     sy_conn_fail(io, c, code, reason);
 }
 
+/* A compressed message, whole, at p[0..n) with SY_INFLATE_TAIL writable
+ * bytes after it: inflated within maxPayload, checked, delivered. */
+static void deliver_compressed(sy_io_t *io, sy_conn_t *c, unsigned opcode, uint8_t *p, size_t n) {
+    const uint8_t *msg;
+    size_t len;
+    int rc = sy_inflate(&io->deflate, p, n, io->shared->opts.max_payload, io->now_ms, &msg, &len);
+    if (rc == EMSGSIZE) {
+        protocol_error(io, c, 1009, "message too big");
+    } else if (rc == EBADMSG) {
+        protocol_error(io, c, 1007, "invalid compressed data");
+    } else if (rc != 0) {
+        sy_conn_fail_oom(io, c);
+    } else if (opcode == SY_WS_OP_TEXT && !sy_utf8_is_valid(msg, len)) {
+        protocol_error(io, c, 1007, "invalid UTF-8 in text message");
+    } else {
+        deliver(io, c, opcode, msg, len);
+    }
+    sy_deflate_done(&io->deflate);
+}
+
 static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
     uint16_t code = 0;
     const uint8_t *reason = NULL;
@@ -411,7 +444,8 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
     sy_io_mark_dirty(io, c);
 }
 
-static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, const uint8_t *p, size_t n) {
+/* p[0..n): the unmasked payload, with SY_INFLATE_TAIL writable bytes after it. */
+static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t *p, size_t n) {
     switch (f->opcode) {
     case SY_WS_OP_PING:
         push_control(io, c, sy_refbuf_frame(SY_WS_OP_PONG, p, n));
@@ -427,6 +461,10 @@ static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, const ui
     if (c->state != SY_CONN_OPEN)
         return; /* data after our close frame is dropped */
     if (!c->in_msg && f->fin) {
+        if (f->rsv != 0) {
+            deliver_compressed(io, c, f->opcode, p, n);
+            return;
+        }
         if (f->opcode == SY_WS_OP_TEXT && !sy_utf8_is_valid(p, n)) {
             protocol_error(io, c, 1007, "invalid UTF-8 in text message");
             return;
@@ -439,8 +477,9 @@ static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, const ui
         c->msg_op = f->opcode;
         c->utf8 = SY_UTF8_ACCEPT;
         c->mlen = 0;
+        c->msg_z = f->rsv != 0;
     }
-    if (c->msg_op == SY_WS_OP_TEXT) {
+    if (c->msg_op == SY_WS_OP_TEXT && !c->msg_z) {
         c->utf8 = sy_utf8_validate(c->utf8, p, n);
         if (c->utf8 == SY_UTF8_REJECT || (f->fin && c->utf8 != SY_UTF8_ACCEPT)) {
             protocol_error(io, c, 1007, "invalid UTF-8 in text message");
@@ -452,7 +491,14 @@ static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, const ui
         return;
     }
     if (f->fin) {
-        deliver(io, c, c->msg_op, c->mbuf, c->mlen);
+        if (!c->msg_z) {
+            deliver(io, c, c->msg_op, c->mbuf, c->mlen);
+        } else if (sy_buf_reserve(&c->mbuf, c->mlen, &c->mcap, SY_INFLATE_TAIL, 1024) != 0) {
+            sy_conn_fail_oom(io, c);
+            return;
+        } else {
+            deliver_compressed(io, c, c->msg_op, c->mbuf, c->mlen);
+        }
         c->in_msg = false;
         c->mlen = 0;
         if (c->mcap > 64 * 1024) {
@@ -471,7 +517,7 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
     const size_t max_payload = io->shared->opts.max_payload;
     while (pos < len && reading_frames(c)) {
         sy_ws_frame_t f;
-        long h = sy_ws_frame_parse(buf + pos, len - pos, &f);
+        long h = sy_ws_frame_parse_ex(buf + pos, len - pos, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
         if (h == SY_WS_PARTIAL)
             break;
         if (h < 0) {
@@ -501,6 +547,16 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
     return pos;
 }
 
+/* Appends p[0..n) to c->rbuf, keeping SY_INFLATE_TAIL bytes of room. */
+static int rbuf_append(sy_conn_t *c, const uint8_t *p, size_t n) {
+    if (n > SIZE_MAX - SY_INFLATE_TAIL || sy_buf_reserve(&c->rbuf, c->rlen, &c->rcap, n + SY_INFLATE_TAIL, 256) != 0)
+        return ENOMEM;
+    if (n > 0)
+        memcpy(c->rbuf + c->rlen, p, n);
+    c->rlen += n;
+    return 0;
+}
+
 /* Keeps buf[0..len) for the next read (buf may be c->rbuf itself). */
 static bool keep_bytes(sy_conn_t *c, const uint8_t *buf, size_t len) {
     if (len == 0) {
@@ -521,11 +577,8 @@ static bool keep_bytes(sy_conn_t *c, const uint8_t *buf, size_t len) {
         c->rlen = len;
         return true;
     }
-    if (sy_buf_reserve(&c->rbuf, 0, &c->rcap, len, 256) != 0)
-        return false;
-    memcpy(c->rbuf, buf, len);
-    c->rlen = len;
-    return true;
+    c->rlen = 0;
+    return rbuf_append(c, buf, len) == 0;
 }
 
 /* Frames from buf (io->rx or c->rbuf); keeps the incomplete rest. */
@@ -546,9 +599,13 @@ void sy_conn_opened(sy_io_t *io, sy_conn_t *c, const char *protocol, size_t prot
     sy_conn_enter(io, c, SY_CONN_OPEN);
     sy_stat_inc(&io->stats.opened);
     sy_stat_inc(&io->stats.connections);
-    sy_io_emit(io, sy_conn_id(io, c), SY_EV_OPEN, 0, 0, protocol, protocol_len);
+    if (c->deflate)
+        sy_stat_inc(&io->stats.deflate_connections);
+    sy_io_emit(io, sy_conn_id(io, c), SY_EV_OPEN, c->deflate ? SY_EV_OPEN_DEFLATE : 0, 0, protocol, protocol_len);
     sy_io_mark_dirty(io, c);
-    if (c->rlen > 0)
+    if (c->rlen > 0 && rbuf_append(c, NULL, 0) != 0) /* the room sy_inflate needs */
+        sy_conn_fail_oom(io, c);
+    else if (c->rlen > 0)
         ws_consume(io, c, c->rbuf, c->rlen);
     else
         (void)keep_bytes(c, NULL, 0); /* gives back a large request head's buffer */
@@ -585,7 +642,7 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         case SY_CONN_OPEN:
         case SY_CONN_CLOSING:
             if (c->rlen > 0) {
-                if (sy_buf_append(&c->rbuf, &c->rlen, &c->rcap, io->rx, n, 256) != 0) {
+                if (rbuf_append(c, io->rx, n) != 0) {
                     sy_conn_fail_oom(io, c);
                     return;
                 }

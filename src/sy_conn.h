@@ -76,12 +76,16 @@ typedef struct sy_conn {
     bool hit_limit;   /* the backpressure limit was hit: emit DRAIN when empty */
     bool ping_sent;   /* an idle ping is out */
     bool broken;      /* the poller refused it: destroyed at the end of the turn */
+    bool deflate;     /* permessage-deflate negotiated (sy_pmd.h) */
+    bool msg_z;       /* the fragmented message being assembled is compressed */
+    uint8_t zwin;     /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint16_t close_code;
     uint32_t utf8;    /* UTF-8 state of the text message being assembled */
     int64_t last_rx_ms;
     int64_t deadline_ms; /* 0: none */
 
-    uint8_t *rbuf;    /* unparsed bytes kept between reads */
+    uint8_t *rbuf;    /* unparsed bytes kept between reads; its capacity is always
+                         SY_INFLATE_TAIL past them (sy_inflate works in place) */
     size_t rlen, rcap;
     uint8_t *mbuf;    /* payload of the fragmented message so far */
     size_t mlen, mcap;
@@ -130,6 +134,11 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control);
 /* The upgrade succeeded (sy_upgrade): the 101 is queued. Opens the
  * connection, tells the owner, and handles bytes that followed the request. */
 void sy_conn_opened(sy_io_t *io, sy_conn_t *c, const char *protocol, size_t protocol_len);
+/* The frame to queue to c for message m: m's compressed twin when c
+ * negotiated permessage-deflate, is open, and m may be compressed and fits
+ * c's window (sy_deflate_twin compresses it on first use); else m. */
+sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m);
+
 /* Server-initiated close handshake. Takes no reference on close_frame; on
  * true it took over the caller's. */
 bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t code);

@@ -21,7 +21,8 @@
 typedef enum sy_event_type {
     SY_EV_UPGRADE = 1, /* a valid upgrade request awaits the JS decision;
                           payload: sy_event_upgrade fields, see below */
-    SY_EV_OPEN = 2,    /* connection open; payload: protocol (may be empty) */
+    SY_EV_OPEN = 2,    /* connection open; payload: protocol (may be empty);
+                          flags: SY_EV_OPEN_DEFLATE */
     SY_EV_MESSAGE = 3, /* flags: 1 = binary; payload: the message */
     SY_EV_CLOSE = 4,   /* code; payload: reason */
     SY_EV_DRAIN = 5,   /* send queue went below the backpressure limit */
@@ -29,6 +30,8 @@ typedef enum sy_event_type {
     SY_EV_FAILED = 7,  /* the IO thread cannot go on (sy_io.h) and stops; conn =
                           thread index, code = errno value, payload: its text */
 } sy_event_type_t;
+
+#define SY_EV_OPEN_DEFLATE 1u /* SY_EV_OPEN: permessage-deflate was negotiated */
 
 /* One event as stored: header, then len payload bytes, padded to 8. */
 typedef struct sy_event {

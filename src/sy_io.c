@@ -56,7 +56,8 @@ int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_f
         return errno;
     if (listen_fd >= 0)
         io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* -1 is survivable */
-    io->rx = sy_malloc(SY_IO_RX_SIZE);
+    sy_deflate_init(&io->deflate, (int)shared->opts.compress_level, &io->stats);
+    io->rx = sy_malloc(SY_IO_RX_SIZE + SY_INFLATE_TAIL);
     if (io->rx == NULL)
         return ENOMEM;
     if ((rc = sy_poll_add(io->poll, io->wake_fd, SY_POLL_IN, WAKE_TAG)) != 0)
@@ -124,6 +125,7 @@ void sy_io_free(sy_io_t *io) {
         sy_free(atomic_load_explicit(&io->gen_pages[i], memory_order_relaxed));
     sy_free(io->rx);
     sy_free(io->stream_scratch);
+    sy_deflate_free(&io->deflate);
     sy_batch_free(io->batch);
     if (io->listen_fd >= 0)
         (void)close(io->listen_fd);
@@ -418,14 +420,27 @@ static void accept_some(sy_io_t *io) {
  * walk), so the array holds still meanwhile. */
 static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
     sy_topic_slot_t *slot = &cmd->topic->slots[io->index];
-    uint32_t queued = 0;
-    /* The command's own reference keeps the buffer alive while the loop
-     * stores pointers; the queues' references are added in one step after. */
-    for (uint32_t i = 0; i < slot->nsubs; i++)
-        if (sy_conn_push(io, io->conns[slot->subs[i]], cmd->buf, false))
-            queued++;
+    uint32_t queued = 0, queued_twin = 0;
+    sy_refbuf_t *plain = cmd->buf, *twin = NULL;
+    /* The command's own reference keeps the buffer (and its compressed
+     * twin) alive while the loop stores pointers; the queues' references
+     * are added in one step after. */
+    for (uint32_t i = 0; i < slot->nsubs; i++) {
+        sy_conn_t *c = io->conns[slot->subs[i]];
+        sy_refbuf_t *m = sy_conn_frame_for(io, c, plain);
+        if (sy_conn_push(io, c, m, false)) {
+            if (m == plain) {
+                queued++;
+            } else {
+                twin = m;
+                queued_twin++;
+            }
+        }
+    }
     if (queued > 0)
-        sy_refbuf_ref(cmd->buf, queued);
+        sy_refbuf_ref(plain, queued);
+    if (queued_twin > 0)
+        sy_refbuf_ref(twin, queued_twin);
 }
 
 /* Begins this thread's stop: no more accepting, a close handshake (1001) to
@@ -469,8 +484,15 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         do_publish(io, cmd);
         break;
     case SY_CMD_SEND:
-        if (c != NULL && sy_conn_push(io, c, cmd->buf, false))
-            cmd->buf = NULL; /* the queue has its reference */
+        if (c != NULL) {
+            sy_refbuf_t *m = sy_conn_frame_for(io, c, cmd->buf);
+            if (sy_conn_push(io, c, m, false)) {
+                if (m == cmd->buf)
+                    cmd->buf = NULL; /* the queue has its reference */
+                else
+                    sy_refbuf_ref(m, 1); /* the twin's; cmd->buf (its owner) goes */
+            }
+        }
         break;
     case SY_CMD_SUBSCRIBE:
         if (c != NULL) {
@@ -556,6 +578,7 @@ static void sweep(sy_io_t *io) {
      * allocates again (jemalloc decays only on activity otherwise). */
     if (io->index == 0)
         (void)sy_alloc_decay_all();
+    sy_deflate_trim(&io->deflate, io->now_ms);
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
         if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG) == 0)
             io->listen_paused = false;
@@ -696,6 +719,8 @@ static void *io_main(void *arg) {
         free_dead(io);
         hand_over_batch(io);
     }
+    /* The compressor's memory is in this thread's arena: freed first. */
+    sy_deflate_free(&io->deflate);
     /* Give the arena's pages back (this thread's connections are gone) and
      * the arena to the pool, for the next IO thread. */
     if (io->own_arena)

@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sy_deflate.h"
 #include "sy_errors.h"
 #include "sy_events.h"
 #include "sy_reclaim.h"
@@ -56,6 +57,7 @@ typedef struct sy_io_shared {
      * threads start, and its argument (TLS: the certificates' source). */
     const sy_stream_ops_t *transport;
     void *transport_arg;
+    sy_deflate_once_t deflate_once; /* where IO threads wait for a frame's compressed twin */
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {
@@ -73,6 +75,7 @@ typedef enum sy_cmd_type {
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
+    bool no_compress; /* the owner declined permessage-deflate */
     size_t protocol_len;
     size_t ntopics;
     sy_topic_t **topics; /* references, interest counted by the caller */
@@ -129,7 +132,8 @@ typedef struct sy_io {
     struct sy_conn *dead;   /* closed this turn, freed at its end */
     struct sy_conn *paused; /* not read while the owner is behind on events */
 
-    uint8_t *rx;               /* one receive buffer for the whole thread */
+    uint8_t *rx;               /* one receive buffer for the whole thread (+ SY_INFLATE_TAIL) */
+    sy_deflate_t deflate;      /* this thread's compressor and decompressor (made on use) */
     uint8_t *stream_scratch;   /* a transport's staging buffer (made on first use) */
     int64_t handshake_turn_us; /* transport handshake time spent in this loop turn */
     sy_batch_t *batch;

@@ -6,33 +6,44 @@
 #include "sy_alloc.h"
 #include "sy_ws_frame.h"
 
-sy_refbuf_t *sy_refbuf_frame(unsigned opcode, const void *payload, size_t len) {
-    uint8_t header[10];
-    size_t hlen = sy_ws_frame_header(header, 1, opcode, (uint64_t)len);
+/* One reference to header[0..hlen) then body[0..len); NULL when out of memory. */
+static sy_refbuf_t *make(const uint8_t *header, size_t hlen, const void *body, size_t len, uint8_t deflate) {
     if (len > SIZE_MAX - sizeof(sy_refbuf_t) - hlen)
         return NULL;
     sy_refbuf_t *m = sy_malloc(sizeof(*m) + hlen + len);
     if (m == NULL)
         return NULL;
     atomic_init(&m->refs, 1);
+    m->hlen = (uint8_t)hlen;
+    atomic_init(&m->deflate, deflate);
+    m->twin = NULL;
     m->len = hlen + len;
-    memcpy(m->data, header, hlen);
+    if (hlen > 0)
+        memcpy(m->data, header, hlen);
     if (len > 0)
-        memcpy(m->data + hlen, payload, len);
+        memcpy(m->data + hlen, body, len);
     return m;
 }
 
+sy_refbuf_t *sy_refbuf_frame_z(unsigned opcode, const void *payload, size_t len, bool compressible) {
+    uint8_t header[10];
+    size_t hlen = sy_ws_frame_header(header, 1, opcode, (uint64_t)len);
+    return make(header, hlen, payload, len, compressible ? SY_REFBUF_Z_TODO : SY_REFBUF_Z_NONE);
+}
+
+sy_refbuf_t *sy_refbuf_frame(unsigned opcode, const void *payload, size_t len) {
+    return sy_refbuf_frame_z(opcode, payload, len, false);
+}
+
+sy_refbuf_t *sy_refbuf_frame_rsv1(unsigned opcode, const void *payload, size_t payload_len) {
+    uint8_t header[10];
+    size_t hlen = sy_ws_frame_header(header, 1, opcode, (uint64_t)payload_len);
+    header[0] |= 0x40; /* RSV1: a compressed message (RFC 7692 6) */
+    return make(header, hlen, payload, payload_len, SY_REFBUF_Z_NONE);
+}
+
 sy_refbuf_t *sy_refbuf_raw(const void *bytes, size_t len) {
-    if (len > SIZE_MAX - sizeof(sy_refbuf_t))
-        return NULL;
-    sy_refbuf_t *m = sy_malloc(sizeof(*m) + len);
-    if (m == NULL)
-        return NULL;
-    atomic_init(&m->refs, 1);
-    m->len = len;
-    if (len > 0)
-        memcpy(m->data, bytes, len);
-    return m;
+    return make(NULL, 0, bytes, len, SY_REFBUF_Z_NONE);
 }
 
 /* Length of the longest prefix of s[0..len) that ends on a UTF-8 boundary. */
@@ -62,6 +73,9 @@ void sy_refbuf_ref(sy_refbuf_t *m, uint32_t n) {
 }
 
 void sy_refbuf_release(sy_refbuf_t *m) {
-    if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+    if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1) {
+        if (atomic_load_explicit(&m->deflate, memory_order_acquire) == SY_REFBUF_Z_DONE)
+            sy_refbuf_release(m->twin);
         sy_free(m);
+    }
 }

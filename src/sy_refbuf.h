@@ -8,24 +8,53 @@
  * HTTP response head). Every send queue holding one has a reference; the
  * last release frees it, on whichever thread that happens.
  *
+ * A frame may carry its compressed twin (permessage-deflate, RFC 7692): a
+ * second frame of the same message with RSV1 set, made at most once, by
+ * the first IO thread that has a subscriber who negotiated it
+ * (sy_deflate_twin), and owned by the plain frame (one reference, given
+ * back when the plain frame is freed). Each subscriber's queue references
+ * the one it negotiated.
+ *
  * Threads: any thread may create, ref and release.
  */
 #ifndef SY_REFBUF_H
 #define SY_REFBUF_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* Whether a frame has a compressed twin (sy_refbuf_t.deflate). */
+enum {
+    SY_REFBUF_Z_NONE = 0, /* not to be compressed (raw bytes, control, small, or asked not to) */
+    SY_REFBUF_Z_TODO,     /* may be compressed; no thread has asked yet */
+    SY_REFBUF_Z_BUSY,     /* a thread is compressing it */
+    SY_REFBUF_Z_DONE,     /* twin is final (NULL: it did not shrink, or no memory) */
+};
+
 typedef struct sy_refbuf {
     atomic_uint refs;
-    size_t len; /* bytes in data (a frame: header + payload) */
+    uint8_t hlen;          /* frame header bytes (0: raw bytes) */
+    atomic_uchar deflate;  /* SY_REFBUF_Z_* */
+    struct sy_refbuf *twin; /* the compressed frame once deflate is DONE */
+    size_t len;            /* bytes in data (a frame: header + payload) */
     uint8_t data[];
 } sy_refbuf_t;
 
 /* A frame (fin=1) with `opcode` around a copy of payload[0..len). One
- * reference. NULL when out of memory. */
+ * reference. NULL when out of memory. compressible: it may get a
+ * compressed twin (SY_REFBUF_Z_TODO), else SY_REFBUF_Z_NONE. */
+sy_refbuf_t *sy_refbuf_frame_z(unsigned opcode, const void *payload, size_t len, bool compressible);
+/* The same, never compressed. */
 sy_refbuf_t *sy_refbuf_frame(unsigned opcode, const void *payload, size_t len);
+/* A compressed data frame (RSV1 set): header for payload_len bytes, then
+ * payload[0..payload_len). One reference; NULL when out of memory. */
+sy_refbuf_t *sy_refbuf_frame_rsv1(unsigned opcode, const void *payload, size_t payload_len);
+
+/* A frame's payload and its length. */
+static inline const uint8_t *sy_refbuf_payload(const sy_refbuf_t *m) { return m->data + m->hlen; }
+static inline size_t sy_refbuf_payload_len(const sy_refbuf_t *m) { return m->len - m->hlen; }
 /* A close frame with code and reason (reason truncated to fit 125 bytes,
  * at a UTF-8 boundary). code 0 makes an empty close frame. */
 sy_refbuf_t *sy_refbuf_close(unsigned code, const char *reason, size_t reason_len);
@@ -35,7 +64,8 @@ sy_refbuf_t *sy_refbuf_raw(const void *bytes, size_t len);
 
 /* Adds n references. */
 void sy_refbuf_ref(sy_refbuf_t *m, uint32_t n);
-/* Drops one reference; frees on the last. NULL is a no-op. */
+/* Drops one reference; frees on the last (and then its twin's reference).
+ * NULL is a no-op. */
 void sy_refbuf_release(sy_refbuf_t *m);
 
 #endif

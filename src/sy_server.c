@@ -62,6 +62,14 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    if ((rc = sy_deflate_once_init(&s->shared.deflate_once)) != 0) {
+        sy_topics_destroy(&s->shared.topics);
+        sy_free(s->host);
+        sy_free(s->path);
+        sy_free(s);
+        snprintf(err, errlen, "cannot make a lock: error %d", rc);
+        return NULL;
+    }
     s->shared.opts.host = s->host;
     s->shared.opts.path = s->path;
     s->shared.path_len = s->path ? strlen(s->path) : 0;
@@ -163,8 +171,16 @@ bool sy_server_is_open(sy_server_t *s, uint64_t id) {
     return io != NULL && !s->shutting_down && sy_io_is_open(io, id);
 }
 
+/* The frame of a message (sy_server_publish, sy_server_send): compressible
+ * when asked, the server negotiates compression, and it is not too small. */
+static sy_refbuf_t *message_frame(const sy_server_t *s, const void *data, size_t len, unsigned flags) {
+    const sy_server_opts_t *o = &s->shared.opts;
+    bool z = (flags & SY_SEND_COMPRESS) && o->compression && len >= o->compress_threshold;
+    return sy_refbuf_frame_z((flags & SY_SEND_BINARY) ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len, z);
+}
+
 int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
-                      bool binary, size_t *subscribers) {
+                      unsigned flags, size_t *subscribers) {
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
         return 0;
@@ -177,7 +193,7 @@ int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const
         unsigned n = sy_topic_interest(t, i);
         if (n == 0)
             continue;
-        if (m == NULL && (m = sy_refbuf_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len)) == NULL) {
+        if (m == NULL && (m = message_frame(s, data, len, flags)) == NULL) {
             rc = ENOMEM;
             break;
         }
@@ -204,11 +220,11 @@ static int push_to(sy_server_t *s, sy_cmd_t *cmd) {
     return rc == EPIPE ? ENOTCONN : rc;
 }
 
-int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, bool binary) {
+int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_SEND, .conn = id};
-    if ((cmd.buf = sy_refbuf_frame(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len)) == NULL)
+    if ((cmd.buf = message_frame(s, data, len, flags)) == NULL)
         return ENOMEM;
     int rc = push_to(s, &cmd);
     if (rc != 0)
@@ -265,7 +281,8 @@ int sy_server_terminate(sy_server_t *s, uint64_t id) {
 }
 
 int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
-                     size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics) {
+                     size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics,
+                     bool compress) {
     sy_io_t *io = io_of(s, id);
     if (io == NULL || s->shutting_down)
         return ENOTCONN;
@@ -280,6 +297,7 @@ int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t p
     }
     memcpy(a->protocol, protocol, protocol_len);
     a->protocol_len = protocol_len;
+    a->no_compress = !compress;
     a->topics = ts;
     for (size_t i = 0; i < ntopics; i++) {
         sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topics[i], topic_lens[i], true);
@@ -397,6 +415,7 @@ void sy_server_destroy(sy_server_t *s) {
         for (unsigned i = 0; i < s->shared.nthreads; i++)
             sy_io_free(&s->io[i]);
     sy_topics_destroy(&s->shared.topics);
+    sy_deflate_once_destroy(&s->shared.deflate_once);
 #ifdef SY_WITH_TLS
     if (sy_server_tls(s))
         sy_tls_source_destroy(&s->tls);

@@ -50,7 +50,16 @@ typedef struct sy_server_opts {
                                      holds this many bytes of undelivered events */
     bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
     bool reclaim;                 /* memory policy: give memory back after a drop (sy_reclaim.h) */
+    bool compression;             /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
+    unsigned compress_level;      /* 1..9 */
+    size_t compress_threshold;    /* payloads below this many bytes always go plain */
 } sy_server_opts_t;
+
+/* flags of sy_server_publish and sy_server_send. */
+#define SY_SEND_BINARY 1u   /* a binary message (else text) */
+#define SY_SEND_COMPRESS 2u /* may go compressed to the connections that negotiated
+                               permessage-deflate (a server with compression, a payload
+                               of at least compress_threshold bytes) */
 
 typedef struct sy_server sy_server_t;
 
@@ -66,13 +75,16 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
 int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen);
 
 /* Queues a message to every subscriber of topic; *subscribers: how many it
- * was queued toward (as known now). 0 or ENOMEM. */
+ * was queued toward (as known now). flags: SY_SEND_*. 0 or ENOMEM. It is
+ * compressed (at most once) by the first IO thread with a subscriber that
+ * negotiated permessage-deflate, not here: the owner's thread never waits
+ * for a compression. */
 int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
-                      bool binary, size_t *subscribers);
+                      unsigned flags, size_t *subscribers);
 /* These queue a command to the connection's IO thread: 0, ENOTCONN when the
  * id names no open connection (or no connection awaiting its upgrade
  * answer, for accept and refuse), or ENOMEM. */
-int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, bool binary);
+int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags);
 int sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
 int sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
 /* Close handshake with code (a valid wire code) and reason (<= 123 bytes UTF-8). */
@@ -81,10 +93,12 @@ int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason
 int sy_server_terminate(sy_server_t *s, uint64_t id);
 /* Answers an SY_EV_UPGRADE. protocol: the chosen subprotocol (may be empty);
  * headers: extra response header lines, each ending in CRLF (validated by the
- * caller); topics: to subscribe before any message can be published to it. */
+ * caller); topics: to subscribe before any message can be published to it;
+ * compress: false declines a permessage-deflate offer the server would
+ * accept (true changes nothing when there is none or compression is off). */
 int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len,
                      const char *headers, size_t headers_len, const char *const *topics,
-                     const size_t *topic_lens, size_t ntopics);
+                     const size_t *topic_lens, size_t ntopics, bool compress);
 int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len);
 /* True when id names a connection that is open now. */
 bool sy_server_is_open(sy_server_t *s, uint64_t id);

@@ -80,7 +80,21 @@
     X(tls_failures, "tlsFailures", SY_STAT_SUM, "symphony_tls_failures_total", "counter", 1, \
       "TLS handshakes failed (not TLS, unsupported version, bad record, closed).") \
     X(tls_deferred, "tlsDeferred", SY_STAT_SUM, "symphony_tls_deferred_total", "counter", 1, \
-      "TLS handshake steps left for the next loop turn (per-turn budget).")
+      "TLS handshake steps left for the next loop turn (per-turn budget).") \
+    X(deflate_connections, "deflateConnections", SY_STAT_SUM, "symphony_deflate_connections", "gauge", 1, \
+      "Open connections that negotiated permessage-deflate.") \
+    X(compressed, "compressed", SY_STAT_SUM, "symphony_compressed_messages_total", "counter", 1, \
+      "Messages compressed (once per publish, shared by its subscribers).") \
+    X(compress_bytes_in, "compressBytesIn", SY_STAT_SUM, "symphony_compress_in_bytes_total", "counter", 1, \
+      "Payload bytes given to the compressor.") \
+    X(compress_bytes_out, "compressBytesOut", SY_STAT_SUM, "symphony_compress_out_bytes_total", "counter", 1, \
+      "Compressed payload bytes it produced (kept only when smaller).") \
+    X(compress_us, "compressMicros", SY_STAT_SUM, "symphony_compress_seconds_total", "counter", 1e-6, \
+      "Time spent compressing.") \
+    X(inflated, "inflated", SY_STAT_SUM, "symphony_inflated_messages_total", "counter", 1, \
+      "Compressed client messages inflated.") \
+    X(inflate_bytes_in, "inflateBytesIn", SY_STAT_SUM, "symphony_inflate_in_bytes_total", "counter", 1, \
+      "Compressed payload bytes received from clients.")
 /* clang-format on */
 
 /* An IO thread's counters, as it updates them. */

@@ -11,6 +11,7 @@
 #include "sy_alloc.h"
 #include "sy_handshake.h"
 #include "sy_http.h"
+#include "sy_pmd.h"
 #include "sy_ws_frame.h"
 
 #define SY_MAX_HEADERS_CAP 256
@@ -89,10 +90,40 @@ static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req
     sy_io_emitv(io, sy_conn_id(io, c), SY_EV_UPGRADE, parts, lens, 2 * n);
 }
 
+/* The 101's Sec-WebSocket-Extensions line when c negotiated deflate, then
+ * the owner's extra lines, in joined (or small when they fit). NULL when
+ * out of memory; *len its length. The caller frees joined. */
+static const char *response_extra(const sy_conn_t *c, const char *extra, size_t extra_len, char *small,
+                                  size_t small_cap, char **joined, size_t *len) {
+    *joined = NULL;
+    *len = extra_len;
+    if (!c->deflate)
+        return extra;
+    char ext[SY_PMD_RESPONSE_MAX];
+    sy_pmd_t p = {.server_window_set = c->zwin != 0, .server_window = c->zwin};
+    size_t el = sy_pmd_response(&p, ext, sizeof(ext));
+    char *out = el + extra_len <= small_cap ? small : (*joined = sy_malloc(el + extra_len));
+    if (out == NULL)
+        return NULL;
+    memcpy(out, ext, el);
+    if (extra_len > 0)
+        memcpy(out + el, extra, extra_len);
+    *len = el + extra_len;
+    return out;
+}
+
 /* Queues the 101 and opens the connection; c->rbuf holds the bytes that
  * followed the request head. */
 static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char *proto, size_t proto_len,
-                      const char *extra, size_t extra_len) {
+                      const char *owner_extra, size_t owner_extra_len) {
+    char small[512], *joined;
+    size_t extra_len;
+    const char *extra = response_extra(c, owner_extra, owner_extra_len, small, sizeof(small), &joined, &extra_len);
+    if (c->deflate && extra == NULL) {
+        sy_stat_inc(&io->stats.oom_closes);
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
     char buf[2048];
     size_t n = sy_handshake_response(buf, sizeof(buf), accept, proto, proto_len, extra, extra_len);
     sy_refbuf_t *m = NULL;
@@ -109,6 +140,7 @@ static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char 
     } else {
         m = sy_refbuf_raw(buf, n);
     }
+    sy_free(joined);
     if (m == NULL || sy_outq_push(&c->outq, m) != 0) {
         sy_refbuf_release(m);
         sy_stat_inc(&io->stats.oom_closes);
@@ -149,6 +181,11 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     }
     char accept[SY_WS_ACCEPT_LEN];
     sy_ws_accept_key(hs.key, hs.key_len, accept);
+    sy_pmd_t pmd;
+    if (o->compression && sy_pmd_negotiate(&req, &pmd)) {
+        c->deflate = true;
+        c->zwin = pmd.server_window_set ? pmd.server_window : 0;
+    }
     size_t head = (size_t)n, rest = c->rlen - head;
     if (o->upgrade_handler) {
         emit_upgrade(io, c, &req);
@@ -185,6 +222,8 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
     size_t rest = c->rlen - SY_WS_ACCEPT_LEN;
     memmove(c->rbuf, c->rbuf + SY_WS_ACCEPT_LEN, rest);
     c->rlen = rest;
+    if (a->no_compress)
+        c->deflate = false;
     for (size_t i = 0; i < a->ntopics; i++)
         (void)sy_conn_subscribe(io, c, a->topics[i]); /* takes the reference and the count either way */
     a->ntopics = 0;

@@ -22,10 +22,14 @@ long sy_ws_frame_parse_ex(const uint8_t *buf, size_t len, unsigned role,
     fin = buf[0] >> 7;
     rsv = (buf[0] >> 4) & 0x7u;
     op = buf[0] & 0x0Fu;
-    if (rsv != 0)
+    if ((rsv & 0x3u) != 0 || (rsv != 0 && !(role & SY_WS_ALLOW_RSV1)))
         return SY_WS_E_RSV;
     if (!opcode_defined(op))
         return SY_WS_E_OPCODE;
+    if (rsv != 0 && SY_WS_OP_IS_CONTROL(op))
+        return SY_WS_E_RSV1_CONTROL;
+    if (rsv != 0 && op == SY_WS_OP_CONTINUATION)
+        return SY_WS_E_RSV1_CONTINUATION;
     if (SY_WS_OP_IS_CONTROL(op) && !fin)
         return SY_WS_E_CONTROL_FRAGMENTED;
 
@@ -33,7 +37,7 @@ long sy_ws_frame_parse_ex(const uint8_t *buf, size_t len, unsigned role,
         return SY_WS_PARTIAL;
     masked = buf[1] >> 7;
     len7 = buf[1] & 0x7Fu;
-    if (role == SY_WS_ROLE_CLIENT) {
+    if (role & SY_WS_ROLE_CLIENT) {
         if (masked)
             return SY_WS_E_MASKED;
     } else if (!masked) {
@@ -67,7 +71,7 @@ long sy_ws_frame_parse_ex(const uint8_t *buf, size_t len, unsigned role,
     }
 
     out->fin = (uint8_t)fin;
-    out->rsv = 0;
+    out->rsv = (uint8_t)rsv;
     out->opcode = (uint8_t)op;
     out->masked = (uint8_t)masked;
     if (masked)
@@ -237,6 +241,8 @@ const char *sy_ws_error_str(long err)
 {
     switch (err) {
     case SY_WS_E_RSV: return "RSV bit set but no extension negotiated";
+    case SY_WS_E_RSV1_CONTROL: return "compressed (RSV1) control frame";
+    case SY_WS_E_RSV1_CONTINUATION: return "RSV1 set on a continuation frame";
     case SY_WS_E_OPCODE: return "reserved opcode";
     case SY_WS_E_UNMASKED: return "client frame not masked";
     case SY_WS_E_MASKED: return "server frame masked";

@@ -38,7 +38,7 @@
  * (and "OK, not inside a message" for sy_ws_frag_step); negative values are
  * errors naming the rule broken. */
 #define SY_WS_PARTIAL 0
-#define SY_WS_E_RSV (-1)                   /* RSV1/2/3 set: no extension negotiated */
+#define SY_WS_E_RSV (-1)                   /* RSV2/3 set, or RSV1 without SY_WS_ALLOW_RSV1 */
 #define SY_WS_E_OPCODE (-2)                /* reserved opcode 3-7 or 0xB-0xF */
 #define SY_WS_E_UNMASKED (-3)              /* client frame not masked (server role) */
 #define SY_WS_E_MASKED (-4)                /* server frame masked (client role) */
@@ -50,14 +50,18 @@
 #define SY_WS_E_CLOSE_PAYLOAD (-10)        /* close payload of 1 byte */
 #define SY_WS_E_CLOSE_CODE (-11)           /* close code not valid on the wire */
 #define SY_WS_E_CLOSE_UTF8 (-12)           /* close reason not valid UTF-8 */
+#define SY_WS_E_RSV1_CONTROL (-13)         /* RSV1 (compressed) on a control frame */
+#define SY_WS_E_RSV1_CONTINUATION (-14)    /* RSV1 on a continuation frame (RFC 7692 6.1) */
 
-/* Parser roles (the flags argument of sy_ws_frame_parse_ex). */
+/* Parser roles and flags (the flags argument of sy_ws_frame_parse_ex). */
 #define SY_WS_ROLE_SERVER 0u /* frames come from a client: must be masked */
 #define SY_WS_ROLE_CLIENT 1u /* frames come from a server: must not be masked */
+#define SY_WS_ALLOW_RSV1 2u  /* permessage-deflate negotiated (RFC 7692): RSV1
+                                may mark the first frame of a data message */
 
 typedef struct {
     uint8_t fin;          /* 1 if this is the final fragment */
-    uint8_t rsv;          /* RSV1..RSV3 as bits 2..0; always 0 on success */
+    uint8_t rsv;          /* RSV1..RSV3 as bits 2..0: 4 (RSV1) or 0 on success */
     uint8_t opcode;       /* SY_WS_OP_* */
     uint8_t masked;       /* 1 if a masking key follows the length */
     uint8_t mask[4];      /* the masking key (zeros when not masked) */
@@ -72,14 +76,18 @@ typedef struct {
  * bytes) follows the header and is not looked at.
  * Errors are reported as soon as the bytes that break a rule are present
  * (before the whole header has arrived), checked in this order:
- * SY_WS_E_RSV, SY_WS_E_OPCODE, SY_WS_E_CONTROL_FRAGMENTED (byte 0);
+ * SY_WS_E_RSV, SY_WS_E_OPCODE, SY_WS_E_RSV1_CONTROL,
+ * SY_WS_E_RSV1_CONTINUATION, SY_WS_E_CONTROL_FRAGMENTED (byte 0);
  * SY_WS_E_UNMASKED, SY_WS_E_CONTROL_TOO_LONG (byte 1);
  * SY_WS_E_LENGTH_MSB (byte 2). */
 long sy_ws_frame_parse(const uint8_t *buf, size_t len, sy_ws_frame_t *out);
 
 /* Same as sy_ws_frame_parse() with a role: SY_WS_ROLE_SERVER (what
  * sy_ws_frame_parse does) or SY_WS_ROLE_CLIENT (for a client reading server
- * frames: a masked frame is SY_WS_E_MASKED instead). */
+ * frames: a masked frame is SY_WS_E_MASKED instead), or'ed with
+ * SY_WS_ALLOW_RSV1 when permessage-deflate was negotiated: RSV1 is then
+ * accepted on a text or binary frame and reported in out->rsv (RSV1 on a
+ * control or continuation frame stays an error, RFC 7692 6.1). */
 long sy_ws_frame_parse_ex(const uint8_t *buf, size_t len, unsigned role,
                           sy_ws_frame_t *out);
 

@@ -115,7 +115,7 @@ static void test_publish_while_failing(void) {
     static uint8_t chunk[BIG];
     memset(chunk, 'v', sizeof(chunk));
     for (int i = 0; i < 12; i++)
-        CHECK_EQ(sy_server_send(s, ids[0], chunk, 4096, true), 0);
+        CHECK_EQ(sy_server_send(s, ids[0], chunk, 4096, SY_SEND_BINARY), 0);
     usleep(300000);
     /* Now the poller refuses the victim: the next change of its interest
      * fails (ENOENT). */
@@ -126,7 +126,7 @@ static void test_publish_while_failing(void) {
      * in the middle of the walk; everyone else must get it. */
     size_t subs = 0;
     memset(chunk, 'B', sizeof(chunk));
-    CHECK_EQ(sy_server_publish(s, "t", 1, chunk, BIG, true, &subs), 0);
+    CHECK_EQ(sy_server_publish(s, "t", 1, chunk, BIG, SY_SEND_BINARY, &subs), 0);
     CHECK_EQU(subs, SUBS);
     static uint8_t got[BIG];
     for (int i = 1; i < SUBS; i++) {

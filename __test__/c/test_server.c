@@ -78,7 +78,7 @@ static void test_reclaim_moves(sy_server_t *s, uint16_t port, const char *req) {
     CHECK_EQU(reclaims, 2); /* both threads fell from 100 to 5 */
     CHECK(moved >= RECLAIM_KEEP);
     size_t subs = 0;
-    CHECK_EQ(sy_server_publish(s, "r", 1, "moved", 5, false, &subs), 0);
+    CHECK_EQ(sy_server_publish(s, "r", 1, "moved", 5, 0, &subs), 0);
     CHECK_EQU(subs, RECLAIM_KEEP);
     for (int i = RECLAIM_CLIENTS - RECLAIM_KEEP; i < RECLAIM_CLIENTS; i++) {
         size_t n = read_some(fds[i], buf, sizeof(buf), 7);
@@ -131,9 +131,9 @@ int main(void) {
     CHECK(sy_server_is_open(s, id));
     CHECK_EQ(sy_server_subscribe(s, id, "t", 1), 0);
     size_t subs = 9;
-    CHECK_EQ(sy_server_publish(s, "t", 1, "hi", 2, false, &subs), 0);
+    CHECK_EQ(sy_server_publish(s, "t", 1, "hi", 2, 0, &subs), 0);
     CHECK_EQU(subs, 1);
-    CHECK_EQ(sy_server_publish(s, "nobody", 6, "x", 1, false, &subs), 0);
+    CHECK_EQ(sy_server_publish(s, "nobody", 6, "x", 1, 0, &subs), 0);
     CHECK_EQU(subs, 0);
     n = read_some(fd, buf, sizeof(buf), 4);
     CHECK_EQU(n, 4);
@@ -152,7 +152,7 @@ int main(void) {
     const seen_t *cl = wait_event(s, SY_EV_CLOSE, mark);
     CHECK(cl != NULL && cl->code == 1002 && cl->conn == id);
     CHECK(!sy_server_is_open(s, id));
-    CHECK_EQ(sy_server_send(s, id, "x", 1, false), ENOTCONN);
+    CHECK_EQ(sy_server_send(s, id, "x", 1, 0), ENOTCONN);
     close(fd);
 
     test_reclaim_moves(s, port, req);

@@ -160,6 +160,41 @@ static void test_client_role(void)
     guard_release(&g);
 }
 
+/* RSV1 with permessage-deflate negotiated (RFC 7692 6.1): allowed on the
+ * first frame of a text or binary message only; RSV2/RSV3 never. */
+static void test_rsv1(void)
+{
+    sy_ws_frame_t f;
+    const unsigned z = SY_WS_ROLE_SERVER | SY_WS_ALLOW_RSV1;
+    static const struct { uint8_t b0; long without, with; } v[] = {
+        { 0xC1, SY_WS_E_RSV, 6 },                       /* text, fin */
+        { 0x42, SY_WS_E_RSV, 6 },                       /* binary, first fragment */
+        { 0xC0, SY_WS_E_RSV, SY_WS_E_RSV1_CONTINUATION },
+        { 0x40, SY_WS_E_RSV, SY_WS_E_RSV1_CONTINUATION },
+        { 0xC9, SY_WS_E_RSV, SY_WS_E_RSV1_CONTROL },    /* ping */
+        { 0xC8, SY_WS_E_RSV, SY_WS_E_RSV1_CONTROL },    /* close */
+        { 0xCA, SY_WS_E_RSV, SY_WS_E_RSV1_CONTROL },    /* pong */
+        { 0xA1, SY_WS_E_RSV, SY_WS_E_RSV },             /* RSV2 */
+        { 0x91, SY_WS_E_RSV, SY_WS_E_RSV },             /* RSV3 */
+        { 0xE1, SY_WS_E_RSV, SY_WS_E_RSV },             /* RSV1+RSV2 */
+        { 0xC3, SY_WS_E_RSV, SY_WS_E_OPCODE },          /* reserved opcode */
+        { 0x81, 6, 6 },                                 /* plain text either way */
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        const uint8_t b[6] = { v[i].b0, 0x80, 1, 2, 3, 4 };
+        CHECK_EQ(sy_ws_frame_parse(b, sizeof(b), &f), v[i].without);
+        memset(&f, 0, sizeof(f));
+        CHECK_EQ(sy_ws_frame_parse_ex(b, sizeof(b), z, &f), v[i].with);
+        if (v[i].with > 0)
+            CHECK_EQU(f.rsv, (v[i].b0 & 0x40) ? 4u : 0u);
+        /* Decided on the first byte alone (fail fast). */
+        if (v[i].with < 0)
+            CHECK_EQ(sy_ws_frame_parse_ex(b, 1, z, &f), v[i].with);
+    }
+    CHECK_EQU(sy_ws_error_close_code(SY_WS_E_RSV1_CONTROL), 1002);
+    CHECK_EQU(sy_ws_error_close_code(SY_WS_E_RSV1_CONTINUATION), 1002);
+}
+
 /* Unmasking in any two pieces equals byte-by-byte XOR. */
 static void test_unmask(void)
 {
@@ -391,13 +426,13 @@ static void test_close_payload(void)
 
 static void test_error_strings(void)
 {
-    for (long e = -12; e <= -1; e++) {
+    for (long e = SY_WS_E_RSV1_CONTINUATION; e <= -1; e++) {
         const char *s = sy_ws_error_str(e);
         CHECK(strcmp(s, "unknown error") != 0);
         CHECK(strlen(s) <= 123);
         CHECK(sy_ws_error_close_code(e) == (e == SY_WS_E_CLOSE_UTF8 ? 1007u : 1002u));
     }
-    CHECK(strcmp(sy_ws_error_str(-13), "unknown error") == 0);
+    CHECK(strcmp(sy_ws_error_str(SY_WS_E_RSV1_CONTINUATION - 1), "unknown error") == 0);
     CHECK(strcmp(sy_ws_error_str(0), "unknown error") == 0);
     CHECK_EQU(sy_ws_error_close_code(0), 0);
     CHECK_EQU(sy_ws_error_close_code(6), 0);
@@ -410,6 +445,7 @@ int main(void)
     test_non_minimal();
     test_errors();
     test_client_role();
+    test_rsv1();
     test_unmask();
     test_build();
     test_fragmentation();
