@@ -638,23 +638,16 @@ static bool frame_done(lg_run_t *r, uint32_t i, lg_conn_t *c, int64_t now)
     }
 }
 
-/* Parses a frame header from buf[0..len) like sy_ws_frame_parse_ex (client
- * role); on a connection that negotiated permessage-deflate, RSV1 is
- * allowed on the first frame of a data message and reported in *rsv1. */
+/* Parses a frame header from buf[0..len) (client role); on a connection
+ * that negotiated permessage-deflate, RSV1 may mark the first frame of a
+ * data message (the parser's SY_WS_ALLOW_RSV1), reported in *rsv1. */
 static long parse_header(const lg_conn_t *c, const uint8_t *buf, size_t len, sy_ws_frame_t *fr,
                          bool *rsv1)
 {
-    *rsv1 = len > 0 && c->deflate && (buf[0] & 0x40u);
-    if (!*rsv1)
-        return sy_ws_frame_parse_ex(buf, len, SY_WS_ROLE_CLIENT, fr);
-    uint8_t copy[SY_WS_MAX_HEADER_LEN];
-    size_t k = len < sizeof(copy) ? len : sizeof(copy);
-    memcpy(copy, buf, k);
-    copy[0] &= (uint8_t)~0x40u;
-    unsigned op = copy[0] & 0x0fu;
-    if (op != SY_WS_OP_TEXT && op != SY_WS_OP_BINARY)
-        return SY_WS_E_RSV; /* RFC 7692 6.1: not on control or continuation frames */
-    return sy_ws_frame_parse_ex(copy, k, SY_WS_ROLE_CLIENT, fr);
+    unsigned flags = SY_WS_ROLE_CLIENT | (c->deflate ? SY_WS_ALLOW_RSV1 : 0u);
+    long h = sy_ws_frame_parse_ex(buf, len, flags, fr);
+    *rsv1 = h > 0 && (fr->rsv & 4u);
+    return h;
 }
 
 /* Reads a frame header at p (or completes the split one in c->hdr).
