@@ -1,7 +1,8 @@
 'use strict';
 // Smoke test of the benchmark runner (bench/run.js): a --quick run of the
 // parked and cpu phases with the jemalloc and system arms at tiny
-// populations. It checks the shape of what the runner writes (files, table
+// populations; the TLS arm's parked and handshakes phases; the JSON shape
+// with permessage-deflate (symphony's and ws's, loadgen inflating). It checks the shape of what the runner writes (files, table
 // rows for both arms, the gates printed), not the numbers.
 
 const test = require('node:test');
@@ -130,11 +131,50 @@ test('bench/run.js --quick over TLS: parked and handshakes phases, jemalloc-tls 
   }
 });
 
+test('bench/run.js --quick json: the JSON shape with permessage-deflate, jemalloc-deflate and ws-deflate arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-json-'));
+  try {
+    const r = await run(['--quick', '--repeats', '1', '--phases', 'json', '--arms', 'jemalloc-deflate,ws-deflate',
+      '--connections', '200', '--settle', '1', '--json-window', '3', '--out', out], RUN_BOUND_S);
+    assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
+    const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
+    for (const arm of ['jemalloc-deflate', 'ws-deflate']) {
+      const runs = res.runs.filter((x) => x.phase === 'json' && x.arm === arm);
+      assert.equal(runs.length, 1, `${arm}: ${runs.length} runs`);
+      assert.equal(runs[0].error, undefined, `${arm} failed: ${runs[0].error}`);
+      const f = runs[0].figures;
+      assert.equal(f.n, 200, `${arm}: every connection open`);
+      assert.equal(f.negotiated, 200, `${arm}: every connection negotiated permessage-deflate`);
+      assert.equal(f.inflateErrors, 0, `${arm}: every compressed message inflated`);
+      assert.equal(f.compressedPct, 100, `${arm}: every ~630 B message came compressed`);
+      assert.ok(f.bytesPerMsg > 600 && f.bytesPerMsg < 660, `${arm}: inflated ${f.bytesPerMsg} B/msg`);
+      assert.ok(f.wireRatio > 0.5 && f.wireRatio < 0.7, `${arm}: wire ÷ inflated ${f.wireRatio}`);
+      for (const k of ['cpuSPer1M', 'p99ms', 'bytesPerConnOverIdle', 'activeBytesPerConnOverIdle']) {
+        assert.ok(Number.isFinite(f[k]), `${arm}: ${k} ${f[k]}`);
+      }
+    }
+    for (const f of ['report.md', 'json-wire-bytes.svg', 'json-cpu-per-1M.svg', 'json-bytes-per-conn.svg']) {
+      assert.ok(fs.existsSync(path.join(out, f)), `${f} is missing`);
+    }
+    const md = section(fs.readFileSync(path.join(out, 'report.md'), 'utf8'), 'JSON shape with permessage-deflate');
+    assert.ok(md, 'the JSON section');
+    for (const arm of ['jemalloc-deflate', 'ws-deflate']) assert.match(md, new RegExp(`^\\| ${arm} \\| ≥ 128 B \\| 200 \\| 200 \\|`, 'm'), md);
+    assert.equal((md.match(/^- \*\*(MET|MISSED|n\/a)\*\* — /gm) || []).length, 6, md);
+    assert.match(md, /\*\*(MET|MISSED)\*\* — ahead of the peers on CPU per delivered message/);
+    assert.match(r.stderr, /targets of the JSON shape \(reported, not gates\):\n(.*(MET|MISSED|n\/a) .*\n){6}/);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
 test('bench --baseline: the twin arms, their checkout, the build check', () => {
   const { selectArms, baselineCheckout, wrongBuild } = require('../bench/lib/arms');
   const base = baselineCheckout(root); // this checkout as its own baseline: no second build needed
   const names = (l) => selectArms(l, [], base).arms.map((a) => a.name);
-  assert.deepEqual(names(null), ['jemalloc', 'base-jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'base-jemalloc-tls', 'ws-tls']);
+  assert.deepEqual(names(null), ['jemalloc', 'base-jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'base-jemalloc-tls', 'ws-tls',
+    'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults']);
+  assert.deepEqual(selectArms(null, [], base).notes, ['arm uws left out: no --uws-path', 'arm uws-deflate left out: no --uws-path']);
+  assert.throws(() => selectArms(['uws'], [], null), /needs --uws-path/);
   assert.deepEqual(names(['jemalloc', 'system']), ['jemalloc', 'base-jemalloc', 'system']);
   assert.deepEqual(names(['jemalloc-tls', 'base-jemalloc-tls']), ['jemalloc-tls', 'base-jemalloc-tls']);
   assert.throws(() => selectArms(['base-jemalloc'], [], null), /needs --baseline/);

@@ -390,9 +390,9 @@ test('over TLS too, memory follows the load: 2,000 → 200 connections give back
   // this process, so the figures are the server's alone.
   const { execFileSync, spawn } = require('node:child_process');
   const path = require('node:path');
-  const { opensslDir } = require('../bench/lib/util');
+  const { loadgenMakeVars } = require('../bench/lib/util');
   const root = path.join(__dirname, '..');
-  execFileSync('make', ['-s', '-C', path.join(root, 'bench'), `OPENSSL_DIR=${opensslDir()}`], { stdio: 'ignore' });
+  execFileSync('make', ['-s', '-C', path.join(root, 'bench'), ...loadgenMakeVars()], { stdio: 'ignore' });
   const pages = () => allocator.arenaStats().reduce((n, a) => n + a.active + a.dirty + a.muzzy, 0);
   const cfg = allocator.config;
   allocator.setDecay({ dirtyMs: -1, muzzyMs: 0 }); // only the policy's purge gives pages back

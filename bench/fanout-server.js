@@ -8,7 +8,8 @@
 //
 //   node bench/fanout-server.js [--port 0] [--threads 2] [--topics 1]
 //        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
-//        [--stats-interval 0]
+//        [--stats-interval 0] [--payload binary|json] [--deflate 0|1]
+//        [--threshold 128]
 //
 // Each option can also come from the environment: PORT, THREADS, TOPICS,
 // SIZE, RATE, DURATION, MAX_BACKPRESSURE, STATS_INTERVAL (the command line
@@ -20,7 +21,14 @@
 // published, server.stats() (taken just before close) and memory (the
 // process and symphony's allocator, after close).
 // stderr, every --stats-interval seconds (0: never): one JSON line with open
-// connections, messages out, RSS, the JS heap and the allocator's counters.
+// connections, messages out, RSS, the JS heap and the allocator's counters
+// (and, where the build has them, its permessage-deflate counters).
+//
+// --payload json publishes a ~630 B JSON trade message per topic as text
+// (bench/lib/json-trade.js; its first field is the due time, {"ts":N,),
+// instead of `size` binary bytes. --deflate 1 turns permessage-deflate on
+// (compression: { threshold: --threshold, level: 6 }): each publish is
+// compressed once for every subscriber that negotiated it.
 
 const path = require('node:path');
 const v8 = require('node:v8');
@@ -29,7 +37,11 @@ const ROOT = path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname
 const { Server, allocator } = require(ROOT);
 const { benchTls } = require('./lib/pki');
 
-const { parseOptions, createSchedule } = require('./lib/server-cli');
+const { parseOptions, createSchedule, createPayloads } = require('./lib/server-cli');
+
+// symphony's permessage-deflate counters, copied into the stats lines when
+// the build has them.
+const DEFLATE_STATS = ['deflateConnections', 'compressed', 'compressBytesIn', 'compressBytesOut', 'compressMicros'];
 
 async function main() {
   const o = parseOptions(process.argv.slice(2), process.env);
@@ -39,6 +51,7 @@ async function main() {
     threads: o.threads,
     maxBackpressure: o['max-backpressure'],
     tls: benchTls(), // BENCH_TLS=ecdsa|rsa: wss:// on symphony's private OpenSSL
+    ...(o.deflate ? { compression: { threshold: o.threshold, level: 6 } } : {}),
   });
   const topics = Array.from({ length: o.topics }, (_, g) => `t${g}`);
   let opened = 0;
@@ -55,8 +68,8 @@ async function main() {
   const { port } = await server.listen();
   process.stdout.write(`${JSON.stringify({ port, symphony: { root: ROOT, native: allocator.nativePath, allocator: allocator.name } })}\n`);
 
-  // One payload buffer, rewritten per message: publish() copies it.
-  const payload = Buffer.alloc(o.size, 0x61);
+  // publish() copies the payload: the binary one is one buffer, rewritten.
+  const { binary, payloadFor } = createPayloads(o, false);
   const schedule = createSchedule(o);
   const t0 = schedule.t0;
   let published = 0;
@@ -67,9 +80,8 @@ async function main() {
   function publishDue() {
     if (stopping) return;
     for (const dueNs of schedule.due()) {
-      for (const topic of topics) {
-        payload.writeBigUInt64LE(dueNs, 0);
-        deliveries += server.publish(topic, payload, { binary: true });
+      for (const [g, topic] of topics.entries()) {
+        deliveries += server.publish(topic, payloadFor(g, dueNs), { binary });
         published++;
       }
     }
@@ -105,13 +117,14 @@ async function main() {
       pagesKiB: kib(pages),
     };
   }
+  const deflateStats = (st) => Object.fromEntries(DEFLATE_STATS.filter((k) => k in st).map((k) => [k, st[k]]));
   const sampler = o['stats-interval'] > 0 ? setInterval(() => {
     const st = server.stats();
     if (!st) return;
     const t = Number(process.hrtime.bigint() - t0) / 1e9;
     process.stderr.write(`${JSON.stringify({ t: Math.round(t * 10) / 10, connections: st.connections,
       messagesOut: st.messagesOut, dropped: st.dropped, reclaims: st.reclaims, reclaimMoved: st.reclaimMoved,
-      reclaimMaxUs: st.reclaimMaxMicros, reclaimUs: st.reclaimMicros, ...memory() })}\n`);
+      reclaimMaxUs: st.reclaimMaxMicros, reclaimUs: st.reclaimMicros, ...deflateStats(st), ...memory() })}\n`);
   }, o['stats-interval'] * 1000) : null;
 
   async function stop(reason) {

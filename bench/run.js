@@ -2,9 +2,10 @@
 'use strict';
 // The benchmark runner (npm run bench). See bench/README.md.
 //
-//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes]
-//        [--arms jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls] [--arm-env NAME=K=V,...]
-//        [--repeats 3] [--fixed-order] [--cpus LIST|none] [--baseline DIR] [...]
+//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes,json]
+//        [--arms jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,...]
+//        [--arm-env NAME=K=V,...] [--repeats 3] [--fixed-order] [--cpus LIST|none]
+//        [--baseline DIR] [--uws-path DIR] [...]
 //
 // Results go to bench/results/<timestamp>/ (or --out DIR).
 
@@ -12,15 +13,15 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, REPO } = require('./lib/arms');
+const { selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./lib/arms');
 const { ServerProc, LOADGEN } = require('./lib/procs');
 const { fdLimits, fdCount } = require('./lib/sample');
 const phases = require('./lib/phases');
 const report = require('./lib/report');
-const { now, sleep, stamp, fmt, fmtRange, finite, opensslDir } = require('./lib/util');
+const { now, sleep, stamp, fmt, fmtRange, finite, loadgenMakeVars } = require('./lib/util');
 
 const ROOT = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes'];
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json'];
 
 const USAGE = `usage: node bench/run.js [options]        (npm run bench -- [options])
 
@@ -30,9 +31,13 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu,handshakes (default: all four)
-  --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls (default: all; the
-                         soak runs the symphony arms without TLS; handshakes only the TLS arms)
+  --phases LIST          parked,soak,cpu,handshakes,json (default: all five)
+  --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,
+                         ws-deflate,ws-deflate-defaults,uws,uws-deflate (default: all; the soak
+                         runs the symphony arms without TLS; handshakes only the TLS arms; json
+                         jemalloc, ws, uws and the *-deflate arms, which run nothing else)
+  --uws-path DIR         uWebSockets.js to load for the uws arms (a folder with its package;
+                         never a dependency): without it they are left out
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
                          e.g. --arm-env decay1s=SY_JE_MALLOC_CONF=dirty_decay_ms:1000
   --repeats N            runs of each arm per phase (default 3; --quick: 1)
@@ -57,6 +62,7 @@ Populations and timing:
   --peak P --trough T    soak populations          --cycles C    soak cycles
   --churn F              soak churn, share of open connections per second (default 0.01)
   --cpu-connections C    --cpu-window S            --cpu-shapes 256x10,4096x2 (bytes x msg/s/conn)
+  --json-connections C   --json-rate R (msg/s per connection, default 2)  --json-window S
   --handshakes N         TLS handshakes per key type (ECDSA P-256, RSA 2048; default 5000)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
@@ -88,7 +94,7 @@ function parseArgs(argv) {
   const known = new Set(['armEnv', 'quick', 'full', 'fixed-order', 'help', 'phases', 'arms', 'arm-env', 'repeats', 'cpus', 'threads',
     'cpu-threads', 'sample-hz', 'loadgen-max', 'connections', 'parked-levels', 'peak', 'trough', 'cycles', 'churn',
     'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild',
-    'baseline']);
+    'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   return o;
@@ -124,6 +130,7 @@ function preset(name) {
       parked: { levels: [500, 1000], idle: 2, settle: 2, active: 4, rate: 2, size: 256, topics: 10, ramp: 5000, measure: 1 },
       cpu: { connections: 1000, shapes, settle: 1, window: 5, topics: 10, ramp: 5000 },
       handshakes: { connections: 1500, pending: 64, bound: 60 },
+      json: { connections: 1000, rate: 2, topics: 10, idle: 2, parked: 2, settle: 1, window: 5, ramp: 5000 },
       soak: { peak: 2000, trough: 200, cycles: 2, peakHold: 3, troughHold: 7, afterDrop: 5, freshHold: 5, quietHold: 4,
         zeroHold: 4, handoffHold: 120, churn: 0.02, rate: 1, size: 256, topics: 10, ramp: 4000, measure: 1 },
       measure: 1,
@@ -134,6 +141,7 @@ function preset(name) {
     parked: { levels: big ? [50000, 100000] : [9500, 19000], idle: 5, settle: 5, active: 15, rate: 1, size: 256, topics: 10, ramp: big ? 5000 : 2000, measure: 2 },
     cpu: { connections: 10000, shapes, settle: 3, window: 20, topics: 10, ramp: 2000 },
     handshakes: { connections: 5000, pending: 64, bound: 120 },
+    json: { connections: 10000, rate: 2, topics: 10, idle: 5, parked: 5, settle: 3, window: 20, ramp: 2000 },
     soak: { peak: big ? 100000 : 19000, trough: big ? 10000 : 1900, cycles: big ? 5 : 3, peakHold: 20, troughHold: 30, afterDrop: 10,
       freshHold: 30, quietHold: 30, zeroHold: 30, handoffHold: 300, churn: 0.01, rate: 1, size: 256, topics: 10, ramp: big ? 5000 : 2000, measure: 2 },
     measure: 2,
@@ -193,7 +201,7 @@ function loadgenHelp() {
  * sources (loadgen's and the src/ parsers it compiles in) changed; nothing
  * when it is up to date. A stale loadgen would measure with old code. */
 function ensureLoadgen(log) {
-  const out = execFileSync('make', ['-C', __dirname, '--no-print-directory', `OPENSSL_DIR=${opensslDir()}`],
+  const out = execFileSync('make', ['-C', __dirname, '--no-print-directory', ...loadgenMakeVars()],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (/\bcc\b|gcc|clang/.test(out)) log('loadgen built (make -C bench)');
 }
@@ -259,7 +267,8 @@ async function main() {
   const cfg = preset(presetName);
   const phaseList = list(o, 'phases', ALL_PHASES) || ALL_PHASES.slice();
   const baseline = o.baseline !== undefined ? baselineCheckout(o.baseline) : null;
-  const { arms, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv, baseline);
+  const uws = o['uws-path'] !== undefined ? uwsCheckout(o['uws-path']) : null;
+  const { arms, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv, baseline, uws);
   const repeats = int(o, 'repeats', 1, 100) ?? (o.quick ? 1 : 3);
   const nproc = os.cpus().length;
 
@@ -270,6 +279,7 @@ async function main() {
     cfg.soak.peak = N;
     cfg.soak.trough = Math.max(1, Math.round(N / 10));
     cfg.cpu.connections = N;
+    cfg.json.connections = N;
   }
   const lv = list(o, 'parked-levels');
   if (lv) {
@@ -288,13 +298,16 @@ async function main() {
   if (cfg.soak.troughHold < cfg.soak.afterDrop + cfg.soak.measure) cfg.soak.afterDrop = Math.max(1, cfg.soak.troughHold - cfg.soak.measure - 1);
   cfg.parked.active = num(o, 'active', 1, 3600) ?? cfg.parked.active;
   const settle = num(o, 'settle', 0.5, 600);
-  if (settle !== undefined) cfg.parked.idle = cfg.parked.settle = cfg.cpu.settle = settle;
+  if (settle !== undefined) cfg.parked.idle = cfg.parked.settle = cfg.cpu.settle = cfg.json.idle = cfg.json.parked = cfg.json.settle = settle;
+  cfg.json.connections = int(o, 'json-connections', 1, 1e6) ?? cfg.json.connections;
+  cfg.json.rate = num(o, 'json-rate', 0.1, 1000) ?? cfg.json.rate;
+  cfg.json.window = num(o, 'json-window', 2, 3600) ?? cfg.json.window;
   cfg.cpu.connections = int(o, 'cpu-connections', 1, 1e6) ?? cfg.cpu.connections;
   cfg.cpu.window = num(o, 'cpu-window', 2, 3600) ?? cfg.cpu.window;
   cfg.handshakes.connections = int(o, 'handshakes', 10, 1e6) ?? cfg.handshakes.connections;
   if (o['cpu-shapes']) cfg.cpu.shapes = parseShapes(o['cpu-shapes']);
   const ramp = num(o, 'ramp', 1, 1e6);
-  if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = ramp;
+  if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = ramp;
   cfg.cpu.rampTrafficOff = true; // the cpu phase ramps with the traffic gate off
   cfg.threads = int(o, 'threads', 1, 64) ?? 2;
   cfg.sampleHz = num(o, 'sample-hz', 0.5, 50) ?? 4;
@@ -316,11 +329,11 @@ async function main() {
   const noPin = { server: null, loadgen: null, n: nproc };
   const cpuPin = o.cpus === 'none' ? noPin : pinAll || (taskset && nproc >= 2
     ? { server: '0', loadgen: Array.from({ length: nproc - 1 }, (_, i) => i + 1).join(','), n: 1 } : noPin);
-  const pinFor = (phase) => (phase === 'cpu' ? cpuPin : pinAll || noPin);
+  const pinFor = (phase) => (phase === 'cpu' || phase === 'json' ? cpuPin : pinAll || noPin);
   cfg.cpuThreads = int(o, 'cpu-threads', 1, 64) ?? (cpuPin.server ? cpuPin.n : cfg.threads);
   const pinningNote = o.cpus === 'none' ? 'none (--cpus none)'
     : pinAll ? `server on CPU ${pinAll.server}, loadgen on ${pinAll.loadgen || 'the same CPUs (no other CPU)'} in every phase (taskset)`
-      : cpuPin.server ? `cpu phase: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
+      : cpuPin.server ? `cpu and json phases: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
         : `not pinned (${taskset ? `${nproc} CPU` : 'taskset not available'})`;
 
   // Logging (into run.log too, once the folder exists)
@@ -350,14 +363,14 @@ async function main() {
   if (baseArm && baseArm !== probeArm) await probeServer(baseArm);
   const self = fdLimits('self');
   const soakPeak = phaseList.includes('soak') ? cfg.soak.peak : 0;
-  const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections)));
+  const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections, cfg.json.connections)));
   const serverCap = probe.soft - probe.idleFds - reserve;
   const lgHard = self.hard;
   cfg.shardMax = int(o, 'loadgen-max', 10, 1e6) ?? Math.max(100, lgHard - 8 - reserve);
   let populationNote = `the server's open-file limit is ${fmt(probe.soft)} (hard ${fmt(probe.hard)}), ${probe.idleFds} in use at idle; `
     + `with ${reserve} kept spare for churn and closing sockets, one server process holds at most ${fmt(serverCap)} connections`;
   const wanted = Math.max(phaseList.includes('parked') ? cfg.parked.levels[cfg.parked.levels.length - 1] : 0, soakPeak,
-    phaseList.includes('cpu') ? cfg.cpu.connections : 0);
+    phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0);
   if (presetName === 'full' && wanted > serverCap) {
     throw new Error(`--full needs ${fmt(wanted)} connections in one server process, but its open-file limit allows ${fmt(serverCap)} here `
       + `(soft ${probe.soft}, hard ${probe.hard}; raising it needs CAP_SYS_RESOURCE or a higher hard limit: ulimit -Hn). `
@@ -384,6 +397,7 @@ async function main() {
     cfg.soak.peak = p;
   }
   if (phaseList.includes('cpu')) cfg.cpu.connections = cap(cfg.cpu.connections, 'cpu connections');
+  if (phaseList.includes('json')) cfg.json.connections = cap(cfg.json.connections, 'json connections');
   populationNote += capped.length ? `; **capped**: ${capped.join('; ')}.` : `; the populations asked for (largest ${fmt(wanted)}) fit, nothing capped.`;
   if (cfg.shardMax < wanted) populationNote += ` loadgen is sharded: at most ${fmt(cfg.shardMax)} connections per process.`;
   cfg.sources = Math.min(64, Math.max(4, Math.ceil(Math.max(wanted, 1) / 3000)));
@@ -401,9 +415,11 @@ async function main() {
     fixedOrder: !!o['fixed-order'],
     phases: phaseList,
     arms: arms.map((a) => ({ name: a.name, what: a.what, env: a.env, script: path.relative(ROOT, a.script), soak: a.soak,
+      phases: phasesOf(a), deflate: a.deflate || null,
       root: a.gate === 'symphony' ? a.root || REPO : null, baselineOf: a.baselineOf || null })),
     source: describeCheckout(REPO),
     baseline,
+    uws,
     notes,
     populationNote,
     pinningNote,
@@ -419,6 +435,7 @@ async function main() {
   log(`${presetName} preset → ${path.relative(process.cwd(), outDir) || outDir}`);
   log(`arms: ${arms.map((a) => a.name).join(', ')}; phases: ${phaseList.join(', ')}; repeats ${repeats}; ${meta.fixedOrder ? 'fixed order' : 'interleaved'}`);
   log(`code: ${REPO} (${checkoutLabel(meta.source)})${baseline ? `; baseline: ${baseline.dir} (${checkoutLabel(baseline)})` : ''}`);
+  if (uws) log(`uWebSockets.js: ${uws.dir} (${uws.version || 'no package.json'}${uws.commit ? `, source ${uws.commit.slice(0, 12)}` : ''}): it loads`);
   for (const n of notes) log(`note: ${n}`);
   log(`populations: ${populationNote}`);
   log(`pinning: ${pinningNote}`);
@@ -458,14 +475,12 @@ async function main() {
 
   const runs = [];
   const tStart = now();
-  const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes };
+  const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
-    const phaseArms = phase === 'soak' ? arms.filter((a) => a.soak) : phase === 'handshakes' ? arms.filter((a) => a.tls) : arms;
+    const phaseArms = arms.filter((a) => phasesOf(a).includes(phase));
     for (const a of arms) {
-      if (phaseArms.includes(a)) continue;
-      notes.push(`${a.name}: no ${phase} phase (${phase === 'handshakes' ? 'TLS arms only'
-        : 'the soak runs the symphony arms without TLS; ws and the TLS arms run the parked and cpu phases'})`);
+      if (!phaseArms.includes(a)) notes.push(`${a.name}: no ${phase} phase (it runs ${phasesOf(a).join(', ')})`);
     }
     for (const [k, { arm, repeat }] of order(phaseArms, repeats, meta.fixedOrder).entries()) {
       if (aborted) break;
@@ -492,7 +507,7 @@ async function main() {
   const out = report.build(res);
   fs.writeFileSync(path.join(outDir, 'report.md'), out.md);
   for (const [name, svg] of Object.entries(out.charts)) fs.writeFileSync(path.join(outDir, name), svg);
-  fs.writeFileSync(path.join(outDir, 'results.json'), `${JSON.stringify({ ...res, gates: out.gates, oddSummary: res.oddSummary,
+  fs.writeFileSync(path.join(outDir, 'results.json'), `${JSON.stringify({ ...res, gates: out.gates, targets: out.targets, oddSummary: res.oddSummary,
     baselineComparison: out.baselineComparison }, null, 1)}\n`);
   log(`report: ${path.join(outDir, 'report.md')} (${fmt(meta.elapsedS / 60, 1)} min)`);
   if (out.baselineComparison.length) {
@@ -504,6 +519,10 @@ async function main() {
   }
   log('gates:');
   for (const g of out.gates) log(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}`);
+  if (phaseList.includes('json')) {
+    log('targets of the JSON shape (reported, not gates):');
+    for (const t of out.targets) log(`  ${t.result.padEnd(6)} ${t.name}: ${t.figures}`);
+  }
   await rec.close();
   const failed = runs.filter((r) => r.error).length;
   if (aborted) return 130;
@@ -530,6 +549,10 @@ function brief(phase, f) {
   }
   if (phase === 'cpu') {
     return f.shapes.map((s) => `${s.shape}: ${k(s.msgsPerS)} msg/s (${k(s.deliveredPct, 1)}%), ${k(s.cpuSPer1M, 2)} CPU-s/1M, p99 ${k(s.p99ms, 2)} ms`).join('; ');
+  }
+  if (phase === 'json') {
+    return `${k(f.n)} conns (${k(f.negotiated)} deflate), parked ${k(f.bytesPerConnOverIdle)} B/conn over idle; ${k(f.msgsPerS)} msg/s (${k(f.deliveredPct, 1)}%), `
+      + `${k(f.wireBytesPerMsg, 1)} wire B/msg (${k(f.compressedPct, 0)}% compressed), ${k(f.cpuSPer1M, 2)} CPU-s/1M, p99 ${k(f.p99ms, 2)} ms`;
   }
   if (phase === 'handshakes') {
     return f.keys.map((x) => `${x.key}: ${k(x.connections)} in ${k(x.seconds, 1)} s, ${k(x.perCoreS)}/s per server core`).join('; ');

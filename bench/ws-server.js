@@ -10,7 +10,8 @@
 //
 //   node bench/ws-server.js [--port 0] [--threads 2] [--topics 1]
 //        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
-//        [--stats-interval 0]
+//        [--stats-interval 0] [--payload binary|json] [--deflate 0|1]
+//        [--threshold 128]
 //
 // Each option can also come from the environment: PORT, THREADS, TOPICS,
 // SIZE, RATE, DURATION, MAX_BACKPRESSURE, STATS_INTERVAL (the command line
@@ -24,8 +25,17 @@
 // connections, messages out, RSS, the JS heap; the allocator fields that
 // fanout-server.js fills from symphony's allocator are null here.
 //
+// --payload json and --deflate as in fanout-server.js. ws compresses each
+// send on its own (per connection, on its zlib threads): with --deflate 1
+// perMessageDeflate is { threshold: --threshold, level 6,
+// serverNoContextTakeover, clientNoContextTakeover } (the same threshold,
+// level and wire format as symphony's, so the two compare); with
+// BENCH_WS_DEFLATE=defaults it is `true`, ws's defaults (threshold 1024 B,
+// context takeover when the client does not ask otherwise: loadgen asks for
+// server_no_context_takeover, which ws honours).
+//
 // How it is written: the way a typical ws service does fan-out, on purpose.
-// A WebSocketServer without permessage-deflate and without client tracking;
+// A WebSocketServer without client tracking;
 // per-topic Sets of sockets; publishing builds one Buffer per message and
 // calls ws.send(buf, { binary: true }) for each subscriber (ws frames it per
 // socket; with no masking the payload Buffer is not copied, so each message
@@ -46,7 +56,14 @@ const { WebSocketServer, WebSocket } = require('ws');
 const { benchTls } = require('./lib/pki');
 
 const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
-const { parseOptions, createSchedule } = require('./lib/server-cli');
+const { parseOptions, createSchedule, createPayloads } = require('./lib/server-cli');
+
+/** ws's perMessageDeflate option for --deflate (see above). */
+function deflateOption(o) {
+  if (!o.deflate) return false;
+  if (process.env.BENCH_WS_DEFLATE === 'defaults') return true;
+  return { threshold: o.threshold, zlibDeflateOptions: { level: 6 }, serverNoContextTakeover: true, clientNoContextTakeover: true };
+}
 
 // Whether ws found bufferutil, and whether that is the native addon or its
 // JS fallback (ws loads it itself, from the same node_modules).
@@ -87,7 +104,7 @@ async function main() {
   const httpsServer = cert ? https.createServer({ cert: cert.cert, key: cert.key }) : null;
   const wss = new WebSocketServer({
     ...(httpsServer ? { server: httpsServer } : { host: '127.0.0.1', port: o.port }),
-    perMessageDeflate: false,
+    perMessageDeflate: deflateOption(o),
     clientTracking: false, // the topic Sets are the tracking
   });
   wss.on('wsClientError', (err, socket) => {
@@ -136,20 +153,21 @@ async function main() {
 
   // dueNs: when the message was due (t0 + (n + 1) / rate), as in fanout-server.js,
   // so that this synchronous send loop is measured the same way.
-  function publish(set, dueNs) {
-    const buf = Buffer.allocUnsafe(o.size).fill(0x61);
-    buf.writeBigUInt64LE(dueNs, 0);
+  // ws keeps the Buffer queued: a fresh one per message.
+  const { binary, payloadFor } = createPayloads(o, true);
+  function publish(g, set, dueNs) {
+    const buf = payloadFor(g, dueNs);
     let n = 0;
     for (const ws of set) {
       if (ws.readyState !== WebSocket.OPEN) continue;
       const queued = ws.bufferedAmount;
-      if (queued > 0 && queued + o.size > maxBackpressure) {
+      if (queued > 0 && queued + buf.length > maxBackpressure) {
         dropped++;
         continue;
       }
       // ws.send() returns undefined; `false` can only come from a wrapper
       // that did not send (a traffic gate that is off), which is not counted.
-      if (ws.send(buf, { binary: true }) !== false) n++;
+      if (ws.send(buf, { binary }) !== false) n++;
     }
     return n;
   }
@@ -158,8 +176,8 @@ async function main() {
   function publishDue() {
     if (stopping) return;
     for (const dueNs of schedule.due()) {
-      for (const set of topics) {
-        const n = publish(set, dueNs);
+      for (const [g, set] of topics.entries()) {
+        const n = publish(g, set, dueNs);
         deliveries += n;
         messagesOut += n;
         published++;
@@ -279,7 +297,7 @@ async function main() {
       skipped: schedule.skipped,
       stats: st,
       memoryAfterClose: memory(),
-      ws: { version: require('ws/package.json').version, bufferutil: bufferutilState() },
+      ws: { version: require('ws/package.json').version, bufferutil: bufferutilState(), perMessageDeflate: deflateOption(o) },
     })}\n`);
   }
   const deadline = setTimeout(() => stop('duration'), o.duration * 1000);

@@ -9,6 +9,8 @@ const BENCH = path.join(__dirname, '..');
 const REPO = path.resolve(BENCH, '..');
 const FANOUT = path.join(BENCH, 'fanout-server.js');
 const WS = path.join(BENCH, 'ws-server.js');
+const UWS = path.join(BENCH, 'uws-server.js');
+const THRESHOLD = 128; // symphony's default compression threshold (B)
 const nativeDir = (root) => path.join(root, 'native', `linux-${process.arch}`);
 
 const BUILTIN = {
@@ -20,6 +22,7 @@ const BUILTIN = {
     env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
     allocator: 'jemalloc',
     soak: true,
+    json: true,
   },
   system: {
     name: 'system',
@@ -66,11 +69,101 @@ const BUILTIN = {
     gate: 'ws',
     env: {},
     allocator: null,
-    soak: false, // parked and cpu phases only
+    soak: false, // parked, cpu and json phases
+    json: true,
+  },
+  // The JSON shape's arms (the json phase only): permessage-deflate on.
+  'jemalloc-deflate': {
+    name: 'jemalloc-deflate',
+    what: `default build, compression: { threshold: ${THRESHOLD}, level: 6 } (libdeflate, once per publish)`,
+    script: FANOUT,
+    gate: 'symphony',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    deflate: { threshold: THRESHOLD },
+    phases: ['json'],
+  },
+  'ws-deflate': {
+    name: 'ws-deflate',
+    what: `ws, perMessageDeflate { threshold: ${THRESHOLD}, level 6, no context takeover } (zlib, once per send; peer)`,
+    script: WS,
+    gate: 'ws',
+    env: {},
+    allocator: null,
+    deflate: { threshold: THRESHOLD },
+    phases: ['json'],
+  },
+  'ws-deflate-defaults': {
+    name: 'ws-deflate-defaults',
+    what: 'ws, perMessageDeflate: true (its defaults: threshold 1024 B, so a ~630 B message goes uncompressed; peer)',
+    script: WS,
+    gate: 'ws',
+    env: { BENCH_WS_DEFLATE: 'defaults' },
+    allocator: null,
+    deflate: { threshold: 1024 },
+    phases: ['json'],
+  },
+  // uWebSockets.js: only with --uws-path (never a dependency; see uws-server.js).
+  uws: {
+    name: 'uws',
+    what: 'uWebSockets.js pub/sub, compression DISABLED (peer)',
+    script: UWS,
+    gate: 'uws',
+    env: {},
+    allocator: null,
+    uws: true,
+    phases: ['parked', 'cpu', 'json'],
+  },
+  'uws-deflate': {
+    name: 'uws-deflate',
+    what: 'uWebSockets.js pub/sub, compression SHARED_COMPRESSOR (no threshold; peer)',
+    script: UWS,
+    gate: 'uws',
+    env: {},
+    allocator: null,
+    uws: true,
+    deflate: { threshold: 0 },
+    phases: ['json'],
   },
 };
 
-const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'ws-tls'];
+const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'ws-tls',
+  'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'uws', 'uws-deflate'];
+
+/** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak
+ * arms), handshakes (TLS arms) and json (json arms). */
+function phasesOf(arm) {
+  if (arm.phases) return arm.phases;
+  return ['parked', 'cpu', ...(arm.soak ? ['soak'] : []), ...(arm.tls ? ['handshakes'] : []), ...(arm.json ? ['json'] : [])];
+}
+
+/** The uWebSockets.js folder of --uws-path, checked: it loads here (the
+ * folder and this Node), or an error saying why not. */
+function uwsCheckout(dir) {
+  const root = path.resolve(dir);
+  if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) throw new Error(`--uws-path ${dir}: no such folder`);
+  try {
+    execFileSync(process.execPath, ['-e', `const u = require(${JSON.stringify(root)}); if (typeof u.App !== 'function') process.exit(3)`],
+      { stdio: ['ignore', 'ignore', 'pipe'], timeout: 20000 });
+  } catch (e) {
+    const why = `${e.stderr || ''}`.trim().split('\n').filter(Boolean).slice(-1)[0] || `exit ${e.status}`;
+    throw new Error(`--uws-path ${dir}: uWebSockets.js does not load there with Node ${process.version}: ${why}`);
+  }
+  let version = null;
+  try {
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+    version = `${pkg.name}@${pkg.version}`;
+  } catch {
+    // a bare folder: no version to tell
+  }
+  let commit = null;
+  try {
+    commit = fs.readFileSync(path.join(root, 'source_commit'), 'utf8').trim() || null;
+  } catch {
+    // not every build has one
+  }
+  return { dir: root, version, commit };
+}
 
 // --baseline DIR: these arms again, on the symphony of another checkout.
 const BASELINE_OF = { jemalloc: 'base-jemalloc', 'jemalloc-tls': 'base-jemalloc-tls' };
@@ -181,7 +274,7 @@ function parseArmEnv(spec) {
  * unless --arms names a twin: then just the arms named. Returns { arms, notes } where
  * notes say what was left out and why (nothing is skipped silently).
  */
-function selectArms(names, armEnvs, base = null) {
+function selectArms(names, armEnvs, base = null, uws = null) {
   const notes = [];
   const extra = armEnvs.map(parseArmEnv);
   for (const a of extra) {
@@ -205,14 +298,19 @@ function selectArms(names, armEnvs, base = null) {
     const arm = BUILTIN[n] || extra.find((a) => a.name === n) || twins.find((a) => a.name === n);
     if (!arm && Object.values(BASELINE_OF).includes(n)) throw new Error(`arm ${n} needs --baseline DIR`);
     if (!arm) throw new Error(`unknown arm ${n} (built-in: ${Object.keys(BUILTIN).join(', ')}; or define it with --arm-env)`);
-    if (arms.includes(arm)) continue;
+    if (arms.some((a) => a.name === arm.name)) continue;
+    if (arm.uws && !uws) {
+      if (explicit) throw new Error(`arm ${n} needs --uws-path DIR (uWebSockets.js is not a dependency)`);
+      notes.push(`arm ${n} left out: no --uws-path`);
+      continue;
+    }
     if (!fs.existsSync(arm.script)) {
       const why = `${path.relative(path.join(BENCH, '..'), arm.script)} does not exist`;
       if (explicit) throw new Error(`arm ${n}: ${why}`);
       notes.push(`arm ${n} left out: ${why}`);
       continue;
     }
-    arms.push(arm);
+    arms.push(arm.uws ? { ...arm, env: { ...arm.env, BENCH_UWS_PATH: uws.dir } } : arm);
   }
   for (const a of extra) if (!arms.includes(a)) arms.push(a);
   for (const a of arms) {
@@ -246,4 +344,4 @@ function order(arms, repeats, fixedOrder) {
 }
 
 module.exports = { BUILTIN, DEFAULT_ARMS, BASELINE_OF, REPO, selectArms, order, parseArmEnv, baselineCheckout, describeCheckout,
-  checkoutLabel, wrongBuild };
+  checkoutLabel, wrongBuild, phasesOf, uwsCheckout };

@@ -1,5 +1,5 @@
 'use strict';
-// The three phases. Each function runs one (arm, repeat) of its phase from
+// The phases. Each function runs one (arm, repeat) of its phase from
 // a fresh server process to its exit, and returns the figures of that run.
 // Every wait is bounded; every process is stopped on the way out.
 
@@ -48,6 +48,7 @@ async function withServer(ctx, info, sopts, fn) {
         serverPid: server.pid,
         maxPending: ctx.cfg.maxPending,
         tls: !!sopts.arm.tls,
+        deflate: sopts.payload === 'json', // the JSON shape's client always offers it, as a browser does
         ...o,
       });
       for (const s of lg.shards) ctx.live.add(s);
@@ -87,7 +88,10 @@ async function withServer(ctx, info, sopts, fn) {
     error = error || new Error(`${sopts.arm.name}: the server reports allocator ${allocNames.join('/')}, expected ${sopts.arm.allocator}`);
   }
   for (const l of server.odd) notes.push(`server: ${l}`);
-  if (final && final.ws) notes.push(`ws ${final.ws.version}, bufferutil ${final.ws.bufferutil}`);
+  if (final && final.ws) {
+    notes.push(`ws ${final.ws.version}, bufferutil ${final.ws.bufferutil}`
+      + `${final.ws.perMessageDeflate ? `, perMessageDeflate ${JSON.stringify(final.ws.perMessageDeflate)}` : ''}`);
+  }
   if (final && final.skipped) notes.push(`server: ${final.skipped} messages skipped after publishing stalls > 1 s`);
   if (server.exitInfo && server.exitInfo.code !== 0 && server.exitInfo.signal !== 'SIGTERM') {
     notes.push(`server exit: ${server.exitInfo.code ?? server.exitInfo.signal}`);
@@ -311,6 +315,108 @@ async function cpu(ctx, arm, repeat) {
     parts.push(r);
   }
   return { figures: { shapes }, notes, ...loadedOf(parts) };
+}
+
+// ---- json: the JSON shape, with and without permessage-deflate ---------------
+
+/** The delta of a counter of the server's stats lines over [a, b] (null
+ * when the server does not report it). */
+function statsDelta(server, k, a, b) {
+  const s0 = statsAt(server, a);
+  const s1 = statsAt(server, b);
+  return s0 && s1 && finite(s0[k]) && finite(s1[k]) ? s1[k] - s0[k] : null;
+}
+
+/**
+ * One server, the JSON shape (bench/lib/json-trade.js, text, `rate` per
+ * connection over `topics`): idle; `connections` ramp with the traffic off,
+ * every one offering permessage-deflate (the arm decides whether the server
+ * accepts); parked (footprint per connection, deflate negotiated or not);
+ * then the traffic, and after `settle` s a window of `window` s: wire bytes
+ * per delivered message (payload as it came: compressed where it was),
+ * inflated bytes, server CPU per 1M delivered, latency, and the footprint
+ * per connection while active.
+ */
+async function json(ctx, arm, repeat) {
+  const c = ctx.cfg.json;
+  const info = { phase: 'json', arm: arm.name, repeat };
+  const hold = c.parked + c.settle + c.window + 3; // after the ramp: parked, then the traffic
+  const bound = c.idle + rampBound(c.connections, c.ramp) + hold + 60;
+  const measure = ctx.cfg.measure;
+  return withServer(ctx, info, {
+    arm, threads: ctx.cfg.cpuThreads, topics: c.topics, size: 64, rate: c.rate, payload: 'json',
+    duration: bound, cpus: ctx.cpus.server, traffic: 'off',
+  }, async (server, smp, run) => {
+    run.mark('idle');
+    await sleep(c.idle);
+    const tIdle = now();
+    const idle = smp.footprint(tIdle - measure, tIdle);
+    const idleStats = statsAt(server, tIdle);
+    run.mark(`ramp to ${c.connections}`);
+    const lg = run.loadgen({ connections: c.connections, rampPerSec: c.ramp, hold, duration: bound });
+    await lg.waitSettled(rampBound(c.connections, c.ramp));
+    run.mark('parked');
+    await sleep(c.parked);
+    const tParked = now();
+    const parkedKiB = smp.footprint(tParked - measure, tParked);
+    const parkedStats = statsAt(server, tParked);
+    const n = lg.open();
+    const tOn = await server.setTraffic(true);
+    run.mark('traffic');
+    const sums = await lg.done(c.settle + c.window + 40);
+    const s0 = sums[0];
+    if (!s0 || !s0.steady) throw new Error('json: loadgen gave no steady window');
+    const d = lg.delivered(tOn + c.settle, lg.t0 + s0.run_s);
+    const cpuS = smp.delta('cpuS', d.a, d.b);
+    const userS = smp.delta('userS', d.a, d.b);
+    const activeKiB = smp.footprint(d.b - measure, d.b);
+    const expected = d.open * c.rate * d.seconds;
+    const deliveredPct = expected > 0 ? (100 * d.messages) / expected : null;
+    const lat = (k) => Math.max(...sums.map((s) => (s && s.steady && s.steady.latency_us ? s.steady.latency_us[k] : NaN))) / 1000;
+    const lgCpu = Math.max(...sums.map((s) => (s && s.steady ? s.steady.cpu_percent : NaN)));
+    const sum = (f) => sums.reduce((x, s) => x + (s ? f(s) : 0), 0);
+    const compressions = statsDelta(server, 'compressed', d.a, d.b);
+    const compressUs = statsDelta(server, 'compressMicros', d.a, d.b);
+    const compressIn = statsDelta(server, 'compressBytesIn', d.a, d.b);
+    const compressOut = statsDelta(server, 'compressBytesOut', d.a, d.b);
+    const per = (x, y) => (finite(x) && finite(y) && y > 0 ? x / y : null);
+    return {
+      figures: {
+        n,
+        negotiated: sum((s) => (s.deflate ? s.deflate.negotiated : 0)),
+        refusedContext: sum((s) => (s.deflate ? s.deflate.refused_context : 0)),
+        inflateErrors: sum((s) => (s.deflate ? s.deflate.inflate_errors : 0)),
+        failed: sum((s) => s.connections.failed),
+        idleKiB: idle,
+        parkedKiB,
+        activeKiB,
+        bytesPerConnOverIdle: perConn(parkedKiB - idle, n),
+        activeBytesPerConnOverIdle: perConn(activeKiB - idle, d.open),
+        allocBytesPerConn: idleStats && parkedStats && finite(parkedStats.allocatedKiB)
+          ? perConn(parkedStats.allocatedKiB - idleStats.allocatedKiB, n) : null,
+        connections: d.open,
+        seconds: d.seconds,
+        msgsPerS: per(d.messages, d.seconds),
+        offeredPerS: d.open * c.rate,
+        deliveredPct,
+        wireBytesPerMsg: per(d.wire, d.messages),
+        bytesPerMsg: per(d.bytes, d.messages),
+        wireRatio: per(d.wire, d.bytes),
+        compressedPct: finite(d.compressed) && d.messages > 0 ? (100 * d.compressed) / d.messages : null,
+        serverCores: per(cpuS, d.seconds),
+        userSharePct: finite(cpuS) && cpuS > 0 ? (100 * userS) / cpuS : null,
+        cpuSPer1M: finite(cpuS) && d.messages > 0 ? (cpuS / d.messages) * 1e6 : null,
+        p50ms: lat('p50'),
+        p99ms: lat('p99'),
+        p999ms: lat('p99_9'),
+        loadgenCpuPct: lgCpu,
+        loadgenLimited: lgCpu >= 90 && finite(deliveredPct) && deliveredPct < 99,
+        compressions,
+        compressUsPerMsg: per(compressUs, compressions),
+        compressRatio: per(compressOut, compressIn),
+      },
+    };
+  });
 }
 
 // ---- handshakes (TLS arms) ----------------------------------------------------
@@ -558,4 +664,4 @@ async function soak(ctx, arm, repeat) {
   };
 }
 
-module.exports = { parked, cpu, soak, handshakes, withServer, median };
+module.exports = { parked, cpu, soak, handshakes, json, withServer, median };

@@ -18,7 +18,8 @@ const GATE = path.join(__dirname, 'traffic-gate.js');
 // would make every arm load one file; BENCH_SYMPHONY_ROOT is the baseline
 // arms' checkout; BENCH_TLS would turn a ws:// arm into wss://).
 const ARM_VARS = ['SYMPHONY_ALLOCATOR', 'MALLOC_ARENA_MAX', 'GLIBC_TUNABLES', 'SY_JE_MALLOC_CONF', 'MALLOC_CONF',
-  'LD_PRELOAD', 'BENCH_TRAFFIC', 'BENCH_GATE', 'BENCH_SYMPHONY_ROOT', 'SYMPHONY_NATIVE', 'BENCH_TLS'];
+  'LD_PRELOAD', 'BENCH_TRAFFIC', 'BENCH_GATE', 'BENCH_SYMPHONY_ROOT', 'SYMPHONY_NATIVE', 'BENCH_TLS', 'BENCH_UWS_PATH',
+  'BENCH_WS_DEFLATE'];
 
 function cleanEnv(extra) {
   const env = { ...process.env };
@@ -58,7 +59,9 @@ async function terminate(child, exited, grace, notes) {
 class ServerProc {
   /**
    * opts: { arm, threads, topics, size, rate, duration, statsInterval,
-   * cpus, traffic ('on'|'off') }. Resolves once it printed its port.
+   * cpus, traffic ('on'|'off'), payload ('binary'|'json') }; the arm's
+   * `deflate` ({ threshold }) turns permessage-deflate on. Resolves once it
+   * printed its port.
    */
   static async start(opts) {
     const s = new ServerProc(opts);
@@ -80,6 +83,8 @@ class ServerProc {
       '--size', String(o.size), '--rate', String(o.rate), '--duration', String(Math.ceil(o.duration)),
       '--stats-interval', String(o.statsInterval)];
     if (o.maxBackpressure) args.push('--max-backpressure', String(o.maxBackpressure));
+    if (o.payload) args.push('--payload', o.payload);
+    if (o.arm.deflate) args.push('--deflate', '1', '--threshold', String(o.arm.deflate.threshold ?? 0));
     const [cmd, argv] = withTaskset(o.cpus, process.execPath, args);
     const env = cleanEnv({ ...o.arm.env, BENCH_TRAFFIC: o.traffic || 'on', BENCH_GATE: o.arm.gate });
     this.child = spawn(cmd, argv, { env, stdio: ['pipe', 'pipe', 'pipe'], cwd: path.join(BENCH, '..') });
@@ -162,7 +167,8 @@ const PROGRESS = /^loadgen\s+(\d+)s\s+open (\d+)\s+pending (\d+)\s+failed (\d+)\
 class LoadgenProc {
   /**
    * o: { port, connections, rampPerSec, hold, duration, sources, cpus,
-   * schedule, churn, events, serverPid, maxPending, closeWait, label }
+   * schedule, churn, events, serverPid, maxPending, closeWait, label,
+   * deflate (offer permessage-deflate) }
    */
   constructor(o) {
     this.o = o;
@@ -180,6 +186,7 @@ class LoadgenProc {
     if (o.serverPid) args.push('--server-pid', String(o.serverPid));
     if (o.schedule) args.push('--schedule', o.schedule);
     if (o.churn) args.push('--churn', String(o.churn));
+    if (o.deflate) args.push('--deflate');
     args.push('--events'); // always: start (the clock), step, reached, one sample a second
     this.args = args;
     const [cmd, argv] = withTaskset(o.cpus, LOADGEN, args);
@@ -366,13 +373,17 @@ class Loadgen {
   /**
    * Messages and payload bytes delivered in [a, b] (runner clock), from the
    * shards' per-second arrays: whole loadgen seconds inside the window.
-   * Returns { messages, bytes, seconds, open } (seconds: per shard, the
-   * same; open: the mean of the open connections over those seconds, summed
-   * over the shards).
+   * Returns { messages, bytes, wire, compressed, seconds, open } (bytes:
+   * payload, inflated; wire: payload as it came, compressed where it was;
+   * compressed: messages that came compressed; seconds: per shard, the same;
+   * open: the mean of the open connections over those seconds, summed over
+   * the shards).
    */
   delivered(a, b) {
     let messages = 0;
     let bytes = 0;
+    let wire = 0;
+    let compressed = 0;
     let seconds = 0;
     let open = 0;
     const samples = this.shards.map((s) => s.events.filter((e) => e.ev === 'sample'));
@@ -389,6 +400,8 @@ class Loadgen {
           if (t0 < a - 0.01 || t1 > b + 0.01) continue;
           messages += e.msgs;
           bytes += e.bytes;
+          wire += e.wire ?? e.bytes;
+          compressed += e.zmsgs ?? 0;
           o += e.open * e.dt;
           n += e.dt;
           wa = Math.min(wa, t0);
@@ -397,7 +410,7 @@ class Loadgen {
         seconds = n;
         open += n > 0 ? o / n : 0;
       }
-      return { messages, bytes, seconds, open, a: wa, b: wb };
+      return { messages, bytes, wire, compressed, seconds, open, a: wa, b: wb };
     }
     for (const s of this.shards) {
       const ps = s.summary && s.summary.per_second;
@@ -417,7 +430,7 @@ class Loadgen {
     }
     const s0 = this.shards[0];
     const k0 = Math.max(0, Math.ceil(a - s0.t0));
-    return { messages, bytes, seconds, open, a: s0.t0 + k0, b: s0.t0 + k0 + seconds };
+    return { messages, bytes, wire: bytes, compressed: null, seconds, open, a: s0.t0 + k0, b: s0.t0 + k0 + seconds };
   }
 }
 

@@ -105,6 +105,44 @@ function gates(runs, armNames) {
   return out.map(({ name, result, figures }) => ({ name, result, figures }));
 }
 
+// ---- the JSON shape's targets -------------------------------------------------
+
+/**
+ * Issue 13's targets for the JSON shape, reported, not gates: each
+ * { name, result: 'MET'|'MISSED'|'n/a', figures }, on medians over repeats.
+ */
+function jsonTargets(runs) {
+  const list = runs.filter((r) => r.phase === 'json' && r.figures);
+  const med = (arm, k) => summarize(list.filter((r) => r.arm === arm).map((r) => r.figures[k]));
+  const ours = 'jemalloc-deflate';
+  const peers = ['ws-deflate', 'uws-deflate'].filter((a) => finite(med(a, 'cpuSPer1M').median));
+  const out = [];
+  const within = (name, k, limitPct, digits, unit) => {
+    const a = med(ours, k);
+    const b = med('jemalloc', k);
+    if (!finite(a.median) || !finite(b.median)) return out.push({ name, result: 'n/a', figures: `needs the ${ours} and jemalloc arms` });
+    const ratio = a.median / b.median;
+    return out.push({ name, result: ratio <= 1 + limitPct / 100 ? 'MET' : 'MISSED',
+      figures: `${ours} ${fmtRange(a, digits, unit)} vs jemalloc ${fmtRange(b, digits, unit)}: ${ratio >= 1 ? '+' : ''}${fmt((ratio - 1) * 100, 1)}% (target ≤ +${limitPct}%)` });
+  };
+  within('parked bytes per connection with deflate negotiated within 5% of without', 'bytesPerConnOverIdle', 5, 0, ' B');
+  within('CPU per delivered message with compression within 10% of without', 'cpuSPer1M', 10, 2, ' s');
+  const ahead = (name, k, digits, unit, orEqual) => {
+    const a = med(ours, k);
+    if (!finite(a.median) || !peers.length) return out.push({ name, result: 'n/a', figures: `needs ${ours} and a peer (ws-deflate, uws-deflate)` });
+    const cmp = peers.map((p) => ({ p, s: med(p, k) })).filter((x) => finite(x.s.median));
+    const ok = cmp.every((x) => (orEqual ? a.median <= x.s.median : a.median < x.s.median));
+    return out.push({ name, result: ok ? 'MET' : 'MISSED',
+      figures: `${ours} ${fmtRange(a, digits, unit)}; ${cmp.map((x) => `${x.p} ${fmtRange(x.s, digits, unit)} (${fmt(a.median / x.s.median, 2)}x)`).join('; ')}`
+        + `${peers.length < 2 ? ` (only ${peers.join(', ')} ran)` : ''}` });
+  };
+  ahead('ahead of the peers on CPU per delivered message (compression on)', 'cpuSPer1M', 2, ' s', false);
+  ahead('ahead of the peers on memory per parked connection (deflate negotiated)', 'bytesPerConnOverIdle', 0, ' B', false);
+  ahead('ahead of the peers on memory per connection while active', 'activeBytesPerConnOverIdle', 0, ' B', false);
+  ahead('wire bytes per delivered message no worse than the peers\'', 'wireBytesPerMsg', 1, ' B', true);
+  return out;
+}
+
 // ---- charts ------------------------------------------------------------------
 
 function armColor(arms, a) {
@@ -189,6 +227,29 @@ function charts(runs, arms) {
           return { name: a, value: s.median, min: s.min, max: s.max, color: armColor(arms, a) };
         }),
       })),
+    });
+  }
+  const jsonRuns = runs.filter((r) => r.phase === 'json' && r.figures);
+  const jsonArms = arms.filter((a) => jsonRuns.some((r) => r.arm === a));
+  if (jsonArms.length) {
+    const bars = (k, scale = 1) => jsonArms.map((a) => {
+      const s = S(jsonRuns.filter((r) => r.arm === a), (r) => (finite(r.figures[k]) ? r.figures[k] * scale : null));
+      return { name: a, value: s.median, min: s.min, max: s.max, color: armColor(arms, a) };
+    });
+    out['json-wire-bytes.svg'] = barChart({
+      title: 'JSON shape: wire bytes per delivered message (median, min–max)',
+      yLabel: 'payload bytes on the wire per message',
+      groups: [{ label: 'wire (compressed where it was)', bars: bars('wireBytesPerMsg') }, { label: 'inflated', bars: bars('bytesPerMsg') }],
+    });
+    out['json-cpu-per-1M.svg'] = barChart({
+      title: 'JSON shape: server CPU seconds per 1M delivered messages (median, min–max)',
+      yLabel: 'CPU-s per 1M messages',
+      groups: [{ label: 'CPU-s per 1M delivered', bars: bars('cpuSPer1M') }],
+    });
+    out['json-bytes-per-conn.svg'] = barChart({
+      title: 'JSON shape: server footprint per connection over idle (median, min–max)',
+      yLabel: 'bytes per connection',
+      groups: [{ label: 'parked', bars: bars('bytesPerConnOverIdle') }, { label: 'active (traffic on)', bars: bars('activeBytesPerConnOverIdle') }],
     });
   }
   return out;
@@ -399,6 +460,73 @@ function markdown(res) {
     P();
   }
 
+  if (phasesRun.has('json')) {
+    const c = meta.cfg.json;
+    const list = runs.filter((r) => r.phase === 'json' && r.figures);
+    const armInfo = (a) => meta.arms.find((x) => x.name === a) || {};
+    P('## JSON shape with permessage-deflate');
+    P();
+    P(`A fresh server per run, ${meta.cpus.server ? `pinned to CPU ${meta.cpus.server} with ${meta.cfg.cpuThreads} IO thread(s)` : 'not pinned'}, `
+      + `loadgen ${meta.cpus.loadgen ? `on CPU ${meta.cpus.loadgen}` : 'not pinned'}: idle ${c.idle} s; ${fmt(c.connections)} connections over ${c.topics} topics `
+      + `(${fmt(c.connections / c.topics)} subscribers per topic) ramp with the traffic off, every one offering \`permessage-deflate; client_no_context_takeover; server_no_context_takeover\` `
+      + `(the arm decides whether the server accepts); parked ${c.parked} s; then each topic publishes ${c.rate} msg/s of a ~630 B JSON trade message `
+      + '(bench/lib/json-trade.js: deterministic per topic and message, text frames, the due time as its first field `{"ts":N,`), '
+      + `and after ${c.settle} s a window of ${c.window} s. loadgen inflates each compressed message whole (libdeflate) to read its time stamp.`);
+    P();
+    P('Thresholds: symphony and the fair ws arm compress messages of 128 B and more (symphony\'s default; ws\'s own default is 1024 B, '
+      + 'which leaves every ~630 B message of this shape uncompressed: the `ws-deflate-defaults` arm); uWS has no threshold (it compresses whatever publish is asked to). '
+      + 'No arm keeps compression context: symphony never does, ws honours the client\'s server_no_context_takeover, uWS\'s shared compressor answers it.');
+    P();
+    const rows = [];
+    for (const a of arms) {
+      const l = list.filter((r) => r.arm === a);
+      if (!l.length) continue;
+      const dfl = armInfo(a).deflate;
+      const limited = l.some((r) => r.figures.loadgenLimited);
+      rows.push([a, dfl ? (dfl.threshold ? `≥ ${dfl.threshold} B` : 'all') : 'off', fmtRange(S(l, (r) => r.figures.n)),
+        fmtRange(S(l, (r) => r.figures.negotiated)),
+        fmtRange(S(l, (r) => r.figures.bytesPerConnOverIdle)), fmtRange(S(l, (r) => r.figures.activeBytesPerConnOverIdle)),
+        fmtRange(S(l, (r) => r.figures.msgsPerS)), fmtRange(S(l, (r) => r.figures.deliveredPct), 1),
+        fmtRange(S(l, (r) => r.figures.compressedPct), 0),
+        fmtRange(S(l, (r) => r.figures.wireBytesPerMsg), 1), fmtRange(S(l, (r) => r.figures.bytesPerMsg), 1),
+        fmtRange(S(l, (r) => r.figures.wireRatio), 3),
+        fmtRange(S(l, (r) => r.figures.serverCores), 3), fmtRange(S(l, (r) => r.figures.cpuSPer1M), 2),
+        fmtRange(S(l, (r) => r.figures.p50ms), 2), fmtRange(S(l, (r) => r.figures.p99ms), 2), fmtRange(S(l, (r) => r.figures.p999ms), 2),
+        `${fmtRange(S(l, (r) => r.figures.loadgenCpuPct))}${limited ? ' **loadgen-limited**' : ''}`]);
+    }
+    P(table(['arm', 'compresses', 'connections', 'deflate negotiated', 'parked B/conn over idle', 'active B/conn over idle',
+      'delivered msg/s', 'delivered %', 'compressed %', 'wire B/msg', 'inflated B/msg', 'wire ÷ inflated', 'server cores',
+      'CPU-s per 1M delivered', 'p50 ms', 'p99 ms', 'p99.9 ms', 'loadgen CPU %'], rows));
+    P('_wire B/msg_ = frame payload bytes as they came (compressed where they were; the 2–4 B frame header not counted) per delivered message; '
+      + '_parked_ = (footprint − idle) ÷ connections before any traffic; _active_ = the same at the end of the window (where a per-connection compressor shows); '
+      + '_CPU-s per 1M_ = server CPU (every thread, and the kernel\'s receive work for the client sockets on loopback) per 1M delivered messages.');
+    P();
+    const srv = list.filter((r) => finite(r.figures.compressions));
+    if (srv.length) {
+      const rows2 = [];
+      for (const a of arms) {
+        const l = srv.filter((r) => r.arm === a);
+        if (!l.length) continue;
+        rows2.push([a, fmtRange(S(l, (r) => r.figures.compressions / r.figures.seconds), 1), fmtRange(S(l, (r) => r.figures.compressUsPerMsg), 1),
+          fmtRange(S(l, (r) => r.figures.compressRatio), 3)]);
+      }
+      P('symphony\'s own counters over the window (`server.stats()`: compressed, compressMicros, compressBytesIn/Out):');
+      P();
+      P(table(['arm', 'compressions/s', 'µs per compression', 'compressed ÷ original'], rows2));
+      P();
+    }
+    P('Targets (issue 13; reported, not gates):');
+    P();
+    for (const t of res.targets) P(`- **${t.result}** — ${t.name}: ${t.figures}`);
+    P();
+    P('![wire bytes per message](json-wire-bytes.svg)');
+    P();
+    P('![CPU per 1M delivered](json-cpu-per-1M.svg)');
+    P();
+    P('![bytes per connection](json-bytes-per-conn.svg)');
+    P();
+  }
+
   if (phasesRun.has('handshakes')) {
     const c = meta.cfg.handshakes;
     const list = runs.filter((r) => r.phase === 'handshakes' && r.figures);
@@ -472,9 +600,10 @@ function oddSummary(runs) {
 function build(res) {
   const arms = res.meta.arms.map((a) => a.name);
   res.gates = gates(res.runs, arms);
+  res.targets = jsonTargets(res.runs);
   res.oddSummary = oddSummary(res.runs);
   res.baselineComparison = baselineComparison(res.meta, res.runs);
-  return { md: markdown(res), charts: charts(res.runs, arms), gates: res.gates, baselineComparison: res.baselineComparison };
+  return { md: markdown(res), charts: charts(res.runs, arms), gates: res.gates, targets: res.targets, baselineComparison: res.baselineComparison };
 }
 
-module.exports = { build, gates };
+module.exports = { build, gates, jsonTargets };

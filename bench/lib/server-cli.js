@@ -12,6 +12,12 @@ const SPEC = {
   duration: { env: 'DURATION', def: 30, min: 0.1, max: 3600 },
   'max-backpressure': { env: 'MAX_BACKPRESSURE', def: 1 << 20, min: 1, max: 2 ** 40 },
   'stats-interval': { env: 'STATS_INTERVAL', def: 0, min: 0, max: 3600 },
+  // binary: `size` bytes starting with the 8-byte due time; json: a ~630 B
+  // trade message per topic (bench/lib/json-trade.js; `size` is ignored), text
+  payload: { env: 'PAYLOAD', def: 'binary', values: ['binary', 'json'] },
+  // permessage-deflate: 1 = on (each server's way), with this threshold (B)
+  deflate: { env: 'DEFLATE', def: 0, min: 0, max: 1 },
+  threshold: { env: 'DEFLATE_THRESHOLD', def: 128, min: 0, max: 1 << 24 },
 };
 const FRACTIONAL = new Set(['rate', 'duration', 'stats-interval']);
 
@@ -29,6 +35,10 @@ function parseOptions(argv, env) {
     o[m[1]] = m[2] !== undefined ? m[2] : argv[++i];
   }
   for (const [name, s] of Object.entries(SPEC)) {
+    if (s.values) {
+      if (!s.values.includes(o[name])) throw usageError(`--${name} must be one of ${s.values.join(', ')} (got ${o[name]})`);
+      continue;
+    }
     const v = Number(o[name]);
     const integer = !FRACTIONAL.has(name);
     if (!Number.isFinite(v) || v < s.min || v > s.max || (integer && !Number.isInteger(v))) {
@@ -73,4 +83,28 @@ function createSchedule({ rate, topics }) {
   return s;
 }
 
-module.exports = { SPEC, parseOptions, createSchedule };
+/**
+ * The messages of one publish round: payloadFor(topicIndex, dueNs) returns
+ * the bytes to publish and whether they are binary. Binary: `size` bytes of
+ * 'a' starting with the due time (uint64 LE); a fresh Buffer each call when
+ * `fresh` (a server that keeps the Buffer queued, like ws), else one buffer
+ * rewritten (symphony and uWS copy it). JSON: the topic's trade feed.
+ */
+function createPayloads(o, fresh) {
+  if (o.payload === 'json') {
+    const { createTradeFeed } = require('./json-trade');
+    const feeds = Array.from({ length: o.topics }, (_, g) => createTradeFeed(g));
+    return { binary: false, payloadFor: (g, dueNs) => feeds[g].next(dueNs) };
+  }
+  const shared = Buffer.alloc(o.size, 0x61);
+  return {
+    binary: true,
+    payloadFor(g, dueNs) {
+      const buf = fresh ? Buffer.allocUnsafe(o.size).fill(0x61) : shared;
+      buf.writeBigUInt64LE(dueNs, 0);
+      return buf;
+    },
+  };
+}
+
+module.exports = { SPEC, parseOptions, createSchedule, createPayloads };

@@ -10,8 +10,10 @@
 // Control: lines on stdin, "traffic on" / "traffic off". Each change is
 // acknowledged on stderr as {"gate":"on"|"off","t":<server seconds>}; at exit
 // {"gate":"exit","gated":N,"passed":M} counts the publish calls.
-// BENCH_TRAFFIC=off starts with the gate off. BENCH_GATE=symphony|ws says
-// which API to gate (symphony: Server#publish; ws: WebSocket#send).
+// BENCH_TRAFFIC=off starts with the gate off. BENCH_GATE=symphony|ws|uws says
+// which API to gate (symphony: Server#publish; ws: WebSocket#send; uws: the
+// publish of every App made through uWebSockets.js's App(), loaded from
+// BENCH_UWS_PATH).
 
 const path = require('node:path');
 
@@ -47,8 +49,17 @@ if (target === 'symphony') {
 } else if (target === 'ws') {
   const { WebSocket } = require(require.resolve('ws', { paths: [path.join(__dirname, '..')] }));
   wrap(WebSocket.prototype, 'send', undefined);
+} else if (target === 'uws') {
+  // The module object the server script gets too (require's cache).
+  const uws = require(path.resolve(process.env.BENCH_UWS_PATH || '.'));
+  const App = uws.App;
+  uws.App = (...args) => {
+    const app = App(...args);
+    wrap(app, 'publish', false);
+    return app;
+  };
 } else if (target !== 'none') {
-  throw new Error(`traffic-gate: BENCH_GATE must be symphony, ws or none (got ${target})`);
+  throw new Error(`traffic-gate: BENCH_GATE must be symphony, ws, uws or none (got ${target})`);
 }
 
 let buf = '';

@@ -93,4 +93,11 @@ function opensslDir() {
   return require('../../scripts/deps').depDir('openssl');
 }
 
-module.exports = { opensslDir, now, monoToNow, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, stamp };
+/** make's variables for bench/Makefile (loadgen links the private OpenSSL
+ * and libdeflate, each from its deps/ script's build folder). */
+function loadgenMakeVars() {
+  const { depDir } = require('../../scripts/deps');
+  return [`OPENSSL_DIR=${depDir('openssl')}`, `LIBDEFLATE_DIR=${depDir('libdeflate')}`];
+}
+
+module.exports = { opensslDir, loadgenMakeVars, now, monoToNow, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, stamp };

@@ -4,11 +4,14 @@
  * makes (request, pongs, closes). See lg.h.
  *
  * Memory: a connection keeps a fixed struct. The reader streams: it keeps a
- * split frame header (<= 14 bytes), the first 8 payload bytes of a data
- * message (its timestamp) and a control frame's payload (<= 125 bytes), and
- * skips the rest of every payload in place in the shared receive buffer, so
- * any message size costs nothing per connection. Heap memory only during the
- * handshake (the response head) and while output is waiting for the socket.
+ * split frame header (<= 14 bytes), the first LG_HEAD_LEN payload bytes of a
+ * data message (its timestamp) and a control frame's payload (<= 125
+ * bytes), and skips the rest of every payload in place in the shared
+ * receive buffer, so any message size costs nothing per connection. Heap
+ * memory only during the handshake (the response head), while output is
+ * waiting for the socket, and with permessage-deflate a buffer for the
+ * compressed message being gathered (kept for the next one, freed with the
+ * connection).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -53,6 +56,9 @@ static void release(lg_conn_t *c)
     free(c->out);
     c->out = NULL;
     c->out_len = c->out_cap = 0;
+    free(c->z);
+    c->z = NULL;
+    c->z_len = c->z_cap = 0;
     lg_tls_release(c);
 }
 
@@ -328,8 +334,10 @@ static void send_request(lg_run_t *r, uint32_t i, lg_conn_t *c)
                      "Connection: Upgrade\r\n"
                      "Sec-WebSocket-Key: %s\r\n"
                      "Sec-WebSocket-Version: 13\r\n"
+                     "%s"
                      "\r\n",
-                     r->opts->path, r->opts->host_header, key);
+                     r->opts->path, r->opts->host_header, key,
+                     r->opts->deflate ? lg_deflate_offer() : "");
     c->state = LG_CS_HANDSHAKE;
     if (!set_interest(r, i, c, EPOLLIN)) {
         fail(r, c, LG_FAIL_SOCKET);
@@ -340,10 +348,32 @@ static void send_request(lg_run_t *r, uint32_t i, lg_conn_t *c)
 
 /* ---- the handshake response --------------------------------------------- */
 
+/* The Sec-WebSocket-Extensions answer: none unless offered (--deflate),
+ * then permessage-deflate with server_no_context_takeover (deflate.c).
+ * Sets c->deflate; false when the answer is not acceptable. */
+static bool check_extensions(lg_run_t *r, lg_conn_t *c, const char *v, size_t len)
+{
+    if (!r->opts->deflate)
+        return false;
+    switch (lg_deflate_answer(v, len)) {
+    case LG_PMD_OK:
+        c->deflate = 1;
+        return true;
+    case LG_PMD_CONTEXT:
+        r->deflate_refused++;
+        note_error(r, "handshake: permessage-deflate without server_no_context_takeover "
+                      "(this client inflates each message on its own)", 0);
+        return false;
+    default:
+        note_error(r, "handshake: a Sec-WebSocket-Extensions answer we did not offer", 0);
+        return false;
+    }
+}
+
 /* Checks a complete response head (ending in CRLF CRLF) against RFC 6455
  * 4.1: status 101, Upgrade: websocket, Connection: upgrade, the right
- * Sec-WebSocket-Accept, no extension (none was offered). */
-static lg_fail_t check_response(lg_run_t *r, const lg_conn_t *c, const char *h, size_t len)
+ * Sec-WebSocket-Accept, and no extension but the one offered. */
+static lg_fail_t check_response(lg_run_t *r, lg_conn_t *c, const char *h, size_t len)
 {
     if (len < 12 || memcmp(h, "HTTP/1.1 ", 9) != 0 || h[9] < '0' || h[9] > '9' ||
         h[10] < '0' || h[10] > '9' || h[11] < '0' || h[11] > '9')
@@ -379,7 +409,8 @@ static lg_fail_t check_response(lg_run_t *r, const lg_conn_t *c, const char *h, 
                 connection = connection || sy_http_list_contains(v, vl, "upgrade", 7);
             else if (sy_http_case_eq(p, nl, "sec-websocket-accept", 20))
                 accept = vl == SY_WS_ACCEPT_LEN && memcmp(v, c->accept, SY_WS_ACCEPT_LEN) == 0;
-            else if (sy_http_case_eq(p, nl, "sec-websocket-extensions", 24) && vl > 0)
+            else if (sy_http_case_eq(p, nl, "sec-websocket-extensions", 24) && vl > 0 &&
+                     (c->deflate || !check_extensions(r, c, v, vl)))
                 return LG_FAIL_HANDSHAKE;
         }
         p = eol;
@@ -428,6 +459,7 @@ static void handshake_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t
     leave_pending(r, c);
     r->open++;
     r->opened++;
+    r->deflate_opened += c->deflate;
     if (c->attempt_kind == LG_ATTEMPT_CHURN)
         r->churn_reopened++;
     c->state = LG_CS_OPEN;
@@ -448,27 +480,35 @@ static void protocol_error(lg_run_t *r, uint32_t i, lg_conn_t *c, long err)
         finish(r, c, LG_END_PROTOCOL);
 }
 
-static void message_done(lg_run_t *r, lg_conn_t *c, int64_t now)
+/* The send timestamp in a message's first bytes, or 0 when it has none: a
+ * binary message starts with it (uint64, little-endian); a text one with
+ * {"ts":N, (N in decimal). */
+static uint64_t timestamp_of(const lg_conn_t *c)
 {
-    if (!r->measuring)
-        return;
-    if (r->c.messages == 0) { /* the measured window starts */
-        r->t_first_msg = now;
-        lg_sample_self(&r->self_first, now);
-        if (r->opts->server_pid > 0)
-            lg_sample_pid(&r->srv_first, r->opts->server_pid, now);
+    if (c->msg_op != SY_WS_OP_TEXT) {
+        if (c->head_have < 8)
+            return 0;
+        uint64_t ts = 0;
+        for (int k = 7; k >= 0; k--)
+            ts = (ts << 8) | c->msg_head[k];
+        return ts;
     }
-    r->c.messages++;
-    r->c.bytes += c->msg_len;
-    if (c->msg_op == SY_WS_OP_TEXT) {
-        r->c.text_messages++;
-        return;
-    }
-    if (c->ts_have < 8)
-        return;
+    static const char prefix[] = "{\"ts\":";
+    size_t k = sizeof(prefix) - 1;
+    if (c->head_have < k || memcmp(c->msg_head, prefix, k) != 0)
+        return 0;
     uint64_t ts = 0;
-    for (int k = 7; k >= 0; k--)
-        ts = (ts << 8) | c->ts[k];
+    size_t digits = 0;
+    for (; k < c->head_have && c->msg_head[k] >= '0' && c->msg_head[k] <= '9' && digits < 19; k++, digits++)
+        ts = ts * 10 + (uint64_t)(c->msg_head[k] - '0');
+    return digits > 0 && k < c->head_have ? ts : 0;
+}
+
+static void record_latency(lg_run_t *r, const lg_conn_t *c, int64_t now)
+{
+    uint64_t ts = timestamp_of(c);
+    if (ts == 0)
+        return;
     int64_t lat = now - (int64_t)ts;
     if ((int64_t)ts <= 0 || lat < 0 || lat > MAX_LATENCY_NS) {
         r->c.bad_timestamps++;
@@ -479,6 +519,83 @@ static void message_done(lg_run_t *r, lg_conn_t *c, int64_t now)
     lg_hist_record(&r->lat_tick, (uint64_t)lat);
     if (r->steady)
         lg_hist_record(&r->lat_steady, (uint64_t)lat);
+}
+
+/* Keeps the first LG_HEAD_LEN bytes of a message (its timestamp). */
+static void keep_head(lg_conn_t *c, const uint8_t *p, size_t n)
+{
+    if (c->head_have >= LG_HEAD_LEN)
+        return;
+    size_t t = LG_HEAD_LEN - c->head_have < n ? LG_HEAD_LEN - c->head_have : n;
+    memcpy(c->msg_head + c->head_have, p, t);
+    c->head_have = (uint8_t)(c->head_have + t);
+}
+
+/* A compressed message is whole: inflate it (its length and head become
+ * the inflated ones). False when it is not valid DEFLATE: we close 1007. */
+static bool inflate_message(lg_run_t *r, lg_conn_t *c)
+{
+    size_t n = 0;
+    const uint8_t *out = lg_inflate(r, c->z, c->z_len, &n);
+    if (out == NULL) {
+        r->inflate_errors++;
+        return false;
+    }
+    c->msg_len = n;
+    c->head_have = 0;
+    keep_head(c, out, n);
+    return true;
+}
+
+/* A data message is whole. False when the connection is gone. */
+static bool message_done(lg_run_t *r, uint32_t i, lg_conn_t *c, int64_t now)
+{
+    uint64_t wire = c->msg_z ? c->z_len : c->msg_len;
+    if (c->msg_z && !inflate_message(r, c)) {
+        note_error(r, "server frame: a compressed message that does not inflate", 0);
+        if (send_close(r, i, c, 1007))
+            finish(r, c, LG_END_PROTOCOL);
+        return false;
+    }
+    c->z_len = 0;
+    if (!r->measuring)
+        return true;
+    if (r->c.messages == 0) { /* the measured window starts */
+        r->t_first_msg = now;
+        lg_sample_self(&r->self_first, now);
+        if (r->opts->server_pid > 0)
+            lg_sample_pid(&r->srv_first, r->opts->server_pid, now);
+    }
+    r->c.messages++;
+    r->c.bytes += c->msg_len;
+    r->c.wire_payload += wire;
+    r->c.compressed += c->msg_z;
+    if (c->msg_op == SY_WS_OP_TEXT)
+        r->c.text_messages++;
+    record_latency(r, c, now);
+    return true;
+}
+
+/* Appends a compressed message's payload bytes to c->z (room for the
+ * inflate tail kept). False past LG_MAX_COMPRESSED or out of memory. */
+static bool gather(lg_conn_t *c, const uint8_t *p, size_t n)
+{
+    size_t need = (size_t)c->z_len + n + LG_INFLATE_TAIL;
+    if ((size_t)c->z_len + n > LG_MAX_COMPRESSED)
+        return false;
+    if (need > c->z_cap) {
+        size_t cap = c->z_cap ? c->z_cap : 1024;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *q = realloc(c->z, cap);
+        if (q == NULL)
+            return false;
+        c->z = q;
+        c->z_cap = (uint32_t)cap;
+    }
+    memcpy(c->z + c->z_len, p, n);
+    c->z_len += (uint32_t)n;
+    return true;
 }
 
 /* The whole payload of c->fr has been read. Returns false if the connection
@@ -517,10 +634,78 @@ static bool frame_done(lg_run_t *r, uint32_t i, lg_conn_t *c, int64_t now)
         return true;
     }
     default: /* a data frame: the message ends with its FIN frame */
-        if (f->fin)
-            message_done(r, c, now);
-        return true;
+        return !f->fin || message_done(r, i, c, now);
     }
+}
+
+/* Parses a frame header from buf[0..len) (client role); on a connection
+ * that negotiated permessage-deflate, RSV1 may mark the first frame of a
+ * data message (the parser's SY_WS_ALLOW_RSV1), reported in *rsv1. */
+static long parse_header(const lg_conn_t *c, const uint8_t *buf, size_t len, sy_ws_frame_t *fr,
+                         bool *rsv1)
+{
+    unsigned flags = SY_WS_ROLE_CLIENT | (c->deflate ? SY_WS_ALLOW_RSV1 : 0u);
+    long h = sy_ws_frame_parse_ex(buf, len, flags, fr);
+    *rsv1 = h > 0 && (fr->rsv & 4u);
+    return h;
+}
+
+/* Reads a frame header at p (or completes the split one in c->hdr).
+ * Returns the bytes of p it took (> 0), 0 when p ran out (kept in c->hdr),
+ * or a negative SY_WS_E_* error. */
+static long frame_header(lg_conn_t *c, const uint8_t *p, size_t n, bool *rsv1)
+{
+    long h;
+    if (c->hdr_have == 0) {
+        h = parse_header(c, p, n, &c->fr, rsv1);
+        if (h == SY_WS_PARTIAL) { /* keep the start of a split header */
+            memcpy(c->hdr, p, n);
+            c->hdr_have = (uint8_t)n;
+        }
+        return h;
+    }
+    size_t add = sizeof(c->hdr) - c->hdr_have;
+    if (add > n)
+        add = n;
+    memcpy(c->hdr + c->hdr_have, p, add);
+    h = parse_header(c, c->hdr, c->hdr_have + add, &c->fr, rsv1);
+    if (h == SY_WS_PARTIAL) {
+        c->hdr_have = (uint8_t)(c->hdr_have + add);
+        return 0;
+    }
+    if (h > 0)
+        h -= c->hdr_have; /* the bytes of p that completed it */
+    c->hdr_have = 0;
+    return h;
+}
+
+/* A data frame's header was read: a new message or a continuation. */
+static long data_frame_begins(lg_conn_t *c, bool rsv1)
+{
+    const sy_ws_frame_t *f = &c->fr;
+    long st = sy_ws_frag_step(c->in_msg, f->opcode, f->fin);
+    if (st < 0)
+        return st;
+    if (f->opcode != SY_WS_OP_CONTINUATION) { /* a new message */
+        c->msg_op = f->opcode;
+        c->msg_len = 0;
+        c->head_have = 0;
+        c->msg_z = rsv1;
+        c->z_len = 0;
+    }
+    c->in_msg = (uint8_t)st;
+    return 0;
+}
+
+/* Payload bytes of a data frame: kept whole when compressed (false past
+ * the limit), else only the message's head. */
+static bool data_payload(lg_conn_t *c, const uint8_t *p, size_t k)
+{
+    if (c->msg_z)
+        return gather(c, p, k);
+    keep_head(c, p, k);
+    c->msg_len += k;
+    return true;
 }
 
 /* Feeds n bytes read from a connection past its handshake to the reader. */
@@ -531,48 +716,21 @@ static void frames_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p
         if (c->close_rcvd) /* nothing may follow a close frame; ignore it */
             return;
         if (!c->in_payload) {
-            long h;
-            if (c->hdr_have == 0) {
-                h = sy_ws_frame_parse_ex(p, n, SY_WS_ROLE_CLIENT, &c->fr);
-                if (h == SY_WS_PARTIAL) { /* keep the start of a split header */
-                    memcpy(c->hdr, p, n);
-                    c->hdr_have = (uint8_t)n;
-                    return;
-                }
-            } else {
-                size_t add = sizeof(c->hdr) - c->hdr_have;
-                if (add > n)
-                    add = n;
-                memcpy(c->hdr + c->hdr_have, p, add);
-                h = sy_ws_frame_parse_ex(c->hdr, c->hdr_have + add, SY_WS_ROLE_CLIENT, &c->fr);
-                if (h == SY_WS_PARTIAL) {
-                    c->hdr_have = (uint8_t)(c->hdr_have + add);
-                    return;
-                }
-                if (h > 0)
-                    h -= c->hdr_have; /* the bytes of p that completed it */
+            bool rsv1 = false;
+            long h = frame_header(c, p, n, &rsv1);
+            if (h == 0)
+                return;
+            if (h > 0 && !SY_WS_OP_IS_CONTROL(c->fr.opcode)) {
+                long st = data_frame_begins(c, rsv1);
+                if (st < 0)
+                    h = st;
             }
             if (h < 0) {
                 protocol_error(r, i, c, h);
                 return;
             }
-            c->hdr_have = 0;
             p += h;
             n -= (size_t)h;
-            const sy_ws_frame_t *f = &c->fr;
-            if (!SY_WS_OP_IS_CONTROL(f->opcode)) {
-                long st = sy_ws_frag_step(c->in_msg, f->opcode, f->fin);
-                if (st < 0) {
-                    protocol_error(r, i, c, st);
-                    return;
-                }
-                if (f->opcode != SY_WS_OP_CONTINUATION) { /* a new message */
-                    c->msg_op = f->opcode;
-                    c->msg_len = 0;
-                    c->ts_have = 0;
-                }
-                c->in_msg = (uint8_t)st;
-            }
             c->in_payload = 1;
             c->pay_off = 0;
         }
@@ -581,13 +739,11 @@ static void frames_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p
         size_t k = left < n ? (size_t)left : n;
         if (SY_WS_OP_IS_CONTROL(c->fr.opcode)) {
             memcpy(c->ctrl + c->pay_off, p, k);
-        } else {
-            if (c->ts_have < 8) {
-                size_t t = 8u - c->ts_have < k ? 8u - c->ts_have : k;
-                memcpy(c->ts + c->ts_have, p, t);
-                c->ts_have = (uint8_t)(c->ts_have + t);
-            }
-            c->msg_len += k;
+        } else if (!data_payload(c, p, k)) {
+            note_error(r, "server frame: a compressed message too large to gather", 0);
+            if (send_close(r, i, c, 1009))
+                finish(r, c, LG_END_PROTOCOL);
+            return;
         }
         c->pay_off += k;
         p += k;

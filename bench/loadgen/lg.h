@@ -4,8 +4,16 @@
  * (spreading source addresses over 127.0.0.1..K), does the client side of
  * the RFC 6455 handshake, reads every frame the server sends, answers pings
  * and closes, and measures delivery: messages and bytes per second, and the
- * latency of every binary message that carries a send timestamp (a
- * little-endian uint64 CLOCK_MONOTONIC nanosecond count at payload offset 0).
+ * latency of every message that carries a send timestamp: a binary message
+ * whose payload starts with a little-endian uint64 CLOCK_MONOTONIC
+ * nanosecond count, or a text (JSON) message that starts with {"ts":N, where
+ * N is that count in decimal.
+ *
+ * --deflate offers permessage-deflate (RFC 7692) with no context takeover
+ * either way, accepts compressed (RSV1) messages where the server agreed,
+ * and inflates each one whole (libdeflate, one decompressor per process) to
+ * read its timestamp; it counts the payload bytes as they came on the wire
+ * and as inflated (see deflate.c).
  *
  * It is a separate program, not part of the addon: it uses libc malloc. It
  * compiles in the pure modules of src/ (frame parser, SHA-1, base64, accept
@@ -44,10 +52,13 @@
  *                                         open + pending ~ target (p = churn
  *                                         reopens in flight)
  *   {"ev":"sample","t":s,"open":n,"msgs":m,"bytes":b,"cpu":c,"dt":d,
- *    "pending":p,"closing":q,"step":k}   once a second; msgs, bytes (payload)
- *                                         and cpu (loadgen's CPU seconds) are
- *                                         for the dt seconds since the last
- *                                         sample
+ *    "pending":p,"closing":q,"step":k,  once a second; msgs, bytes (payload,
+ *    "lat_n":l,"p50_ms":..,"p99_ms":..,   inflated), wire (payload as it came:
+ *    "p999_ms":..,"max_ms":..,            compressed where it was), zmsgs
+ *    "wire":w,"zmsgs":z}                  (messages that came compressed), cpu
+ *                                         (loadgen's CPU seconds) and the
+ *                                         latencies are for the dt seconds
+ *                                         since the last sample
  *   {"ev":"end","t":s,"open":n,"schedule_done":bool}
  *                                         the run ends; the final closes and
  *                                         the summary follow
@@ -58,11 +69,15 @@
  * "closed","reopened","reopen_failed","reopen_skipped"}, else null; and
  * connections.closed_by_client {"end","drop","churn"} counts the closes we
  * sent, by reason. connections.opened counts every open, reopens included.
+ * "bytes" is payload bytes (inflated), "wire_payload_bytes" the same as it
+ * came, "compressed" the messages that came compressed; with --deflate
+ * "deflate":{"negotiated","refused_context","inflate_errors"}, else null.
  *
  * Files: main.c (options, run timeline, event loop), conn.c (one
  * connection: connect, handshake, frame reader, writes), hist.c (latency
  * histogram), proc.c (CPU and memory of this process and of a server pid),
- * report.c (progress lines, text and JSON summary).
+ * report.c (progress lines, text and JSON summary), deflate.c
+ * (permessage-deflate: offer, answer, inflate), tls.c (wss://).
  *
  * Threads: one. Nothing here is thread-safe; nothing needs to be.
  */
@@ -84,6 +99,10 @@
 #define LG_MAX_SOURCES 254u
 #define LG_MAX_PATH 1024u
 #define LG_MAX_STEPS 4096u
+#define LG_HEAD_LEN 32u              /* first bytes of a message kept for its timestamp */
+#define LG_MAX_INFLATED (64u << 20)  /* a compressed message may inflate to this */
+#define LG_MAX_COMPRESSED (16u << 20)/* a compressed message's payload on the wire */
+#define LG_INFLATE_TAIL 6u           /* room kept after a compressed message (deflate.c) */
 
 /* One population target of --schedule: move to `target` open connections,
  * then hold it hold_s seconds (hold_s < 0: until --duration). */
@@ -107,6 +126,7 @@ typedef struct lg_opts {
     double close_wait_s;      /* wait for answers to our closes at the end */
     pid_t server_pid;         /* 0: none; else sample its CPU and RSS */
     bool tls;                 /* wss://: TLS (no certificate check: a loopback benchmark) */
+    bool deflate;             /* offer permessage-deflate (no context takeover) */
     bool json;                /* summary as one JSON object on stdout */
     bool quiet;               /* no progress lines */
     bool events;              /* JSON event lines on stdout as the run goes */
@@ -128,7 +148,8 @@ typedef enum {
     LG_FAIL_TIMEOUT,      /* connect + handshake not done in connect_timeout_s */
     LG_FAIL_CLOSED,       /* EOF or reset before the whole response head */
     LG_FAIL_STATUS,       /* a response other than 101 */
-    LG_FAIL_HANDSHAKE,    /* 101 with a wrong Accept, Upgrade or Connection, or an extension */
+    LG_FAIL_HANDSHAKE,    /* 101 with a wrong Accept, Upgrade or Connection, or an
+                             extension not offered (or answered wrongly) */
     LG_FAIL_BAD_RESPONSE, /* response head malformed or larger than 8 KiB */
     LG_FAIL_NOT_STARTED,  /* the run ended before the attempt was made */
     LG_FAIL_CUT_SHORT,    /* the run ended while the attempt was in flight */
@@ -235,7 +256,9 @@ typedef struct lg_conn {
     uint8_t in_payload;   /* the header of fr is complete, payload follows */
     uint8_t in_msg;       /* a fragmented data message is open */
     uint8_t msg_op;       /* opcode of the open data message */
-    uint8_t ts_have;      /* timestamp bytes of the current message in ts */
+    uint8_t head_have;    /* bytes of the current message in head */
+    uint8_t deflate;      /* permessage-deflate was negotiated */
+    uint8_t msg_z;        /* the current message is compressed (RSV1) */
     uint8_t close_sent;
     uint8_t close_rcvd;
     uint8_t closed_by_us; /* our close started the closing handshake */
@@ -244,10 +267,13 @@ typedef struct lg_conn {
     uint32_t ep_events;   /* the current epoll interest */
     uint16_t close_code;  /* what the server's close said */
     uint8_t hdr[SY_WS_MAX_HEADER_LEN];
-    uint8_t ts[8];
+    uint8_t msg_head[LG_HEAD_LEN]; /* the message's first bytes (inflated): its timestamp */
     sy_ws_frame_t fr;     /* the frame being read */
     uint64_t pay_off;     /* payload bytes of fr read so far */
-    uint64_t msg_len;     /* payload bytes of the current message so far */
+    uint64_t msg_len;     /* payload bytes of the current message so far (for a
+                             compressed one: inflated, once it is whole) */
+    uint8_t *z;           /* a compressed message's payload, gathered whole */
+    uint32_t z_len, z_cap;
     int64_t deadline_ns;  /* connect + handshake deadline; in LG_CS_CLOSING,
                              the end of the wait for the server's answer */
     char *head;           /* response head while in LG_CS_HANDSHAKE */
@@ -263,7 +289,9 @@ typedef struct lg_conn {
 
 typedef struct {
     uint64_t messages;     /* complete data messages */
-    uint64_t bytes;        /* their payload bytes */
+    uint64_t bytes;        /* their payload bytes (compressed ones: inflated) */
+    uint64_t wire_payload; /* their payload bytes as they came (compressed ones: compressed) */
+    uint64_t compressed;   /* messages that came compressed (RSV1) */
     uint64_t wire_bytes;   /* bytes read from sockets, handshakes included */
     uint64_t text_messages;
     uint64_t timestamped;  /* binary messages with a timestamp recorded */
@@ -290,6 +318,9 @@ typedef struct lg_run {
     uint32_t pending;      /* in LG_CS_CONNECTING or LG_CS_HANDSHAKE */
     uint32_t open;         /* in LG_CS_OPEN */
     uint64_t opened;       /* ever reached LG_CS_OPEN */
+    uint64_t deflate_opened; /* of those, with permessage-deflate negotiated */
+    uint64_t deflate_refused;/* answers refused: server keeps context (LG_FAIL_HANDSHAKE) */
+    uint64_t inflate_errors; /* compressed messages that did not inflate (we sent 1007) */
     uint32_t closing;      /* in LG_CS_CLOSING */
     uint64_t closed_by[LG_CLOSE__COUNT]; /* closes we sent, by reason */
 
@@ -343,6 +374,9 @@ typedef struct lg_run {
     bool warned_fd_limit;
     struct ssl_ctx_st *ssl_ctx; /* wss:// only */
     uint64_t tls_handshakes;    /* completed */
+    struct libdeflate_decompressor *inflater; /* --deflate only */
+    uint8_t *zout;              /* inflated messages go here */
+    size_t zout_cap;
     int64_t tls_ns;             /* time in TLS handshake steps (our CPU share of them) */
 } lg_run_t;
 
@@ -382,6 +416,27 @@ void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now_ns)
 void lg_event_end(const lg_run_t *r, int64_t now_ns);
 /* The summary: text on stdout, or one JSON object with opts->json. */
 void lg_report_summary(const lg_run_t *r);
+
+/* ---- permessage-deflate (deflate.c) ------------------------------------- */
+
+/* The decompressor and its output buffer, with opts->deflate. */
+bool lg_inflate_init(lg_run_t *r);
+void lg_inflate_free(lg_run_t *r);
+/* Inflates the whole compressed message in[0..len); in must have
+ * LG_INFLATE_TAIL writable bytes after len. Returns the inflated bytes
+ * (*out_len of them, valid until the next call) or NULL when the message
+ * is not valid DEFLATE or would inflate past LG_MAX_INFLATED. */
+const uint8_t *lg_inflate(lg_run_t *r, uint8_t *in, size_t len, size_t *out_len);
+/* The request's header line (with CRLF) offering the extension. */
+const char *lg_deflate_offer(void);
+
+typedef enum {
+    LG_PMD_OK,      /* permessage-deflate, server_no_context_takeover */
+    LG_PMD_CONTEXT, /* permessage-deflate, but the server keeps its context */
+    LG_PMD_BAD      /* not an answer to our offer */
+} lg_pmd_answer_t;
+/* Checks the value of the answer's Sec-WebSocket-Extensions header. */
+lg_pmd_answer_t lg_deflate_answer(const char *value, size_t len);
 
 /* ---- wss:// (tls.c) ------------------------------------------------------ */
 

@@ -131,6 +131,9 @@ static void usage(FILE *f)
             "  --events              JSON lines on stdout as the run goes (start, step,\n"
             "                        reached, sample once a second with that second's latency\n"
             "                        percentiles, end); the summary stays last\n"
+            "  --deflate             offer permessage-deflate (client_no_context_takeover;\n"
+            "                        server_no_context_takeover); inflate compressed messages\n"
+            "                        to read their timestamps; refuse answers that keep context\n"
             "  --json                summary as one JSON object on stdout\n"
             "  --quiet               no progress lines on stderr\n"
             "Loopback only: the server address must be in 127.0.0.0/8.\n");
@@ -258,7 +261,7 @@ static bool parse_schedule(const char *arg, lg_opts_t *o)
 static int parse_args(int argc, char **argv, lg_opts_t *o)
 {
     enum { O_URL = 1, O_CONN, O_SRC, O_DUR, O_RAMP, O_HOLD, O_PEND, O_CTO, O_CW, O_PID, O_JSON,
-           O_QUIET, O_HELP, O_SCHED, O_CHURN, O_EVENTS };
+           O_QUIET, O_HELP, O_SCHED, O_CHURN, O_EVENTS, O_DEFLATE };
     static const struct option longs[] = {
         {"url", required_argument, NULL, O_URL},
         {"connections", required_argument, NULL, O_CONN},
@@ -275,6 +278,7 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
         {"schedule", required_argument, NULL, O_SCHED},
         {"churn", required_argument, NULL, O_CHURN},
         {"events", no_argument, NULL, O_EVENTS},
+        {"deflate", no_argument, NULL, O_DEFLATE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -357,6 +361,9 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
             break;
         case O_EVENTS:
             o->events = true;
+            break;
+        case O_DEFLATE:
+            o->deflate = true;
             break;
         case O_HELP:
             usage(stdout);
@@ -468,6 +475,10 @@ static bool run_init(lg_run_t *r, const lg_opts_t *o)
         fprintf(stderr, "loadgen: no TLS client context (OpenSSL)\n");
         return false;
     }
+    if (!lg_inflate_init(r)) {
+        fprintf(stderr, "loadgen: no decompressor (libdeflate): out of memory\n");
+        return false;
+    }
     for (uint32_t i = 0; i < r->cap; i++) {
         r->conns[i].fd = -1;
         r->free_slots[i] = i; /* slot 0 first */
@@ -486,6 +497,7 @@ static void run_free(lg_run_t *r)
         close(r->epfd);
     free(r->rbuf);
     lg_tls_free(r);
+    lg_inflate_free(r);
     free(r->conns);
     free(r->free_slots);
     free(r->steps);

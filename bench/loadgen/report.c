@@ -149,13 +149,16 @@ void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now)
     fprintf(stdout,
             "{\"ev\":\"sample\",\"t\":%.3f,\"open\":%u,\"msgs\":%llu,\"bytes\":%llu,"
             "\"cpu\":%.3f,\"dt\":%.3f,\"pending\":%u,\"closing\":%u,\"step\":%u,"
-            "\"lat_n\":%llu,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"max_ms\":%.3f",
+            "\"lat_n\":%llu,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"max_ms\":%.3f,"
+            "\"wire\":%llu,\"zmsgs\":%llu",
             t_of(r, now), r->open, (unsigned long long)(r->c.messages - r->c_last_tick.messages),
             (unsigned long long)(r->c.bytes - r->c_last_tick.bytes),
             self->cpu_s - r->self_last_tick.cpu_s, secs(now - r->self_last_tick.at_ns), r->pending,
             r->closing, r->step, (unsigned long long)r->lat_tick.total,
             (double)lg_hist_percentile(&r->lat_tick, 50) / 1e6, (double)lg_hist_percentile(&r->lat_tick, 99) / 1e6,
-            (double)lg_hist_percentile(&r->lat_tick, 99.9) / 1e6, (double)r->lat_tick.max / 1e6);
+            (double)lg_hist_percentile(&r->lat_tick, 99.9) / 1e6, (double)r->lat_tick.max / 1e6,
+            (unsigned long long)(r->c.wire_payload - r->c_last_tick.wire_payload),
+            (unsigned long long)(r->c.compressed - r->c_last_tick.compressed));
     event_done();
 }
 
@@ -321,6 +324,14 @@ static void summary_json(const lg_run_t *r)
             (unsigned long long)r->c.wire_bytes, (unsigned long long)r->c.text_messages, window_s,
             window_s > 0 ? (double)r->c.messages / window_s : 0.0,
             window_s > 0 ? (double)r->c.bytes / window_s : 0.0);
+    fprintf(f, "\"wire_payload_bytes\":%llu,\"compressed\":%llu,\"deflate\":",
+            (unsigned long long)r->c.wire_payload, (unsigned long long)r->c.compressed);
+    if (o->deflate)
+        fprintf(f, "{\"negotiated\":%llu,\"refused_context\":%llu,\"inflate_errors\":%llu},",
+                (unsigned long long)r->deflate_opened, (unsigned long long)r->deflate_refused,
+                (unsigned long long)r->inflate_errors);
+    else
+        fputs("null,", f);
     fprintf(f, "\"timestamped\":%llu,\"bad_timestamps\":%llu,\"pings\":%llu,\"latency_us\":",
             (unsigned long long)r->c.timestamped, (unsigned long long)r->c.bad_timestamps,
             (unsigned long long)r->c.pings);
@@ -449,6 +460,12 @@ static void summary_text(const lg_run_t *r)
             (unsigned long long)r->c.messages, (unsigned long long)r->c.bytes, window_s,
             window_s > 0 ? (double)r->c.messages / window_s : 0.0,
             window_s > 0 ? (double)r->c.bytes / window_s / 1e6 : 0.0);
+    if (o->deflate)
+        fprintf(f, "deflate: %llu of %llu opens negotiated it; %llu messages compressed, "
+                   "%llu payload bytes on the wire for %llu inflated; %llu inflate errors\n",
+                (unsigned long long)r->deflate_opened, (unsigned long long)r->opened,
+                (unsigned long long)r->c.compressed, (unsigned long long)r->c.wire_payload,
+                (unsigned long long)r->c.bytes, (unsigned long long)r->inflate_errors);
     text_latency(f, "latency", &r->lat);
     if (r->steady) {
         double steady_s = secs(r->t_end - r->t_settled);
