@@ -15,7 +15,12 @@
 #       the internet is reachable. Its sha256 must be SHA256, checked every
 #       time; exits 1 with what it tried when no source has it.
 #
-# Both log on stderr through log(), which the caller defines.
+#   debian_orig PACKAGE VERSION TARBALL APT_DIR
+#       Writes TARBALL from Debian 13's (trixie) source package PACKAGE at
+#       upstream VERSION: only its .orig tarball, through a private apt
+#       configuration in APT_DIR (removed after). Returns 1 when it cannot.
+#
+# They log on stderr through log(), which the caller defines.
 
 # The contents of every file forced in by "-include FILE" in the given
 # flags (the glibc floor header): part of a build's cache key, so that a
@@ -89,4 +94,18 @@ $(basename "$0"): could not obtain $(basename "$tarball") with sha256 $sha.
 MSG
     exit 1
   fi
+}
+
+debian_orig() {
+  local pkg=$1 version=$2 tarball=$3 apt=$4 ver
+  private_apt "$apt" deb-src bookworm trixie || return 1
+  ver=$(apt-cache "${APT_OPTS[@]}" showsrc "$pkg" | awk -v v="$version" '/^Version: /{ if (index($2, v "-") == 1) { print $2; exit } }')
+  [ -n "$ver" ] || return 1
+  # Only the .orig tarball matters (the Debian parts are not used).
+  (cd "$apt/dl" && apt-get "${APT_OPTS[@]}" source --download-only --tar-only "$pkg=$ver" >&2 ||
+                   apt-get "${APT_OPTS[@]}" source --download-only "$pkg=$ver" >&2) || true
+  local orig="$apt/dl/${pkg}_${version}.orig.tar.gz"
+  [ -f "$orig" ] || return 1
+  cp "$orig" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+  rm -rf "$apt"
 }

@@ -45,17 +45,7 @@ exec 9>"$cache/.libdeflate.lock"
 flock 9
 
 fetch_from_debian() {
-  local apt="$cache/apt-libdeflate"
-  private_apt "$apt" deb-src bookworm trixie || return 1
-  local ver
-  ver=$(apt-cache "${APT_OPTS[@]}" showsrc libdeflate | awk -v v="$LD_VERSION" '/^Version: /{ if (index($2, v "-") == 1) { print $2; exit } }')
-  [ -n "$ver" ] || return 1
-  (cd "$apt/dl" && apt-get "${APT_OPTS[@]}" source --download-only --tar-only "libdeflate=$ver" >&2 ||
-                   apt-get "${APT_OPTS[@]}" source --download-only "libdeflate=$ver" >&2) || true
-  local orig="$apt/dl/libdeflate_${LD_VERSION}.orig.tar.gz"
-  [ -f "$orig" ] || return 1
-  cp "$orig" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
-  rm -rf "$apt"
+  debian_orig libdeflate "$LD_VERSION" "$tarball" "$cache/apt-libdeflate"
 }
 
 fetch_release "$tarball" "$LD_SHA256" SYMPHONY_LIBDEFLATE_TARBALL "$LD_URL" fetch_from_debian

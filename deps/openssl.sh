@@ -38,19 +38,8 @@ exec 9>"$cache/.openssl.lock"
 flock 9
 
 fetch_from_debian() {
-  local apt="$cache/apt-openssl"
   # Debian 13 (trixie): its openssl is the 3.5 line.
-  private_apt "$apt" deb-src bookworm trixie || return 1
-  local ver
-  ver=$(apt-cache "${APT_OPTS[@]}" showsrc openssl | awk -v v="$SSL_VERSION" '/^Version: /{ if (index($2, v "-") == 1) { print $2; exit } }')
-  [ -n "$ver" ] || return 1
-  # Only the .orig tarball matters (the Debian parts are not used).
-  (cd "$apt/dl" && apt-get "${APT_OPTS[@]}" source --download-only --tar-only "openssl=$ver" >&2 ||
-                   apt-get "${APT_OPTS[@]}" source --download-only "openssl=$ver" >&2) || true
-  local orig="$apt/dl/openssl_${SSL_VERSION}.orig.tar.gz"
-  [ -f "$orig" ] || return 1
-  cp "$orig" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
-  rm -rf "$apt"
+  debian_orig openssl "$SSL_VERSION" "$tarball" "$cache/apt-openssl"
 }
 
 fetch_release "$tarball" "$SSL_SHA256" SYMPHONY_OPENSSL_TARBALL "$SSL_URL" fetch_from_debian
