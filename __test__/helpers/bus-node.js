@@ -15,7 +15,7 @@
 //   -> { type: 'published', id, subscribers } or { type: 'published', id, error }
 //   <- { type: 'stats', id }       -> { type: 'stats', id, stats }
 //   <- { type: 'close', id }       -> { type: 'closed', id }, then exit 0
-//   -> { type: 'bus', state, error: { message, code } or null }   (each bus event, when server.bus exists)
+//   -> { type: 'bus', state, error: { message, code } or null }   (each bus state change, when server.bus exists)
 //   -> { type: 'error', error: { message, code } }                 (the server's 'error' events)
 // The process exits when the parent goes away (the IPC channel closes).
 
@@ -50,9 +50,22 @@ async function main() {
   // server.bus exists once the bus is built (issue 12); without it this
   // runner serves the local fan-out only.
   if (server.bus) {
-    for (const state of ['connecting', 'up', 'down']) {
-      server.bus.on(state, (err) => send({ type: 'bus', state, error: errorInfo(err) }));
-    }
+    // One message per state change, whether the bus says it with 'state'
+    // (state, err), with 'connecting' / 'up' / 'down' (err), or both: the
+    // events of one change come in one synchronous burst, deduplicated here.
+    let burst = null;
+    const forward = (state, err) => {
+      if (!burst) {
+        burst = new Set();
+        queueMicrotask(() => { burst = null; });
+      }
+      if (burst.has(state)) return;
+      burst.add(state);
+      const error = err ?? (state === 'down' ? server.bus.error : null);
+      send({ type: 'bus', state, error: errorInfo(error) });
+    };
+    server.bus.on('state', (state, err) => forward(state, err));
+    for (const state of ['connecting', 'up', 'down']) server.bus.on(state, (err) => forward(state, err));
   }
   let closing = false;
   const close = async () => {
