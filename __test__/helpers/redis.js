@@ -5,7 +5,8 @@
 //
 // Every process started here is stopped by its PID: by stop(), by stopAll()
 // (test.after(stopAll) in a test file), by the process 'exit' handler below
-// (SIGKILL to each one still alive), and, should this process be killed
+// (SIGKILL to each one still alive, and the temporary directories removed),
+// and, should this process be killed
 // without running any of them, by the kernel: redis-server is started through
 // `setpriv --pdeathsig KILL`, which execs it (same PID) with a parent-death
 // signal.
@@ -59,12 +60,27 @@ async function poll(fn, { timeoutMs = 10000, intervalMs = 50, what = 'a conditio
 // Processes: every redis-server this module started, by PID.
 
 const children = new Map(); // pid -> ChildProcess
+const tempDirs = new Set(); // the directories of the servers and clusters not stopped yet
 
 process.on('exit', () => {
   for (const pid of children.keys()) {
     try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
   }
+  for (const dir of tempDirs) {
+    try { fs.rmSync(dir, { recursive: true, force: true }); } catch { /* best effort */ }
+  }
 });
+
+function makeTempDir(prefix) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+function removeTempDir(dir) {
+  fs.rmSync(dir, { recursive: true, force: true });
+  tempDirs.delete(dir);
+}
 
 /** A port nobody listens on right now (bind 0 on loopback, close). */
 function freePort() {
@@ -191,7 +207,7 @@ function baseArgs(port, dir, logFile) {
  * client(opts), kill9(), restart(), stop() }.
  */
 async function startRedis({ password, args = [], t } = {}) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-redis-'));
+  const dir = makeTempDir('symphony-redis-');
   const logFile = path.join(dir, 'redis.log');
   const extra = [...(password !== undefined ? ['--requirepass', password] : []), ...args];
   let port;
@@ -203,7 +219,7 @@ async function startRedis({ password, args = [], t } = {}) {
       break;
     } catch (err) {
       if (!err.addressInUse || attempt >= 4) {
-        fs.rmSync(dir, { recursive: true, force: true });
+        removeTempDir(dir);
         throw err;
       }
     }
@@ -249,7 +265,7 @@ async function startRedis({ password, args = [], t } = {}) {
         await Promise.race([proc.exited, sleep(2000)]);
         await terminate(proc.child, proc.exited);
       }
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTempDir(dir);
     },
   };
   live.add(redis);
@@ -606,7 +622,7 @@ function infoField(info, name) {
  * and --masterauth), t (a node:test context: t.after(stop)).
  */
 async function startCluster({ primaries = 3, replicas = 1, nodeTimeout = 2000, args = [], password, t } = {}) {
-  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-cluster-'));
+  const base = makeTempDir('symphony-cluster-');
   const count = primaries * (1 + replicas);
   const auth = password !== undefined ? ['--requirepass', password, '--masterauth', password] : [];
   const nodes = [];
@@ -859,7 +875,7 @@ async function startCluster({ primaries = 3, replicas = 1, nodeTimeout = 2000, a
       stopped = true;
       live.delete(cluster);
       await Promise.all(nodes.map((n) => terminate(n.proc.child, n.proc.exited)));
-      fs.rmSync(base, { recursive: true, force: true });
+      removeTempDir(base);
     },
   };
   live.add(cluster);
