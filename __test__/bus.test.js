@@ -243,3 +243,47 @@ test('Redis down at listen(): the server serves locally and connects in the back
   await node.waitBus('up', 5000);
   await poll(async () => (await numSub(redis, 'symphony:t')) === 1, { what: 'subscribed once up' });
 });
+
+test('npm start with REDIS_URL: two nodes of one bus, a client of one reaches a client of the other', async (t) => {
+  const { spawn } = require('node:child_process');
+  const path = require('node:path');
+  const WebSocket = require('ws');
+  const redis = await startRedis({ t });
+  const start = () => new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(__dirname, '..', 'examples', 'server.js')], {
+      env: { ...process.env, HOST: '127.0.0.1', PORT: '0', THREADS: '1', REDIS_URL: redis.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    t.after(() => child.kill('SIGKILL'));
+    let out = '';
+    let port = null;
+    const timer = setTimeout(() => reject(new Error(`the demo did not come up:\n${out}`)), 10000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      port ??= Number(/page on http:\/\/127\.0\.0\.1:(\d+)\//.exec(out)?.[1]) || null;
+      if (port && /bus up/.test(out)) {
+        clearTimeout(timer);
+        resolve(port);
+      }
+    });
+    child.stderr.on('data', (d) => { out += d; });
+  });
+  const [p1, p2] = await Promise.all([start(), start()]);
+  const open = (port) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/?topic=room`);
+    ws.messages = [];
+    ws.on('message', (m) => ws.messages.push(m.toString()));
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+  });
+  const c1 = await open(p1);
+  const c2 = await open(p2);
+  await poll(async () => (await numSub(redis, 'symphony:room')) === 2, { what: 'both nodes subscribed' });
+  await poll(() => c2.messages.length >= 1, { what: 'the welcome' });
+  assert.match(c2.messages[0], new RegExp(`welcome to room on the node at port ${p2}`));
+  c1.send('hello from node 1');
+  await poll(() => c2.messages.includes('hello from node 1'), { what: 'the message across the bus' });
+  await poll(() => c1.messages.includes('hello from node 1'), { what: 'the message on its own node' });
+  c1.close();
+  c2.close();
+});

@@ -18,6 +18,7 @@
 #include "sy_alloc.h"
 #include "sy_bus_env.h"
 #include "sy_bus_link.h"
+#include "sy_bus_map.h"
 #include "sy_clock.h"
 #include "sy_poll.h"
 #include "sy_slot.h"
@@ -436,13 +437,8 @@ static void on_published(redisAsyncContext *ac, void *r, void *priv) {
 
 /* ---- the slot map (cluster) ----------------------------------------- */
 
-static bool reply_int(const redisReply *r, long long *v) {
-    if (r->type != REDIS_REPLY_INTEGER)
-        return false;
-    *v = r->integer;
-    return true;
-}
-
+/* The shard at host:port: one of fresh already, or an existing one taken
+ * over (its connections kept), or a new one. */
 static shard_t *shard_for(sy_bus_t *b, shard_t **fresh, unsigned *nfresh, const char *host, uint16_t port) {
     for (unsigned i = 0; i < *nfresh; i++)
         if (fresh[i]->pub.port == port && strcmp(fresh[i]->pub.host, host) == 0)
@@ -460,41 +456,38 @@ static shard_t *shard_for(sy_bus_t *b, shard_t **fresh, unsigned *nfresh, const 
     return s;
 }
 
-/* Applies a CLUSTER SLOTS reply: [[start, end, [host, port, id], replicas...], ...]. */
+/* Applies a CLUSTER SLOTS reply (sy_bus_map.h). */
 static void apply_map(sy_bus_t *b, const redisReply *r, const char *asked_host) {
-    if (r->type != REDIS_REPLY_ARRAY)
+    sy_bus_map_t *map = sy_malloc(sizeof(*map));
+    if (map == NULL)
         return;
-    shard_t **fresh = sy_calloc(r->elements + 1, sizeof(*fresh));
+    if (sy_bus_map_read(map, r, asked_host) != 0) {
+        sy_bus_map_free(map);
+        sy_free(map);
+        return;
+    }
+    shard_t **fresh = sy_calloc(map->nnodes + 1, sizeof(*fresh));
     shard_t **slots = sy_calloc(SY_SLOTS, sizeof(*slots));
-    if (fresh == NULL || slots == NULL) {
+    shard_t **by_node = sy_calloc(map->nnodes + 1, sizeof(*by_node));
+    if (fresh == NULL || slots == NULL || by_node == NULL) {
         sy_free(fresh);
         sy_free(slots);
+        sy_free(by_node);
+        sy_bus_map_free(map);
+        sy_free(map);
         return;
     }
     unsigned nfresh = 0;
-    for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *e = r->element[i];
-        long long lo, hi, port;
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || !reply_int(e->element[0], &lo) ||
-            !reply_int(e->element[1], &hi) || lo < 0 || hi >= (long long)SY_SLOTS || lo > hi)
-            continue;
-        const redisReply *node = e->element[2];
-        if (node->type != REDIS_REPLY_ARRAY || node->elements < 2 || node->element[0]->type != REDIS_REPLY_STRING ||
-            !reply_int(node->element[1], &port) || port <= 0 || port > 65535)
-            continue;
-        /* An empty or unknown endpoint means the node we asked. */
-        const char *host = node->element[0]->str;
-        if (host[0] == '\0' || strcmp(host, "?") == 0)
-            host = asked_host;
-        shard_t *s = shard_for(b, fresh, &nfresh, host, (uint16_t)port);
-        if (s == NULL)
-            continue;
-        for (long long k = lo; k <= hi; k++)
-            slots[k] = s;
+    for (unsigned i = 0; i < map->nnodes; i++)
+        by_node[i] = shard_for(b, fresh, &nfresh, map->nodes[i].host, map->nodes[i].port);
+    bool complete = map->complete;
+    for (unsigned k = 0; k < SY_SLOTS; k++) {
+        slots[k] = map->slot[k] == SY_BUS_MAP_NONE ? NULL : by_node[map->slot[k]];
+        complete = complete && slots[k] != NULL;
     }
-    bool complete = true;
-    for (unsigned k = 0; k < SY_SLOTS && complete; k++)
-        complete = slots[k] != NULL;
+    sy_free(by_node);
+    sy_bus_map_free(map);
+    sy_free(map);
     /* Channels whose shard changed: undo the old subscription (if that
      * node is still there) and subscribe on the new one. */
     for (size_t i = 0; i < b->nbuckets; i++)
