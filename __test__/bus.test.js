@@ -204,7 +204,11 @@ test('close() ends the bus: its connections leave Redis', async (t) => {
 test('bad bus options: a TypeError or RangeError naming the option, at new Server', () => {
   const bad = [
     [{ url: 'http://x' }, /options\.bus\.url.*redis:\/\//],
-    [{ url: 'rediss://h:1' }, /options\.bus\.url.*TLS/],
+    [{ url: 'rediss://h:1', tls: false }, /options\.bus\.tls.*rediss/],
+    [{ url: 'redis://h:1', tls: { cert: 'x' } }, /options\.bus\.tls.*cert and key/],
+    [{ url: 'redis://h:1', tls: { verify: true } }, /options\.bus\.tls\.verify/],
+    [{ url: 'redis://h:1', tls: { ca: 5 } }, /options\.bus\.tls\.ca/],
+    [{ url: ['redis://a:1', 'rediss://b:2'] }, /options\.bus\.url.*mixes/],
     [{ url: 'not a url' }, /options\.bus\.url/],
     [{ url: 'redis://h:1/notadb' }, /options\.bus\.url.*database/],
     [{ url: 'redis://user@h:1' }, /options\.bus\.url.*password/],
@@ -286,4 +290,47 @@ test('npm start with REDIS_URL: two nodes of one bus, a client of one reaches a 
   await poll(() => c1.messages.includes('hello from node 1'), { what: 'the message on its own node' });
   c1.close();
   c2.close();
+});
+
+test('rediss://: the bus over TLS on the private OpenSSL (a client certificate when Redis asks; a wrong CA or name: down)', async (t) => {
+  const path = require('node:path');
+  const { pki } = require('./helpers/pki');
+  const { freePort } = require('./helpers/redis');
+  const k = pki();
+  // Strings: the options travel to the node processes as JSON.
+  const p = { dir: k.dir, ca: k.ca.toString(), client: { cert: k.client.cert.toString(), key: k.client.key.toString() } };
+  const tlsPort = await freePort();
+  const redis = await startRedis({
+    t,
+    args: ['--tls-port', String(tlsPort), '--tls-cert-file', path.join(p.dir, 'a.pem'), '--tls-key-file', path.join(p.dir, 'a.key'),
+      '--tls-ca-cert-file', path.join(p.dir, 'ca.pem'), '--tls-auth-clients', 'optional'],
+  });
+  const url = `rediss://127.0.0.1:${tlsPort}`;
+  const opts = { bus: { url, tls: { ca: p.ca }, backoff: { min: 50, max: 300 } } };
+  const [a, b] = [await startNode(opts), await startNode(opts)];
+  await a.waitBus('up', 5000);
+  await b.waitBus('up', 5000);
+  const cb = await connectClient(b.port, ['secure']);
+  await poll(async () => (await numSub(redis, 'symphony:secure')) === 1, { what: 'subscribed over TLS' });
+  await a.publish('secure', 'over tls');
+  await cb.waitFor(1);
+  assert.deepEqual(cb.messages, ['over tls']);
+  const clients = (await redis.cli('CLIENT', 'LIST')).split('\n').filter((l) => /name=symphony-bus-/.test(l));
+  assert.equal(clients.length, 4);
+  // A client certificate, for a Redis that requires one.
+  await redis.call('CONFIG', 'SET', 'tls-auth-clients', 'yes');
+  const mutual = await startNode({ bus: { url, tls: { ca: p.ca, cert: p.client.cert, key: p.client.key } } });
+  await mutual.waitBus('up', 5000);
+  const without = await startNode({ bus: { url, tls: { ca: p.ca }, backoff: { min: 50, max: 300 } } });
+  await without.waitBus('down', 5000);
+  // Node's public roots do not know our test CA; a name the certificate does not have.
+  const stranger = await startNode({ bus: { url, tls: { cert: p.client.cert, key: p.client.key } } });
+  await stranger.waitBus('down', 5000);
+  assert.match(stranger.busEvents.find((e) => e.state === 'down').error.message, /certificate verify failed/);
+  const misnamed = await startNode({ bus: { url, tls: { ca: p.ca, cert: p.client.cert, key: p.client.key, servername: 'elsewhere.test' } } });
+  await misnamed.waitBus('down', 5000);
+  assert.match(misnamed.busEvents.find((e) => e.state === 'down').error.message, /certificate verify failed/);
+  // And without checking (rejectUnauthorized: false), as Node's own option.
+  const lax = await startNode({ bus: { url, tls: { rejectUnauthorized: false, cert: p.client.cert, key: p.client.key } } });
+  await lax.waitBus('up', 5000);
 });

@@ -7,6 +7,9 @@
 #include "sy_bus.h"
 #include "sy_napi.h"
 #include "sy_server.h"
+#ifdef SY_WITH_TLS
+#include "tls/sy_bus_tls.h"
+#endif
 
 static const char *const STATE_NAMES[] = {"connecting", "up", "down"};
 
@@ -84,6 +87,55 @@ static bool get_named_int(napi_env env, napi_value obj, const char *key, int64_t
            sy_napi_get_int64(env, v, key, min, max, out);
 }
 
+/* opts.tls (lib/bus.js normalizes it: { ca, cert, key, passphrase,
+ * servername: strings or null, rejectUnauthorized }) as a sy_bus_tls_t in
+ * o, or nothing when it is null. False with an exception pending. */
+static bool get_tls(napi_env env, napi_value opts, sy_bus_opts_t *o) {
+    napi_value v;
+    napi_valuetype t;
+    if (!sy_napi_ok(env, napi_get_named_property(env, opts, "tls", &v), "napi_get_named_property") ||
+        !sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t == napi_null || t == napi_undefined)
+        return true;
+#ifdef SY_WITH_TLS
+    char *ca = NULL, *cert = NULL, *key = NULL, *pass = NULL, *servername = NULL;
+    bool verify = true, ok = false;
+    napi_value rv;
+    if (get_named_str(env, v, "ca", &ca) && get_named_str(env, v, "cert", &cert) &&
+        get_named_str(env, v, "key", &key) && get_named_str(env, v, "passphrase", &pass) &&
+        get_named_str(env, v, "servername", &servername) &&
+        sy_napi_ok(env, napi_get_named_property(env, v, "rejectUnauthorized", &rv), "napi_get_named_property") &&
+        sy_napi_get_bool(env, rv, "bus.tls.rejectUnauthorized", &verify)) {
+        sy_tls_cert_t c = {.cert_pem = cert, .cert_len = cert ? strlen(cert) : 0,
+                           .key_pem = key, .key_len = key ? strlen(key) : 0, .passphrase = pass};
+        char err[SY_ERRLEN] = "";
+        sy_bus_tls_t *tls = sy_bus_tls_new(ca, ca ? strlen(ca) : 0, cert != NULL ? &c : NULL, servername, verify, err,
+                                           sizeof(err));
+        if (tls == NULL) {
+            char msg[SY_ERRLEN + 32];
+            snprintf(msg, sizeof(msg), "symphony: bus.tls: %s", err);
+            sy_napi_throw(env, "ERR_SYMPHONY_TLS", msg);
+        } else {
+            o->tls = tls;
+            o->tls_attach = sy_bus_tls_attach;
+            o->tls_free = sy_bus_tls_free;
+            o->tls_error = sy_bus_tls_error;
+            ok = true;
+        }
+    }
+    sy_free(ca);
+    sy_free(cert);
+    sy_free(key);
+    sy_free(pass);
+    sy_free(servername);
+    return ok;
+#else
+    sy_napi_throw(env, "ERR_SYMPHONY_TLS", "symphony: bus.tls: this build has no TLS");
+    return false;
+#endif
+}
+
 napi_value sy_binding_bus_set(napi_env env, sy_server_t *srv, napi_value opts, napi_value fn,
                               napi_threadsafe_function *tsfn) {
     napi_value hosts_v, ports_v, v, name, result = NULL;
@@ -142,11 +194,16 @@ napi_value sy_binding_bus_set(napi_env env, sy_server_t *srv, napi_value opts, n
                        .connect_timeout_ms = (unsigned)connect_timeout,
                        .backoff_min_ms = (unsigned)bmin,
                        .backoff_max_ms = (unsigned)bmax};
+    if (!get_tls(env, opts, &o))
+        goto done;
     if (!sy_napi_ok(env, napi_create_string_utf8(env, "symphony-bus", NAPI_AUTO_LENGTH, &name),
                     "napi_create_string_utf8") ||
         !sy_napi_ok(env, napi_create_threadsafe_function(env, fn, NULL, name, 0, 1, NULL, NULL, NULL, call_js, tsfn),
-                    "napi_create_threadsafe_function"))
+                    "napi_create_threadsafe_function")) {
+        if (o.tls != NULL)
+            o.tls_free(o.tls);
         goto done;
+    }
     /* The bus never keeps the process alive by itself (the server does). */
     (void)napi_unref_threadsafe_function(env, *tsfn);
     char err[SY_ERRLEN] = "";

@@ -4,7 +4,12 @@
 # (binding.gyp's sy_hiredis_dir). Its memory goes through sy_alloc
 # (src/sy_redis_alloc.c, hiredisSetAllocators).
 #
-#   deps/hiredis.sh [--host TRIPLE] [--cc CC]     prints the build folder
+#   deps/hiredis.sh [--host TRIPLE] [--cc CC] [--openssl DIR]   prints the build folder
+#
+# With --openssl (the private OpenSSL's build folder, deps/openssl.sh), ssl.c
+# is compiled against it into the same archive, with hiredis_ssl.h: the
+# bus' rediss:// (src/tls/sy_bus_tls.c). A static archive's members are
+# linked only when referenced, so a build without TLS code never pulls it.
 #
 # The release tarball comes from, in order: $SYMPHONY_HIREDIS_TARBALL, the
 # cache (deps/cache), Debian 13's source package (its .orig tarball is the
@@ -16,8 +21,8 @@
 # (code says #include <hiredis/async.h>), COPYING (BSD-3-Clause) and the
 # sources in src/ (for an instrumented fuzz build of the RESP reader). Seven
 # files, compiled directly (no cmake or make, so the cross and musl
-# toolchains need nothing more): not dict.c (async.c includes it), not
-# ssl.c (no TLS to Redis), no adapters. hiredis marks nothing visible; all
+# toolchains need nothing more): not dict.c (async.c includes it), ssl.c
+# only with --openssl, no adapters. hiredis marks nothing visible; all
 # of it is hidden, and the addon's --exclude-libs,ALL and export map keep it
 # out of the .node's exports (scripts/test-artifacts.js and
 # __test__/binary.test.js check).
@@ -31,10 +36,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${SYMPHONY_CACHE_DIR:-$here/cache}
 host=
 cc=${CC:-cc}
+openssl=
 while [ $# -gt 0 ]; do
   case "$1" in
     --host) host=$2; shift 2 ;;
     --cc) cc=$2; shift 2 ;;
+    --openssl) openssl=$(cd "$2" && pwd); shift 2 ;;
     *) echo "hiredis.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -61,9 +68,13 @@ files=(alloc.c async.c hiredis.c net.c read.c sds.c sockcompat.c)
 # The public API and what it includes (async.h -> hiredis.h -> read.h, sds.h,
 # alloc.h); sockcompat.h and win32.h for code that uses hiredis' socket layer.
 headers=(alloc.h async.h hiredis.h read.h sds.h sockcompat.h win32.h)
+if [ -n "$openssl" ]; then
+  files+=(ssl.c)
+  headers+=(hiredis_ssl.h)
+fi
 # -std=c99 as hiredis' own Makefile builds it (fmacros.h picks POSIX 2001).
 cflags=(-O2 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections -DNDEBUG -std=c99 -w)
-key=$( { echo "$HR_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} ${headers[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+key=$( { echo "$HR_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} ${headers[*]} keep-src $openssl"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/hiredis-${HR_VERSION}-${triple}-${key}"
 if [ -f "$out/.built" ]; then
   log "cached build $out"
@@ -78,7 +89,7 @@ objs=()
 for f in "${files[@]}"; do
   o="$out.tmp/${f%.c}.o"
   # shellcheck disable=SC2086 # CFLAGS is a list of flags (the glibc floor's -include)
-  "$cc" "${cflags[@]}" ${CFLAGS:-} -I "$out.tmp/src" -c "$out.tmp/src/$f" -o "$o"
+  "$cc" "${cflags[@]}" ${CFLAGS:-} -I "$out.tmp/src" ${openssl:+-I "$openssl/include"} -c "$out.tmp/src/$f" -o "$o"
   objs+=("$o")
 done
 "$ar" rcs "$out.tmp/libhiredis.a" "${objs[@]}"

@@ -5,6 +5,7 @@
 // README, "Scaling out"; docs/bus.md.
 
 const { EventEmitter } = require('node:events');
+const tls = require('node:tls');
 const { SymphonyError, invalidArgType, invalidArgValue, outOfRange } = require('./errors');
 
 const BUS_DEFAULTS = Object.freeze({
@@ -14,7 +15,13 @@ const BUS_DEFAULTS = Object.freeze({
   maxBuffer: 16 << 20,     // bytes of publishes toward Redis not yet acknowledged; past it they are dropped
   connectTimeout: 2000,    // ms
   backoff: Object.freeze({ min: 100, max: 1000 }), // ms between reconnects, doubling, +-20% jitter
+  // TLS to Redis (rediss:// turns it on): true, or { ca, cert, key,
+  // passphrase, servername, rejectUnauthorized } as Node's tls.connect
+  // takes them. Default CAs: Node's bundled roots (tls.rootCertificates).
+  tls: null,
 });
+
+const TLS_KEYS = new Set(['ca', 'cert', 'key', 'passphrase', 'servername', 'rejectUnauthorized']);
 
 const BACKOFF_KEYS = new Set(['min', 'max']);
 
@@ -35,10 +42,7 @@ function parseUrl(name, s) {
   } catch {
     throw invalidArgValue(name, 'is not a URL (redis://[user:password@]host:port[/db])', s);
   }
-  if (u.protocol === 'rediss:') {
-    throw invalidArgValue(name, 'asks for TLS (rediss://), which the bus does not speak yet: use redis:// (a private network, or a TLS tunnel)', s);
-  }
-  if (u.protocol !== 'redis:') throw invalidArgValue(name, 'must start with redis://', s);
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw invalidArgValue(name, 'must start with redis:// or rediss://', s);
   if (u.hostname === '') throw invalidArgValue(name, 'names no host', s);
   if (u.search !== '' || u.hash !== '') throw invalidArgValue(name, 'has a query or fragment, which the bus does not read', s);
   const db = u.pathname === '' || u.pathname === '/' ? '0' : u.pathname.slice(1);
@@ -50,7 +54,47 @@ function parseUrl(name, s) {
   const user = u.username === '' ? null : decodeURIComponent(u.username);
   const pass = u.password === '' ? null : decodeURIComponent(u.password);
   if (user !== null && pass === null) throw invalidArgValue(name, 'has a user name but no password', s);
-  return { host, port, user, pass };
+  return { host, port, user, pass, tls: u.protocol === 'rediss:' };
+}
+
+/** A PEM option (string, Buffer, TypedArray, or a list of them) as one string. */
+function pem(name, v) {
+  if (v === undefined || v === null) return null;
+  const list = Array.isArray(v) ? v : [v];
+  return list.map((x, i) => {
+    if (typeof x === 'string') return x;
+    if (ArrayBuffer.isView(x)) return Buffer.from(x.buffer, x.byteOffset, x.byteLength).toString('latin1');
+    throw invalidArgType(Array.isArray(v) ? `${name}[${i}]` : name, 'PEM text (a string or a Buffer)', x);
+  }).join('\n');
+}
+
+/** options.bus.tls (with rediss:// meaning true) as what binding/bus.c reads, or null. */
+function tlsOption(value, fromUrl) {
+  if (value === null || value === false) {
+    if (fromUrl && value === false) throw invalidArgValue('options.bus.tls', 'is false while the URL says rediss://', value);
+    return fromUrl ? tlsOption(true, true) : null;
+  }
+  if (value === true) value = {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw invalidArgType('options.bus.tls', 'a boolean or an object', value);
+  for (const k of Object.keys(value)) {
+    if (!TLS_KEYS.has(k)) throw invalidArgValue(`options.bus.tls.${k}`, 'is not a known bus TLS option', k);
+  }
+  const ca = pem('options.bus.tls.ca', value.ca) ?? tls.rootCertificates.join('\n');
+  const cert = pem('options.bus.tls.cert', value.cert);
+  const key = pem('options.bus.tls.key', value.key);
+  if ((cert === null) !== (key === null)) throw invalidArgValue('options.bus.tls', 'needs both cert and key, or neither', 'cert/key');
+  for (const k of ['passphrase', 'servername']) {
+    if (value[k] !== undefined && value[k] !== null && typeof value[k] !== 'string') {
+      throw invalidArgType(`options.bus.tls.${k}`, 'of type string', value[k]);
+    }
+  }
+  const rejectUnauthorized = value.rejectUnauthorized ?? true;
+  if (typeof rejectUnauthorized !== 'boolean') {
+    throw invalidArgType('options.bus.tls.rejectUnauthorized', 'of type boolean', rejectUnauthorized);
+  }
+  return {
+    ca, cert, key, passphrase: value.passphrase ?? null, servername: value.servername ?? null, rejectUnauthorized,
+  };
 }
 
 /**
@@ -78,7 +122,9 @@ function busOption(value) {
     if (s.user !== seeds[0].user || s.pass !== seeds[0].pass) {
       throw invalidArgValue('options.bus.url', 'gives different credentials for the seeds of one cluster', 'url');
     }
+    if (s.tls !== seeds[0].tls) throw invalidArgValue('options.bus.url', 'mixes redis:// and rediss:// seeds', 'url');
   }
+  const tlsOpts = tlsOption(o.tls, seeds[0].tls);
   if (typeof o.prefix !== 'string') throw invalidArgType('options.bus.prefix', 'of type string', o.prefix);
   if (Buffer.byteLength(o.prefix) > 256 || /[{}]/.test(o.prefix)) {
     throw invalidArgValue('options.bus.prefix', 'must be at most 256 bytes without { or } (hash tags belong to topics)', o.prefix);
@@ -99,11 +145,14 @@ function busOption(value) {
     maxBuffer: o.maxBuffer,
     connectTimeout: o.connectTimeout,
     backoff: Object.freeze(backoff),
+    tls: tlsOpts !== null,
     seeds: Object.freeze(seeds.map((s) => Object.freeze(s))),
+    [nativeTls]: tlsOpts,
   });
 }
 
 /** What serverSetBus reads (binding/bus.c). */
+const nativeTls = Symbol('tls');
 function nativeBusOptions(o) {
   return {
     hosts: o.seeds.map((s) => s.host),
@@ -116,6 +165,7 @@ function nativeBusOptions(o) {
     connectTimeout: o.connectTimeout,
     backoffMin: o.backoff.min,
     backoffMax: o.backoff.max,
+    tls: o[nativeTls],
   };
 }
 
@@ -149,7 +199,7 @@ class Bus extends EventEmitter {
   get error() { return this.#error; }
   /** The options in effect (frozen; credentials left out). */
   get options() {
-    const { seeds, ...rest } = this.#options;
+    const { seeds, [nativeTls]: secrets, ...rest } = this.#options; // eslint-disable-line no-unused-vars
     return { ...rest, seeds: seeds.map((s) => ({ host: s.host, port: s.port })) };
   }
 

@@ -132,6 +132,20 @@ export interface BusOptions {
   connectTimeout?: number;
   /** ms between reconnects: doubling from min to max, +-20% jitter. Default { min: 100, max: 1000 }. */
   backoff?: { min?: number; max?: number };
+  /** TLS to Redis (rediss:// turns it on). Default CAs: Node's tls.rootCertificates. */
+  tls?: boolean | BusTlsOptions | null;
+}
+
+export interface BusTlsOptions {
+  ca?: Pem | Pem[];
+  /** A client certificate and its key, for a Redis with tls-auth-clients. */
+  cert?: Pem;
+  key?: Pem;
+  passphrase?: string;
+  /** The name to ask for (SNI) and check; default: the URL's host. */
+  servername?: string;
+  /** Check the server's certificate. Default true. */
+  rejectUnauthorized?: boolean;
 }
 
 export type BusState = 'connecting' | 'up' | 'down';
@@ -147,7 +161,7 @@ export interface Bus extends EventEmitter {
   /** Why it is down, else null. */
   readonly error: BusError | null;
   /** The options in effect, without credentials. */
-  readonly options: Omit<Required<BusOptions>, 'url'> & { url: string | string[]; seeds: { host: string; port: number }[] };
+  readonly options: Omit<Required<BusOptions>, 'url' | 'tls'> & { url: string | string[]; tls: boolean; seeds: { host: string; port: number }[] };
   on(event: 'up', listener: () => void): this;
   on(event: 'down', listener: (err: BusError) => void): this;
   on(event: 'state', listener: (state: BusState, err: BusError | null) => void): this;

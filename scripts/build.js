@@ -143,10 +143,12 @@ function main() {
     if (allocator === 'system') variants.push({ allocator, lgPage: null });
     else for (const lgPage of opts.lgPage ? [opts.lgPage] : defaultLgPages(process.arch)) variants.push({ allocator, lgPage });
   }
+  const opensslDir = dependency('OpenSSL', 'openssl');
   const deps = {
-    opensslDir: dependency('OpenSSL', 'openssl'),
+    opensslDir,
     libdeflateDir: dependency('libdeflate', 'libdeflate'),
-    hiredisDir: dependency('hiredis', 'hiredis'),
+    // With its TLS layer built against the private OpenSSL (rediss://).
+    hiredisDir: dependency('hiredis', 'hiredis', ['--openssl', opensslDir]),
   };
   for (const v of variants) buildVariant(v, deps, opts.testing);
 }

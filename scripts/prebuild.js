@@ -175,7 +175,7 @@ function buildOne(name, t, cc, lgPage) {
   const sslDir = depDir('openssl', ['--host', t.host, '--cc', cc], env);
   const opensslS = (Date.now() - tS) / 1000;
   const ldDir = depDir('libdeflate', ['--host', t.host, '--cc', cc], env);
-  const hrDir = depDir('hiredis', ['--host', t.host, '--cc', cc], env);
+  const hrDir = depDir('hiredis', ['--host', t.host, '--cc', cc, '--openssl', sslDir], env);
   const t1 = Date.now();
   const gypEnv = withoutNodedir(env);
   delete gypEnv.CFLAGS; // the floor header reaches the addon through binding.gyp

@@ -88,6 +88,8 @@ struct sy_bus {
     size_t prefix_len;
     size_t max_buffer, max_payload;
     sy_bus_link_conf_t lconf;
+    void *tls;
+    void (*tls_free)(void *tls);
     char name[64];
     uint64_t node;
     sy_topics_t *topics;
@@ -852,19 +854,24 @@ static void wake(sy_bus_t *b) {
 
 sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deliver_fn deliver, void *deliver_ctx,
                         sy_bus_state_fn on_state, void *state_ctx, char *err, size_t errlen) {
+    bool bad = false;
     if (o->nseeds == 0 || o->nseeds > SY_BUS_MAX_SEEDS || (!o->cluster && o->nseeds != 1)) {
         snprintf(err, errlen, "the bus needs one Redis (or 1..%u cluster seeds)", SY_BUS_MAX_SEEDS);
-        return NULL;
-    }
-    if (o->backoff_min_ms == 0 || o->backoff_max_ms < o->backoff_min_ms || o->connect_timeout_ms == 0) {
+        bad = true;
+    } else if (o->backoff_min_ms == 0 || o->backoff_max_ms < o->backoff_min_ms || o->connect_timeout_ms == 0) {
         snprintf(err, errlen, "bad bus timing options");
-        return NULL;
+        bad = true;
     }
-    sy_bus_t *b = sy_calloc(1, sizeof(*b));
+    sy_bus_t *b = bad ? NULL : sy_calloc(1, sizeof(*b));
     if (b == NULL) {
-        snprintf(err, errlen, "out of memory");
+        if (!bad)
+            snprintf(err, errlen, "out of memory");
+        if (o->tls != NULL && o->tls_free != NULL)
+            o->tls_free(o->tls);
         return NULL;
     }
+    b->tls = o->tls;
+    b->tls_free = o->tls_free;
     b->wake_fd = -1;
     b->nseeds = o->nseeds;
     b->hosts = sy_calloc(o->nseeds, sizeof(*b->hosts));
@@ -907,7 +914,10 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
                                     .name = b->name,
                                     .connect_timeout_ms = o->connect_timeout_ms,
                                     .backoff_min_ms = o->backoff_min_ms,
-                                    .backoff_max_ms = o->backoff_max_ms};
+                                    .backoff_max_ms = o->backoff_max_ms,
+                                    .tls_attach = o->tls != NULL ? o->tls_attach : NULL,
+                                    .tls = o->tls,
+                                    .tls_error = o->tls != NULL ? o->tls_error : NULL};
     b->ops = (sy_bus_link_ops_t){.up = link_up, .down = link_down, .push = link_push};
     b->topics = topics;
     b->deliver = deliver;
@@ -978,6 +988,8 @@ void sy_bus_destroy(sy_bus_t *b) {
     sy_free(b->user);
     sy_free(b->pass);
     sy_free(b->prefix);
+    if (b->tls != NULL && b->tls_free != NULL)
+        b->tls_free(b->tls);
     if (b->lock_ok)
         pthread_mutex_destroy(&b->lock);
     sy_free(b);

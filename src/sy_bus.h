@@ -69,6 +69,13 @@ typedef struct sy_bus_opts {
     size_t max_payload;       /* larger messages from Redis are ignored (counted) */
     unsigned connect_timeout_ms;
     unsigned backoff_min_ms, backoff_max_ms;
+    /* rediss://: TLS on every connection (src/tls/sy_bus_tls.h). The bus
+     * takes tls over (freed with tls_free by sy_bus_destroy, or at once
+     * when sy_bus_create fails). NULL: plain TCP. */
+    void *tls;
+    int (*tls_attach)(void *tls, void *redis_context, const char *host, char *err, size_t errlen);
+    void (*tls_free)(void *tls);
+    const char *(*tls_error)(char *buf, size_t len);
 } sy_bus_opts_t;
 
 /* clang-format off */

@@ -43,6 +43,12 @@ static void went_down(sy_bus_link_t *l, const char *why) {
     l->ops->down(l->ctx, l, l->err);
 }
 
+/* Why an I/O error happened: OpenSSL's reason over TLS, else hiredis'. */
+static const char *io_error(const sy_bus_link_t *l, const char *hiredis_says, char *buf, size_t len) {
+    const char *tls = l->conf->tls_error != NULL ? l->conf->tls_error(buf, len) : NULL;
+    return tls != NULL ? tls : hiredis_says;
+}
+
 /* hiredis' adapter hooks: what it wants from the poller. */
 static void sync_poll(sy_bus_link_t *l) {
     if (l->ac == NULL)
@@ -145,8 +151,16 @@ static void on_connect(const redisAsyncContext *cac, int status) {
         return;
     if (status != REDIS_OK) {
         /* hiredis frees ac when this returns (no disconnect callback). */
-        went_down(l, ac->errstr);
+        char buf[SY_BUS_ERRLEN];
+        went_down(l, io_error(l, ac->errstr, buf, sizeof(buf)));
         return;
+    }
+    if (l->conf->tls_attach != NULL) {
+        char why[SY_BUS_ERRLEN];
+        if (l->conf->tls_attach(l->conf->tls, &ac->c, l->host, why, sizeof(why)) != 0) {
+            sy_bus_link_fail(l, why, false);
+            return;
+        }
     }
     const char *argv[7];
     size_t lens[7];
@@ -171,7 +185,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
     sy_bus_link_t *l = link_of(ac);
     if (l == NULL)
         return; /* let go of on purpose (sy_bus_link_close, sy_bus_link_fail) */
-    const char *why = status != REDIS_OK && ac->errstr[0] ? ac->errstr : "connection closed by Redis";
+    char buf[SY_BUS_ERRLEN];
+    const char *why = status != REDIS_OK && ac->errstr[0] ? io_error(l, ac->errstr, buf, sizeof(buf))
+                                                          : "connection closed by Redis";
     went_down(l, why);
 }
 

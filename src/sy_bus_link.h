@@ -44,12 +44,23 @@ typedef struct sy_bus_link_ops {
     void (*push)(void *ctx, sy_bus_link_t *l, struct redisReply *reply);
 } sy_bus_link_ops_t;
 
+/* Starts TLS on a connected hiredis context (a redisContext *) to host:
+ * 0, or -1 with a message in err (src/tls/sy_bus_tls.h; a build without
+ * TLS has none). */
+typedef int (*sy_bus_tls_attach_fn)(void *tls, void *redis_context, const char *host, char *err, size_t errlen);
+
 typedef struct sy_bus_link_conf {
     const char *user; /* NULL: the default user */
     const char *pass; /* NULL: no AUTH */
     const char *name; /* CLIENT SETNAME */
     unsigned connect_timeout_ms;
     unsigned backoff_min_ms, backoff_max_ms;
+    sy_bus_tls_attach_fn tls_attach; /* NULL: plain TCP */
+    void *tls;
+    /* Why the last TLS operation of this thread failed (OpenSSL's error
+     * queue, which hiredis does not read), or NULL: a lost connection says
+     * "certificate verify failed" rather than errno's "Success". */
+    const char *(*tls_error)(char *buf, size_t len);
 } sy_bus_link_conf_t;
 
 typedef enum sy_bus_link_state {

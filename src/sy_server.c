@@ -312,6 +312,8 @@ int sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on
                       size_t errlen) {
     if (s->listening || s->bus != NULL || sy_topics_count(&s->shared.topics) != 0) {
         snprintf(err, errlen, "the bus must be set before the server starts");
+        if (o->tls != NULL && o->tls_free != NULL)
+            o->tls_free(o->tls); /* taken over, as sy_bus_create would */
         return EINVAL;
     }
     sy_bus_opts_t bo = *o;

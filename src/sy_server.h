@@ -93,8 +93,8 @@ int sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len);
 /* Makes the server one node of a bus over Redis (sy_bus.h): before it
  * starts (and before any topic exists). The bus thread starts with the IO
  * threads and stops first at shutdown. on_state: the bus' state changes,
- * on the bus thread. o->max_payload is the server's. 0, or EINVAL with a
- * message in err. */
+ * on the bus thread. o->max_payload is the server's; o->tls is taken over
+ * (freed on failure too). 0, or EINVAL with a message in err. */
 int sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
                       size_t errlen);
 /* The bus' counters and state: false when the server has no bus. Any thread. */

@@ -197,35 +197,11 @@ static int servername_cb(SSL *ssl, int *alert, void *arg) {
     return SSL_TLSEXT_ERR_NOACK; /* the default certificate */
 }
 
-/* One SSL_CTX for one certificate, with symphony's settings. */
-static SSL_CTX *make_ctx(const sy_tls_cert_t *c, X509_STORE *ca, char *err, size_t errlen) {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+/* The certificate chain and private key of c into ctx. */
+static bool use_cert(SSL_CTX *ctx, const sy_tls_cert_t *c, char *err, size_t errlen) {
     BIO *bio = NULL;
     X509 *leaf = NULL;
     EVP_PKEY *key = NULL;
-    if (ctx == NULL) {
-        set_err(err, errlen, "out of memory (SSL_CTX_new)");
-        goto fail;
-    }
-    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-        set_err(err, errlen, "TLS 1.2 minimum");
-        goto fail;
-    }
-    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
-                              SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    /* IGNORE_UNEXPECTED_EOF: a TCP close without close_notify is an end of
-     * stream, as over plain TCP (WebSocket framing, not TLS, tells a clean
-     * close from a cut one), not a protocol error. */
-    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION |
-                                 SSL_OP_IGNORE_UNEXPECTED_EOF);
-    if (SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!eNULL:!MD5:!SHA1") != 1) {
-        set_err(err, errlen, "cipher list");
-        goto fail;
-    }
-    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
-    /* Session tickets stay on (OpenSSL's default); no stateful cache. */
-    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-
     pass_cb_t pass = {.pass = c->passphrase};
     if (c->cert_pem == NULL || c->cert_len == 0 || c->cert_len > INT32_MAX) {
         snprintf(err, errlen, "certificate: empty");
@@ -268,6 +244,45 @@ static SSL_CTX *make_ctx(const sy_tls_cert_t *c, X509_STORE *ca, char *err, size
         set_err(err, errlen, "private key: does not match the certificate");
         goto fail;
     }
+    BIO_free(bio);
+    X509_free(leaf);
+    EVP_PKEY_free(key);
+    return true;
+fail:
+    BIO_free(bio);
+    X509_free(leaf);
+    EVP_PKEY_free(key);
+    return false;
+}
+
+/* One SSL_CTX for one certificate, with symphony's settings. */
+static SSL_CTX *make_ctx(const sy_tls_cert_t *c, X509_STORE *ca, char *err, size_t errlen) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) {
+        set_err(err, errlen, "out of memory (SSL_CTX_new)");
+        goto fail;
+    }
+    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+        set_err(err, errlen, "TLS 1.2 minimum");
+        goto fail;
+    }
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+                              SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* IGNORE_UNEXPECTED_EOF: a TCP close without close_notify is an end of
+     * stream, as over plain TCP (WebSocket framing, not TLS, tells a clean
+     * close from a cut one), not a protocol error. */
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION |
+                                 SSL_OP_IGNORE_UNEXPECTED_EOF);
+    if (SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!eNULL:!MD5:!SHA1") != 1) {
+        set_err(err, errlen, "cipher list");
+        goto fail;
+    }
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+    /* Session tickets stay on (OpenSSL's default); no stateful cache. */
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+
+    if (!use_cert(ctx, c, err, errlen))
+        goto fail;
     if (ca != NULL) {
         if (X509_STORE_up_ref(ca) != 1) {
             set_err(err, errlen, "CA store");
@@ -276,14 +291,8 @@ static SSL_CTX *make_ctx(const sy_tls_cert_t *c, X509_STORE *ca, char *err, size
         SSL_CTX_set_cert_store(ctx, ca);
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     }
-    BIO_free(bio);
-    X509_free(leaf);
-    EVP_PKEY_free(key);
     return ctx;
 fail:
-    BIO_free(bio);
-    X509_free(leaf);
-    EVP_PKEY_free(key);
     SSL_CTX_free(ctx);
     return NULL;
 }
@@ -490,3 +499,35 @@ void sy_tls_close_notify(sy_tls_conn_t *ssl) {
 #ifdef SY_TESTING
 const char *sy_tls_servername(sy_tls_conn_t *ssl) { return SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name); }
 #endif
+
+SSL_CTX *sy_tls_client_ctx_new(const char *ca_pem, size_t ca_len, const sy_tls_cert_t *cert, bool verify, char *err,
+                               size_t errlen) {
+    if (sy_tls_global_init(err, errlen) != 0)
+        return NULL;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL) {
+        set_err(err, errlen, "out of memory (SSL_CTX_new)");
+        return NULL;
+    }
+    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+        set_err(err, errlen, "TLS 1.2 minimum");
+        goto fail;
+    }
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    if (cert != NULL && !use_cert(ctx, cert, err, errlen))
+        goto fail;
+    if (ca_pem != NULL && ca_len > 0) {
+        X509_STORE *ca = load_ca(ca_pem, ca_len, err, errlen);
+        if (ca == NULL)
+            goto fail;
+        SSL_CTX_set_cert_store(ctx, ca); /* the context owns it now */
+    }
+    SSL_CTX_set_verify(ctx, verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
+    return ctx;
+fail:
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+void sy_tls_client_ctx_free(SSL_CTX *ctx) { SSL_CTX_free(ctx); }

@@ -66,6 +66,17 @@ void sy_tls_probe_free(void *probe);
  * (bad certificate, key that does not match, wrong passphrase ...). */
 sy_tls_ctx_t *sy_tls_ctx_new(const sy_tls_cert_t *certs, size_t ncerts, const char *ca_pem, size_t ca_len,
                              char *err, size_t errlen);
+
+/* A client context (the bus' rediss://, src/tls/sy_bus_tls.c): TLS 1.2
+ * minimum; ca_pem (may be NULL): the CAs that may sign the server's
+ * certificate; cert (may be NULL): a client certificate and key for
+ * servers that ask (Redis' tls-auth-clients); verify: check the server's
+ * certificate (its name is checked per connection). NULL on failure, with
+ * a specific message in err. */
+struct ssl_ctx_st;
+struct ssl_ctx_st *sy_tls_client_ctx_new(const char *ca_pem, size_t ca_len, const sy_tls_cert_t *cert, bool verify,
+                                         char *err, size_t errlen);
+void sy_tls_client_ctx_free(struct ssl_ctx_st *ctx);
 void sy_tls_ctx_ref(sy_tls_ctx_t *ctx);
 void sy_tls_ctx_unref(sy_tls_ctx_t *ctx);
 
