@@ -43,6 +43,22 @@ test('lib/index.d.ts: ThreadStats lists exactly statFields, in order', () => {
   assert.deepEqual(fields, names);
 });
 
+test('the bus counters: busStatFields, lib/index.d.ts BusStats and docs/metrics.md follow src/sy_bus.h', () => {
+  const { busStatFields } = binding;
+  assert.ok(Object.isFrozen(busStatFields) && busStatFields.length > 0);
+  const dts = fs.readFileSync(path.join(root, 'lib', 'index.d.ts'), 'utf8');
+  const body = /export interface BusStats \{([\s\S]*?)\n\}/.exec(dts);
+  const fields = [...body[1].matchAll(/^\s*([A-Za-z]+)\s*:\s*number;/gm)].map((m) => m[1]);
+  assert.deepEqual(fields, busStatFields.map((f) => f.name));
+  const doc = fs.readFileSync(path.join(root, 'docs', 'metrics.md'), 'utf8');
+  const rows = [...doc.matchAll(/^\| `bus\.([A-Za-z]+)` \| `(symphony_bus_[a-z_]+)` \| (counter|gauge) \|/gm)]
+    .map((m) => ({ name: m[1], metric: m[2], type: m[3] }));
+  assert.deepEqual(rows, busStatFields.map(({ name, metric, type }) => ({ name, metric, type })));
+  for (const f of busStatFields) {
+    assert.ok(f.type === 'counter' ? f.metric.endsWith('_total') : f.type === 'gauge', f.metric);
+  }
+});
+
 test('docs/metrics.md: the counters table lists exactly statFields (field, metric, type), in order', () => {
   const readme = fs.readFileSync(path.join(root, 'docs', 'metrics.md'), 'utf8');
   const rows = [...readme.matchAll(/^\| `([A-Za-z]+)` \| `(symphony_[a-z_]+)` \| (counter|gauge) \|/gm)]
@@ -55,7 +71,8 @@ test('stats() has every counter, per thread and in the totals (sum or max)', asy
   const clients = await Promise.all([client(url), client(url), client(url)]);
   await waitFor(() => server.stats().connections === 3, 5000, 'open');
   const s = server.stats();
-  assert.deepEqual(Object.keys(s).sort(), [...names, 'topics', 'threads'].sort());
+  assert.deepEqual(Object.keys(s).sort(), [...names, 'topics', 'threads', 'bus'].sort());
+  assert.equal(s.bus, null, 'no bus');
   assert.equal(s.threads.length, 2);
   for (const t of s.threads) assert.deepEqual(Object.keys(t).sort(), [...names, 'arena', 'connArena'].sort());
   for (const f of statFields) {

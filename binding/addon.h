@@ -33,6 +33,20 @@ bool sy_binding_allocator_init(napi_env env, napi_value exports);
  * server (binding/server.c). */
 bool sy_binding_server_init(napi_env env, napi_value exports);
 
+struct sy_server;
+/* The bus (binding/bus.c): serverSetBus's work: reads the bus options
+ * (hosts, ports, cluster, prefix, user, pass, maxBuffer, connectTimeout,
+ * backoffMin, backoffMax; lib/server.js checks and fills them), makes the
+ * state callback's thread-safe function (*tsfn, unref'd; the caller
+ * releases it once the server is destroyed) and sets the server's bus.
+ * undefined, or NULL with an exception pending. */
+napi_value sy_binding_bus_set(napi_env env, struct sy_server *srv, napi_value opts, napi_value fn,
+                              napi_threadsafe_function *tsfn);
+/* stats().bus: its counters and state, or null without a bus. */
+napi_value sy_binding_bus_stats(napi_env env, struct sy_server *srv);
+/* exports.busStatFields: [{ name, metric, type, help }], frozen. */
+bool sy_binding_bus_init(napi_env env, napi_value exports);
+
 #ifdef SY_TESTING
 /* Testing builds only (scripts/build.js --testing, binding.gyp sy_testing=1,
  * which also compiles binding/testing.c): exports._testAlloc/_testFree,

@@ -73,6 +73,7 @@ typedef struct sy_bserver {
     napi_env env;
     sy_server_t *srv;
     napi_threadsafe_function tsfn;
+    napi_threadsafe_function bus_tsfn; /* the bus' state changes (binding/bus.c); NULL: no bus */
     unsigned stopped; /* IO threads that sent SY_EV_STOPPED */
     bool listening;
     bool hook;        /* env cleanup hook registered */
@@ -80,9 +81,20 @@ typedef struct sy_bserver {
     bool tsfn_live;   /* thread-safe function not yet finalized */
 } sy_bserver_t;
 
+/* Frees the core server (its threads joined), then lets go of the bus'
+ * thread-safe function, which nothing calls any more. */
+static void destroy_server(sy_bserver_t *b) {
+    sy_server_destroy(b->srv);
+    b->srv = NULL;
+    if (b->bus_tsfn != NULL) {
+        (void)napi_release_threadsafe_function(b->bus_tsfn, napi_tsfn_abort);
+        b->bus_tsfn = NULL;
+    }
+}
+
 static void bserver_maybe_free(sy_bserver_t *b) {
     if (b->js_gone && !b->tsfn_live) {
-        sy_server_destroy(b->srv);
+        destroy_server(b);
         sy_free(b);
     }
 }
@@ -97,8 +109,7 @@ static void stop_now(sy_bserver_t *b) {
     }
     /* Batches still queued in the thread-safe function are freed by
      * call_js with env == NULL, which never looks at the server. */
-    sy_server_destroy(b->srv);
-    b->srv = NULL;
+    destroy_server(b);
 }
 
 static void cleanup_hook(void *arg) {
@@ -378,8 +389,7 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
         sy_batch_free(batch);
     if (all_stopped && b->srv != NULL) {
         sy_server_join(b->srv);
-        sy_server_destroy(b->srv);
-        b->srv = NULL;
+        destroy_server(b);
         if (b->hook) {
             (void)napi_remove_env_cleanup_hook(env, cleanup_hook, b);
             b->hook = false;
@@ -537,7 +547,7 @@ static napi_value server_listen(napi_env env, napi_callback_info info) {
 /* The flags of publish and send (SY_SEND_*). */
 static bool get_send_flags(napi_env env, napi_value v, unsigned *out) {
     int64_t f;
-    if (!sy_napi_get_int64(env, v, "flags", 0, SY_SEND_BINARY | SY_SEND_COMPRESS, &f))
+    if (!sy_napi_get_int64(env, v, "flags", 0, SY_SEND_BINARY | SY_SEND_COMPRESS | SY_SEND_LOCAL, &f))
         return false;
     *out = (unsigned)f;
     return true;
@@ -892,6 +902,28 @@ done:
 }
 #endif
 
+/* serverSetBus(handle, opts, onState) -> undefined: before listen. */
+static napi_value server_set_bus(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    sy_bserver_t *b;
+    if (!server_args(env, info, 3, argv, &b))
+        return NULL;
+    if (b->listening || b->bus_tsfn != NULL) {
+        sy_napi_throw(env, "ERR_SYMPHONY_BUS", "symphony: the bus must be set once, before the server starts");
+        return NULL;
+    }
+    return sy_binding_bus_set(env, b->srv, argv[1], argv[2], &b->bus_tsfn);
+}
+
+/* serverBusStats(handle) -> { state, counters... } or null */
+static napi_value server_bus_stats(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    sy_bserver_t *b;
+    if (!server_args(env, info, 1, argv, &b))
+        return NULL;
+    return sy_binding_bus_stats(env, b->srv);
+}
+
 /* serverClose(handle, deadlineMs) -> bool: begins shutdown (false when the
  * server is not running); the events' callback gets EV_CLOSED once every
  * IO thread has stopped. */
@@ -944,7 +976,7 @@ static const struct {
     SY_CONSTANT(EV_UPGRADE),        SY_CONSTANT(EV_OPEN),              SY_CONSTANT(EV_MESSAGE),
     SY_CONSTANT(EV_CLOSE),          SY_CONSTANT(EV_DRAIN),             SY_CONSTANT(EV_FAILED),
     SY_CONSTANT(EV_CLOSED),         SY_CONSTANT(EV_OPEN_DEFLATE),      SY_CONSTANT(SEND_BINARY),
-    SY_CONSTANT(SEND_COMPRESS),
+    SY_CONSTANT(SEND_COMPRESS),     SY_CONSTANT(SEND_LOCAL),
 };
 #undef SY_CONSTANT
 
@@ -988,6 +1020,8 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverAccept", server_accept, NULL) &&
            sy_napi_set_function(env, exports, "serverRefuse", server_refuse, NULL) &&
            sy_napi_set_function(env, exports, "serverStats", server_stats, NULL) &&
+           sy_napi_set_function(env, exports, "serverSetBus", server_set_bus, NULL) &&
+           sy_napi_set_function(env, exports, "serverBusStats", server_bus_stats, NULL) &&
 #ifdef SY_WITH_TLS
            sy_napi_set_function(env, exports, "serverSetTls", server_set_tls, NULL) &&
 #endif

@@ -9,6 +9,13 @@
 //
 //   HOST=127.0.0.1 PORT=9001 THREADS=2 npm start              then open http://127.0.0.1:9001/
 //   TLS_CERT=fullchain.pem TLS_KEY=privkey.pem npm start      (SIGHUP reloads them)
+//   REDIS_URL=redis://127.0.0.1:6379 PORT=9001 npm start      one node of a bus: start a
+//   REDIS_URL=redis://127.0.0.1:6379 PORT=9002 npm start      second one, and what a client of
+//                                                             one sends reaches the other's
+//
+// With REDIS_URL the server is one node of a bus (README, "Scaling out"):
+// what clients send is published to every node; the ticker stays local (each
+// node has its own clock), and the welcome names the node's port.
 //
 // With TLS_CERT/TLS_KEY there are two ports: a TLS socket cannot be handed
 // over (its TLS state is in Node's OpenSSL), so symphony serves wss:// on its
@@ -24,6 +31,7 @@ const { Server, allocator } = require('..');
 const host = process.env.HOST || '127.0.0.1';
 const port = Number(process.env.PORT || 9001);
 const threads = Number(process.env.THREADS || 2);
+const redisUrl = process.env.REDIS_URL || null;
 const tlsFiles = process.env.TLS_CERT && process.env.TLS_KEY ? { cert: process.env.TLS_CERT, key: process.env.TLS_KEY } : null;
 const webPort = tlsFiles ? Number(process.env.PAGE_PORT || (port === 0 ? 0 : port + 1)) : port;
 const readTls = () => ({ cert: fs.readFileSync(tlsFiles.cert), key: fs.readFileSync(tlsFiles.key) });
@@ -35,6 +43,7 @@ const sy = new Server({
   threads,
   noServer: !tlsFiles,
   tls: tlsFiles ? readTls() : null,
+  bus: redisUrl ? { url: redisUrl } : null,
   onUpgrade: (req) => {
     const topic = new URL(req.url, 'ws://x').searchParams.get('topic') || 'ticker';
     if (topic.length > 64) return { status: 400 };
@@ -42,7 +51,11 @@ const sy = new Server({
   },
 });
 
-sy.on('open', (id, info) => sy.send(id, `welcome to ${info.data.topic}`));
+sy.on('open', (id, info) => sy.send(id, `welcome to ${info.data.topic}${redisUrl ? ` on the node at port ${web.address().port}` : ''}`));
+if (sy.bus) {
+  sy.bus.on('up', () => console.log(`bus up (${redisUrl})`));
+  sy.bus.on('down', (err) => console.log(`bus down: ${err.message}; local delivery goes on, reconnecting`));
+}
 sy.on('message', (id, data, isBinary) => {
   sy.publish(sy.getUserData(id).topic, data, { binary: isBinary });
 });
@@ -75,7 +88,7 @@ function sample() {
 }
 
 function everySecond() {
-  sy.publish('ticker', new Date().toISOString());
+  sy.publish('ticker', new Date().toISOString(), { local: true });
   sample();
 }
 
@@ -94,7 +107,8 @@ function onRequest(req, res) {
   if (req.method !== 'GET' && req.method !== 'HEAD') return reply(req, res, 405, 'text/plain', 'GET only\n');
   if (pathname === '/') return reply(req, res, 200, 'text/html; charset=utf-8', page);
   if (pathname === '/stats') {
-    return reply(req, res, 200, 'application/json', JSON.stringify({ allocator: allocator.name, threads, samples }));
+    const bus = sy.bus ? { state: sy.bus.state, ...sy.stats().bus } : null;
+    return reply(req, res, 200, 'application/json', JSON.stringify({ allocator: allocator.name, threads, samples, bus }));
   }
   if (pathname === '/metrics') return reply(req, res, 200, 'text/plain; version=0.0.4', sy.metrics());
   return reply(req, res, 404, 'text/plain', 'not found\n');
@@ -116,7 +130,7 @@ async function start() {
   const ws = tlsFiles ? `wss://${host}:${sy.address().port}` : `ws://${host}:${pagePort}`;
   sample();
   console.log(`symphony ${allocator.name} listening on ${ws}/?topic=ticker (${threads} IO threads); ` +
-    `page on ${tlsFiles ? 'https' : 'http'}://${host}:${pagePort}/`);
+    `page on ${tlsFiles ? 'https' : 'http'}://${host}:${pagePort}/${redisUrl ? `; a node of the bus at ${redisUrl}` : ''}`);
 }
 
 const ticker = setInterval(everySecond, 1000);

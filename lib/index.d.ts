@@ -115,6 +115,62 @@ export interface ServerOptions {
    * event through handleUpgrade() (one port with node:http, Express, Fastify).
    * listen() then rejects with ERR_SERVER_NO_LISTEN. Not with tls. */
   noServer?: boolean;
+  /** Several servers as one fan-out over Redis (sharded pub/sub, Redis 7+). Default null. */
+  bus?: BusOptions | null;
+}
+
+export interface BusOptions {
+  /** 'redis://[user:password@]host:port[/db]', or a list of seeds of a Redis Cluster. */
+  url: string | string[];
+  /** Redis Cluster (slot map, SPUBLISH to the channel's shard). Default: url is a list. */
+  cluster?: boolean;
+  /** channel = prefix + topic. Default 'symphony:'. */
+  prefix?: string;
+  /** Bytes of publishes toward Redis not yet acknowledged; past it they are dropped (counted). Default 16 MiB. */
+  maxBuffer?: number;
+  /** ms. Default 2000. */
+  connectTimeout?: number;
+  /** ms between reconnects: doubling from min to max, +-20% jitter. Default { min: 100, max: 1000 }. */
+  backoff?: { min?: number; max?: number };
+}
+
+export type BusState = 'connecting' | 'up' | 'down';
+
+/** The bus is down: message is Redis' own error text (or the socket's). code 'ERR_BUS_DOWN'. */
+export interface BusError extends Error {
+  code: 'ERR_BUS_DOWN';
+}
+
+/** server.bus: the bus' state and its changes. */
+export interface Bus extends EventEmitter {
+  readonly state: BusState;
+  /** Why it is down, else null. */
+  readonly error: BusError | null;
+  /** The options in effect, without credentials. */
+  readonly options: Omit<Required<BusOptions>, 'url'> & { url: string | string[]; seeds: { host: string; port: number }[] };
+  on(event: 'up', listener: () => void): this;
+  on(event: 'down', listener: (err: BusError) => void): this;
+  on(event: 'state', listener: (state: BusState, err: BusError | null) => void): this;
+}
+
+/** stats().bus. The list comes from src/sy_bus.h (binding.busStatFields). */
+export interface BusStats {
+  state: BusState;
+  published: number;
+  received: number;
+  dropped: number;
+  ignored: number;
+  errors: number;
+  reconnects: number;
+  subscribeCommands: number;
+  mapRefreshes: number;
+  bufferedBytes: number;
+  channels: number;
+}
+
+export interface PublishOptions extends SendOptions {
+  /** This node only, not the bus. Default false. */
+  local?: boolean;
 }
 
 /** One IO thread's counters. The list comes from src/sy_stats.h (binding.statFields);
@@ -180,6 +236,8 @@ export interface IoThreadStats extends ThreadStats {
 export interface ServerStats extends ThreadStats {
   topics: number;
   threads: IoThreadStats[];
+  /** The bus' counters; null without a bus. */
+  bus: BusStats | null;
 }
 
 export class Server extends EventEmitter {
@@ -199,7 +257,10 @@ export class Server extends EventEmitter {
    */
   handleUpgrade(req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head?: Buffer): boolean;
   address(): { host: string; port: number } | null;
-  publish(topic: string, data: Payload, options?: SendOptions): number;
+  /** With a bus, also to every other node (unless options.local). Returns this node's subscribers. */
+  publish(topic: string, data: Payload, options?: PublishOptions): number;
+  /** The bus (options.bus); null without one. */
+  readonly bus: Bus | null;
   send(id: ConnectionId, data: Payload, options?: SendOptions): boolean;
   subscribe(id: ConnectionId, topic: string): boolean;
   unsubscribe(id: ConnectionId, topic: string): boolean;

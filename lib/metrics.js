@@ -11,7 +11,7 @@ const { version } = require('../package.json');
 // The per-thread families come from the one list of counters
 // (src/sy_stats.h), which the binding exports as statFields: for each
 // counter its stats() field, Prometheus name, type, help and scale.
-const { statFields } = binding;
+const { statFields, busStatFields } = binding;
 
 const ALLOCATOR_METRICS = [
   ['symphony_allocator_allocated_bytes', 'Bytes allocated by symphony and not yet freed.', 'allocated'],
@@ -68,6 +68,10 @@ function exposition(stats, labels = {}) {
       ]));
     }
     family(lines, 'symphony_topics', 'gauge', 'Topics with at least one subscriber or pending publish.', [[labels, stats.topics]]);
+    if (stats.bus) {
+      family(lines, 'symphony_bus_up', 'gauge', 'Whether the bus is up (1) or not (0).', [[labels, stats.bus.state === 'up' ? 1 : 0]]);
+      for (const { name, metric, type, help } of busStatFields) family(lines, metric, type, help, [[labels, stats.bus[name]]]);
+    }
   }
   const a = allocator.stats();
   for (const [name, help, field] of ALLOCATOR_METRICS) {

@@ -8,13 +8,14 @@ const os = require('node:os');
 const { binding } = require('./native');
 const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue } = require('./errors');
 const { exposition } = require('./metrics');
+const { busOption, nativeBusOptions, Bus, update: busUpdate } = require('./bus');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server.c): checked here first only to name the user's option.
 const {
   options: RANGES, TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
-  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS,
+  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL,
 } = binding.constants;
 
 const DEFAULTS = Object.freeze({
@@ -51,6 +52,9 @@ const DEFAULTS = Object.freeze({
   // 'upgrade' event through handleUpgrade() (one port with node:http,
   // Express, Fastify). README, "One port with Express or node:http".
   noServer: false,
+  // Several servers as one fan-out over Redis: { url, prefix, cluster, ... }
+  // (lib/bus.js has every option). README, "Scaling out".
+  bus: null,
 });
 
 const COMPRESSION_DEFAULTS = Object.freeze({ threshold: 128, level: 6 });
@@ -109,6 +113,7 @@ function normalizeOptions(options) {
   if (o.noServer && o.tls !== null) {
     throw invalidArgValue('options.tls', 'cannot be used with noServer (TLS is the other server\'s: terminate it there, or give symphony its own port)', 'tls');
   }
+  o.bus = busOption(o.bus);
   return o;
 }
 
@@ -221,9 +226,12 @@ function checkData(data) {
   }
 }
 
-/** The native flags of publish/send: { binary, compress } (compress: true unless false). */
-function sendFlags(opts, data) {
-  let binary = isBytes(data), compress = true;
+/**
+ * The native flags of publish/send: { binary, compress } (compress: true
+ * unless false), and for publish { local } (this node only, not the bus).
+ */
+function sendFlags(opts, data, publish = false) {
+  let binary = isBytes(data), compress = true, local = false;
   if (opts !== undefined) {
     if (opts === null || typeof opts !== 'object') throw invalidArgType('options', 'an object', opts);
     if (opts.binary !== undefined) {
@@ -234,8 +242,12 @@ function sendFlags(opts, data) {
       if (typeof opts.compress !== 'boolean') throw invalidArgType('options.compress', 'of type boolean', opts.compress);
       compress = opts.compress;
     }
+    if (publish && opts.local !== undefined) {
+      if (typeof opts.local !== 'boolean') throw invalidArgType('options.local', 'of type boolean', opts.local);
+      local = opts.local;
+    }
   }
-  return (binary ? SEND_BINARY : 0) | (compress ? SEND_COMPRESS : 0);
+  return (binary ? SEND_BINARY : 0) | (compress ? SEND_COMPRESS : 0) | (local ? SEND_LOCAL : 0);
 }
 
 function checkId(id) {
@@ -284,6 +296,7 @@ class Server extends EventEmitter {
   #port = null;
   #closed = null;
   #userData = new Map();
+  #bus = null;
 
   constructor(options) {
     super();
@@ -314,6 +327,10 @@ class Server extends EventEmitter {
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
       o.tls = tlsSummary(o.tls);
+    }
+    if (o.bus !== null) {
+      this.#bus = new Bus(o.bus);
+      binding.serverSetBus(this.#handle, nativeBusOptions(o.bus), (state, message) => this.#bus[busUpdate](state, message));
     }
     if (o.noServer) {
       // The IO threads start now, without a listener.
@@ -534,14 +551,19 @@ class Server extends EventEmitter {
     return this.#userData.get(id);
   }
 
+  /** The bus (options.bus): its state and events; null without one. */
+  get bus() { return this.#bus; }
+
   /**
    * Sends data to every subscriber of topic; the frame is built and the
-   * payload copied once. Returns the number of subscribers it went toward.
+   * payload copied once. With a bus, also to every other node (unless
+   * options.local); Redis delivers it there at most once. Returns the
+   * number of this node's subscribers it went toward.
    */
   publish(topic, data, options) {
     checkTopic(topic);
     checkData(data);
-    const flags = sendFlags(options, data);
+    const flags = sendFlags(options, data, true);
     if (this.#state !== 'listening') return 0;
     return binding.serverPublish(this.#handle, topic, data, flags);
   }
@@ -592,7 +614,9 @@ class Server extends EventEmitter {
   /** Counters: totals, topics, and one entry per IO thread. */
   stats() {
     if (this.#state === 'closed') return null;
-    return binding.serverStats(this.#handle);
+    const s = binding.serverStats(this.#handle);
+    s.bus = binding.serverBusStats(this.#handle);
+    return s;
   }
 
   /**

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "sy_alloc.h"
+#include "sy_bus.h"
+#include "sy_bus_env.h"
 #include "sy_handshake.h"
 #include "sy_io.h"
 #include "sy_refbuf.h"
@@ -29,6 +31,7 @@ struct sy_server {
     bool listening;     /* the IO threads run (with or without a listening socket) */
     bool shutting_down;
     unsigned next_adopt; /* round robin of adopted sockets */
+    sy_bus_t *bus;       /* NULL: this server is an island */
 #ifdef SY_WITH_TLS
     sy_tls_source_t tls; /* the certificates of a TLS server (shared.transport_arg) */
 #endif
@@ -141,6 +144,12 @@ static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
         }
         return rc;
     }
+    if (s->bus != NULL && (rc = sy_bus_start(s->bus)) != 0) {
+        /* The IO threads run; the caller's shutdown and join stop them. */
+        s->listening = true;
+        snprintf(err, errlen, "cannot start the bus thread: %s", strerror(rc));
+        return rc;
+    }
     s->listening = true;
     return 0;
 }
@@ -242,11 +251,10 @@ static sy_refbuf_t *message_frame(const sy_server_t *s, const void *data, size_t
     return sy_refbuf_frame_z((flags & SY_SEND_BINARY) ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len, z);
 }
 
-int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
-                      unsigned flags, size_t *subscribers) {
-    *subscribers = 0;
-    if (!s->listening || s->shutting_down)
-        return 0;
+/* Queues a message to this node's subscribers of topic (the owner's
+ * publish, and the bus thread's deliveries). */
+static int publish_local(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+                         unsigned flags, size_t *subscribers) {
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
     if (t == NULL)
         return 0;
@@ -273,6 +281,54 @@ int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const
     sy_refbuf_release(m);
     sy_topic_release(&s->shared.topics, t);
     return rc;
+}
+
+int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+                      unsigned flags, size_t *subscribers) {
+    *subscribers = 0;
+    if (!s->listening || s->shutting_down)
+        return 0;
+    if (s->bus != NULL && !(flags & SY_SEND_LOCAL)) {
+        unsigned env = ((flags & SY_SEND_BINARY) ? SY_BUS_ENV_BINARY : 0) |
+                       ((flags & SY_SEND_COMPRESS) ? SY_BUS_ENV_COMPRESS : 0);
+        /* Dropped (EAGAIN) is counted by the bus; local delivery goes on. */
+        if (sy_bus_publish(s->bus, topic, topic_len, data, len, env) == ENOMEM)
+            return ENOMEM;
+    }
+    return publish_local(s, topic, topic_len, data, len, flags, subscribers);
+}
+
+/* The bus thread's deliveries (sy_bus_deliver_fn). The bus is stopped
+ * before the IO threads are (sy_server_shutdown), so they run here. */
+static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, const void *data, size_t len,
+                             unsigned env) {
+    sy_server_t *s = ctx;
+    size_t n = 0;
+    unsigned flags = ((env & SY_BUS_ENV_BINARY) ? SY_SEND_BINARY : 0) | ((env & SY_BUS_ENV_COMPRESS) ? SY_SEND_COMPRESS : 0);
+    (void)publish_local(s, topic, topic_len, data, len, flags, &n);
+}
+
+int sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
+                      size_t errlen) {
+    if (s->listening || s->bus != NULL || sy_topics_count(&s->shared.topics) != 0) {
+        snprintf(err, errlen, "the bus must be set before the server starts");
+        return EINVAL;
+    }
+    sy_bus_opts_t bo = *o;
+    bo.max_payload = s->shared.opts.max_payload;
+    s->bus = sy_bus_create(&bo, &s->shared.topics, deliver_from_bus, s, on_state, ctx, err, errlen);
+    if (s->bus == NULL)
+        return EINVAL;
+    s->shared.topics.edge_ctx = s->bus;
+    s->shared.topics.on_edge = sy_bus_edge;
+    return 0;
+}
+
+bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out) {
+    if (s->bus == NULL)
+        return false;
+    sy_bus_stats(s->bus, out);
+    return true;
 }
 
 /* Queues cmd to the thread of a connection the caller found open: 0,
@@ -304,7 +360,7 @@ static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_
         return type == SY_CMD_SUBSCRIBE ? ENOMEM : 0; /* no such topic: nothing to leave */
     /* Counted now, so that a publish right after this call sees it. */
     if (type == SY_CMD_SUBSCRIBE)
-        sy_topic_add_interest(t, io->index);
+        sy_topic_add_interest(&s->shared.topics, t, io->index);
     sy_cmd_t cmd = {.type = type, .conn = id, .topic = t};
     int rc = push_to(s, &cmd);
     if (rc != 0) {
@@ -366,7 +422,7 @@ int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t p
         sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topics[i], topic_lens[i], true);
         if (t == NULL)
             continue;
-        sy_topic_add_interest(t, io->index);
+        sy_topic_add_interest(&s->shared.topics, t, io->index);
         ts[a->ntopics++] = t;
     }
     sy_cmd_t cmd = {.type = SY_CMD_ACCEPT, .conn = id, .accept = a, .buf = extra};
@@ -458,6 +514,10 @@ void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {
         return;
     if (s->shutting_down && deadline_ms > 0)
         return;
+    /* The bus first: nothing arrives from Redis once the IO threads stop,
+     * and what was published before this is sent (briefly waited for). */
+    if (s->bus != NULL)
+        sy_bus_stop(s->bus, SY_SERVER_BUS_FLUSH_MS);
     s->shutting_down = true;
     for (unsigned i = 0; i < s->shared.nthreads; i++) {
         sy_cmd_t cmd = {.type = SY_CMD_STOP, .arg.deadline_ms = deadline_ms};
@@ -475,9 +535,16 @@ void sy_server_join(sy_server_t *s) {
 void sy_server_destroy(sy_server_t *s) {
     if (s == NULL)
         return;
+    if (s->bus != NULL) {
+        sy_bus_stop(s->bus, 0);
+        s->shared.topics.on_edge = NULL;
+    }
     if (s->listening)
         for (unsigned i = 0; i < s->shared.nthreads; i++)
             sy_io_free(&s->io[i]);
+    /* After the IO threads (their connections' interest went to the bus'
+     * queue), before the topics (that queue holds references). */
+    sy_bus_destroy(s->bus);
     sy_topics_destroy(&s->shared.topics);
     sy_deflate_once_destroy(&s->shared.deflate_once);
 #ifdef SY_WITH_TLS

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sy_bus.h"
 #include "sy_errors.h"
 #include "sy_events.h"
 #include "sy_stats.h"
@@ -60,6 +61,8 @@ typedef struct sy_server_opts {
 #define SY_SEND_COMPRESS 2u /* may go compressed to the connections that negotiated
                                permessage-deflate (a server with compression, a payload
                                of at least compress_threshold bytes) */
+#define SY_SEND_LOCAL 4u    /* publish: this node only, not the bus */
+#define SY_SERVER_BUS_FLUSH_MS 500 /* shutdown waits this long for Redis to take the last publishes */
 
 typedef struct sy_server sy_server_t;
 
@@ -87,8 +90,20 @@ int sy_server_start(sy_server_t *s, char *err, size_t errlen);
  * running), ENOTSOCK (fd is not a stream socket), EBADF, EMFILE, ENOMEM. */
 int sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len);
 
+/* Makes the server one node of a bus over Redis (sy_bus.h): before it
+ * starts (and before any topic exists). The bus thread starts with the IO
+ * threads and stops first at shutdown. on_state: the bus' state changes,
+ * on the bus thread. o->max_payload is the server's. 0, or EINVAL with a
+ * message in err. */
+int sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
+                      size_t errlen);
+/* The bus' counters and state: false when the server has no bus. Any thread. */
+bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out);
+
 /* Queues a message to every subscriber of topic; *subscribers: how many it
- * was queued toward (as known now). flags: SY_SEND_*. 0 or ENOMEM. It is
+ * was queued toward on this node (as known now), and, with a bus and
+ * without SY_SEND_LOCAL, to the bus for the other nodes (dropped and
+ * counted there while it is not up). flags: SY_SEND_*. 0 or ENOMEM. It is
  * compressed (at most once) by the first IO thread with a subscriber that
  * negotiated permessage-deflate, not here: the owner's thread never waits
  * for a compression. */

@@ -102,6 +102,7 @@ sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool 
         } else {
             t->hash = h;
             atomic_init(&t->refs, 1);
+            atomic_init(&t->interest, 0);
             t->nthreads = r->nthreads;
             t->slots = slots;
             for (unsigned i = 0; i < r->nthreads; i++)
@@ -150,13 +151,21 @@ void sy_topic_release(sy_topics_t *r, sy_topic_t *t) {
     topic_free(t);
 }
 
-void sy_topic_add_interest(sy_topic_t *t, unsigned thread) {
+void sy_topic_add_interest(sy_topics_t *r, sy_topic_t *t, unsigned thread) {
     atomic_fetch_add_explicit(&t->slots[thread].count, 1, memory_order_relaxed);
+    if (atomic_fetch_add_explicit(&t->interest, 1, memory_order_acq_rel) == 0 && r->on_edge != NULL)
+        r->on_edge(r->edge_ctx, t);
 }
 
 void sy_topic_drop_interest(sy_topics_t *r, sy_topic_t *t, unsigned thread) {
     atomic_fetch_sub_explicit(&t->slots[thread].count, 1, memory_order_relaxed);
+    if (atomic_fetch_sub_explicit(&t->interest, 1, memory_order_acq_rel) == 1 && r->on_edge != NULL)
+        r->on_edge(r->edge_ctx, t);
     sy_topic_release(r, t);
+}
+
+unsigned sy_topic_total_interest(const sy_topic_t *t) {
+    return atomic_load_explicit(&t->interest, memory_order_acquire);
 }
 
 unsigned sy_topic_interest(const sy_topic_t *t, unsigned thread) {

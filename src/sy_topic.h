@@ -44,14 +44,24 @@ typedef struct sy_topic {
     struct sy_topic *next; /* hash chain, under the registry lock */
     uint64_t hash;
     atomic_uint refs;
+    atomic_uint interest; /* the sum of the slots' counts (the bus follows its 0 <-> 1 edges) */
     unsigned nthreads;
     sy_topic_slot_t *slots; /* [nthreads] */
     size_t name_len;
     char name[];
 } sy_topic_t;
 
+/* Called (on whichever thread made the change) when a topic's interest
+ * across all IO threads went from 0 to 1 or from 1 to 0: the bus
+ * (sy_bus.h) follows local interest with its subscriptions. The callee may
+ * take a reference (sy_topic_ref) and must read the interest again later
+ * rather than trust the order of the calls. */
+typedef void (*sy_topic_edge_fn)(void *ctx, sy_topic_t *t);
+
 typedef struct sy_topics {
     pthread_mutex_t lock;
+    sy_topic_edge_fn on_edge; /* set before any topic exists; NULL: none */
+    void *edge_ctx;
     sy_topic_t **buckets;
     size_t nbuckets; /* power of two */
     size_t count;
@@ -75,11 +85,13 @@ void sy_topic_release(sy_topics_t *r, sy_topic_t *t);
 
 /* One more unit of interest on thread, with the reference the caller holds
  * (handed over with it). */
-void sy_topic_add_interest(sy_topic_t *t, unsigned thread);
+void sy_topic_add_interest(sy_topics_t *r, sy_topic_t *t, unsigned thread);
 /* Gives back one unit of interest and its reference. */
 void sy_topic_drop_interest(sy_topics_t *r, sy_topic_t *t, unsigned thread);
 /* Interest on thread now (a relaxed read). */
 unsigned sy_topic_interest(const sy_topic_t *t, unsigned thread);
+/* Interest on every thread together now. */
+unsigned sy_topic_total_interest(const sy_topic_t *t);
 
 /* Adds slot to thread's subscriber array; *index: its position. 0 or ENOMEM.
  * IO thread `thread` only. */

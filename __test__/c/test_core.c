@@ -57,7 +57,7 @@ static void test_topics(void) {
     CHECK(!sy_topic_remove_sub(a, 1, 0, &moved));
     /* Interest: counted per thread, each unit with a reference. */
     sy_topic_ref(a);
-    sy_topic_add_interest(a, 2);
+    sy_topic_add_interest(&r, a, 2);
     CHECK_EQU(sy_topic_interest(a, 2), 1);
     CHECK_EQU(sy_topic_interest(a, 1), 0);
     CHECK_EQU(atomic_load(&a->refs), 2);

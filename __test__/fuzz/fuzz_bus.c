@@ -1,0 +1,95 @@
+/* libFuzzer target: what the bus reads from Redis.
+ *   - first byte even: the rest is a channel message (src/sy_bus_env.c):
+ *     never reads past it (ASan); a delivered payload lies inside the
+ *     message; an envelope from this node is never delivered; a message
+ *     without the 0xF5 mark is delivered whole.
+ *   - first byte odd: the rest is RESP (2 or 3) from a "cluster node",
+ *     parsed by hiredis' reader, each reply given to sy_bus_map_read (the
+ *     CLUSTER SLOTS reply, src/sy_bus_map.c): every slot names a node of
+ *     the map or none; complete means none is missing; the nodes are
+ *     distinct and at most one per range.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/read.h>
+
+#include "sy_bus_env.h"
+#include "sy_bus_map.h"
+#include "sy_redis_alloc.h"
+
+#define REQUIRE(c) do { if (!(c)) abort(); } while (0)
+
+static const uint64_t NODE = 0x0102030405060708ull;
+
+static void envelope(const uint8_t *p, size_t n) {
+    const uint8_t *payload = NULL;
+    size_t plen = 0;
+    unsigned flags = 0;
+    sy_bus_env_kind_t k = sy_bus_env_read(p, n, NODE, &payload, &plen, &flags);
+    if (k == SY_BUS_ENV_DELIVER) {
+        REQUIRE(plen <= n);
+        REQUIRE(plen == 0 || (payload >= p && payload + plen <= p + n));
+        REQUIRE((flags & ~3u) == 0);
+        if (n == 0 || p[0] != SY_BUS_ENV_MAGIC)
+            REQUIRE(payload == p && plen == n);
+        else
+            REQUIRE(plen + SY_BUS_ENV_LEN == n);
+    }
+    if (k == SY_BUS_ENV_OWN) {
+        REQUIRE(n >= SY_BUS_ENV_LEN && p[0] == SY_BUS_ENV_MAGIC);
+    }
+    /* Our own envelope round-trips. */
+    uint8_t mine[SY_BUS_ENV_LEN];
+    sy_bus_env_write(mine, NODE, n ? p[0] & 3u : 0);
+    REQUIRE(sy_bus_env_read(mine, sizeof(mine), NODE, &payload, &plen, &flags) == SY_BUS_ENV_OWN);
+}
+
+static void slot_map(const uint8_t *p, size_t n) {
+    redisReader *r = redisReaderCreate();
+    REQUIRE(r != NULL);
+    if (redisReaderFeed(r, (const char *)p, n) == REDIS_OK) {
+        for (int i = 0; i < 64; i++) {
+            void *reply = NULL;
+            if (redisReaderGetReply(r, &reply) != REDIS_OK || reply == NULL)
+                break;
+            sy_bus_map_t m;
+            if (sy_bus_map_read(&m, reply, "asked") == 0) {
+                const redisReply *rr = reply;
+                REQUIRE(m.nnodes <= rr->elements);
+                bool none = false;
+                for (unsigned k = 0; k < SY_SLOTS; k++) {
+                    REQUIRE(m.slot[k] == SY_BUS_MAP_NONE || m.slot[k] < m.nnodes);
+                    none = none || m.slot[k] == SY_BUS_MAP_NONE;
+                }
+                REQUIRE(m.complete == !none);
+                for (unsigned a = 0; a < m.nnodes; a++) {
+                    REQUIRE(m.nodes[a].port > 0 && m.nodes[a].host[0] != '\0');
+                    for (unsigned b = a + 1; b < m.nnodes; b++)
+                        REQUIRE(m.nodes[a].port != m.nodes[b].port || strcmp(m.nodes[a].host, m.nodes[b].host) != 0);
+                }
+            }
+            sy_bus_map_free(&m);
+            freeReplyObject(reply);
+        }
+    }
+    redisReaderFree(r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static int init;
+    if (!init) {
+        REQUIRE(sy_redis_alloc_init() == 0);
+        init = 1;
+    }
+    if (size == 0)
+        return 0;
+    if ((data[0] & 1) == 0)
+        envelope(data + 1, size - 1);
+    else
+        slot_map(data + 1, size - 1);
+    return 0;
+}

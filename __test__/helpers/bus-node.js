@@ -1,0 +1,120 @@
+'use strict';
+// One symphony node in a child process, for the multi-process tests (the
+// parent side is bus-nodes.js):
+//
+//   node __test__/helpers/bus-node.js '<JSON server options>'
+//
+// The options go to new Server() as they are (bus included), with host
+// 127.0.0.1, port 0 and threads 1 unless they say otherwise. Each client
+// connection is subscribed, at its upgrade, to the topics in its URL query:
+// ws://127.0.0.1:PORT/?topics=a,b (comma separated, each URI-encoded).
+//
+// IPC with the parent (process.send):
+//   -> { type: 'listening', port, pid, bus: state or null }
+//   <- { type: 'publish', id, topic, data, options }   data: a string, or { base64 } for bytes
+//   -> { type: 'published', id, subscribers } or { type: 'published', id, error }
+//   <- { type: 'stats', id }       -> { type: 'stats', id, stats }
+//   <- { type: 'close', id }       -> { type: 'closed', id }, then exit 0
+//   -> { type: 'bus', state, error: { message, code } or null }   (each bus state change, when server.bus exists)
+//   -> { type: 'error', error: { message, code } }                 (the server's 'error' events)
+// The process exits when the parent goes away (the IPC channel closes).
+
+const { Server } = require('../..');
+
+function errorInfo(err) {
+  if (!err) return null;
+  return { message: String(err.message ?? err), code: err.code ?? null };
+}
+
+function send(msg) {
+  if (process.connected) process.send(msg);
+}
+
+function topicsOf(url) {
+  const q = new URL(url, 'http://localhost').searchParams.get('topics');
+  if (!q) return [];
+  return q.split(',').filter(Boolean).map((t) => decodeURIComponent(t));
+}
+
+async function main() {
+  if (!process.send) throw new Error('bus-node.js runs as a child process with an IPC channel (bus-nodes.js startNode)');
+  const config = JSON.parse(process.argv[2] || '{}');
+  const server = new Server({
+    host: '127.0.0.1',
+    port: 0,
+    threads: 1,
+    ...config,
+    onUpgrade: (req) => ({ topics: topicsOf(req.url) }),
+  });
+  server.on('error', (err) => send({ type: 'error', error: errorInfo(err) }));
+  // server.bus exists once the bus is built (issue 12); without it this
+  // runner serves the local fan-out only.
+  if (server.bus) {
+    // One message per state change, whether the bus says it with 'state'
+    // (state, err), with 'connecting' / 'up' / 'down' (err), or both: the
+    // events of one change come in one synchronous burst, deduplicated here.
+    let burst = null;
+    const forward = (state, err) => {
+      if (!burst) {
+        burst = new Set();
+        queueMicrotask(() => { burst = null; });
+      }
+      if (burst.has(state)) return;
+      burst.add(state);
+      const error = err ?? (state === 'down' ? server.bus.error : null);
+      send({ type: 'bus', state, error: errorInfo(error) });
+    };
+    server.bus.on('state', (state, err) => forward(state, err));
+    for (const state of ['connecting', 'up', 'down']) server.bus.on(state, (err) => forward(state, err));
+  }
+  let closing = false;
+  const close = async () => {
+    if (closing) return;
+    closing = true;
+    await server.close();
+  };
+
+  process.on('message', async (msg) => {
+    try {
+      switch (msg.type) {
+        case 'publish': {
+          const data = typeof msg.data === 'string' ? msg.data : Buffer.from(msg.data.base64, 'base64');
+          let subscribers;
+          try {
+            subscribers = msg.options ? server.publish(msg.topic, data, msg.options) : server.publish(msg.topic, data);
+          } catch (err) {
+            send({ type: 'published', id: msg.id, error: errorInfo(err) });
+            break;
+          }
+          send({ type: 'published', id: msg.id, subscribers });
+          break;
+        }
+        case 'stats':
+          send({ type: 'stats', id: msg.id, stats: server.stats() });
+          break;
+        case 'close':
+          await close();
+          // Exits once the reply is written (the parent also takes exit code 0 as closed).
+          if (process.connected) process.send({ type: 'closed', id: msg.id }, () => process.exit(0));
+          else process.exit(0);
+          break;
+        default:
+          send({ type: 'error', error: { message: `bus-node: unknown message type ${JSON.stringify(msg.type)}`, code: null } });
+      }
+    } catch (err) {
+      send({ type: 'error', id: msg.id, error: errorInfo(err) });
+    }
+  });
+  // The parent is gone: nobody will ever close this node.
+  process.on('disconnect', () => {
+    if (!closing) process.exit(0);
+  });
+
+  const { port } = await server.listen();
+  send({ type: 'listening', port, pid: process.pid, bus: server.bus ? server.bus.state : null });
+}
+
+main().catch((err) => {
+  process.stderr.write(`bus-node: ${err && err.stack ? err.stack : err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,216 @@
+/* bus — the bus' part of the binding (src/sy_bus.h); see addon.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "addon.h"
+#include "sy_alloc.h"
+#include "sy_bus.h"
+#include "sy_napi.h"
+#include "sy_server.h"
+
+static const char *const STATE_NAMES[] = {"connecting", "up", "down"};
+
+/* What crosses from the bus thread to JS: a state change. */
+typedef struct bus_note {
+    sy_bus_state_t state;
+    char err[];
+} bus_note_t;
+
+static void on_state(void *ctx, sy_bus_state_t state, const char *err) {
+    napi_threadsafe_function tsfn = ctx;
+    size_t len = strlen(err);
+    bus_note_t *n = sy_malloc(sizeof(*n) + len + 1);
+    if (n == NULL)
+        return; /* the state is still in stats().bus */
+    n->state = state;
+    memcpy(n->err, err, len + 1);
+    if (napi_call_threadsafe_function(tsfn, n, napi_tsfn_nonblocking) != napi_ok)
+        sy_free(n);
+}
+
+static void call_js(napi_env env, napi_value fn, void *context, void *data) {
+    (void)context;
+    bus_note_t *n = data;
+    if (env != NULL) {
+        napi_value argv[2], undefined;
+        if (napi_create_string_utf8(env, STATE_NAMES[n->state], NAPI_AUTO_LENGTH, &argv[0]) == napi_ok &&
+            napi_create_string_utf8(env, n->err, NAPI_AUTO_LENGTH, &argv[1]) == napi_ok &&
+            napi_get_undefined(env, &undefined) == napi_ok)
+            (void)napi_call_function(env, undefined, fn, 2, argv, NULL);
+    }
+    sy_free(n);
+}
+
+/* An array of strings or numbers of length n into out (strings: sy_malloc'ed). */
+static bool get_array(napi_env env, napi_value obj, const char *key, uint32_t *n, napi_value *arr) {
+    bool is = false;
+    return sy_napi_ok(env, napi_get_named_property(env, obj, key, arr), "napi_get_named_property") &&
+           sy_napi_ok(env, napi_is_array(env, *arr, &is), "napi_is_array") &&
+           (is || (sy_napi_throw_type(env, key, "an array"), false)) &&
+           sy_napi_ok(env, napi_get_array_length(env, *arr, n), "napi_get_array_length");
+}
+
+static bool get_str(napi_env env, napi_value v, const char *name, char **out) {
+    napi_valuetype t;
+    size_t len = 0;
+    *out = NULL;
+    if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t == napi_null || t == napi_undefined)
+        return true;
+    if (t != napi_string) {
+        sy_napi_throw_type(env, name, "of type string");
+        return false;
+    }
+    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), "napi_get_value_string_utf8"))
+        return false;
+    if ((*out = sy_malloc(len + 1)) == NULL) {
+        sy_napi_throw_oom(env, NULL);
+        return false;
+    }
+    return sy_napi_ok(env, napi_get_value_string_utf8(env, v, *out, len + 1, &len), "napi_get_value_string_utf8");
+}
+
+static bool get_named_str(napi_env env, napi_value obj, const char *key, char **out) {
+    napi_value v;
+    *out = NULL;
+    return sy_napi_ok(env, napi_get_named_property(env, obj, key, &v), "napi_get_named_property") &&
+           get_str(env, v, key, out);
+}
+
+static bool get_named_int(napi_env env, napi_value obj, const char *key, int64_t min, int64_t max, int64_t *out) {
+    napi_value v;
+    return sy_napi_ok(env, napi_get_named_property(env, obj, key, &v), "napi_get_named_property") &&
+           sy_napi_get_int64(env, v, key, min, max, out);
+}
+
+napi_value sy_binding_bus_set(napi_env env, sy_server_t *srv, napi_value opts, napi_value fn,
+                              napi_threadsafe_function *tsfn) {
+    napi_value hosts_v, ports_v, v, name, result = NULL;
+    uint32_t nh = 0, np = 0;
+    int64_t max_buffer, connect_timeout, bmin, bmax;
+    bool cluster = false;
+    char *prefix = NULL, *user = NULL, *pass = NULL;
+    char **hosts = NULL;
+    uint16_t *ports = NULL;
+    if (!get_array(env, opts, "hosts", &nh, &hosts_v) || !get_array(env, opts, "ports", &np, &ports_v))
+        return NULL;
+    if (nh == 0 || nh != np || nh > SY_BUS_MAX_SEEDS) {
+        sy_napi_throw_type(env, "bus.url", "1 to 64 Redis addresses");
+        return NULL;
+    }
+    hosts = sy_calloc(nh, sizeof(*hosts));
+    ports = sy_calloc(nh, sizeof(*ports));
+    if (hosts == NULL || ports == NULL) {
+        sy_napi_throw_oom(env, NULL);
+        goto done;
+    }
+    for (uint32_t i = 0; i < nh; i++) {
+        int64_t p;
+        if (!sy_napi_ok(env, napi_get_element(env, hosts_v, i, &v), "napi_get_element") ||
+            !get_str(env, v, "bus.url", &hosts[i]) ||
+            !sy_napi_ok(env, napi_get_element(env, ports_v, i, &v), "napi_get_element") ||
+            !sy_napi_get_int64(env, v, "bus.url", 1, 65535, &p))
+            goto done;
+        if (hosts[i] == NULL) {
+            sy_napi_throw_type(env, "bus.url", "a host");
+            goto done;
+        }
+        ports[i] = (uint16_t)p;
+    }
+    if (!sy_napi_ok(env, napi_get_named_property(env, opts, "cluster", &v), "napi_get_named_property") ||
+        !sy_napi_get_bool(env, v, "bus.cluster", &cluster) || !get_named_str(env, opts, "prefix", &prefix) ||
+        !get_named_str(env, opts, "user", &user) || !get_named_str(env, opts, "pass", &pass) ||
+        !get_named_int(env, opts, "maxBuffer", 1, (int64_t)1 << 40, &max_buffer) ||
+        !get_named_int(env, opts, "connectTimeout", 1, 3600000, &connect_timeout) ||
+        !get_named_int(env, opts, "backoffMin", 1, 3600000, &bmin) ||
+        !get_named_int(env, opts, "backoffMax", 1, 3600000, &bmax))
+        goto done;
+    if (prefix == NULL) {
+        sy_napi_throw_type(env, "bus.prefix", "a string");
+        goto done;
+    }
+    sy_bus_opts_t o = {.hosts = (const char *const *)hosts,
+                       .ports = ports,
+                       .nseeds = nh,
+                       .cluster = cluster,
+                       .user = user,
+                       .pass = pass,
+                       .prefix = prefix,
+                       .prefix_len = strlen(prefix),
+                       .max_buffer = (size_t)max_buffer,
+                       .connect_timeout_ms = (unsigned)connect_timeout,
+                       .backoff_min_ms = (unsigned)bmin,
+                       .backoff_max_ms = (unsigned)bmax};
+    if (!sy_napi_ok(env, napi_create_string_utf8(env, "symphony-bus", NAPI_AUTO_LENGTH, &name),
+                    "napi_create_string_utf8") ||
+        !sy_napi_ok(env, napi_create_threadsafe_function(env, fn, NULL, name, 0, 1, NULL, NULL, NULL, call_js, tsfn),
+                    "napi_create_threadsafe_function"))
+        goto done;
+    /* The bus never keeps the process alive by itself (the server does). */
+    (void)napi_unref_threadsafe_function(env, *tsfn);
+    char err[SY_ERRLEN] = "";
+    if (sy_server_set_bus(srv, &o, on_state, *tsfn, err, sizeof(err)) != 0) {
+        (void)napi_release_threadsafe_function(*tsfn, napi_tsfn_abort);
+        *tsfn = NULL;
+        char msg[SY_ERRLEN + 32];
+        snprintf(msg, sizeof(msg), "symphony: bus: %s", err);
+        sy_napi_throw(env, "ERR_SYMPHONY_BUS", msg);
+        goto done;
+    }
+    (void)napi_get_undefined(env, &result);
+done:
+    for (uint32_t i = 0; hosts != NULL && i < nh; i++)
+        sy_free(hosts[i]);
+    sy_free(hosts);
+    sy_free(ports);
+    sy_free(prefix);
+    sy_free(user);
+    sy_free(pass);
+    return result;
+}
+
+napi_value sy_binding_bus_stats(napi_env env, sy_server_t *srv) {
+    sy_bus_stats_t st;
+    napi_value o;
+    if (!sy_server_bus_stats(srv, &st)) {
+        (void)napi_get_null(env, &o);
+        return o;
+    }
+    if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") ||
+        !sy_napi_set_string(env, o, "state", STATE_NAMES[st.state]))
+        return NULL;
+#define BUS_SET(field, js, metric, type, help) \
+    if (!sy_napi_set_double(env, o, js, (double)st.field)) \
+        return NULL;
+    SY_BUS_STATS_LIST(BUS_SET)
+#undef BUS_SET
+    return o;
+}
+
+bool sy_binding_bus_init(napi_env env, napi_value exports) {
+    static const struct {
+        const char *name, *metric, *type, *help;
+    } fields[] = {
+#define BUS_FIELD(field, js, metric, type, help) {js, metric, type, help},
+        SY_BUS_STATS_LIST(BUS_FIELD)
+#undef BUS_FIELD
+    };
+    size_t n = sizeof(fields) / sizeof(fields[0]);
+    napi_value arr;
+    if (!sy_napi_ok(env, napi_create_array_with_length(env, n, &arr), "napi_create_array_with_length"))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        napi_value o;
+        if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") ||
+            !sy_napi_set_string(env, o, "name", fields[i].name) ||
+            !sy_napi_set_string(env, o, "metric", fields[i].metric) ||
+            !sy_napi_set_string(env, o, "type", fields[i].type) ||
+            !sy_napi_set_string(env, o, "help", fields[i].help) ||
+            !sy_napi_ok(env, napi_object_freeze(env, o), "napi_object_freeze") ||
+            !sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)i, o), "napi_set_element"))
+            return false;
+    }
+    return sy_napi_ok(env, napi_object_freeze(env, arr), "napi_object_freeze") &&
+           sy_napi_set_value(env, exports, "busStatFields", arr);
+}

@@ -1,0 +1,166 @@
+'use strict';
+// The bus: several symphony servers (processes, machines) as one fan-out
+// over Redis sharded pub/sub. The work is native (src/sy_bus.c, one bus
+// thread per server); here are its options and the `server.bus` object.
+// README, "Scaling out"; docs/bus.md.
+
+const { EventEmitter } = require('node:events');
+const { SymphonyError, invalidArgType, invalidArgValue, outOfRange } = require('./errors');
+
+const BUS_DEFAULTS = Object.freeze({
+  url: null,               // 'redis://[user:pass@]host:port[/db]', or a list of seeds (Redis Cluster)
+  cluster: null,           // default: true when url is a list
+  prefix: 'symphony:',     // channel = prefix + topic
+  maxBuffer: 16 << 20,     // bytes of publishes toward Redis not yet acknowledged; past it they are dropped
+  connectTimeout: 2000,    // ms
+  backoff: Object.freeze({ min: 100, max: 1000 }), // ms between reconnects, doubling, +-20% jitter
+});
+
+const BACKOFF_KEYS = new Set(['min', 'max']);
+
+function int(name, value, min, max) {
+  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw outOfRange(name, `an integer >= ${min} and <= ${max}`, value);
+  }
+  return value;
+}
+
+/** One redis:// URL as { host, port, user, pass }. */
+function parseUrl(name, s) {
+  if (typeof s !== 'string') throw invalidArgType(name, 'a redis:// URL string', s);
+  let u;
+  try {
+    u = new URL(s);
+  } catch {
+    throw invalidArgValue(name, 'is not a URL (redis://[user:password@]host:port[/db])', s);
+  }
+  if (u.protocol === 'rediss:') {
+    throw invalidArgValue(name, 'asks for TLS (rediss://), which the bus does not speak yet: use redis:// (a private network, or a TLS tunnel)', s);
+  }
+  if (u.protocol !== 'redis:') throw invalidArgValue(name, 'must start with redis://', s);
+  if (u.hostname === '') throw invalidArgValue(name, 'names no host', s);
+  if (u.search !== '' || u.hash !== '') throw invalidArgValue(name, 'has a query or fragment, which the bus does not read', s);
+  const db = u.pathname === '' || u.pathname === '/' ? '0' : u.pathname.slice(1);
+  // Pub/sub channels are global to a Redis server: the database number is
+  // accepted (URLs are often shared with other clients) and has no effect.
+  if (!/^\d{1,5}$/.test(db)) throw invalidArgValue(name, 'has a path that is not a database number', s);
+  const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+  const port = u.port === '' ? 6379 : Number(u.port);
+  const user = u.username === '' ? null : decodeURIComponent(u.username);
+  const pass = u.password === '' ? null : decodeURIComponent(u.password);
+  if (user !== null && pass === null) throw invalidArgValue(name, 'has a user name but no password', s);
+  return { host, port, user, pass };
+}
+
+/**
+ * options.bus as a frozen, complete object (or null): TypeErrors and
+ * RangeErrors name the option.
+ */
+function busOption(value) {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) throw invalidArgType('options.bus', 'an object or null', value);
+  for (const k of Object.keys(value)) {
+    if (!(k in BUS_DEFAULTS)) throw invalidArgValue(`options.bus.${k}`, 'is not a known bus option', k);
+  }
+  const o = { ...BUS_DEFAULTS };
+  for (const [k, v] of Object.entries(value)) if (v !== undefined) o[k] = v;
+  const urls = Array.isArray(o.url) ? o.url : [o.url];
+  if (o.url === null) throw invalidArgType('options.bus.url', 'a redis:// URL or a list of them', o.url);
+  if (urls.length === 0 || urls.length > 64) throw outOfRange('options.bus.url', '1 to 64 URLs', urls.length);
+  const seeds = urls.map((u, i) => parseUrl(Array.isArray(o.url) ? `options.bus.url[${i}]` : 'options.bus.url', u));
+  if (o.cluster === null) o.cluster = Array.isArray(o.url);
+  if (typeof o.cluster !== 'boolean') throw invalidArgType('options.bus.cluster', 'of type boolean', o.cluster);
+  if (!o.cluster && seeds.length !== 1) {
+    throw invalidArgValue('options.bus.url', 'lists several URLs, which only a cluster (cluster: true) has', urls.length);
+  }
+  for (const s of seeds) {
+    if (s.user !== seeds[0].user || s.pass !== seeds[0].pass) {
+      throw invalidArgValue('options.bus.url', 'gives different credentials for the seeds of one cluster', 'url');
+    }
+  }
+  if (typeof o.prefix !== 'string') throw invalidArgType('options.bus.prefix', 'of type string', o.prefix);
+  if (Buffer.byteLength(o.prefix) > 256 || /[{}]/.test(o.prefix)) {
+    throw invalidArgValue('options.bus.prefix', 'must be at most 256 bytes without { or } (hash tags belong to topics)', o.prefix);
+  }
+  int('options.bus.maxBuffer', o.maxBuffer, 1024, 2 ** 40);
+  int('options.bus.connectTimeout', o.connectTimeout, 1, 3600000);
+  if (o.backoff === null || typeof o.backoff !== 'object') throw invalidArgType('options.bus.backoff', 'an object', o.backoff);
+  for (const k of Object.keys(o.backoff)) {
+    if (!BACKOFF_KEYS.has(k)) throw invalidArgValue(`options.bus.backoff.${k}`, 'is not a known backoff option', k);
+  }
+  const backoff = { ...BUS_DEFAULTS.backoff, ...o.backoff };
+  int('options.bus.backoff.min', backoff.min, 1, 3600000);
+  int('options.bus.backoff.max', backoff.max, backoff.min, 3600000);
+  return Object.freeze({
+    url: Array.isArray(o.url) ? Object.freeze([...o.url]) : o.url,
+    cluster: o.cluster,
+    prefix: o.prefix,
+    maxBuffer: o.maxBuffer,
+    connectTimeout: o.connectTimeout,
+    backoff: Object.freeze(backoff),
+    seeds: Object.freeze(seeds.map((s) => Object.freeze(s))),
+  });
+}
+
+/** What serverSetBus reads (binding/bus.c). */
+function nativeBusOptions(o) {
+  return {
+    hosts: o.seeds.map((s) => s.host),
+    ports: o.seeds.map((s) => s.port),
+    cluster: o.cluster,
+    prefix: o.prefix,
+    user: o.seeds[0].user,
+    pass: o.seeds[0].pass,
+    maxBuffer: o.maxBuffer,
+    connectTimeout: o.connectTimeout,
+    backoffMin: o.backoff.min,
+    backoffMax: o.backoff.max,
+  };
+}
+
+/** The bus is down: error.message is Redis' own error text, or the socket's. */
+class BusError extends SymphonyError {
+  constructor(message) {
+    super('ERR_BUS_DOWN', message);
+    this.name = 'SymphonyBusError';
+  }
+}
+
+const update = Symbol('update');
+
+/**
+ * server.bus: the bus' state ('connecting' until it is first up or first
+ * fails; 'up'; 'down' while reconnecting) and its changes as events:
+ * 'up', 'down' (a BusError), and 'state' (state, error|null) for both.
+ */
+class Bus extends EventEmitter {
+  #state = 'connecting';
+  #error = null;
+  #options;
+
+  constructor(options) {
+    super();
+    this.#options = options;
+  }
+
+  get state() { return this.#state; }
+  /** Why the bus is down (a BusError), else null. */
+  get error() { return this.#error; }
+  /** The options in effect (frozen; credentials left out). */
+  get options() {
+    const { seeds, ...rest } = this.#options;
+    return { ...rest, seeds: seeds.map((s) => ({ host: s.host, port: s.port })) };
+  }
+
+  [update](state, message) {
+    if (state === this.#state) return;
+    this.#state = state;
+    this.#error = state === 'down' ? new BusError(message || 'the bus is down') : null;
+    this.emit('state', state, this.#error);
+    if (state === 'down') this.emit('down', this.#error);
+    else if (state === 'up') this.emit('up');
+  }
+}
+
+module.exports = { BUS_DEFAULTS, busOption, nativeBusOptions, Bus, BusError, update };

@@ -1,0 +1,138 @@
+/*
+ * sy_bus — many symphony processes as one fan-out, over Redis sharded
+ * pub/sub (SPUBLISH / SSUBSCRIBE; Redis 7 or later, standalone or Cluster).
+ *
+ * One bus thread of ours runs every Redis connection (sy_bus_link.h) on
+ * its own poller, not an IO thread: a message from Redis goes to every IO
+ * thread with subscribers, as a publish from JavaScript does, so no IO
+ * thread is closer to it; the IO threads' turns stay free of Redis' bursts;
+ * and a cluster's connections and slot map live in one place. A message
+ * from Redis goes from this thread straight into the fan-out (the deliver
+ * callback), never through the JS thread.
+ *
+ * Publishing: sy_bus_publish (the owner's thread) copies the message into
+ * a queue, with an envelope (sy_bus_env.h) naming this node; the bus thread
+ * sends it with SPUBLISH <prefix><topic> on the connection of the channel's
+ * shard. The node delivered it locally already and skips it when Redis
+ * brings it back. Redis pub/sub is at-most-once: while the bus is not up a
+ * publish is dropped (counted), and the bytes of publishes sent or queued
+ * and not yet answered by Redis are capped at max_buffer; past it new
+ * publishes are dropped (counted), so a slow or paused Redis cannot grow
+ * memory past the cap.
+ *
+ * Subscriptions follow local interest (sy_topics_t's edge hook, on every
+ * thread that changes a topic's interest across all IO threads between 0
+ * and 1): SSUBSCRIBE while a topic has a local subscriber, SUNSUBSCRIBE
+ * after the last leaves; the changes of a loop turn go out as one command
+ * per slot (Redis Cluster demands one slot per command; on a standalone
+ * Redis, one command). After a reconnect every live topic is subscribed
+ * again.
+ *
+ * Cluster: the slot map comes from CLUSTER SLOTS on a control connection
+ * (to a seed, then any known node); it is read again when a publish is
+ * answered MOVED, when Redis unsubscribes a channel itself (its slot
+ * moved), when a shard's connection drops (a failover), every 500 ms while
+ * the bus is not up, and every 5 s otherwise.
+ *
+ * Threads: sy_bus_create/start/stop/destroy and sy_bus_publish on the
+ * owner's thread; sy_bus_edge on any thread (the topics' hook);
+ * sy_bus_stats on any thread; the callbacks run on the bus thread.
+ */
+#ifndef SY_BUS_H
+#define SY_BUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sy_errors.h"
+#include "sy_topic.h"
+
+#define SY_BUS_MAX_SEEDS 64
+
+typedef enum sy_bus_state {
+    SY_BUS_CONNECTING = 0, /* not up yet, and no attempt has failed */
+    SY_BUS_UP,             /* every connection up (and the slot map complete) */
+    SY_BUS_DOWN,           /* a connection failed or was lost; reconnecting */
+} sy_bus_state_t;
+
+typedef struct sy_bus_opts {
+    const char *const *hosts; /* seeds (one without cluster); copied */
+    const uint16_t *ports;
+    unsigned nseeds;          /* 1..SY_BUS_MAX_SEEDS */
+    bool cluster;
+    const char *user;         /* NULL: the default user; copied */
+    const char *pass;         /* NULL: no AUTH; copied */
+    const char *prefix;       /* channel = prefix + topic; copied */
+    size_t prefix_len;
+    size_t max_buffer;        /* bytes toward Redis not yet answered */
+    size_t max_payload;       /* larger messages from Redis are ignored (counted) */
+    unsigned connect_timeout_ms;
+    unsigned backoff_min_ms, backoff_max_ms;
+} sy_bus_opts_t;
+
+/* clang-format off */
+/* X(field, js_name, metric, type, help): the one list of the bus' counters
+ * (stats().bus, the symphony_bus_* metrics, the types). */
+#define SY_BUS_STATS_LIST(X) \
+    X(published, "published", "symphony_bus_published_total", "counter", \
+      "Messages published to the bus and acknowledged by Redis.") \
+    X(received, "received", "symphony_bus_received_total", "counter", \
+      "Messages from other nodes (or other programs) delivered from the bus.") \
+    X(dropped, "dropped", "symphony_bus_dropped_total", "counter", \
+      "Bus publishes dropped: the bus was not up, the buffer toward Redis was full, or Redis did not acknowledge them.") \
+    X(ignored, "ignored", "symphony_bus_ignored_total", "counter", \
+      "Messages from Redis ignored: outside the prefix, over maxPayload, or a broken envelope.") \
+    X(errors, "errors", "symphony_bus_errors_total", "counter", \
+      "Error replies from Redis.") \
+    X(reconnects, "reconnects", "symphony_bus_reconnects_total", "counter", \
+      "Times the bus came back up after being down.") \
+    X(subscribe_commands, "subscribeCommands", "symphony_bus_subscribe_commands_total", "counter", \
+      "SSUBSCRIBE and SUNSUBSCRIBE commands sent (each for many channels).") \
+    X(map_refreshes, "mapRefreshes", "symphony_bus_map_refreshes_total", "counter", \
+      "Cluster slot maps read (CLUSTER SLOTS).") \
+    X(buffered_bytes, "bufferedBytes", "symphony_bus_buffered_bytes", "gauge", \
+      "Bytes of bus publishes queued or sent toward Redis and not yet acknowledged.") \
+    X(channels, "channels", "symphony_bus_channels", "gauge", \
+      "Channels this node is subscribed to (confirmed by Redis).")
+/* clang-format on */
+
+typedef struct sy_bus_stats {
+#define SY_BUS_STAT_FIELD(field, js, metric, type, help) uint64_t field;
+    SY_BUS_STATS_LIST(SY_BUS_STAT_FIELD)
+#undef SY_BUS_STAT_FIELD
+    sy_bus_state_t state;
+} sy_bus_stats_t;
+
+/* A message for the local fan-out (flags: SY_BUS_ENV_BINARY,
+ * SY_BUS_ENV_COMPRESS). Bus thread. */
+typedef void (*sy_bus_deliver_fn)(void *ctx, const char *topic, size_t topic_len, const void *data, size_t len,
+                                  unsigned flags);
+/* The bus changed state; err: why it is down (else ""). Bus thread. */
+typedef void (*sy_bus_state_fn)(void *ctx, sy_bus_state_t state, const char *err);
+
+typedef struct sy_bus sy_bus_t;
+
+/* NULL with a message in err on bad options or no memory. topics: the
+ * server's registry, whose edge hook the caller points at sy_bus_edge. */
+sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deliver_fn deliver, void *deliver_ctx,
+                        sy_bus_state_fn on_state, void *state_ctx, char *err, size_t errlen);
+/* Starts the bus thread, which connects in the background. 0 or an errno
+ * value. */
+int sy_bus_start(sy_bus_t *b);
+/* Sends what is queued, waits up to flush_ms for Redis to acknowledge it,
+ * closes every connection and joins the thread. Idempotent. */
+void sy_bus_stop(sy_bus_t *b, unsigned flush_ms);
+/* Frees the bus (stopped, or never started). */
+void sy_bus_destroy(sy_bus_t *b);
+
+/* Queues a message to the bus. flags: SY_BUS_ENV_*. 0, EAGAIN (dropped,
+ * counted: the bus is not up, or max_buffer is reached), ENOMEM. */
+int sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags);
+/* The topics' edge hook (sy_topic_edge_fn): ctx is the bus. */
+void sy_bus_edge(void *ctx, sy_topic_t *t);
+void sy_bus_stats(sy_bus_t *b, sy_bus_stats_t *out);
+/* This node's id, as its envelopes carry it. */
+uint64_t sy_bus_node(const sy_bus_t *b);
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * sy_bus_link — one connection to one Redis server, for the bus (sy_bus.h):
+ * a hiredis async context driven by the bus thread's poller through
+ * hiredis' adapter hooks (addRead/delRead/addWrite/delWrite/cleanup/
+ * scheduleTimer), so that hiredis parses every reply (RESP) and our loop
+ * does every wait.
+ *
+ * A link connects, says `HELLO 3` (RESP3, with AUTH when there is a
+ * password, and SETNAME), and is then up. Sharded pub/sub messages
+ * (smessage, ssubscribe, sunsubscribe) arrive as RESP3 pushes and go to
+ * ops->push. When the connection fails or is lost, ops->down is told why
+ * (Redis' own error text, or the socket's) and the link connects again
+ * after a delay that doubles from backoff_min_ms up to backoff_max_ms
+ * (+-20% jitter), reset once a link is up again.
+ *
+ * Threads: the bus thread only.
+ */
+#ifndef SY_BUS_LINK_H
+#define SY_BUS_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sy_errors.h"
+#include "sy_poll.h"
+
+#define SY_BUS_HOST_MAX 256
+#define SY_BUS_ERRLEN 256
+
+struct redisAsyncContext;
+struct redisReply;
+typedef struct sy_bus_link sy_bus_link_t;
+
+typedef struct sy_bus_link_ops {
+    void (*up)(void *ctx, sy_bus_link_t *l);
+    /* The link is down (err: why); it will connect again by itself. */
+    void (*down)(void *ctx, sy_bus_link_t *l, const char *err);
+    /* A RESP3 push on the link (the reply is freed after the call). */
+    void (*push)(void *ctx, sy_bus_link_t *l, struct redisReply *reply);
+} sy_bus_link_ops_t;
+
+typedef struct sy_bus_link_conf {
+    const char *user; /* NULL: the default user */
+    const char *pass; /* NULL: no AUTH */
+    const char *name; /* CLIENT SETNAME */
+    unsigned connect_timeout_ms;
+    unsigned backoff_min_ms, backoff_max_ms;
+} sy_bus_link_conf_t;
+
+typedef enum sy_bus_link_state {
+    SY_LINK_IDLE = 0,   /* not connecting (stopped, or before the first connect) */
+    SY_LINK_WAIT,       /* waiting out a backoff delay before connecting again */
+    SY_LINK_CONNECTING, /* TCP connect under way */
+    SY_LINK_HELLO,      /* HELLO sent, not answered yet */
+    SY_LINK_UP,
+} sy_bus_link_state_t;
+
+struct sy_bus_link {
+    const sy_bus_link_ops_t *ops;
+    void *ctx;
+    void *owner;   /* the caller's, untouched here */
+    unsigned role; /* the caller's, untouched here */
+    const sy_bus_link_conf_t *conf;
+    sy_poll_t *poll;
+    struct redisAsyncContext *ac;
+    sy_bus_link_state_t state;
+    bool registered; /* ac's fd is in the poller */
+    uint32_t events; /* SY_POLL_* hiredis asked for */
+    int fd;
+    int64_t timer_ms; /* hiredis' timer (the connect timeout); 0: none */
+    int64_t retry_ms; /* SY_LINK_WAIT: when to connect again */
+    unsigned delay_ms; /* the next backoff delay */
+    unsigned attempts; /* connects since the link was last up */
+    uint32_t rng;
+    char host[SY_BUS_HOST_MAX];
+    uint16_t port;
+    char err[SY_BUS_ERRLEN]; /* why the link last went down */
+};
+
+/* Sets up a link to host:port (copied; too long a host is cut, and fails
+ * to connect). Connects at the first sy_bus_link_tick. */
+void sy_bus_link_init(sy_bus_link_t *l, const sy_bus_link_ops_t *ops, void *ctx, const sy_bus_link_conf_t *conf,
+                      sy_poll_t *poll, const char *host, uint16_t port, uint32_t seed);
+/* Connects now when idle or waiting. */
+void sy_bus_link_connect(sy_bus_link_t *l);
+/* Closes the connection and leaves the link idle: no callback of ops
+ * runs, but the reply callbacks of pending commands run with a NULL reply
+ * (ac->data is the link). Not from a callback of this link's own context. */
+void sy_bus_link_close(sy_bus_link_t *l);
+/* Drops the connection as if it had failed with err: down, then a retry
+ * after the backoff delay (a fresh delay: min, when reset is set). May be
+ * called from the link's own callbacks (hiredis frees the context when it
+ * returns). */
+void sy_bus_link_fail(sy_bus_link_t *l, const char *err, bool reset);
+/* The poller reported events (SY_POLL_*) for this link. */
+void sy_bus_link_ready(sy_bus_link_t *l, uint32_t events);
+/* Runs due timers (the connect timeout, the backoff); returns the next
+ * deadline (ms, sy_clock_ms) or INT64_MAX. */
+int64_t sy_bus_link_tick(sy_bus_link_t *l, int64_t now_ms);
+/* The context when up, else NULL. */
+struct redisAsyncContext *sy_bus_link_ac(sy_bus_link_t *l);
+/* Appends a command (argv) to the output buffer without a reply callback:
+ * for the sharded (un)subscribe commands, whose confirmations come as
+ * pushes. 0, ENOTCONN (not up), ENOMEM. */
+int sy_bus_link_append(sy_bus_link_t *l, int argc, const char **argv, const size_t *lens);
+/* Bytes in the output buffer not yet written to the socket. */
+size_t sy_bus_link_unsent(const sy_bus_link_t *l);
+
+#endif
