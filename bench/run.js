@@ -13,7 +13,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./lib/arms');
+const { BUILTIN, selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./lib/arms');
 const { ServerProc, LOADGEN } = require('./lib/procs');
 const { redisVersion } = require('./lib/redis');
 const { fdLimits, fdCount } = require('./lib/sample');
@@ -290,7 +290,20 @@ async function main() {
   const phaseList = list(o, 'phases', ALL_PHASES) || DEFAULT_PHASES.slice();
   const baseline = o.baseline !== undefined ? baselineCheckout(o.baseline) : null;
   const uws = o['uws-path'] !== undefined ? uwsCheckout(o['uws-path']) : null;
-  const { arms, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv, baseline, uws);
+  const { arms: selected, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv, baseline, uws);
+  // Without --arms, the arms that run none of the phases asked for are left
+  // out (the bus phase's arms run nothing else, and no other arm runs it).
+  const arms = o.arms === undefined ? selected.filter((a) => phasesOf(a).some((p) => phaseList.includes(p))) : selected;
+  if (o.arms === undefined) {
+    // nor a note on an arm left out (no --uws-path) that would not have run anyway
+    for (let i = armNotes.length - 1; i >= 0; i--) {
+      const m = /^arm (\S+) left out/.exec(armNotes[i]);
+      if (m && BUILTIN[m[1]] && !phasesOf(BUILTIN[m[1]]).some((p) => phaseList.includes(p))) armNotes.splice(i, 1);
+    }
+  }
+  const idle = selected.filter((a) => !arms.includes(a)).map((a) => a.name);
+  if (idle.length) armNotes.push(`arms that run none of the phases ${phaseList.join(', ')} left out: ${idle.join(', ')}`);
+  if (arms.length === 0) throw new Error(`no arm runs the phases ${phaseList.join(', ')}`);
   const repeats = int(o, 'repeats', 1, 100) ?? (o.quick ? 1 : 3);
   const nproc = os.cpus().length;
 
