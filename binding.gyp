@@ -9,6 +9,8 @@
 #                                    its headers searched before Node's own
 #   --sy_libdeflate_dir=DIR          libdeflate's build folder (deps/libdeflate.sh):
 #                                    permessage-deflate (src/sy_deflate.c)
+#   --sy_hiredis_dir=DIR             hiredis' build folder (deps/hiredis.sh): the
+#                                    Redis bus (src/sy_redis_alloc.c routes its memory)
 #   --sy_testing=1                   (scripts/build.js --testing) a testing build:
 #                                    SY_TESTING defined and binding/testing.c
 #                                    compiled (_testAlloc/_testFree and the
@@ -21,13 +23,14 @@
     'sy_glibc_floor%': '',
     'sy_openssl_dir%': '',
     'sy_libdeflate_dir%': '',
+    'sy_hiredis_dir%': '',
     'sy_testing%': 0,
   },
   'targets': [
     {
       'target_name': 'symphony',
       'sources': ['<!@(ls -1 src/*.c binding/*.c)'],
-      'include_dirs': ['src', '<(sy_libdeflate_dir)/include'],
+      'include_dirs': ['src', '<(sy_libdeflate_dir)/include', '<(sy_hiredis_dir)/include'],
       'defines': ['NAPI_VERSION=8', 'SY_LG_PAGE=<(sy_lg_page)'],
       'cflags_c': [
         '-std=c11', '-Wall', '-Wextra', '-Werror', '-O2',
@@ -37,7 +40,7 @@
         '-static-libgcc',
         '-Wl,--version-script=<(module_root_dir)/binding/exports.map',
         '-Wl,-z,now',
-        # No symbol of a static library (jemalloc, OpenSSL) is exported.
+        # No symbol of a static library (jemalloc, OpenSSL, libdeflate, hiredis) is exported.
         '-Wl,--exclude-libs,ALL',
         # Only what is reached (OpenSSL is built one section per function).
         '-Wl,--gc-sections',
@@ -46,7 +49,7 @@
         # destructors that run at every thread's exit, so its code must stay.
         '-Wl,-z,nodelete',
       ],
-      'libraries': ['<(sy_libdeflate_dir)/libdeflate.a', '-lpthread'],
+      'libraries': ['<(sy_libdeflate_dir)/libdeflate.a', '<(sy_hiredis_dir)/libhiredis.a', '-lpthread'],
       'conditions': [
         ['sy_testing==1', {
           'defines': ['SY_TESTING'],

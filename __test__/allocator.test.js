@@ -14,6 +14,9 @@ test('the build asked for is the one loaded, and its self-check passes', () => {
   assert.equal(check.ok, true, JSON.stringify(check));
   assert.equal(check.allocator, expectedAllocator);
   assert.equal(check.libcIsJemalloc, false, 'a libc block must never be reported as jemalloc\'s');
+  // hiredis (the Redis bus) allocates through sy_alloc: a reader it makes is ours.
+  assert.equal(check.redisRouted, true);
+  assert.equal(check.redisIsJemalloc, isJemalloc);
   if (isJemalloc) {
     assert.equal(check.jemallocLinked, true);
     assert.equal(check.oursIsJemalloc, true);

@@ -64,11 +64,14 @@ test('no allocator symbol is imported except the C library\'s own malloc family 
   // CRYPTO_set_mem_functions before OpenSSL's first call), and calloc in
   // OPENSSL_INIT_new and OPENSSL_DIR_read, paths symphony never takes (no
   // configuration file, no CA directories). The self-check proves an
-  // OpenSSL object is in jemalloc (tls.test.js).
-  const allocs = undef.filter((s) => ['malloc', 'calloc', 'realloc', 'free', 'posix_memalign', 'aligned_alloc'].includes(s)).sort();
+  // OpenSSL object is in jemalloc (tls.test.js). hiredis' default table
+  // names malloc/calloc/realloc/strdup/free; the addon replaces it
+  // (hiredisSetAllocators, src/sy_redis_alloc.c) when it loads, and the
+  // self-check proves a hiredis reader is in jemalloc (allocator.test.js).
+  const allocs = undef.filter((s) => ['malloc', 'calloc', 'realloc', 'free', 'strdup', 'posix_memalign', 'aligned_alloc'].includes(s)).sort();
   if (expectedAllocator === 'jemalloc') {
     assert.ok(allocs.includes('malloc') && allocs.includes('free'));
-    for (const a of allocs) assert.ok(['free', 'malloc', 'calloc', 'realloc', 'posix_memalign'].includes(a), `unexpected import ${a}`);
+    for (const a of allocs) assert.ok(['free', 'malloc', 'calloc', 'realloc', 'strdup', 'posix_memalign'].includes(a), `unexpected import ${a}`);
   } else {
     assert.ok(allocs.includes('malloc') && allocs.includes('free'));
   }

@@ -1,5 +1,5 @@
 'use strict';
-// The release tarballs of deps/ (jemalloc, OpenSSL, libdeflate) are taken only when their
+// The release tarballs of deps/ (jemalloc, OpenSSL, libdeflate, hiredis) are taken only when their
 // sha256 is the pinned one: a user's copy that is missing or not the release
 // is refused with a message that names the variable and the expected sum,
 // before anything is built. (The fetch chain itself runs in every build.)
@@ -18,11 +18,12 @@ function run(script, env) {
   });
 }
 
-for (const [script, variable] of [['jemalloc.sh', 'SYMPHONY_JEMALLOC_TARBALL'], ['openssl.sh', 'SYMPHONY_OPENSSL_TARBALL'], ['libdeflate.sh', 'SYMPHONY_LIBDEFLATE_TARBALL']]) {
+for (const [script, variable] of [['jemalloc.sh', 'SYMPHONY_JEMALLOC_TARBALL'], ['openssl.sh', 'SYMPHONY_OPENSSL_TARBALL'],
+  ['libdeflate.sh', 'SYMPHONY_LIBDEFLATE_TARBALL'], ['hiredis.sh', 'SYMPHONY_HIREDIS_TARBALL']]) {
   test(`${script}: a ${variable} that is not the pinned release is refused`, (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-deps-'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const pinned = /^(?:JE|SSL|LD)_SHA256=([0-9a-f]{64})$/m.exec(fs.readFileSync(path.join(deps, script), 'utf8'))[1];
+    const pinned = /^(?:JE|SSL|LD|HR)_SHA256=([0-9a-f]{64})$/m.exec(fs.readFileSync(path.join(deps, script), 'utf8'))[1];
     const bogus = path.join(dir, 'release.tar');
     fs.writeFileSync(bogus, 'not the release');
     for (const given of [bogus, path.join(dir, 'missing.tar')]) {

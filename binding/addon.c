@@ -3,6 +3,7 @@
 
 #include "sy_alloc.h"
 #include "sy_napi.h"
+#include "sy_redis_alloc.h"
 
 static void addon_finalize(napi_env env, void *data, void *hint) {
     (void)env;
@@ -15,6 +16,12 @@ static void addon_finalize(napi_env env, void *data, void *hint) {
 }
 
 NAPI_MODULE_INIT() {
+    /* hiredis' memory through sy_alloc before anything can use it (once
+     * per process; every later load, in a worker, finds it done). */
+    if (sy_redis_alloc_init() != 0) {
+        sy_napi_throw(env, "ERR_SYMPHONY_ALLOCATOR", "symphony: routing hiredis' memory to its allocator failed");
+        return NULL;
+    }
     sy_addon_t *addon = sy_calloc(1, sizeof(*addon));
     if (addon == NULL) {
         sy_napi_throw_oom(env, "loading the addon");

@@ -10,6 +10,7 @@
 #include "sy_alloc.h"
 #include "sy_deflate.h"
 #include "sy_napi.h"
+#include "sy_redis_alloc.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_tls.h"
 #endif
@@ -231,6 +232,28 @@ static napi_value self_check(napi_env env, napi_callback_info info) {
 #endif
     if (!sy_napi_set_bool(env, obj, "deflateRouted", zrouted) ||
         !sy_napi_set_bool(env, obj, "deflateIsJemalloc", zowned))
+        return NULL;
+    /* hiredis' memory (the Redis bus): a reply reader made by hiredis, as
+     * each bus connection makes one, must come through sy_alloc the same
+     * way (hiredisSetAllocators, set when the addon loaded). */
+    sy_alloc_stats_t r0, r1;
+    bool rcounted = sy_alloc_stats(&r0) == 0;
+    void *reader = sy_redis_alloc_probe_new();
+    if (reader == NULL) {
+        sy_napi_throw_oom(env, "hiredis probe");
+        return NULL;
+    }
+    rcounted = rcounted && sy_alloc_stats(&r1) == 0 && r1.allocated > r0.allocated;
+    unsigned rarena = 0;
+    bool rowned = sy_alloc_owner(reader, &rarena) == 0;
+    sy_redis_alloc_probe_free(reader);
+#ifdef SY_USE_JEMALLOC
+    bool rrouted = rowned;
+#else
+    bool rrouted = rcounted;
+#endif
+    if (!sy_napi_set_bool(env, obj, "redisRouted", rrouted) ||
+        !sy_napi_set_bool(env, obj, "redisIsJemalloc", rowned))
         return NULL;
     return obj;
 }

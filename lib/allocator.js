@@ -66,15 +66,17 @@ const allocator = {
   /**
    * Proves which allocator serves symphony's native memory, OpenSSL's
    * included: a live block of ours and one of libc malloc asked of jemalloc,
-   * and an object OpenSSL allocates and a libdeflate decompressor, which
-   * must come through our allocator and be owned by our jemalloc.
+   * and an object OpenSSL allocates, a libdeflate decompressor and a hiredis
+   * reply reader, which must come through our allocator and be owned by our
+   * jemalloc.
    */
   selfCheck() {
     const r = native.selfCheck();
     const expectJemalloc = native.name === 'jemalloc';
     const tlsOk = r.tlsLinked && r.tlsRouted && r.tlsIsJemalloc === expectJemalloc;
     const deflateOk = r.deflateRouted && r.deflateIsJemalloc === expectJemalloc;
-    const ok = tlsOk && deflateOk && (expectJemalloc
+    const redisOk = r.redisRouted && r.redisIsJemalloc === expectJemalloc;
+    const ok = tlsOk && deflateOk && redisOk && (expectJemalloc
       ? r.jemallocLinked && r.oursIsJemalloc && !r.libcIsJemalloc
       : !r.jemallocLinked && !r.oursIsJemalloc);
     return {
@@ -83,7 +85,7 @@ const allocator = {
       checked: (expectJemalloc
         ? `a live ${r.probeSize}-byte block from symphony's allocator and one from libc malloc, asked of jemalloc (arenas.lookup)`
         : 'the build has no jemalloc linked (system allocator build)') +
-        '; an object OpenSSL allocated and a libdeflate decompressor came through symphony\'s allocator' +
+        '; an object OpenSSL allocated, a libdeflate decompressor and a hiredis reader came through symphony\'s allocator' +
         (expectJemalloc ? ' and are owned by its jemalloc' : ''),
       ...r,
     };

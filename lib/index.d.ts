@@ -332,6 +332,10 @@ export interface SelfCheck {
   deflateRouted: boolean;
   /** ... and jemalloc owns it (false in the system build). */
   deflateIsJemalloc: boolean;
+  /** A hiredis reply reader (the Redis bus) came through symphony's allocator. */
+  redisRouted: boolean;
+  /** ... and jemalloc owns it (false in the system build). */
+  redisIsJemalloc: boolean;
 }
 
 export const allocator: {

@@ -19,8 +19,9 @@
 // SYMPHONY_BUILD_FROM_SOURCE=1; an installed package uses its prebuilds/.
 //
 // Each variant lands in native/<platform>-<arch>/ under the name the loader
-// (lib/loader.js) looks for. jemalloc, OpenSSL and libdeflate are built (once,
-// cached) by deps/jemalloc.sh, deps/openssl.sh and deps/libdeflate.sh.
+// (lib/loader.js) looks for. jemalloc, OpenSSL, libdeflate and hiredis are built
+// (once, cached) by deps/jemalloc.sh, deps/openssl.sh, deps/libdeflate.sh and
+// deps/hiredis.sh.
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -88,10 +89,11 @@ function testingDir() {
   return path.join(root, 'native', platformDir(), 'testing');
 }
 
-function buildVariant({ allocator, lgPage }, opensslDir, libdeflateDir, testing) {
+function buildVariant({ allocator, lgPage }, { opensslDir, libdeflateDir, hiredisDir }, testing) {
   const started = Date.now();
   const gypArgs = ['rebuild', `--nodedir=${nodeHeaders()}`, '--jobs=max', `--sy_allocator=${allocator}`,
-    `--sy_openssl_dir=${opensslDir}`, `--sy_libdeflate_dir=${libdeflateDir}`, `--sy_testing=${testing ? 1 : 0}`];
+    `--sy_openssl_dir=${opensslDir}`, `--sy_libdeflate_dir=${libdeflateDir}`, `--sy_hiredis_dir=${hiredisDir}`,
+    `--sy_testing=${testing ? 1 : 0}`];
   if (allocator === 'jemalloc') {
     const jeDir = dependency(`jemalloc (lg-page ${lgPage})`, 'jemalloc', ['--lg-page', String(lgPage)]);
     gypArgs.push(`--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`);
@@ -141,9 +143,12 @@ function main() {
     if (allocator === 'system') variants.push({ allocator, lgPage: null });
     else for (const lgPage of opts.lgPage ? [opts.lgPage] : defaultLgPages(process.arch)) variants.push({ allocator, lgPage });
   }
-  const opensslDir = dependency('OpenSSL', 'openssl');
-  const libdeflateDir = dependency('libdeflate', 'libdeflate');
-  for (const v of variants) buildVariant(v, opensslDir, libdeflateDir, opts.testing);
+  const deps = {
+    opensslDir: dependency('OpenSSL', 'openssl'),
+    libdeflateDir: dependency('libdeflate', 'libdeflate'),
+    hiredisDir: dependency('hiredis', 'hiredis'),
+  };
+  for (const v of variants) buildVariant(v, deps, opts.testing);
 }
 
 if (require.main === module) {

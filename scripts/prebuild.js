@@ -13,7 +13,8 @@
 //   linux-arm64-musl   4 KiB + 64 KiB  clang --target=aarch64-linux-musl, lld, and
 //                                      Debian's arm64 musl (deps/sysroot.sh musl-arm64)
 // jemalloc is built once per (target, page) and cached (deps/jemalloc.sh), the
-// private OpenSSL once per target (deps/openssl.sh);
+// private OpenSSL, libdeflate and hiredis once per target (deps/openssl.sh,
+// deps/libdeflate.sh, deps/hiredis.sh);
 // every addon is compiled from a clean build folder. A manifest
 // (prebuilds/manifest.json) records each file's size, sha256 and build times.
 //
@@ -174,12 +175,13 @@ function buildOne(name, t, cc, lgPage) {
   const sslDir = depDir('openssl', ['--host', t.host, '--cc', cc], env);
   const opensslS = (Date.now() - tS) / 1000;
   const ldDir = depDir('libdeflate', ['--host', t.host, '--cc', cc], env);
+  const hrDir = depDir('hiredis', ['--host', t.host, '--cc', cc], env);
   const t1 = Date.now();
   const gypEnv = withoutNodedir(env);
   delete gypEnv.CFLAGS; // the floor header reaches the addon through binding.gyp
   const args = [nodeGyp(), 'rebuild', `--nodedir=${nodeHeaders()}`, `--arch=${t.arch}`, '--jobs=max',
     '--sy_allocator=jemalloc', `--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`, `--sy_openssl_dir=${sslDir}`,
-    `--sy_libdeflate_dir=${ldDir}`];
+    `--sy_libdeflate_dir=${ldDir}`, `--sy_hiredis_dir=${hrDir}`];
   if (floor) args.push(`--sy_glibc_floor=${floor}`);
   run(process.execPath, args, { env: gypEnv });
   if (floor) {
@@ -205,6 +207,7 @@ function buildOne(name, t, cc, lgPage) {
     jemallocDir: path.relative(root, jeDir),
     opensslStepS: Math.round(opensslS * 10) / 10, opensslDir: path.relative(root, sslDir),
     libdeflateDir: path.relative(root, ldDir),
+    hiredisDir: path.relative(root, hrDir),
   };
   console.error(`prebuild: ${entry.file} ${(entry.bytes / 1048576).toFixed(2)} MiB · jemalloc ${jemallocS.toFixed(1)} s` +
     `${jemallocS < 5 ? ' (cached)' : ''} · OpenSSL ${opensslS.toFixed(1)} s${opensslS < 5 ? ' (cached)' : ''} · addon ${addonS.toFixed(1)} s`);

@@ -93,7 +93,7 @@ function explain(err: unknown): string {
   if (err instanceof SymphonyError) return err.code;
   return String(err);
 }
-console.log(explain(new LoadError('none', [{ path: '/x.node', error: 'not found' }])), check.deflateRouted);
+console.log(explain(new LoadError('none', [{ path: '/x.node', error: 'not found' }])), check.deflateRouted, check.redisRouted);
 
 // What the types refuse.
 // @ts-expect-error an unknown option

@@ -1,0 +1,35 @@
+/* sy_redis_alloc — see sy_redis_alloc.h. */
+#include "sy_redis_alloc.h"
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "sy_alloc.h"
+
+/* hiredis' strdupFn: a copy with its terminator, from sy_malloc. */
+static char *redis_strdup(const char *s) { return sy_memdup(s, strlen(s) + 1); }
+
+static void set_allocators(void) {
+    hiredisAllocFuncs fns = {
+        .mallocFn = sy_malloc,
+        .callocFn = sy_calloc,
+        .reallocFn = sy_realloc,
+        .strdupFn = redis_strdup,
+        .freeFn = sy_free,
+    };
+    /* Returns the previous table (libc's): nothing to keep. */
+    (void)hiredisSetAllocators(&fns);
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+int sy_redis_alloc_init(void) { return pthread_once(&init_once, set_allocators); }
+
+void *sy_redis_alloc_probe_new(void) {
+    if (sy_redis_alloc_init() != 0)
+        return NULL;
+    return redisReaderCreate();
+}
+
+void sy_redis_alloc_probe_free(void *probe) { redisReaderFree(probe); }
