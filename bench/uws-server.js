@@ -115,17 +115,16 @@ async function main() {
 
   function publishDue() {
     if (stopping) return;
-    for (const dueNs of schedule.due()) {
-      for (const [g, topic] of topics.entries()) {
-        if (relay) { // to Redis only: the local subscribers get it when it comes back
-          relay.publish(g, payloadFor(g, dueNs));
-          published++;
-          continue;
-        }
-        // publish returns false when the traffic gate is off (or no subscriber)
-        if (app.publish(topic, payloadFor(g, dueNs), binary, true)) deliveries += app.numSubscribers(topic);
+    for (const [g, dueNs] of schedule.duePairs()) {
+      const topic = topics[g];
+      if (relay) { // to Redis only: the local subscribers get it when it comes back
+        relay.publish(g, payloadFor(g, dueNs));
         published++;
+        continue;
       }
+      // publish returns false when the traffic gate is off (or no subscriber)
+      if (app.publish(topic, payloadFor(g, dueNs), binary, true)) deliveries += app.numSubscribers(topic);
+      published++;
     }
   }
   const timer = setInterval(publishDue, 1);

@@ -8,8 +8,10 @@
 //  1. Redis (bus arms only): redis-server on a free port of 127.0.0.1,
 //     persistence off (bench/lib/redis.js);
 //  2. `nodes` server processes, publishing nothing yet (rate 0), each
-//     --seq 1 (a per-topic sequence number in every message), the bus arms
-//     with --bus-url; the runner waits until every node says its bus is up;
+//     --seq 1 (a per-topic sequence number in every message) and --stagger 1
+//     (the topics take turns: one publish every 1 / (rate * topics) s, not
+//     a round of every topic at once), the bus arms with --bus-url; the
+//     runner waits until every node says its bus is up;
 //  3. `connections` per node, one loadgen (or more: sharded) per node,
 //     ramped together; connection n of a node subscribes topic n % topics,
 //     so every topic has subscribers on every node; the bus arms then wait
@@ -19,7 +21,7 @@
 //     topic = deliveries ÷ connections, so every connection receives R
 //     msg/s in every arm) — node 0 alone with a bus, every node for itself
 //     in symphony-local; after `settle` s a window of `window` s, its edges
-//     marked in every loadgen (SIGUSR1: latency and sequence counts of
+//     (midway between two publishes of node 0) marked in every loadgen (SIGUSR1: latency and sequence counts of
 //     exactly the window) and every server ("ctl mark": what it published);
 //  5. the bus arms, at the latency point: Redis is killed (-9), started
 //     again `outage` s later on the same port, and the runner polls PUBSUB
@@ -32,7 +34,7 @@ const { ServerProc, Loadgen } = require('./procs');
 const { wrongBuild } = require('./arms');
 const { Sampler } = require('./sample');
 const { RedisProc, RespClient, subscriberCounts } = require('./redis');
-const { now, sleep, finite } = require('./util');
+const { now, sleep, finite, nowToMono } = require('./util');
 
 const SETTLE_TIMEOUT_MIN = 30;
 const rampBound = (n, r) => SETTLE_TIMEOUT_MIN + (r > 0 ? 3 * n / r : 0);
@@ -115,7 +117,7 @@ async function bus(ctx, arm, repeat) {
       const s = await ServerProc.start({
         arm, threads: c.threads, topics: c.topics, size: c.size, rate: 0, duration: bound, statsInterval: 1,
         cpus: ctx.cpus.server, traffic: 'on', gate: 'none',
-        extraArgs: ['--seq', '1', ...(withBus ? ['--bus-url', redis.url] : [])],
+        extraArgs: ['--seq', '1', '--stagger', '1', ...(withBus ? ['--bus-url', redis.url] : [])],
       });
       servers.push(s);
       ctx.live.add(s);
@@ -172,14 +174,18 @@ async function bus(ctx, arm, repeat) {
     for (const p of points) {
       rate = p.deliveries / total;
       mark(`${p.key}: ${Math.round(p.deliveries)} deliveries/s (${rate.toFixed(3)} msg/s per topic, ${publishers.length} publisher(s))`);
-      const bases = [];
-      for (const k of publishers) bases.push((await servers[k].control('rate', [String(rate)])).at);
-      // The window's edges fall midway between two publishing instants of
-      // node 0's schedule (every topic publishes at base + n / rate), so no
-      // message is in flight at an edge and a window holds whole rounds of
-      // publishes: the publishers' count and the clients' agree (unless the
+      // Every publisher's schedule starts at the same instant (0.2 s from
+      // now), so symphony-local's publishers publish together as the nodes
+      // of a bus fan out together.
+      const start = now() + 0.2;
+      for (const k of publishers) await servers[k].control('rate', [String(rate), String(nowToMono(start))]);
+      const bases = [start];
+      // The window's edges fall midway between two publishes of node 0's
+      // schedule (the topics take turns: message m is due at base + (m + 1)
+      // / (rate * topics)), so that the fewest messages are in flight at an
+      // edge and the publishers' count and the clients' agree (unless the
       // period is too long for the window: then plain times).
-      const period = 1 / rate;
+      const period = 1 / (rate * c.topics);
       const aligned = period <= c.window / 4;
       const edge = (t) => (aligned ? bases[0] + (Math.ceil((t - bases[0]) / period - 0.5) + 0.5) * period : t);
       const sleepUntil = (t) => sleep(Math.max(0, t - now()));

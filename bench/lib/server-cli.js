@@ -21,6 +21,11 @@ const SPEC = {
   // 1: each binary message carries, after its due time, a uint64 LE sequence
   // number per topic (bytes 8..15, from 1), for loadgen --seq
   seq: { env: 'SEQ', def: 0, min: 0, max: 1 },
+  // 1: the topics take turns instead of publishing together: topic g's
+  // message n is due at t0 + (n * topics + g + 1) / (rate * topics), so one
+  // publish goes out every 1 / (rate * topics) s (the bus phase: a round of
+  // every topic at once would make latency the queue of that round)
+  stagger: { env: 'STAGGER', def: 0, min: 0, max: 1 },
   // a Redis URL: the server is one node of a fan-out over Redis (the bus
   // phase; fanout-server.js: symphony's bus option; ws-server.js and
   // uws-server.js: the hand-built relay of bench/lib/redis-relay.js)
@@ -76,24 +81,59 @@ function parseOptions(argv, env) {
  * stall of more than one second is not made up (that would be a burst, not
  * the offered rate): it is counted in `skipped`.
  *
- * setRate(r) changes the rate from now on: the schedule starts again at
- * this moment (message n of the new rate is due at now + (n + 1) / r), so a
- * change is not a burst either. `t0` stays the script's start.
+ * setRate(r, atNs) changes the rate from now on: the schedule starts again
+ * at this moment, or at atNs (a process.hrtime.bigint() value, so that
+ * several processes can start together; never in the past): message n of
+ * the new rate is due at start + (n + 1) / r, so a change is not a burst
+ * either. `t0` stays the script's start.
+ *
+ * duePairs() returns [topicIndex, dueNs] of every message due since the last
+ * call, in due order: without `stagger`, each due time of due() for every
+ * topic in turn; with it, the topics take turns (see SPEC.stagger), one
+ * message every 1 / (rate * topics) s (maxBatch and skipped then count
+ * messages, not rounds). A script uses one of due() and duePairs().
  */
-function createSchedule({ rate: rate0, topics }) {
+function createSchedule({ rate: rate0, topics, stagger }) {
   const t0 = process.hrtime.bigint();
   let base = t0; // the start of the current rate's schedule
   let rate = rate0;
+  let events = 0; // stagger: messages due so far at the current rate
   const s = { t0, perTopic: 0, maxBatch: 0, skipped: 0, rate };
-  s.setRate = (r) => {
-    base = process.hrtime.bigint();
+  s.setRate = (r, atNs = null) => {
+    const t = process.hrtime.bigint();
+    base = atNs !== null && atNs > t ? atNs : t;
     rate = r;
     s.rate = r;
     s.perTopic = 0;
+    events = 0;
+  };
+  s.duePairs = () => {
+    const out = [];
+    if (!stagger) {
+      for (const dueNs of s.due()) for (let g = 0; g < topics; g++) out.push([g, dueNs]);
+      return out;
+    }
+    if (rate === 0) return out;
+    const R = rate * topics; // messages per second, every topic together
+    const elapsed = Number(process.hrtime.bigint() - base) / 1e9;
+    if (elapsed < 0) return out; // setRate's start is still to come
+    let due = Math.floor(elapsed * R) - events;
+    if (due > R) {
+      s.skipped += due - Math.ceil(R);
+      events += due - Math.ceil(R);
+      due = Math.ceil(R);
+    }
+    for (let k = 0; k < due; k++) {
+      const m = events++;
+      out.push([m % topics, base + BigInt(Math.round(((m + 1) * 1e9) / R))]);
+    }
+    if (due > s.maxBatch) s.maxBatch = due;
+    return out;
   };
   s.due = () => {
     if (rate === 0) return [];
     const elapsed = Number(process.hrtime.bigint() - base) / 1e9;
+    if (elapsed < 0) return [];
     let due = Math.floor(elapsed * rate) - s.perTopic;
     if (due > rate) {
       s.skipped += (due - Math.ceil(rate)) * topics;
@@ -141,8 +181,10 @@ function createPayloads(o, fresh) {
 
 /**
  * The runner's control lines (bench/lib/traffic-gate.js hands them over as
- * process.emit('bench-control', word, args)): "rate R" sets the publishing
- * rate per topic (schedule.setRate); "mark" answers with counters(). Each
+ * process.emit('bench-control', word, args)): "rate R [AT]" sets the
+ * publishing rate per topic (schedule.setRate; AT: the schedule's start, a
+ * process.hrtime.bigint() value in decimal); "mark" answers with
+ * counters(). Each
  * answer is one JSON line on stderr, {"ctl":word,"mono_ns":"...",...}
  * (mono_ns: process.hrtime.bigint() when it was handled, the clock loadgen
  * and the runner read).
@@ -155,8 +197,9 @@ function handleControl(schedule, counters) {
     if (word === 'rate') {
       const r = Number(args[0]);
       if (!Number.isFinite(r) || r < 0 || r > 1e7) return reply(word, { error: `bad rate ${args[0]}` });
-      schedule.setRate(r);
-      return reply(word, { rate: r });
+      if (args[1] !== undefined && !/^\d+$/.test(args[1])) return reply(word, { error: `bad start ${args[1]}` });
+      schedule.setRate(r, args[1] !== undefined ? BigInt(args[1]) : null);
+      return reply(word, { rate: r, start: args[1] ?? null });
     }
     if (word === 'mark') return reply(word, counters());
     return reply(word, { error: `unknown control ${word}` });
