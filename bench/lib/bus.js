@@ -114,13 +114,15 @@ async function bus(ctx, arm, repeat) {
     }
     mark(`${nodes} servers`);
     for (const k of range(nodes)) {
-      const s = await ServerProc.start({
+      // kept before it is ready, so that one which never says its port is stopped too
+      const s = new ServerProc({
         arm, threads: c.threads, topics: c.topics, size: c.size, rate: 0, duration: bound, statsInterval: 1,
         cpus: ctx.cpus.server, traffic: 'on', gate: 'none',
         extraArgs: ['--seq', '1', '--stagger', '1', ...(withBus ? ['--bus-url', redis.url] : [])],
       });
       servers.push(s);
       ctx.live.add(s);
+      await s.ready;
       const wrong = wrongBuild(arm, s.loaded);
       if (wrong) throw new Error(wrong);
       samplers.push(new Sampler(s.pid, { hz: ctx.cfg.sampleHz, onSample: (x) => {

@@ -147,7 +147,12 @@ class RedisProc {
   /** Starts one on a free port (or `port`); resolves once it answers PING. */
   static async start({ port = null, bin = 'redis-server', cpus = null, log = null } = {}) {
     const r = new RedisProc(bin, port || await freePort(), cpus, log);
-    await r.launch();
+    try {
+      await r.launch();
+    } catch (err) {
+      await r.stop(2); // one that started but never answered goes too
+      throw err;
+    }
     return r;
   }
 
