@@ -32,7 +32,8 @@ NAPI_MODULE_INIT() {
         sy_free(addon);
         return NULL;
     }
-    if (!sy_binding_allocator_init(env, exports) || !sy_binding_server_init(env, exports))
+    if (!sy_binding_allocator_init(env, exports) || !sy_binding_server_init(env, exports) ||
+        !sy_binding_bus_init(env, exports))
         return NULL;
 #ifdef SY_TESTING
     if (!sy_binding_testing_init(env, exports, addon))

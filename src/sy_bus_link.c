@@ -213,6 +213,8 @@ void sy_bus_link_connect(sy_bus_link_t *l) {
         went_down(l, why);
         return;
     }
+    if (ac->c.reader != NULL)
+        ac->c.reader->maxelements = SY_BUS_READER_MAX_ELEMENTS;
     l->ac = ac;
     l->state = SY_LINK_CONNECTING;
     ac->data = l;

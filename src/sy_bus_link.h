@@ -26,6 +26,10 @@
 #include "sy_poll.h"
 
 #define SY_BUS_HOST_MAX 256
+/* The most elements a reply's array may announce (hiredis allocates them
+ * before they arrive; its own limit is 2^32 - 1). A CLUSTER SLOTS reply of
+ * the largest cluster has 16384 ranges; a push, 3. */
+#define SY_BUS_READER_MAX_ELEMENTS (1 << 20)
 #define SY_BUS_ERRLEN 256
 
 struct redisAsyncContext;

@@ -18,6 +18,7 @@
 #include <hiredis/read.h>
 
 #include "sy_bus_env.h"
+#include "sy_bus_link.h"
 #include "sy_bus_map.h"
 #include "sy_redis_alloc.h"
 
@@ -51,6 +52,7 @@ static void envelope(const uint8_t *p, size_t n) {
 static void slot_map(const uint8_t *p, size_t n) {
     redisReader *r = redisReaderCreate();
     REQUIRE(r != NULL);
+    r->maxelements = SY_BUS_READER_MAX_ELEMENTS; /* as the bus' connections have it */
     if (redisReaderFeed(r, (const char *)p, n) == REDIS_OK) {
         for (int i = 0; i < 64; i++) {
             void *reply = NULL;

@@ -1,0 +1,325 @@
+/*
+ * test_bus_cluster — the bus' cluster path (the slot map, one connection
+ * pair per primary, SPUBLISH/SSUBSCRIBE on each channel's shard) against a
+ * real Redis Cluster of 3 primaries made here (redis-server with
+ * --cluster-enabled, redis-cli --cluster create), under ASan/UBSan and
+ * valgrind like every C test. Slot migrations and failovers are tested
+ * from JS (__test__/bus-cluster.test.js).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "check.h"
+#include "sy_bus.h"
+#include "sy_redis_alloc.h"
+#include "sy_slot.h"
+#include "sy_topic.h"
+
+#define PRIMARIES 3
+#define TOPICS 12
+
+static pid_t pids[PRIMARIES];
+static int ports[PRIMARIES];
+static char dir[64];
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int free_port_once(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    /* The cluster bus port is port + 10000: keep both below 65536. */
+    return port > 0 && port < 55000 ? port : -1;
+}
+
+static int free_port(void) {
+    for (int i = 0; i < 100; i++) {
+        int p = free_port_once();
+        if (p > 0)
+            return p;
+    }
+    return -1;
+}
+
+static redisReply *command(int port, const char *cmd) {
+    struct timeval tv = {.tv_sec = 2};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (c == NULL || c->err) {
+        if (c != NULL)
+            redisFree(c);
+        return NULL;
+    }
+    redisReply *r = redisCommand(c, cmd);
+    redisFree(c);
+    return r;
+}
+
+static bool start_node(int i) {
+    char port[16], conf[128];
+    snprintf(port, sizeof(port), "%d", ports[i]);
+    snprintf(conf, sizeof(conf), "nodes-%d.conf", ports[i]);
+    pids[i] = fork();
+    if (pids[i] < 0)
+        return false;
+    if (pids[i] == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) {
+            dup2(devnull, 1);
+            dup2(devnull, 2);
+        }
+        execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly",
+               "no", "--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", conf,
+               "--cluster-node-timeout", "2000", (char *)NULL);
+        _exit(127);
+    }
+    for (int k = 0; k < 200; k++) {
+        redisReply *r = command(ports[i], "PING");
+        bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+        if (r != NULL)
+            freeReplyObject(r);
+        if (ok)
+            return true;
+        sleep_ms(25);
+    }
+    return false;
+}
+
+static bool cluster_ok(void) {
+    for (int i = 0; i < PRIMARIES; i++) {
+        redisReply *r = command(ports[i], "CLUSTER INFO");
+        bool ok = r != NULL && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
+        if (r != NULL)
+            freeReplyObject(r);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static void stop_nodes(void) {
+    for (int i = 0; i < PRIMARIES; i++)
+        if (pids[i] > 0) {
+            kill(pids[i], SIGKILL);
+            (void)waitpid(pids[i], NULL, 0);
+            pids[i] = 0;
+        }
+}
+
+static bool start_cluster_once(void) {
+    for (int i = 0; i < PRIMARIES; i++) {
+        if ((ports[i] = free_port()) < 0) {
+            fprintf(stderr, "test_bus_cluster: no free port\n");
+            return false;
+        }
+        if (!start_node(i)) {
+            fprintf(stderr, "test_bus_cluster: redis-server on port %d did not start\n", ports[i]);
+            return false;
+        }
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "redis-cli --cluster create 127.0.0.1:%d 127.0.0.1:%d 127.0.0.1:%d --cluster-yes >/dev/null 2>&1",
+             ports[0], ports[1], ports[2]);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "test_bus_cluster: %s failed\n", cmd);
+        return false;
+    }
+    for (int k = 0; k < 800; k++) {
+        if (cluster_ok())
+            return true;
+        sleep_ms(25);
+    }
+    fprintf(stderr, "test_bus_cluster: the cluster did not reach cluster_state:ok in 20 s\n");
+    return false;
+}
+
+/* A port taken between free_port and redis-server's bind (its cluster bus
+ * port is port + 10000) fails a start: try again with other ports. */
+static bool start_cluster(void) {
+    snprintf(dir, sizeof(dir), "/tmp/sy-test-cluster-%d", (int)getpid());
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return false;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (start_cluster_once())
+            return true;
+        stop_nodes();
+    }
+    return false;
+}
+
+static void stop_cluster(void) {
+    stop_nodes();
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "test_bus_cluster: could not remove %s\n", dir);
+}
+
+/* ---- a node ---- */
+
+typedef struct node {
+    sy_topics_t topics;
+    sy_bus_t *bus;
+    pthread_mutex_t lock;
+    unsigned got[TOPICS];
+    unsigned total;
+} node_t;
+
+static void on_deliver(void *ctx, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags) {
+    (void)data;
+    (void)len;
+    (void)flags;
+    node_t *n = ctx;
+    int i = -1;
+    if (topic_len > 1 && sscanf(topic, "t%d", &i) == 1 && i >= 0 && i < TOPICS) {
+        pthread_mutex_lock(&n->lock);
+        n->got[i]++;
+        n->total++;
+        pthread_mutex_unlock(&n->lock);
+    }
+}
+
+static void on_state(void *ctx, sy_bus_state_t state, const char *err) {
+    (void)ctx;
+    (void)state;
+    (void)err;
+}
+
+static bool node_init(node_t *n) {
+    memset(n, 0, sizeof(*n));
+    if (sy_topics_init(&n->topics, 2) != 0 || pthread_mutex_init(&n->lock, NULL) != 0)
+        return false;
+    /* Two seeds, one of them wrong: the bus moves on to the next. */
+    const char *hosts[2] = {"127.0.0.1", "127.0.0.1"};
+    uint16_t seed_ports[2] = {1, (uint16_t)ports[1]};
+    sy_bus_opts_t o = {.hosts = hosts,
+                       .ports = seed_ports,
+                       .nseeds = 2,
+                       .cluster = true,
+                       .prefix = "c:",
+                       .prefix_len = 2,
+                       .max_buffer = 1 << 20,
+                       .max_payload = 1 << 20,
+                       .connect_timeout_ms = 1000,
+                       .backoff_min_ms = 20,
+                       .backoff_max_ms = 200};
+    char err[256];
+    n->bus = sy_bus_create(&o, &n->topics, on_deliver, n, on_state, n, err, sizeof(err));
+    if (n->bus == NULL)
+        return false;
+    n->topics.on_edge = sy_bus_edge;
+    n->topics.edge_ctx = n->bus;
+    return sy_bus_start(n->bus) == 0;
+}
+
+static void node_free(node_t *n) {
+    sy_bus_stop(n->bus, 200);
+    sy_bus_destroy(n->bus);
+    sy_topics_destroy(&n->topics);
+    pthread_mutex_destroy(&n->lock);
+}
+
+static bool wait_up(node_t *n, int ms) {
+    for (int i = 0; i < ms / 10; i++) {
+        sy_bus_stats_t st;
+        sy_bus_stats(n->bus, &st);
+        if (st.state == SY_BUS_UP)
+            return true;
+        sleep_ms(10);
+    }
+    return false;
+}
+
+static uint64_t channels(node_t *n) {
+    sy_bus_stats_t st;
+    sy_bus_stats(n->bus, &st);
+    return st.channels;
+}
+
+int main(void) {
+    if (sy_redis_alloc_init() != 0 || !start_cluster()) {
+        fprintf(stderr, "test_bus_cluster: cannot start a Redis Cluster (Debian's redis-server and redis-tools)\n");
+        stop_cluster();
+        return 1;
+    }
+    node_t a, b;
+    CHECK(node_init(&a));
+    CHECK(node_init(&b));
+    CHECK(wait_up(&a, 10000));
+    CHECK(wait_up(&b, 10000));
+
+    /* Topics on every shard (12 names spread over 3 primaries). */
+    sy_topic_t *t[TOPICS];
+    bool shard_seen[3] = {false, false, false};
+    for (int i = 0; i < TOPICS; i++) {
+        char name[16], channel[32];
+        snprintf(name, sizeof(name), "t%d", i);
+        snprintf(channel, sizeof(channel), "c:%s", name);
+        unsigned slot = sy_slot_of(channel, strlen(channel));
+        shard_seen[slot * 3 / SY_SLOTS] = true; /* redis-cli splits the slots in three */
+        t[i] = sy_topic_acquire(&a.topics, name, strlen(name), true);
+        if (t[i] != NULL)
+            sy_topic_add_interest(&a.topics, t[i], (unsigned)i % 2);
+    }
+    CHECK(shard_seen[0] && shard_seen[1] && shard_seen[2]);
+    for (int i = 0; i < 300 && channels(&a) < TOPICS; i++)
+        sleep_ms(10);
+    CHECK_EQU(channels(&a), TOPICS);
+
+    for (int i = 0; i < TOPICS; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "t%d", i);
+        CHECK_EQ(sy_bus_publish(b.bus, name, strlen(name), "m", 1, 0), 0);
+    }
+    for (int i = 0; i < 300; i++) {
+        pthread_mutex_lock(&a.lock);
+        unsigned total = a.total;
+        pthread_mutex_unlock(&a.lock);
+        if (total >= TOPICS)
+            break;
+        sleep_ms(10);
+    }
+    for (int i = 0; i < TOPICS; i++)
+        CHECK_EQU(a.got[i], 1);
+    sy_bus_stats_t st;
+    sy_bus_stats(b.bus, &st);
+    CHECK_EQU(st.published, TOPICS);
+    CHECK(st.map_refreshes >= 1);
+    CHECK_EQU(st.dropped, 0);
+
+    for (int i = 0; i < TOPICS; i++)
+        if (t[i] != NULL)
+            sy_topic_drop_interest(&a.topics, t[i], (unsigned)i % 2);
+    for (int i = 0; i < 300 && channels(&a) > 0; i++)
+        sleep_ms(10);
+    CHECK_EQU(channels(&a), 0);
+
+    node_free(&a);
+    node_free(&b);
+    stop_cluster();
+    return check_report("test_bus_cluster");
+}
