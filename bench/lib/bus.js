@@ -35,6 +35,7 @@ const { wrongBuild } = require('./arms');
 const { Sampler } = require('./sample');
 const { RedisProc, RespClient, subscriberCounts } = require('./redis');
 const { now, sleep, finite, nowToMono } = require('./util');
+const hist = require('./hist');
 
 const SETTLE_TIMEOUT_MIN = 30;
 const rampBound = (n, r) => SETTLE_TIMEOUT_MIN + (r > 0 ? 3 * n / r : 0);
@@ -206,7 +207,11 @@ async function bus(ctx, arm, repeat) {
       const cpuS = serverCpu.every(finite) ? serverCpu.reduce((a, b) => a + b, 0) : null;
       const redisCpuS = redisSampler ? redisSampler.delta('cpuS', w0.t, w1.t) : null;
       const cross = f.slice(1);
-      const worst = (list, key) => {
+      // nodes 1..'s clients as one distribution (their loadgens' histograms
+      // pooled); the worst node's figure without histograms
+      const crossHist = cross.every((x) => x.hists) ? hist.pool(cross.flatMap((x) => x.hists)) : null;
+      const worst = (list, key, p) => {
+        if (crossHist) return hist.percentileMs(crossHist, p);
         const v = list.map((x) => x[key]).filter(finite);
         return v.length ? Math.max(...v) : null;
       };
@@ -228,7 +233,8 @@ async function bus(ctx, arm, repeat) {
         back: f.reduce((a, x) => a + x.back, 0),
         gaps: f.reduce((a, x) => a + x.gaps, 0),
         same: { p50Ms: f[0].p50Ms, p99Ms: f[0].p99Ms, p999Ms: f[0].p999Ms, maxMs: f[0].maxMs },
-        cross: cross.length ? { p50Ms: worst(cross, 'p50Ms'), p99Ms: worst(cross, 'p99Ms'), p999Ms: worst(cross, 'p999Ms'), maxMs: worst(cross, 'maxMs') } : null,
+        cross: cross.length ? { p50Ms: worst(cross, 'p50Ms', 50), p99Ms: worst(cross, 'p99Ms', 99), p999Ms: worst(cross, 'p999Ms', 99.9),
+          maxMs: worst(cross, 'maxMs', 100), pooled: !!crossHist } : null,
         serverCpuS: cpuS,
         serverCores: finite(cpuS) ? cpuS / T : null,
         cpuSPer1M: per1M(cpuS),

@@ -8,6 +8,7 @@ const { spawn } = require('node:child_process');
 const path = require('node:path');
 const readline = require('node:readline');
 const { now, monoToNow, within } = require('./util');
+const hist = require('./hist');
 
 const BENCH = path.join(__dirname, '..');
 const LOADGEN = path.join(BENCH, 'out', 'loadgen');
@@ -386,9 +387,9 @@ class Loadgen {
   /**
    * Mark k of every shard, combined (waits up to `timeout` s for it): the
    * interval's messages, open connections, sequence counts and loadgen CPU
-   * summed; latency percentiles the worst shard's (as everywhere in the
-   * runner); first/last message on the runner clock. null if a shard never
-   * printed it.
+   * summed; latency percentiles of the shards' histograms pooled (`hists`
+   * keeps them, to pool with other loadgens'); first/last message on the
+   * runner clock. null if a shard never printed it.
    */
   async markFigures(k, timeout = 10) {
     try {
@@ -399,7 +400,10 @@ class Loadgen {
     const ev = this.shards.map((s) => s.markEvent(k));
     if (ev.some((e) => !e)) return null;
     const sum = (f) => ev.reduce((x, e) => x + (Number.isFinite(e[f]) ? e[f] : 0), 0);
-    const worst = (f) => Math.max(...ev.map((e) => (e.lat_n ? e[f] : -Infinity)));
+    const hists = ev.map((e) => ({ hist: e.hist, maxNs: e.hist_max_ns }));
+    const pooled = ev.every((e) => Array.isArray(e.hist)) ? hist.pool(hists) : null;
+    // without histograms (an older loadgen): the worst shard's
+    const worst = (f, p) => (pooled ? hist.percentileMs(pooled, p) : Math.max(...ev.map((e) => (e.lat_n ? e[f] : -Infinity))));
     const lat = sum('lat_n') > 0;
     const firsts = ev.map((e, i) => (e.first_t === null ? null : this.shards[i].at({ t: e.first_t }))).filter((x) => x !== null);
     const lasts = ev.map((e, i) => (e.last_t === null ? null : this.shards[i].at({ t: e.last_t }))).filter((x) => x !== null);
@@ -411,11 +415,12 @@ class Loadgen {
       bytes: sum('bytes'),
       cpu: sum('cpu'),
       latN: sum('lat_n'),
-      p50Ms: lat ? worst('p50_ms') : null,
-      p90Ms: lat ? worst('p90_ms') : null,
-      p99Ms: lat ? worst('p99_ms') : null,
-      p999Ms: lat ? worst('p999_ms') : null,
-      maxMs: lat ? worst('max_ms') : null,
+      p50Ms: lat ? worst('p50_ms', 50) : null,
+      p90Ms: lat ? worst('p90_ms', 90) : null,
+      p99Ms: lat ? worst('p99_ms', 99) : null,
+      p999Ms: lat ? worst('p999_ms', 99.9) : null,
+      maxMs: lat ? worst('max_ms', 100) : null,
+      hists: pooled ? hists : null,
       dups: sum('dups'),
       back: sum('back'),
       gaps: sum('gaps'),

@@ -78,11 +78,15 @@
  *                                         since the last sample
  *   {"ev":"mark","k":i,"t":s,"dt":d,"open":n,"msgs":m,"bytes":b,"cpu":c,
  *    "lat_n":l,"p50_ms":..,"p90_ms":..,"p99_ms":..,"p999_ms":..,"max_ms":..,
- *    "mean_ms":..,"dups":x,"back":y,"gaps":z,"first_t":s|null,"last_t":s|null}
+ *    "mean_ms":..,"dups":x,"back":y,"gaps":z,"first_t":s|null,"last_t":s|null,
+ *    "hist_max_ns":M,"hist":[[bucket,count],...]}
  *                                         at each SIGUSR1 (k from 0): the
  *                                         dt seconds since the previous mark
  *                                         (or the start); first_t/last_t: its
- *                                         first and last message
+ *                                         first and last message; hist: the
+ *                                         interval's latency histogram (ns;
+ *                                         non-empty buckets, see hist.c) for
+ *                                         pooling several loadgens
  *   {"ev":"end","t":s,"open":n,"schedule_done":bool}
  *                                         the run ends; the final closes and
  *                                         the summary follow

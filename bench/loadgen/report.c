@@ -200,6 +200,16 @@ void lg_event_mark(lg_run_t *r, int64_t now)
     json_t(r, r->t_first_since_mark);
     fputs(",\"last_t\":", stdout);
     json_t(r, r->t_first_since_mark ? r->t_last_msg : 0);
+    /* the interval's histogram itself (its non-empty buckets, ns), so that
+     * the runner can pool several loadgens' latencies exactly */
+    fprintf(stdout, ",\"hist_max_ns\":%llu,\"hist\":[", (unsigned long long)h->max);
+    for (unsigned b = 0, first = 1; b < LG_HIST_BUCKETS; b++) {
+        if (h->counts[b] == 0)
+            continue;
+        fprintf(stdout, "%s[%u,%llu]", first ? "" : ",", b, (unsigned long long)h->counts[b]);
+        first = 0;
+    }
+    fputc(']', stdout);
     event_done();
     r->marks++;
     r->c_last_mark = r->c;
