@@ -369,7 +369,7 @@ function charts(runs, arms) {
         { label: `cross-node, ${label}`, bars: bArms.map((a) => bar(a, (r) => busWin(r, k) && busWin(r, k).cross && busWin(r, k).cross.p99Ms)) },
       ]),
       width: 900,
-      note: 'same-node: clients of the publishing process (node 0); cross-node: of the others (the worst one)',
+      note: 'same-node: clients of the publishing process (node 0); cross-node: of the others, pooled',
     });
   }
   const jsonRuns = runs.filter((r) => r.phase === 'json' && r.figures);
@@ -714,7 +714,7 @@ function markdown(res) {
     P();
     P(`Two rate points: the CPU point, ${fmt(c.rate)} deliveries/s in total (${fmt(c.rate / total, 3)} msg/s per connection = per topic), and the latency point, half of it; `
       + `each after ${c.settle} s a window of ${c.window} s. _same-node_ = clients of node 0 (the publisher's; in symphony-local every node is its own publisher), `
-      + '_cross-node_ = clients of nodes 1.. (the worst node); latency = due time (stamped by the publisher) to client receive over exactly the window '
+      + '_cross-node_ = clients of nodes 1.. (their latencies pooled into one distribution); latency = due time (stamped by the publisher) to client receive over exactly the window '
       + '(loadgen marks its edges). _delivered %_ = messages received ÷ (the publisher\'s publishes in the window × subscribers); _CPU-s per 1M_ = the '
       + `${c.nodes} server processes' CPU (/proc, utime + stime, every thread, and the kernel's work for the client sockets on loopback) per 1M delivered; Redis' own CPU beside it.`);
     P();
