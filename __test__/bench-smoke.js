@@ -2,7 +2,9 @@
 // Smoke test of the benchmark runner (bench/run.js): a --quick run of the
 // parked and cpu phases with the jemalloc and system arms at tiny
 // populations; the TLS arm's parked and handshakes phases; the JSON shape
-// with permessage-deflate (symphony's and ws's, loadgen inflating). It checks the shape of what the runner writes (files, table
+// with permessage-deflate (symphony's and ws's, loadgen inflating); the bus
+// phase (3 processes over a Redis the runner starts: symphony's bus, no bus,
+// the ws + redis relay). It checks the shape of what the runner writes (files, table
 // rows for both arms, the gates printed), not the numbers.
 
 const test = require('node:test');
@@ -167,13 +169,57 @@ test('bench/run.js --quick json: the JSON shape with permessage-deflate, jemallo
   }
 });
 
+test('bench/run.js --quick bus: 3 processes over one Redis, without it, and the ws + redis relay', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-bus-'));
+  try {
+    const r = await run(['--quick', '--repeats', '1', '--phases', 'bus', '--arms', 'symphony-bus,symphony-local,ws-redis',
+      '--bus-connections', '40', '--bus-window', '2', '--bus-outage', '0.5', '--out', out], RUN_BOUND_S);
+    assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
+    const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
+    for (const arm of ['symphony-bus', 'symphony-local', 'ws-redis']) {
+      const runs = res.runs.filter((x) => x.phase === 'bus' && x.arm === arm);
+      assert.equal(runs.length, 1, `${arm}: ${runs.length} runs`);
+      assert.equal(runs[0].error, undefined, `${arm} failed: ${runs[0].error}`);
+      const f = runs[0].figures;
+      assert.equal(f.connections, 120);
+      assert.deepEqual(f.windows.map((w) => w.key), ['full', 'half']);
+      for (const w of f.windows) {
+        assert.equal(w.open, 120, `${arm} ${w.key}: every connection open`);
+        assert.equal(w.dups + w.back, 0, `${arm} ${w.key}: no message twice or out of order`);
+        assert.ok(w.deliveredPct > 97 && w.deliveredPct < 103, `${arm} ${w.key}: delivered ${w.deliveredPct}%`);
+        for (const k of ['cpuSPer1M', 'msgsPerS']) assert.ok(Number.isFinite(w[k]), `${arm} ${w.key}: ${k} ${w[k]}`);
+        assert.ok(Number.isFinite(w.same.p99Ms) && Number.isFinite(w.cross.p99Ms), `${arm} ${w.key}: latency`);
+        if (arm !== 'symphony-local') assert.ok(Number.isFinite(w.redisCpuS), `${arm} ${w.key}: Redis' CPU`);
+      }
+      if (arm === 'symphony-local') {
+        assert.equal(f.restart, null);
+      } else {
+        assert.ok(f.restart, `${arm}: the restart step`);
+        assert.equal(f.restart.dups + f.restart.back, 0, `${arm}: no message twice through the restart`);
+        assert.ok(Number.isFinite(f.restart.resubscribeS), `${arm}: resubscribed (${f.restart.resubscribeS})`);
+      }
+    }
+    for (const f of ['report.md', 'bus-cpu-per-1M.svg', 'bus-p99.svg']) assert.ok(fs.existsSync(path.join(out, f)), `${f} is missing`);
+    const md = section(fs.readFileSync(path.join(out, 'report.md'), 'utf8'), 'Past one process');
+    assert.ok(md, 'the bus section');
+    for (const arm of ['symphony-bus', 'symphony-local', 'ws-redis']) assert.match(md, new RegExp(`^\\| CPU point \\([0-9,]+/s\\) \\| ${arm} \\| 120 \\|`, 'm'), md);
+    assert.match(md, /^\| symphony-bus \| [0-9.]+ \| [0-9,]+ \|/m, md);
+    assert.match(md, /\*\*PASS\*\* — zero duplicates/);
+    assert.match(r.stderr, /PASS 120 connections held across the 3 processes/);
+    assert.match(r.stderr, /(PASS|FAIL) bus adds ≤ 10% CPU per delivered message/);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
 test('bench --baseline: the twin arms, their checkout, the build check', () => {
   const { selectArms, baselineCheckout, wrongBuild } = require('../bench/lib/arms');
   const base = baselineCheckout(root); // this checkout as its own baseline: no second build needed
   const names = (l) => selectArms(l, [], base).arms.map((a) => a.name);
   assert.deepEqual(names(null), ['jemalloc', 'base-jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'base-jemalloc-tls', 'ws-tls',
-    'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults']);
-  assert.deepEqual(selectArms(null, [], base).notes, ['arm uws left out: no --uws-path', 'arm uws-deflate left out: no --uws-path']);
+    'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'symphony-bus', 'symphony-local', 'ws-redis']);
+  assert.deepEqual(selectArms(null, [], base).notes, ['arm uws left out: no --uws-path', 'arm uws-deflate left out: no --uws-path',
+    'arm uws-redis left out: no --uws-path']);
   assert.throws(() => selectArms(['uws'], [], null), /needs --uws-path/);
   assert.deepEqual(names(['jemalloc', 'system']), ['jemalloc', 'base-jemalloc', 'system']);
   assert.deepEqual(names(['jemalloc-tls', 'base-jemalloc-tls']), ['jemalloc-tls', 'base-jemalloc-tls']);

@@ -9,7 +9,7 @@
 //   node bench/fanout-server.js [--port 0] [--threads 2] [--topics 1]
 //        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
 //        [--stats-interval 0] [--payload binary|json] [--deflate 0|1]
-//        [--threshold 128]
+//        [--threshold 128] [--seq 0|1] [--bus-url redis://127.0.0.1:P]
 //
 // Each option can also come from the environment: PORT, THREADS, TOPICS,
 // SIZE, RATE, DURATION, MAX_BACKPRESSURE, STATS_INTERVAL (the command line
@@ -29,6 +29,15 @@
 // instead of `size` binary bytes. --deflate 1 turns permessage-deflate on
 // (compression: { threshold: --threshold, level: 6 }): each publish is
 // compressed once for every subscriber that negotiated it.
+//
+// --bus-url makes the server one node of a fan-out over Redis (symphony's
+// `bus: { url }` option): its publishes reach every node's subscribers. Each
+// change of the bus's state is printed on stderr at once as
+// {"busEvent":"connecting"|"up"|"down","mono_ns":"...","error":...}, and the
+// stats lines carry server.stats().bus. --seq 1 puts a per-topic sequence
+// number after the due time (loadgen --seq checks it). The runner's control
+// lines ("ctl rate R", "ctl mark": bench/lib/server-cli.js handleControl)
+// change the rate and read the counters.
 
 const path = require('node:path');
 const v8 = require('node:v8');
@@ -37,7 +46,7 @@ const ROOT = path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname
 const { Server, allocator } = require(ROOT);
 const { benchTls } = require('./lib/pki');
 
-const { parseOptions, createSchedule, createPayloads } = require('./lib/server-cli');
+const { parseOptions, createSchedule, createPayloads, handleControl } = require('./lib/server-cli');
 
 // symphony's permessage-deflate counters, copied into the stats lines when
 // the build has them.
@@ -52,7 +61,18 @@ async function main() {
     maxBackpressure: o['max-backpressure'],
     tls: benchTls(), // BENCH_TLS=ecdsa|rsa: wss:// on symphony's private OpenSSL
     ...(o.deflate ? { compression: { threshold: o.threshold, level: 6 } } : {}),
+    ...(o['bus-url'] ? { bus: { url: o['bus-url'] } } : {}),
   });
+  if (o['bus-url']) {
+    // A build without the bus would ignore the option and serve alone: no run.
+    if (!server.bus || typeof server.bus.on !== 'function') throw new Error('this symphony build has no bus (server.bus is not an EventEmitter)');
+    for (const ev of ['connecting', 'up', 'down']) {
+      server.bus.on(ev, (err) => {
+        process.stderr.write(`${JSON.stringify({ busEvent: ev, mono_ns: String(process.hrtime.bigint()),
+          error: err && err.message ? err.message : null })}\n`);
+      });
+    }
+  }
   const topics = Array.from({ length: o.topics }, (_, g) => `t${g}`);
   let opened = 0;
   let subscribeFailed = 0;
@@ -79,11 +99,10 @@ async function main() {
   // Every tick publishes what the schedule says is due (bench/lib/server-cli.js).
   function publishDue() {
     if (stopping) return;
-    for (const dueNs of schedule.due()) {
-      for (const [g, topic] of topics.entries()) {
-        deliveries += server.publish(topic, payloadFor(g, dueNs), { binary });
-        published++;
-      }
+    for (const [g, dueNs] of schedule.duePairs()) {
+      const topic = topics[g];
+      deliveries += server.publish(topic, payloadFor(g, dueNs), { binary });
+      published++;
     }
   }
   const timer = setInterval(publishDue, 1);
@@ -124,8 +143,13 @@ async function main() {
     const t = Number(process.hrtime.bigint() - t0) / 1e9;
     process.stderr.write(`${JSON.stringify({ t: Math.round(t * 10) / 10, connections: st.connections,
       messagesOut: st.messagesOut, dropped: st.dropped, reclaims: st.reclaims, reclaimMoved: st.reclaimMoved,
-      reclaimMaxUs: st.reclaimMaxMicros, reclaimUs: st.reclaimMicros, ...deflateStats(st), ...memory() })}\n`);
+      reclaimMaxUs: st.reclaimMaxMicros, reclaimUs: st.reclaimMicros, ...deflateStats(st), ...(st.bus ? { bus: st.bus } : {}),
+      ...memory() })}\n`);
   }, o['stats-interval'] * 1000) : null;
+  handleControl(schedule, () => {
+    const st = server.stats() || {};
+    return { published, deliveries, connections: st.connections, messagesOut: st.messagesOut, dropped: st.dropped, bus: st.bus || null };
+  });
 
   async function stop(reason) {
     if (stopping) return;

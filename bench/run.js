@@ -2,7 +2,7 @@
 'use strict';
 // The benchmark runner (npm run bench). See bench/README.md.
 //
-//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes,json]
+//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes,json,bus]
 //        [--arms jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,...]
 //        [--arm-env NAME=K=V,...] [--repeats 3] [--fixed-order] [--cpus LIST|none]
 //        [--baseline DIR] [--uws-path DIR] [...]
@@ -13,15 +13,18 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./lib/arms');
+const { BUILTIN, selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./lib/arms');
 const { ServerProc, LOADGEN } = require('./lib/procs');
+const { redisVersion } = require('./lib/redis');
 const { fdLimits, fdCount } = require('./lib/sample');
 const phases = require('./lib/phases');
 const report = require('./lib/report');
 const { now, sleep, stamp, fmt, fmtRange, finite, loadgenMakeVars } = require('./lib/util');
 
 const ROOT = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json'];
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus'];
+// bus (issue 12: several processes over Redis) is opt-in: --phases bus
+const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json'];
 
 const USAGE = `usage: node bench/run.js [options]        (npm run bench -- [options])
 
@@ -31,11 +34,14 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu,handshakes,json (default: all five)
+  --phases LIST          parked,soak,cpu,handshakes,json,bus (default: the first five; bus
+                         is opt-in)
   --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,
-                         ws-deflate,ws-deflate-defaults,uws,uws-deflate (default: all; the soak
-                         runs the symphony arms without TLS; handshakes only the TLS arms; json
-                         jemalloc, ws, uws and the *-deflate arms, which run nothing else)
+                         ws-deflate,ws-deflate-defaults,uws,uws-deflate,symphony-bus,
+                         symphony-local,ws-redis,uws-redis (default: all; the soak runs the
+                         symphony arms without TLS; handshakes only the TLS arms; json jemalloc,
+                         ws, uws and the *-deflate arms, which run nothing else; bus only the
+                         last four, which run nothing else)
   --uws-path DIR         uWebSockets.js to load for the uws arms (a folder with its package;
                          never a dependency): without it they are left out
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
@@ -64,6 +70,16 @@ Populations and timing:
   --cpu-connections C    --cpu-window S            --cpu-shapes 256x10,4096x2 (bytes x msg/s/conn)
   --json-connections C   --json-rate R (msg/s per connection, default 2)  --json-window S
   --handshakes N         TLS handshakes per key type (ECDSA P-256, RSA 2048; default 5000)
+  --bus-connections N    bus phase: connections per server process (default 19000; quick 300)
+  --bus-nodes N          bus phase: server processes (default 3)
+  --bus-topics N         bus phase: topics, each subscribed on every node (default 10)
+  --bus-rate D           bus phase: deliveries/s in total at the CPU point (default 100000;
+                         quick 9000); the latency point is D/2
+  --bus-window S         bus phase: measured window per rate point (default 20; quick 5)
+  --bus-outage S         bus phase: seconds Redis stays down (kill -9) before it is started
+                         again (default 3; quick 1; 0: no restart step)
+  --bus-threads N        bus phase: IO threads per symphony process (default 1)
+  --redis-server PATH    bus phase: the redis-server binary (default: redis-server on PATH)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -94,7 +110,8 @@ function parseArgs(argv) {
   const known = new Set(['armEnv', 'quick', 'full', 'fixed-order', 'help', 'phases', 'arms', 'arm-env', 'repeats', 'cpus', 'threads',
     'cpu-threads', 'sample-hz', 'loadgen-max', 'connections', 'parked-levels', 'peak', 'trough', 'cycles', 'churn',
     'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild',
-    'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window']);
+    'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
+    'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   return o;
@@ -133,6 +150,8 @@ function preset(name) {
       json: { connections: 1000, rate: 2, topics: 10, idle: 2, parked: 2, settle: 1, window: 5, ramp: 5000 },
       soak: { peak: 2000, trough: 200, cycles: 2, peakHold: 3, troughHold: 7, afterDrop: 5, freshHold: 5, quietHold: 4,
         zeroHold: 4, handoffHold: 120, churn: 0.02, rate: 1, size: 256, topics: 10, ramp: 4000, measure: 1 },
+      bus: { nodes: 3, connections: 300, topics: 10, size: 256, rate: 9000, ramp: 2000, threads: 1, upBound: 15,
+        parked: 1, settle: 1, window: 5, outage: 1, resubBound: 10, afterRestart: 3, redisServer: 'redis-server' },
       measure: 1,
     };
   }
@@ -144,6 +163,9 @@ function preset(name) {
     json: { connections: 10000, rate: 2, topics: 10, idle: 5, parked: 5, settle: 3, window: 20, ramp: 2000 },
     soak: { peak: big ? 100000 : 19000, trough: big ? 10000 : 1900, cycles: big ? 5 : 3, peakHold: 20, troughHold: 30, afterDrop: 10,
       freshHold: 30, quietHold: 30, zeroHold: 30, handoffHold: 300, churn: 0.01, rate: 1, size: 256, topics: 10, ramp: big ? 5000 : 2000, measure: 2 },
+    // 3 × 19,000: what three processes hold under a 20,000 open-file limit (the same in --full)
+    bus: { nodes: 3, connections: 19000, topics: 10, size: 256, rate: 100000, ramp: 2000, threads: 1, upBound: 20,
+      parked: 3, settle: 3, window: 20, outage: 3, resubBound: 15, afterRestart: 5, redisServer: 'redis-server' },
     measure: 2,
   };
 }
@@ -265,10 +287,23 @@ async function main() {
   if (o.rebuild) return rebuild(path.resolve(o.rebuild));
   const presetName = o.quick ? 'quick' : o.full ? 'full' : 'default';
   const cfg = preset(presetName);
-  const phaseList = list(o, 'phases', ALL_PHASES) || ALL_PHASES.slice();
+  const phaseList = list(o, 'phases', ALL_PHASES) || DEFAULT_PHASES.slice();
   const baseline = o.baseline !== undefined ? baselineCheckout(o.baseline) : null;
   const uws = o['uws-path'] !== undefined ? uwsCheckout(o['uws-path']) : null;
-  const { arms, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv, baseline, uws);
+  const { arms: selected, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv, baseline, uws);
+  // Without --arms, the arms that run none of the phases asked for are left
+  // out (the bus phase's arms run nothing else, and no other arm runs it).
+  const arms = o.arms === undefined ? selected.filter((a) => phasesOf(a).some((p) => phaseList.includes(p))) : selected;
+  if (o.arms === undefined) {
+    // nor a note on an arm left out (no --uws-path) that would not have run anyway
+    for (let i = armNotes.length - 1; i >= 0; i--) {
+      const m = /^arm (\S+) left out/.exec(armNotes[i]);
+      if (m && BUILTIN[m[1]] && !phasesOf(BUILTIN[m[1]]).some((p) => phaseList.includes(p))) armNotes.splice(i, 1);
+    }
+  }
+  const idle = selected.filter((a) => !arms.includes(a)).map((a) => a.name);
+  if (idle.length) armNotes.push(`arms that run none of the phases ${phaseList.join(', ')} left out: ${idle.join(', ')}`);
+  if (arms.length === 0) throw new Error(`no arm runs the phases ${phaseList.join(', ')}`);
   const repeats = int(o, 'repeats', 1, 100) ?? (o.quick ? 1 : 3);
   const nproc = os.cpus().length;
 
@@ -306,8 +341,17 @@ async function main() {
   cfg.cpu.window = num(o, 'cpu-window', 2, 3600) ?? cfg.cpu.window;
   cfg.handshakes.connections = int(o, 'handshakes', 10, 1e6) ?? cfg.handshakes.connections;
   if (o['cpu-shapes']) cfg.cpu.shapes = parseShapes(o['cpu-shapes']);
+  cfg.bus.connections = int(o, 'bus-connections', 10, 1e6) ?? cfg.bus.connections;
+  cfg.bus.nodes = int(o, 'bus-nodes', 2, 16) ?? cfg.bus.nodes;
+  cfg.bus.topics = int(o, 'bus-topics', 1, 10000) ?? cfg.bus.topics;
+  cfg.bus.rate = num(o, 'bus-rate', 10, 1e8) ?? cfg.bus.rate;
+  cfg.bus.window = num(o, 'bus-window', 2, 3600) ?? cfg.bus.window;
+  cfg.bus.outage = num(o, 'bus-outage', 0, 600) ?? cfg.bus.outage;
+  cfg.bus.threads = int(o, 'bus-threads', 1, 64) ?? cfg.bus.threads;
+  if (o['redis-server']) cfg.bus.redisServer = o['redis-server'];
+  if (cfg.bus.connections < cfg.bus.topics) throw new Error('--bus-connections must be at least --bus-topics (every topic subscribed on every node)');
   const ramp = num(o, 'ramp', 1, 1e6);
-  if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = ramp;
+  if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = ramp;
   cfg.cpu.rampTrafficOff = true; // the cpu phase ramps with the traffic gate off
   cfg.threads = int(o, 'threads', 1, 64) ?? 2;
   cfg.sampleHz = num(o, 'sample-hz', 0.5, 50) ?? 4;
@@ -330,6 +374,20 @@ async function main() {
   const cpuPin = o.cpus === 'none' ? noPin : pinAll || (taskset && nproc >= 2
     ? { server: '0', loadgen: Array.from({ length: nproc - 1 }, (_, i) => i + 1).join(','), n: 1 } : noPin);
   const pinFor = (phase) => (phase === 'cpu' || phase === 'json' ? cpuPin : pinAll || noPin);
+  // The bus phase: Redis and the redis npm client, checked before anything runs.
+  const busArms = phaseList.includes('bus') ? arms.filter((a) => phasesOf(a).includes('bus')) : [];
+  let redis = null;
+  if (busArms.some((a) => a.bus)) {
+    redis = redisVersion(cfg.bus.redisServer);
+    if (!redis) throw new Error(`the bus phase needs ${cfg.bus.redisServer} (Debian: apt-get install redis-server; or --redis-server PATH)`);
+  }
+  if (busArms.some((a) => a.bus === 'relay')) {
+    try {
+      require.resolve('redis', { paths: [ROOT] });
+    } catch {
+      throw new Error('the ws-redis and uws-redis arms need the redis npm client (a devDependency: npm install)');
+    }
+  }
   cfg.cpuThreads = int(o, 'cpu-threads', 1, 64) ?? (cpuPin.server ? cpuPin.n : cfg.threads);
   const pinningNote = o.cpus === 'none' ? 'none (--cpus none)'
     : pinAll ? `server on CPU ${pinAll.server}, loadgen on ${pinAll.loadgen || 'the same CPUs (no other CPU)'} in every phase (taskset)`
@@ -363,14 +421,15 @@ async function main() {
   if (baseArm && baseArm !== probeArm) await probeServer(baseArm);
   const self = fdLimits('self');
   const soakPeak = phaseList.includes('soak') ? cfg.soak.peak : 0;
-  const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections, cfg.json.connections)));
+  const busPerNode = phaseList.includes('bus') ? cfg.bus.connections : 0;
+  const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections, cfg.json.connections, busPerNode)));
   const serverCap = probe.soft - probe.idleFds - reserve;
   const lgHard = self.hard;
   cfg.shardMax = int(o, 'loadgen-max', 10, 1e6) ?? Math.max(100, lgHard - 8 - reserve);
   let populationNote = `the server's open-file limit is ${fmt(probe.soft)} (hard ${fmt(probe.hard)}), ${probe.idleFds} in use at idle; `
     + `with ${reserve} kept spare for churn and closing sockets, one server process holds at most ${fmt(serverCap)} connections`;
   const wanted = Math.max(phaseList.includes('parked') ? cfg.parked.levels[cfg.parked.levels.length - 1] : 0, soakPeak,
-    phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0);
+    phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0, busPerNode);
   if (presetName === 'full' && wanted > serverCap) {
     throw new Error(`--full needs ${fmt(wanted)} connections in one server process, but its open-file limit allows ${fmt(serverCap)} here `
       + `(soft ${probe.soft}, hard ${probe.hard}; raising it needs CAP_SYS_RESOURCE or a higher hard limit: ulimit -Hn). `
@@ -398,6 +457,7 @@ async function main() {
   }
   if (phaseList.includes('cpu')) cfg.cpu.connections = cap(cfg.cpu.connections, 'cpu connections');
   if (phaseList.includes('json')) cfg.json.connections = cap(cfg.json.connections, 'json connections');
+  if (phaseList.includes('bus')) cfg.bus.connections = cap(cfg.bus.connections, 'bus connections per process');
   populationNote += capped.length ? `; **capped**: ${capped.join('; ')}.` : `; the populations asked for (largest ${fmt(wanted)}) fit, nothing capped.`;
   if (cfg.shardMax < wanted) populationNote += ` loadgen is sharded: at most ${fmt(cfg.shardMax)} connections per process.`;
   cfg.sources = Math.min(64, Math.max(4, Math.ceil(Math.max(wanted, 1) / 3000)));
@@ -420,6 +480,7 @@ async function main() {
     source: describeCheckout(REPO),
     baseline,
     uws,
+    redis,
     notes,
     populationNote,
     pinningNote,
@@ -436,6 +497,7 @@ async function main() {
   log(`arms: ${arms.map((a) => a.name).join(', ')}; phases: ${phaseList.join(', ')}; repeats ${repeats}; ${meta.fixedOrder ? 'fixed order' : 'interleaved'}`);
   log(`code: ${REPO} (${checkoutLabel(meta.source)})${baseline ? `; baseline: ${baseline.dir} (${checkoutLabel(baseline)})` : ''}`);
   if (uws) log(`uWebSockets.js: ${uws.dir} (${uws.version || 'no package.json'}${uws.commit ? `, source ${uws.commit.slice(0, 12)}` : ''}): it loads`);
+  if (redis) log(`Redis: ${redis}`);
   for (const n of notes) log(`note: ${n}`);
   log(`populations: ${populationNote}`);
   log(`pinning: ${pinningNote}`);
@@ -475,7 +537,7 @@ async function main() {
 
   const runs = [];
   const tStart = now();
-  const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json };
+  const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json, bus: phases.bus };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
     const phaseArms = arms.filter((a) => phasesOf(a).includes(phase));
@@ -556,6 +618,13 @@ function brief(phase, f) {
   }
   if (phase === 'handshakes') {
     return f.keys.map((x) => `${x.key}: ${k(x.connections)} in ${k(x.seconds, 1)} s, ${k(x.perCoreS)}/s per server core`).join('; ');
+  }
+  if (phase === 'bus') {
+    const w = (x) => `${x.key} ${k(x.msgsPerS)} msg/s (${k(x.deliveredPct, 1)}%, dups ${k(x.dups + x.back)}), ${k(x.cpuSPer1M, 2)} CPU-s/1M`
+      + ` (+Redis ${k(x.redisCpuSPer1M, 2)}), p99 same ${k(x.same.p99Ms, 2)} / cross ${x.cross ? k(x.cross.p99Ms, 2) : '–'} ms`;
+    const r = f.restart;
+    return `${k(f.heldMin)} held; ${f.windows.map(w).join('; ')}`
+      + `${r ? `; Redis restart: resubscribed ${k(r.resubscribeS === null ? null : r.resubscribeS * 1000)} ms, delivering again ${k(r.resumedS === null ? null : r.resumedS * 1000)} ms, dups ${k(r.dups + r.back)}` : ''}`;
   }
   if (phase === 'soak') {
     return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;

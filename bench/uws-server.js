@@ -25,10 +25,15 @@
 // stdout / stderr: as bench/ws-server.js (the counters uWS cannot tell are
 // null; messagesOut counts subscribers reached by publish, from
 // app.numSubscribers).
+//
+// --bus-url redis://...: the uws-redis peer arm of the bus phase, as
+// ws-server.js's ws-redis (bench/lib/redis-relay.js): this node's schedule
+// PUBLISHes to Redis only, and every message that arrives on a channel is
+// app.publish()ed to the topic's local subscribers.
 
 const path = require('node:path');
 const v8 = require('node:v8');
-const { parseOptions, createSchedule, createPayloads } = require('./lib/server-cli');
+const { parseOptions, createSchedule, createPayloads, handleControl } = require('./lib/server-cli');
 
 const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
 
@@ -42,7 +47,12 @@ async function main() {
   const o = parseOptions(process.argv.slice(2), process.env);
   const uWS = loadUws();
   const topics = Array.from({ length: o.topics }, (_, g) => `t${g}`);
-  const live = new Set(); // for close() at the end only
+  const live = new Map(); // socket -> its topic index (close() at the end, the relay's interest)
+  const local = new Array(o.topics).fill(0); // local subscribers per topic
+  let relay = null; // --bus-url: set before the server listens
+  let published = 0;
+  let deliveries = 0;
+  let relayed = 0;
   let opened = 0;
   let closed = 0;
   let messagesIn = 0;
@@ -56,8 +66,10 @@ async function main() {
     maxBackpressure: o['max-backpressure'],
     closeOnBackpressureLimit: false,
     open: (ws) => {
-      ws.subscribe(topics[opened % o.topics]);
-      live.add(ws);
+      const g = opened % o.topics;
+      ws.subscribe(topics[g]);
+      live.set(ws, g);
+      if (relay && ++local[g] === 1) relay.subscribe(g);
       opened++;
     },
     message: (ws, message) => {
@@ -65,11 +77,29 @@ async function main() {
       bytesIn += message.byteLength;
     },
     close: (ws, code) => {
+      const g = live.get(ws);
       live.delete(ws);
+      if (relay && g !== undefined && --local[g] === 0) relay.unsubscribe(g);
       closed++;
       closes[code] = (closes[code] || 0) + 1;
     },
   });
+
+  if (o['bus-url']) {
+    const { createRelay } = require('./lib/redis-relay');
+    relay = await createRelay({
+      url: o['bus-url'],
+      prefix: o['bus-prefix'],
+      topics,
+      onMessage: (g, buf) => {
+        if (app.publish(topics[g], buf, true, false)) deliveries += app.numSubscribers(topics[g]);
+        relayed++;
+      },
+      onEvent: (ev, error) => {
+        process.stderr.write(`${JSON.stringify({ busEvent: ev, mono_ns: String(process.hrtime.bigint()), error })}\n`);
+      },
+    });
+  }
 
   const listenSocket = await new Promise((resolve, reject) => {
     app.listen('127.0.0.1', o.port, (token) => (token ? resolve(token) : reject(new Error(`uws-server: cannot listen on port ${o.port}`))));
@@ -77,21 +107,24 @@ async function main() {
   const port = uWS.us_socket_local_port(listenSocket);
   process.stdout.write(`${JSON.stringify({ port, uws: { path: path.resolve(process.env.BENCH_UWS_PATH) } })}\n`);
 
-  const { binary, payloadFor } = createPayloads(o, false); // uWS copies what it sends
+  // uWS copies what it sends; the relay's client may hold a Buffer until written: fresh ones
+  const { binary, payloadFor } = createPayloads(o, !!relay);
   const schedule = createSchedule(o);
   const t0 = schedule.t0;
-  let published = 0;
-  let deliveries = 0;
   let stopping = false;
 
   function publishDue() {
     if (stopping) return;
-    for (const dueNs of schedule.due()) {
-      for (const [g, topic] of topics.entries()) {
-        // publish returns false when the traffic gate is off (or no subscriber)
-        if (app.publish(topic, payloadFor(g, dueNs), binary, true)) deliveries += app.numSubscribers(topic);
+    for (const [g, dueNs] of schedule.duePairs()) {
+      const topic = topics[g];
+      if (relay) { // to Redis only: the local subscribers get it when it comes back
+        relay.publish(g, payloadFor(g, dueNs));
         published++;
+        continue;
       }
+      // publish returns false when the traffic gate is off (or no subscriber)
+      if (app.publish(topic, payloadFor(g, dueNs), binary, true)) deliveries += app.numSubscribers(topic);
+      published++;
     }
   }
   const timer = setInterval(publishDue, 1);
@@ -115,8 +148,13 @@ async function main() {
       acceptRejects: null,
       topics: o.topics,
       threads: null,
+      bus: relay ? { ...relay.stats(), relayed } : null,
     };
   }
+  handleControl(schedule, () => {
+    const st = stats();
+    return { published, deliveries, connections: st.connections, messagesOut: deliveries, dropped: null, bus: st.bus };
+  });
 
   function memory() {
     let m;
@@ -138,10 +176,11 @@ async function main() {
   // CLOSE_DEADLINE_MS, then drop the rest.
   async function closeAll() {
     uWS.us_listen_socket_close(listenSocket);
-    for (const ws of [...live]) ws.end(1001, 'server closing');
+    for (const ws of [...live.keys()]) ws.end(1001, 'server closing');
     const t1 = Date.now() + CLOSE_DEADLINE_MS;
     while (live.size > 0 && Date.now() < t1) await new Promise((resolve) => setTimeout(resolve, 20));
-    for (const ws of [...live]) ws.close();
+    for (const ws of [...live.keys()]) ws.close();
+    if (relay) await relay.close();
   }
 
   async function stop(reason) {
@@ -167,7 +206,8 @@ async function main() {
       skipped: schedule.skipped,
       stats: st,
       memoryAfterClose: memory(),
-      uws: { path: path.resolve(process.env.BENCH_UWS_PATH), compression: o.deflate ? 'SHARED_COMPRESSOR' : 'DISABLED' },
+      uws: { path: path.resolve(process.env.BENCH_UWS_PATH), compression: o.deflate ? 'SHARED_COMPRESSOR' : 'DISABLED',
+        redis: relay ? relay.version : null },
     })}\n`);
     process.exit(0); // uWS's loop does not end by itself
   }

@@ -49,6 +49,15 @@
 // connection, unless its queue is empty. No heartbeat of our own (symphony
 // pings a connection after 60 s without client traffic; ws does nothing
 // unless told).
+//
+// --bus-url redis://...: the ws-redis peer arm of the bus phase, one node of
+// a fan-out over Redis built the way Node users build it by hand today
+// (bench/lib/redis-relay.js: the `redis` npm client, a publishing and a
+// subscribing client, a channel per topic subscribed while the topic has
+// local subscribers). This node's schedule then PUBLISHes to Redis only;
+// every message that arrives on a channel, its own included, is sent to the
+// topic's local sockets as above. --seq, the busEvent lines and the control
+// lines as in fanout-server.js.
 
 const v8 = require('node:v8');
 const https = require('node:https');
@@ -56,7 +65,7 @@ const { WebSocketServer, WebSocket } = require('ws');
 const { benchTls } = require('./lib/pki');
 
 const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
-const { parseOptions, createSchedule, createPayloads } = require('./lib/server-cli');
+const { parseOptions, createSchedule, createPayloads, handleControl } = require('./lib/server-cli');
 
 /** ws's perMessageDeflate option for --deflate (see above). */
 function deflateOption(o) {
@@ -87,6 +96,9 @@ async function main() {
   const o = parseOptions(process.argv.slice(2), process.env);
   const maxBackpressure = o['max-backpressure'];
   const topics = Array.from({ length: o.topics }, () => new Set());
+  let relay = null; // --bus-url: set before the server listens
+  let published = 0;
+  let deliveries = 0; // ws.send() calls that sent (subscribers reached)
 
   let opened = 0;
   let closed = 0;
@@ -98,6 +110,27 @@ async function main() {
   let handshakeRejects = 0;
   let bytesOutClosed = 0; // socket bytes written by connections already closed
   const closes = {};
+
+  // Publishes that arrive from Redis, this node's own included (connected
+  // before the server exists: the WebSocketServer listens at once).
+  let relayed = 0;
+  if (o['bus-url']) {
+    const { createRelay } = require('./lib/redis-relay');
+    relay = await createRelay({
+      url: o['bus-url'],
+      prefix: o['bus-prefix'],
+      topics: topics.map((_, g) => `t${g}`),
+      onMessage: (g, buf) => {
+        const n = sendTo(topics[g], buf);
+        deliveries += n;
+        messagesOut += n;
+        relayed++;
+      },
+      onEvent: (ev, error) => {
+        process.stderr.write(`${JSON.stringify({ busEvent: ev, mono_ns: String(process.hrtime.bigint()), error })}\n`);
+      },
+    });
+  }
 
   // BENCH_TLS=ecdsa|rsa: wss:// on Node's own TLS (an https server).
   const cert = benchTls();
@@ -117,8 +150,10 @@ async function main() {
   });
 
   wss.on('connection', (ws) => {
-    const topic = topics[opened % o.topics];
+    const g = opened % o.topics;
+    const topic = topics[g];
     topic.add(ws);
+    if (relay && topic.size === 1) relay.subscribe(g);
     opened++;
     const socket = ws._socket; // to read bytesWritten after close
     ws.on('message', (data) => {
@@ -130,6 +165,7 @@ async function main() {
     });
     ws.on('close', (code) => {
       topic.delete(ws);
+      if (relay && topic.size === 0) relay.unsubscribe(g);
       closed++;
       closes[code] = (closes[code] || 0) + 1;
       if (socket) bytesOutClosed += socket.bytesWritten;
@@ -147,16 +183,13 @@ async function main() {
 
   const schedule = createSchedule(o);
   const t0 = schedule.t0;
-  let published = 0;
-  let deliveries = 0; // ws.send() calls that sent (subscribers reached)
   let stopping = false;
 
   // dueNs: when the message was due (t0 + (n + 1) / rate), as in fanout-server.js,
   // so that this synchronous send loop is measured the same way.
   // ws keeps the Buffer queued: a fresh one per message.
   const { binary, payloadFor } = createPayloads(o, true);
-  function publish(g, set, dueNs) {
-    const buf = payloadFor(g, dueNs);
+  function sendTo(set, buf) {
     let n = 0;
     for (const ws of set) {
       if (ws.readyState !== WebSocket.OPEN) continue;
@@ -171,17 +204,22 @@ async function main() {
     }
     return n;
   }
+  const publish = (g, set, dueNs) => sendTo(set, payloadFor(g, dueNs));
 
   // Every tick publishes what the schedule says is due (bench/lib/server-cli.js).
   function publishDue() {
     if (stopping) return;
-    for (const dueNs of schedule.due()) {
-      for (const [g, set] of topics.entries()) {
-        const n = publish(g, set, dueNs);
-        deliveries += n;
-        messagesOut += n;
+    for (const [g, dueNs] of schedule.duePairs()) {
+      const set = topics[g];
+      if (relay) { // to Redis only: the local sockets get it when it comes back
+        relay.publish(g, payloadFor(g, dueNs));
         published++;
+        continue;
       }
+      const n = publish(g, set, dueNs);
+      deliveries += n;
+      messagesOut += n;
+      published++;
     }
   }
   const timer = setInterval(publishDue, 1);
@@ -220,8 +258,13 @@ async function main() {
       acceptRejects: null,
       topics: nonEmpty,
       threads: null,
+      bus: relay ? { ...relay.stats(), relayed } : null,
     };
   }
+  handleControl(schedule, () => {
+    const st = stats();
+    return { published, deliveries, connections: st.connections, messagesOut, dropped, bus: st.bus };
+  });
 
   // process.memoryUsage() reads /proc and throws EMFILE when the
   // connections have taken every file descriptor: then the RSS is null.
@@ -283,6 +326,7 @@ async function main() {
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     const st = stats();
     await closeAll();
+    if (relay) await relay.close();
     process.stdout.write(`${JSON.stringify({
       reason,
       seconds,
@@ -297,7 +341,8 @@ async function main() {
       skipped: schedule.skipped,
       stats: st,
       memoryAfterClose: memory(),
-      ws: { version: require('ws/package.json').version, bufferutil: bufferutilState(), perMessageDeflate: deflateOption(o) },
+      ws: { version: require('ws/package.json').version, bufferutil: bufferutilState(), perMessageDeflate: deflateOption(o),
+        redis: relay ? relay.version : null },
     })}\n`);
   }
   const deadline = setTimeout(() => stop('duration'), o.duration * 1000);

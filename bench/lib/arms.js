@@ -114,6 +114,52 @@ const BUILTIN = {
     uws: true,
     phases: ['parked', 'cpu', 'json'],
   },
+  // The bus phase (issue 12): several server processes as one fan-out over
+  // Redis, or each on its own (symphony-local). `bus`: 'native' (symphony's
+  // bus option), 'relay' (the hand-built relay of bench/lib/redis-relay.js)
+  // or null. Only the bus phase runs them; it switches the traffic with its
+  // own control lines, not the traffic gate.
+  'symphony-bus': {
+    name: 'symphony-bus',
+    what: 'default build, one node of a fan-out over Redis (bus: { url }); node 0 publishes, the others receive through the bus',
+    script: FANOUT,
+    gate: 'symphony',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    bus: 'native',
+    phases: ['bus'],
+  },
+  'symphony-local': {
+    name: 'symphony-local',
+    what: 'default build, no bus: every process publishes its share to its own subscribers (the same deliveries without Redis)',
+    script: FANOUT,
+    gate: 'symphony',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    bus: null,
+    phases: ['bus'],
+  },
+  'ws-redis': {
+    name: 'ws-redis',
+    what: 'ws + the redis npm client, relayed by hand (a channel per topic; the publisher PUBLISHes only and delivers what comes back; peer)',
+    script: WS,
+    gate: 'ws',
+    env: {},
+    allocator: null,
+    bus: 'relay',
+    phases: ['bus'],
+  },
+  'uws-redis': {
+    name: 'uws-redis',
+    what: 'uWebSockets.js + the redis npm client, relayed by hand as ws-redis (peer)',
+    script: UWS,
+    gate: 'uws',
+    env: {},
+    allocator: null,
+    uws: true,
+    bus: 'relay',
+    phases: ['bus'],
+  },
   'uws-deflate': {
     name: 'uws-deflate',
     what: 'uWebSockets.js pub/sub, compression SHARED_COMPRESSOR (no threshold; peer)',
@@ -128,7 +174,8 @@ const BUILTIN = {
 };
 
 const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'ws-tls',
-  'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'uws', 'uws-deflate'];
+  'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'uws', 'uws-deflate',
+  'symphony-bus', 'symphony-local', 'ws-redis', 'uws-redis'];
 
 /** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak
  * arms), handshakes (TLS arms) and json (json arms). */

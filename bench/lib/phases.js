@@ -664,4 +664,7 @@ async function soak(ctx, arm, repeat) {
   };
 }
 
-module.exports = { parked, cpu, soak, handshakes, json, withServer, median };
+// The bus phase (several processes over Redis) lives in its own file.
+const { bus } = require('./bus');
+
+module.exports = { parked, cpu, soak, handshakes, json, bus, withServer, median };

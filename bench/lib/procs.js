@@ -8,6 +8,7 @@ const { spawn } = require('node:child_process');
 const path = require('node:path');
 const readline = require('node:readline');
 const { now, monoToNow, within } = require('./util');
+const hist = require('./hist');
 
 const BENCH = path.join(__dirname, '..');
 const LOADGEN = path.join(BENCH, 'out', 'loadgen');
@@ -59,9 +60,10 @@ async function terminate(child, exited, grace, notes) {
 class ServerProc {
   /**
    * opts: { arm, threads, topics, size, rate, duration, statsInterval,
-   * cpus, traffic ('on'|'off'), payload ('binary'|'json') }; the arm's
-   * `deflate` ({ threshold }) turns permessage-deflate on. Resolves once it
-   * printed its port.
+   * cpus, traffic ('on'|'off'), payload ('binary'|'json'), gate (overrides
+   * the arm's BENCH_GATE), extraArgs (appended to the script's command
+   * line) }; the arm's `deflate` ({ threshold }) turns permessage-deflate
+   * on. Resolves once it printed its port.
    */
   static async start(opts) {
     const s = new ServerProc(opts);
@@ -77,6 +79,8 @@ class ServerProc {
     this.final = null;
     this.port = null;
     this.loaded = null; // fanout-server.js: { root, native, allocator } of the symphony it loaded
+    this.busEvents = []; // {"busEvent":...} lines, with the runner clock `rt` and `at` (when it happened)
+    this.ctlWaiters = [];
     this.t0 = now();
     const args = ['--require', GATE, o.arm.script,
       '--port', '0', '--threads', String(o.threads), '--topics', String(o.topics),
@@ -85,8 +89,9 @@ class ServerProc {
     if (o.maxBackpressure) args.push('--max-backpressure', String(o.maxBackpressure));
     if (o.payload) args.push('--payload', o.payload);
     if (o.arm.deflate) args.push('--deflate', '1', '--threshold', String(o.arm.deflate.threshold ?? 0));
+    if (o.extraArgs) args.push(...o.extraArgs);
     const [cmd, argv] = withTaskset(o.cpus, process.execPath, args);
-    const env = cleanEnv({ ...o.arm.env, BENCH_TRAFFIC: o.traffic || 'on', BENCH_GATE: o.arm.gate });
+    const env = cleanEnv({ ...o.arm.env, BENCH_TRAFFIC: o.traffic || 'on', BENCH_GATE: o.gate || o.arm.gate });
     this.child = spawn(cmd, argv, { env, stdio: ['pipe', 'pipe', 'pipe'], cwd: path.join(BENCH, '..') });
     this.pid = this.child.pid;
     this.child.stdin.on('error', () => {});
@@ -124,6 +129,12 @@ class ServerProc {
       if (j && j.gate) {
         this.gateLog.push({ rt: now(), ...j });
         for (const w of this.gateWaiters.splice(0)) w(j);
+      } else if (j && j.ctl) {
+        const r = { rt: now(), at: j.mono_ns ? monoToNow(j.mono_ns) : now(), ...j };
+        const i = this.ctlWaiters.findIndex((w) => w.word === j.ctl);
+        if (i >= 0) this.ctlWaiters.splice(i, 1)[0].resolve(r);
+      } else if (j && j.busEvent) {
+        this.busEvents.push({ rt: now(), at: j.mono_ns ? monoToNow(j.mono_ns) : now(), ...j });
       } else if (j && 'connections' in j) {
         this.stats.push({ rt: now(), ...j });
       } else if (line.trim() && this.odd.length < 200) {
@@ -152,6 +163,18 @@ class ServerProc {
     const r = await within(ack, 10, null);
     if (!r || r.gate !== want) throw new Error(`${this.arm.name}: the traffic gate did not answer`);
     return now();
+  }
+
+  /** A control line (bench/lib/server-cli.js handleControl): "ctl WORD
+   * ARGS"; resolves with its answer ({ ctl, rt, at, ... }), rejects on an
+   * error answer or none within 10 s. */
+  async control(word, args = []) {
+    const answer = new Promise((resolve) => this.ctlWaiters.push({ word, resolve }));
+    this.child.stdin.write(`ctl ${[word, ...args].join(' ')}\n`);
+    const r = await within(answer, 10, null);
+    if (!r) throw new Error(`${this.arm.name}: no answer to "ctl ${word}" in 10 s`);
+    if (r.error) throw new Error(`${this.arm.name}: ctl ${word}: ${r.error}`);
+    return r;
   }
 
   /** Stops the server (SIGTERM, then SIGKILL after `grace` s). */
@@ -187,6 +210,7 @@ class LoadgenProc {
     if (o.schedule) args.push('--schedule', o.schedule);
     if (o.churn) args.push('--churn', String(o.churn));
     if (o.deflate) args.push('--deflate');
+    if (o.seq) args.push('--seq');
     args.push('--events'); // always: start (the clock), step, reached, one sample a second
     this.args = args;
     const [cmd, argv] = withTaskset(o.cpus, LOADGEN, args);
@@ -268,6 +292,15 @@ class LoadgenProc {
     return this.t0 + e.t;
   }
 
+  /** SIGUSR1: loadgen closes its interval with a "mark" event (lg.h). */
+  mark() {
+    if (this.alive) this.child.kill('SIGUSR1');
+  }
+
+  markEvent(k) {
+    return this.events.find((e) => e.ev === 'mark' && e.k === k) || null;
+  }
+
   async stop(grace = 20) {
     if (this.alive) await terminate(this.child, this.exited, grace, this.notes);
     await this.exited;
@@ -315,6 +348,17 @@ class Loadgen {
     return this.shards.reduce((n, s) => n + (s.lastProgress() ? s.lastProgress().open : 0), 0);
   }
 
+  /** Open connections by the shards' latest event that tells (step
+   * reached, sample, mark), else their last progress line. */
+  openNow() {
+    return this.shards.reduce((n, s) => {
+      let best = null;
+      for (const e of s.events) if (Number.isFinite(e.open) && e.ev !== 'start' && (!best || e.t >= best.t)) best = e;
+      const p = s.lastProgress();
+      return n + (best ? best.open : p ? p.open : 0);
+    }, 0);
+  }
+
   async waitSettled(timeout) {
     await Promise.all(this.shards.map((s) => s.until(() => s.settled(), timeout, 'ramp settled')));
     return now();
@@ -332,6 +376,57 @@ class Loadgen {
 
   async stop(grace) {
     return Promise.all(this.shards.map((s) => s.stop(grace)));
+  }
+
+  /** Closes every shard's interval (SIGUSR1); returns the runner time. */
+  mark() {
+    for (const s of this.shards) s.mark();
+    return now();
+  }
+
+  /**
+   * Mark k of every shard, combined (waits up to `timeout` s for it): the
+   * interval's messages, open connections, sequence counts and loadgen CPU
+   * summed; latency percentiles of the shards' histograms pooled (`hists`
+   * keeps them, to pool with other loadgens'); first/last message on the
+   * runner clock. null if a shard never printed it.
+   */
+  async markFigures(k, timeout = 10) {
+    try {
+      await Promise.all(this.shards.map((s) => s.until(() => !!s.markEvent(k), timeout, `mark ${k}`)));
+    } catch {
+      return null;
+    }
+    const ev = this.shards.map((s) => s.markEvent(k));
+    if (ev.some((e) => !e)) return null;
+    const sum = (f) => ev.reduce((x, e) => x + (Number.isFinite(e[f]) ? e[f] : 0), 0);
+    const hists = ev.map((e) => ({ hist: e.hist, maxNs: e.hist_max_ns }));
+    const pooled = ev.every((e) => Array.isArray(e.hist)) ? hist.pool(hists) : null;
+    // without histograms (an older loadgen): the worst shard's
+    const worst = (f, p) => (pooled ? hist.percentileMs(pooled, p) : Math.max(...ev.map((e) => (e.lat_n ? e[f] : -Infinity))));
+    const lat = sum('lat_n') > 0;
+    const firsts = ev.map((e, i) => (e.first_t === null ? null : this.shards[i].at({ t: e.first_t }))).filter((x) => x !== null);
+    const lasts = ev.map((e, i) => (e.last_t === null ? null : this.shards[i].at({ t: e.last_t }))).filter((x) => x !== null);
+    return {
+      t: Math.max(...ev.map((e, i) => this.shards[i].at(e))),
+      dt: Math.max(...ev.map((e) => e.dt)),
+      open: sum('open'),
+      msgs: sum('msgs'),
+      bytes: sum('bytes'),
+      cpu: sum('cpu'),
+      latN: sum('lat_n'),
+      p50Ms: lat ? worst('p50_ms', 50) : null,
+      p90Ms: lat ? worst('p90_ms', 90) : null,
+      p99Ms: lat ? worst('p99_ms', 99) : null,
+      p999Ms: lat ? worst('p999_ms', 99.9) : null,
+      maxMs: lat ? worst('max_ms', 100) : null,
+      hists: pooled ? hists : null,
+      dups: sum('dups'),
+      back: sum('back'),
+      gaps: sum('gaps'),
+      firstT: firsts.length ? Math.min(...firsts) : null,
+      lastT: lasts.length ? Math.max(...lasts) : null,
+    };
   }
 
   async done(timeout) {

@@ -102,7 +102,122 @@ function gates(runs, armNames) {
   } else {
     out.push({ name: tlsName, result: 'n/a', figures: 'the parked phase did not run for jemalloc-tls' });
   }
+  out.push(...busGates(runs));
   return out.map(({ name, result, figures }) => ({ name, result, figures }));
+}
+
+// ---- the bus phase's targets (issue 12) -----------------------------------------
+
+const BUS_OURS = 'symphony-bus';
+// The names of busGates() (the report lists them again in the bus section).
+const BUS_GATE_RE = /symphony-bus|bus adds|connections held across/;
+const BUS_PEERS = ['ws-redis', 'uws-redis'];
+
+function busRuns(runs) {
+  return runs.filter((r) => r.phase === 'bus' && r.figures);
+}
+
+/** The window of a bus run at rate point `key` ('full': the CPU point, 'half': the latency point). */
+function busWin(r, key) {
+  return r.figures.windows.find((w) => w.key === key) || null;
+}
+
+/**
+ * Issue 12's benchmark targets, as gates: only when the bus phase ran (a run
+ * without it prints none of them). Medians over repeats unless said.
+ */
+function busGates(runs) {
+  const list = busRuns(runs);
+  if (!runs.some((r) => r.phase === 'bus')) return [];
+  const of = (arm) => list.filter((r) => r.arm === arm);
+  const med = (arm, f) => summarize(of(arm).map(f));
+  const ours = of(BUS_OURS);
+  const out = [];
+  const na = (name, why) => out.push({ name, result: 'n/a', figures: why });
+  const pct = (x) => `${x >= 0 ? '+' : ''}${fmt(x * 100, 1)}%`;
+
+  const cpuName = 'bus adds ≤ 10% CPU per delivered message (symphony-bus vs symphony-local, servers\' CPU, the CPU point)';
+  const a = med(BUS_OURS, (r) => busWin(r, 'full') && busWin(r, 'full').cpuSPer1M);
+  const b = med('symphony-local', (r) => busWin(r, 'full') && busWin(r, 'full').cpuSPer1M);
+  if (finite(a.median) && finite(b.median)) {
+    const aR = med(BUS_OURS, (r) => busWin(r, 'full') && busWin(r, 'full').cpuSPer1MWithRedis);
+    const ratio = a.median / b.median;
+    out.push({ name: cpuName, result: ratio <= 1.1 ? 'PASS' : 'FAIL',
+      figures: `symphony-bus ${fmtRange(a, 2, ' s')} vs symphony-local ${fmtRange(b, 2, ' s')} per 1M: ${pct(ratio - 1)} (limit +10%); `
+        + `with Redis' own CPU: ${fmtRange(aR, 2, ' s')} (${pct(aR.median / b.median - 1)})` });
+  } else {
+    na(cpuName, 'needs the symphony-bus and symphony-local arms');
+  }
+
+  const latName = 'cross-node p99 within 2 ms of same-node p99 at the latency point (symphony-bus)';
+  const d = summarize(ours.map((r) => {
+    const w = busWin(r, 'half');
+    return w && w.cross && finite(w.cross.p99Ms) && finite(w.same.p99Ms) ? w.cross.p99Ms - w.same.p99Ms : null;
+  }));
+  if (finite(d.median)) {
+    const same = med(BUS_OURS, (r) => busWin(r, 'half').same.p99Ms);
+    const cross = med(BUS_OURS, (r) => busWin(r, 'half').cross.p99Ms);
+    out.push({ name: latName, result: d.median <= 2 ? 'PASS' : 'FAIL',
+      figures: `cross-node − same-node p99: ${fmtRange(d, 2, ' ms')} (same-node ${fmtRange(same, 2, ' ms')}, cross-node ${fmtRange(cross, 2, ' ms')}; limit 2 ms)` });
+  } else {
+    na(latName, 'needs the symphony-bus arm');
+  }
+
+  const dupName = 'zero duplicates (symphony-bus: every window and the Redis restart, every repeat)';
+  const dupsOf = (r) => r.figures.windows.reduce((n, w) => n + w.dups + w.back, 0) + (r.figures.restart ? r.figures.restart.dups + r.figures.restart.back : 0);
+  const armsRun = [...new Set(list.map((r) => r.arm))];
+  const dupFig = armsRun.map((arm) => `${arm} ${fmt(of(arm).reduce((n, r) => n + dupsOf(r), 0))}`).join(', ');
+  if (ours.length) {
+    const n = ours.reduce((x, r) => x + dupsOf(r), 0);
+    out.push({ name: dupName, result: n === 0 ? 'PASS' : 'FAIL', figures: `messages again or out of order: ${dupFig}` });
+  } else {
+    na(dupName, `needs the symphony-bus arm${dupFig ? ` (${dupFig})` : ''}`);
+  }
+
+  const heldName = 'every connection held across the processes (symphony-bus, every window of every repeat)';
+  if (ours.length) {
+    const f0 = ours[0].figures;
+    const bad = ours.filter((r) => r.figures.failed > 0 || r.figures.windows.some((w) => w.open < r.figures.connections || w.serverConnections < r.figures.connections));
+    out.push({ name: `${fmt(f0.connections)} connections held across the ${f0.nodes} processes (symphony-bus, every window of every repeat)`,
+      result: bad.length === 0 ? 'PASS' : 'FAIL',
+      figures: `fewest open in a window: ${fmt(Math.min(...ours.map((r) => r.figures.heldMin)))} (loadgen), `
+        + `${fmt(Math.min(...ours.flatMap((r) => r.figures.windows.map((w) => w.serverConnections))))} (the servers' count); `
+        + `failed connection attempts ${fmt(ours.reduce((n, r) => n + r.figures.failed, 0))}` });
+  } else {
+    na(heldName, 'needs the symphony-bus arm');
+  }
+
+  const peers = BUS_PEERS.filter((p) => of(p).length);
+  const ahead = (name, pick, digits, unit) => {
+    const x = med(BUS_OURS, pick);
+    if (!finite(x.median) || !peers.length) return na(name, 'needs symphony-bus and a peer (ws-redis, uws-redis)');
+    const cmp = peers.map((p) => ({ p, s: med(p, pick) }));
+    const ok = cmp.every((c) => finite(c.s.median) && x.median < c.s.median);
+    return out.push({ name, result: ok ? 'PASS' : 'FAIL',
+      figures: `symphony-bus ${fmtRange(x, digits, unit)}; ${cmp.map((c) => `${c.p} ${fmtRange(c.s, digits, unit)}${finite(c.s.median) && c.s.median > 0 ? ` (${fmt(x.median / c.s.median, 2)}x)` : ''}`).join('; ')}` });
+  };
+  ahead('symphony-bus ahead of the hand-built peers on CPU per delivered message (servers, the CPU point)',
+    (r) => busWin(r, 'full') && busWin(r, 'full').cpuSPer1M, 2, ' s');
+  ahead('symphony-bus ahead of the hand-built peers on CPU per delivered message with Redis\' CPU (the CPU point)',
+    (r) => busWin(r, 'full') && busWin(r, 'full').cpuSPer1MWithRedis, 2, ' s');
+  for (const key of ['half', 'full']) {
+    ahead(`symphony-bus ahead of the hand-built peers on cross-node p99 (the ${key === 'half' ? 'latency' : 'CPU'} point)`,
+      (r) => busWin(r, key) && busWin(r, key).cross && busWin(r, key).cross.p99Ms, 2, ' ms');
+  }
+
+  const resubName = 'resubscribed within 1 s of Redis returning (symphony-bus; gate on the worst repeat)';
+  const rs = ours.map((r) => r.figures.restart).filter(Boolean);
+  if (rs.length) {
+    const worst = rs.some((x) => !finite(x.resubscribeS)) ? null : Math.max(...rs.map((x) => x.resubscribeS));
+    const resumed = summarize(rs.map((x) => x.resumedS));
+    out.push({ name: resubName, result: finite(worst) && worst <= 1 ? 'PASS' : 'FAIL',
+      figures: `${finite(worst) ? `worst ${fmt(worst * 1000)} ms` : `not every channel subscribed again within ${rs[0].resubscribedWithin} s`} after Redis answered again `
+        + `(Redis' PUBSUB SHARDNUMSUB/NUMSUB, polled every 10 ms; down ${fmt(rs[0].outageS, 1)} s); deliveries to nodes 1.. again after ${fmtRange(summarize(rs.map((x) => (finite(x.resumedS) ? x.resumedS * 1000 : null))), 0, ' ms')}`
+        + `${resumed.n < rs.length ? ' (not in every repeat)' : ''}` });
+  } else {
+    na(resubName, 'needs the symphony-bus arm with the restart step (--bus-outage > 0)');
+  }
+  return out;
 }
 
 // ---- the JSON shape's targets -------------------------------------------------
@@ -227,6 +342,34 @@ function charts(runs, arms) {
           return { name: a, value: s.median, min: s.min, max: s.max, color: armColor(arms, a) };
         }),
       })),
+    });
+  }
+  const bRuns = busRuns(runs);
+  const bArms = arms.filter((a) => bRuns.some((r) => r.arm === a));
+  if (bArms.length) {
+    const points = [['full', 'CPU point'], ['half', 'latency point']];
+    const bar = (a, f) => {
+      const s = S(bRuns.filter((r) => r.arm === a), f);
+      return { name: a, value: s.median, min: s.min, max: s.max, color: armColor(arms, a) };
+    };
+    out['bus-cpu-per-1M.svg'] = barChart({
+      title: 'Several processes over Redis: server CPU seconds per 1M delivered (median, min–max)',
+      yLabel: 'CPU-s per 1M delivered',
+      groups: [
+        ...points.map(([k, label]) => ({ label: `servers, ${label}`, bars: bArms.map((a) => bar(a, (r) => busWin(r, k) && busWin(r, k).cpuSPer1M)) })),
+        { label: 'servers + Redis, CPU point', bars: bArms.map((a) => bar(a, (r) => busWin(r, 'full') && busWin(r, 'full').cpuSPer1MWithRedis)) },
+      ],
+      note: 'the sum of every server process\'s CPU (and Redis\') over the window ÷ messages delivered to the clients',
+    });
+    out['bus-p99.svg'] = barChart({
+      title: 'Several processes over Redis: delivery latency p99 (median, min–max)',
+      yLabel: 'ms',
+      groups: points.flatMap(([k, label]) => [
+        { label: `same-node, ${label}`, bars: bArms.map((a) => bar(a, (r) => busWin(r, k) && busWin(r, k).same.p99Ms)) },
+        { label: `cross-node, ${label}`, bars: bArms.map((a) => bar(a, (r) => busWin(r, k) && busWin(r, k).cross && busWin(r, k).cross.p99Ms)) },
+      ]),
+      width: 900,
+      note: 'same-node: clients of the publishing process (node 0); cross-node: of the others, pooled',
     });
   }
   const jsonRuns = runs.filter((r) => r.phase === 'json' && r.figures);
@@ -548,6 +691,78 @@ function markdown(res) {
       }
     }
     P(table(['certificate', 'arm', 'connections', 'handshakes/s per server core', 'handshakes/s wall', 'server CPU-s', 'failed'], rows));
+    P();
+  }
+
+  if (phasesRun.has('bus')) {
+    const c = meta.cfg.bus;
+    const list = busRuns(runs);
+    const total = c.nodes * c.connections;
+    const ms = (x) => (finite(x) ? x * 1000 : null);
+    const pin = list.length ? list[0].figures.pin : null;
+    P(`## Past one process: ${c.nodes} processes as one fan-out over Redis (bus)`);
+    P();
+    P(`${c.nodes} server processes × ${fmt(c.connections)} connections = ${fmt(total)} connections on this machine (each process under its open-file limit; `
+      + `one loadgen per process${meta.cfg.shardMax < c.connections ? ', sharded' : ''}), ${c.topics} topics, each subscribed on every process `
+      + `(connection n of a process subscribes topic n % ${c.topics}), binary messages of ${c.size} B carrying their due time and a per-topic sequence number `
+      + `(loadgen --seq: a number seen again or lower is a duplicate or out of order, a jump counts missed messages), ${c.threads} IO thread(s) per symphony process, `
+      + `${pin && pin.server ? `servers and Redis on CPU ${pin.server}, loadgen on ${pin.loadgen || 'the same CPUs'}` : 'nothing pinned (--cpus pins the servers and Redis)'}. `
+      + `${meta.redis ? `Redis: ${meta.redis}, ` : ''}started by the runner on a free port of 127.0.0.1 with \`--save '' --appendonly no\`, a fresh one per run. `
+      + 'Arms: **symphony-bus**: node 0 publishes (server.publish), nodes 1.. receive only through the bus; **symphony-local**: no Redis, every process '
+      + 'publishes the same rate to its own subscribers (the same deliveries per connection: the cost without the bus); **ws-redis** / **uws-redis**: the hand-built '
+      + 'relay (bench/lib/redis-relay.js: the redis npm client, a channel per topic, node 0 PUBLISHes and every node, node 0 included, sends what comes back to its sockets).');
+    P();
+    P(`Two rate points: the CPU point, ${fmt(c.rate)} deliveries/s in total (${fmt(c.rate / total, 3)} msg/s per connection = per topic), and the latency point, half of it; `
+      + `each after ${c.settle} s a window of ${c.window} s. _same-node_ = clients of node 0 (the publisher's; in symphony-local every node is its own publisher), `
+      + '_cross-node_ = clients of nodes 1.. (their latencies pooled into one distribution); latency = due time (stamped by the publisher) to client receive over exactly the window '
+      + '(loadgen marks its edges). _delivered %_ = messages received ÷ (the publisher\'s publishes in the window × subscribers); _CPU-s per 1M_ = the '
+      + `${c.nodes} server processes' CPU (/proc, utime + stime, every thread, and the kernel's work for the client sockets on loopback) per 1M delivered; Redis' own CPU beside it.`);
+    P();
+    const rows = [];
+    for (const key of ['full', 'half']) {
+      for (const a of arms) {
+        const l = list.filter((r) => r.arm === a).map((r) => busWin(r, key)).filter(Boolean).map((w) => ({ figures: w }));
+        if (!l.length) continue;
+        const x = (f, d) => fmtRange(S(l, (r) => f(r.figures)), d);
+        rows.push([key === 'full' ? `CPU point (${fmt(c.rate)}/s)` : `latency point (${fmt(c.rate / 2)}/s)`, a, x((w) => w.open), x((w) => w.msgsPerS),
+          x((w) => w.deliveredPct, 2), x((w) => w.dups, 0), x((w) => w.back, 0), x((w) => w.gaps, 0),
+          x((w) => w.same.p50Ms, 2), x((w) => w.same.p99Ms, 2), x((w) => w.same.p999Ms, 2),
+          x((w) => w.cross && w.cross.p50Ms, 2), x((w) => w.cross && w.cross.p99Ms, 2), x((w) => w.cross && w.cross.p999Ms, 2),
+          x((w) => w.serverCores, 3), x((w) => w.cpuSPer1M, 2), x((w) => w.redisCores, 3), x((w) => w.redisCpuSPer1M, 3),
+          x((w) => w.cpuSPer1MWithRedis, 2), x((w) => w.loadgenCores, 2)]);
+      }
+    }
+    P(table(['point', 'arm', 'connections', 'delivered msg/s', 'delivered %', 'duplicates', 'out of order', 'missed', 'same-node p50 ms', 'p99 ms', 'p99.9 ms',
+      'cross-node p50 ms', 'p99 ms', 'p99.9 ms', 'server cores (all)', 'server CPU-s per 1M', 'Redis cores', 'Redis CPU-s per 1M', 'CPU-s per 1M with Redis', 'loadgen cores'], rows));
+    P('_duplicates_: a message whose sequence number equals the last one its connection got; _out of order_: one below it (an older message again, or a late one); '
+      + '_missed_: numbers skipped. Medians over repeats (min–max).');
+    P();
+    const rrows = [];
+    for (const a of arms) {
+      const l = list.filter((r) => r.arm === a && r.figures.restart).map((r) => ({ figures: r.figures.restart }));
+      if (!l.length) continue;
+      const x = (f, d) => fmtRange(S(l, (r) => f(r.figures)), d);
+      const sumDropped = (r) => (r.busDropped.some(finite) ? r.busDropped.filter(finite).reduce((p, q) => p + q, 0) : null);
+      rrows.push([a, x((r) => r.outageS, 2), x((r) => ms(r.resubscribeS), 0), x((r) => ms(r.resumedS), 0), x((r) => ms(r.busUpS), 0),
+        x((r) => r.dups + r.back, 0), x((r) => r.gaps, 0), x(sumDropped, 0), x((r) => r.afterP99Ms, 1), x((r) => r.afterMaxMs, 1)]);
+    }
+    if (rrows.length) {
+      P(`Redis killed (-9) at the latency point, started again ${c.outage} s later on the same port. _resubscribed_: from Redis answering PING again until it counts `
+        + `every topic's channel subscribed by all ${c.nodes} nodes (PUBSUB SHARDNUMSUB + NUMSUB, polled every 10 ms); _delivering again_: until the first message `
+        + 'reaches a client of each of nodes 1.. (the slowest); _bus up_: the nodes\' own \'up\' event (the slowest); duplicates and missed messages from the kill to '
+        + `${c.afterRestart} s after Redis returned; _dropped_: the nodes' bus counter (publishes dropped while Redis was away; symphony only); p99/max: latency over the ${c.afterRestart} s after.`);
+      P();
+      P(table(['arm', 'down s', 'resubscribed after ms', 'delivering again after ms', 'bus up after ms', 'duplicates + out of order', 'missed', 'dropped (bus counter)',
+        'p99 after ms', 'max after ms'], rrows));
+      P();
+    }
+    P('Targets (issue 12), as gates:');
+    P();
+    for (const g of res.gates.filter((x) => BUS_GATE_RE.test(x.name))) P(`- **${g.result}** — ${g.name}: ${g.figures}`);
+    P();
+    P('![bus: CPU per 1M delivered](bus-cpu-per-1M.svg)');
+    P();
+    P('![bus: p99 latency](bus-p99.svg)');
     P();
   }
 

@@ -18,6 +18,21 @@ const SPEC = {
   // permessage-deflate: 1 = on (each server's way), with this threshold (B)
   deflate: { env: 'DEFLATE', def: 0, min: 0, max: 1 },
   threshold: { env: 'DEFLATE_THRESHOLD', def: 128, min: 0, max: 1 << 24 },
+  // 1: each binary message carries, after its due time, a uint64 LE sequence
+  // number per topic (bytes 8..15, from 1), for loadgen --seq
+  seq: { env: 'SEQ', def: 0, min: 0, max: 1 },
+  // 1: the topics take turns instead of publishing together: topic g's
+  // message n is due at t0 + (n * topics + g + 1) / (rate * topics), so one
+  // publish goes out every 1 / (rate * topics) s (the bus phase: a round of
+  // every topic at once would make latency the queue of that round)
+  stagger: { env: 'STAGGER', def: 0, min: 0, max: 1 },
+  // a Redis URL: the server is one node of a fan-out over Redis (the bus
+  // phase; fanout-server.js: symphony's bus option; ws-server.js and
+  // uws-server.js: the hand-built relay of bench/lib/redis-relay.js)
+  'bus-url': { env: 'BUS_URL', def: '', string: true },
+  // the channel prefix of the relay (symphony's own default, so both
+  // kinds of node use the same channel names)
+  'bus-prefix': { env: 'BUS_PREFIX', def: 'symphony:', string: true },
 };
 const FRACTIONAL = new Set(['rate', 'duration', 'stats-interval']);
 
@@ -35,6 +50,10 @@ function parseOptions(argv, env) {
     o[m[1]] = m[2] !== undefined ? m[2] : argv[++i];
   }
   for (const [name, s] of Object.entries(SPEC)) {
+    if (s.string) {
+      o[name] = String(o[name] ?? '');
+      continue;
+    }
     if (s.values) {
       if (!s.values.includes(o[name])) throw usageError(`--${name} must be one of ${s.values.join(', ')} (got ${o[name]})`);
       continue;
@@ -46,6 +65,8 @@ function parseOptions(argv, env) {
     }
     o[name] = v;
   }
+  if (o.seq && o.payload === 'binary' && o.size < 16) throw usageError('--seq 1 needs --size 16 or more (due time + sequence number)');
+  if (o['bus-url'] && !/^rediss?:\/\//.test(o['bus-url'])) throw usageError(`--bus-url must be a redis:// URL (got ${o['bus-url']})`);
   return o;
 }
 
@@ -59,13 +80,60 @@ function parseOptions(argv, env) {
  * way for a synchronous sender (ws) and an asynchronous one (symphony). A
  * stall of more than one second is not made up (that would be a burst, not
  * the offered rate): it is counted in `skipped`.
+ *
+ * setRate(r, atNs) changes the rate from now on: the schedule starts again
+ * at this moment, or at atNs (a process.hrtime.bigint() value, so that
+ * several processes can start together; never in the past): message n of
+ * the new rate is due at start + (n + 1) / r, so a change is not a burst
+ * either. `t0` stays the script's start.
+ *
+ * duePairs() returns [topicIndex, dueNs] of every message due since the last
+ * call, in due order: without `stagger`, each due time of due() for every
+ * topic in turn; with it, the topics take turns (see SPEC.stagger), one
+ * message every 1 / (rate * topics) s (maxBatch and skipped then count
+ * messages, not rounds). A script uses one of due() and duePairs().
  */
-function createSchedule({ rate, topics }) {
+function createSchedule({ rate: rate0, topics, stagger }) {
   const t0 = process.hrtime.bigint();
-  const s = { t0, perTopic: 0, maxBatch: 0, skipped: 0 };
+  let base = t0; // the start of the current rate's schedule
+  let rate = rate0;
+  let events = 0; // stagger: messages due so far at the current rate
+  const s = { t0, perTopic: 0, maxBatch: 0, skipped: 0, rate };
+  s.setRate = (r, atNs = null) => {
+    const t = process.hrtime.bigint();
+    base = atNs !== null && atNs > t ? atNs : t;
+    rate = r;
+    s.rate = r;
+    s.perTopic = 0;
+    events = 0;
+  };
+  s.duePairs = () => {
+    const out = [];
+    if (!stagger) {
+      for (const dueNs of s.due()) for (let g = 0; g < topics; g++) out.push([g, dueNs]);
+      return out;
+    }
+    if (rate === 0) return out;
+    const R = rate * topics; // messages per second, every topic together
+    const elapsed = Number(process.hrtime.bigint() - base) / 1e9;
+    if (elapsed < 0) return out; // setRate's start is still to come
+    let due = Math.floor(elapsed * R) - events;
+    if (due > R) {
+      s.skipped += due - Math.ceil(R);
+      events += due - Math.ceil(R);
+      due = Math.ceil(R);
+    }
+    for (let k = 0; k < due; k++) {
+      const m = events++;
+      out.push([m % topics, base + BigInt(Math.round(((m + 1) * 1e9) / R))]);
+    }
+    if (due > s.maxBatch) s.maxBatch = due;
+    return out;
+  };
   s.due = () => {
     if (rate === 0) return [];
-    const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+    const elapsed = Number(process.hrtime.bigint() - base) / 1e9;
+    if (elapsed < 0) return [];
     let due = Math.floor(elapsed * rate) - s.perTopic;
     if (due > rate) {
       s.skipped += (due - Math.ceil(rate)) * topics;
@@ -74,7 +142,7 @@ function createSchedule({ rate, topics }) {
     }
     const out = [];
     for (let k = 0; k < due; k++) {
-      out.push(t0 + BigInt(Math.round(((s.perTopic + 1) * 1e9) / rate)));
+      out.push(base + BigInt(Math.round(((s.perTopic + 1) * 1e9) / rate)));
       s.perTopic++;
     }
     if (due > s.maxBatch) s.maxBatch = due;
@@ -88,7 +156,9 @@ function createSchedule({ rate, topics }) {
  * the bytes to publish and whether they are binary. Binary: `size` bytes of
  * 'a' starting with the due time (uint64 LE); a fresh Buffer each call when
  * `fresh` (a server that keeps the Buffer queued, like ws), else one buffer
- * rewritten (symphony and uWS copy it). JSON: the topic's trade feed.
+ * rewritten (symphony and uWS copy it). With `seq`, bytes 8..15 are the
+ * topic's sequence number (uint64 LE, from 1: one more each call for that
+ * topic). JSON: the topic's trade feed.
  */
 function createPayloads(o, fresh) {
   if (o.payload === 'json') {
@@ -97,14 +167,43 @@ function createPayloads(o, fresh) {
     return { binary: false, payloadFor: (g, dueNs) => feeds[g].next(dueNs) };
   }
   const shared = Buffer.alloc(o.size, 0x61);
+  const seqs = o.seq ? new Array(o.topics).fill(0n) : null;
   return {
     binary: true,
     payloadFor(g, dueNs) {
       const buf = fresh ? Buffer.allocUnsafe(o.size).fill(0x61) : shared;
       buf.writeBigUInt64LE(dueNs, 0);
+      if (seqs) buf.writeBigUInt64LE(++seqs[g], 8);
       return buf;
     },
   };
 }
 
-module.exports = { SPEC, parseOptions, createSchedule, createPayloads };
+/**
+ * The runner's control lines (bench/lib/traffic-gate.js hands them over as
+ * process.emit('bench-control', word, args)): "rate R [AT]" sets the
+ * publishing rate per topic (schedule.setRate; AT: the schedule's start, a
+ * process.hrtime.bigint() value in decimal); "mark" answers with
+ * counters(). Each
+ * answer is one JSON line on stderr, {"ctl":word,"mono_ns":"...",...}
+ * (mono_ns: process.hrtime.bigint() when it was handled, the clock loadgen
+ * and the runner read).
+ */
+function handleControl(schedule, counters) {
+  const reply = (word, body) => {
+    process.stderr.write(`${JSON.stringify({ ctl: word, mono_ns: String(process.hrtime.bigint()), ...body })}\n`);
+  };
+  process.on('bench-control', (word, args) => {
+    if (word === 'rate') {
+      const r = Number(args[0]);
+      if (!Number.isFinite(r) || r < 0 || r > 1e7) return reply(word, { error: `bad rate ${args[0]}` });
+      if (args[1] !== undefined && !/^\d+$/.test(args[1])) return reply(word, { error: `bad start ${args[1]}` });
+      schedule.setRate(r, args[1] !== undefined ? BigInt(args[1]) : null);
+      return reply(word, { rate: r, start: args[1] ?? null });
+    }
+    if (word === 'mark') return reply(word, counters());
+    return reply(word, { error: `unknown control ${word}` });
+  });
+}
+
+module.exports = { SPEC, parseOptions, createSchedule, createPayloads, handleControl };

@@ -10,6 +10,11 @@
 // Control: lines on stdin, "traffic on" / "traffic off". Each change is
 // acknowledged on stderr as {"gate":"on"|"off","t":<server seconds>}; at exit
 // {"gate":"exit","gated":N,"passed":M} counts the publish calls.
+// A line "ctl WORD ARGS..." is handed to the server script as
+// process.emit('bench-control', WORD, [ARGS...]) (the bus phase: "ctl rate R"
+// sets the publishing rate, "ctl mark" asks for its counters); the script
+// answers on stderr with a JSON line {"ctl":WORD,...}. A script that does not
+// listen gets {"ctl":WORD,"error":"..."} from here.
 // BENCH_TRAFFIC=off starts with the gate off. BENCH_GATE=symphony|ws|uws says
 // which API to gate (symphony: Server#publish; ws: WebSocket#send; uws: the
 // publish of every App made through uWebSockets.js's App(), loaded from
@@ -73,6 +78,13 @@ process.stdin.on('data', (chunk) => {
     if (line === 'traffic on' || line === 'traffic off') {
       on = line === 'traffic on';
       process.stderr.write(`${JSON.stringify({ gate: on ? 'on' : 'off', t: secs() })}\n`);
+    } else if (line.startsWith('ctl ')) {
+      const [word, ...args] = line.slice(4).trim().split(/\s+/);
+      if (process.listenerCount('bench-control') === 0) {
+        process.stderr.write(`${JSON.stringify({ ctl: word, error: 'the server script takes no control lines' })}\n`);
+      } else {
+        process.emit('bench-control', word, args);
+      }
     }
   }
 });

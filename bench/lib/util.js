@@ -15,6 +15,11 @@ function monoToNow(ns) {
   return Number(BigInt(ns) - T0) / 1e9;
 }
 
+/** The inverse: a runner time as a CLOCK_MONOTONIC nanosecond count (BigInt). */
+function nowToMono(t) {
+  return T0 + BigInt(Math.round(t * 1e9));
+}
+
 function sleep(seconds) {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, seconds * 1000)));
 }
@@ -100,4 +105,4 @@ function loadgenMakeVars() {
   return [`OPENSSL_DIR=${depDir('openssl')}`, `LIBDEFLATE_DIR=${depDir('libdeflate')}`];
 }
 
-module.exports = { opensslDir, loadgenMakeVars, now, monoToNow, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, stamp };
+module.exports = { opensslDir, loadgenMakeVars, now, monoToNow, nowToMono, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, stamp };

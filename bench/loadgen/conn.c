@@ -517,8 +517,31 @@ static void record_latency(lg_run_t *r, const lg_conn_t *c, int64_t now)
     r->c.timestamped++;
     lg_hist_record(&r->lat, (uint64_t)lat);
     lg_hist_record(&r->lat_tick, (uint64_t)lat);
+    lg_hist_record(&r->lat_mark, (uint64_t)lat);
     if (r->steady)
         lg_hist_record(&r->lat_steady, (uint64_t)lat);
+}
+
+/* --seq: the message's sequence number (bytes 8..15 of a binary message,
+ * little-endian) against the connection's last one (see lg.h). */
+static void check_seq(lg_run_t *r, lg_conn_t *c)
+{
+    if (c->msg_op == SY_WS_OP_TEXT || c->head_have < 16)
+        return;
+    uint64_t seq = 0;
+    for (int k = 15; k >= 8; k--)
+        seq = (seq << 8) | c->msg_head[k];
+    if (!c->have_seq) {
+        c->have_seq = 1;
+        c->last_seq = seq;
+    } else if (seq == c->last_seq) {
+        r->c.seq_dups++;
+    } else if (seq < c->last_seq) {
+        r->c.seq_back++;
+    } else {
+        r->c.seq_gaps += seq - c->last_seq - 1;
+        c->last_seq = seq;
+    }
 }
 
 /* Keeps the first LG_HEAD_LEN bytes of a message (its timestamp). */
@@ -573,6 +596,11 @@ static bool message_done(lg_run_t *r, uint32_t i, lg_conn_t *c, int64_t now)
     if (c->msg_op == SY_WS_OP_TEXT)
         r->c.text_messages++;
     record_latency(r, c, now);
+    if (r->opts->seq)
+        check_seq(r, c);
+    if (r->t_first_since_mark == 0)
+        r->t_first_since_mark = now;
+    r->t_last_msg = now;
     return true;
 }
 

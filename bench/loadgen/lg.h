@@ -15,6 +15,22 @@
  * read its timestamp; it counts the payload bytes as they came on the wire
  * and as inflated (see deflate.c).
  *
+ * --seq checks delivery exactly-once and in order: each binary message
+ * carries, after its timestamp, a uint64 little-endian sequence number
+ * (bytes 8..15), counting the messages of its topic from 1 (one publisher
+ * per topic). A connection is subscribed to one topic, so per connection
+ * the numbers must rise by one: the first message sets the start (a
+ * connection joins mid-stream); then a number equal to the last one is a
+ * duplicate ("dups"), a lower one is a duplicate of an older message or one
+ * out of order ("back"), and a jump of k > 1 counts k - 1 messages missed
+ * ("gaps"; a message lost after the last one received is not seen).
+ *
+ * SIGUSR1 (with --events) closes a measurement interval: a "mark" event
+ * with what arrived since the previous mark (or the start), its own latency
+ * percentiles and sequence counts, then a new interval begins. The runner
+ * sends it to every loadgen at the edges of its windows, so a window's
+ * latency is over exactly its messages (not each second's, not the run's).
+ *
  * It is a separate program, not part of the addon: it uses libc malloc. It
  * compiles in the pure modules of src/ (frame parser, SHA-1, base64, accept
  * key) unchanged.
@@ -55,10 +71,22 @@
  *    "pending":p,"closing":q,"step":k,  once a second; msgs, bytes (payload,
  *    "lat_n":l,"p50_ms":..,"p99_ms":..,   inflated), wire (payload as it came:
  *    "p999_ms":..,"max_ms":..,            compressed where it was), zmsgs
- *    "wire":w,"zmsgs":z}                  (messages that came compressed), cpu
+ *    "wire":w,"zmsgs":z,                  (messages that came compressed), cpu
+ *    "dups":x,"back":y,"gaps":z}
  *                                         (loadgen's CPU seconds) and the
  *                                         latencies are for the dt seconds
  *                                         since the last sample
+ *   {"ev":"mark","k":i,"t":s,"dt":d,"open":n,"msgs":m,"bytes":b,"cpu":c,
+ *    "lat_n":l,"p50_ms":..,"p90_ms":..,"p99_ms":..,"p999_ms":..,"max_ms":..,
+ *    "mean_ms":..,"dups":x,"back":y,"gaps":z,"first_t":s|null,"last_t":s|null,
+ *    "hist_max_ns":M,"hist":[[bucket,count],...]}
+ *                                         at each SIGUSR1 (k from 0): the
+ *                                         dt seconds since the previous mark
+ *                                         (or the start); first_t/last_t: its
+ *                                         first and last message; hist: the
+ *                                         interval's latency histogram (ns;
+ *                                         non-empty buckets, see hist.c) for
+ *                                         pooling several loadgens
  *   {"ev":"end","t":s,"open":n,"schedule_done":bool}
  *                                         the run ends; the final closes and
  *                                         the summary follow
@@ -71,7 +99,9 @@
  * sent, by reason. connections.opened counts every open, reopens included.
  * "bytes" is payload bytes (inflated), "wire_payload_bytes" the same as it
  * came, "compressed" the messages that came compressed; with --deflate
- * "deflate":{"negotiated","refused_context","inflate_errors"}, else null.
+ * "deflate":{"negotiated","refused_context","inflate_errors"}, else null;
+ * with --seq "seq":{"dups","back","gaps"} over the whole run, else null
+ * (the sample events' dups/back/gaps are 0 without --seq).
  *
  * Files: main.c (options, run timeline, event loop), conn.c (one
  * connection: connect, handshake, frame reader, writes), hist.c (latency
@@ -131,6 +161,7 @@ typedef struct lg_opts {
     bool quiet;               /* no progress lines */
     bool events;              /* JSON event lines on stdout as the run goes */
     bool scheduled;           /* --schedule given */
+    bool seq;                 /* --seq: check each binary message's sequence number */
     double churn;             /* share of the open connections turned over per second */
     lg_step_t *steps;         /* --schedule, or one step {connections, hold} */
     unsigned nsteps;
@@ -263,9 +294,11 @@ typedef struct lg_conn {
     uint8_t close_rcvd;
     uint8_t closed_by_us; /* our close started the closing handshake */
     uint8_t close_kind;   /* lg_close_t: why we closed it */
+    uint8_t have_seq;     /* --seq: last_seq holds the last number received */
     uint8_t attempt_kind; /* LG_ATTEMPT_*: why it was opened */
     uint32_t ep_events;   /* the current epoll interest */
     uint16_t close_code;  /* what the server's close said */
+    uint64_t last_seq;    /* --seq: the highest sequence number received */
     uint8_t hdr[SY_WS_MAX_HEADER_LEN];
     uint8_t msg_head[LG_HEAD_LEN]; /* the message's first bytes (inflated): its timestamp */
     sy_ws_frame_t fr;     /* the frame being read */
@@ -297,6 +330,9 @@ typedef struct {
     uint64_t timestamped;  /* binary messages with a timestamp recorded */
     uint64_t bad_timestamps; /* a timestamp in the future or > 1 h old */
     uint64_t pings, pongs_sent;
+    uint64_t seq_dups;     /* --seq: the last number again */
+    uint64_t seq_back;     /* --seq: a number below the last one */
+    uint64_t seq_gaps;     /* --seq: numbers skipped (messages missed) */
 } lg_counts_t;
 
 typedef struct lg_run {
@@ -358,6 +394,13 @@ typedef struct lg_run {
     lg_hist_t lat;         /* ns, every timestamped message of the window */
     lg_hist_t lat_steady;  /* ns, the same after the ramp settled */
     lg_hist_t lat_tick;    /* ns, since the last once-a-second sample (--events) */
+    lg_hist_t lat_mark;    /* ns, since the last mark (SIGUSR1) */
+    unsigned marks;        /* mark events printed */
+    lg_counts_t c_last_mark;
+    lg_sample_t self_last_mark;
+    int64_t t_last_mark;
+    int64_t t_first_since_mark; /* the first message since the last mark, 0: none yet */
+    int64_t t_last_msg;    /* the latest message */
     int64_t t_start, t_first_msg, t_settled, t_end, t_exit;
     lg_counts_t c_at_settled;
     lg_sample_t self_start, self_first, self_settled, self_end;
@@ -414,6 +457,8 @@ void lg_event_step(const lg_run_t *r, int64_t now_ns);
 void lg_event_reached(const lg_run_t *r, int64_t now_ns);
 void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now_ns);
 void lg_event_end(const lg_run_t *r, int64_t now_ns);
+/* A mark (SIGUSR1): the interval since the last one; starts the next. */
+void lg_event_mark(lg_run_t *r, int64_t now_ns);
 /* The summary: text on stdout, or one JSON object with opts->json. */
 void lg_report_summary(const lg_run_t *r);
 

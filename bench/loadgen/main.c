@@ -48,11 +48,18 @@
 #define SWEEP_NS 100000000LL      /* deadlines are checked every 100 ms */
 
 static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_mark; /* SIGUSR1s not yet turned into mark events */
 
 static void on_signal(int sig)
 {
     (void)sig;
     g_stop = 1;
+}
+
+static void on_mark(int sig)
+{
+    (void)sig;
+    g_mark = g_mark + 1;
 }
 
 int64_t lg_now_ns(void)
@@ -131,6 +138,11 @@ static void usage(FILE *f)
             "  --events              JSON lines on stdout as the run goes (start, step,\n"
             "                        reached, sample once a second with that second's latency\n"
             "                        percentiles, end); the summary stays last\n"
+            "  --seq                 check the sequence number after each binary message's\n"
+            "                        timestamp (bytes 8..15): count duplicates, numbers out\n"
+            "                        of order and gaps, per connection (see lg.h)\n"
+            "  (SIGUSR1 with --events: a \"mark\" event closing an interval: its messages,\n"
+            "   latency percentiles and sequence counts since the previous mark)\n"
             "  --deflate             offer permessage-deflate (client_no_context_takeover;\n"
             "                        server_no_context_takeover); inflate compressed messages\n"
             "                        to read their timestamps; refuse answers that keep context\n"
@@ -261,7 +273,7 @@ static bool parse_schedule(const char *arg, lg_opts_t *o)
 static int parse_args(int argc, char **argv, lg_opts_t *o)
 {
     enum { O_URL = 1, O_CONN, O_SRC, O_DUR, O_RAMP, O_HOLD, O_PEND, O_CTO, O_CW, O_PID, O_JSON,
-           O_QUIET, O_HELP, O_SCHED, O_CHURN, O_EVENTS, O_DEFLATE };
+           O_QUIET, O_HELP, O_SCHED, O_CHURN, O_EVENTS, O_DEFLATE, O_SEQ };
     static const struct option longs[] = {
         {"url", required_argument, NULL, O_URL},
         {"connections", required_argument, NULL, O_CONN},
@@ -279,6 +291,7 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
         {"churn", required_argument, NULL, O_CHURN},
         {"events", no_argument, NULL, O_EVENTS},
         {"deflate", no_argument, NULL, O_DEFLATE},
+        {"seq", no_argument, NULL, O_SEQ},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -364,6 +377,9 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
             break;
         case O_DEFLATE:
             o->deflate = true;
+            break;
+        case O_SEQ:
+            o->seq = true;
             break;
         case O_HELP:
             usage(stdout);
@@ -487,6 +503,7 @@ static bool run_init(lg_run_t *r, const lg_opts_t *o)
     lg_hist_init(&r->lat);
     lg_hist_init(&r->lat_steady);
     lg_hist_init(&r->lat_tick);
+    lg_hist_init(&r->lat_mark);
     r->measuring = true;
     return true;
 }
@@ -754,6 +771,8 @@ static void run(lg_run_t *r)
         r->srv_last_tick = r->srv_start;
     }
     lg_event_start(r);
+    r->t_last_mark = r->t_start;
+    r->self_last_mark = r->self_start;
     r->t_churn = r->t_start;
     step_begin(r, 0, r->t_start);
     const int64_t t_stop = r->t_start + (int64_t)(o->duration_s * 1e9);
@@ -762,6 +781,10 @@ static void run(lg_run_t *r)
 
     for (;;) {
         int64_t now = lg_now_ns();
+        while (g_mark > 0) { /* SIGUSR1: close the interval */
+            g_mark = g_mark - 1;
+            lg_event_mark(r, now);
+        }
         for (;;) { /* settle the step; move on after its hold */
             step_check(r, now);
             if (!r->step_settled || now < r->t_hold_end || r->step + 1 >= o->nsteps)
@@ -845,6 +868,8 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = on_mark;
+    sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     lg_run_t *r = malloc(sizeof(*r));

@@ -159,7 +159,64 @@ void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now)
             (double)lg_hist_percentile(&r->lat_tick, 99.9) / 1e6, (double)r->lat_tick.max / 1e6,
             (unsigned long long)(r->c.wire_payload - r->c_last_tick.wire_payload),
             (unsigned long long)(r->c.compressed - r->c_last_tick.compressed));
+    fprintf(stdout, ",\"dups\":%llu,\"back\":%llu,\"gaps\":%llu",
+            (unsigned long long)(r->c.seq_dups - r->c_last_tick.seq_dups),
+            (unsigned long long)(r->c.seq_back - r->c_last_tick.seq_back),
+            (unsigned long long)(r->c.seq_gaps - r->c_last_tick.seq_gaps));
     event_done();
+}
+
+/* A time on the run's clock, or null for 0 (none). */
+static void json_t(const lg_run_t *r, int64_t at)
+{
+    if (at == 0)
+        fputs("null", stdout);
+    else
+        fprintf(stdout, "%.6f", t_of(r, at));
+}
+
+void lg_event_mark(lg_run_t *r, int64_t now)
+{
+    const lg_opts_t *o = r->opts;
+    if (!o->events)
+        return;
+    lg_sample_t self;
+    lg_sample_self(&self, now);
+    const lg_counts_t *a = &r->c_last_mark, *b = &r->c;
+    const lg_hist_t *h = &r->lat_mark;
+    fprintf(stdout,
+            "{\"ev\":\"mark\",\"k\":%u,\"t\":%.6f,\"dt\":%.6f,\"open\":%u,\"msgs\":%llu,"
+            "\"bytes\":%llu,\"cpu\":%.3f,\"lat_n\":%llu,\"p50_ms\":%.3f,\"p90_ms\":%.3f,"
+            "\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"max_ms\":%.3f,\"mean_ms\":%.3f,"
+            "\"dups\":%llu,\"back\":%llu,\"gaps\":%llu,\"first_t\":",
+            r->marks, t_of(r, now), secs(now - r->t_last_mark), r->open,
+            (unsigned long long)(b->messages - a->messages), (unsigned long long)(b->bytes - a->bytes),
+            self.cpu_s - r->self_last_mark.cpu_s, (unsigned long long)h->total,
+            (double)lg_hist_percentile(h, 50) / 1e6, (double)lg_hist_percentile(h, 90) / 1e6,
+            (double)lg_hist_percentile(h, 99) / 1e6, (double)lg_hist_percentile(h, 99.9) / 1e6,
+            (double)h->max / 1e6, h->total ? h->sum / (double)h->total / 1e6 : 0.0,
+            (unsigned long long)(b->seq_dups - a->seq_dups), (unsigned long long)(b->seq_back - a->seq_back),
+            (unsigned long long)(b->seq_gaps - a->seq_gaps));
+    json_t(r, r->t_first_since_mark);
+    fputs(",\"last_t\":", stdout);
+    json_t(r, r->t_first_since_mark ? r->t_last_msg : 0);
+    /* the interval's histogram itself (its non-empty buckets, ns), so that
+     * the runner can pool several loadgens' latencies exactly */
+    fprintf(stdout, ",\"hist_max_ns\":%llu,\"hist\":[", (unsigned long long)h->max);
+    for (unsigned b = 0, first = 1; b < LG_HIST_BUCKETS; b++) {
+        if (h->counts[b] == 0)
+            continue;
+        fprintf(stdout, "%s[%u,%llu]", first ? "" : ",", b, (unsigned long long)h->counts[b]);
+        first = 0;
+    }
+    fputc(']', stdout);
+    event_done();
+    r->marks++;
+    r->c_last_mark = r->c;
+    r->self_last_mark = self;
+    r->t_last_mark = now;
+    r->t_first_since_mark = 0;
+    lg_hist_init(&r->lat_mark);
 }
 
 void lg_event_end(const lg_run_t *r, int64_t now)
@@ -332,6 +389,12 @@ static void summary_json(const lg_run_t *r)
                 (unsigned long long)r->inflate_errors);
     else
         fputs("null,", f);
+    fputs("\"seq\":", f);
+    if (o->seq)
+        fprintf(f, "{\"dups\":%llu,\"back\":%llu,\"gaps\":%llu},", (unsigned long long)r->c.seq_dups,
+                (unsigned long long)r->c.seq_back, (unsigned long long)r->c.seq_gaps);
+    else
+        fputs("null,", f);
     fprintf(f, "\"timestamped\":%llu,\"bad_timestamps\":%llu,\"pings\":%llu,\"latency_us\":",
             (unsigned long long)r->c.timestamped, (unsigned long long)r->c.bad_timestamps,
             (unsigned long long)r->c.pings);
@@ -466,6 +529,10 @@ static void summary_text(const lg_run_t *r)
                 (unsigned long long)r->deflate_opened, (unsigned long long)r->opened,
                 (unsigned long long)r->c.compressed, (unsigned long long)r->c.wire_payload,
                 (unsigned long long)r->c.bytes, (unsigned long long)r->inflate_errors);
+    if (o->seq)
+        fprintf(f, "sequence: %llu duplicates, %llu out of order (below the last), %llu missed\n",
+                (unsigned long long)r->c.seq_dups, (unsigned long long)r->c.seq_back,
+                (unsigned long long)r->c.seq_gaps);
     text_latency(f, "latency", &r->lat);
     if (r->steady) {
         double steady_s = secs(r->t_end - r->t_settled);
