@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <hiredis/async.h>
@@ -901,7 +901,9 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
         sy_bus_destroy(b);
         return NULL;
     }
-    if (getrandom(&b->node, sizeof(b->node), GRND_NONBLOCK) != (ssize_t)sizeof(b->node))
+    /* The syscall, not glibc's getrandom() (2.25: above the prebuilt
+     * binaries' glibc floor, scripts/glibc-floor.js). */
+    if (syscall(SYS_getrandom, &b->node, sizeof(b->node), 0x0001 /* GRND_NONBLOCK */) != (long)sizeof(b->node))
         b->node = (uint64_t)sy_clock_us() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)b;
     b->rng = (uint32_t)(b->node ^ (b->node >> 32));
     b->cluster = o->cluster;
