@@ -230,7 +230,10 @@ test('bad bus options: a TypeError or RangeError naming the option, at new Serve
   const s = new Server({ bus: { url: 'redis://u:p%40ss@127.0.0.1:7/2' } });
   assert.equal(s.bus.state, 'connecting');
   assert.deepEqual(s.bus.options.seeds, [{ host: '127.0.0.1', port: 7 }]);
-  assert.equal(JSON.stringify(s.bus.options).includes('p@ss'), false, 'no credentials in options');
+  assert.equal(JSON.stringify(s.bus.options).includes('p@ss'), false, 'no password in options');
+  assert.equal(s.bus.options.url, 'redis://u:***@127.0.0.1:7/2');
+  assert.throws(() => new Server({ bus: { url: 'rediss://127.0.0.1:7', tls: { ca: 'not a certificate' } } }),
+    (err) => err.name === 'SymphonyTlsError' && err.code === 'ERR_SYMPHONY_TLS' && /options\.bus\.tls: ca: no PEM certificate/.test(err.message));
   assert.throws(() => s.publish('t', 'x', { local: 1 }), /options\.local/);
   return s.close();
 });

@@ -138,8 +138,14 @@ function busOption(value) {
   const backoff = { ...BUS_DEFAULTS.backoff, ...o.backoff };
   int('options.bus.backoff.min', backoff.min, 1, 3600000);
   int('options.bus.backoff.max', backoff.max, backoff.min, 3600000);
+  // The URLs as the user gave them, but a password shown as '***'.
+  const redact = (u) => {
+    const x = new URL(u);
+    if (x.password !== '') x.password = '***';
+    return x.href.replace(/\/$/, '');
+  };
   return Object.freeze({
-    url: Array.isArray(o.url) ? Object.freeze([...o.url]) : o.url,
+    url: Array.isArray(o.url) ? Object.freeze(o.url.map(redact)) : redact(o.url),
     cluster: o.cluster,
     prefix: o.prefix,
     maxBuffer: o.maxBuffer,
@@ -197,10 +203,13 @@ class Bus extends EventEmitter {
   get state() { return this.#state; }
   /** Why the bus is down (a BusError), else null. */
   get error() { return this.#error; }
-  /** The options in effect (frozen; credentials left out). */
+  /** The options in effect (the password shown as '***', no PEM). */
   get options() {
-    const { seeds, [nativeTls]: secrets, ...rest } = this.#options; // eslint-disable-line no-unused-vars
-    return { ...rest, seeds: seeds.map((s) => ({ host: s.host, port: s.port })) };
+    const o = this.#options;
+    return {
+      url: o.url, cluster: o.cluster, prefix: o.prefix, maxBuffer: o.maxBuffer, connectTimeout: o.connectTimeout,
+      backoff: o.backoff, tls: o.tls, seeds: o.seeds.map((s) => ({ host: s.host, port: s.port })),
+    };
   }
 
   [update](state, message) {

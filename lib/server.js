@@ -330,7 +330,12 @@ class Server extends EventEmitter {
     }
     if (o.bus !== null) {
       this.#bus = new Bus(o.bus);
-      binding.serverSetBus(this.#handle, nativeBusOptions(o.bus), (state, message) => this.#bus[busUpdate](state, message));
+      try {
+        binding.serverSetBus(this.#handle, nativeBusOptions(o.bus), (state, message) => this.#bus[busUpdate](state, message));
+      } catch (err) {
+        if (err.code === 'ERR_SYMPHONY_TLS') throw new TlsError(err.message.replace('symphony: bus.tls:', 'symphony: options.bus.tls:'));
+        throw err;
+      }
     }
     if (o.noServer) {
       // The IO threads start now, without a listener.
