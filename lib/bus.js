@@ -6,7 +6,7 @@
 
 const { EventEmitter } = require('node:events');
 const tls = require('node:tls');
-const { SymphonyError, invalidArgType, invalidArgValue, outOfRange } = require('./errors');
+const { SymphonyError, invalidArgType, invalidArgValue, outOfRange, integer } = require('./errors');
 
 const BUS_DEFAULTS = Object.freeze({
   url: null,               // 'redis://[user:pass@]host:port[/db]', or a list of seeds (Redis Cluster)
@@ -24,14 +24,6 @@ const BUS_DEFAULTS = Object.freeze({
 const TLS_KEYS = new Set(['ca', 'cert', 'key', 'passphrase', 'servername', 'rejectUnauthorized']);
 
 const BACKOFF_KEYS = new Set(['min', 'max']);
-
-function int(name, value, min, max) {
-  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw outOfRange(name, `an integer >= ${min} and <= ${max}`, value);
-  }
-  return value;
-}
 
 /** One redis:// URL as { host, port, user, pass }. */
 function parseUrl(name, s) {
@@ -129,15 +121,15 @@ function busOption(value) {
   if (Buffer.byteLength(o.prefix) > 256 || /[{}]/.test(o.prefix)) {
     throw invalidArgValue('options.bus.prefix', 'must be at most 256 bytes without { or } (hash tags belong to topics)', o.prefix);
   }
-  int('options.bus.maxBuffer', o.maxBuffer, 1024, 2 ** 40);
-  int('options.bus.connectTimeout', o.connectTimeout, 1, 3600000);
+  integer('options.bus.maxBuffer', o.maxBuffer, 1024, 2 ** 40);
+  integer('options.bus.connectTimeout', o.connectTimeout, 1, 3600000);
   if (o.backoff === null || typeof o.backoff !== 'object') throw invalidArgType('options.bus.backoff', 'an object', o.backoff);
   for (const k of Object.keys(o.backoff)) {
     if (!BACKOFF_KEYS.has(k)) throw invalidArgValue(`options.bus.backoff.${k}`, 'is not a known backoff option', k);
   }
   const backoff = { ...BUS_DEFAULTS.backoff, ...o.backoff };
-  int('options.bus.backoff.min', backoff.min, 1, 3600000);
-  int('options.bus.backoff.max', backoff.max, backoff.min, 3600000);
+  integer('options.bus.backoff.min', backoff.min, 1, 3600000);
+  integer('options.bus.backoff.max', backoff.max, backoff.min, 3600000);
   // The URLs as the user gave them, but a password shown as '***'.
   const redact = (u) => {
     const x = new URL(u);

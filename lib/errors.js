@@ -53,4 +53,13 @@ function invalidArgValue(name, reason, value) {
   return err;
 }
 
-module.exports = { SymphonyError, LoadError, AllocatorError, TlsError, invalidArgType, outOfRange, invalidArgValue };
+/** value, when it is an integer within [min, max]; else the TypeError or RangeError naming it. */
+function integer(name, value, min, max) {
+  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw outOfRange(name, `an integer >= ${min} and <= ${max}`, value);
+  }
+  return value;
+}
+
+module.exports = { SymphonyError, LoadError, AllocatorError, TlsError, invalidArgType, outOfRange, invalidArgValue, integer };

@@ -6,7 +6,7 @@ const { EventEmitter } = require('node:events');
 const net = require('node:net');
 const os = require('node:os');
 const { binding } = require('./native');
-const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue } = require('./errors');
+const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue, integer } = require('./errors');
 const { exposition } = require('./metrics');
 const { busOption, nativeBusOptions, Bus, update: busUpdate } = require('./bus');
 
@@ -66,14 +66,6 @@ const RESERVED_HEADERS = new Set([
   'sec-websocket-extensions', 'sec-websocket-version', 'content-length', 'transfer-encoding',
 ]);
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
-function integer(name, value, min, max) {
-  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw outOfRange(name, `an integer >= ${min} and <= ${max}`, value);
-  }
-  return value;
-}
 
 /** options[key] within the binding's range for it. */
 function option(o, key) {

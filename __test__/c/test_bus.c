@@ -27,6 +27,7 @@
 #include <hiredis/hiredis.h>
 
 #include "check.h"
+#include "redis_proc.h"
 #include "sy_alloc.h"
 #include "sy_bus.h"
 #include "sy_bus_env.h"
@@ -42,85 +43,15 @@ typedef struct redis {
     const char *pass;
 } redis_t;
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static redisContext *cli(const redis_t *r) {
-    struct timeval tv = {.tv_sec = 2};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
-    if (c == NULL || c->err) {
-        if (c != NULL)
-            redisFree(c);
-        return NULL;
-    }
-    if (r->pass != NULL) {
-        redisReply *rep = redisCommand(c, "AUTH %s", r->pass);
-        if (rep != NULL)
-            freeReplyObject(rep);
-    }
-    return c;
-}
+static redisContext *cli(const redis_t *r) { return redis_connect(r->port, r->pass); }
 
 static bool redis_start(redis_t *r) {
-    char port[16];
-    snprintf(port, sizeof(port), "%d", r->port);
-    r->pid = fork();
-    if (r->pid < 0)
-        return false;
-    if (r->pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) {
-            dup2(devnull, 1);
-            dup2(devnull, 2);
-        }
-        if (r->pass != NULL)
-            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "no", "--dir", "/tmp", "--requirepass", r->pass, (char *)NULL);
-        else
-            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "no", "--dir", "/tmp", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 200; i++) {
-        redisContext *c = cli(r);
-        if (c != NULL) {
-            redisReply *rep = redisCommand(c, "PING");
-            bool ok = rep != NULL && rep->type == REDIS_REPLY_STATUS;
-            if (rep != NULL)
-                freeReplyObject(rep);
-            redisFree(c);
-            if (ok)
-                return true;
-        }
-        sleep_ms(25);
-    }
-    return false;
+    const char *extra[] = {"--dir", "/tmp", r->pass != NULL ? "--requirepass" : NULL, r->pass, NULL};
+    r->pid = redis_spawn(r->port, r->pass, extra);
+    return r->pid > 0;
 }
 
-static void redis_kill(redis_t *r) {
-    if (r->pid > 0) {
-        kill(r->pid, SIGKILL);
-        (void)waitpid(r->pid, NULL, 0);
-        r->pid = 0;
-    }
-}
+static void redis_kill(redis_t *r) { redis_kill_pid(&r->pid); }
 
 static long long command_int(const redis_t *r, const char *fmt, const char *arg) {
     redisContext *c = cli(r);
@@ -406,7 +337,7 @@ static void test_two_nodes(redis_t *r) {
 }
 
 static void test_wrong_password(void) {
-    redis_t r = {.port = free_port(), .pass = "right horse"};
+    redis_t r = {.port = free_port_below(65536), .pass = "right horse"};
     CHECK(redis_start(&r));
     node_t n;
     CHECK(node_init(&n, &r, "battery staple", 1 << 20));
@@ -419,7 +350,7 @@ static void test_wrong_password(void) {
 }
 
 static void test_paused_redis(void) {
-    redis_t r = {.port = free_port()};
+    redis_t r = {.port = free_port_below(65536)};
     CHECK(redis_start(&r));
     node_t n;
     size_t cap = 64 * 1024;
@@ -458,7 +389,7 @@ int main(void) {
     sy_redis_alloc_init();
     test_slots();
     test_envelope();
-    redis_t r = {.port = free_port()};
+    redis_t r = {.port = free_port_below(65536)};
     if (!redis_start(&r)) {
         fprintf(stderr, "test_bus: cannot start redis-server (Debian's redis-server package)\n");
         return 1;

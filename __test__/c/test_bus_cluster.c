@@ -24,6 +24,7 @@
 #include <hiredis/hiredis.h>
 
 #include "check.h"
+#include "redis_proc.h"
 #include "sy_bus.h"
 #include "sy_redis_alloc.h"
 #include "sy_slot.h"
@@ -36,76 +37,22 @@ static pid_t pids[PRIMARIES];
 static int ports[PRIMARIES];
 static char dir[64];
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static int free_port_once(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    /* The cluster bus port is port + 10000: keep both below 65536. */
-    return port > 0 && port < 55000 ? port : -1;
-}
-
-static int free_port(void) {
-    for (int i = 0; i < 100; i++) {
-        int p = free_port_once();
-        if (p > 0)
-            return p;
-    }
-    return -1;
-}
-
 static redisReply *command(int port, const char *cmd) {
-    struct timeval tv = {.tv_sec = 2};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (c == NULL || c->err) {
-        if (c != NULL)
-            redisFree(c);
+    redisContext *c = redis_connect(port, NULL);
+    if (c == NULL)
         return NULL;
-    }
     redisReply *r = redisCommand(c, cmd);
     redisFree(c);
     return r;
 }
 
 static bool start_node(int i) {
-    char port[16], conf[128];
-    snprintf(port, sizeof(port), "%d", ports[i]);
+    char conf[128];
     snprintf(conf, sizeof(conf), "nodes-%d.conf", ports[i]);
-    pids[i] = fork();
-    if (pids[i] < 0)
-        return false;
-    if (pids[i] == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) {
-            dup2(devnull, 1);
-            dup2(devnull, 2);
-        }
-        execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly",
-               "no", "--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", conf,
-               "--cluster-node-timeout", "2000", (char *)NULL);
-        _exit(127);
-    }
-    for (int k = 0; k < 200; k++) {
-        redisReply *r = command(ports[i], "PING");
-        bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-        if (r != NULL)
-            freeReplyObject(r);
-        if (ok)
-            return true;
-        sleep_ms(25);
-    }
-    return false;
+    const char *extra[] = {"--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", conf,
+                           "--cluster-node-timeout", "2000", NULL};
+    pids[i] = redis_spawn(ports[i], NULL, extra);
+    return pids[i] > 0;
 }
 
 static bool cluster_ok(void) {
@@ -122,16 +69,12 @@ static bool cluster_ok(void) {
 
 static void stop_nodes(void) {
     for (int i = 0; i < PRIMARIES; i++)
-        if (pids[i] > 0) {
-            kill(pids[i], SIGKILL);
-            (void)waitpid(pids[i], NULL, 0);
-            pids[i] = 0;
-        }
+        redis_kill_pid(&pids[i]);
 }
 
 static bool start_cluster_once(void) {
     for (int i = 0; i < PRIMARIES; i++) {
-        if ((ports[i] = free_port()) < 0) {
+        if ((ports[i] = free_port_below(55000)) < 0) {
             fprintf(stderr, "test_bus_cluster: no free port\n");
             return false;
         }
