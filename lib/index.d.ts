@@ -174,6 +174,7 @@ export interface BusStats {
   received: number;
   dropped: number;
   ignored: number;
+  late: number;
   errors: number;
   reconnects: number;
   subscribeCommands: number;

@@ -28,6 +28,7 @@
 #define BUS_REFRESH_UP_MS 5000
 #define BUS_REFRESH_DOWN_MS 500
 #define BUS_MIN_BUCKETS 64
+#define SY_BUS_ORDER_PUBLISHERS 8 /* publishers whose order a channel keeps track of */
 
 enum { ROLE_PUB = 0, ROLE_SUB = 1, ROLE_CFG = 2 };
 
@@ -60,6 +61,12 @@ typedef struct chan {
     bool confirmed;  /* Redis said ssubscribe */
     bool dirty;      /* on the dirty list */
     unsigned unsubs; /* our SUNSUBSCRIBEs whose pushes have not come back */
+    /* The last sequence number delivered per publisher (the oldest entry
+     * makes room for a new publisher). */
+    struct {
+        uint64_t node, seq, used;
+    } last[SY_BUS_ORDER_PUBLISHERS];
+    uint64_t uses;
     size_t len;      /* the topic's (without the prefix) */
     char name[];
 } chan_t;
@@ -109,6 +116,7 @@ struct sy_bus {
     bool woken;          /* the wake fd was written and not yet drained */
     unsigned flush_ms;
     atomic_int state;    /* sy_bus_state_t */
+    uint64_t seq;        /* this node's publishes, numbered from 1 (under lock) */
     bus_counters_t c;
 
     /* The thread. */
@@ -352,6 +360,31 @@ static void link_down(void *ctx, sy_bus_link_t *l, const char *err) {
     want_map(b); /* a failover, maybe */
 }
 
+/* True when seq is newer than the last message of publisher `from` on
+ * the channel (which then remembers it). */
+static bool in_order(sy_bus_t *b, const char *topic, size_t len, uint64_t from, uint64_t seq) {
+    chan_t *c = chan_find(b, topic, len, hash_name(topic, len));
+    if (c == NULL)
+        return true; /* not ours any more: the fan-out finds no subscriber */
+    unsigned oldest = 0;
+    c->uses++;
+    for (unsigned i = 0; i < SY_BUS_ORDER_PUBLISHERS; i++) {
+        if (c->last[i].used != 0 && c->last[i].node == from) {
+            if (seq <= c->last[i].seq)
+                return false;
+            c->last[i].seq = seq;
+            c->last[i].used = c->uses;
+            return true;
+        }
+        if (c->last[i].used < c->last[oldest].used)
+            oldest = i;
+    }
+    c->last[oldest].node = from;
+    c->last[oldest].seq = seq;
+    c->last[oldest].used = c->uses;
+    return true;
+}
+
 static void on_smessage(sy_bus_t *b, redisReply *r) {
     redisReply *ch = r->element[1], *msg = r->element[2];
     if (ch->type != REDIS_REPLY_STRING || msg->type != REDIS_REPLY_STRING || ch->len < b->prefix_len ||
@@ -359,10 +392,8 @@ static void on_smessage(sy_bus_t *b, redisReply *r) {
         count(&b->c.ignored, 1);
         return;
     }
-    const uint8_t *payload;
-    size_t plen;
-    unsigned flags;
-    switch (sy_bus_env_read((const uint8_t *)msg->str, msg->len, b->node, &payload, &plen, &flags)) {
+    sy_bus_env_msg_t m;
+    switch (sy_bus_env_read((const uint8_t *)msg->str, msg->len, b->node, &m)) {
     case SY_BUS_ENV_OWN:
         return;
     case SY_BUS_ENV_BAD:
@@ -371,12 +402,18 @@ static void on_smessage(sy_bus_t *b, redisReply *r) {
     case SY_BUS_ENV_DELIVER:
         break;
     }
-    if (plen > b->max_payload) {
+    if (m.len > b->max_payload) {
         count(&b->c.ignored, 1);
         return;
     }
+    const char *topic = ch->str + b->prefix_len;
+    size_t topic_len = ch->len - b->prefix_len;
+    if (m.seq != 0 && !in_order(b, topic, topic_len, m.from, m.seq)) {
+        count(&b->c.late, 1);
+        return;
+    }
     count(&b->c.received, 1);
-    b->deliver(b->deliver_ctx, ch->str + b->prefix_len, ch->len - b->prefix_len, payload, plen, flags);
+    b->deliver(b->deliver_ctx, topic, topic_len, m.payload, m.len, m.flags);
 }
 
 static void link_push(void *ctx, sy_bus_link_t *l, redisReply *r) {
@@ -1022,10 +1059,12 @@ int sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void 
     m->body_len = SY_BUS_ENV_LEN + len;
     memcpy(m->data, b->prefix, b->prefix_len);
     memcpy(m->data + b->prefix_len, topic, topic_len);
-    sy_bus_env_write((uint8_t *)m->data + channel_len, b->node, flags);
     if (len > 0)
         memcpy(m->data + channel_len + SY_BUS_ENV_LEN, data, len);
     pthread_mutex_lock(&b->lock);
+    /* Numbered in queue order (under the lock): the order on the wire. */
+    b->seq++;
+    sy_bus_env_write((uint8_t *)m->data + channel_len, b->node, b->seq, flags);
     if (b->qtail != NULL)
         b->qtail->next = m;
     else

@@ -14,7 +14,12 @@
  * a queue, with an envelope (sy_bus_env.h) naming this node; the bus thread
  * sends it with SPUBLISH <prefix><topic> on the connection of the channel's
  * shard. The node delivered it locally already and skips it when Redis
- * brings it back. Redis pub/sub is at-most-once: while the bus is not up a
+ * brings it back. Each publish carries the node's next sequence number; a
+ * receiver remembers the last one it delivered per publisher and channel
+ * (up to SY_BUS_ORDER_PUBLISHERS publishers each) and drops an older one
+ * that Redis brings later (counted as late): in a failover, a message the
+ * old primary took reaches the new one's subscribers over the cluster bus,
+ * after newer ones published there directly. Redis pub/sub is at-most-once: while the bus is not up a
  * publish is dropped (counted), and the bytes of publishes sent or queued
  * and not yet answered by Redis are capped at max_buffer; past it new
  * publishes are dropped (counted), so a slow or paused Redis cannot grow
@@ -90,6 +95,8 @@ typedef struct sy_bus_opts {
       "Bus publishes dropped: the bus was not up, the buffer toward Redis was full, or Redis did not acknowledge them.") \
     X(ignored, "ignored", "symphony_bus_ignored_total", "counter", \
       "Messages from Redis ignored: outside the prefix, over maxPayload, or a broken envelope.") \
+    X(late, "late", "symphony_bus_late_total", "counter", \
+      "Messages from Redis dropped because a newer one of the same publisher and topic came first (a failover or slot migration reordered them).") \
     X(errors, "errors", "symphony_bus_errors_total", "counter", \
       "Error replies from Redis.") \
     X(reconnects, "reconnects", "symphony_bus_reconnects_total", "counter", \

@@ -27,26 +27,27 @@
 static const uint64_t NODE = 0x0102030405060708ull;
 
 static void envelope(const uint8_t *p, size_t n) {
-    const uint8_t *payload = NULL;
-    size_t plen = 0;
-    unsigned flags = 0;
-    sy_bus_env_kind_t k = sy_bus_env_read(p, n, NODE, &payload, &plen, &flags);
+    sy_bus_env_msg_t m;
+    sy_bus_env_kind_t k = sy_bus_env_read(p, n, NODE, &m);
     if (k == SY_BUS_ENV_DELIVER) {
-        REQUIRE(plen <= n);
-        REQUIRE(plen == 0 || (payload >= p && payload + plen <= p + n));
-        REQUIRE((flags & ~3u) == 0);
-        if (n == 0 || p[0] != SY_BUS_ENV_MAGIC)
-            REQUIRE(payload == p && plen == n);
-        else
-            REQUIRE(plen + SY_BUS_ENV_LEN == n);
+        REQUIRE(m.len <= n);
+        REQUIRE(m.len == 0 || (m.payload >= p && m.payload + m.len <= p + n));
+        REQUIRE((m.flags & ~3u) == 0);
+        if (n == 0 || p[0] != SY_BUS_ENV_MAGIC) {
+            REQUIRE(m.payload == p && m.len == n && m.seq == 0);
+        } else {
+            REQUIRE(m.len + SY_BUS_ENV_LEN == n);
+            REQUIRE(m.seq != 0 && m.from != NODE);
+        }
     }
     if (k == SY_BUS_ENV_OWN) {
         REQUIRE(n >= SY_BUS_ENV_LEN && p[0] == SY_BUS_ENV_MAGIC);
     }
     /* Our own envelope round-trips. */
     uint8_t mine[SY_BUS_ENV_LEN];
-    sy_bus_env_write(mine, NODE, n ? p[0] & 3u : 0);
-    REQUIRE(sy_bus_env_read(mine, sizeof(mine), NODE, &payload, &plen, &flags) == SY_BUS_ENV_OWN);
+    sy_bus_env_write(mine, NODE, 1 + (n ? p[0] : 0), n ? p[0] & 3u : 0);
+    REQUIRE(sy_bus_env_read(mine, sizeof(mine), NODE, &m) == SY_BUS_ENV_OWN);
+    REQUIRE(sy_bus_env_read(mine, sizeof(mine), NODE + 1, &m) == SY_BUS_ENV_DELIVER && m.from == NODE);
 }
 
 static void slot_map(const uint8_t *p, size_t n) {
