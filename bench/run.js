@@ -91,7 +91,7 @@ Populations and timing:
                          50000,60000,...,100000,115000,130000,150000; quick: the named points);
                          none: only the named points, no capacity
   --publish-refine N     publish phase: bisections after the sweep's first failure (default 1)
-  --publish-window S     publish phase: measured window per point (default 10; quick 3)
+  --publish-window S     publish phase: measured window per point (default 15; quick 3)
   --publish-p99 MS       publish phase: the latency bound of the capacity (default 50)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
@@ -167,7 +167,7 @@ function preset(name) {
       bus: { nodes: 3, connections: 300, topics: 10, size: 256, rate: 9000, ramp: 2000, threads: 1, upBound: 15,
         parked: 1, settle: 1, window: 5, outage: 1, resubBound: 10, afterRestart: 3, redisServer: 'redis-server' },
       publish: { connections: 1000, topics: 1000, size: 256, points: [5000, 10000], sweep: [5000, 10000], refine: 0,
-        settle: 1, window: 3, ramp: 5000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
+        warmup: 1, settle: 1, window: 3, ramp: 5000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
       measure: 1,
     };
   }
@@ -185,7 +185,7 @@ function preset(name) {
     // issue 14: 10,000 topics x 1 subscriber, 256 B; the named points and the capacity sweep (publishes/s in total)
     publish: { connections: 10000, topics: 10000, size: 256, points: [50000, 100000],
       sweep: [50000, 60000, 70000, 80000, 90000, 100000, 115000, 130000, 150000], refine: 1,
-      settle: 2, window: 10, ramp: 2000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
+      warmup: 3, settle: 3, window: 15, ramp: 2000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
     measure: 2,
   };
 }

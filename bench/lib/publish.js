@@ -11,7 +11,8 @@
 //     small batches, ~R / 1000 per tick, and each topic's messages are
 //     evenly spaced N / R s apart) and no traffic gate (BENCH_GATE=none:
 //     nothing wraps publish on the hot path);
-//  2. the N connections ramp;
+//  2. the N connections ramp; a warm-up (`warmup` s at the lowest rate, not
+//     measured), then a drain;
 //  3. the rate points, in ascending order: "ctl rate R/N" to the server (the
 //     schedule starts 0.1 s later), `settle` s, then a window of `window` s
 //     whose edges are marked in loadgen (SIGUSR1: due-time latency and
@@ -78,9 +79,12 @@ async function publish(ctx, arm, repeat) {
   const info = { phase: 'publish', arm: arm.name, repeat };
   const maxPoints = c.sweep.length + c.refine + c.points.length;
   const perPoint = 0.1 + c.settle + c.window + c.drainBound + 5;
-  const bound = Math.ceil(rampBound(c.connections, c.ramp) + maxPoints * perPoint + 60);
+  const bound = Math.ceil(rampBound(c.connections, c.ramp) + c.warmup + c.drainBound + maxPoints * perPoint + 60);
+  // No stats lines (statsInterval 0): fanout-server.js's would read the
+  // allocator's arenas and server.stats() on the JS thread every second, a
+  // cost the peers' scripts do not have; the final line still has the stats.
   return withServer(ctx, info, {
-    arm, threads: ctx.cfg.cpuThreads, topics: c.topics, size: c.size, rate: 0, duration: bound,
+    arm, threads: ctx.cfg.cpuThreads, topics: c.topics, size: c.size, rate: 0, duration: bound, statsInterval: 0,
     cpus: ctx.cpus.server, traffic: 'on', gate: 'none', extraArgs: ['--stagger', '1'],
   }, async (server, smp, run) => {
     run.mark(`ramp: ${c.connections} connections, ${c.topics} topics`);
@@ -102,6 +106,29 @@ async function publish(ctx, arm, repeat) {
       const ctl = await server.control('mark');
       return { t, k, proc, ctl };
     };
+    /** Rate 0, then loadgen marked every 0.2 s until an interval brings
+     * nothing (bounded): the seconds it took, or null. */
+    const drain = async () => {
+      await server.control('rate', ['0']);
+      const tStop = now();
+      while (now() - tStop < c.drainBound) {
+        await sleep(0.2);
+        const d = await markAll();
+        const df = await lg.markFigures(d.k);
+        if (df && df.msgs === 0) return now() - tStop;
+      }
+      return null;
+    };
+    // Warm-up, not measured: the lowest rate for `warmup` s right after the
+    // ramp (the first seconds of traffic on fresh connections are not the
+    // steady state), then a drain.
+    const first = Math.min(...c.sweep, ...c.points);
+    if (c.warmup > 0) {
+      run.mark(`warm-up: ${first} publishes/s for ${c.warmup} s`);
+      await server.control('rate', [String(first / c.topics)]);
+      await sleep(c.warmup);
+      await drain();
+    }
     const windows = [];
     for (let step = nextRate(c, windows); step; step = nextRate(c, windows)) {
       const { rate, kind } = step;
@@ -113,21 +140,9 @@ async function publish(ctx, arm, repeat) {
       const w0 = await markAll();
       await sleep(Math.max(0, w0.t + c.window - now()));
       const w1 = await markAll();
-      await server.control('rate', ['0']);
       const f = await lg.markFigures(w1.k);
       if (!f) throw new Error(`${rate}/s: loadgen gave no mark for the window`);
-      // Drain: rate 0, and loadgen marked until an interval brings nothing.
-      const tStop = now();
-      let drainS = null;
-      while (now() - tStop < c.drainBound) {
-        await sleep(0.2);
-        const d = await markAll();
-        const df = await lg.markFigures(d.k);
-        if (df && df.msgs === 0) {
-          drainS = now() - tStop;
-          break;
-        }
-      }
+      const drainS = await drain();
       const T = w1.t - w0.t;
       const cpuS = w0.proc && w1.proc ? w1.proc.cpuS - w0.proc.cpuS : null;
       const userS = w0.proc && w1.proc ? w1.proc.userS - w0.proc.userS : null;
