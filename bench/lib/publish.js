@@ -12,14 +12,17 @@
 //     evenly spaced N / R s apart) and no traffic gate (BENCH_GATE=none:
 //     nothing wraps publish on the hot path);
 //  2. the N connections ramp; a warm-up (`warmup` s at the lowest rate, not
-//     measured), then a drain;
+//     measured), straight into the first point;
 //  3. the rate points, in ascending order: "ctl rate R/N" to the server (the
-//     schedule starts 0.1 s later), `settle` s, then a window of `window` s
-//     whose edges are marked in loadgen (SIGUSR1: due-time latency and
-//     messages of exactly the window), read from /proc (the server's CPU)
-//     and asked of the server ("ctl mark": what it published); then rate 0
-//     and a drain: loadgen marked every 0.2 s until an interval brings no
-//     message (bounded), so no backlog of one point lands in the next;
+//     schedule at the new rate from then), `settle` s, then a window of
+//     `window` s whose edges are marked in loadgen (SIGUSR1: due-time
+//     latency and messages of exactly the window), read from /proc (the
+//     server's CPU) and asked of the server ("ctl mark": what it published).
+//     After a passing point the next rate follows without a pause; after a
+//     failing one, rate 0 and a drain: loadgen marked every 0.2 s until an
+//     interval brings no message (bounded), so its backlog never lands in
+//     the next point (a pause after every point cost every arm a start-up
+//     transient of seconds at the restart);
 //  4. which points: the sweep (`sweep`, ascending) until the first point
 //     that fails (delivered < `minDeliveredPct` or due-p99 > `p99BoundMs`),
 //     then `refine` bisections between the last pass and that failure, then
