@@ -4,7 +4,7 @@
 // populations; the TLS arm's parked and handshakes phases; the JSON shape
 // with permessage-deflate (symphony's and ws's, loadgen inflating); the bus
 // phase (3 processes over a Redis the runner starts: symphony's bus, no bus,
-// the ws + redis relay). It checks the shape of what the runner writes (files, table
+// the ws + redis relay); the publish-heavy phase (N topics x 1 subscriber). It checks the shape of what the runner writes (files, table
 // rows for both arms, the gates printed), not the numbers.
 
 const test = require('node:test');
@@ -210,6 +210,61 @@ test('bench/run.js --quick bus: 3 processes over one Redis, without it, and the 
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
   }
+});
+
+test('bench/run.js --quick publish: publish-heavy, N topics x 1 subscriber, jemalloc and ws arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-publish-'));
+  try {
+    const r = await run(['--quick', '--repeats', '1', '--phases', 'publish', '--arms', 'jemalloc,ws',
+      '--publish-connections', '200', '--publish-rates', '1000,2000', '--publish-window', '2', '--settle', '0.5', '--out', out], RUN_BOUND_S);
+    assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
+    const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
+    for (const arm of ['jemalloc', 'ws']) {
+      const runs = res.runs.filter((x) => x.phase === 'publish' && x.arm === arm);
+      assert.equal(runs.length, 1, `${arm}: ${runs.length} runs`);
+      assert.equal(runs[0].error, undefined, `${arm} failed: ${runs[0].error}`);
+      const f = runs[0].figures;
+      assert.equal(f.connections, 200);
+      assert.equal(f.topics, 200);
+      assert.deepEqual(f.windows.map((w) => w.rate), [1000, 2000]);
+      for (const w of f.windows) {
+        assert.equal(w.open, 200, `${arm} ${w.rate}: every connection open`);
+        assert.ok(w.deliveredPct > 97 && w.deliveredPct < 103, `${arm} ${w.rate}: delivered ${w.deliveredPct}%`);
+        assert.ok(w.publishedPerS > 0.9 * w.rate && w.publishedPerS < 1.1 * w.rate, `${arm} ${w.rate}: published ${w.publishedPerS}/s`);
+        for (const k of ['cpuSPer1M', 'p50Ms', 'p99Ms', 'msgsPerS']) assert.ok(Number.isFinite(w[k]), `${arm} ${w.rate}: ${k} ${w[k]}`);
+        assert.ok(Number.isFinite(w.drainS), `${arm} ${w.rate}: drained`);
+      }
+      assert.ok(f.capacity && ['exact', 'atLeast', 'below'].includes(f.capacity.bound), `${arm}: capacity ${JSON.stringify(f.capacity)}`);
+    }
+    const md = section(fs.readFileSync(path.join(out, 'report.md'), 'utf8'), 'Publish-heavy');
+    assert.ok(md, 'the publish section');
+    for (const arm of ['jemalloc', 'ws']) assert.match(md, new RegExp(`^\\| \\*\\*2,000\\*\\* \\| ${arm} \\| 1 \\| 200 \\|`, 'm'), md);
+    // the three gates, n/a without the uws arm
+    assert.equal((md.match(/^- \*\*n\/a\*\* — publish-heavy/gm) || []).length, 3, md);
+    assert.match(r.stderr, /n\/a +publish-heavy: due-p99 at 2,000 publishes\/s no worse than uWebSockets.js's/);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('bench/lib/publish.js: the order of the rate points and the capacity', () => {
+  const { nextRate, capacityOf } = require('../bench/lib/publish');
+  const c = { sweep: [50, 60, 70, 80, 100], points: [50, 100], refine: 1 };
+  const walk = (passAt) => {
+    const done = [];
+    for (let s = nextRate(c, done); s && done.length < 20; s = nextRate(c, done)) done.push({ ...s, pass: passAt(s.rate) });
+    return done;
+  };
+  // fails from 70 on: 50, 60, 70, then one bisection (65), then the named point 100
+  let done = walk((r) => r < 66);
+  assert.deepEqual(done.map((w) => `${w.rate}:${w.kind}`), ['50:sweep', '60:sweep', '70:sweep', '65:refine', '100:point-only']);
+  assert.deepEqual(capacityOf(done), { rate: 65, bound: 'exact', failedAt: 70 });
+  done = walk(() => true);
+  assert.deepEqual(done.map((w) => w.rate), [50, 60, 70, 80, 100]);
+  assert.deepEqual(capacityOf(done), { rate: 100, bound: 'atLeast' });
+  done = walk(() => false);
+  assert.deepEqual(done.map((w) => `${w.rate}:${w.kind}`), ['50:sweep', '100:point-only']);
+  assert.deepEqual(capacityOf(done), { rate: 50, bound: 'below' });
 });
 
 test('bench --baseline: the twin arms, their checkout, the build check', () => {

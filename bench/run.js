@@ -2,7 +2,7 @@
 'use strict';
 // The benchmark runner (npm run bench). See bench/README.md.
 //
-//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes,json,bus]
+//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes,json,bus,publish]
 //        [--arms jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,...]
 //        [--arm-env NAME=K=V,...] [--repeats 3] [--fixed-order] [--cpus LIST|none]
 //        [--baseline DIR] [--uws-path DIR] [...]
@@ -22,8 +22,10 @@ const report = require('./lib/report');
 const { now, sleep, stamp, fmt, fmtRange, finite, loadgenMakeVars } = require('./lib/util');
 
 const ROOT = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus'];
-// bus (issue 12: several processes over Redis) is opt-in: --phases bus
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish'];
+// bus (issue 12: several processes over Redis) and publish (issue 14:
+// publish-heavy, N topics x 1 subscriber, with a capacity sweep) are opt-in:
+// --phases bus, --phases publish
 const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json'];
 
 const USAGE = `usage: node bench/run.js [options]        (npm run bench -- [options])
@@ -34,14 +36,14 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu,handshakes,json,bus (default: the first five; bus
-                         is opt-in)
+  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish (default: the first
+                         five; bus and publish are opt-in)
   --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,
                          ws-deflate,ws-deflate-defaults,uws,uws-deflate,symphony-bus,
                          symphony-local,ws-redis,uws-redis (default: all; the soak runs the
                          symphony arms without TLS; handshakes only the TLS arms; json jemalloc,
                          ws, uws and the *-deflate arms, which run nothing else; bus only the
-                         last four, which run nothing else)
+                         last four, which run nothing else; publish jemalloc, ws and uws)
   --uws-path DIR         uWebSockets.js to load for the uws arms (a folder with its package;
                          never a dependency): without it they are left out
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
@@ -55,10 +57,11 @@ Selection:
 
 Machine:
   --cpus LIST|none       pin the server to these CPUs (taskset) in every phase, loadgen to the
-                         others; default: the cpu phase pins the server to CPU 0 and loadgen to
-                         the rest, other phases are not pinned; none: never pin
+                         others; default: the cpu, json and publish phases pin the server to
+                         CPU 0 and loadgen to the rest, other phases are not pinned; none: never pin
   --threads N            server IO threads (default 2)
-  --cpu-threads N        server IO threads in the cpu phase (default: the number of server CPUs)
+  --cpu-threads N        server IO threads in the cpu, json and publish phases (default: the
+                         number of server CPUs)
   --sample-hz H          /proc samples per second (default 4)
   --loadgen-max N        connections per loadgen process (default: from the open-file limit)
 
@@ -80,6 +83,16 @@ Populations and timing:
                          again (default 3; quick 1; 0: no restart step)
   --bus-threads N        bus phase: IO threads per symphony process (default 1)
   --redis-server PATH    bus phase: the redis-server binary (default: redis-server on PATH)
+  --publish-connections N  publish phase: connections = topics, one subscriber each
+                         (default 10000; quick 1000)
+  --publish-rates A,B    publish phase: the named points, publishes/s in total (default
+                         50000,100000; quick 5000,10000); the gates compare at the largest
+  --publish-sweep LIST|none  publish phase: the capacity sweep, publishes/s, ascending (default
+                         50000,60000,...,100000,115000,130000,150000; quick: the named points);
+                         none: only the named points, no capacity
+  --publish-refine N     publish phase: bisections after the sweep's first failure (default 1)
+  --publish-window S     publish phase: measured window per point (default 15; quick 3)
+  --publish-p99 MS       publish phase: the latency bound of the capacity (default 50)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -111,7 +124,8 @@ function parseArgs(argv) {
     'cpu-threads', 'sample-hz', 'loadgen-max', 'connections', 'parked-levels', 'peak', 'trough', 'cycles', 'churn',
     'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild',
     'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
-    'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server']);
+    'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
+    'publish-refine', 'publish-window', 'publish-p99']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   return o;
@@ -152,6 +166,8 @@ function preset(name) {
         zeroHold: 4, handoffHold: 120, churn: 0.02, rate: 1, size: 256, topics: 10, ramp: 4000, measure: 1 },
       bus: { nodes: 3, connections: 300, topics: 10, size: 256, rate: 9000, ramp: 2000, threads: 1, upBound: 15,
         parked: 1, settle: 1, window: 5, outage: 1, resubBound: 10, afterRestart: 3, redisServer: 'redis-server' },
+      publish: { connections: 1000, topics: 1000, size: 256, points: [5000, 10000], sweep: [5000, 10000], refine: 0,
+        warmup: 1, settle: 1, window: 3, ramp: 5000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
       measure: 1,
     };
   }
@@ -166,6 +182,10 @@ function preset(name) {
     // 3 × 19,000: what three processes hold under a 20,000 open-file limit (the same in --full)
     bus: { nodes: 3, connections: 19000, topics: 10, size: 256, rate: 100000, ramp: 2000, threads: 1, upBound: 20,
       parked: 3, settle: 3, window: 20, outage: 3, resubBound: 15, afterRestart: 5, redisServer: 'redis-server' },
+    // issue 14: 10,000 topics x 1 subscriber, 256 B; the named points and the capacity sweep (publishes/s in total)
+    publish: { connections: 10000, topics: 10000, size: 256, points: [50000, 100000],
+      sweep: [50000, 60000, 70000, 80000, 90000, 100000, 115000, 130000, 150000], refine: 1,
+      warmup: 3, settle: 3, window: 15, ramp: 2000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
     measure: 2,
   };
 }
@@ -315,6 +335,7 @@ async function main() {
     cfg.soak.trough = Math.max(1, Math.round(N / 10));
     cfg.cpu.connections = N;
     cfg.json.connections = N;
+    cfg.publish.connections = cfg.publish.topics = N;
   }
   const lv = list(o, 'parked-levels');
   if (lv) {
@@ -333,7 +354,9 @@ async function main() {
   if (cfg.soak.troughHold < cfg.soak.afterDrop + cfg.soak.measure) cfg.soak.afterDrop = Math.max(1, cfg.soak.troughHold - cfg.soak.measure - 1);
   cfg.parked.active = num(o, 'active', 1, 3600) ?? cfg.parked.active;
   const settle = num(o, 'settle', 0.5, 600);
-  if (settle !== undefined) cfg.parked.idle = cfg.parked.settle = cfg.cpu.settle = cfg.json.idle = cfg.json.parked = cfg.json.settle = settle;
+  if (settle !== undefined) {
+    cfg.parked.idle = cfg.parked.settle = cfg.cpu.settle = cfg.json.idle = cfg.json.parked = cfg.json.settle = cfg.publish.settle = settle;
+  }
   cfg.json.connections = int(o, 'json-connections', 1, 1e6) ?? cfg.json.connections;
   cfg.json.rate = num(o, 'json-rate', 0.1, 1000) ?? cfg.json.rate;
   cfg.json.window = num(o, 'json-window', 2, 3600) ?? cfg.json.window;
@@ -350,8 +373,29 @@ async function main() {
   cfg.bus.threads = int(o, 'bus-threads', 1, 64) ?? cfg.bus.threads;
   if (o['redis-server']) cfg.bus.redisServer = o['redis-server'];
   if (cfg.bus.connections < cfg.bus.topics) throw new Error('--bus-connections must be at least --bus-topics (every topic subscribed on every node)');
+  const pc = int(o, 'publish-connections', 1, 1e6);
+  if (pc !== undefined) cfg.publish.connections = cfg.publish.topics = pc;
+  const rateList = (k) => {
+    const v = list(o, k);
+    if (!v) return null;
+    if (v.length === 1 && v[0] === 'none') return [];
+    const r = v.map(Number);
+    if (r.some((x) => !Number.isInteger(x) || x < 1 || x > 1e7)) throw new Error(`--${k} wants publishes/s in total, integers 1..10000000`);
+    return [...new Set(r)].sort((a, b) => a - b);
+  };
+  const pr = rateList('publish-rates');
+  if (pr) {
+    if (!pr.length) throw new Error('--publish-rates needs at least one rate');
+    cfg.publish.points = pr;
+    if (o['publish-sweep'] === undefined && o.quick) cfg.publish.sweep = pr.slice();
+  }
+  const ps = rateList('publish-sweep');
+  if (ps) cfg.publish.sweep = ps;
+  cfg.publish.refine = int(o, 'publish-refine', 0, 10) ?? cfg.publish.refine;
+  cfg.publish.window = num(o, 'publish-window', 1, 3600) ?? cfg.publish.window;
+  cfg.publish.p99BoundMs = num(o, 'publish-p99', 0.1, 1e5) ?? cfg.publish.p99BoundMs;
   const ramp = num(o, 'ramp', 1, 1e6);
-  if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = ramp;
+  if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = cfg.publish.ramp = ramp;
   cfg.cpu.rampTrafficOff = true; // the cpu phase ramps with the traffic gate off
   cfg.threads = int(o, 'threads', 1, 64) ?? 2;
   cfg.sampleHz = num(o, 'sample-hz', 0.5, 50) ?? 4;
@@ -373,7 +417,7 @@ async function main() {
   const noPin = { server: null, loadgen: null, n: nproc };
   const cpuPin = o.cpus === 'none' ? noPin : pinAll || (taskset && nproc >= 2
     ? { server: '0', loadgen: Array.from({ length: nproc - 1 }, (_, i) => i + 1).join(','), n: 1 } : noPin);
-  const pinFor = (phase) => (phase === 'cpu' || phase === 'json' ? cpuPin : pinAll || noPin);
+  const pinFor = (phase) => (phase === 'cpu' || phase === 'json' || phase === 'publish' ? cpuPin : pinAll || noPin);
   // The bus phase: Redis and the redis npm client, checked before anything runs.
   const busArms = phaseList.includes('bus') ? arms.filter((a) => phasesOf(a).includes('bus')) : [];
   let redis = null;
@@ -391,7 +435,7 @@ async function main() {
   cfg.cpuThreads = int(o, 'cpu-threads', 1, 64) ?? (cpuPin.server ? cpuPin.n : cfg.threads);
   const pinningNote = o.cpus === 'none' ? 'none (--cpus none)'
     : pinAll ? `server on CPU ${pinAll.server}, loadgen on ${pinAll.loadgen || 'the same CPUs (no other CPU)'} in every phase (taskset)`
-      : cpuPin.server ? `cpu and json phases: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
+      : cpuPin.server ? `cpu, json and publish phases: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
         : `not pinned (${taskset ? `${nproc} CPU` : 'taskset not available'})`;
 
   // Logging (into run.log too, once the folder exists)
@@ -422,14 +466,15 @@ async function main() {
   const self = fdLimits('self');
   const soakPeak = phaseList.includes('soak') ? cfg.soak.peak : 0;
   const busPerNode = phaseList.includes('bus') ? cfg.bus.connections : 0;
-  const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections, cfg.json.connections, busPerNode)));
+  const pubConns = phaseList.includes('publish') ? cfg.publish.connections : 0;
+  const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections, cfg.json.connections, busPerNode, pubConns)));
   const serverCap = probe.soft - probe.idleFds - reserve;
   const lgHard = self.hard;
   cfg.shardMax = int(o, 'loadgen-max', 10, 1e6) ?? Math.max(100, lgHard - 8 - reserve);
   let populationNote = `the server's open-file limit is ${fmt(probe.soft)} (hard ${fmt(probe.hard)}), ${probe.idleFds} in use at idle; `
     + `with ${reserve} kept spare for churn and closing sockets, one server process holds at most ${fmt(serverCap)} connections`;
   const wanted = Math.max(phaseList.includes('parked') ? cfg.parked.levels[cfg.parked.levels.length - 1] : 0, soakPeak,
-    phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0, busPerNode);
+    phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0, busPerNode, pubConns);
   if (presetName === 'full' && wanted > serverCap) {
     throw new Error(`--full needs ${fmt(wanted)} connections in one server process, but its open-file limit allows ${fmt(serverCap)} here `
       + `(soft ${probe.soft}, hard ${probe.hard}; raising it needs CAP_SYS_RESOURCE or a higher hard limit: ulimit -Hn). `
@@ -458,6 +503,10 @@ async function main() {
   if (phaseList.includes('cpu')) cfg.cpu.connections = cap(cfg.cpu.connections, 'cpu connections');
   if (phaseList.includes('json')) cfg.json.connections = cap(cfg.json.connections, 'json connections');
   if (phaseList.includes('bus')) cfg.bus.connections = cap(cfg.bus.connections, 'bus connections per process');
+  if (phaseList.includes('publish')) {
+    const p = cap(cfg.publish.connections, 'publish connections (= topics)');
+    cfg.publish.connections = cfg.publish.topics = p;
+  }
   populationNote += capped.length ? `; **capped**: ${capped.join('; ')}.` : `; the populations asked for (largest ${fmt(wanted)}) fit, nothing capped.`;
   if (cfg.shardMax < wanted) populationNote += ` loadgen is sharded: at most ${fmt(cfg.shardMax)} connections per process.`;
   cfg.sources = Math.min(64, Math.max(4, Math.ceil(Math.max(wanted, 1) / 3000)));
@@ -537,7 +586,8 @@ async function main() {
 
   const runs = [];
   const tStart = now();
-  const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json, bus: phases.bus };
+  const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json, bus: phases.bus,
+    publish: phases.publish };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
     const phaseArms = arms.filter((a) => phasesOf(a).includes(phase));
@@ -625,6 +675,12 @@ function brief(phase, f) {
     const r = f.restart;
     return `${k(f.heldMin)} held; ${f.windows.map(w).join('; ')}`
       + `${r ? `; Redis restart: resubscribed ${k(r.resubscribeS === null ? null : r.resubscribeS * 1000)} ms, delivering again ${k(r.resumedS === null ? null : r.resumedS * 1000)} ms, dups ${k(r.dups + r.back)}` : ''}`;
+  }
+  if (phase === 'publish') {
+    const cap = f.capacity;
+    return `${k(f.connections)} topics × 1: ${f.windows.map((w) => `${k(w.rate / 1000)}k/s ${k(w.deliveredPct, 1)}%, ${k(w.cpuSPer1M, 2)} CPU-s/1M, `
+      + `p50/p99 ${k(w.p50Ms, 1)}/${k(w.p99Ms, 1)} ms${w.pass ? '' : ' ✗'}`).join('; ')}`
+      + `; capacity (p99 ≤ ${k(f.p99BoundMs)} ms) ${cap.rate === null ? '–' : `${cap.bound === 'atLeast' ? '≥ ' : cap.bound === 'below' ? '< ' : ''}${k(cap.rate)}/s`}`;
   }
   if (phase === 'soak') {
     return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;

@@ -23,6 +23,7 @@ const BUILTIN = {
     allocator: 'jemalloc',
     soak: true,
     json: true,
+    publish: true,
   },
   system: {
     name: 'system',
@@ -69,8 +70,9 @@ const BUILTIN = {
     gate: 'ws',
     env: {},
     allocator: null,
-    soak: false, // parked, cpu and json phases
+    soak: false, // parked, cpu, json and publish phases
     json: true,
+    publish: true,
   },
   // The JSON shape's arms (the json phase only): permessage-deflate on.
   'jemalloc-deflate': {
@@ -112,7 +114,7 @@ const BUILTIN = {
     env: {},
     allocator: null,
     uws: true,
-    phases: ['parked', 'cpu', 'json'],
+    phases: ['parked', 'cpu', 'json', 'publish'],
   },
   // The bus phase (issue 12): several server processes as one fan-out over
   // Redis, or each on its own (symphony-local). `bus`: 'native' (symphony's
@@ -178,10 +180,11 @@ const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls
   'symphony-bus', 'symphony-local', 'ws-redis', 'uws-redis'];
 
 /** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak
- * arms), handshakes (TLS arms) and json (json arms). */
+ * arms), handshakes (TLS arms), json (json arms) and publish (publish arms). */
 function phasesOf(arm) {
   if (arm.phases) return arm.phases;
-  return ['parked', 'cpu', ...(arm.soak ? ['soak'] : []), ...(arm.tls ? ['handshakes'] : []), ...(arm.json ? ['json'] : [])];
+  return ['parked', 'cpu', ...(arm.soak ? ['soak'] : []), ...(arm.tls ? ['handshakes'] : []), ...(arm.json ? ['json'] : []),
+    ...(arm.publish ? ['publish'] : [])];
 }
 
 /** The uWebSockets.js folder of --uws-path, checked: it loads here (the

@@ -666,5 +666,7 @@ async function soak(ctx, arm, repeat) {
 
 // The bus phase (several processes over Redis) lives in its own file.
 const { bus } = require('./bus');
+// The publish phase (issue 14: publish-heavy, N topics x 1 subscriber) too.
+const { publish } = require('./publish');
 
-module.exports = { parked, cpu, soak, handshakes, json, bus, withServer, median };
+module.exports = { parked, cpu, soak, handshakes, json, bus, publish, withServer, median };

@@ -103,6 +103,7 @@ function gates(runs, armNames) {
     out.push({ name: tlsName, result: 'n/a', figures: 'the parked phase did not run for jemalloc-tls' });
   }
   out.push(...busGates(runs));
+  out.push(...publishGates(runs));
   return out.map(({ name, result, figures }) => ({ name, result, figures }));
 }
 
@@ -216,6 +217,95 @@ function busGates(runs) {
         + `${resumed.n < rs.length ? ' (not in every repeat)' : ''}` });
   } else {
     na(resubName, 'needs the symphony-bus arm with the restart step (--bus-outage > 0)');
+  }
+  return out;
+}
+
+// ---- the publish phase's targets (issue 14) ------------------------------------
+
+const PUB_OURS = 'jemalloc';
+const PUB_PEER = 'uws';
+// The names of publishGates() (the report lists them again in the publish section).
+const PUB_GATE_RE = /^publish-heavy/;
+
+function publishRuns(runs) {
+  return runs.filter((r) => r.phase === 'publish' && r.figures);
+}
+
+/** The window of a publish run at `rate` publishes/s. */
+function pubWin(r, rate) {
+  return r.figures.windows.find((w) => w.rate === rate) || null;
+}
+
+/** A capacity as text: "≥ 150,000", "< 50,000", "90,000". */
+function capText(cap) {
+  if (!cap || cap.rate === null || cap.rate === undefined) return '–';
+  return `${cap.bound === 'atLeast' ? '≥ ' : cap.bound === 'below' ? '< ' : ''}${fmt(cap.rate)}`;
+}
+
+/**
+ * Issue 14's targets, as gates: only when the publish phase ran. symphony
+ * (jemalloc) against uWebSockets.js (uws), medians over repeats: due-p99
+ * at the largest named rate no worse; CPU per delivered message ≤ 0.95x at
+ * every named rate; latency-bound capacity ≥ 1.15x (when the sweep ran).
+ */
+function publishGates(runs) {
+  if (!runs.some((r) => r.phase === 'publish')) return [];
+  const list = publishRuns(runs);
+  const of = (arm) => list.filter((r) => r.arm === arm);
+  const med = (arm, f) => summarize(of(arm).map(f));
+  const out = [];
+  const na = (name, why) => out.push({ name, result: 'n/a', figures: why });
+  const rates = [...new Set(list.flatMap((r) => r.figures.windows.filter((w) => w.kind !== 'refine').map((w) => w.rate)))];
+  const named = list.length && list[0].figures.points ? list[0].figures.points : rates;
+  const hi = named.length ? Math.max(...named) : null;
+  const need = `needs the ${PUB_OURS} and ${PUB_PEER} arms (--uws-path)`;
+  const both = of(PUB_OURS).length && of(PUB_PEER).length;
+
+  const p99Name = `publish-heavy: due-p99 at ${hi === null ? 'the largest rate' : `${fmt(hi)} publishes/s`} no worse than uWebSockets.js's (${PUB_OURS} vs ${PUB_PEER})`;
+  const pick = (rate, k) => (r) => (pubWin(r, rate) ? pubWin(r, rate)[k] : null);
+  if (both && hi !== null) {
+    const a = med(PUB_OURS, pick(hi, 'p99Ms'));
+    const b = med(PUB_PEER, pick(hi, 'p99Ms'));
+    const ok = finite(a.median) && finite(b.median) && a.median <= b.median;
+    out.push({ name: p99Name, result: finite(a.median) && finite(b.median) ? (ok ? 'PASS' : 'FAIL') : 'n/a',
+      figures: `${PUB_OURS} ${fmtRange(a, 2, ' ms')} vs ${PUB_PEER} ${fmtRange(b, 2, ' ms')}${finite(a.median) && finite(b.median) && b.median > 0 ? ` (${fmt(a.median / b.median, 2)}x)` : ''}; `
+        + `p50 ${fmtRange(med(PUB_OURS, pick(hi, 'p50Ms')), 2, ' ms')} vs ${fmtRange(med(PUB_PEER, pick(hi, 'p50Ms')), 2, ' ms')}; `
+        + `delivered ${fmtRange(med(PUB_OURS, pick(hi, 'deliveredPct')), 1, '%')} vs ${fmtRange(med(PUB_PEER, pick(hi, 'deliveredPct')), 1, '%')}` });
+  } else {
+    na(p99Name, need);
+  }
+
+  const cpuName = `publish-heavy: CPU per delivered message ≤ 0.95x uWebSockets.js's at ${named.map((x) => fmt(x)).join(' and ')} publishes/s (${PUB_OURS} vs ${PUB_PEER})`;
+  if (both && named.length) {
+    const cmp = named.map((rate) => {
+      const a = med(PUB_OURS, pick(rate, 'cpuSPer1M'));
+      const b = med(PUB_PEER, pick(rate, 'cpuSPer1M'));
+      const ratio = finite(a.median) && finite(b.median) && b.median > 0 ? a.median / b.median : null;
+      return { rate, a, b, ratio };
+    });
+    const ok = cmp.every((x) => finite(x.ratio) && x.ratio <= 0.95);
+    out.push({ name: cpuName, result: cmp.every((x) => finite(x.ratio)) ? (ok ? 'PASS' : 'FAIL') : 'n/a',
+      figures: cmp.map((x) => `${fmt(x.rate)}/s: ${fmtRange(x.a, 2, ' s')} vs ${fmtRange(x.b, 2, ' s')} per 1M = ${fmt(x.ratio, 3)}x`).join('; ') + ' (limit 0.95x)' });
+  } else {
+    na(cpuName, need);
+  }
+
+  const capName = `publish-heavy: latency-bound capacity (largest rate with due-p99 ≤ ${list.length ? fmt(list[0].figures.p99BoundMs) : '50'} ms, delivered ≥ 99%) ≥ 1.15x uWebSockets.js's`;
+  const caps = (arm) => of(arm).map((r) => r.figures.capacity).filter((c) => c && c.rate !== null);
+  if (both && caps(PUB_OURS).length && caps(PUB_PEER).length) {
+    const a = summarize(caps(PUB_OURS).map((c) => c.rate));
+    const b = summarize(caps(PUB_PEER).map((c) => c.rate));
+    const bounded = (arm) => caps(arm).filter((c) => c.bound !== 'exact').map((c) => capText(c));
+    const loose = [...bounded(PUB_OURS).map((x) => `${PUB_OURS} ${x}`), ...bounded(PUB_PEER).map((x) => `${PUB_PEER} ${x}`)];
+    const ratio = a.median / b.median;
+    // A bound (every sweep point passed, or the first failed) makes the ratio a bound too: n/a unless it decides.
+    const result = loose.length ? 'n/a' : ratio >= 1.15 ? 'PASS' : 'FAIL';
+    out.push({ name: capName, result,
+      figures: `${PUB_OURS} ${fmtRange(a, 0, '/s')} vs ${PUB_PEER} ${fmtRange(b, 0, '/s')}: ${fmt(ratio, 2)}x (limit 1.15x)`
+        + `${loose.length ? `; not exact (the sweep's edge): ${loose.join(', ')}` : ''}` });
+  } else {
+    na(capName, both ? 'needs the capacity sweep (--publish-sweep)' : need);
   }
   return out;
 }
@@ -766,6 +856,59 @@ function markdown(res) {
     P();
   }
 
+  if (phasesRun.has('publish')) {
+    const c = meta.cfg.publish;
+    const list = publishRuns(runs);
+    const pin = list.length ? list[0].figures.pin : null;
+    P(`## Publish-heavy: ${fmt(c.topics)} topics × 1 subscriber (publish)`);
+    P();
+    P(`A fresh server per run, ${pin && pin.server ? `pinned to CPU ${pin.server} with ${meta.cfg.cpuThreads} IO thread(s)` : 'not pinned'}, `
+      + `loadgen ${pin && pin.loadgen ? `on CPU ${pin.loadgen}` : 'not pinned'}: ${fmt(c.connections)} connections ramp (no traffic), connection n subscribes topic n `
+      + `(${fmt(c.topics)} topics, ${fmt(c.connections / c.topics)} subscriber(s) each), then the JS thread publishes R messages/s in total of ${c.size} B (binary, the due time first). `
+      + 'The schedule is the same code for every arm (bench/lib/server-cli.js, `--stagger 1`): the topics take turns, message m goes to topic m mod N and is due at '
+      + 'start + (m + 1) / R; the 1 ms timer publishes whatever has come due (~R / 1000 per tick), so each topic\'s messages are evenly spaced N / R s apart and no tick '
+      + `publishes a round of every topic. Each rate point: ${c.settle} s settle, a window of ${c.window} s (its edges marked in loadgen, /proc and the server); `
+      + `after a warm-up of ${c.warmup} s the points follow each other without a pause, except after a failing one: rate 0 until loadgen receives nothing (the drain). Points in ascending order: the sweep until the first point that fails `
+      + `(delivered < ${c.minDeliveredPct}% or due-p99 > ${c.p99BoundMs} ms), ${c.refine} bisection(s) between the last pass and that failure, then the named points `
+      + `(${c.points.map((x) => fmt(x)).join(', ')}/s) if not measured yet. _capacity_ = the largest passing rate below the first failure (≥: every sweep point passed; <: the first failed).`);
+    P();
+    const rates = [...new Set(list.flatMap((r) => r.figures.windows.map((w) => w.rate)))].sort((x, y) => x - y);
+    const rows = [];
+    for (const rate of rates) {
+      for (const a of arms) {
+        const l = list.filter((r) => r.arm === a).map((r) => pubWin(r, rate)).filter(Boolean).map((w) => ({ figures: w }));
+        if (!l.length) continue;
+        const x = (f, d) => fmtRange(S(l, (r) => f(r.figures)), d);
+        const named = c.points.includes(rate);
+        const limited = l.some((r) => r.figures.loadgenLimited);
+        rows.push([`${named ? '**' : ''}${fmt(rate)}${named ? '**' : ''}`, a, `${l.length}`, x((w) => w.open), x((w) => w.publishedPerS), x((w) => w.msgsPerS),
+          x((w) => w.deliveredPct, 2), x((w) => w.serverCores, 3), x((w) => w.userSharePct, 1), x((w) => w.cpuSPer1M, 2),
+          x((w) => w.p50Ms, 2), x((w) => w.p99Ms, 2), x((w) => w.p999Ms, 2), x((w) => w.maxMs, 1),
+          `${x((w) => w.loadgenCpuPct, 0)}${limited ? ' **loadgen-limited**' : ''}`,
+          l.every((r) => r.figures.pass) ? 'yes' : l.some((r) => r.figures.pass) ? 'some repeats' : 'no']);
+      }
+    }
+    P(table(['publishes/s', 'arm', 'runs', 'connections', 'published/s', 'delivered msg/s', 'delivered %', 'server cores', 'user-space %',
+      'CPU-s per 1M delivered', 'due-p50 ms', 'due-p99 ms', 'due-p99.9 ms', 'max ms', 'loadgen CPU %', `p99 ≤ ${c.p99BoundMs} ms and ≥ ${c.minDeliveredPct}%`], rows));
+    P('Named points in bold; the others are the capacity sweep (an arm stops climbing at its first failure, so not every arm has every rate; _runs_ = repeats with that point). '
+      + '_delivered %_ = messages received ÷ (R × window × subscribers per topic); _published/s_ = the server\'s own count of publish calls over the window; '
+      + '_CPU-s per 1M_ = the server process\'s CPU (/proc utime + stime at the window\'s edges: every thread, and the kernel\'s loopback receive work for the client sockets) per 1M delivered; '
+      + 'latency = due time (stamped in the message) to client receive over exactly the window. Medians over repeats (min–max).');
+    P();
+    const crow = [];
+    for (const a of arms) {
+      const l = list.filter((r) => r.arm === a);
+      if (!l.length) continue;
+      crow.push([a, l.map((r) => capText(r.figures.capacity)).join(', '), fmtRange(summarize(l.map((r) => (r.figures.capacity ? r.figures.capacity.rate : null))), 0),
+        l.map((r) => r.figures.windows.length).join(', ')]);
+    }
+    P(table(['arm', `capacity per repeat (publishes/s, p99 ≤ ${c.p99BoundMs} ms)`, 'median (min–max)', 'points measured per repeat'], crow));
+    P('Targets (issue 14), as gates:');
+    P();
+    for (const g of res.gates.filter((x) => PUB_GATE_RE.test(x.name))) P(`- **${g.result}** — ${g.name}: ${g.figures}`);
+    P();
+  }
+
   if (res.baselineComparison && res.baselineComparison.length) {
     P('## This code vs the baseline');
     P();
@@ -821,4 +964,4 @@ function build(res) {
   return { md: markdown(res), charts: charts(res.runs, arms), gates: res.gates, targets: res.targets, baselineComparison: res.baselineComparison };
 }
 
-module.exports = { build, gates, jsonTargets };
+module.exports = { build, gates, jsonTargets, publishGates };

@@ -24,7 +24,9 @@ const SPEC = {
   // 1: the topics take turns instead of publishing together: topic g's
   // message n is due at t0 + (n * topics + g + 1) / (rate * topics), so one
   // publish goes out every 1 / (rate * topics) s (the bus phase: a round of
-  // every topic at once would make latency the queue of that round)
+  // every topic at once would make latency the queue of that round; the
+  // publish phase: N topics x 1 subscriber, the 1 ms timer publishing
+  // ~rate * topics / 1000 per tick)
   stagger: { env: 'STAGGER', def: 0, min: 0, max: 1 },
   // a Redis URL: the server is one node of a fan-out over Redis (the bus
   // phase; fanout-server.js: symphony's bus option; ws-server.js and
