@@ -53,34 +53,6 @@ static bool get_array(napi_env env, napi_value obj, const char *key, uint32_t *n
            sy_napi_ok(env, napi_get_array_length(env, *arr, n), "napi_get_array_length");
 }
 
-static bool get_str(napi_env env, napi_value v, const char *name, char **out) {
-    napi_valuetype t;
-    size_t len = 0;
-    *out = NULL;
-    if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
-        return false;
-    if (t == napi_null || t == napi_undefined)
-        return true;
-    if (t != napi_string) {
-        sy_napi_throw_type(env, name, "of type string");
-        return false;
-    }
-    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), "napi_get_value_string_utf8"))
-        return false;
-    if ((*out = sy_malloc(len + 1)) == NULL) {
-        sy_napi_throw_oom(env, NULL);
-        return false;
-    }
-    return sy_napi_ok(env, napi_get_value_string_utf8(env, v, *out, len + 1, &len), "napi_get_value_string_utf8");
-}
-
-static bool get_named_str(napi_env env, napi_value obj, const char *key, char **out) {
-    napi_value v;
-    *out = NULL;
-    return sy_napi_ok(env, napi_get_named_property(env, obj, key, &v), "napi_get_named_property") &&
-           get_str(env, v, key, out);
-}
-
 static bool get_named_int(napi_env env, napi_value obj, const char *key, int64_t min, int64_t max, int64_t *out) {
     napi_value v;
     return sy_napi_ok(env, napi_get_named_property(env, obj, key, &v), "napi_get_named_property") &&
@@ -102,9 +74,9 @@ static bool get_tls(napi_env env, napi_value opts, sy_bus_opts_t *o) {
     char *ca = NULL, *cert = NULL, *key = NULL, *pass = NULL, *servername = NULL;
     bool verify = true, ok = false;
     napi_value rv;
-    if (get_named_str(env, v, "ca", &ca) && get_named_str(env, v, "cert", &cert) &&
-        get_named_str(env, v, "key", &key) && get_named_str(env, v, "passphrase", &pass) &&
-        get_named_str(env, v, "servername", &servername) &&
+    if (sy_napi_get_named_string(env, v, "ca", &ca) && sy_napi_get_named_string(env, v, "cert", &cert) &&
+        sy_napi_get_named_string(env, v, "key", &key) && sy_napi_get_named_string(env, v, "passphrase", &pass) &&
+        sy_napi_get_named_string(env, v, "servername", &servername) &&
         sy_napi_ok(env, napi_get_named_property(env, v, "rejectUnauthorized", &rv), "napi_get_named_property") &&
         sy_napi_get_bool(env, rv, "bus.tls.rejectUnauthorized", &verify)) {
         sy_tls_cert_t c = {.cert_pem = cert, .cert_len = cert ? strlen(cert) : 0,
@@ -160,7 +132,7 @@ napi_value sy_binding_bus_set(napi_env env, sy_server_t *srv, napi_value opts, n
     for (uint32_t i = 0; i < nh; i++) {
         int64_t p;
         if (!sy_napi_ok(env, napi_get_element(env, hosts_v, i, &v), "napi_get_element") ||
-            !get_str(env, v, "bus.url", &hosts[i]) ||
+            !sy_napi_get_string(env, v, "bus.url", &hosts[i]) ||
             !sy_napi_ok(env, napi_get_element(env, ports_v, i, &v), "napi_get_element") ||
             !sy_napi_get_int64(env, v, "bus.url", 1, 65535, &p))
             goto done;
@@ -171,8 +143,8 @@ napi_value sy_binding_bus_set(napi_env env, sy_server_t *srv, napi_value opts, n
         ports[i] = (uint16_t)p;
     }
     if (!sy_napi_ok(env, napi_get_named_property(env, opts, "cluster", &v), "napi_get_named_property") ||
-        !sy_napi_get_bool(env, v, "bus.cluster", &cluster) || !get_named_str(env, opts, "prefix", &prefix) ||
-        !get_named_str(env, opts, "user", &user) || !get_named_str(env, opts, "pass", &pass) ||
+        !sy_napi_get_bool(env, v, "bus.cluster", &cluster) || !sy_napi_get_named_string(env, opts, "prefix", &prefix) ||
+        !sy_napi_get_named_string(env, opts, "user", &user) || !sy_napi_get_named_string(env, opts, "pass", &pass) ||
         !get_named_int(env, opts, "maxBuffer", 1, (int64_t)1 << 40, &max_buffer) ||
         !get_named_int(env, opts, "connectTimeout", 1, 3600000, &connect_timeout) ||
         !get_named_int(env, opts, "backoffMin", 1, 3600000, &bmin) ||

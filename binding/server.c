@@ -417,35 +417,6 @@ static bool opt_int(napi_env env, napi_value obj, sy_option_t opt, int64_t *out)
            sy_napi_get_int64(env, v, OPTIONS[opt].name, OPTIONS[opt].min, OPTIONS[opt].max, out);
 }
 
-/* Reads a string option; NULL when null/undefined. *out is sy_malloc'ed. */
-static bool opt_string(napi_env env, napi_value obj, const char *key, char **out) {
-    napi_value v;
-    napi_valuetype t;
-    *out = NULL;
-    if (!opt_get(env, obj, key, &v) || !sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
-        return false;
-    if (t == napi_null || t == napi_undefined)
-        return true;
-    if (t != napi_string) {
-        sy_napi_throw_type(env, key, "of type string");
-        return false;
-    }
-    size_t len = 0;
-    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), "napi_get_value_string_utf8"))
-        return false;
-    *out = sy_malloc(len + 1);
-    if (*out == NULL) {
-        sy_napi_throw_oom(env, NULL);
-        return false;
-    }
-    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, *out, len + 1, &len), "napi_get_value_string_utf8")) {
-        sy_free(*out);
-        *out = NULL;
-        return false;
-    }
-    return true;
-}
-
 /* serverCreate(opts) -> handle. The events' callback is given to
  * serverListen, which keeps it in the thread-safe function. */
 static napi_value server_create(napi_env env, napi_callback_info info) {
@@ -473,7 +444,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         !opt_int(env, argv[0], OPT_compressThreshold, &z_threshold))
         return NULL;
     char *host = NULL, *path = NULL;
-    if (!opt_string(env, argv[0], "host", &host) || !opt_string(env, argv[0], "path", &path)) {
+    if (!sy_napi_get_named_string(env, argv[0], "host", &host) || !sy_napi_get_named_string(env, argv[0], "path", &path)) {
         sy_free(host);
         return NULL;
     }
@@ -831,8 +802,8 @@ static void cert_in_free(cert_in_t *c) {
 static bool cert_in_get(napi_env env, napi_value obj, cert_in_t *c) {
     napi_value v;
     return opt_get(env, obj, "cert", &v) && get_bytes(env, v, "tls.cert", &c->cert) && opt_get(env, obj, "key", &v) &&
-           get_bytes(env, v, "tls.key", &c->key) && opt_string(env, obj, "passphrase", &c->passphrase) &&
-           opt_string(env, obj, "servername", &c->servername);
+           get_bytes(env, v, "tls.key", &c->key) && sy_napi_get_named_string(env, obj, "passphrase", &c->passphrase) &&
+           sy_napi_get_named_string(env, obj, "servername", &c->servername);
 }
 
 /* serverSetTls(handle, certs, ca) -> undefined. certs: an array, the default

@@ -1,6 +1,8 @@
 /* sy_napi — see sy_napi.h. */
 #include "sy_napi.h"
 
+#include "sy_alloc.h"
+
 #include <stdio.h>
 
 bool sy_napi_ok(napi_env env, napi_status status, const char *what) {
@@ -149,4 +151,37 @@ bool sy_napi_set_function(napi_env env, napi_value obj, const char *key, napi_ca
     napi_value v;
     return sy_napi_ok(env, napi_create_function(env, key, NAPI_AUTO_LENGTH, fn, data, &v), "napi_create_function") &&
            sy_napi_set_value(env, obj, key, v);
+}
+
+bool sy_napi_get_string(napi_env env, napi_value v, const char *name, char **out) {
+    napi_valuetype t;
+    size_t len = 0;
+    *out = NULL;
+    if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t == napi_null || t == napi_undefined)
+        return true;
+    if (t != napi_string) {
+        sy_napi_throw_type(env, name, "of type string");
+        return false;
+    }
+    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), "napi_get_value_string_utf8"))
+        return false;
+    if ((*out = sy_malloc(len + 1)) == NULL) {
+        sy_napi_throw_oom(env, NULL);
+        return false;
+    }
+    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, *out, len + 1, &len), "napi_get_value_string_utf8")) {
+        sy_free(*out);
+        *out = NULL;
+        return false;
+    }
+    return true;
+}
+
+bool sy_napi_get_named_string(napi_env env, napi_value obj, const char *key, char **out) {
+    napi_value v;
+    *out = NULL;
+    return sy_napi_ok(env, napi_get_named_property(env, obj, key, &v), "napi_get_named_property") &&
+           sy_napi_get_string(env, v, key, out);
 }

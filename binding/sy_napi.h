@@ -35,6 +35,11 @@ bool sy_napi_args(napi_env env, napi_callback_info info, size_t min, size_t *arg
                   napi_value *argv, napi_value *this_arg);
 
 bool sy_napi_get_bool(napi_env env, napi_value v, const char *name, bool *out);
+/* A string copied into *out (sy_malloc'ed, NUL-terminated; the caller
+ * frees it), or *out = NULL for null or undefined. */
+bool sy_napi_get_string(napi_env env, napi_value v, const char *name, char **out);
+/* The same for obj[key] (key also names it in errors). */
+bool sy_napi_get_named_string(napi_env env, napi_value obj, const char *key, char **out);
 /* A number that is an integer within [min, max]. */
 bool sy_napi_get_int64(napi_env env, napi_value v, const char *name, int64_t min, int64_t max,
                        int64_t *out);

@@ -167,6 +167,17 @@ static uint64_t hash_name(const char *s, size_t len) {
 
 /* ---- channels ------------------------------------------------------- */
 
+/* prefix + name (not NUL-terminated, prefix_len + len bytes; sy_free it),
+ * or NULL without memory. */
+static char *channel_name(const sy_bus_t *b, const char *name, size_t len) {
+    char *s = sy_malloc(b->prefix_len + len);
+    if (s != NULL) {
+        memcpy(s, b->prefix, b->prefix_len);
+        memcpy(s + b->prefix_len, name, len);
+    }
+    return s;
+}
+
 static chan_t *chan_find(sy_bus_t *b, const char *name, size_t len, uint64_t h) {
     for (chan_t *c = b->buckets[h & (b->nbuckets - 1)]; c != NULL; c = c->next)
         if (c->hash == h && c->len == len && memcmp(c->name, name, len) == 0)
@@ -205,18 +216,13 @@ static chan_t *chan_get(sy_bus_t *b, const char *name, size_t len) {
     c->len = len;
     memcpy(c->name, name, len);
     /* The slot of the channel name, prefix included. */
-    char stack[512];
-    size_t full = b->prefix_len + len;
-    char *key = full <= sizeof(stack) ? stack : sy_malloc(full);
+    char *key = channel_name(b, name, len);
     if (key == NULL) {
         sy_free(c);
         return NULL;
     }
-    memcpy(key, b->prefix, b->prefix_len);
-    memcpy(key + b->prefix_len, name, len);
-    c->slot = sy_slot_of(key, full);
-    if (key != stack)
-        sy_free(key);
+    c->slot = sy_slot_of(key, b->prefix_len + len);
+    sy_free(key);
     size_t i = h & (b->nbuckets - 1);
     c->next = b->buckets[i];
     b->buckets[i] = c;
@@ -540,10 +546,8 @@ static void apply_map(sy_bus_t *b, const redisReply *r, const char *asked_host) 
                 if (kept && c->shard->sub.state == SY_LINK_UP) {
                     const char *argv[2] = {"SUNSUBSCRIBE", NULL};
                     size_t lens[2] = {12, b->prefix_len + c->len};
-                    char *name = sy_malloc(lens[1]);
+                    char *name = channel_name(b, c->name, c->len);
                     if (name != NULL) {
-                        memcpy(name, b->prefix, b->prefix_len);
-                        memcpy(name + b->prefix_len, c->name, c->len);
                         argv[1] = name;
                         if (sy_bus_link_append(&c->shard->sub, 2, argv, lens) == 0)
                             count(&b->c.subscribe_commands, 1);
@@ -634,13 +638,11 @@ static void send_actions(sy_bus_t *b, action_t *a, size_t n) {
         while (j < n && a[j].shard == a[i].shard && a[j].subscribe == a[i].subscribe &&
                (!b->cluster || a[j].slot == a[i].slot) && argc <= BUS_CHANNELS_PER_COMMAND) {
             chan_t *c = a[j].chan;
-            char *name = sy_malloc(b->prefix_len + c->len);
+            char *name = channel_name(b, c->name, c->len);
             if (name == NULL) {
                 ok = false;
                 break;
             }
-            memcpy(name, b->prefix, b->prefix_len);
-            memcpy(name + b->prefix_len, c->name, c->len);
             names[argc - 1] = name;
             argv[argc] = name;
             lens[argc] = b->prefix_len + c->len;

@@ -8,7 +8,6 @@
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/sds.h>
 
 #include "sy_clock.h"
 
@@ -324,8 +323,4 @@ int sy_bus_link_append(sy_bus_link_t *l, int argc, const char **argv, const size
         return ENOMEM;
     ev_add_write(l);
     return 0;
-}
-
-size_t sy_bus_link_unsent(const sy_bus_link_t *l) {
-    return l->ac != NULL && l->ac->c.obuf != NULL ? sdslen(l->ac->c.obuf) : 0;
 }

@@ -119,7 +119,5 @@ struct redisAsyncContext *sy_bus_link_ac(sy_bus_link_t *l);
  * for the sharded (un)subscribe commands, whose confirmations come as
  * pushes. 0, ENOTCONN (not up), ENOMEM. */
 int sy_bus_link_append(sy_bus_link_t *l, int argc, const char **argv, const size_t *lens);
-/* Bytes in the output buffer not yet written to the socket. */
-size_t sy_bus_link_unsent(const sy_bus_link_t *l);
 
 #endif

@@ -100,7 +100,6 @@ typedef struct node {
     unsigned ngot;
     sy_bus_state_t state;
     char err[512];
-    unsigned changes;
 } node_t;
 
 static void on_deliver(void *ctx, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags) {
@@ -119,7 +118,6 @@ static void on_state(void *ctx, sy_bus_state_t state, const char *err) {
     pthread_mutex_lock(&n->lock);
     n->state = state;
     snprintf(n->err, sizeof(n->err), "%s", err);
-    n->changes++;
     pthread_mutex_unlock(&n->lock);
 }
 
