@@ -28,6 +28,10 @@
 #define BUS_REFRESH_UP_MS 5000
 #define BUS_REFRESH_DOWN_MS 500
 #define BUS_MIN_BUCKETS 64
+/* Subscription changes after a (S)SUBSCRIBE command wait this long, so
+ * that a burst of connections becomes a few commands, not one per turn;
+ * the first change after a quiet spell goes at once. */
+#define BUS_SUBSCRIBE_WINDOW_MS 10
 #define SY_BUS_ORDER_PUBLISHERS 8 /* publishers whose order a channel keeps track of */
 
 enum { ROLE_PUB = 0, ROLE_SUB = 1, ROLE_CFG = 2 };
@@ -140,6 +144,7 @@ struct sy_bus {
     chan_t **dirty;
     size_t ndirty, dirty_cap;
     bool all_dirty;       /* a subscriber link came up: reconcile every channel */
+    int64_t subscribe_due_ms; /* no (S)SUBSCRIBE command before (BUS_SUBSCRIBE_WINDOW_MS) */
     bool ever_up;
     char err[SY_BUS_HOST_MAX + SY_BUS_ERRLEN + 16]; /* why the bus is down: "host:port: reason" */
     uint32_t rng;
@@ -680,8 +685,9 @@ done:
     sy_free(names);
 }
 
-/* Reconciles the dirty channels (or all) with their wanted state. */
-static void reconcile(sy_bus_t *b) {
+/* Reconciles the dirty channels (or all) with their wanted state. True
+ * when commands were sent. */
+static bool reconcile(sy_bus_t *b) {
     if (b->all_dirty) {
         b->all_dirty = false;
         for (size_t i = 0; i < b->nbuckets; i++)
@@ -689,7 +695,7 @@ static void reconcile(sy_bus_t *b) {
                 mark_dirty(b, c);
     }
     if (b->ndirty == 0)
-        return;
+        return false;
     chan_t **list = b->dirty;
     size_t n = b->ndirty;
     b->dirty = NULL;
@@ -721,6 +727,7 @@ static void reconcile(sy_bus_t *b) {
         send_actions(b, acts, nact);
     sy_free(acts);
     sy_free(list);
+    return nact > 0;
 }
 
 /* ---- publishing ----------------------------------------------------- */
@@ -834,7 +841,14 @@ static void *bus_main(void *arg) {
         int64_t now = sy_clock_ms();
         int64_t next = tick_links(b, now);
         maybe_read_map(b, now);
-        reconcile(b);
+        if (b->ndirty > 0 || b->all_dirty) {
+            if (now >= b->subscribe_due_ms) {
+                if (reconcile(b))
+                    b->subscribe_due_ms = now + BUS_SUBSCRIBE_WINDOW_MS;
+            } else if (b->subscribe_due_ms < next) {
+                next = b->subscribe_due_ms;
+            }
+        }
         update_state(b);
         if (stopping && (pub_idle(b) || now >= stop_deadline))
             break;

@@ -28,8 +28,8 @@
  * Subscriptions follow local interest (sy_topics_t's edge hook, on every
  * thread that changes a topic's interest across all IO threads between 0
  * and 1): SSUBSCRIBE while a topic has a local subscriber, SUNSUBSCRIBE
- * after the last leaves; the changes of a loop turn go out as one command
- * per slot (Redis Cluster demands one slot per command; on a standalone
+ * after the last leaves; the changes of a loop turn (and, after a command,
+ * of the next BUS_SUBSCRIBE_WINDOW_MS) go out as one command per slot (Redis Cluster demands one slot per command; on a standalone
  * Redis, one command). After a reconnect every live topic is subscribed
  * again.
  *
