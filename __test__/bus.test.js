@@ -64,7 +64,7 @@ test('local: true stays on its node; binary and text keep their kind across node
   await poll(async () => (await numSub(redis, 'symphony:x')) === 2, { what: 'subscriptions' });
   await a.publish('x', 'only-a', { local: true });
   await a.publish('x', Buffer.from([0, 1, 2, 255]));
-  await a.publish('x', 'both');
+  assert.equal(await a.publish('x', 'both'), 1, "publish() returns this node's subscribers only");
   await ca.waitFor(3);
   await cb.waitFor(2);
   assert.deepEqual(ca.messages.slice(0, 1), ['only-a']);
@@ -224,6 +224,11 @@ test('bad bus options: a TypeError or RangeError naming the option, at new Serve
     [{ url: 'redis://h:1', backoff: { min: 10, max: 5 } }, /options\.bus\.backoff\.max/],
     [{ url: 'redis://h:1', backoff: { jitter: 1 } }, /options\.bus\.backoff\.jitter/],
     [{ url: 'redis://h:1', nope: 1 }, /options\.bus\.nope/],
+    [{ url: 'redis://h:1', connectTimeout: 0 }, /options\.bus\.connectTimeout/],
+    [{ url: 'redis://h:1', cluster: 'yes' }, /options\.bus\.cluster/],
+    [{ url: 'redis://h:1', prefix: 'x'.repeat(257) }, /options\.bus\.prefix/],
+    [{ url: 'redis://h:1', tls: { servername: 5 } }, /options\.bus\.tls\.servername/],
+    [{ url: 'redis://h:1', tls: { rejectUnauthorized: 'no' } }, /options\.bus\.tls\.rejectUnauthorized/],
     ['redis://h:1', /options\.bus/],
   ];
   for (const [opts, re] of bad) {
