@@ -79,7 +79,14 @@ typedef struct sy_bserver {
     bool hook;        /* env cleanup hook registered */
     bool js_gone;     /* external finalized */
     bool tsfn_live;   /* thread-safe function not yet finalized */
+    size_t topics;    /* topic handles (serverTopic) not yet finalized */
 } sy_bserver_t;
+
+/* A topic handle: an external owning a reference to a core topic. */
+typedef struct sy_btopic {
+    sy_bserver_t *b;
+    sy_topic_t *t;
+} sy_btopic_t;
 
 /* Frees the core server (its threads joined), then lets go of the bus'
  * thread-safe function, which nothing calls any more. */
@@ -93,7 +100,7 @@ static void destroy_server(sy_bserver_t *b) {
 }
 
 static void bserver_maybe_free(sy_bserver_t *b) {
-    if (b->js_gone && !b->tsfn_live) {
+    if (b->js_gone && !b->tsfn_live && b->topics == 0) {
         destroy_server(b);
         sy_free(b);
     }
@@ -538,7 +545,7 @@ static napi_value server_publish(napi_env env, napi_callback_info info) {
         return NULL;
     }
     size_t n = 0;
-    int rc = sy_server_publish(b->srv, topic.data, topic.len, data.data, data.len, flags, &n);
+    int rc = sy_server_publish(b->srv, topic.data, topic.len, data.data, data.len, flags | SY_SEND_LATER, &n);
     sy_free(topic.owned);
     sy_free(data.owned);
     if (rc != 0) {
@@ -546,6 +553,85 @@ static napi_value server_publish(napi_env env, napi_callback_info info) {
         return NULL;
     }
     return make_int(env, (int64_t)n);
+}
+
+static void topic_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    sy_btopic_t *h = data;
+    sy_bserver_t *b = h->b;
+    if (b->srv != NULL) /* else the registry went with the server */
+        sy_server_topic_release(b->srv, h->t);
+    sy_free(h);
+    b->topics--;
+    bserver_maybe_free(b);
+}
+
+/* serverTopic(handle, topic) -> topic handle */
+static napi_value server_topic(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    sy_bserver_t *b;
+    sy_bytes_t topic;
+    if (!server_args(env, info, 2, argv, &b) || !get_topic(env, argv[1], &topic))
+        return NULL;
+    sy_btopic_t *h = sy_malloc(sizeof(*h));
+    sy_topic_t *t = h != NULL ? sy_server_topic(b->srv, topic.data, topic.len) : NULL;
+    sy_free(topic.owned);
+    if (t == NULL) {
+        sy_free(h);
+        sy_napi_throw_oom(env, NULL);
+        return NULL;
+    }
+    h->b = b;
+    h->t = t;
+    napi_value v;
+    if (!sy_napi_ok(env, napi_create_external(env, h, topic_finalize, NULL, &v), "napi_create_external")) {
+        sy_server_topic_release(b->srv, t);
+        sy_free(h);
+        return NULL;
+    }
+    b->topics++;
+    return v;
+}
+
+/* serverPublishTopic(handle, topic handle, data, flags) -> subscribers */
+static napi_value server_publish_topic(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    sy_bserver_t *b;
+    unsigned flags = 0;
+    sy_bytes_t data;
+    void *p = NULL;
+    if (!server_args(env, info, 4, argv, &b) || !get_send_flags(env, argv[3], &flags) ||
+        !sy_napi_ok(env, napi_get_value_external(env, argv[1], &p), "napi_get_value_external"))
+        return NULL;
+    sy_btopic_t *h = p;
+    if (h == NULL || h->b != b) {
+        sy_napi_throw_type(env, "topic", "a topic handle of this server");
+        return NULL;
+    }
+    if (!get_bytes(env, argv[2], "data", &data))
+        return NULL;
+    size_t n = 0;
+    int rc = sy_server_publish_topic(b->srv, h->t, data.data, data.len, flags | SY_SEND_LATER, &n);
+    sy_free(data.owned);
+    if (rc != 0) {
+        sy_napi_throw_oom(env, NULL);
+        return NULL;
+    }
+    return make_int(env, (int64_t)n);
+}
+
+/* serverWake(handle): the end of a turn in which publish or send queued
+ * messages (SY_SEND_LATER): the IO threads take them now. */
+static napi_value server_wake(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    sy_bserver_t *b;
+    size_t argc = 1;
+    if (!sy_napi_args(env, info, 1, &argc, argv, NULL) || !get_handle(env, argv[0], &b))
+        return NULL;
+    if (b->srv != NULL)
+        sy_server_wake(b->srv);
+    return NULL;
 }
 
 /* A queued command: true; an id that names no open connection: false. */
@@ -589,7 +675,7 @@ static napi_value server_send(napi_env env, napi_callback_info info) {
         !get_id(env, argv[1], &id) || !get_send_flags(env, argv[3], &flags) ||
         !get_bytes(env, argv[2], "data", &data))
         return NULL;
-    int rc = sy_server_send(b->srv, id, data.data, data.len, flags);
+    int rc = sy_server_send(b->srv, id, data.data, data.len, flags | SY_SEND_LATER);
     sy_free(data.owned);
     return result_of(env, rc);
 }
@@ -983,6 +1069,9 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverListen", server_listen, NULL) &&
            sy_napi_set_function(env, exports, "serverAdopt", server_adopt, NULL) &&
            sy_napi_set_function(env, exports, "serverPublish", server_publish, NULL) &&
+           sy_napi_set_function(env, exports, "serverTopic", server_topic, NULL) &&
+           sy_napi_set_function(env, exports, "serverPublishTopic", server_publish_topic, NULL) &&
+           sy_napi_set_function(env, exports, "serverWake", server_wake, NULL) &&
            sy_napi_set_function(env, exports, "serverSend", server_send, NULL) &&
            sy_napi_set_function(env, exports, "serverSubscribe", server_subscribe, NULL) &&
            sy_napi_set_function(env, exports, "serverUnsubscribe", server_unsubscribe, NULL) &&

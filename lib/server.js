@@ -281,10 +281,37 @@ function parseRequest(parts) {
   };
 }
 
+/**
+ * A topic handle (server.topic(name)): publish() without the name's lookup.
+ * While a handle lives, its topic's entry stays in the server's registry
+ * (~100 bytes); drop the handle to let it go.
+ */
+class Topic {
+  #publish;
+
+  constructor(name, publish) {
+    this.name = name;
+    this.#publish = publish;
+    Object.freeze(this);
+  }
+
+  /** As server.publish(this.name, data, options). */
+  publish(data, options) {
+    return this.#publish(data, options);
+  }
+}
+
 class Server extends EventEmitter {
   #handle;
   #opts;
   #state = 'new'; // new -> listening -> closing -> closed
+  // publish() and send() queue without waking the IO threads; one wake-up at
+  // the end of the turn (a microtask) hands them the turn's messages at once.
+  #wakeQueued = false;
+  #wake = () => {
+    this.#wakeQueued = false;
+    if (this.#state === 'listening') binding.serverWake(this.#handle);
+  };
   #port = null;
   #closed = null;
   #userData = new Map();
@@ -559,10 +586,30 @@ class Server extends EventEmitter {
    */
   publish(topic, data, options) {
     checkTopic(topic);
+    return this.#publishTo(binding.serverPublish, topic, data, options);
+  }
+
+  /** publish() through native (serverPublish or serverPublishTopic). */
+  #publishTo(native, target, data, options) {
     checkData(data);
     const flags = sendFlags(options, data, true);
     if (this.#state !== 'listening') return 0;
-    return binding.serverPublish(this.#handle, topic, data, flags);
+    const n = native(this.#handle, target, data, flags);
+    this.#owe();
+    return n;
+  }
+
+  /**
+   * A handle on topic whose publish(data, options) is this server's
+   * publish(topic, data, options) without looking the name up each time.
+   */
+  topic(name) {
+    checkTopic(name);
+    if (this.#state === 'closed' || this.#state === 'closing') {
+      throw new SymphonyError('ERR_SERVER_NOT_RUNNING', 'symphony: topic: the server is closed');
+    }
+    const handle = binding.serverTopic(this.#handle, name);
+    return new Topic(name, (data, options) => this.#publishTo(binding.serverPublishTopic, handle, data, options));
   }
 
   /** Sends to one connection; false when the id is unknown or closed. */
@@ -571,7 +618,16 @@ class Server extends EventEmitter {
     checkData(data);
     const flags = sendFlags(options, data);
     if (this.#state !== 'listening') return false;
-    return binding.serverSend(this.#handle, id, data, flags);
+    const sent = binding.serverSend(this.#handle, id, data, flags);
+    this.#owe();
+    return sent;
+  }
+
+  /** The IO threads are woken at the end of this turn (see #wake). */
+  #owe() {
+    if (this.#wakeQueued) return;
+    this.#wakeQueued = true;
+    queueMicrotask(this.#wake);
   }
 
   subscribe(id, topic) {
@@ -652,4 +708,4 @@ class Server extends EventEmitter {
   }
 }
 
-module.exports = { Server, DEFAULTS };
+module.exports = { Server, Topic, DEFAULTS };

@@ -140,7 +140,14 @@ void sy_io_free(sy_io_t *io) {
 
 /* ---- the command queue -------------------------------------------------- */
 
-int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) {
+static void wake(sy_io_t *io) {
+    uint64_t one = 1;
+    /* EAGAIN: the counter is full, so the thread is awake anyway. */
+    (void)!write(io->wake_fd, &one, sizeof(one));
+}
+
+/* Appends cmd under qlock; *wake_now: the thread needs a wake-up now. */
+static int enqueue(sy_io_t *io, const sy_cmd_t *cmd, bool later, bool *wake_now) {
     (void)pthread_mutex_lock(&io->qlock); /* a valid default mutex: cannot fail */
     if (io->exited) {
         (void)pthread_mutex_unlock(&io->qlock);
@@ -157,14 +164,42 @@ int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) {
         io->qcap = cap;
     }
     io->queue[io->qlen++] = *cmd;
-    bool wake = io->qlen == 1;
-    (void)pthread_mutex_unlock(&io->qlock);
-    if (wake) {
-        uint64_t one = 1;
-        /* EAGAIN: the counter is full, so the thread is awake anyway. */
-        (void)!write(io->wake_fd, &one, sizeof(one));
+    /* The first command after the thread took the queue wakes it, unless
+     * that may wait (then it is owed), until the queue is long. */
+    bool first = io->qlen == 1;
+    if (later && first) {
+        io->wake_owed = true;
+        *wake_now = false;
+    } else if (later) {
+        *wake_now = io->wake_owed && io->qlen >= SY_IO_DEFER_MAX;
+    } else {
+        *wake_now = first || io->wake_owed;
     }
+    if (*wake_now)
+        io->wake_owed = false;
+    (void)pthread_mutex_unlock(&io->qlock);
     return 0;
+}
+
+static int push(sy_io_t *io, const sy_cmd_t *cmd, bool later) {
+    bool now = false;
+    int rc = enqueue(io, cmd, later, &now);
+    if (now)
+        wake(io);
+    return rc;
+}
+
+int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, false); }
+
+int sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, true); }
+
+void sy_io_wake(sy_io_t *io) {
+    (void)pthread_mutex_lock(&io->qlock);
+    bool owed = io->wake_owed;
+    io->wake_owed = false;
+    (void)pthread_mutex_unlock(&io->qlock);
+    if (owed)
+        wake(io);
 }
 
 /* ---- slots and live ids -------------------------------------------------- */
@@ -624,9 +659,12 @@ static void run_commands(sy_io_t *io) {
     io->queue = io->work;
     io->qcap = io->wcap;
     io->qlen = 0;
+    io->wake_owed = false; /* taken, every one */
     (void)pthread_mutex_unlock(&io->qlock);
     io->work = work;
     io->wcap = cap;
+    if (n > 0)
+        sy_stat_inc(&io->stats.command_runs);
     for (size_t i = 0; i < n; i++)
         do_command(io, &work[i]);
 }

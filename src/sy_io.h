@@ -104,6 +104,9 @@ typedef struct sy_cmd {
 
 struct sy_conn;
 
+/* sy_io_push_later wakes the thread anyway once this many commands wait. */
+#define SY_IO_DEFER_MAX 1024
+
 typedef struct sy_io {
     sy_io_shared_t *shared;
     unsigned index;
@@ -119,6 +122,7 @@ typedef struct sy_io {
      * closed (exited) when the thread ends. */
     pthread_mutex_t qlock;
     bool exited;
+    bool wake_owed; /* commands queued without a wake-up (sy_io_push_later) */
     sy_cmd_t *queue;
     size_t qlen, qcap;
     sy_cmd_t *work;
@@ -185,6 +189,14 @@ void sy_io_free(sy_io_t *io);
  * topic, accept, fd) move into the queue. 0, or ENOMEM, or EPIPE when the
  * thread has ended (the caller still owns the references then). */
 int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd);
+/* The same, but the wake-up may wait for sy_io_wake: the owner's publishes
+ * and sends made in one turn of its event loop reach the thread as one
+ * batch with one wake-up. It wakes the thread anyway once
+ * SY_IO_DEFER_MAX commands are waiting, and any sy_io_push wakes it for
+ * those queued before. */
+int sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd);
+/* Wakes the thread if commands are queued without a wake-up. */
+void sy_io_wake(sy_io_t *io);
 /* True when the id names an open connection of this thread. */
 bool sy_io_is_open(sy_io_t *io, uint64_t id);
 /* The owner gave back a batch of this thread's events, every one of them

@@ -251,13 +251,10 @@ static sy_refbuf_t *message_frame(const sy_server_t *s, const void *data, size_t
     return sy_refbuf_frame_z((flags & SY_SEND_BINARY) ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len, z);
 }
 
-/* Queues a message to this node's subscribers of topic (the owner's
- * publish, and the bus thread's deliveries). */
-static int publish_local(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
-                         unsigned flags, size_t *subscribers) {
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
-    if (t == NULL)
-        return 0;
+/* Queues a message to this node's subscribers of t (the owner's publish,
+ * and the bus thread's deliveries, which wake the IO threads at once). */
+static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
+                         size_t *subscribers) {
     int rc = 0;
     sy_refbuf_t *m = NULL;
     for (unsigned i = 0; i < s->shared.nthreads; i++) {
@@ -271,7 +268,8 @@ static int publish_local(sy_server_t *s, const char *topic, size_t topic_len, co
         sy_refbuf_ref(m, 1);
         sy_topic_ref(t);
         sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .buf = m};
-        if (sy_io_push(&s->io[i], &cmd) != 0) {
+        int pushed = (flags & SY_SEND_LATER) ? sy_io_push_later(&s->io[i], &cmd) : sy_io_push(&s->io[i], &cmd);
+        if (pushed != 0) {
             sy_refbuf_release(m);
             sy_topic_release(&s->shared.topics, t);
             continue;
@@ -279,15 +277,13 @@ static int publish_local(sy_server_t *s, const char *topic, size_t topic_len, co
         *subscribers += n;
     }
     sy_refbuf_release(m);
-    sy_topic_release(&s->shared.topics, t);
     return rc;
 }
 
-int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
-                      unsigned flags, size_t *subscribers) {
-    *subscribers = 0;
-    if (!s->listening || s->shutting_down)
-        return 0;
+/* The owner's publish to t (held by the caller): the bus first (unless
+ * SY_SEND_LOCAL), then this node. */
+static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_t topic_len, const void *data,
+                         size_t len, unsigned flags, size_t *subscribers) {
     if (s->bus != NULL && !(flags & SY_SEND_LOCAL)) {
         unsigned env = ((flags & SY_SEND_BINARY) ? SY_BUS_ENV_BINARY : 0) |
                        ((flags & SY_SEND_COMPRESS) ? SY_BUS_ENV_COMPRESS : 0);
@@ -295,7 +291,39 @@ int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const
         if (sy_bus_publish(s->bus, topic, topic_len, data, len, env) == ENOMEM)
             return ENOMEM;
     }
-    return publish_local(s, topic, topic_len, data, len, flags, subscribers);
+    return t == NULL ? 0 : publish_local(s, t, data, len, flags, subscribers);
+}
+
+int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+                      unsigned flags, size_t *subscribers) {
+    *subscribers = 0;
+    if (!s->listening || s->shutting_down)
+        return 0;
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers);
+    sy_topic_release(&s->shared.topics, t);
+    return rc;
+}
+
+sy_topic_t *sy_server_topic(sy_server_t *s, const char *topic, size_t topic_len) {
+    return sy_topic_acquire(&s->shared.topics, topic, topic_len, true);
+}
+
+void sy_server_topic_release(sy_server_t *s, sy_topic_t *t) { sy_topic_release(&s->shared.topics, t); }
+
+int sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
+                            size_t *subscribers) {
+    *subscribers = 0;
+    if (!s->listening || s->shutting_down)
+        return 0;
+    return publish_owner(s, t, t->name, t->name_len, data, len, flags, subscribers);
+}
+
+void sy_server_wake(sy_server_t *s) {
+    if (!s->listening)
+        return;
+    for (unsigned i = 0; i < s->shared.nthreads; i++)
+        sy_io_wake(&s->io[i]);
 }
 
 /* The bus thread's deliveries (sy_bus_deliver_fn). The bus is stopped
@@ -305,7 +333,11 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
     sy_server_t *s = ctx;
     size_t n = 0;
     unsigned flags = ((env & SY_BUS_ENV_BINARY) ? SY_SEND_BINARY : 0) | ((env & SY_BUS_ENV_COMPRESS) ? SY_SEND_COMPRESS : 0);
-    (void)publish_local(s, topic, topic_len, data, len, flags, &n);
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    if (t != NULL) {
+        (void)publish_local(s, t, data, len, flags, &n);
+        sy_topic_release(&s->shared.topics, t);
+    }
 }
 
 int sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
@@ -341,13 +373,21 @@ static int push_to(sy_server_t *s, sy_cmd_t *cmd) {
     return rc == EPIPE ? ENOTCONN : rc;
 }
 
+/* push_to, with SY_SEND_LATER's wake-up (sy_io_push_later) when asked. */
+static int push_send(sy_server_t *s, sy_cmd_t *cmd, unsigned flags) {
+    if (!(flags & SY_SEND_LATER))
+        return push_to(s, cmd);
+    int rc = sy_io_push_later(io_of(s, cmd->conn), cmd);
+    return rc == EPIPE ? ENOTCONN : rc;
+}
+
 int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_SEND, .conn = id};
     if ((cmd.buf = message_frame(s, data, len, flags)) == NULL)
         return ENOMEM;
-    int rc = push_to(s, &cmd);
+    int rc = push_send(s, &cmd, flags);
     if (rc != 0)
         sy_refbuf_release(cmd.buf);
     return rc;

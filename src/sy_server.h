@@ -62,6 +62,9 @@ typedef struct sy_server_opts {
                                permessage-deflate (a server with compression, a payload
                                of at least compress_threshold bytes) */
 #define SY_SEND_LOCAL 4u    /* publish: this node only, not the bus */
+#define SY_SEND_LATER 8u    /* the IO threads' wake-up may wait for sy_server_wake (the
+                               owner calls it at the end of its loop's turn): the turn's
+                               messages reach each IO thread as one batch */
 #define SY_SERVER_BUS_FLUSH_MS 500 /* shutdown waits this long for Redis to take the last publishes */
 
 typedef struct sy_server sy_server_t;
@@ -109,6 +112,18 @@ bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out);
  * for a compression. */
 int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
                       unsigned flags, size_t *subscribers);
+/* A topic handle: a reference to topic (made if it does not exist yet), for
+ * sy_server_publish_topic, which then skips the lookup. The topic stays in
+ * the registry while the handle lives. NULL: out of memory. The owner
+ * releases it with sy_server_topic_release, before sy_server_destroy (after
+ * it, the handle is gone with the registry: do not release it). */
+sy_topic_t *sy_server_topic(sy_server_t *s, const char *topic, size_t topic_len);
+void sy_server_topic_release(sy_server_t *s, sy_topic_t *t);
+/* sy_server_publish to a topic handle. */
+int sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
+                            size_t *subscribers);
+/* Wakes the IO threads that have commands queued with SY_SEND_LATER. */
+void sy_server_wake(sy_server_t *s);
 /* These queue a command to the connection's IO thread: 0, ENOTCONN when the
  * id names no open connection (or no connection awaiting its upgrade
  * answer, for accept and refuse), or ENOMEM. */

@@ -61,6 +61,8 @@
       "Connections closed (1011) for lack of memory.") \
     X(events_lost, "eventsLost", SY_STAT_SUM, "symphony_events_lost_total", "counter", 1, \
       "Events that could not be queued to JavaScript.") \
+    X(command_runs, "commandRuns", SY_STAT_SUM, "symphony_command_runs_total", "counter", 1, \
+      "Times an IO thread took its queue of commands (publishes, sends, the bus' deliveries): one wake-up each.") \
     X(accept_rejects, "acceptRejects", SY_STAT_SUM, "symphony_accept_rejects_total", "counter", 1, \
       "Connections closed at accept: out of file descriptors.") \
     X(poll_failures, "pollFailures", SY_STAT_SUM, "symphony_poll_failures_total", "counter", 1, \

@@ -35,6 +35,9 @@ const SPEC = {
   // the channel prefix of the relay (symphony's own default, so both
   // kinds of node use the same channel names)
   'bus-prefix': { env: 'BUS_PREFIX', def: 'symphony:', string: true },
+  // fanout-server.js: 1 publishes through topic handles (server.topic(name))
+  // where the build has them; 0 through server.publish(name, ...)
+  handles: { env: 'HANDLES', def: 1, min: 0, max: 1 },
 };
 const FRACTIONAL = new Set(['rate', 'duration', 'stats-interval']);
 

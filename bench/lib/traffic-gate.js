@@ -49,8 +49,10 @@ if (target === 'symphony') {
   // The same module the server script loads (BENCH_SYMPHONY_ROOT: a baseline
   // checkout), or the gate would wrap a Server class the script never uses.
   const root = path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname, '..', '..'));
-  const { Server } = require(path.join(root, 'lib', 'server.js'));
+  const { Server, Topic } = require(path.join(root, 'lib', 'server.js'));
   wrap(Server.prototype, 'publish', 0);
+  // Topic handles (server.topic(name)), in builds that have them.
+  if (Topic) wrap(Topic.prototype, 'publish', 0);
 } else if (target === 'ws') {
   const { WebSocket } = require(require.resolve('ws', { paths: [path.join(__dirname, '..')] }));
   wrap(WebSocket.prototype, 'send', undefined);
