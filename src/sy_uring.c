@@ -75,6 +75,7 @@ void sy_uring_close(sy_uring_t *u) { (void)u; }
 
 #define SY_URING_SEND_FLAGS (MSG_NOSIGNAL | MSG_DONTWAIT)
 #define SY_URING_PROBE_OPS 256
+#define SY_URING_RETRIES 1000 /* io_uring_enter failing with EINTR/EAGAIN/EBUSY in one batch */
 
 /* One side of the rings as mapped: where the kernel's head, tail and mask
  * live. */
@@ -283,13 +284,15 @@ int sy_uring_send(sy_uring_t *u, sy_uring_send_t *s, unsigned n) {
     if (n == 0 || n > u->capacity)
         return EINVAL;
     queue_sends(u, s, n);
-    unsigned submitted = 0, completed = 0;
+    unsigned submitted = 0, completed = 0, retries = 0;
     while (completed < n) {
         int r = sys_enter(u->fd, n - submitted, n - completed, IORING_ENTER_GETEVENTS);
         if (r < 0) {
             int err = errno;
-            if (err == EINTR || err == EAGAIN || err == EBUSY) {
-                completed += reap(u, s, n); /* make room, then again */
+            /* A signal, or the kernel short of memory for a moment: again,
+             * but not forever. */
+            if ((err == EINTR || err == EAGAIN || err == EBUSY) && ++retries < SY_URING_RETRIES) {
+                completed += reap(u, s, n);
                 continue;
             }
             completed += reap(u, s, n);
