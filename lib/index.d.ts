@@ -210,6 +210,14 @@ export interface ThreadStats {
   acceptRejects: number;
   /** Waits of the IO thread's poller (epoll_wait) that failed; the thread stops after 100 in a row. */
   pollFailures: number;
+  /** 1 when this thread sends with io_uring (batches of sends, one io_uring_enter each), 0 when it
+   * sends with send()/sendmsg() (SYMPHONY_IO_URING=0, or io_uring refused here); in the totals, how many
+   * threads use it. */
+  ioUring: number;
+  /** Batches of sends submitted to io_uring (one io_uring_enter each). */
+  uringBatches: number;
+  /** Sends made in those batches (one per connection per batch). */
+  uringSends: number;
   /** Memory reclaims run by the policy (see the `reclaim` option). */
   reclaims: number;
   /** Blocks (connections, subscription arrays) moved out of sparse slabs by them. */

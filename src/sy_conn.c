@@ -287,6 +287,19 @@ static void handshake_step(sy_io_t *io, sy_conn_t *c, bool from_read) {
     }
 }
 
+/* What a flush's result means for the connection: the bytes counted, the
+ * socket failed (closed now) or its writability asked for while bytes wait,
+ * and the state's next step once everything is written. */
+static void flushed(sy_io_t *io, sy_conn_t *c, sy_stream_rc_t rc, size_t written) {
+    sy_stat_add(&io->stats.bytes_out, written);
+    if (rc != SY_STREAM_OK && rc != SY_STREAM_WANT_WRITE && rc != SY_STREAM_WANT_READ) {
+        sy_conn_destroy(io, c, close_code_or(c, 1006));
+        return;
+    }
+    want_writable(io, c, pending(c) > 0);
+    after_flush(io, c);
+}
+
 void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
     if (c->state == SY_CONN_DEAD)
         return;
@@ -296,13 +309,24 @@ void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
     }
     size_t written = 0;
     sy_stream_rc_t rc = sy_stream_flush(&c->stream, &c->outq, &io->stream_scratch, &written);
-    sy_stat_add(&io->stats.bytes_out, written);
-    if (rc != SY_STREAM_OK && rc != SY_STREAM_WANT_WRITE && rc != SY_STREAM_WANT_READ) {
-        sy_conn_destroy(io, c, close_code_or(c, 1006));
+    flushed(io, c, rc, written);
+}
+
+bool sy_conn_batchable(const sy_conn_t *c) {
+    return sy_stream_is_plain(&c->stream) && !c->broken && c->state != SY_CONN_HANDSHAKE &&
+           c->state != SY_CONN_DEAD && !sy_outq_empty(&c->outq);
+}
+
+void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total) {
+    size_t written = 0;
+    sy_stream_rc_t rc = sy_stream_plain_wrote(&c->outq, res, total, &written);
+    if (rc == SY_STREAM_OK && !sy_outq_empty(&c->outq)) {
+        /* More than one write's buffers, or EINTR: the next batch. */
+        sy_stat_add(&io->stats.bytes_out, written);
+        sy_io_mark_dirty(io, c);
         return;
     }
-    want_writable(io, c, pending(c) > 0);
-    after_flush(io, c);
+    flushed(io, c, rc, written);
 }
 
 /* ---- subscriptions ----------------------------------------------------- */

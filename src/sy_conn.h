@@ -144,6 +144,19 @@ void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n);
 /* Readiness. */
 void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c);
 void sy_conn_flush(sy_io_t *io, sy_conn_t *c);
+/* The batched flush (sy_io with sy_uring): true when flushing c is nothing
+ * but plain TCP writes of its queued bytes (plain transport, not in a
+ * handshake, not broken or dead, bytes queued), which the caller may make
+ * itself, one write per connection per batch: the buffers of
+ * sy_outq_iov(&c->outq, iov, SY_STREAM_MAX_IOV or fewer, &total). Anything
+ * else goes through sy_conn_flush. */
+bool sy_conn_batchable(const sy_conn_t *c);
+/* The result of such a write (res: bytes or -errno; total: the bytes
+ * offered), applied as sy_conn_flush would: bytes consumed and counted,
+ * writability asked for when the socket was full, the next state once all
+ * is written, closed on a real error; still bytes to write after a full
+ * write (or EINTR): marked dirty again, for the next batch. */
+void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total);
 
 /* Queues a frame without taking a reference (the caller accounts for it:
  * on true, the queue owns one reference it must have added). Applies the

@@ -704,16 +704,131 @@ static void sweep(sy_io_t *io) {
     (void)pthread_mutex_unlock(&io->qlock);
 }
 
-static void flush_dirty(sy_io_t *io) {
-    while (io->dirty != NULL) {
+/* ---- sending: the dirty list written ------------------------------------ */
+
+static void sends_close(sy_io_t *io) {
+    sy_io_sends_t *b = &io->sends;
+    sy_uring_close(b->ring);
+    sy_free(b->conns);
+    sy_free(b->totals);
+    sy_free(b->sends);
+    sy_free(b->iov);
+    memset(b, 0, sizeof(*b));
+    atomic_store_explicit(&io->stats.io_uring, 0, memory_order_relaxed);
+}
+
+/* This thread's ring and batch arrays (in its arena), unless io_uring is
+ * forced off or cannot be had here: then connections are flushed one by
+ * one with send()/sendmsg(). */
+static void sends_open(sy_io_t *io) {
+    sy_io_sends_t *b = &io->sends;
+    if (!io->shared->try_uring || sy_uring_open(SY_IO_URING_ENTRIES, &b->ring) != 0)
+        return;
+    unsigned cap = sy_uring_capacity(b->ring);
+    b->conns = sy_malloc(cap * sizeof(*b->conns));
+    b->totals = sy_malloc(cap * sizeof(*b->totals));
+    b->sends = sy_malloc(cap * sizeof(*b->sends));
+    b->iov = sy_malloc(SY_IO_BATCH_IOV * sizeof(*b->iov));
+    if (b->conns == NULL || b->totals == NULL || b->sends == NULL || b->iov == NULL) {
+        sends_close(io);
+        return;
+    }
+    b->capacity = cap;
+    atomic_store_explicit(&io->stats.io_uring, 1, memory_order_relaxed);
+}
+
+static sy_conn_t *pop_dirty(sy_io_t *io) {
+    sy_conn_t *c = io->dirty;
+    io->dirty = c->next_dirty;
+    c->next_dirty = NULL;
+    c->dirty = false;
+    return c;
+}
+
+/* One connection the usual way (also what is not plain TCP writes). */
+static void flush_one(sy_io_t *io, sy_conn_t *c) {
+    if (c->broken)
+        sy_conn_destroy(io, c, 1006);
+    else if (c->state != SY_CONN_DEAD)
+        sy_conn_flush(io, c);
+}
+
+/* Takes dirty connections off the list into a batch, one write each with
+ * its queue's buffers, until the batch or its iovec array is full; those
+ * that are not plain writes go to *others (still marked dirty, so nothing
+ * adds them twice), flushed after the batch. Nothing runs meanwhile: no
+ * connection can be marked dirty again and land twice in one batch.
+ * Returns the batch's size. */
+static unsigned gather_batch(sy_io_t *io, sy_conn_t **others) {
+    sy_io_sends_t *b = &io->sends;
+    unsigned n = 0;
+    size_t used = 0;
+    while (n < b->capacity && io->dirty != NULL) {
         sy_conn_t *c = io->dirty;
-        io->dirty = c->next_dirty;
+        if (!sy_conn_batchable(c)) {
+            io->dirty = c->next_dirty;
+            c->next_dirty = *others;
+            *others = c;
+            continue;
+        }
+        int want = c->outq.len < SY_STREAM_MAX_IOV ? (int)c->outq.len : SY_STREAM_MAX_IOV;
+        if (used + (size_t)want > SY_IO_BATCH_IOV)
+            break; /* the next batch */
+        (void)pop_dirty(io);
+        int got = sy_outq_iov(&c->outq, b->iov + used, want, &b->totals[n]);
+        b->sends[n] = (sy_uring_send_t){.fd = c->stream.fd, .iovcnt = got, .iov = b->iov + used};
+        b->conns[n++] = c;
+        used += (size_t)got;
+    }
+    return n;
+}
+
+/* Sends a batch of n > 1 with one io_uring_enter and applies each result
+ * as sy_conn_flush would. When the ring fails (the first batch under a
+ * seccomp filter, say), the thread drops it for good: what was not sent
+ * goes out with send()/sendmsg() now. */
+static void send_batch(sy_io_t *io, unsigned n) {
+    sy_io_sends_t *b = &io->sends;
+    int rc = sy_uring_send(b->ring, b->sends, n);
+    if (rc == 0) {
+        sy_stat_inc(&io->stats.uring_batches);
+        sy_stat_add(&io->stats.uring_sends, n);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        int32_t res = b->sends[i].res;
+        if (res == SY_URING_NOT_SENT)
+            sy_conn_flush(io, b->conns[i]);
+        else
+            sy_conn_wrote(io, b->conns[i], res, b->totals[i]);
+    }
+    if (rc != 0)
+        sends_close(io);
+}
+
+/* One batch: plain TCP writes through the ring (a lone one with send()),
+ * then the connections that needed more than a write. */
+static void flush_batch(sy_io_t *io) {
+    sy_conn_t *others = NULL;
+    unsigned n = gather_batch(io, &others);
+    if (n == 1)
+        sy_conn_flush(io, io->sends.conns[0]);
+    else if (n > 1)
+        send_batch(io, n);
+    while (others != NULL) {
+        sy_conn_t *c = others;
+        others = c->next_dirty;
         c->next_dirty = NULL;
         c->dirty = false;
-        if (c->broken)
-            sy_conn_destroy(io, c, 1006);
-        else if (c->state != SY_CONN_DEAD)
-            sy_conn_flush(io, c);
+        flush_one(io, c);
+    }
+}
+
+static void flush_dirty(sy_io_t *io) {
+    while (io->dirty != NULL) {
+        if (io->sends.ring != NULL)
+            flush_batch(io);
+        else
+            flush_one(io, pop_dirty(io));
     }
 }
 
@@ -768,6 +883,7 @@ static void *io_main(void *arg) {
         else
             atomic_store_explicit(&io->stats.arena, (int)io->arena, memory_order_relaxed);
     }
+    sends_open(io); /* after the arena: its arrays are this thread's */
     io->now_ms = sy_clock_ms();
     io->reclaim.last_active_ms = io->now_ms;
     io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
@@ -825,6 +941,7 @@ static void *io_main(void *arg) {
     }
     /* The compressor's memory is in this thread's arena: freed first. */
     sy_deflate_free(&io->deflate);
+    sends_close(io);
     /* Give the arena's pages back (this thread's connections are gone) and
      * the arena to the pool, for the next IO thread. */
     if (io->own_arena)

@@ -37,9 +37,12 @@
 #include "sy_stats.h"
 #include "sy_stream.h"
 #include "sy_topic.h"
+#include "sy_uring.h"
 
 #define SY_IO_RX_SIZE (64 * 1024) /* the thread's one receive buffer */
 #define SY_IO_POLL_FAILURES_MAX 100
+#define SY_IO_URING_ENTRIES 256 /* sends per io_uring batch */
+#define SY_IO_BATCH_IOV 1024    /* buffers per batch, all its sends together */
 
 /* What every IO thread of one server shares (read-only once running, but
  * for the registry and atomics). */
@@ -58,6 +61,7 @@ typedef struct sy_io_shared {
     const sy_stream_ops_t *transport;
     void *transport_arg;
     sy_deflate_once_t deflate_once; /* where IO threads wait for a frame's compressed twin */
+    bool try_uring; /* send with io_uring where the kernel lets us (SYMPHONY_IO_URING not "0") */
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {
@@ -107,6 +111,20 @@ struct sy_conn;
 /* sy_io_push_later wakes the thread anyway once this many commands wait. */
 #define SY_IO_DEFER_MAX 1024
 
+/* An IO thread's batched sends (sy_uring): the ring, made when the thread
+ * starts and closed when it exits or when io_uring fails (then, and when
+ * it could not be made, ring is NULL: one send()/sendmsg() per connection),
+ * and the arrays of the batch being sent (capacity entries each, iov
+ * SY_IO_BATCH_IOV), from the thread's arena. */
+typedef struct sy_io_sends {
+    sy_uring_t *ring;
+    unsigned capacity;
+    struct sy_conn **conns;
+    size_t *totals; /* the bytes offered to each */
+    sy_uring_send_t *sends;
+    struct iovec *iov;
+} sy_io_sends_t;
+
 typedef struct sy_io {
     sy_io_shared_t *shared;
     unsigned index;
@@ -139,6 +157,7 @@ typedef struct sy_io {
     struct sy_conn *dirty;  /* connections to flush this turn */
     struct sy_conn *dead;   /* closed this turn, freed at its end */
     struct sy_conn *paused; /* not read while the owner is behind on events */
+    sy_io_sends_t sends;    /* how the dirty list is written */
 
     uint8_t *rx;               /* one receive buffer for the whole thread (+ SY_INFLATE_TAIL) */
     sy_deflate_t deflate;      /* this thread's compressor and decompressor (made on use) */

@@ -51,6 +51,7 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
     }
     s->shared.nthreads = opts->threads;
     s->shared.transport = &sy_stream_plain_ops;
+    s->shared.try_uring = sy_uring_env_allows(); /* the owner's thread: no race with setenv */
     s->shared.opts = *opts;
     if (s->shared.opts.max_event_bytes == 0)
         s->shared.opts.max_event_bytes = (size_t)64 << 20;

@@ -67,6 +67,12 @@
       "Connections closed at accept: out of file descriptors.") \
     X(poll_failures, "pollFailures", SY_STAT_SUM, "symphony_poll_failures_total", "counter", 1, \
       "Failed waits of the IO thread's poller (the thread stops after 100 in a row).") \
+    X(io_uring, "ioUring", SY_STAT_SUM, "symphony_io_uring_threads", "gauge", 1, \
+      "IO threads sending with io_uring (1 per thread; 0: send/sendmsg, forced or io_uring unavailable).") \
+    X(uring_batches, "uringBatches", SY_STAT_SUM, "symphony_io_uring_batches_total", "counter", 1, \
+      "Batches of sends submitted to io_uring, one io_uring_enter each.") \
+    X(uring_sends, "uringSends", SY_STAT_SUM, "symphony_io_uring_sends_total", "counter", 1, \
+      "Sends made in io_uring batches (one per connection per batch).") \
     X(reclaims, "reclaims", SY_STAT_SUM, "symphony_reclaims_total", "counter", 1, \
       "Memory reclaims run by the policy.") \
     X(reclaim_moved, "reclaimMoved", SY_STAT_SUM, "symphony_reclaim_moved_blocks_total", "counter", 1, \

@@ -6,8 +6,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define SY_MAX_IOV 64
-
 int sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd) {
     s->ops = ops;
     s->impl = NULL;
@@ -57,28 +55,46 @@ static sy_stream_rc_t plain_read(sy_stream_t *s, uint8_t *buf, size_t cap, size_
     return SY_STREAM_ERROR;
 }
 
+sy_stream_rc_t sy_stream_plain_wrote(sy_outq_t *q, long res, size_t total, size_t *written) {
+    *written = 0;
+    if (res < 0) {
+        if (res == -EINTR)
+            return SY_STREAM_OK; /* write again */
+        if (res == -EAGAIN || res == -EWOULDBLOCK)
+            return SY_STREAM_WANT_WRITE;
+        return SY_STREAM_ERROR;
+    }
+    *written = (size_t)res;
+    sy_outq_consume(q, (size_t)res);
+    return (size_t)res < total ? SY_STREAM_WANT_WRITE : SY_STREAM_OK;
+}
+
+/* One write of the queue's next iovecs: send() for one buffer (the kernel
+ * then imports no msghdr and iovec array), sendmsg() for several. */
+static long plain_write(int fd, sy_outq_t *q, size_t *total) {
+    struct iovec iov[SY_STREAM_MAX_IOV];
+    int n = sy_outq_iov(q, iov, SY_STREAM_MAX_IOV, total);
+    ssize_t w;
+    if (n == 1) {
+        w = send(fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else {
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    return w < 0 ? -(long)errno : (long)w;
+}
+
 static sy_stream_rc_t plain_flush(sy_stream_t *s, sy_outq_t *q, uint8_t **scratch, size_t *written) {
     (void)scratch;
     *written = 0;
-    while (!sy_outq_empty(q)) {
-        struct iovec iov[SY_MAX_IOV];
-        size_t total;
-        int n = sy_outq_iov(q, iov, SY_MAX_IOV, &total);
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-        ssize_t w = sendmsg(s->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return SY_STREAM_WANT_WRITE;
-            return SY_STREAM_ERROR;
-        }
-        *written += (size_t)w;
-        sy_outq_consume(q, (size_t)w);
-        if ((size_t)w < total)
-            return SY_STREAM_WANT_WRITE;
+    sy_stream_rc_t rc = SY_STREAM_OK;
+    while (rc == SY_STREAM_OK && !sy_outq_empty(q)) {
+        size_t total, wrote;
+        long res = plain_write(s->fd, q, &total);
+        rc = sy_stream_plain_wrote(q, res, total, &wrote);
+        *written += wrote;
     }
-    return SY_STREAM_OK;
+    return rc;
 }
 
 static void plain_nothing(sy_stream_t *s) { (void)s; }

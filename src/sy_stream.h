@@ -63,6 +63,22 @@ typedef struct sy_stream_ops {
 
 extern const sy_stream_ops_t sy_stream_plain_ops;
 
+/* Buffers per write of plain TCP (sy_outq_iov's max). */
+#define SY_STREAM_MAX_IOV 64
+
+/* True for plain TCP: a flush is writes of sy_outq_iov's buffers, one
+ * after the other, and nothing is held. A caller that writes for many
+ * connections at once (sy_uring, from sy_io's flush) may make those writes
+ * itself and hand each result to sy_stream_plain_wrote. */
+static inline bool sy_stream_is_plain(const sy_stream_t *s) { return s->ops == &sy_stream_plain_ops; }
+/* Applies the result of one write of the buffers sy_outq_iov gave (total:
+ * their bytes) to q, as plain TCP's flush does: res is the bytes written
+ * or -errno. Returns OK when nothing stops another write (everything was
+ * written, or EINTR): write again while q is not empty; WANT_WRITE when the
+ * socket is full (a short write, EAGAIN); ERROR when it failed (reset,
+ * broken pipe). *written: bytes that left. */
+sy_stream_rc_t sy_stream_plain_wrote(sy_outq_t *q, long res, size_t total, size_t *written);
+
 /* A stream on fd (taken over: sy_stream_free closes it). 0 or an errno value
  * (fd still the caller's then). */
 int sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd);
