@@ -79,7 +79,12 @@ test('Redis Cluster: every shard used, a slot migration and a failover while pub
   publishing = false;
   await publisher;
   await a.publish(moving, 'after-move');
-  await poll(() => cb.messages.includes('after-move'), { what: 'a message after the migration', timeoutMs: 10000 });
+  await poll(() => cb.messages.includes('after-move'), { what: 'a message after the migration', timeoutMs: 10000 })
+    .catch(async (err) => {
+      // What each node's bus counted says where it went (dropped, errors: a MOVED; late; map reads).
+      err.message += ` (bus of the publisher: ${JSON.stringify((await a.stats()).bus)}; of the receiver: ${JSON.stringify((await b.stats()).bus)})`;
+      throw err;
+    });
   const moved = cb.messages.filter((m) => /^m\d+$/.test(m)).map((m) => Number(m.slice(1)));
   assertOnceInOrder(cb.messages, 'through the migration');
   assert.deepEqual(moved, [...moved].sort((x, y) => x - y), 'in order through the migration');

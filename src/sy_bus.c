@@ -468,6 +468,32 @@ static void link_push(void *ctx, sy_bus_link_t *l, redisReply *r) {
     }
 }
 
+/* A MOVED reply names the slot's owner now ("MOVED <slot> <host>:<port>"):
+ * when that is a shard we have, the slot's publishes go there at once, as
+ * cluster clients do, rather than to the old owner until the map is read
+ * again (a map read answered by a node that has not heard of the move yet
+ * could otherwise keep them going to the old owner, each one dropped). */
+static void apply_moved(sy_bus_t *b, const char *err) {
+    unsigned slot = 0;
+    int at = 0;
+    if (b->slot_shard == NULL || sscanf(err, "MOVED %u %n", &slot, &at) != 1 || at == 0 || slot >= SY_SLOTS)
+        return;
+    const char *addr = err + at;
+    const char *colon = strrchr(addr, ':'); /* the last one: an IPv6 host has its own */
+    char *end = NULL;
+    unsigned long port = colon != NULL ? strtoul(colon + 1, &end, 10) : 0;
+    if (colon == NULL || end == colon + 1 || *end != '\0' || port == 0 || port > 65535)
+        return;
+    size_t hlen = (size_t)(colon - addr);
+    for (unsigned i = 0; i < b->nshards; i++) {
+        shard_t *s = b->shards[i];
+        if (s != NULL && s->pub.port == port && strlen(s->pub.host) == hlen && memcmp(s->pub.host, addr, hlen) == 0) {
+            b->slot_shard[slot] = s;
+            return;
+        }
+    }
+}
+
 static void on_published(redisAsyncContext *ac, void *r, void *priv) {
     sy_bus_link_t *l = ac->data;
     sy_bus_t *b = l->ctx;
@@ -480,6 +506,8 @@ static void on_published(redisAsyncContext *ac, void *r, void *priv) {
         count(&b->c.dropped, 1);
         if (strncmp(reply->str, "MOVED", 5) == 0 || strncmp(reply->str, "ASK", 3) == 0)
             want_map(b);
+        if (strncmp(reply->str, "MOVED ", 6) == 0)
+            apply_moved(b, reply->str);
     } else {
         count(&b->c.published, 1);
     }
