@@ -252,6 +252,12 @@ static sy_refbuf_t *message_frame(const sy_server_t *s, const void *data, size_t
     return sy_refbuf_frame_z((flags & SY_SEND_BINARY) ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len, z);
 }
 
+/* Queues cmd to io, with SY_SEND_LATER's wake-up (sy_io_push_later) when
+ * flags ask for it. */
+static int push_io(sy_io_t *io, const sy_cmd_t *cmd, unsigned flags) {
+    return (flags & SY_SEND_LATER) ? sy_io_push_later(io, cmd) : sy_io_push(io, cmd);
+}
+
 /* Queues a message to this node's subscribers of t (the owner's publish,
  * and the bus thread's deliveries, which wake the IO threads at once). */
 static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
@@ -269,8 +275,7 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
         sy_refbuf_ref(m, 1);
         sy_topic_ref(t);
         sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .buf = m};
-        int pushed = (flags & SY_SEND_LATER) ? sy_io_push_later(&s->io[i], &cmd) : sy_io_push(&s->io[i], &cmd);
-        if (pushed != 0) {
+        if (push_io(&s->io[i], &cmd, flags) != 0) {
             sy_refbuf_release(m);
             sy_topic_release(&s->shared.topics, t);
             continue;
@@ -366,19 +371,12 @@ bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out) {
     return true;
 }
 
-/* Queues cmd to the thread of a connection the caller found open: 0,
+/* Queues cmd to the thread of a connection the caller found open (flags:
+ * SY_SEND_LATER or 0): 0,
  * ENOTCONN (the thread has ended), or ENOMEM. On failure the caller keeps
  * cmd's references. */
-static int push_to(sy_server_t *s, sy_cmd_t *cmd) {
-    int rc = sy_io_push(io_of(s, cmd->conn), cmd);
-    return rc == EPIPE ? ENOTCONN : rc;
-}
-
-/* push_to, with SY_SEND_LATER's wake-up (sy_io_push_later) when asked. */
-static int push_send(sy_server_t *s, sy_cmd_t *cmd, unsigned flags) {
-    if (!(flags & SY_SEND_LATER))
-        return push_to(s, cmd);
-    int rc = sy_io_push_later(io_of(s, cmd->conn), cmd);
+static int push_to(sy_server_t *s, sy_cmd_t *cmd, unsigned flags) {
+    int rc = push_io(io_of(s, cmd->conn), cmd, flags);
     return rc == EPIPE ? ENOTCONN : rc;
 }
 
@@ -388,7 +386,7 @@ int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, un
     sy_cmd_t cmd = {.type = SY_CMD_SEND, .conn = id};
     if ((cmd.buf = message_frame(s, data, len, flags)) == NULL)
         return ENOMEM;
-    int rc = push_send(s, &cmd, flags);
+    int rc = push_to(s, &cmd, flags);
     if (rc != 0)
         sy_refbuf_release(cmd.buf);
     return rc;
@@ -405,7 +403,7 @@ static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_
     if (type == SY_CMD_SUBSCRIBE)
         sy_topic_add_interest(&s->shared.topics, t, io->index);
     sy_cmd_t cmd = {.type = type, .conn = id, .topic = t};
-    int rc = push_to(s, &cmd);
+    int rc = push_to(s, &cmd, 0);
     if (rc != 0) {
         if (type == SY_CMD_SUBSCRIBE)
             sy_topic_drop_interest(&s->shared.topics, t, io->index);
@@ -429,7 +427,7 @@ int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason
     sy_cmd_t cmd = {.type = SY_CMD_END, .conn = id, .arg.close_code = (uint16_t)code};
     if ((cmd.buf = sy_refbuf_close(code, reason, reason_len)) == NULL)
         return ENOMEM;
-    int rc = push_to(s, &cmd);
+    int rc = push_to(s, &cmd, 0);
     if (rc != 0)
         sy_refbuf_release(cmd.buf);
     return rc;
@@ -439,7 +437,7 @@ int sy_server_terminate(sy_server_t *s, uint64_t id) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_TERMINATE, .conn = id};
-    return push_to(s, &cmd);
+    return push_to(s, &cmd, 0);
 }
 
 int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
