@@ -1,5 +1,5 @@
 # symphony's native addon. Built by scripts/build.js, which passes:
-#   --sy_allocator=jemalloc|system   which allocator backs src/sy_alloc.c
+#   --sy_allocator=jemalloc|system   which allocator backs src/base/sy_alloc.c
 #   --sy_jemalloc_dir=DIR            jemalloc's build folder (deps/jemalloc.sh)
 #   --sy_lg_page=N                   its page size (lg2), recorded in the build marker
 #   --sy_glibc_floor=FILE            (prebuilds) a header forced into every file,
@@ -8,9 +8,9 @@
 #                                    (deps/openssl.sh): TLS (src/tls) is built in,
 #                                    its headers searched before Node's own
 #   --sy_libdeflate_dir=DIR          libdeflate's build folder (deps/libdeflate.sh):
-#                                    permessage-deflate (src/sy_deflate.c)
+#                                    permessage-deflate (src/io/sy_deflate.c)
 #   --sy_hiredis_dir=DIR             hiredis' build folder (deps/hiredis.sh): the
-#                                    Redis bus (src/sy_redis_alloc.c routes its memory)
+#                                    Redis bus (src/bus/sy_redis_alloc.c routes its memory)
 #   --sy_testing=1                   (scripts/build.js --testing) a testing build:
 #                                    SY_TESTING defined and binding/testing.c
 #                                    compiled (_testAlloc/_testFree and the
@@ -29,7 +29,7 @@
   'targets': [
     {
       'target_name': 'symphony',
-      'sources': ['<!@(ls -1 src/*.c binding/*.c)'],
+      'sources': ['<!@(ls -1 src/*.c src/base/*.c src/proto/*.c src/net/*.c src/io/*.c src/bus/*.c binding/*.c)'],
       'include_dirs': ['src', '<(sy_libdeflate_dir)/include', '<(sy_hiredis_dir)/include'],
       'defines': ['NAPI_VERSION=8', 'SY_LG_PAGE=<(sy_lg_page)'],
       'cflags_c': [
@@ -66,7 +66,7 @@
           # Node's own OpenSSL headers are not in the --nodedir that
           # scripts/node-headers.js makes; sy_tls.c refuses anything older
           # than 3.5, so a wrong header fails the build.
-          'include_dirs': ['<(sy_openssl_dir)/include', 'src/tls'],
+          'include_dirs': ['<(sy_openssl_dir)/include'],
           'libraries': ['<(sy_openssl_dir)/libssl.a', '<(sy_openssl_dir)/libcrypto.a'],
         }],
         ['sy_allocator=="jemalloc"', {

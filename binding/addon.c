@@ -1,9 +1,9 @@
 /* addon — module registration and per-environment state; see addon.h. */
 #include "addon.h"
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 #include "sy_napi.h"
-#include "sy_redis_alloc.h"
+#include "bus/sy_redis_alloc.h"
 
 static void addon_finalize(napi_env env, void *data, void *hint) {
     (void)env;

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sy_alloc.h"
-#include "sy_deflate.h"
+#include "base/sy_alloc.h"
+#include "io/sy_deflate.h"
 #include "sy_napi.h"
-#include "sy_redis_alloc.h"
+#include "bus/sy_redis_alloc.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_tls.h"
 #endif

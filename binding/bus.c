@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "addon.h"
-#include "sy_alloc.h"
-#include "sy_bus.h"
+#include "base/sy_alloc.h"
+#include "bus/sy_bus.h"
 #include "sy_napi.h"
 #include "sy_server.h"
 #ifdef SY_WITH_TLS

@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sy_alloc.h"
-#include "sy_deflate.h"
+#include "base/sy_alloc.h"
+#include "io/sy_deflate.h"
 #include "sy_napi.h"
 #include "sy_server.h"
-#include "sy_ws_frame.h"
+#include "proto/sy_ws_frame.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_tls.h"
 #endif

@@ -1,7 +1,7 @@
 /* sy_napi — see sy_napi.h. */
 #include "sy_napi.h"
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 #include <stdio.h>
 

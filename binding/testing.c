@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 #include "sy_napi.h"
 
 /* Largest single test block: 1 GiB. */

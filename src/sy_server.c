@@ -12,14 +12,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sy_alloc.h"
-#include "sy_bus.h"
-#include "sy_bus_env.h"
-#include "sy_handshake.h"
-#include "sy_io.h"
-#include "sy_refbuf.h"
-#include "sy_topic.h"
-#include "sy_ws_frame.h"
+#include "base/sy_alloc.h"
+#include "bus/sy_bus.h"
+#include "bus/sy_bus_env.h"
+#include "proto/sy_handshake.h"
+#include "io/sy_io.h"
+#include "base/sy_refbuf.h"
+#include "io/sy_topic.h"
+#include "proto/sy_ws_frame.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_stream_tls.h"
 #endif

@@ -21,10 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_bus.h"
-#include "sy_errors.h"
-#include "sy_events.h"
-#include "sy_stats.h"
+#include "bus/sy_bus.h"
+#include "base/sy_errors.h"
+#include "io/sy_events.h"
+#include "io/sy_stats.h"
 
 #define SY_SERVER_MAX_THREADS 64
 #define SY_TOPIC_MAX_LEN 1024

@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sy_events.h"
+#include "io/sy_events.h"
 #include "sy_server.h"
 
 #define MAX_BATCHES 1024

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 #define BLOCKS 4096
 #define BLOCK_SIZE 192

@@ -6,7 +6,7 @@
 
 #include "check.h"
 
-#include "sy_base64.h"
+#include "proto/sy_base64.h"
 
 static void check_encode(const char *in, const char *want)
 {

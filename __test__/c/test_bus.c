@@ -28,12 +28,12 @@
 
 #include "check.h"
 #include "redis_proc.h"
-#include "sy_alloc.h"
-#include "sy_bus.h"
-#include "sy_bus_env.h"
-#include "sy_redis_alloc.h"
-#include "sy_slot.h"
-#include "sy_topic.h"
+#include "base/sy_alloc.h"
+#include "bus/sy_bus.h"
+#include "bus/sy_bus_env.h"
+#include "bus/sy_redis_alloc.h"
+#include "bus/sy_slot.h"
+#include "io/sy_topic.h"
 
 /* ---- a real redis-server ---------------------------------------------- */
 

@@ -25,10 +25,10 @@
 
 #include "check.h"
 #include "redis_proc.h"
-#include "sy_bus.h"
-#include "sy_redis_alloc.h"
-#include "sy_slot.h"
-#include "sy_topic.h"
+#include "bus/sy_bus.h"
+#include "bus/sy_redis_alloc.h"
+#include "bus/sy_slot.h"
+#include "io/sy_topic.h"
 
 #define PRIMARIES 3
 #define TOPICS 12

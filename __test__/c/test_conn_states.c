@@ -13,9 +13,9 @@
 
 #include "check.h"
 #include "harness.h"
-#include "sy_conn.h"
-#include "sy_io.h"
-#include "sy_poll.h"
+#include "io/sy_conn.h"
+#include "io/sy_io.h"
+#include "net/sy_poll.h"
 
 static void no_batches(void *ctx, sy_batch_t *b) {
     (void)ctx;

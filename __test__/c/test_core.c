@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "sy_alloc.h"
-#include "sy_events.h"
-#include "sy_refbuf.h"
-#include "sy_topic.h"
-#include "sy_ws_frame.h"
+#include "base/sy_alloc.h"
+#include "io/sy_events.h"
+#include "base/sy_refbuf.h"
+#include "io/sy_topic.h"
+#include "proto/sy_ws_frame.h"
 
 static void test_topics(void) {
     sy_topics_t r;

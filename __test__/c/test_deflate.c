@@ -14,9 +14,9 @@
 #include <libdeflate.h>
 
 #include "check.h"
-#include "sy_alloc.h"
-#include "sy_deflate.h"
-#include "sy_ws_frame.h"
+#include "base/sy_alloc.h"
+#include "io/sy_deflate.h"
+#include "proto/sy_ws_frame.h"
 
 /* Inflates a copy of in[0..n) (with room for the tail, and sentinels
  * after it that must come back unchanged). */

@@ -5,7 +5,7 @@
 #include "guard.h"
 #include "check.h"
 
-#include "sy_handshake.h"
+#include "proto/sy_handshake.h"
 
 #define MAX_H 32
 

@@ -4,7 +4,7 @@
 #include "guard.h"
 #include "check.h"
 
-#include "sy_http.h"
+#include "proto/sy_http.h"
 
 #define MAX_H 16
 

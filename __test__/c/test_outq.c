@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "sy_outq.h"
+#include "net/sy_outq.h"
 
 static sy_refbuf_t *buf_of(char c, size_t n) {
     char tmp[256];

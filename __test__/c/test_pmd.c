@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "sy_pmd.h"
+#include "proto/sy_pmd.h"
 
 static bool nego(const char *v, sy_pmd_t *p, unsigned *scanned) {
     memset(p, 0x5a, sizeof(*p));

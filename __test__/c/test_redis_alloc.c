@@ -16,8 +16,8 @@
 #include <hiredis/hiredis.h>
 
 #include "check.h"
-#include "sy_alloc.h"
-#include "sy_redis_alloc.h"
+#include "base/sy_alloc.h"
+#include "bus/sy_redis_alloc.h"
 
 /* sy_alloc's live bytes: exact in the system build, jemalloc's
  * stats.allocated (thread caches included) in the jemalloc build. */

@@ -15,8 +15,8 @@
 
 #include "check.h"
 #include "harness.h"
-#include "sy_alloc.h"
-#include "sy_events.h"
+#include "base/sy_alloc.h"
+#include "io/sy_events.h"
 #include "sy_server.h"
 
 static void send_masked(int fd, uint8_t b0, const char *payload, size_t len, int mask) {

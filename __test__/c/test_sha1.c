@@ -4,7 +4,7 @@
 #include "guard.h"
 #include "check.h"
 
-#include "sy_sha1.h"
+#include "proto/sy_sha1.h"
 
 static void to_hex(const uint8_t d[SY_SHA1_DIGEST_LEN], char out[41])
 {

@@ -21,7 +21,7 @@
 
 #include "check.h"
 #include "harness.h"
-#include "sy_uring.h"
+#include "net/sy_uring.h"
 
 static const char *REQ = "GET /x HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";

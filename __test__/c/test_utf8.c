@@ -5,7 +5,7 @@
 #include "guard.h"
 #include "check.h"
 
-#include "sy_utf8.h"
+#include "proto/sy_utf8.h"
 
 /* Reference: decode code points arithmetically; 1 iff s is complete and
  * valid UTF-8. Independent of the state machine under test. */

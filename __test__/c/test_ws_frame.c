@@ -6,7 +6,7 @@
 #include "guard.h"
 #include "check.h"
 
-#include "sy_ws_frame.h"
+#include "proto/sy_ws_frame.h"
 
 static long parse(const void *data, size_t len, sy_ws_frame_t *f)
 {

@@ -17,10 +17,10 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
-#include "sy_bus_env.h"
-#include "sy_bus_link.h"
-#include "sy_bus_map.h"
-#include "sy_redis_alloc.h"
+#include "bus/sy_bus_env.h"
+#include "bus/sy_bus_link.h"
+#include "bus/sy_bus_map.h"
+#include "bus/sy_redis_alloc.h"
 
 #define REQUIRE(c) do { if (!(c)) abort(); } while (0)
 

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sy_handshake.h"
-#include "sy_http.h"
+#include "proto/sy_handshake.h"
+#include "proto/sy_http.h"
 
 #define REQUIRE(c) do { if (!(c)) abort(); } while (0)
 

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sy_deflate.h"
-#include "sy_refbuf.h"
-#include "sy_ws_frame.h"
+#include "io/sy_deflate.h"
+#include "base/sy_refbuf.h"
+#include "proto/sy_ws_frame.h"
 
 #define REQUIRE(c) do { if (!(c)) abort(); } while (0)
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sy_pmd.h"
+#include "proto/sy_pmd.h"
 
 #define REQUIRE(c) do { if (!(c)) abort(); } while (0)
 

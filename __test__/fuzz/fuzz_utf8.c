@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sy_utf8.h"
+#include "proto/sy_utf8.h"
 
 #define REQUIRE(c) do { if (!(c)) abort(); } while (0)
 

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sy_utf8.h"
-#include "sy_ws_frame.h"
+#include "proto/sy_utf8.h"
+#include "proto/sy_ws_frame.h"
 
 #define REQUIRE(c) do { if (!(c)) abort(); } while (0)
 

@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include "lg.h"
-#include "sy_base64.h"
-#include "sy_handshake.h"
-#include "sy_http.h"
+#include "proto/sy_base64.h"
+#include "proto/sy_handshake.h"
+#include "proto/sy_http.h"
 
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24

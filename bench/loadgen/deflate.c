@@ -24,7 +24,7 @@
 #include <libdeflate.h>
 
 #include "lg.h"
-#include "sy_http.h"
+#include "proto/sy_http.h"
 
 static const uint8_t TAIL[LG_INFLATE_TAIL] = {0x00, 0x00, 0xff, 0xff, 0x03, 0x00};
 

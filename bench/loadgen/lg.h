@@ -120,7 +120,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sy_ws_frame.h"
+#include "proto/sy_ws_frame.h"
 
 /* ---- options ---------------------------------------------------------- */
 

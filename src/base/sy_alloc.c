@@ -1,6 +1,6 @@
 /* sy_alloc — see sy_alloc.h. The only file that names an allocator. */
 #define _GNU_SOURCE
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,9 +1,9 @@
 /* sy_buf — see sy_buf.h. */
-#include "sy_buf.h"
+#include "base/sy_buf.h"
 
 #include <string.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 int sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap) {
     if (*cap - len >= need)

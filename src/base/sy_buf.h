@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_errors.h"
+#include "base/sy_errors.h"
 
 /* Makes room for `need` more bytes after *len (capacity at least min_cap).
  * 0, or ENOMEM when out of memory or the size would overflow (nothing

@@ -1,10 +1,10 @@
 /* sy_refbuf — see sy_refbuf.h. */
-#include "sy_refbuf.h"
+#include "base/sy_refbuf.h"
 
 #include <string.h>
 
-#include "sy_alloc.h"
-#include "sy_ws_frame.h"
+#include "base/sy_alloc.h"
+#include "proto/sy_ws_frame.h"
 
 /* One reference to header[0..hlen) then body[0..len); NULL when out of memory. */
 static sy_refbuf_t *make(const uint8_t *header, size_t hlen, const void *body, size_t len, uint8_t deflate) {

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "sy_bus.h"
+#include "bus/sy_bus.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -15,13 +15,13 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/sds.h>
 
-#include "sy_alloc.h"
-#include "sy_bus_env.h"
-#include "sy_bus_link.h"
-#include "sy_bus_map.h"
-#include "sy_clock.h"
-#include "sy_poll.h"
-#include "sy_slot.h"
+#include "base/sy_alloc.h"
+#include "bus/sy_bus_env.h"
+#include "bus/sy_bus_link.h"
+#include "bus/sy_bus_map.h"
+#include "base/sy_clock.h"
+#include "net/sy_poll.h"
+#include "bus/sy_slot.h"
 
 #define BUS_EVENTS 64
 #define BUS_CHANNELS_PER_COMMAND 512

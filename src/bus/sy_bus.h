@@ -50,8 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_errors.h"
-#include "sy_topic.h"
+#include "base/sy_errors.h"
+#include "io/sy_topic.h"
 
 #define SY_BUS_MAX_SEEDS 64
 

@@ -1,6 +1,6 @@
-#include "sy_bus_env.h"
+#include "bus/sy_bus_env.h"
 
-#include "sy_utf8.h"
+#include "proto/sy_utf8.h"
 
 static void put64(uint8_t *p, uint64_t v) {
     for (unsigned i = 0; i < 8; i++)

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "sy_bus_link.h"
+#include "bus/sy_bus_link.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
-#include "sy_clock.h"
+#include "base/sy_clock.h"
 
 /* xorshift32: the backoff's jitter (no need for more). */
 static uint32_t next_rand(sy_bus_link_t *l) {

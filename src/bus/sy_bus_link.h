@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_errors.h"
-#include "sy_poll.h"
+#include "base/sy_errors.h"
+#include "net/sy_poll.h"
 
 #define SY_BUS_HOST_MAX 256
 /* The most elements a reply's array may announce (hiredis allocates them

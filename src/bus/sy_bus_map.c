@@ -1,4 +1,4 @@
-#include "sy_bus_map.h"
+#include "bus/sy_bus_map.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 static bool reply_int(const redisReply *r, long long *v) {
     if (r == NULL || r->type != REDIS_REPLY_INTEGER)

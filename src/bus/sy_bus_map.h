@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_slot.h"
+#include "bus/sy_slot.h"
 
 #define SY_BUS_MAP_HOST_MAX 256
 #define SY_BUS_MAP_NONE 0xffffu

@@ -1,11 +1,11 @@
 /* sy_redis_alloc — see sy_redis_alloc.h. */
-#include "sy_redis_alloc.h"
+#include "bus/sy_redis_alloc.h"
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <string.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 /* hiredis' strdupFn: a copy with its terminator, from sy_malloc. */
 static char *redis_strdup(const char *s) { return sy_memdup(s, strlen(s) + 1); }

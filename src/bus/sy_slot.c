@@ -1,4 +1,4 @@
-#include "sy_slot.h"
+#include "bus/sy_slot.h"
 
 #include <string.h>
 

@@ -1,19 +1,19 @@
 /* sy_conn — see sy_conn.h. */
 #define _GNU_SOURCE
-#include "sy_conn.h"
+#include "io/sy_conn.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "sy_alloc.h"
-#include "sy_buf.h"
-#include "sy_clock.h"
-#include "sy_deflate.h"
-#include "sy_poll.h"
-#include "sy_upgrade.h"
-#include "sy_utf8.h"
-#include "sy_ws_frame.h"
+#include "base/sy_alloc.h"
+#include "base/sy_buf.h"
+#include "base/sy_clock.h"
+#include "io/sy_deflate.h"
+#include "net/sy_poll.h"
+#include "io/sy_upgrade.h"
+#include "proto/sy_utf8.h"
+#include "proto/sy_ws_frame.h"
 
 #define SY_HANDSHAKE_TURN_US 4000 /* transport handshake work per IO loop turn */
 

@@ -44,12 +44,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_errors.h"
-#include "sy_io.h"
-#include "sy_outq.h"
-#include "sy_refbuf.h"
-#include "sy_stream.h"
-#include "sy_topic.h"
+#include "base/sy_errors.h"
+#include "io/sy_io.h"
+#include "net/sy_outq.h"
+#include "base/sy_refbuf.h"
+#include "net/sy_stream.h"
+#include "io/sy_topic.h"
 
 #define SY_CONN_DRAIN_MS 2000 /* how long a closed connection may take to send its EOF */
 /* How long a connection the peer closed or broke waits for the owner to

@@ -1,14 +1,14 @@
 /* sy_deflate — see sy_deflate.h. */
 #define _GNU_SOURCE
-#include "sy_deflate.h"
+#include "io/sy_deflate.h"
 
 #include <errno.h>
 #include <libdeflate.h>
 #include <string.h>
 
-#include "sy_alloc.h"
-#include "sy_clock.h"
-#include "sy_ws_frame.h"
+#include "base/sy_alloc.h"
+#include "base/sy_clock.h"
+#include "proto/sy_ws_frame.h"
 
 /* 00 00 ff ff (RFC 7692 7.2.2), then an empty final block with fixed
  * codes (BFINAL=1, BTYPE=01, end of block), so that libdeflate, which

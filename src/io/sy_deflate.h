@@ -33,9 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_errors.h"
-#include "sy_refbuf.h"
-#include "sy_stats.h"
+#include "base/sy_errors.h"
+#include "base/sy_refbuf.h"
+#include "io/sy_stats.h"
 
 #define SY_INFLATE_TAIL 6                /* bytes appended in place by sy_inflate */
 #define SY_DEFLATE_IDLE_MS 10000         /* compressor and decompressor kept this long unused */

@@ -1,10 +1,10 @@
 /* sy_events — see sy_events.h. */
-#include "sy_events.h"
+#include "io/sy_events.h"
 
 #include <string.h>
 
-#include "sy_alloc.h"
-#include "sy_buf.h"
+#include "base/sy_alloc.h"
+#include "base/sy_buf.h"
 
 #define SY_BATCH_MIN 4096
 #define ALIGN8(n) (((n) + 7u) & ~(size_t)7u)

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_errors.h"
+#include "base/sy_errors.h"
 
 typedef enum sy_event_type {
     SY_EV_UPGRADE = 1, /* a valid upgrade request awaits the JS decision;

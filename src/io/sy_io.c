@@ -1,6 +1,6 @@
 /* sy_io — see sy_io.h. */
 #define _GNU_SOURCE
-#include "sy_io.h"
+#include "io/sy_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,12 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sy_alloc.h"
-#include "sy_clock.h"
-#include "sy_conn.h"
-#include "sy_poll.h"
-#include "sy_reclaim.h"
-#include "sy_upgrade.h"
+#include "base/sy_alloc.h"
+#include "base/sy_clock.h"
+#include "io/sy_conn.h"
+#include "net/sy_poll.h"
+#include "io/sy_reclaim.h"
+#include "io/sy_upgrade.h"
 
 #define SY_SWEEP_MS 1000
 #define SY_ACCEPTS_PER_TURN 64

@@ -28,16 +28,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_deflate.h"
-#include "sy_errors.h"
-#include "sy_events.h"
-#include "sy_reclaim.h"
-#include "sy_refbuf.h"
+#include "io/sy_deflate.h"
+#include "base/sy_errors.h"
+#include "io/sy_events.h"
+#include "io/sy_reclaim.h"
+#include "base/sy_refbuf.h"
 #include "sy_server.h"
-#include "sy_stats.h"
-#include "sy_stream.h"
-#include "sy_topic.h"
-#include "sy_uring.h"
+#include "io/sy_stats.h"
+#include "net/sy_stream.h"
+#include "io/sy_topic.h"
+#include "net/sy_uring.h"
 
 #define SY_IO_RX_SIZE (64 * 1024) /* the thread's one receive buffer */
 #define SY_IO_POLL_FAILURES_MAX 100

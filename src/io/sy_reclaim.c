@@ -1,11 +1,11 @@
 /* sy_reclaim — see sy_reclaim.h. */
 #define _GNU_SOURCE
-#include "sy_reclaim.h"
+#include "io/sy_reclaim.h"
 
-#include "sy_alloc.h"
-#include "sy_clock.h"
-#include "sy_conn.h"
-#include "sy_io.h"
+#include "base/sy_alloc.h"
+#include "base/sy_clock.h"
+#include "io/sy_conn.h"
+#include "io/sy_io.h"
 
 /* The thread's arena now: its unused pages (dirty + muzzy) in *unused, and
  * the pages that are not free address space (active + unused) returned, or

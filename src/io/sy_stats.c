@@ -1,5 +1,5 @@
 /* sy_stats — see sy_stats.h. */
-#include "sy_stats.h"
+#include "io/sy_stats.h"
 
 void sy_stats_live_init(sy_stats_live_t *s) {
 #define SY_STAT_INIT(field, js, agg, metric, type, scale, help) atomic_init(&s->field, 0);

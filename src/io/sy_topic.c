@@ -1,10 +1,10 @@
 /* sy_topic — see sy_topic.h. */
-#include "sy_topic.h"
+#include "io/sy_topic.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 #define SY_TOPICS_MIN_BUCKETS 64
 

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_errors.h"
+#include "base/sy_errors.h"
 
 /* One IO thread's view of a topic. */
 typedef struct sy_topic_slot {

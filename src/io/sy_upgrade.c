@@ -1,6 +1,6 @@
 /* sy_upgrade — see sy_upgrade.h. */
 #define _GNU_SOURCE
-#include "sy_upgrade.h"
+#include "io/sy_upgrade.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "sy_alloc.h"
-#include "sy_handshake.h"
-#include "sy_http.h"
-#include "sy_pmd.h"
-#include "sy_ws_frame.h"
+#include "base/sy_alloc.h"
+#include "proto/sy_handshake.h"
+#include "proto/sy_http.h"
+#include "proto/sy_pmd.h"
+#include "proto/sy_ws_frame.h"
 
 #define SY_MAX_HEADERS_CAP 256
 

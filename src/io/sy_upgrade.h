@@ -14,9 +14,9 @@
 #ifndef SY_UPGRADE_H
 #define SY_UPGRADE_H
 
-#include "sy_conn.h"
-#include "sy_io.h"
-#include "sy_refbuf.h"
+#include "io/sy_conn.h"
+#include "io/sy_io.h"
+#include "base/sy_refbuf.h"
 
 /* The request head has grown (c->rbuf): answers it once complete. */
 void sy_upgrade_request(sy_io_t *io, sy_conn_t *c);

@@ -1,10 +1,10 @@
 /* sy_outq — see sy_outq.h. */
-#include "sy_outq.h"
+#include "net/sy_outq.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 #define SY_OUTQ_MIN 8
 

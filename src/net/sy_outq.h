@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "sy_errors.h"
-#include "sy_refbuf.h"
+#include "base/sy_errors.h"
+#include "base/sy_refbuf.h"
 
 typedef struct sy_outq {
     sy_refbuf_t **ring; /* each entry holds one reference */

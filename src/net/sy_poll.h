@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "sy_errors.h"
+#include "base/sy_errors.h"
 
 #define SY_POLL_IN 1u  /* readable, or an error or hang-up (a read tells which) */
 #define SY_POLL_OUT 2u /* writable */

@@ -1,12 +1,12 @@
 /* sy_poll on Linux epoll; see sy_poll.h. */
 #define _GNU_SOURCE
-#include "sy_poll.h"
+#include "net/sy_poll.h"
 
 #include <errno.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 #define SY_POLL_BATCH 256
 

@@ -1,6 +1,6 @@
 /* sy_stream — see sy_stream.h. The plain TCP transport. */
 #define _GNU_SOURCE
-#include "sy_stream.h"
+#include "net/sy_stream.h"
 
 #include <errno.h>
 #include <sys/socket.h>

@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_errors.h"
-#include "sy_outq.h"
+#include "base/sy_errors.h"
+#include "net/sy_outq.h"
 
 /* What a step of a transport did, or needs next. */
 typedef enum sy_stream_rc {

@@ -1,6 +1,6 @@
 /* sy_uring — see sy_uring.h. */
 #define _GNU_SOURCE
-#include "sy_uring.h"
+#include "net/sy_uring.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -46,7 +46,7 @@ void sy_uring_close(sy_uring_t *u) { (void)u; }
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 /* The same numbers on every architecture (the unified syscall table). */
 #ifndef __NR_io_uring_setup

@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "sy_errors.h"
+#include "base/sy_errors.h"
 
 typedef struct sy_uring sy_uring_t;
 

@@ -1,5 +1,5 @@
 /* Base64, RFC 4648 section 4. See sy_base64.h. */
-#include "sy_base64.h"
+#include "proto/sy_base64.h"
 
 #include <limits.h>
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_errors.h"
+#include "base/sy_errors.h"
 
 /* Characters needed to encode n bytes (padding included, no NUL).
  * Valid for n <= (SIZE_MAX / 4) * 3 - 2. */

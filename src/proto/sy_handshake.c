@@ -1,11 +1,11 @@
 /* RFC 6455 server handshake. See sy_handshake.h. */
-#include "sy_handshake.h"
+#include "proto/sy_handshake.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include "sy_base64.h"
-#include "sy_sha1.h"
+#include "proto/sy_base64.h"
+#include "proto/sy_sha1.h"
 
 static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 

@@ -26,7 +26,7 @@
 
 #include <stddef.h>
 
-#include "sy_http.h"
+#include "proto/sy_http.h"
 
 #define SY_WS_ACCEPT_LEN 28 /* base64 of a SHA-1 digest */
 #define SY_WS_KEY_LEN 24    /* base64 of 16 bytes */

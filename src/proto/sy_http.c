@@ -1,5 +1,5 @@
 /* HTTP/1.1 request head parser. See sy_http.h. */
-#include "sy_http.h"
+#include "proto/sy_http.h"
 
 #include <limits.h>
 #include <string.h>

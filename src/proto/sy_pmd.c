@@ -1,5 +1,5 @@
 /* sy_pmd — see sy_pmd.h. */
-#include "sy_pmd.h"
+#include "proto/sy_pmd.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sy_http.h"
+#include "proto/sy_http.h"
 
 #define SY_PMD_WINDOW_MAX 15
 #define SY_PMD_WINDOW_MIN 8

@@ -1,5 +1,5 @@
 /* SHA-1 as specified by FIPS 180-4 section 6.1. See sy_sha1.h. */
-#include "sy_sha1.h"
+#include "proto/sy_sha1.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * must be. Only the byte after a lead byte has a range narrower than
  * 80..BF, and only for the leads E0, ED, F0 and F4 (table 3-7); each of
  * those gets its own state. */
-#include "sy_utf8.h"
+#include "proto/sy_utf8.h"
 
 #include <string.h>
 

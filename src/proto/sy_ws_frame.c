@@ -1,9 +1,9 @@
 /* RFC 6455 frame layer. See sy_ws_frame.h. */
-#include "sy_ws_frame.h"
+#include "proto/sy_ws_frame.h"
 
 #include <string.h>
 
-#include "sy_utf8.h"
+#include "proto/sy_utf8.h"
 
 static int opcode_defined(unsigned op)
 {

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "sy_bus_tls.h"
+#include "tls/sy_bus_tls.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/hiredis_ssl.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 struct sy_bus_tls {
     SSL_CTX *ctx;

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sy_tls.h"
+#include "tls/sy_tls.h"
 
 typedef struct sy_bus_tls sy_bus_tls_t;
 

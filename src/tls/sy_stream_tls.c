@@ -1,10 +1,10 @@
 /* sy_stream_tls — see sy_stream_tls.h. */
-#include "sy_stream_tls.h"
+#include "tls/sy_stream_tls.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 typedef struct tls_stream {
     sy_tls_conn_t *ssl;

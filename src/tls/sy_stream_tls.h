@@ -16,8 +16,8 @@
 
 #include <pthread.h>
 
-#include "sy_stream.h"
-#include "sy_tls.h"
+#include "net/sy_stream.h"
+#include "tls/sy_tls.h"
 
 typedef struct sy_tls_source {
     pthread_mutex_t lock;

@@ -1,6 +1,6 @@
 /* sy_tls — see sy_tls.h. */
 #define _GNU_SOURCE
-#include "sy_tls.h"
+#include "tls/sy_tls.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,7 +17,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "sy_alloc.h"
+#include "base/sy_alloc.h"
 
 #define SY_TLS_ERRLEN_SUB 200
 

@@ -55,10 +55,10 @@
 #include <openssl/x509.h>
 
 #include "../check.h"
-#include "sy_alloc.h"
-#include "sy_events.h"
+#include "base/sy_alloc.h"
+#include "io/sy_events.h"
 #include "sy_server.h"
-#include "sy_tls.h"
+#include "tls/sy_tls.h"
 
 #ifdef SY_TEST_VALGRIND
 /* make valgrind: every thread runs ~30x slower, one at a time. */

@@ -21,7 +21,7 @@
 #include <openssl/x509.h>
 
 #include "../check.h"
-#include "sy_tls.h"
+#include "tls/sy_tls.h"
 
 typedef struct pem {
     char cert[4096];
