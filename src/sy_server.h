@@ -24,37 +24,15 @@
 #include "bus/sy_bus.h"
 #include "base/sy_errors.h"
 #include "io/sy_events.h"
+#include "io/sy_io_opts.h"
 #include "io/sy_stats.h"
 
 #define SY_SERVER_MAX_THREADS 64
 #define SY_TOPIC_MAX_LEN 1024
 #define SY_ERRLEN 256
 
-typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1 } sy_slow_policy_t;
-
-typedef struct sy_server_opts {
-    const char *host;             /* numeric address or name to bind; copied */
-    uint16_t port;                /* 0: any free port */
-    const char *path;             /* only this path (before '?') upgrades; NULL: any */
-    unsigned threads;             /* 1..SY_SERVER_MAX_THREADS */
-    size_t max_payload;           /* largest message accepted from a client */
-    size_t max_backpressure;      /* queued bytes per connection before the policy */
-    sy_slow_policy_t slow_consumer;
-    unsigned idle_timeout_s;      /* 0: none */
-    unsigned handshake_timeout_s; /* complete upgrade request within this */
-    unsigned close_timeout_s;     /* wait this long for the peer's close reply */
-    size_t max_head_bytes;        /* request line + headers; default 8192 */
-    unsigned max_headers;         /* default 64 */
-    unsigned backlog;             /* listen() backlog */
-    uint32_t max_connections;     /* per server; 0: no limit beyond the fd limit */
-    size_t max_event_bytes;       /* per IO thread: stop reading clients while the owner
-                                     holds this many bytes of undelivered events */
-    bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
-    bool reclaim;                 /* memory policy: give memory back after a drop (sy_reclaim.h) */
-    bool compression;             /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
-    unsigned compress_level;      /* 1..9 */
-    size_t compress_threshold;    /* payloads below this many bytes always go plain */
-} sy_server_opts_t;
+/* The server's options are its IO threads' (io/sy_io_opts.h). */
+typedef sy_io_opts_t sy_server_opts_t;
 
 /* flags of sy_server_publish and sy_server_send. */
 #define SY_SEND_BINARY 1u   /* a binary message (else text) */
@@ -68,10 +46,6 @@ typedef struct sy_server_opts {
 #define SY_SERVER_BUS_FLUSH_MS 500 /* shutdown waits this long for Redis to take the last publishes */
 
 typedef struct sy_server sy_server_t;
-
-/* Called on an IO thread with a batch the callee now owns; it must end in
- * sy_server_batch_done on the owner thread. */
-typedef void (*sy_batch_fn)(void *ctx, sy_batch_t *batch);
 
 /* NULL on failure (bad thread count, out of memory), with a message in err. */
 sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx,

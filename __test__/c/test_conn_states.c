@@ -14,7 +14,7 @@
 #include "check.h"
 #include "harness.h"
 #include "io/sy_conn.h"
-#include "io/sy_io.h"
+#include "io/sy_io_thread.h"
 #include "net/sy_poll.h"
 
 static void no_batches(void *ctx, sy_batch_t *b) {

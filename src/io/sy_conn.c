@@ -14,6 +14,7 @@
 #include "io/sy_upgrade.h"
 #include "proto/sy_utf8.h"
 #include "proto/sy_ws_frame.h"
+#include "proto/sy_ws_msg.h"
 
 #define SY_HANDSHAKE_TURN_US 4000 /* transport handshake work per IO loop turn */
 
@@ -25,7 +26,7 @@ static uint16_t close_code_or(const sy_conn_t *c, uint16_t code) { return c->clo
 /* ---- states ------------------------------------------------------------- */
 
 static int64_t deadline_of(const sy_io_t *io, const sy_conn_t *c, sy_conn_state_t st) {
-    const sy_server_opts_t *o = &io->shared->opts;
+    const sy_io_opts_t *o = &io->shared->opts;
     switch (st) {
     case SY_CONN_HANDSHAKE:
         return io->now_ms + (int64_t)o->handshake_timeout_s * 1000;
@@ -148,7 +149,7 @@ static bool queue_own(sy_conn_t *c, sy_refbuf_t *m) {
  * for a failing or slow connection, the close must not wait behind data. */
 static void queue_close_now(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
     sy_outq_clear(&c->outq, true);
-    (void)queue_own(c, sy_refbuf_close(code, reason, reason ? strlen(reason) : 0)); /* best effort */
+    (void)queue_own(c, sy_ws_msg_close(code, reason, reason ? strlen(reason) : 0)); /* best effort */
     sy_io_mark_dirty(io, c);
 }
 
@@ -454,9 +455,9 @@ void sy_conn_owner_caught_up(sy_io_t *io, sy_conn_t *c) {
         return;
     sy_refbuf_t *m;
     if (!c->close_echo)
-        m = sy_refbuf_close(c->close_code, c->close_reason, c->close_reason_len);
+        m = sy_ws_msg_close(c->close_code, c->close_reason, c->close_reason_len);
     else /* the peer's code back (1005: it sent none, so none) */
-        m = sy_refbuf_close(c->close_code == 1005 ? 0 : c->close_code, NULL, 0);
+        m = sy_ws_msg_close(c->close_code == 1005 ? 0 : c->close_code, NULL, 0);
     (void)queue_own(c, m); /* best effort, as every close frame */
     sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
     sy_io_mark_dirty(io, c);
@@ -503,7 +504,7 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
         c->close_code = code;
         set_close_reason(c, reason, reason_len);
         /* Echo the code (1005 means the peer sent none: reply with none). */
-        (void)queue_own(c, code == 1005 ? sy_refbuf_close(0, NULL, 0) : sy_refbuf_frame(SY_WS_OP_CLOSE, p, 2));
+        (void)queue_own(c, code == 1005 ? sy_ws_msg_close(0, NULL, 0) : sy_ws_msg(SY_WS_OP_CLOSE, p, 2));
     }
     /* Else the reply to our close: the handshake is complete. */
     sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
@@ -516,7 +517,7 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
 static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t *p, size_t n, size_t checked) {
     switch (f->opcode) {
     case SY_WS_OP_PING:
-        push_control(io, c, sy_refbuf_frame(SY_WS_OP_PONG, p, n));
+        push_control(io, c, sy_ws_msg(SY_WS_OP_PONG, p, n));
         return;
     case SY_WS_OP_PONG:
         return;
@@ -612,7 +613,7 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
     const size_t max_payload = io->shared->opts.max_payload;
     while (pos < len && reading_frames(c)) {
         sy_ws_frame_t f;
-        long h = sy_ws_frame_parse_ex(buf + pos, len - pos, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
+        long h = sy_ws_frame_parse(buf + pos, len - pos, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
         if (h == SY_WS_PARTIAL)
             break;
         if (h < 0) {
@@ -662,7 +663,7 @@ static int rbuf_append(sy_conn_t *c, const uint8_t *p, size_t n) {
  * maxPayload already); else n. */
 static size_t frame_bytes(const sy_conn_t *c, const uint8_t *p, size_t n) {
     sy_ws_frame_t f;
-    long h = sy_ws_frame_parse_ex(p, n, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
+    long h = sy_ws_frame_parse(p, n, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
     if (h <= 0 || f.payload_len > SIZE_MAX - (size_t)h - SY_INFLATE_TAIL)
         return n;
     return (size_t)h + (size_t)f.payload_len;
@@ -799,7 +800,7 @@ void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
 /* ---- timeouts -------------------------------------------------------------------- */
 
 void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
-    const sy_server_opts_t *o = &io->shared->opts;
+    const sy_io_opts_t *o = &io->shared->opts;
     int64_t now = io->now_ms;
     switch (c->state) {
     case SY_CONN_HANDSHAKE:
@@ -827,7 +828,7 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
             }
             if (idle >= limit / 2 && !c->ping_sent) {
                 c->ping_sent = true;
-                push_control(io, c, sy_refbuf_frame(SY_WS_OP_PING, NULL, 0));
+                push_control(io, c, sy_ws_msg(SY_WS_OP_PING, NULL, 0));
             }
         }
         break;

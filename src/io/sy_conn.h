@@ -45,7 +45,7 @@
 #include <stdint.h>
 
 #include "base/sy_errors.h"
-#include "io/sy_io.h"
+#include "io/sy_io_thread.h"
 #include "net/sy_outq.h"
 #include "base/sy_refbuf.h"
 #include "net/sy_stream.h"

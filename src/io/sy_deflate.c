@@ -9,6 +9,7 @@
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
 #include "proto/sy_ws_frame.h"
+#include "proto/sy_ws_msg.h"
 
 /* 00 00 ff ff (RFC 7692 7.2.2), then an empty final block with fixed
  * codes (BFINAL=1, BTYPE=01, end of block), so that libdeflate, which
@@ -111,7 +112,7 @@ static sy_refbuf_t *compress_frame(sy_deflate_t *z, const sy_refbuf_t *m, int64_
     sy_refbuf_t *twin = NULL;
     if (c > 0) {
         z->scratch[c] = 0x00;
-        twin = sy_refbuf_frame_rsv1(m->data[0] & 0x0fu, z->scratch, c + 1);
+        twin = sy_ws_msg_rsv1(m->data[0] & 0x0fu, z->scratch, c + 1);
     }
     if (z->stats != NULL) {
         sy_stat_inc(&z->stats->compressed);

@@ -134,8 +134,3 @@ int sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
     *out_len = (size_t)n;
     return 0;
 }
-
-long sy_base64_decoded_len(const char *in, size_t len)
-{
-    return b64_run(in, len, NULL, 0);
-}
