@@ -81,12 +81,17 @@ int main(void) {
 
     /* Awaiting the owner (the peer closed or broke the protocol while the
      * owner had messages to handle): not read, still open to the owner (its
-     * replies go out), a short deadline. Back to open only for this test. */
+     * replies go out), a short deadline. Back to open only for this test,
+     * which the table forbids: a testing build counts it. */
     sy_conn_enter(io, c, SY_CONN_AWAIT_OWNER);
     CHECK_EQ(c->deadline_ms, io->now_ms + SY_CONN_AWAIT_OWNER_MS);
     CHECK_EQU(c->poll_ev, 0);
     CHECK(sy_io_is_open(io, id));
+    CHECK(!sy_conn_transition_allowed(SY_CONN_AWAIT_OWNER, SY_CONN_OPEN));
+    unsigned illegal = sy_conn_illegal_transitions();
     sy_conn_enter(io, c, SY_CONN_OPEN);
+    CHECK_EQU(sy_conn_illegal_transitions(), illegal + 1);
+    check_illegal_expected = illegal + 1;
     CHECK_EQU(c->poll_ev, SY_POLL_IN);
 
     /* Paused for flow control: not read; the interest follows. */

@@ -603,8 +603,7 @@ static void begin_stop(sy_io_t *io, uint32_t deadline_ms) {
                 sy_refbuf_release(m);
                 sy_conn_destroy(io, k, 1001);
             }
-        } else if (k->state == SY_CONN_HANDSHAKE || k->state == SY_CONN_HTTP || k->state == SY_CONN_UPGRADING ||
-                   deadline_ms == 0) {
+        } else if (sy_conn_before_open((sy_conn_state_t)k->state) || deadline_ms == 0) {
             sy_conn_destroy(io, k, 1001);
         }
     }
