@@ -158,7 +158,7 @@ static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
     return 0;
 }
 
-int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
+sy_err_t sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
     if (s->listening) {
         snprintf(err, errlen, "the server is already listening");
         return EALREADY;
@@ -186,7 +186,7 @@ int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
     return 0;
 }
 
-int sy_server_start(sy_server_t *s, char *err, size_t errlen) {
+sy_err_t sy_server_start(sy_server_t *s, char *err, size_t errlen) {
     if (s->listening) {
         snprintf(err, errlen, "the server is already running");
         return EALREADY;
@@ -194,7 +194,7 @@ int sy_server_start(sy_server_t *s, char *err, size_t errlen) {
     return start_threads(s, -1, err, errlen);
 }
 
-int sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len) {
+sy_err_t sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len) {
     if (!s->listening || s->shutting_down)
         return ENOTCONN;
     int type = 0;
@@ -303,7 +303,7 @@ static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_
     return t == NULL ? 0 : publish_local(s, t, data, len, flags, subscribers);
 }
 
-int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
                       unsigned flags, size_t *subscribers) {
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
@@ -320,7 +320,7 @@ sy_topic_t *sy_server_topic(sy_server_t *s, const char *topic, size_t topic_len)
 
 void sy_server_topic_release(sy_server_t *s, sy_topic_t *t) { sy_topic_release(&s->shared.topics, t); }
 
-int sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
+sy_err_t sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
                             size_t *subscribers) {
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
@@ -349,7 +349,7 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
     }
 }
 
-int sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
+sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
                       size_t errlen) {
     if (s->listening || s->bus != NULL || sy_topics_count(&s->shared.topics) != 0) {
         snprintf(err, errlen, "the bus must be set before the server starts");
@@ -383,7 +383,7 @@ static int push_to(sy_server_t *s, sy_cmd_t *cmd, unsigned flags) {
     return rc == EPIPE ? ENOTCONN : rc;
 }
 
-int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags) {
+sy_err_t sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_SEND, .conn = id};
@@ -416,15 +416,15 @@ static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_
     return rc;
 }
 
-int sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
+sy_err_t sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
     return sub_cmd(s, id, topic, topic_len, SY_CMD_SUBSCRIBE);
 }
 
-int sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
+sy_err_t sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
     return sub_cmd(s, id, topic, topic_len, SY_CMD_UNSUBSCRIBE);
 }
 
-int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len) {
+sy_err_t sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_END, .conn = id, .arg.close_code = (uint16_t)code};
@@ -436,14 +436,14 @@ int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason
     return rc;
 }
 
-int sy_server_terminate(sy_server_t *s, uint64_t id) {
+sy_err_t sy_server_terminate(sy_server_t *s, uint64_t id) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_TERMINATE, .conn = id};
     return push_to(s, &cmd, 0);
 }
 
-int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
+sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
                      size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics,
                      bool compress) {
     sy_io_t *io = io_of(s, id);
@@ -479,7 +479,7 @@ int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t p
     return 0;
 }
 
-int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len) {
+sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len) {
     sy_io_t *io = io_of(s, id);
     if (io == NULL || s->shutting_down)
         return ENOTCONN;
@@ -518,7 +518,7 @@ size_t sy_server_topic_count(sy_server_t *s) {
     return sy_topics_count(&s->shared.topics);
 }
 
-int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
+sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 #ifdef SY_WITH_TLS
     bool tls = sy_server_tls(s);
     if (ctx == NULL || (s->listening && !tls))

@@ -125,7 +125,7 @@ void sy_conn_enter(sy_io_t *io, sy_conn_t *c, sy_conn_state_t st) {
     sy_io_update_poll(io, c);
 }
 
-int sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out) {
+sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out) {
     sy_conn_t *c = sy_calloc(1, sizeof(*c));
     if (c == NULL)
         return ENOMEM;

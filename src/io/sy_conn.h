@@ -163,7 +163,7 @@ typedef struct sy_conn {
  * SY_CONN_HANDSHAKE (a transport with a handshake) or SY_CONN_HTTP. Takes
  * over fd on success. 0 or an errno value (ENOMEM; fd is the caller's then).
  * The caller gives it a slot, then calls sy_conn_start. */
-int sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out);
+sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out);
 /* Enters the first state (deadline and poll interest): after sy_io has
  * registered it. */
 void sy_conn_start(sy_io_t *io, sy_conn_t *c);

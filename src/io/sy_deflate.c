@@ -16,7 +16,7 @@
  * wants a final block, ends where the message ends. */
 static const uint8_t inflate_tail[SY_INFLATE_TAIL] = {0x00, 0x00, 0xff, 0xff, 0x03, 0x00};
 
-int sy_deflate_once_init(sy_deflate_once_t *o) {
+sy_err_t sy_deflate_once_init(sy_deflate_once_t *o) {
     int rc = pthread_mutex_init(&o->lock, NULL);
     if (rc != 0)
         return rc;
@@ -149,7 +149,7 @@ sy_refbuf_t *sy_deflate_twin(sy_deflate_t *z, sy_deflate_once_t *once, sy_refbuf
     return m->twin;
 }
 
-int sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms,
+sy_err_t sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms,
                const uint8_t **out, size_t *out_len) {
     if (z->decomp == NULL && (z->decomp = libdeflate_alloc_decompressor_ex(&alloc_options)) == NULL)
         return ENOMEM;

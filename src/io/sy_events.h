@@ -61,10 +61,10 @@ typedef struct sy_batch {
 
 /* Appends an event; payload is copied. 0, or ENOMEM (out of memory) or
  * EMSGSIZE (over 4 GiB): the event is lost then, and the caller counts it. */
-int sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+sy_err_t sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
                  uint16_t code, const void *payload, size_t len);
 /* Appends an event whose payload is the concatenation of n pieces. */
-int sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+sy_err_t sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
                   uint16_t code, const void *const *parts, const size_t *lens, size_t n);
 
 /* Iterates: *pos starts at 0. Returns false at the end. payload points into

@@ -103,7 +103,7 @@ const sy_conn_t *sy_io_any_conn(const sy_io_t *io) {
 
 static void *io_main(void *arg);
 
-int sy_io_start(sy_io_t *io) {
+sy_err_t sy_io_start(sy_io_t *io) {
     int rc = pthread_create(&io->thread, NULL, io_main, io);
     if (rc == 0)
         io->started = true;
@@ -230,9 +230,9 @@ static int push(sy_io_t *io, const sy_cmd_t *cmd, bool later) {
     return rc;
 }
 
-int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, false); }
+sy_err_t sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, false); }
 
-int sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, true); }
+sy_err_t sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, true); }
 
 void sy_io_wake(sy_io_t *io) {
     (void)pthread_mutex_lock(&io->qlock);

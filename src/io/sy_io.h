@@ -120,7 +120,7 @@ typedef struct sy_cmd {
  * in *err. */
 sy_io_t *sy_io_create(sy_io_shared_t *shared, unsigned index, int listen_fd, int *err);
 /* Starts the thread: 0 or an errno value. */
-int sy_io_start(sy_io_t *io);
+sy_err_t sy_io_start(sy_io_t *io);
 /* Waits for a started thread to exit (it must be stopping); a no-op for one
  * never started. */
 void sy_io_join(sy_io_t *io);
@@ -129,13 +129,13 @@ void sy_io_destroy(sy_io_t *io);
 
 /* Queues a command and wakes the thread. 0, or ENOMEM, or EPIPE when the
  * thread has ended (the caller still owns the references then). */
-int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd);
+sy_err_t sy_io_push(sy_io_t *io, const sy_cmd_t *cmd);
 /* The same, but the wake-up may wait for sy_io_wake: the owner's publishes
  * and sends made in one turn of its event loop reach the thread as one
  * batch with one wake-up. It wakes the thread anyway once
  * SY_IO_DEFER_MAX commands are waiting, and any sy_io_push wakes it for
  * those queued before. Owner only. */
-int sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd);
+sy_err_t sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd);
 /* Wakes the thread if commands are queued without a wake-up. Owner only. */
 void sy_io_wake(sy_io_t *io);
 /* True when the id names an open connection of this thread. Any thread. */

@@ -18,7 +18,7 @@ static uint64_t hash_name(const char *s, size_t len) {
     return h;
 }
 
-int sy_topics_init(sy_topics_t *r, unsigned nthreads) {
+sy_err_t sy_topics_init(sy_topics_t *r, unsigned nthreads) {
     memset(r, 0, sizeof(*r));
     r->buckets = sy_calloc(SY_TOPICS_MIN_BUCKETS, sizeof(*r->buckets));
     if (r->buckets == NULL)
@@ -172,7 +172,7 @@ unsigned sy_topic_interest(const sy_topic_t *t, unsigned thread) {
     return atomic_load_explicit(&t->slots[thread].count, memory_order_relaxed);
 }
 
-int sy_topic_add_sub(sy_topic_t *t, unsigned thread, uint32_t slot, uint32_t *index) {
+sy_err_t sy_topic_add_sub(sy_topic_t *t, unsigned thread, uint32_t slot, uint32_t *index) {
     sy_topic_slot_t *s = &t->slots[thread];
     if (s->nsubs == s->cap) {
         uint32_t cap = s->cap ? s->cap * 2 : 4;

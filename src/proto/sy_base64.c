@@ -118,7 +118,7 @@ static long b64_run(const char *in, size_t len, uint8_t *out, size_t cap)
     return (long)o;
 }
 
-int sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
+sy_err_t sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
                      size_t *out_len)
 {
     long n;

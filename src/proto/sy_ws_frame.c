@@ -173,7 +173,7 @@ long sy_ws_frag_step(int in_message, unsigned opcode, int fin)
     return fin ? 0 : 1;
 }
 
-int sy_ws_close_code_valid(unsigned code)
+bool sy_ws_close_code_valid(unsigned code)
 {
     if (code >= 1000 && code <= 1003)
         return 1;

@@ -18,6 +18,7 @@
 #ifndef SY_WS_FRAME_H
 #define SY_WS_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -137,7 +138,7 @@ int sy_ws_close_parse(const uint8_t *payload, size_t len, uint16_t *code,
  * 1004 (reserved), 1005 and 1006 (must never be sent), 1015 (TLS failure,
  * must never be sent), 1016-2999 (unassigned or reserved for future
  * extensions of the protocol), >= 5000. */
-int sy_ws_close_code_valid(unsigned code);
+bool sy_ws_close_code_valid(unsigned code);
 
 /* Writes a close payload (2-byte code, then reason) to out and returns its
  * length: 0 (an empty close body) when code is 0 or not valid on the wire,
