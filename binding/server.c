@@ -816,7 +816,7 @@ static bool set_u64(napi_env env, napi_value obj, const char *key, uint64_t v) {
 }
 
 /* Every counter of sy_stats_t (all uint64_t), by its JS name, from the one
- * list (src/sy_stats.h): for the per-thread objects and the totals (a sum,
+ * list (src/io/sy_stats.h): for the per-thread objects and the totals (a sum,
  * or for a maximum the largest), and exported as binding.statFields for
  * lib/metrics.js (the Prometheus families) and the tests (lib/index.d.ts). */
 static const struct {

@@ -1,5 +1,5 @@
 /* libFuzzer target: permessage-deflate's inflation and compression
- * (src/sy_deflate.c over libdeflate).
+ * (src/io/sy_deflate.c over libdeflate).
  *
  * Input: byte 0 picks the mode, bytes 1-2 the output bound (max); the rest
  * is the data.
