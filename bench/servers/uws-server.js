@@ -1,9 +1,9 @@
 'use strict';
 // The uWebSockets.js peer arm: the same fan-out server as
-// bench/fanout-server.js on uWS's pub/sub (ws.subscribe, app.publish), same
-// command line, environment variables and output lines as bench/ws-server.js.
+// bench/servers/fanout-server.js on uWS's pub/sub (ws.subscribe, app.publish), same
+// command line, environment variables and output lines as bench/servers/ws-server.js.
 //
-//   BENCH_UWS_PATH=DIR node bench/uws-server.js [--port 0] [--threads 2]
+//   BENCH_UWS_PATH=DIR node bench/servers/uws-server.js [--port 0] [--threads 2]
 //        [--topics 1] [--size 256] [--rate 100] [--duration 30]
 //        [--max-backpressure B] [--stats-interval 0] [--payload binary|json]
 //        [--deflate 0|1] [--threshold 128]
@@ -22,18 +22,18 @@
 // --threshold means nothing here and is reported. maxBackpressure is
 // --max-backpressure and closeOnBackpressureLimit is off: a slow subscriber
 // is skipped, as with symphony's default 'drop'.
-// stdout / stderr: as bench/ws-server.js (the counters uWS cannot tell are
+// stdout / stderr: as bench/servers/ws-server.js (the counters uWS cannot tell are
 // null; messagesOut counts subscribers reached by publish, from
 // app.numSubscribers).
 //
 // --bus-url redis://...: the uws-redis peer arm of the bus phase, as
-// ws-server.js's ws-redis (bench/lib/redis-relay.js): this node's schedule
+// ws-server.js's ws-redis (bench/servers/redis-relay.js): this node's schedule
 // PUBLISHes to Redis only, and every message that arrives on a channel is
 // app.publish()ed to the topic's local subscribers.
 
 const path = require('node:path');
 const v8 = require('node:v8');
-const { parseOptions, createSchedule, createPayloads, handleControl } = require('./lib/server-cli');
+const { parseOptions, createSchedule, createPayloads, handleControl } = require('./server-cli');
 
 const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
 
@@ -86,7 +86,7 @@ async function main() {
   });
 
   if (o['bus-url']) {
-    const { createRelay } = require('./lib/redis-relay');
+    const { createRelay } = require('./redis-relay');
     relay = await createRelay({
       url: o['bus-url'],
       prefix: o['bus-prefix'],

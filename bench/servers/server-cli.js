@@ -1,6 +1,6 @@
 'use strict';
-// What the two servers under test share (bench/fanout-server.js on symphony,
-// bench/ws-server.js on ws): their command line, and the publishing schedule
+// What the two servers under test share (bench/servers/fanout-server.js on symphony,
+// bench/servers/ws-server.js on ws): their command line, and the publishing schedule
 // with its due-time stamps, so both are driven and measured the same way.
 
 const SPEC = {
@@ -13,7 +13,7 @@ const SPEC = {
   'max-backpressure': { env: 'MAX_BACKPRESSURE', def: 1 << 20, min: 1, max: 2 ** 40 },
   'stats-interval': { env: 'STATS_INTERVAL', def: 0, min: 0, max: 3600 },
   // binary: `size` bytes starting with the 8-byte due time; json: a ~630 B
-  // trade message per topic (bench/lib/json-trade.js; `size` is ignored), text
+  // trade message per topic (bench/servers/json-trade.js; `size` is ignored), text
   payload: { env: 'PAYLOAD', def: 'binary', values: ['binary', 'json'] },
   // permessage-deflate: 1 = on (each server's way), with this threshold (B)
   deflate: { env: 'DEFLATE', def: 0, min: 0, max: 1 },
@@ -30,7 +30,7 @@ const SPEC = {
   stagger: { env: 'STAGGER', def: 0, min: 0, max: 1 },
   // a Redis URL: the server is one node of a fan-out over Redis (the bus
   // phase; fanout-server.js: symphony's bus option; ws-server.js and
-  // uws-server.js: the hand-built relay of bench/lib/redis-relay.js)
+  // uws-server.js: the hand-built relay of bench/servers/redis-relay.js)
   'bus-url': { env: 'BUS_URL', def: '', string: true },
   // the channel prefix of the relay (symphony's own default, so both
   // kinds of node use the same channel names)
@@ -185,7 +185,7 @@ function createPayloads(o, fresh) {
 }
 
 /**
- * The runner's control lines (bench/lib/traffic-gate.js hands them over as
+ * The runner's control lines (bench/servers/traffic-gate.js hands them over as
  * process.emit('bench-control', word, args)): "rate R [AT]" sets the
  * publishing rate per topic (schedule.setRate; AT: the schedule's start, a
  * process.hrtime.bigint() value in decimal); "mark" answers with

@@ -2,7 +2,7 @@
 'use strict';
 // The benchmark runner (npm run bench). See bench/README.md.
 //
-//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes,json,bus,publish]
+//   node bench/runner/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes,json,bus,publish]
 //        [--arms jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,...]
 //        [--arm-env NAME=K=V,...] [--repeats 3] [--fixed-order] [--cpus LIST|none]
 //        [--baseline DIR] [--uws-path DIR] [...]
@@ -13,22 +13,22 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { BUILTIN, selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./lib/arms');
-const { ServerProc, LOADGEN } = require('./lib/procs');
-const { redisVersion } = require('./lib/redis');
-const { fdLimits, fdCount } = require('./lib/sample');
-const phases = require('./lib/phases');
-const report = require('./lib/report');
-const { now, sleep, stamp, fmt, fmtRange, finite, loadgenMakeVars } = require('./lib/util');
+const { BUILTIN, selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./arms');
+const { ServerProc, LOADGEN } = require('./procs');
+const { redisVersion } = require('./redis');
+const { fdLimits, fdCount } = require('./sample');
+const phases = require('./phases');
+const report = require('./report');
+const { now, sleep, stamp, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
-const ROOT = path.join(__dirname, '..');
+const BENCH = path.join(__dirname, '..');
 const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish'];
 // bus (issue 12: several processes over Redis) and publish (issue 14:
 // publish-heavy, N topics x 1 subscriber, with a capacity sweep) are opt-in:
 // --phases bus, --phases publish
 const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json'];
 
-const USAGE = `usage: node bench/run.js [options]        (npm run bench -- [options])
+const USAGE = `usage: node bench/runner/run.js [options]        (npm run bench -- [options])
 
 Presets (populations and holds; other options override them):
   --quick                small populations, < 5 min on 2 cores (repeats 1 unless --repeats)
@@ -243,7 +243,7 @@ function loadgenHelp() {
  * sources (loadgen's and the src/ parsers it compiles in) changed; nothing
  * when it is up to date. A stale loadgen would measure with old code. */
 function ensureLoadgen(log) {
-  const out = execFileSync('make', ['-C', __dirname, '--no-print-directory', ...loadgenMakeVars()],
+  const out = execFileSync('make', ['-C', BENCH, '--no-print-directory', ...loadgenMakeVars()],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (/\bcc\b|gcc|clang/.test(out)) log('loadgen built (make -C bench)');
 }
@@ -427,7 +427,7 @@ async function main() {
   }
   if (busArms.some((a) => a.bus === 'relay')) {
     try {
-      require.resolve('redis', { paths: [ROOT] });
+      require.resolve('redis', { paths: [BENCH] });
     } catch {
       throw new Error('the ws-redis and uws-redis arms need the redis npm client (a devDependency: npm install)');
     }
@@ -514,16 +514,16 @@ async function main() {
   cfg.parked.measure = cfg.parked.measure || cfg.measure;
   cfg.soak.measure = cfg.soak.measure || cfg.measure;
 
-  const outDir = o.out ? path.resolve(o.out) : path.join(__dirname, 'results', stamp());
+  const outDir = o.out ? path.resolve(o.out) : path.join(BENCH, 'results', stamp());
   const meta = {
     preset: presetName,
-    command: `node bench/run.js ${process.argv.slice(2).join(' ')}`.trim(),
+    command: `node bench/runner/run.js ${process.argv.slice(2).join(' ')}`.trim(),
     date: new Date().toISOString(),
     machine: machine(),
     repeats,
     fixedOrder: !!o['fixed-order'],
     phases: phaseList,
-    arms: arms.map((a) => ({ name: a.name, what: a.what, env: a.env, script: path.relative(ROOT, a.script), soak: a.soak,
+    arms: arms.map((a) => ({ name: a.name, what: a.what, env: a.env, script: path.relative(BENCH, a.script), soak: a.soak,
       phases: phasesOf(a), deflate: a.deflate || null,
       root: a.gate === 'symphony' ? a.root || REPO : null, baselineOf: a.baselineOf || null })),
     source: describeCheckout(REPO),

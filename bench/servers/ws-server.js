@@ -1,5 +1,5 @@
 'use strict';
-// The `ws` peer arm: the same fan-out server as bench/fanout-server.js, on
+// The `ws` peer arm: the same fan-out server as bench/servers/fanout-server.js, on
 // the `ws` package (with `bufferutil`) instead of symphony. Same command
 // line, environment variables and output lines, so the runner and loadgen
 // drive both alike: every connection is subscribed to topic t<n % topics>
@@ -8,7 +8,7 @@
 // publication (the clock loadgen reads as CLOCK_MONOTONIC). Stops by itself
 // after `duration` s.
 //
-//   node bench/ws-server.js [--port 0] [--threads 2] [--topics 1]
+//   node bench/servers/ws-server.js [--port 0] [--threads 2] [--topics 1]
 //        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
 //        [--stats-interval 0] [--payload binary|json] [--deflate 0|1]
 //        [--threshold 128]
@@ -42,7 +42,7 @@
 // gets a fresh Buffer rather than one rewritten in place, which would change
 // the timestamps of messages still queued). No pre-framed
 // Sender.frame()/sendFrame() trick: few services do that, and the runner's
-// traffic gate (bench/lib/traffic-gate.js) switches traffic off by wrapping
+// traffic gate (bench/servers/traffic-gate.js) switches traffic off by wrapping
 // WebSocket#send. The slow-consumer policy mirrors symphony's default
 // ('drop'): a message that would take a connection's queued bytes
 // (ws.bufferedAmount) over --max-backpressure is skipped for that
@@ -52,7 +52,7 @@
 //
 // --bus-url redis://...: the ws-redis peer arm of the bus phase, one node of
 // a fan-out over Redis built the way Node users build it by hand today
-// (bench/lib/redis-relay.js: the `redis` npm client, a publishing and a
+// (bench/servers/redis-relay.js: the `redis` npm client, a publishing and a
 // subscribing client, a channel per topic subscribed while the topic has
 // local subscribers). This node's schedule then PUBLISHes to Redis only;
 // every message that arrives on a channel, its own included, is sent to the
@@ -62,10 +62,10 @@
 const v8 = require('node:v8');
 const https = require('node:https');
 const { WebSocketServer, WebSocket } = require('ws');
-const { benchTls } = require('./lib/pki');
+const { benchTls } = require('./pki');
 
 const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
-const { parseOptions, createSchedule, createPayloads, handleControl } = require('./lib/server-cli');
+const { parseOptions, createSchedule, createPayloads, handleControl } = require('./server-cli');
 
 /** ws's perMessageDeflate option for --deflate (see above). */
 function deflateOption(o) {
@@ -115,7 +115,7 @@ async function main() {
   // before the server exists: the WebSocketServer listens at once).
   let relayed = 0;
   if (o['bus-url']) {
-    const { createRelay } = require('./lib/redis-relay');
+    const { createRelay } = require('./redis-relay');
     relay = await createRelay({
       url: o['bus-url'],
       prefix: o['bus-prefix'],
@@ -206,7 +206,7 @@ async function main() {
   }
   const publish = (g, set, dueNs) => sendTo(set, payloadFor(g, dueNs));
 
-  // Every tick publishes what the schedule says is due (bench/lib/server-cli.js).
+  // Every tick publishes what the schedule says is due (bench/servers/server-cli.js).
   function publishDue() {
     if (stopping) return;
     for (const [g, dueNs] of schedule.duePairs()) {

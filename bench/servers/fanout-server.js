@@ -6,7 +6,7 @@
 // rate: the clock loadgen reads as CLOCK_MONOTONIC), so latency is due-time
 // latency and includes any queueing behind earlier messages. Stops by itself after `duration` s.
 //
-//   node bench/fanout-server.js [--port 0] [--threads 2] [--topics 1]
+//   node bench/servers/fanout-server.js [--port 0] [--threads 2] [--topics 1]
 //        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
 //        [--stats-interval 0] [--payload binary|json] [--deflate 0|1]
 //        [--threshold 128] [--seq 0|1] [--bus-url redis://127.0.0.1:P]
@@ -26,7 +26,7 @@
 // (and, where the build has them, its permessage-deflate counters).
 //
 // --payload json publishes a ~630 B JSON trade message per topic as text
-// (bench/lib/json-trade.js; its first field is the due time, {"ts":N,),
+// (bench/servers/json-trade.js; its first field is the due time, {"ts":N,),
 // instead of `size` binary bytes. --deflate 1 turns permessage-deflate on
 // (compression: { threshold: --threshold, level: 6 }): each publish is
 // compressed once for every subscriber that negotiated it.
@@ -37,17 +37,17 @@
 // {"busEvent":"connecting"|"up"|"down","mono_ns":"...","error":...}, and the
 // stats lines carry server.stats().bus. --seq 1 puts a per-topic sequence
 // number after the due time (loadgen --seq checks it). The runner's control
-// lines ("ctl rate R", "ctl mark": bench/lib/server-cli.js handleControl)
+// lines ("ctl rate R", "ctl mark": bench/servers/server-cli.js handleControl)
 // change the rate and read the counters.
 
 const path = require('node:path');
 const v8 = require('node:v8');
 
-const ROOT = path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname, '..'));
+const ROOT = path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname, '..', '..'));
 const { Server, allocator } = require(ROOT);
-const { benchTls } = require('./lib/pki');
+const { benchTls } = require('./pki');
 
-const { parseOptions, createSchedule, createPayloads, handleControl } = require('./lib/server-cli');
+const { parseOptions, createSchedule, createPayloads, handleControl } = require('./server-cli');
 
 // symphony's permessage-deflate counters, copied into the stats lines when
 // the build has them.
@@ -97,7 +97,7 @@ async function main() {
   let deliveries = 0; // sum of publish() results: subscribers targeted
   let stopping = false;
 
-  // Every tick publishes what the schedule says is due (bench/lib/server-cli.js).
+  // Every tick publishes what the schedule says is due (bench/servers/server-cli.js).
   // Topic handles (server.topic(name): no lookup per publish) where the
   // build has them and --handles is 1 (the default).
   const handles = o.handles && typeof server.topic === 'function' ? topics.map((name) => server.topic(name)) : null;
