@@ -267,6 +267,31 @@ test('bench/runner/publish.js: the order of the rate points and the capacity', (
   assert.deepEqual(capacityOf(done), { rate: 50, bound: 'below' });
 });
 
+test('bench/runner/util.js: results folders are named YYYY-MM-DD-<what>', () => {
+  const { resultsName, freeDir } = require('../bench/runner/util');
+  const d = new Date('2026-12-01T23:59:59Z');
+  const defaults = ['parked', 'soak', 'cpu', 'handshakes', 'json'];
+  const name = (o) => resultsName({ defaultPhases: defaults, preset: 'default', repeats: 3, ...o }, d);
+  assert.equal(name({ phases: defaults.slice() }), '2026-12-01-default-3x');
+  assert.equal(name({ phases: ['cpu', 'publish'], preset: 'quick', repeats: 1 }), '2026-12-01-cpu-publish-quick-1x');
+  assert.equal(name({ phases: ['json', 'cpu'], name: 'issue14' }), '2026-12-01-issue14');
+  assert.throws(() => name({ phases: ['cpu'], name: 'Issue 14' }), /--name must be/);
+  assert.throws(() => name({ phases: ['cpu'], name: '../x' }), /--name must be/);
+  // every folder kept in the repository follows the convention
+  const kept = fs.readdirSync(path.join(root, 'bench', 'results'), { withFileTypes: true }).filter((e) => e.isDirectory() && e.name !== 'tmp').map((e) => e.name); // tmp: .gitignore's scratch folder
+  assert.ok(kept.length > 0);
+  for (const f of kept) assert.match(f, /^\d{4}-\d{2}-\d{2}-[a-z0-9]+(?:[.-][a-z0-9]+)*$/, `bench/results/${f}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-'));
+  try {
+    assert.equal(freeDir(dir, '2026-12-01-x'), path.join(dir, '2026-12-01-x'));
+    fs.mkdirSync(path.join(dir, '2026-12-01-x'));
+    fs.mkdirSync(path.join(dir, '2026-12-01-x-2'));
+    assert.equal(freeDir(dir, '2026-12-01-x'), path.join(dir, '2026-12-01-x-3'));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('bench --baseline: the twin arms, their checkout, the build check', () => {
   const { selectArms, baselineCheckout, wrongBuild } = require('../bench/runner/arms');
   const base = baselineCheckout(root); // this checkout as its own baseline: no second build needed

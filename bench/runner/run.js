@@ -7,7 +7,8 @@
 //        [--arm-env NAME=K=V,...] [--repeats 3] [--fixed-order] [--cpus LIST|none]
 //        [--baseline DIR] [--uws-path DIR] [...]
 //
-// Results go to bench/results/<timestamp>/ (or --out DIR).
+// Results go to bench/results/YYYY-MM-DD-<what>/ (--name WHAT, or said by the
+// phases, preset and repeats; or --out DIR).
 
 const fs = require('node:fs');
 const os = require('node:os');
@@ -19,7 +20,7 @@ const { redisVersion } = require('./redis');
 const { fdLimits, fdCount } = require('./sample');
 const phases = require('./phases');
 const report = require('./report');
-const { now, sleep, stamp, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
+const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
 const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish'];
@@ -97,7 +98,11 @@ Populations and timing:
   --settle S             idle and settle times of the parked and cpu phases
 
 Output:
-  --out DIR              results folder (default bench/results/<timestamp>)
+  --name WHAT            results folder bench/results/YYYY-MM-DD-WHAT (the UTC date; WHAT:
+                         lower-case words joined by - or .; default: the phases, the preset
+                         and the repeats, e.g. default-3x, cpu-publish-3x, parked-quick-1x;
+                         -2, -3 ... appended when the folder is there)
+  --out DIR              results folder, exactly DIR (instead of --name)
   --rebuild DIR          write DIR/report.md and its charts again from DIR/results.json
   --help
 `;
@@ -122,12 +127,13 @@ function parseArgs(argv) {
   }
   const known = new Set(['armEnv', 'quick', 'full', 'fixed-order', 'help', 'phases', 'arms', 'arm-env', 'repeats', 'cpus', 'threads',
     'cpu-threads', 'sample-hz', 'loadgen-max', 'connections', 'parked-levels', 'peak', 'trough', 'cycles', 'churn',
-    'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild',
+    'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'name', 'rebuild',
     'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
     'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
     'publish-refine', 'publish-window', 'publish-p99']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
+  if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
   return o;
 }
 
@@ -325,6 +331,8 @@ async function main() {
   if (idle.length) armNotes.push(`arms that run none of the phases ${phaseList.join(', ')} left out: ${idle.join(', ')}`);
   if (arms.length === 0) throw new Error(`no arm runs the phases ${phaseList.join(', ')}`);
   const repeats = int(o, 'repeats', 1, 100) ?? (o.quick ? 1 : 3);
+  // checked now, the folder made only once the run is ready to start
+  const runName = o.out ? null : resultsName({ name: o.name, phases: phaseList, defaultPhases: DEFAULT_PHASES, preset: presetName, repeats });
   const nproc = os.cpus().length;
 
   // population overrides
@@ -514,7 +522,7 @@ async function main() {
   cfg.parked.measure = cfg.parked.measure || cfg.measure;
   cfg.soak.measure = cfg.soak.measure || cfg.measure;
 
-  const outDir = o.out ? path.resolve(o.out) : path.join(BENCH, 'results', stamp());
+  const outDir = o.out ? path.resolve(o.out) : freeDir(path.join(BENCH, 'results'), runName);
   const meta = {
     preset: presetName,
     command: `node bench/runner/run.js ${process.argv.slice(2).join(' ')}`.trim(),
