@@ -165,7 +165,7 @@ class ServerProc {
     return now();
   }
 
-  /** A control line (bench/servers/server-cli.js handleControl): "ctl WORD
+  /** A control line (bench/servers/harness.js handleControl): "ctl WORD
    * ARGS"; resolves with its answer ({ ctl, rt, at, ... }), rejects on an
    * error answer or none within 10 s. */
   async control(word, args = []) {

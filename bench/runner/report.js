@@ -865,7 +865,7 @@ function markdown(res) {
     P(`A fresh server per run, ${pin && pin.server ? `pinned to CPU ${pin.server} with ${meta.cfg.cpuThreads} IO thread(s)` : 'not pinned'}, `
       + `loadgen ${pin && pin.loadgen ? `on CPU ${pin.loadgen}` : 'not pinned'}: ${fmt(c.connections)} connections ramp (no traffic), connection n subscribes topic n `
       + `(${fmt(c.topics)} topics, ${fmt(c.connections / c.topics)} subscriber(s) each), then the JS thread publishes R messages/s in total of ${c.size} B (binary, the due time first). `
-      + 'The schedule is the same code for every arm (bench/servers/server-cli.js, `--stagger 1`): the topics take turns, message m goes to topic m mod N and is due at '
+      + 'The schedule is the same code for every arm (bench/servers/harness.js, `--stagger 1`): the topics take turns, message m goes to topic m mod N and is due at '
       + 'start + (m + 1) / R; the 1 ms timer publishes whatever has come due (~R / 1000 per tick), so each topic\'s messages are evenly spaced N / R s apart and no tick '
       + `publishes a round of every topic. Each rate point: ${c.settle} s settle, a window of ${c.window} s (its edges marked in loadgen, /proc and the server); `
       + `after a warm-up of ${c.warmup} s the points follow each other without a pause, except after a failing one: rate 0 until loadgen receives nothing (the drain). Points in ascending order: the sweep until the first point that fails `

@@ -26,7 +26,7 @@
 // (and, where the build has them, its permessage-deflate counters).
 //
 // --payload json publishes a ~630 B JSON trade message per topic as text
-// (bench/servers/json-trade.js; its first field is the due time, {"ts":N,),
+// (json-trade.js; its first field is the due time, {"ts":N,),
 // instead of `size` binary bytes. --deflate 1 turns permessage-deflate on
 // (compression: { threshold: --threshold, level: 6 }): each publish is
 // compressed once for every subscriber that negotiated it.
@@ -37,24 +37,32 @@
 // {"busEvent":"connecting"|"up"|"down","mono_ns":"...","error":...}, and the
 // stats lines carry server.stats().bus. --seq 1 puts a per-topic sequence
 // number after the due time (loadgen --seq checks it). The runner's control
-// lines ("ctl rate R", "ctl mark": bench/servers/server-cli.js handleControl)
+// lines ("ctl rate R", "ctl mark": harness.js handleControl)
 // change the rate and read the counters.
+// The command line, the schedule, the stats and control lines and the final
+// line are harness.js's, shared with ws-server.js and uws-server.js.
 
-const path = require('node:path');
-const v8 = require('node:v8');
-
-const ROOT = path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname, '..', '..'));
-const { Server, allocator } = require(ROOT);
 const { benchTls } = require('./pki');
+const { serve, symphonyRoot, createPayloads, memoryKiB, busEvent } = require('./harness');
 
-const { parseOptions, createSchedule, createPayloads, handleControl } = require('./server-cli');
+const ROOT = symphonyRoot();
+const { Server, allocator } = require(ROOT);
 
 // symphony's permessage-deflate counters, copied into the stats lines when
 // the build has them.
 const DEFLATE_STATS = ['deflateConnections', 'compressed', 'compressBytesIn', 'compressBytesOut', 'compressMicros'];
 
-async function main() {
-  const o = parseOptions(process.argv.slice(2), process.env);
+/** The memory fields, with symphony's allocator: its counters, and the pages
+ * in use or not yet given back over every arena (what the memory policy
+ * controls; jemalloc's `resident` also counts its metadata, whose radix tree
+ * leaves it books as wholly resident though most pages are never touched). */
+function memory() {
+  const arenas = allocator.arenaStats();
+  const pages = arenas ? arenas.reduce((sum, r) => sum + r.active + r.dirty + r.muzzy, 0) : null;
+  return memoryKiB({ name: allocator.name, ...allocator.stats(), pages });
+}
+
+serve('fanout-server', async (o, run) => {
   const server = new Server({
     host: '127.0.0.1',
     port: o.port,
@@ -67,12 +75,7 @@ async function main() {
   if (o['bus-url']) {
     // A build without the bus would ignore the option and serve alone: no run.
     if (!server.bus || typeof server.bus.on !== 'function') throw new Error('this symphony build has no bus (server.bus is not an EventEmitter)');
-    for (const ev of ['connecting', 'up', 'down']) {
-      server.bus.on(ev, (err) => {
-        process.stderr.write(`${JSON.stringify({ busEvent: ev, mono_ns: String(process.hrtime.bigint()),
-          error: err && err.message ? err.message : null })}\n`);
-      });
-    }
+    for (const ev of ['connecting', 'up', 'down']) server.bus.on(ev, (err) => busEvent(ev, err && err.message ? err.message : null));
   }
   const topics = Array.from({ length: o.topics }, (_, g) => `t${g}`);
   let opened = 0;
@@ -91,102 +94,28 @@ async function main() {
 
   // publish() copies the payload: the binary one is one buffer, rewritten.
   const { binary, payloadFor } = createPayloads(o, false);
-  const schedule = createSchedule(o);
-  const t0 = schedule.t0;
-  let published = 0;
-  let deliveries = 0; // sum of publish() results: subscribers targeted
-  let stopping = false;
-
-  // Every tick publishes what the schedule says is due (bench/servers/server-cli.js).
   // Topic handles (server.topic(name): no lookup per publish) where the
   // build has them and --handles is 1 (the default).
   const handles = o.handles && typeof server.topic === 'function' ? topics.map((name) => server.topic(name)) : null;
   const opts = { binary };
-  function publishDue() {
-    if (stopping) return;
-    for (const [g, dueNs] of schedule.duePairs()) {
-      const data = payloadFor(g, dueNs);
-      deliveries += handles ? handles[g].publish(data, opts) : server.publish(topics[g], data, opts);
-      published++;
-    }
-  }
-  const timer = setInterval(publishDue, 1);
-
-  // process.memoryUsage() reads /proc and throws EMFILE when the
-  // connections have taken every file descriptor: then the RSS is null.
-  function memory() {
-    let m;
-    try {
-      m = process.memoryUsage();
-    } catch {
-      m = { rss: null, heapUsed: v8.getHeapStatistics().used_heap_size, external: null };
-    }
-    const a = allocator.stats();
-    const kib = (n) => (n === null || n === undefined ? null : Math.round(n / 1024));
-    // Pages in use or not yet given back, every arena: what the memory policy
-    // controls (jemalloc's `resident` also counts its metadata, whose radix
-    // tree leaves it books as wholly resident though most pages are never touched).
-    const arenas = allocator.arenaStats();
-    const pages = arenas ? arenas.reduce((sum, r) => sum + r.active + r.dirty + r.muzzy, 0) : null;
-    return {
-      rssKiB: kib(m.rss),
-      heapUsedKiB: kib(m.heapUsed),
-      externalKiB: kib(m.external),
-      allocator: allocator.name,
-      allocatedKiB: kib(a.allocated),
-      activeKiB: kib(a.active),
-      residentKiB: kib(a.resident),
-      retainedKiB: kib(a.retained),
-      metadataKiB: kib(a.metadata),
-      pagesKiB: kib(pages),
-    };
-  }
   const deflateStats = (st) => Object.fromEntries(DEFLATE_STATS.filter((k) => k in st).map((k) => [k, st[k]]));
-  const sampler = o['stats-interval'] > 0 ? setInterval(() => {
-    const st = server.stats();
-    if (!st) return;
-    const t = Number(process.hrtime.bigint() - t0) / 1e9;
-    process.stderr.write(`${JSON.stringify({ t: Math.round(t * 10) / 10, connections: st.connections,
-      messagesOut: st.messagesOut, dropped: st.dropped, reclaims: st.reclaims, reclaimMoved: st.reclaimMoved,
-      reclaimMaxUs: st.reclaimMaxMicros, reclaimUs: st.reclaimMicros, ...deflateStats(st), ...(st.bus ? { bus: st.bus } : {}),
-      ...memory() })}\n`);
-  }, o['stats-interval'] * 1000) : null;
-  handleControl(schedule, () => {
-    const st = server.stats() || {};
-    return { published, deliveries, connections: st.connections, messagesOut: st.messagesOut, dropped: st.dropped, bus: st.bus || null };
-  });
-
-  async function stop(reason) {
-    if (stopping) return;
-    stopping = true;
-    clearInterval(timer);
-    clearInterval(sampler);
-    clearTimeout(deadline);
-    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-    const stats = server.stats();
-    await server.close();
-    process.stdout.write(`${JSON.stringify({
-      reason,
-      seconds,
-      options: o,
-      opened,
-      subscribeFailed,
-      closes,
-      published,
-      publishedPerSecond: published / seconds,
-      deliveries,
-      maxBatchPerTopic: schedule.maxBatch,
-      skipped: schedule.skipped,
-      stats,
-      memoryAfterClose: memory(),
-    })}\n`);
-  }
-  const deadline = setTimeout(() => stop('duration'), o.duration * 1000);
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
-}
-
-main().catch((err) => {
-  process.stderr.write(`fanout-server: ${err && err.usage ? err.message : err && err.stack ? err.stack : err}\n`);
-  process.exit(1);
+  return {
+    // the sum of publish() results: subscribers targeted
+    publish: (g, dueNs) => (handles ? handles[g].publish(payloadFor(g, dueNs), opts) : server.publish(topics[g], payloadFor(g, dueNs), opts)),
+    statsLine() {
+      const st = server.stats();
+      if (!st) return null;
+      return { connections: st.connections, messagesOut: st.messagesOut, dropped: st.dropped, reclaims: st.reclaims,
+        reclaimMoved: st.reclaimMoved, reclaimMaxUs: st.reclaimMaxMicros, reclaimUs: st.reclaimMicros, ...deflateStats(st),
+        ...(st.bus ? { bus: st.bus } : {}), ...memory() };
+    },
+    mark() {
+      const st = server.stats() || {};
+      return { connections: st.connections, messagesOut: st.messagesOut, dropped: st.dropped, bus: st.bus || null };
+    },
+    stats: () => server.stats(),
+    close: () => server.close(),
+    report: () => ({ opened, subscribeFailed, closes }),
+    memory,
+  };
 });

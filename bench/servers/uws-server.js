@@ -27,15 +27,15 @@
 // app.numSubscribers).
 //
 // --bus-url redis://...: the uws-redis peer arm of the bus phase, as
-// ws-server.js's ws-redis (bench/servers/redis-relay.js): this node's schedule
+// ws-server.js's ws-redis (redis-relay.js): this node's schedule
 // PUBLISHes to Redis only, and every message that arrives on a channel is
-// app.publish()ed to the topic's local subscribers.
+// app.publish()ed to the topic's local subscribers. The frame the three
+// servers share (command line, schedule, stats, control and final lines):
+// harness.js.
 
 const path = require('node:path');
-const v8 = require('node:v8');
-const { parseOptions, createSchedule, createPayloads, handleControl } = require('./server-cli');
-
-const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
+const { serve, createPayloads, memoryKiB, peerStats, CLOSE_DEADLINE_MS } = require('./harness');
+const { relayFor } = require('./redis-relay');
 
 function loadUws() {
   const dir = process.env.BENCH_UWS_PATH;
@@ -43,16 +43,12 @@ function loadUws() {
   return require(path.resolve(dir));
 }
 
-async function main() {
-  const o = parseOptions(process.argv.slice(2), process.env);
+serve('uws-server', async (o, run) => {
   const uWS = loadUws();
   const topics = Array.from({ length: o.topics }, (_, g) => `t${g}`);
   const live = new Map(); // socket -> its topic index (close() at the end, the relay's interest)
   const local = new Array(o.topics).fill(0); // local subscribers per topic
   let relay = null; // --bus-url: set before the server listens
-  let published = 0;
-  let deliveries = 0;
-  let relayed = 0;
   let opened = 0;
   let closed = 0;
   let messagesIn = 0;
@@ -85,21 +81,9 @@ async function main() {
     },
   });
 
-  if (o['bus-url']) {
-    const { createRelay } = require('./redis-relay');
-    relay = await createRelay({
-      url: o['bus-url'],
-      prefix: o['bus-prefix'],
-      topics,
-      onMessage: (g, buf) => {
-        if (app.publish(topics[g], buf, true, false)) deliveries += app.numSubscribers(topics[g]);
-        relayed++;
-      },
-      onEvent: (ev, error) => {
-        process.stderr.write(`${JSON.stringify({ busEvent: ev, mono_ns: String(process.hrtime.bigint()), error })}\n`);
-      },
-    });
-  }
+  relay = await relayFor(o, topics, (g, buf) => {
+    if (app.publish(topics[g], buf, true, false)) run.deliveries += app.numSubscribers(topics[g]);
+  });
 
   const listenSocket = await new Promise((resolve, reject) => {
     app.listen('127.0.0.1', o.port, (token) => (token ? resolve(token) : reject(new Error(`uws-server: cannot listen on port ${o.port}`))));
@@ -109,68 +93,11 @@ async function main() {
 
   // uWS copies what it sends; the relay's client may hold a Buffer until written: fresh ones
   const { binary, payloadFor } = createPayloads(o, !!relay);
-  const schedule = createSchedule(o);
-  const t0 = schedule.t0;
-  let stopping = false;
-
-  function publishDue() {
-    if (stopping) return;
-    for (const [g, dueNs] of schedule.duePairs()) {
-      const topic = topics[g];
-      if (relay) { // to Redis only: the local subscribers get it when it comes back
-        relay.publish(g, payloadFor(g, dueNs));
-        published++;
-        continue;
-      }
-      // publish returns false when the traffic gate is off (or no subscriber)
-      if (app.publish(topic, payloadFor(g, dueNs), binary, true)) deliveries += app.numSubscribers(topic);
-      published++;
-    }
-  }
-  const timer = setInterval(publishDue, 1);
 
   function stats() {
-    return {
-      connections: live.size,
-      opened,
-      closed,
-      messagesIn,
-      bytesIn,
-      messagesOut: deliveries,
-      bytesOut: null,
-      dropped: null,
-      slowCloses: null,
-      handshakeRejects: null,
-      protocolErrors: null,
-      timeouts: null,
-      oomCloses: null,
-      eventsLost: null,
-      acceptRejects: null,
-      topics: o.topics,
-      threads: null,
-      bus: relay ? { ...relay.stats(), relayed } : null,
-    };
+    return peerStats({ connections: live.size, opened, closed, messagesIn, bytesIn, messagesOut: run.deliveries,
+      topics: o.topics, bus: relay ? relay.stats() : null });
   }
-  handleControl(schedule, () => {
-    const st = stats();
-    return { published, deliveries, connections: st.connections, messagesOut: deliveries, dropped: null, bus: st.bus };
-  });
-
-  function memory() {
-    let m;
-    try {
-      m = process.memoryUsage();
-    } catch {
-      m = { rss: null, heapUsed: v8.getHeapStatistics().used_heap_size, external: null };
-    }
-    const kib = (n) => (n === null || n === undefined ? null : Math.round(n / 1024));
-    return { rssKiB: kib(m.rss), heapUsedKiB: kib(m.heapUsed), externalKiB: kib(m.external), allocator: null,
-      allocatedKiB: null, activeKiB: null, residentKiB: null, retainedKiB: null };
-  }
-  const sampler = o['stats-interval'] > 0 ? setInterval(() => {
-    const t = Number(process.hrtime.bigint() - t0) / 1e9;
-    process.stderr.write(`${JSON.stringify({ t: Math.round(t * 10) / 10, connections: live.size, messagesOut: deliveries, ...memory() })}\n`);
-  }, o['stats-interval'] * 1000) : null;
 
   // As symphony's close(): stop listening, 1001 to every client, wait up to
   // CLOSE_DEADLINE_MS, then drop the rest.
@@ -183,40 +110,21 @@ async function main() {
     if (relay) await relay.close();
   }
 
-  async function stop(reason) {
-    if (stopping) return;
-    stopping = true;
-    clearInterval(timer);
-    clearInterval(sampler);
-    clearTimeout(deadline);
-    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-    const st = stats();
-    await closeAll();
-    process.stdout.write(`${JSON.stringify({
-      reason,
-      seconds,
-      options: o,
-      opened,
-      subscribeFailed: 0,
-      closes,
-      published,
-      publishedPerSecond: published / seconds,
-      deliveries,
-      maxBatchPerTopic: schedule.maxBatch,
-      skipped: schedule.skipped,
-      stats: st,
-      memoryAfterClose: memory(),
-      uws: { path: path.resolve(process.env.BENCH_UWS_PATH), compression: o.deflate ? 'SHARED_COMPRESSOR' : 'DISABLED',
-        redis: relay ? relay.version : null },
-    })}\n`);
-    process.exit(0); // uWS's loop does not end by itself
-  }
-  const deadline = setTimeout(() => stop('duration'), o.duration * 1000);
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
-}
-
-main().catch((err) => {
-  process.stderr.write(`uws-server: ${err && err.usage ? err.message : err && err.stack ? err.stack : err}\n`);
-  process.exit(1);
+  return {
+    publish(g, dueNs) {
+      // with a relay to Redis only: the local subscribers get it when it comes back
+      if (relay) return relay.publish(g, payloadFor(g, dueNs));
+      // publish returns false when the traffic gate is off (or no subscriber)
+      return app.publish(topics[g], payloadFor(g, dueNs), binary, true) ? app.numSubscribers(topics[g]) : 0;
+    },
+    statsLine: () => ({ connections: live.size, messagesOut: run.deliveries, ...memoryKiB() }),
+    mark: () => ({ connections: live.size, messagesOut: run.deliveries, dropped: null, bus: relay ? relay.stats() : null }),
+    stats,
+    close: closeAll,
+    report: () => ({ opened, subscribeFailed: 0, closes }),
+    memory: () => memoryKiB(),
+    extra: () => ({ uws: { path: path.resolve(process.env.BENCH_UWS_PATH), compression: o.deflate ? 'SHARED_COMPRESSOR' : 'DISABLED',
+      redis: relay ? relay.version : null } }),
+    exit: true, // uWS's loop does not end by itself
+  };
 });
