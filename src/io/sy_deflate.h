@@ -1,6 +1,6 @@
 /*
  * sy_deflate — permessage-deflate's compression and inflation (RFC 7692),
- * on libdeflate (deps/libdeflate.sh; why: bench/results/deflate-choice).
+ * on libdeflate (deps/libdeflate.sh; why: bench/results/2026-11-30-deflate-choice).
  *
  * One sy_deflate_t per IO thread: a compressor (~650 KB at levels 2-9)
  * and a decompressor (~11 KB), each made on first use and given back after
