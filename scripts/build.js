@@ -21,8 +21,9 @@
 // Each variant lands in native/<platform>-<arch>/ under the name the loader
 // (lib/loader.js) looks for. jemalloc, OpenSSL, libdeflate and hiredis are built
 // (once, cached) by deps/jemalloc.sh, deps/openssl.sh, deps/libdeflate.sh and
-// deps/hiredis.sh. Beside the builds, THIRD_PARTY_NOTICES.md: the licence
-// texts of those libraries, from the build folders linked (scripts/notices.js).
+// deps/hiredis.sh. Beside the builds, THIRD_PARTY_NOTICES.md: the versions and
+// licence texts of those libraries, from the release tarballs of the build
+// folders linked (scripts/notices.js).
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -123,9 +124,10 @@ function buildVariant({ allocator, lgPage }, { opensslDir, libdeflateDir, hiredi
 
 /**
  * THIRD_PARTY_NOTICES.md beside the builds of native/<platform>-<arch>/
- * (scripts/notices.js): the licence texts of the libraries they link, read
- * from the build folders just linked. jemalloc's too when a jemalloc build
- * made earlier lies there (its cached build folder, found by its page).
+ * (scripts/notices.js): the licence texts of the libraries they link, from
+ * the release tarballs of the build folders just linked. jemalloc's too when
+ * a jemalloc build made earlier lies there (its cached build folder, found by
+ * its page).
  */
 function writeNotices(deps, jeDir) {
   const dir = path.join(root, 'native', platformDir());

@@ -18,7 +18,8 @@
 // every addon is compiled from a clean build folder. A manifest
 // (prebuilds/manifest.json) records each file's size, sha256 and build times.
 // Each folder gets THIRD_PARTY_NOTICES.md: the versions and licence texts of
-// the libraries linked in, from their build folders (scripts/notices.js).
+// the libraries linked in, from the release tarballs of their build folders
+// (scripts/notices.js).
 //
 // Before building anything it checks that everything the chosen targets need
 // is here (node-gyp from npm install, the compilers, make, perl, python3...)
