@@ -236,4 +236,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { FILE, LIBRARIES, pinned, fromTarball, copyrightLines, render, unnoticed, writeBeside, expected };
+module.exports = { FILE, LIBRARIES, pinned, fromTarball, render, unnoticed, writeBeside };
