@@ -129,7 +129,7 @@ int main(void) {
     c->dirty = false;
     sy_conn_destroy(io, c, 1006);
     CHECK_EQ(c->state, SY_CONN_DEAD);
-    CHECK(io->conns[c->slot] == NULL);
+    CHECK(sy_slots_at(&io->slots, c->slot) == NULL);
     CHECK(io->dead == c);
     CHECK_EQU(atomic_load(&sh.connections), 0);
     /* Entering any state from DEAD changes nothing. */

@@ -46,7 +46,7 @@ static int io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int list
     io->listen_fd = listen_fd;
     io->wake_fd = -1;
     io->spare_fd = -1;
-    io->next_gen = 1;
+    sy_slots_init(&io->slots);
     sy_stats_live_init(&io->ctx.stats);
     int rc = pthread_mutex_init(&io->qlock, NULL);
     if (rc != 0)
@@ -91,16 +91,16 @@ unsigned sy_io_index(const sy_io_t *io) { return io->ctx.index; }
 
 void sy_io_stats_snapshot(sy_io_t *io, sy_stats_t *out) { sy_stats_snapshot(&io->ctx.stats, out); }
 
-uint32_t sy_io_slot_count(const sy_io_t *io) { return io->nslots; }
+uint32_t sy_io_slot_count(const sy_io_t *io) { return io->slots.n; }
 
-sy_conn_t *sy_io_conn_at(const sy_io_t *io, uint32_t slot) { return io->conns[slot]; }
+sy_conn_t *sy_io_conn_at(const sy_io_t *io, uint32_t slot) { return sy_slots_at(&io->slots, slot); }
 
 uint32_t sy_io_current_seq(const sy_io_t *io) { return io->batch_seq + 1; }
 
 const sy_conn_t *sy_io_any_conn(const sy_io_t *io) {
-    for (uint32_t i = 0; i < io->nslots; i++) {
-        if (io->conns[i] != NULL)
-            return io->conns[i];
+    for (uint32_t i = 0; i < io->slots.n; i++) {
+        if (io->slots.conns[i] != NULL)
+            return io->slots.conns[i];
     }
     return NULL;
 }
@@ -149,18 +149,15 @@ static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
 static void io_free(sy_io_t *io) {
     /* Connections are all gone when the thread has run; these are for a
      * thread that never started. */
-    for (uint32_t i = 0; i < io->nslots; i++) {
-        if (io->conns != NULL && io->conns[i] != NULL)
-            sy_conn_free(io->conns[i]); /* closes its socket */
+    for (uint32_t i = 0; i < io->slots.n; i++) {
+        if (io->slots.conns[i] != NULL)
+            sy_conn_free(io->slots.conns[i]); /* closes its socket */
     }
     for (size_t i = 0; i < io->qlen; i++)
         cmd_release(io, &io->queue[i]);
     sy_free(io->queue);
     sy_free(io->work);
-    sy_free(io->conns);
-    sy_free(io->free_slots);
-    for (unsigned i = 0; i < SY_IO_GEN_PAGES; i++)
-        sy_free(atomic_load_explicit(&io->gen_pages[i], memory_order_relaxed));
+    sy_slots_free(&io->slots);
     sy_free(io->ctx.rx);
     sy_free(io->ctx.stream_scratch);
     sy_deflate_free(&io->ctx.deflate);
@@ -249,83 +246,15 @@ void sy_io_wake(sy_io_t *io) {
 
 /* ---- slots and live ids -------------------------------------------------- */
 
-static atomic_uint *gen_cell(sy_io_t *io, uint32_t slot, bool create) {
-    uint32_t page = slot >> SY_IO_GEN_PAGE_BITS;
-    if (page >= SY_IO_GEN_PAGES)
-        return NULL;
-    atomic_uint *p = atomic_load_explicit(&io->gen_pages[page], memory_order_acquire);
-    if (p == NULL && create) {
-        p = sy_calloc((size_t)1 << SY_IO_GEN_PAGE_BITS, sizeof(*p));
-        if (p == NULL)
-            return NULL;
-        atomic_store_explicit(&io->gen_pages[page], p, memory_order_release);
-    }
-    return p == NULL ? NULL : &p[slot & ((1u << SY_IO_GEN_PAGE_BITS) - 1)];
-}
-
-void sy_io_set_live(sy_io_t *io, uint32_t slot, uint32_t gen) {
-    atomic_uint *cell = gen_cell(io, slot, false);
-    if (cell != NULL)
-        atomic_store_explicit(cell, gen, memory_order_release);
-}
+void sy_io_set_live(sy_io_t *io, uint32_t slot, uint32_t gen) { sy_slots_set_live(&io->slots, slot, gen); }
 
 bool sy_io_is_open(sy_io_t *io, uint64_t id) {
-    uint32_t gen = sy_id_gen(id);
-    atomic_uint *cell = gen != 0 ? gen_cell(io, sy_id_slot(id), false) : NULL;
-    return cell != NULL && atomic_load_explicit(cell, memory_order_acquire) == gen;
-}
-
-/* Gives c a slot and a generation: its identity from now on. */
-static int take_slot(sy_io_t *io, sy_conn_t *c) {
-    uint32_t slot;
-    if (io->nfree > 0) {
-        slot = io->free_slots[--io->nfree];
-    } else {
-        if (io->nslots >= SY_ID_MAX_SLOTS || io->nslots >= (SY_IO_GEN_PAGES << SY_IO_GEN_PAGE_BITS))
-            return ENFILE;
-        if (io->nslots == io->slots_cap) {
-            uint32_t cap = io->slots_cap ? io->slots_cap * 2 : 256;
-            sy_conn_t **conns = sy_realloc(io->conns, (size_t)cap * sizeof(*conns));
-            if (conns == NULL)
-                return ENOMEM;
-            io->conns = conns;
-            io->slots_cap = cap;
-        }
-        slot = io->nslots;
-        if (gen_cell(io, slot, true) == NULL)
-            return ENOMEM;
-        io->conns[slot] = NULL;
-        io->nslots++;
-    }
-    c->slot = slot;
-    /* Generations come from one counter per thread, so a slot's next id
-     * differs from its last one. */
-    c->gen = io->next_gen;
-    io->next_gen = (io->next_gen + 1) & SY_ID_GEN_MASK;
-    if (io->next_gen == 0)
-        io->next_gen = 1;
-    io->conns[slot] = c;
-    return 0;
-}
-
-static void release_slot(sy_io_t *io, uint32_t slot) {
-    io->conns[slot] = NULL;
-    if (io->nfree == io->free_cap) {
-        uint32_t cap = io->free_cap ? io->free_cap * 2 : 256;
-        uint32_t *f = sy_realloc(io->free_slots, (size_t)cap * sizeof(*f));
-        if (f == NULL)
-            return; /* the slot is leaked until the server stops; harmless */
-        io->free_slots = f;
-        io->free_cap = cap;
-    }
-    io->free_slots[io->nfree++] = slot;
+    return sy_id_gen(id) != 0 && sy_slots_is_live(&io->slots, sy_id_slot(id), sy_id_gen(id));
 }
 
 /* The live connection named by (slot, generation), or NULL. */
 static sy_conn_t *conn_at(sy_io_t *io, uint32_t slot, uint32_t gen) {
-    if (slot >= io->nslots)
-        return NULL;
-    sy_conn_t *c = io->conns[slot];
+    sy_conn_t *c = sy_slots_at(&io->slots, slot);
     return c != NULL && c->gen == gen && c->state != SY_CONN_DEAD ? c : NULL;
 }
 
@@ -346,7 +275,7 @@ static void unpause(sy_io_t *io, sy_conn_t *c) {
 
 void sy_io_forget(sy_io_t *io, sy_conn_t *c) {
     atomic_fetch_sub_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
-    release_slot(io, c->slot);
+    sy_slots_release(&io->slots, c->slot);
     unpause(io, c);
     c->next_dead = io->dead;
     io->dead = c;
@@ -362,14 +291,14 @@ void sy_io_pause(sy_io_t *io, sy_conn_t *c) {
 }
 
 unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped) {
-    sy_conn_t *c = slot < io->nslots ? io->conns[slot] : NULL;
+    sy_conn_t *c = sy_slots_at(&io->slots, slot);
     /* On a list (dirty, dead, paused) a connection is pointed at from
      * elsewhere too: those stay where they are this time. */
     *skipped = c == NULL || c->state == SY_CONN_DEAD || c->dirty || c->paused;
     if (*skipped)
         return 0;
     unsigned moved = 0;
-    io->conns[slot] = sy_conn_compact(c, &moved); /* the one cell that names it */
+    sy_slots_put(&io->slots, slot, sy_conn_compact(c, &moved)); /* the one cell that names it */
     return moved;
 }
 
@@ -402,7 +331,7 @@ void sy_io_update_poll(sy_io_t *io, sy_conn_t *c) {
     if (ev == c->poll_ev)
         return;
     if (sy_poll_mod(io->poll, c->stream.fd, ev, conn_tag(c)) != 0) {
-        c->broken = true; /* destroyed by flush_dirty, after any walk in progress */
+        c->broken = true; /* destroyed by sy_io_flush_dirty, after any walk in progress */
         sy_io_mark_dirty(io, c);
         return;
     }
@@ -487,16 +416,16 @@ static void settle_awaiting(sy_io_t *io) {
 
 /* ---- accepting ------------------------------------------------------------- */
 
-static size_t live_conns(sy_io_t *io) { return io->nslots - io->nfree; }
+static size_t live_conns(sy_io_t *io) { return sy_slots_used(&io->slots); }
 
 struct sy_conn *sy_io_adopt(sy_io_t *io, int fd) {
     sy_conn_t *c = NULL;
     if (io->stopping || sy_conn_new(io, fd, &c) != 0) {
         (void)close(fd);
-    } else if (take_slot(io, c) != 0) {
+    } else if (sy_slots_take(&io->slots, c, &c->slot, &c->gen) != 0) {
         sy_conn_free(c); /* closes fd */
     } else if (sy_poll_add(io->poll, fd, SY_POLL_IN, conn_tag(c)) != 0) {
-        release_slot(io, c->slot);
+        sy_slots_release(&io->slots, c->slot);
         sy_conn_free(c);
     } else {
         sy_reclaim_note_count(&io->reclaim, (uint32_t)live_conns(io));
@@ -563,7 +492,7 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
      * twin) alive while the loop stores pointers; the queues' references
      * are added in one step after. */
     for (uint32_t i = 0; i < slot->nsubs; i++) {
-        sy_conn_t *c = io->conns[slot->subs[i]];
+        sy_conn_t *c = io->slots.conns[slot->subs[i]]; /* a subscriber is live: no bounds check on the hot path */
         sy_refbuf_t *m = sy_conn_frame_for(io, c, plain);
         if (sy_conn_push(io, c, m, false)) {
             if (m == plain) {
@@ -597,8 +526,8 @@ static void begin_stop(sy_io_t *io, uint32_t deadline_ms) {
         (void)close(io->listen_fd);
         io->listen_fd = -1;
     }
-    for (uint32_t i = 0; i < io->nslots; i++) {
-        sy_conn_t *k = io->conns[i];
+    for (uint32_t i = 0; i < io->slots.n; i++) {
+        sy_conn_t *k = io->slots.conns[i];
         if (k == NULL)
             continue;
         if (k->state == SY_CONN_OPEN && deadline_ms > 0) {
@@ -716,8 +645,8 @@ static void run_commands(sy_io_t *io) {
 /* ---- the loop ------------------------------------------------------------------ */
 
 static void sweep(sy_io_t *io) {
-    for (uint32_t i = 0; i < io->nslots; i++) {
-        sy_conn_t *c = io->conns[i];
+    for (uint32_t i = 0; i < io->slots.n; i++) {
+        sy_conn_t *c = io->slots.conns[i];
         if (c != NULL)
             sy_conn_sweep(io, c);
     }
@@ -746,134 +675,6 @@ static void sweep(sy_io_t *io) {
         io->qcap = 0;
     }
     (void)pthread_mutex_unlock(&io->qlock);
-}
-
-/* ---- sending: the dirty list written ------------------------------------ */
-
-static void sends_close(sy_io_t *io) {
-    sy_io_sends_t *b = &io->sends;
-    sy_uring_close(b->ring);
-    sy_free(b->conns);
-    sy_free(b->totals);
-    sy_free(b->sends);
-    sy_free(b->iov);
-    memset(b, 0, sizeof(*b));
-    atomic_store_explicit(&io->ctx.stats.io_uring, 0, memory_order_relaxed);
-}
-
-/* This thread's ring and batch arrays (in its arena), unless io_uring is
- * forced off or cannot be had here: then connections are flushed one by
- * one with send()/sendmsg(). */
-static void sends_open(sy_io_t *io) {
-    sy_io_sends_t *b = &io->sends;
-    if (!io->ctx.shared->try_uring || sy_uring_open(SY_IO_URING_ENTRIES, &b->ring) != 0)
-        return;
-    unsigned cap = sy_uring_capacity(b->ring);
-    b->conns = sy_malloc(cap * sizeof(*b->conns));
-    b->totals = sy_malloc(cap * sizeof(*b->totals));
-    b->sends = sy_malloc(cap * sizeof(*b->sends));
-    b->iov = sy_malloc(SY_IO_BATCH_IOV * sizeof(*b->iov));
-    if (b->conns == NULL || b->totals == NULL || b->sends == NULL || b->iov == NULL) {
-        sends_close(io);
-        return;
-    }
-    b->capacity = cap;
-    atomic_store_explicit(&io->ctx.stats.io_uring, 1, memory_order_relaxed);
-}
-
-static sy_conn_t *pop_dirty(sy_io_t *io) {
-    sy_conn_t *c = io->dirty;
-    io->dirty = c->next_dirty;
-    c->next_dirty = NULL;
-    c->dirty = false;
-    return c;
-}
-
-/* One connection the usual way (also what is not plain TCP writes). */
-static void flush_one(sy_io_t *io, sy_conn_t *c) {
-    if (c->broken)
-        sy_conn_destroy(io, c, 1006);
-    else if (c->state != SY_CONN_DEAD)
-        sy_conn_flush(io, c);
-}
-
-/* Takes dirty connections off the list into a batch, one write each with
- * its queue's buffers, until the batch or its iovec array is full; those
- * that are not plain writes go to *others (still marked dirty, so nothing
- * adds them twice), flushed after the batch. Nothing runs meanwhile: no
- * connection can be marked dirty again and land twice in one batch.
- * Returns the batch's size. */
-static unsigned gather_batch(sy_io_t *io, sy_conn_t **others) {
-    sy_io_sends_t *b = &io->sends;
-    unsigned n = 0;
-    size_t used = 0;
-    while (n < b->capacity && io->dirty != NULL) {
-        sy_conn_t *c = io->dirty;
-        if (!sy_conn_batchable(c)) {
-            io->dirty = c->next_dirty;
-            c->next_dirty = *others;
-            *others = c;
-            continue;
-        }
-        int want = c->outq.len < SY_STREAM_MAX_IOV ? (int)c->outq.len : SY_STREAM_MAX_IOV;
-        if (used + (size_t)want > SY_IO_BATCH_IOV)
-            break; /* the next batch */
-        (void)pop_dirty(io);
-        int got = sy_outq_iov(&c->outq, b->iov + used, want, &b->totals[n]);
-        b->sends[n] = (sy_uring_send_t){.fd = c->stream.fd, .iovcnt = got, .iov = b->iov + used};
-        b->conns[n++] = c;
-        used += (size_t)got;
-    }
-    return n;
-}
-
-/* Sends a batch of n > 1 with one io_uring_enter and applies each result
- * as sy_conn_flush would. When the ring fails (the first batch under a
- * seccomp filter, say), the thread drops it for good: what was not sent
- * goes out with send()/sendmsg() now. */
-static void send_batch(sy_io_t *io, unsigned n) {
-    sy_io_sends_t *b = &io->sends;
-    int rc = sy_uring_send(b->ring, b->sends, n);
-    if (rc == 0) {
-        sy_stat_inc(&io->ctx.stats.uring_batches);
-        sy_stat_add(&io->ctx.stats.uring_sends, n);
-    }
-    for (unsigned i = 0; i < n; i++) {
-        int32_t res = b->sends[i].res;
-        if (res == SY_URING_NOT_SENT)
-            sy_conn_flush(io, b->conns[i]);
-        else
-            sy_conn_wrote(io, b->conns[i], res, b->totals[i]);
-    }
-    if (rc != 0)
-        sends_close(io);
-}
-
-/* One batch: plain TCP writes through the ring (a lone one with send()),
- * then the connections that needed more than a write. */
-static void flush_batch(sy_io_t *io) {
-    sy_conn_t *others = NULL;
-    unsigned n = gather_batch(io, &others);
-    if (n == 1)
-        sy_conn_flush(io, io->sends.conns[0]);
-    else if (n > 1)
-        send_batch(io, n);
-    while (others != NULL) {
-        sy_conn_t *c = others;
-        others = c->next_dirty;
-        c->next_dirty = NULL;
-        c->dirty = false;
-        flush_one(io, c);
-    }
-}
-
-static void flush_dirty(sy_io_t *io) {
-    while (io->dirty != NULL) {
-        if (io->sends.ring != NULL)
-            flush_batch(io);
-        else
-            flush_one(io, pop_dirty(io));
-    }
 }
 
 static void free_dead(sy_io_t *io) {
@@ -927,7 +728,7 @@ static void *io_main(void *arg) {
         else
             atomic_store_explicit(&io->ctx.stats.arena, (int)io->arena, memory_order_relaxed);
     }
-    sends_open(io); /* after the arena: its arrays are this thread's */
+    sy_io_sends_open(io); /* after the arena: its arrays are this thread's */
     io->ctx.now_ms = sy_clock_ms();
     sy_reclaim_init(&io->reclaim, &io->ctx.stats, io->arena, io->own_arena, io->ctx.shared->opts.reclaim, io->ctx.now_ms);
     io->next_sweep_ms = io->ctx.now_ms + SY_SWEEP_MS;
@@ -957,10 +758,10 @@ static void *io_main(void *arg) {
             on_event(io, &events[i], &commands);
         if (commands)
             run_commands(io);
-        flush_dirty(io);
+        sy_io_flush_dirty(io);
         if (io->ctx.now_ms >= io->next_sweep_ms) {
             sweep(io);
-            flush_dirty(io);
+            sy_io_flush_dirty(io);
             sy_reclaim_tick(&io->reclaim, io, io->ctx.now_ms, (uint32_t)live_conns(io));
             io->next_sweep_ms = io->ctx.now_ms + SY_SWEEP_MS;
         }
@@ -968,9 +769,9 @@ static void *io_main(void *arg) {
         if (sy_reclaim_pending(&io->reclaim) && !io->stopping)
             sy_reclaim_step(&io->reclaim, io, io->ctx.now_ms);
         if (failed || (io->stopping && (live_conns(io) == 0 || io->ctx.now_ms >= io->stop_deadline_ms))) {
-            for (uint32_t i = 0; i < io->nslots; i++)
-                if (io->conns[i] != NULL)
-                    sy_conn_destroy(io, io->conns[i], failed ? 1011 : 1001);
+            for (uint32_t i = 0; i < io->slots.n; i++)
+                if (io->slots.conns[i] != NULL)
+                    sy_conn_destroy(io, io->slots.conns[i], failed ? 1011 : 1001);
             (void)pthread_mutex_lock(&io->qlock);
             io->exited = true; /* nothing is queued after this */
             (void)pthread_mutex_unlock(&io->qlock);
@@ -985,7 +786,7 @@ static void *io_main(void *arg) {
     }
     /* The compressor's memory is in this thread's arena: freed first. */
     sy_deflate_free(&io->ctx.deflate);
-    sends_close(io);
+    sy_io_sends_close(io);
     /* Give the arena's pages back (this thread's connections are gone) and
      * the arena to the pool, for the next IO thread. */
     if (io->own_arena)

@@ -15,6 +15,7 @@
 
 #include "io/sy_io_thread.h"
 #include "io/sy_reclaim.h"
+#include "io/sy_slots.h"
 #include "net/sy_uring.h"
 
 /* An IO thread's batched sends (sy_uring): the ring, made when the thread
@@ -51,13 +52,7 @@ struct sy_io {
     sy_cmd_t *work;
     size_t wcap;
 
-    /* Connections by slot; live generation per slot readable by the owner. */
-    struct sy_conn **conns;
-    uint32_t nslots, slots_cap;
-    uint32_t next_gen;
-    uint32_t *free_slots;
-    uint32_t nfree, free_cap;
-    _Atomic(atomic_uint *) gen_pages[SY_IO_GEN_PAGES];
+    sy_slots_t slots; /* connections by slot; live generations readable by the owner */
 
     struct sy_conn *dirty;  /* connections to flush this turn */
     struct sy_conn *dead;   /* closed this turn, freed at its end */
@@ -90,5 +85,17 @@ struct sy_io {
     bool stopping;
     int64_t stop_deadline_ms;
 };
+
+/* The sending part of the thread (sy_io_send.c). */
+/* This thread's ring and batch arrays (in its arena), unless io_uring is
+ * forced off or cannot be had here: then connections are flushed one by
+ * one with send()/sendmsg(). On the thread, after it took its arena. */
+void sy_io_sends_open(sy_io_t *io);
+/* Closes the ring and frees the arrays (the thread exits, or the ring
+ * failed: send()/sendmsg() from then on). */
+void sy_io_sends_close(sy_io_t *io);
+/* Writes every connection on the dirty list (in batches when the ring is
+ * there); destroys those the poller refused (broken). */
+void sy_io_flush_dirty(sy_io_t *io);
 
 #endif

@@ -26,9 +26,6 @@
 #define SY_IO_URING_ENTRIES 256 /* sends per io_uring batch */
 #define SY_IO_BATCH_IOV 1024    /* buffers per batch, all its sends together */
 
-#define SY_IO_GEN_PAGE_BITS 12
-#define SY_IO_GEN_PAGES 256 /* up to 1M connections per thread */
-
 struct sy_conn;
 
 /* What the modules that run on an IO thread (sy_conn, sy_upgrade) see of
