@@ -11,8 +11,15 @@
  *
  * Connections are named by 53-bit ids: generation << 32 | slot << 8 | thread.
  *
- * Threads: every sy_server_* function is for the owner thread only, except
- * that the batch callback runs on IO threads.
+ * Threads: the owner thread (one thread: the JS thread) calls every
+ * sy_server_* function; sy_server_bus_stats may also be called from any
+ * thread. The batch callback runs on IO threads. Inside, the server's
+ * commands reach the IO threads through io/sy_io.h's queue, which the bus
+ * thread also feeds (a publish from Redis) and IO thread 0 (a socket dealt
+ * to another thread).
+ *
+ * Errors: base/sy_errors.h's convention; the calls that a user's mistake
+ * can fail (create, listen, start, set_bus) also write a message in err.
  */
 #ifndef SY_SERVER_H
 #define SY_SERVER_H
