@@ -1,11 +1,11 @@
 /* libFuzzer target: what the bus reads from Redis.
- *   - first byte even: the rest is a channel message (src/sy_bus_env.c):
+ *   - first byte even: the rest is a channel message (src/bus/sy_bus_env.c):
  *     never reads past it (ASan); a delivered payload lies inside the
  *     message; an envelope from this node is never delivered; a message
  *     without the 0xF5 mark is delivered whole.
  *   - first byte odd: the rest is RESP (2 or 3) from a "cluster node",
  *     parsed by hiredis' reader, each reply given to sy_bus_map_read (the
- *     CLUSTER SLOTS reply, src/sy_bus_map.c): every slot names a node of
+ *     CLUSTER SLOTS reply, src/bus/sy_bus_map.c): every slot names a node of
  *     the map or none; complete means none is missing; the nodes are
  *     distinct and at most one per range.
  */

@@ -4,11 +4,18 @@
  * topics' edge hook, stats) and sy_bus_thread.c (the bus thread: its loop,
  * the links' callbacks, SPUBLISH). No file outside src/bus includes it.
  *
- * The two sides meet in the section under `lock` (the publish queue, the
- * topics' edges, stop) and the wake-up eventfd; the counters and the state
- * are atomics any thread reads. Everything below "Bus thread only" is the
- * bus thread's once it runs (the owner's before it starts and after it
- * was joined).
+ * Threads: the two sides meet in the section under `lock` (the publish
+ * queue, the topics' edges, stop) and the wake-up eventfd; the counters
+ * and the state are atomics any thread reads. Everything below "Bus
+ * thread only" is the bus thread's once it runs (the owner's before it
+ * starts and after it was joined). sy_bus_msg_drop: any thread holding
+ * the message; sy_bus_thread_main and the ops: the bus thread.
+ *
+ * Ownership: the bus owns its copies of the options, the queued messages
+ * (until sent or dropped), a reference on each queued edge's topic, the
+ * shards (and their links) and the channel table.
+ *
+ * Errors: as sy_bus.h says; nothing here adds one.
  */
 #ifndef SY_BUS_INT_H
 #define SY_BUS_INT_H

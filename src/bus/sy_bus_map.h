@@ -4,9 +4,15 @@
  * parsed by hiredis) turned into the list of primaries and, per slot, the
  * index of its primary. Ranges that do not make sense (outside 0..16383,
  * start after end, no port) are skipped; an empty or "?" host means the
- * node that was asked. Fuzzed (__test__/fuzz/fuzz_bus_map.c).
+ * node that was asked. Fuzzed (__test__/fuzz/fuzz_bus.c, behind hiredis'
+ * reply reader).
  *
- * Threads: pure functions.
+ * Threads: pure functions (the bus thread calls them, sy_bus_shard.c).
+ *
+ * Ownership: a map owns its nodes array (sy_alloc); sy_bus_map_free frees
+ * it, not the map itself. The reply is only read.
+ *
+ * Errors: sy_bus_map_read returns 0, EINVAL or ENOMEM.
  */
 #ifndef SY_BUS_MAP_H
 #define SY_BUS_MAP_H
