@@ -63,8 +63,7 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     b->prefix = dup_str(o->prefix, o->prefix_len);
     bool ok = b->hosts != NULL && b->ports != NULL && b->prefix != NULL;
     if (ok)
-        ok = sy_bus_subs_init(&b->subs, &b->shards, b->prefix, o->prefix_len, &b->c.channels,
-                              &b->c.subscribe_commands) == 0;
+        ok = sy_bus_chans_init(&b->chans, b->prefix, o->prefix_len) == 0;
     for (unsigned i = 0; ok && i < o->nseeds; i++) {
         ok = (b->hosts[i] = dup_str(o->hosts[i], strlen(o->hosts[i]))) != NULL;
         b->ports[i] = o->ports[i];
@@ -113,6 +112,7 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
                                                            .lconf = &b->lconf,
                                                            .poll = b->poll,
                                                            .seed = (uint32_t)(b->node ^ (b->node >> 32))});
+    sy_bus_subs_init(&b->subs, &b->chans, &b->shards, &b->c.channels, &b->c.subscribe_commands);
     b->topics = topics;
     b->deliver = deliver;
     b->deliver_ctx = deliver_ctx;
@@ -159,6 +159,7 @@ void sy_bus_destroy(sy_bus_t *b) {
         sy_topic_release(b->topics, b->edges[i]);
     sy_free(b->edges);
     sy_bus_subs_destroy(&b->subs);
+    sy_bus_chans_destroy(&b->chans);
     if (b->poll != NULL)
         sy_poll_destroy(b->poll);
     if (b->wake_fd >= 0)

@@ -13,7 +13,7 @@
  *
  * Ownership: the bus owns its copies of the options, the queued messages
  * (until sent or dropped), a reference on each queued edge's topic, the
- * shards (and their links) and the channel table.
+ * shards (and their links), the channel table and the subscriptions' state.
  *
  * Errors: as sy_bus.h says; nothing here adds one.
  */
@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "bus/sy_bus.h"
+#include "bus/sy_bus_chan.h"
 #include "bus/sy_bus_link.h"
 #include "bus/sy_bus_shard.h"
 #include "bus/sy_bus_subs.h"
@@ -91,7 +92,8 @@ struct sy_bus {
 
     /* Bus thread only. */
     sy_bus_shards_t shards; /* the connections, the slot map */
-    sy_bus_subs_t subs;     /* the channels and their subscriptions */
+    sy_bus_chans_t chans;   /* the channels: subscriptions (subs), publishers' order (receiving) */
+    sy_bus_subs_t subs;     /* the subscriptions that follow local interest */
     bool ever_up;
     char err[SY_BUS_HOST_MAX + SY_BUS_ERRLEN + 16]; /* why the bus is down: "host:port: reason" */
 };

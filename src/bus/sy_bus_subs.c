@@ -23,17 +23,16 @@ typedef struct action {
 
 static inline void count(atomic_uint_fast64_t *c, uint64_t n) { atomic_fetch_add_explicit(c, n, memory_order_relaxed); }
 
-int sy_bus_subs_init(sy_bus_subs_t *s, sy_bus_shards_t *shards, const char *prefix, size_t prefix_len,
-                     atomic_uint_fast64_t *channels, atomic_uint_fast64_t *commands) {
+void sy_bus_subs_init(sy_bus_subs_t *s, sy_bus_chans_t *chans, sy_bus_shards_t *shards,
+                      atomic_uint_fast64_t *channels, atomic_uint_fast64_t *commands) {
     memset(s, 0, sizeof(*s));
+    s->chans = chans;
     s->shards = shards;
     s->channels = channels;
     s->commands = commands;
-    return sy_bus_chans_init(&s->chans, prefix, prefix_len);
 }
 
 void sy_bus_subs_destroy(sy_bus_subs_t *s) {
-    sy_bus_chans_destroy(&s->chans);
     sy_free(s->dirty);
     s->dirty = NULL;
     s->ndirty = s->dirty_cap = 0;
@@ -68,7 +67,7 @@ static void chan_lost(sy_bus_subs_t *s, sy_bus_chan_t *c) {
 }
 
 void sy_bus_subs_want(sy_bus_subs_t *s, const char *name, size_t len, bool want) {
-    sy_bus_chan_t *c = want ? sy_bus_chan_get(&s->chans, name, len) : sy_bus_chan_find(&s->chans, name, len);
+    sy_bus_chan_t *c = want ? sy_bus_chan_get(s->chans, name, len) : sy_bus_chan_find(s->chans, name, len);
     if (c != NULL) {
         c->want = want;
         mark_dirty(s, c);
@@ -80,7 +79,7 @@ void sy_bus_subs_link_up(sy_bus_subs_t *s) { s->all_dirty = true; }
 void sy_bus_subs_shard_lost(sy_bus_subs_t *s, const sy_bus_shard_t *shard) {
     sy_strmap_iter_t it = SY_STRMAP_ITER_INIT;
     sy_bus_chan_t *c;
-    while ((c = sy_bus_chan_next(&s->chans, &it)) != NULL)
+    while ((c = sy_bus_chan_next(s->chans, &it)) != NULL)
         if (c->shard == shard) {
             chan_lost(s, c);
             mark_dirty(s, c);
@@ -88,10 +87,10 @@ void sy_bus_subs_shard_lost(sy_bus_subs_t *s, const sy_bus_shard_t *shard) {
 }
 
 bool sy_bus_subs_push(sy_bus_subs_t *s, const sy_bus_shard_t *shard, bool subscribe, const char *name, size_t len) {
-    size_t plen = s->chans.prefix_len;
-    if (len < plen || memcmp(name, s->chans.prefix, plen) != 0)
+    size_t plen = s->chans->prefix_len;
+    if (len < plen || memcmp(name, s->chans->prefix, plen) != 0)
         return false;
-    sy_bus_chan_t *c = sy_bus_chan_find(&s->chans, name + plen, len - plen);
+    sy_bus_chan_t *c = sy_bus_chan_find(s->chans, name + plen, len - plen);
     if (c == NULL)
         return false;
     if (subscribe) {
@@ -120,15 +119,15 @@ bool sy_bus_subs_push(sy_bus_subs_t *s, const sy_bus_shard_t *shard, bool subscr
 void sy_bus_subs_rehome(sy_bus_subs_t *s, const sy_bus_shard_set_t *next) {
     sy_strmap_iter_t it = SY_STRMAP_ITER_INIT;
     sy_bus_chan_t *c;
-    while ((c = sy_bus_chan_next(&s->chans, &it)) != NULL) {
+    while ((c = sy_bus_chan_next(s->chans, &it)) != NULL) {
         if (!c->sent && !c->want)
             continue;
         if (c->sent && c->shard != next->slot[c->slot]) {
             /* Undo the old subscription when that node stays. */
             if (sy_bus_shard_set_has(next, c->shard) && c->shard->sub.state == SY_LINK_UP) {
                 const char *argv[2] = {"SUNSUBSCRIBE", NULL};
-                size_t lens[2] = {12, s->chans.prefix_len + c->len};
-                char *key = sy_bus_chan_key(&s->chans, c->name, c->len);
+                size_t lens[2] = {12, s->chans->prefix_len + c->len};
+                char *key = sy_bus_chan_key(s->chans, c->name, c->len);
                 if (key != NULL) {
                     argv[1] = key;
                     if (sy_bus_link_append(&c->shard->sub, 2, argv, lens) == 0)
@@ -172,14 +171,14 @@ static void send_actions(sy_bus_subs_t *s, action_t *a, size_t n) {
         while (j < n && a[j].shard == a[i].shard && a[j].subscribe == a[i].subscribe &&
                (!cluster || a[j].slot == a[i].slot) && argc <= BUS_CHANNELS_PER_COMMAND) {
             sy_bus_chan_t *c = a[j].chan;
-            char *name = sy_bus_chan_key(&s->chans, c->name, c->len);
+            char *name = sy_bus_chan_key(s->chans, c->name, c->len);
             if (name == NULL) {
                 ok = false;
                 break;
             }
             names[argc - 1] = name;
             argv[argc] = name;
-            lens[argc] = s->chans.prefix_len + c->len;
+            lens[argc] = s->chans->prefix_len + c->len;
             argc++;
             j++;
         }
@@ -221,7 +220,7 @@ static bool reconcile(sy_bus_subs_t *s) {
         s->all_dirty = false;
         sy_strmap_iter_t it = SY_STRMAP_ITER_INIT;
         sy_bus_chan_t *c;
-        while ((c = sy_bus_chan_next(&s->chans, &it)) != NULL)
+        while ((c = sy_bus_chan_next(s->chans, &it)) != NULL)
             mark_dirty(s, c);
     }
     if (s->ndirty == 0)
@@ -249,7 +248,7 @@ static bool reconcile(sy_bus_subs_t *s) {
             if (c->shard->sub.state == SY_LINK_UP)
                 acts[nact++] = (action_t){.shard = c->shard, .slot = c->slot, .subscribe = false, .chan = c};
         } else if (!c->want && !c->sent && c->unsubs == 0) {
-            sy_bus_chan_remove(&s->chans, c);
+            sy_bus_chan_remove(s->chans, c);
             continue;
         }
     }

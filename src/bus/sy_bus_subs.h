@@ -21,14 +21,14 @@
  * Threads: sy_bus_subs_init and _destroy on the owner's thread (before the
  * bus thread starts, after it ended); everything else on the bus thread.
  *
- * Ownership: the subs own the channel table (chans); shards and the two
- * counters are the bus', and outlive them.
+ * Ownership: the channel table, the shards and the two counters are the
+ * bus', and outlive the subs; the subs own their dirty list only. They
+ * make and forget channels in the table (sy_bus_chan_get, _remove).
  *
- * Errors: sy_bus_subs_init returns 0 or ENOMEM. Nothing else reports one:
- * a change that cannot be recorded or sent for want of memory (or because
- * a link is down) is retried at a later turn, or when the link comes up;
- * one topic's change lost (no memory for its channel) is made up at the
- * topic's next change.
+ * Errors: nothing here reports one. A change that cannot be recorded or
+ * sent for want of memory (or because a link is down) is retried at a
+ * later turn, or when the link comes up; a topic's change lost (no memory
+ * for its channel) is made up at the topic's next change.
  */
 #ifndef SY_BUS_SUBS_H
 #define SY_BUS_SUBS_H
@@ -43,7 +43,7 @@
 #include "bus/sy_bus_shard.h"
 
 typedef struct sy_bus_subs {
-    sy_bus_chans_t chans;            /* every channel the bus knows */
+    sy_bus_chans_t *chans;           /* every channel the bus knows */
     sy_bus_shards_t *shards;         /* where the commands go */
     atomic_uint_fast64_t *channels;  /* gauge: channels Redis confirmed */
     atomic_uint_fast64_t *commands;  /* counter: (S)SUBSCRIBE commands sent */
@@ -53,11 +53,11 @@ typedef struct sy_bus_subs {
     int64_t due_ms;                  /* no command before (the window) */
 } sy_bus_subs_t;
 
-/* An empty channel table for prefix + topic (the prefix outlives subs).
- * 0 or ENOMEM. */
-int sy_bus_subs_init(sy_bus_subs_t *s, sy_bus_shards_t *shards, const char *prefix, size_t prefix_len,
-                     atomic_uint_fast64_t *channels, atomic_uint_fast64_t *commands);
-/* Frees the channels; zero-filled subs are safe to destroy. */
+/* Subscriptions for the channels of chans, sent to shards; channels: the
+ * gauge of confirmed channels, commands: the counter of commands sent. */
+void sy_bus_subs_init(sy_bus_subs_t *s, sy_bus_chans_t *chans, sy_bus_shards_t *shards,
+                      atomic_uint_fast64_t *channels, atomic_uint_fast64_t *commands);
+/* Frees the dirty list; zero-filled subs are safe to destroy. */
 void sy_bus_subs_destroy(sy_bus_subs_t *s);
 
 /* Topic name[0..len) has local interest now (want), or none. */

@@ -51,7 +51,7 @@ static void update_state(sy_bus_t *b) {
 /* True when seq is newer than the last message of publisher `from` on
  * the topic's channel (sy_bus_order.h). */
 static bool in_order(sy_bus_t *b, const char *topic, size_t len, uint64_t from, uint64_t seq) {
-    sy_bus_chan_t *c = sy_bus_chan_find(&b->subs.chans, topic, len);
+    sy_bus_chan_t *c = sy_bus_chan_find(&b->chans, topic, len);
     if (c == NULL)
         return true; /* not ours any more: the fan-out finds no subscriber */
     return sy_bus_order_check(&c->order, from, seq);
