@@ -1,5 +1,5 @@
 'use strict';
-// Smoke test of the benchmark runner (bench/run.js): a --quick run of the
+// Smoke test of the benchmark runner (bench/runner/run.js): a --quick run of the
 // parked and cpu phases with the jemalloc and system arms at tiny
 // populations; the TLS arm's parked and handshakes phases; the JSON shape
 // with permessage-deflate (symphony's and ws's, loadgen inflating); the bus
@@ -19,7 +19,7 @@ const RUN_BOUND_S = 150; // the run itself takes ~30-45 s on 2 busy cores
 
 function run(args, seconds) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(root, 'bench', 'run.js'), ...args], {
+    const child = spawn(process.execPath, [path.join(root, 'bench', 'runner', 'run.js'), ...args], {
       cwd: root, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -41,7 +41,7 @@ function section(md, title) {
   return md.slice(start, next < 0 ? undefined : next);
 }
 
-test('bench/run.js --quick: parked and cpu phases, jemalloc and system arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+test('bench/runner/run.js --quick: parked and cpu phases, jemalloc and system arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-'));
   try {
     const t0 = Date.now();
@@ -101,7 +101,7 @@ test('bench/run.js --quick: parked and cpu phases, jemalloc and system arms', { 
   }
 });
 
-test('bench/run.js --quick over TLS: parked and handshakes phases, jemalloc-tls arm', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+test('bench/runner/run.js --quick over TLS: parked and handshakes phases, jemalloc-tls arm', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-tls-'));
   try {
     const r = await run(['--quick', '--repeats', '1', '--phases', 'parked,handshakes', '--arms', 'jemalloc-tls',
@@ -133,7 +133,7 @@ test('bench/run.js --quick over TLS: parked and handshakes phases, jemalloc-tls 
   }
 });
 
-test('bench/run.js --quick json: the JSON shape with permessage-deflate, jemalloc-deflate and ws-deflate arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+test('bench/runner/run.js --quick json: the JSON shape with permessage-deflate, jemalloc-deflate and ws-deflate arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-json-'));
   try {
     const r = await run(['--quick', '--repeats', '1', '--phases', 'json', '--arms', 'jemalloc-deflate,ws-deflate',
@@ -169,7 +169,7 @@ test('bench/run.js --quick json: the JSON shape with permessage-deflate, jemallo
   }
 });
 
-test('bench/run.js --quick bus: 3 processes over one Redis, without it, and the ws + redis relay', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+test('bench/runner/run.js --quick bus: 3 processes over one Redis, without it, and the ws + redis relay', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-bus-'));
   try {
     const r = await run(['--quick', '--repeats', '1', '--phases', 'bus', '--arms', 'symphony-bus,symphony-local,ws-redis',
@@ -212,7 +212,7 @@ test('bench/run.js --quick bus: 3 processes over one Redis, without it, and the 
   }
 });
 
-test('bench/run.js --quick publish: publish-heavy, N topics x 1 subscriber, jemalloc and ws arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+test('bench/runner/run.js --quick publish: publish-heavy, N topics x 1 subscriber, jemalloc and ws arms', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-publish-'));
   try {
     const r = await run(['--quick', '--repeats', '1', '--phases', 'publish', '--arms', 'jemalloc,ws',
@@ -247,8 +247,8 @@ test('bench/run.js --quick publish: publish-heavy, N topics x 1 subscriber, jema
   }
 });
 
-test('bench/lib/publish.js: the order of the rate points and the capacity', () => {
-  const { nextRate, capacityOf } = require('../bench/lib/publish');
+test('bench/runner/publish.js: the order of the rate points and the capacity', () => {
+  const { nextRate, capacityOf } = require('../bench/runner/publish');
   const c = { sweep: [50, 60, 70, 80, 100], points: [50, 100], refine: 1 };
   const walk = (passAt) => {
     const done = [];
@@ -267,8 +267,33 @@ test('bench/lib/publish.js: the order of the rate points and the capacity', () =
   assert.deepEqual(capacityOf(done), { rate: 50, bound: 'below' });
 });
 
+test('bench/runner/util.js: results folders are named YYYY-MM-DD-<what>', () => {
+  const { resultsName, freeDir } = require('../bench/runner/util');
+  const d = new Date('2026-12-01T23:59:59Z');
+  const defaults = ['parked', 'soak', 'cpu', 'handshakes', 'json'];
+  const name = (o) => resultsName({ defaultPhases: defaults, preset: 'default', repeats: 3, ...o }, d);
+  assert.equal(name({ phases: defaults.slice() }), '2026-12-01-default-3x');
+  assert.equal(name({ phases: ['cpu', 'publish'], preset: 'quick', repeats: 1 }), '2026-12-01-cpu-publish-quick-1x');
+  assert.equal(name({ phases: ['json', 'cpu'], name: 'issue14' }), '2026-12-01-issue14');
+  assert.throws(() => name({ phases: ['cpu'], name: 'Issue 14' }), /--name must be/);
+  assert.throws(() => name({ phases: ['cpu'], name: '../x' }), /--name must be/);
+  // every folder kept in the repository follows the convention
+  const kept = fs.readdirSync(path.join(root, 'bench', 'results'), { withFileTypes: true }).filter((e) => e.isDirectory() && e.name !== 'tmp').map((e) => e.name); // tmp: .gitignore's scratch folder
+  assert.ok(kept.length > 0);
+  for (const f of kept) assert.match(f, /^\d{4}-\d{2}-\d{2}-[a-z0-9]+(?:[.-][a-z0-9]+)*$/, `bench/results/${f}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-'));
+  try {
+    assert.equal(freeDir(dir, '2026-12-01-x'), path.join(dir, '2026-12-01-x'));
+    fs.mkdirSync(path.join(dir, '2026-12-01-x'));
+    fs.mkdirSync(path.join(dir, '2026-12-01-x-2'));
+    assert.equal(freeDir(dir, '2026-12-01-x'), path.join(dir, '2026-12-01-x-3'));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('bench --baseline: the twin arms, their checkout, the build check', () => {
-  const { selectArms, baselineCheckout, wrongBuild } = require('../bench/lib/arms');
+  const { selectArms, baselineCheckout, wrongBuild } = require('../bench/runner/arms');
   const base = baselineCheckout(root); // this checkout as its own baseline: no second build needed
   const names = (l) => selectArms(l, [], base).arms.map((a) => a.name);
   assert.deepEqual(names(null), ['jemalloc', 'base-jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'base-jemalloc-tls', 'ws-tls',
@@ -289,7 +314,7 @@ test('bench --baseline: the twin arms, their checkout, the build check', () => {
   assert.match(wrongBuild(twin, null), /did not say/);
 });
 
-test('bench/run.js refuses bad options and --full beyond the open-file limit', async () => {
+test('bench/runner/run.js refuses bad options and --full beyond the open-file limit', async () => {
   const bad = await run(['--phases', 'nope'], 20);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--phases: unknown nope/);

@@ -393,7 +393,7 @@ test('over TLS too, memory follows the load: 2,000 → 200 connections give back
   // this process, so the figures are the server's alone.
   const { execFileSync, spawn } = require('node:child_process');
   const path = require('node:path');
-  const { loadgenMakeVars } = require('../bench/lib/util');
+  const { loadgenMakeVars } = require('../bench/runner/util');
   const root = path.join(__dirname, '..');
   execFileSync('make', ['-s', '-C', path.join(root, 'bench'), ...loadgenMakeVars()], { stdio: 'ignore' });
   const pages = () => allocator.arenaStats().reduce((n, a) => n + a.active + a.dirty + a.muzzy, 0);

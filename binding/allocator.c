@@ -1,4 +1,4 @@
-/* allocator — exports.allocator: src/sy_alloc.h seen from JS. JS thread only.
+/* allocator — exports.allocator: src/base/sy_alloc.h seen from JS. JS thread only.
  * Argument shapes are checked again in lib/allocator.js, which gives the
  * friendlier API; these checks keep the native side safe on its own. */
 #include "addon.h"

@@ -1,4 +1,4 @@
-/* bus — the bus' part of the binding (src/sy_bus.h); see addon.h. */
+/* bus — the bus' part of the binding (src/bus/sy_bus.h); see addon.h. */
 #include <stdio.h>
 #include <string.h>
 

@@ -350,7 +350,13 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
     }
     napi_handle_scope scope;
     if (napi_open_handle_scope(env, &scope) != napi_ok) {
-        sy_batch_free(batch);
+        /* Its events are lost, but the batch goes back through the server:
+         * the IO thread's flow-control count and the connections awaiting
+         * the owner (sy_events.h) must see it handled. */
+        if (b->srv != NULL)
+            sy_server_batch_done(b->srv, batch);
+        else
+            sy_batch_free(batch);
         return;
     }
     size_t pos = 0;
@@ -810,7 +816,7 @@ static bool set_u64(napi_env env, napi_value obj, const char *key, uint64_t v) {
 }
 
 /* Every counter of sy_stats_t (all uint64_t), by its JS name, from the one
- * list (src/sy_stats.h): for the per-thread objects and the totals (a sum,
+ * list (src/io/sy_stats.h): for the per-thread objects and the totals (a sum,
  * or for a maximum the largest), and exported as binding.statFields for
  * lib/metrics.js (the Prometheus families) and the tests (lib/index.d.ts). */
 static const struct {

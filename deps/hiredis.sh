@@ -2,7 +2,7 @@
 # Fetches, verifies and builds hiredis 1.2.0 as a static, PIC library with
 # hidden symbols, for the Redis bus (issue 12), linked into the addon
 # (binding.gyp's sy_hiredis_dir). Its memory goes through sy_alloc
-# (src/sy_redis_alloc.c, hiredisSetAllocators).
+# (src/bus/sy_redis_alloc.c, hiredisSetAllocators).
 #
 #   deps/hiredis.sh [--host TRIPLE] [--cc CC] [--openssl DIR]   prints the build folder
 #

@@ -1,6 +1,6 @@
 'use strict';
 // The bus: several symphony servers (processes, machines) as one fan-out
-// over Redis sharded pub/sub. The work is native (src/sy_bus.c, one bus
+// over Redis sharded pub/sub. The work is native (src/bus/sy_bus.c, one bus
 // thread per server); here are its options and the `server.bus` object.
 // README, "Scaling out"; docs/bus.md.
 

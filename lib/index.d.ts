@@ -167,7 +167,7 @@ export interface Bus extends EventEmitter {
   on(event: 'state', listener: (state: BusState, err: BusError | null) => void): this;
 }
 
-/** stats().bus. The list comes from src/sy_bus.h (binding.busStatFields). */
+/** stats().bus. The list comes from src/bus/sy_bus.h (binding.busStatFields). */
 export interface BusStats {
   state: BusState;
   published: number;
@@ -188,7 +188,7 @@ export interface PublishOptions extends SendOptions {
   local?: boolean;
 }
 
-/** One IO thread's counters. The list comes from src/sy_stats.h (binding.statFields);
+/** One IO thread's counters. The list comes from src/io/sy_stats.h (binding.statFields);
  * __test__/lists.test.js fails when this interface and that list differ. */
 export interface ThreadStats {
   connections: number;

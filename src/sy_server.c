@@ -20,6 +20,8 @@
 #include "base/sy_refbuf.h"
 #include "io/sy_topic.h"
 #include "proto/sy_ws_frame.h"
+#include "proto/sy_ws_msg.h"
+#include "net/sy_uring.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_stream_tls.h"
 #endif
@@ -35,7 +37,7 @@ struct sy_server {
 #ifdef SY_WITH_TLS
     sy_tls_source_t tls; /* the certificates of a TLS server (shared.transport_arg) */
 #endif
-    sy_io_t io[];
+    sy_io_t *io[]; /* NULL until the threads are made */
 };
 
 sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx, char *err,
@@ -44,7 +46,7 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
         snprintf(err, errlen, "threads must be 1..%d", SY_SERVER_MAX_THREADS);
         return NULL;
     }
-    sy_server_t *s = sy_calloc(1, sizeof(*s) + opts->threads * sizeof(sy_io_t));
+    sy_server_t *s = sy_calloc(1, sizeof(*s) + opts->threads * sizeof(sy_io_t *));
     if (s == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -115,33 +117,34 @@ static uint16_t bound_port(int fd) {
 }
 
 /* Starts the IO threads, thread 0 with the listening socket fd (-1: none;
- * taken over either way: sy_io_init adopts it, sy_io_free closes it). */
+ * taken over either way: sy_io_create adopts it, sy_io_destroy closes it). */
 static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
-    unsigned started = 0;
+    unsigned made = 0, started = 0;
     int rc = 0;
     s->shared.ios = s->io;
     for (unsigned i = 0; i < s->shared.nthreads; i++) {
-        if ((rc = sy_io_init(&s->io[i], &s->shared, i, i == 0 ? fd : -1)) != 0) {
+        if ((s->io[i] = sy_io_create(&s->shared, i, i == 0 ? fd : -1, &rc)) == NULL) {
             snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
-            sy_io_free(&s->io[i]);
             break;
         }
-        started++;
+        made++;
     }
     for (unsigned i = 0; rc == 0 && i < s->shared.nthreads; i++) {
-        if ((rc = sy_io_start(&s->io[i])) != 0)
+        if ((rc = sy_io_start(s->io[i])) != 0)
             snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
+        else
+            started++;
     }
     if (rc != 0) {
         /* Stop what started, free what was made. */
         for (unsigned i = 0; i < started; i++) {
             sy_cmd_t cmd = {.type = SY_CMD_STOP, .arg.deadline_ms = 0};
-            if (s->io[i].started)
-                (void)sy_io_push(&s->io[i], &cmd);
+            (void)sy_io_push(s->io[i], &cmd); /* a running thread's queue is open */
         }
-        for (unsigned i = 0; i < started; i++) {
-            sy_io_join(&s->io[i]);
-            sy_io_free(&s->io[i]);
+        for (unsigned i = 0; i < made; i++) {
+            sy_io_join(s->io[i]);
+            sy_io_destroy(s->io[i]);
+            s->io[i] = NULL;
         }
         return rc;
     }
@@ -155,7 +158,7 @@ static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
     return 0;
 }
 
-int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
+sy_err_t sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
     if (s->listening) {
         snprintf(err, errlen, "the server is already listening");
         return EALREADY;
@@ -183,7 +186,7 @@ int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen) {
     return 0;
 }
 
-int sy_server_start(sy_server_t *s, char *err, size_t errlen) {
+sy_err_t sy_server_start(sy_server_t *s, char *err, size_t errlen) {
     if (s->listening) {
         snprintf(err, errlen, "the server is already running");
         return EALREADY;
@@ -191,7 +194,7 @@ int sy_server_start(sy_server_t *s, char *err, size_t errlen) {
     return start_threads(s, -1, err, errlen);
 }
 
-int sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len) {
+sy_err_t sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len) {
     if (!s->listening || s->shutting_down)
         return ENOTCONN;
     int type = 0;
@@ -220,7 +223,7 @@ int sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len) {
     }
     (void)setsockopt(own, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* an optimisation only */
     atomic_fetch_add_explicit(&s->shared.connections, 1, memory_order_relaxed);
-    sy_io_t *io = &s->io[s->next_adopt++ % s->shared.nthreads];
+    sy_io_t *io = s->io[s->next_adopt++ % s->shared.nthreads];
     sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .arg.fd = own, .buf = pre};
     int rc = sy_io_push(io, &cmd);
     if (rc != 0) {
@@ -236,7 +239,7 @@ static sy_io_t *io_of(sy_server_t *s, uint64_t id) {
     unsigned t = sy_id_thread(id);
     if (!s->listening || t >= s->shared.nthreads)
         return NULL;
-    return &s->io[t];
+    return s->io[t];
 }
 
 bool sy_server_is_open(sy_server_t *s, uint64_t id) {
@@ -249,7 +252,7 @@ bool sy_server_is_open(sy_server_t *s, uint64_t id) {
 static sy_refbuf_t *message_frame(const sy_server_t *s, const void *data, size_t len, unsigned flags) {
     const sy_server_opts_t *o = &s->shared.opts;
     bool z = (flags & SY_SEND_COMPRESS) && o->compression && len >= o->compress_threshold;
-    return sy_refbuf_frame_z((flags & SY_SEND_BINARY) ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len, z);
+    return sy_ws_msg_z((flags & SY_SEND_BINARY) ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len, z);
 }
 
 /* Queues cmd to io, with SY_SEND_LATER's wake-up (sy_io_push_later) when
@@ -275,7 +278,7 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
         sy_refbuf_ref(m, 1);
         sy_topic_ref(t);
         sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .buf = m};
-        if (push_io(&s->io[i], &cmd, flags) != 0) {
+        if (push_io(s->io[i], &cmd, flags) != 0) {
             sy_refbuf_release(m);
             sy_topic_release(&s->shared.topics, t);
             continue;
@@ -300,7 +303,7 @@ static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_
     return t == NULL ? 0 : publish_local(s, t, data, len, flags, subscribers);
 }
 
-int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
                       unsigned flags, size_t *subscribers) {
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
@@ -317,7 +320,7 @@ sy_topic_t *sy_server_topic(sy_server_t *s, const char *topic, size_t topic_len)
 
 void sy_server_topic_release(sy_server_t *s, sy_topic_t *t) { sy_topic_release(&s->shared.topics, t); }
 
-int sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
+sy_err_t sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
                             size_t *subscribers) {
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
@@ -329,7 +332,7 @@ void sy_server_wake(sy_server_t *s) {
     if (!s->listening)
         return;
     for (unsigned i = 0; i < s->shared.nthreads; i++)
-        sy_io_wake(&s->io[i]);
+        sy_io_wake(s->io[i]);
 }
 
 /* The bus thread's deliveries (sy_bus_deliver_fn). The bus is stopped
@@ -346,7 +349,7 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
     }
 }
 
-int sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
+sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
                       size_t errlen) {
     if (s->listening || s->bus != NULL || sy_topics_count(&s->shared.topics) != 0) {
         snprintf(err, errlen, "the bus must be set before the server starts");
@@ -380,7 +383,7 @@ static int push_to(sy_server_t *s, sy_cmd_t *cmd, unsigned flags) {
     return rc == EPIPE ? ENOTCONN : rc;
 }
 
-int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags) {
+sy_err_t sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_SEND, .conn = id};
@@ -401,31 +404,31 @@ static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_
         return type == SY_CMD_SUBSCRIBE ? ENOMEM : 0; /* no such topic: nothing to leave */
     /* Counted now, so that a publish right after this call sees it. */
     if (type == SY_CMD_SUBSCRIBE)
-        sy_topic_add_interest(&s->shared.topics, t, io->index);
+        sy_topic_add_interest(&s->shared.topics, t, sy_io_index(io));
     sy_cmd_t cmd = {.type = type, .conn = id, .topic = t};
     int rc = push_to(s, &cmd, 0);
     if (rc != 0) {
         if (type == SY_CMD_SUBSCRIBE)
-            sy_topic_drop_interest(&s->shared.topics, t, io->index);
+            sy_topic_drop_interest(&s->shared.topics, t, sy_io_index(io));
         else
             sy_topic_release(&s->shared.topics, t);
     }
     return rc;
 }
 
-int sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
+sy_err_t sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
     return sub_cmd(s, id, topic, topic_len, SY_CMD_SUBSCRIBE);
 }
 
-int sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
+sy_err_t sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
     return sub_cmd(s, id, topic, topic_len, SY_CMD_UNSUBSCRIBE);
 }
 
-int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len) {
+sy_err_t sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_END, .conn = id, .arg.close_code = (uint16_t)code};
-    if ((cmd.buf = sy_refbuf_close(code, reason, reason_len)) == NULL)
+    if ((cmd.buf = sy_ws_msg_close(code, reason, reason_len)) == NULL)
         return ENOMEM;
     int rc = push_to(s, &cmd, 0);
     if (rc != 0)
@@ -433,14 +436,14 @@ int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason
     return rc;
 }
 
-int sy_server_terminate(sy_server_t *s, uint64_t id) {
+sy_err_t sy_server_terminate(sy_server_t *s, uint64_t id) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_cmd_t cmd = {.type = SY_CMD_TERMINATE, .conn = id};
     return push_to(s, &cmd, 0);
 }
 
-int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
+sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
                      size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics,
                      bool compress) {
     sy_io_t *io = io_of(s, id);
@@ -463,20 +466,20 @@ int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t p
         sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topics[i], topic_lens[i], true);
         if (t == NULL)
             continue;
-        sy_topic_add_interest(&s->shared.topics, t, io->index);
+        sy_topic_add_interest(&s->shared.topics, t, sy_io_index(io));
         ts[a->ntopics++] = t;
     }
     sy_cmd_t cmd = {.type = SY_CMD_ACCEPT, .conn = id, .accept = a, .buf = extra};
     int rc = sy_io_push(io, &cmd);
     if (rc != 0) {
-        sy_accept_free(&s->shared.topics, io->index, a);
+        sy_accept_free(&s->shared.topics, sy_io_index(io), a);
         sy_refbuf_release(extra);
         return rc == EPIPE ? ENOTCONN : rc;
     }
     return 0;
 }
 
-int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len) {
+sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len) {
     sy_io_t *io = io_of(s, id);
     if (io == NULL || s->shutting_down)
         return ENOTCONN;
@@ -504,7 +507,7 @@ void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_stats_t *out) {
     out->arena = out->conn_arena = -1;
     if (i >= s->shared.nthreads || !s->listening)
         return;
-    sy_stats_snapshot(&s->io[i].stats, out);
+    sy_io_stats_snapshot(s->io[i], out);
 }
 
 unsigned sy_server_threads(sy_server_t *s) {
@@ -515,7 +518,7 @@ size_t sy_server_topic_count(sy_server_t *s) {
     return sy_topics_count(&s->shared.topics);
 }
 
-int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
+sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 #ifdef SY_WITH_TLS
     bool tls = sy_server_tls(s);
     if (ctx == NULL || (s->listening && !tls))
@@ -547,7 +550,7 @@ void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
     uint32_t seq = batch->seq;
     sy_batch_free(batch);
     if (s != NULL && s->listening && t < s->shared.nthreads)
-        sy_io_batch_done(&s->io[t], bytes, seq);
+        sy_io_batch_done(s->io[t], bytes, seq);
 }
 
 void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {
@@ -564,13 +567,13 @@ void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {
         sy_cmd_t cmd = {.type = SY_CMD_STOP, .arg.deadline_ms = deadline_ms};
         /* Out of memory here: the thread still stops at the next forced
          * shutdown (deadline 0), which the caller sends before joining. */
-        (void)sy_io_push(&s->io[i], &cmd);
+        (void)sy_io_push(s->io[i], &cmd);
     }
 }
 
 void sy_server_join(sy_server_t *s) {
     for (unsigned i = 0; s->listening && i < s->shared.nthreads; i++)
-        sy_io_join(&s->io[i]);
+        sy_io_join(s->io[i]);
 }
 
 void sy_server_destroy(sy_server_t *s) {
@@ -582,7 +585,7 @@ void sy_server_destroy(sy_server_t *s) {
     }
     if (s->listening)
         for (unsigned i = 0; i < s->shared.nthreads; i++)
-            sy_io_free(&s->io[i]);
+            sy_io_destroy(s->io[i]);
     /* After the IO threads (their connections' interest went to the bus'
      * queue), before the topics (that queue holds references). */
     sy_bus_destroy(s->bus);

@@ -24,37 +24,15 @@
 #include "bus/sy_bus.h"
 #include "base/sy_errors.h"
 #include "io/sy_events.h"
+#include "io/sy_io_opts.h"
 #include "io/sy_stats.h"
 
 #define SY_SERVER_MAX_THREADS 64
 #define SY_TOPIC_MAX_LEN 1024
 #define SY_ERRLEN 256
 
-typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1 } sy_slow_policy_t;
-
-typedef struct sy_server_opts {
-    const char *host;             /* numeric address or name to bind; copied */
-    uint16_t port;                /* 0: any free port */
-    const char *path;             /* only this path (before '?') upgrades; NULL: any */
-    unsigned threads;             /* 1..SY_SERVER_MAX_THREADS */
-    size_t max_payload;           /* largest message accepted from a client */
-    size_t max_backpressure;      /* queued bytes per connection before the policy */
-    sy_slow_policy_t slow_consumer;
-    unsigned idle_timeout_s;      /* 0: none */
-    unsigned handshake_timeout_s; /* complete upgrade request within this */
-    unsigned close_timeout_s;     /* wait this long for the peer's close reply */
-    size_t max_head_bytes;        /* request line + headers; default 8192 */
-    unsigned max_headers;         /* default 64 */
-    unsigned backlog;             /* listen() backlog */
-    uint32_t max_connections;     /* per server; 0: no limit beyond the fd limit */
-    size_t max_event_bytes;       /* per IO thread: stop reading clients while the owner
-                                     holds this many bytes of undelivered events */
-    bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
-    bool reclaim;                 /* memory policy: give memory back after a drop (sy_reclaim.h) */
-    bool compression;             /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
-    unsigned compress_level;      /* 1..9 */
-    size_t compress_threshold;    /* payloads below this many bytes always go plain */
-} sy_server_opts_t;
+/* The server's options are its IO threads' (io/sy_io_opts.h). */
+typedef sy_io_opts_t sy_server_opts_t;
 
 /* flags of sy_server_publish and sy_server_send. */
 #define SY_SEND_BINARY 1u   /* a binary message (else text) */
@@ -69,21 +47,17 @@ typedef struct sy_server_opts {
 
 typedef struct sy_server sy_server_t;
 
-/* Called on an IO thread with a batch the callee now owns; it must end in
- * sy_server_batch_done on the owner thread. */
-typedef void (*sy_batch_fn)(void *ctx, sy_batch_t *batch);
-
 /* NULL on failure (bad thread count, out of memory), with a message in err. */
 sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx,
                               char *err, size_t errlen);
 /* Binds one listening socket (IO thread 0 accepts and deals the sockets out
  * to every IO thread in turn) and starts the threads. 0, or an errno value with a message in err. *port: the bound port. */
-int sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen);
+sy_err_t sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen);
 
 /* Starts the IO threads without a listening socket (a server that shares
  * another's port): connections come only through sy_server_adopt. 0, or
  * an errno value with a message in err. */
-int sy_server_start(sy_server_t *s, char *err, size_t errlen);
+sy_err_t sy_server_start(sy_server_t *s, char *err, size_t errlen);
 /* Takes over a connected TCP socket whose upgrade request someone else has
  * read (Node's http server, then handleUpgrade): a duplicate of fd is
  * made (the caller still closes its own fd), and an IO thread handles
@@ -91,14 +65,14 @@ int sy_server_start(sy_server_t *s, char *err, size_t errlen);
  * as if it had read them from the socket: the same checks and answers,
  * the owner's SY_EV_UPGRADE, the 101 written there. 0, or ENOTCONN (not
  * running), ENOTSOCK (fd is not a stream socket), EBADF, EMFILE, ENOMEM. */
-int sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len);
+sy_err_t sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len);
 
 /* Makes the server one node of a bus over Redis (sy_bus.h): before it
  * starts (and before any topic exists). The bus thread starts with the IO
  * threads and stops first at shutdown. on_state: the bus' state changes,
  * on the bus thread. o->max_payload is the server's; o->tls is taken over
  * (freed on failure too). 0, or EINVAL with a message in err. */
-int sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
+sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
                       size_t errlen);
 /* The bus' counters and state: false when the server has no bus. Any thread. */
 bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out);
@@ -110,7 +84,7 @@ bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out);
  * compressed (at most once) by the first IO thread with a subscriber that
  * negotiated permessage-deflate, not here: the owner's thread never waits
  * for a compression. */
-int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
                       unsigned flags, size_t *subscribers);
 /* A topic handle: a reference to topic (made if it does not exist yet), for
  * sy_server_publish_topic, which then skips the lookup. The topic stays in
@@ -120,29 +94,29 @@ int sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const
 sy_topic_t *sy_server_topic(sy_server_t *s, const char *topic, size_t topic_len);
 void sy_server_topic_release(sy_server_t *s, sy_topic_t *t);
 /* sy_server_publish to a topic handle. */
-int sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
+sy_err_t sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
                             size_t *subscribers);
 /* Wakes the IO threads that have commands queued with SY_SEND_LATER. */
 void sy_server_wake(sy_server_t *s);
 /* These queue a command to the connection's IO thread: 0, ENOTCONN when the
  * id names no open connection (or no connection awaiting its upgrade
  * answer, for accept and refuse), or ENOMEM. */
-int sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags);
-int sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
-int sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
+sy_err_t sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags);
+sy_err_t sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
+sy_err_t sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
 /* Close handshake with code (a valid wire code) and reason (<= 123 bytes UTF-8). */
-int sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len);
+sy_err_t sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len);
 /* Hard close: no close frame, the socket is closed at once. */
-int sy_server_terminate(sy_server_t *s, uint64_t id);
+sy_err_t sy_server_terminate(sy_server_t *s, uint64_t id);
 /* Answers an SY_EV_UPGRADE. protocol: the chosen subprotocol (may be empty);
  * headers: extra response header lines, each ending in CRLF (validated by the
  * caller); topics: to subscribe before any message can be published to it;
  * compress: false declines a permessage-deflate offer the server would
  * accept (true changes nothing when there is none or compression is off). */
-int sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len,
+sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len,
                      const char *headers, size_t headers_len, const char *const *topics,
                      const size_t *topic_lens, size_t ntopics, bool compress);
-int sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len);
+sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len);
 /* True when id names a connection that is open now. */
 bool sy_server_is_open(sy_server_t *s, uint64_t id);
 
@@ -159,7 +133,7 @@ struct sy_tls_ctx;
  * reference and drops the previous context's. 0, or (ctx not taken) EINVAL
  * when the server is listening without TLS or ctx is NULL, ENOTSUP in a
  * build without TLS. */
-int sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx);
+sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx);
 /* True when the server speaks TLS. */
 bool sy_server_tls(sy_server_t *s);
 

@@ -68,8 +68,19 @@ static unsigned long check_failures;
         }                                                                  \
     } while (0)
 
+/* Connection state transitions outside sy_conn.c's table (testing builds
+ * count them; weak: a test that does not link sy_conn has none). A test
+ * that makes some on purpose says how many in check_illegal_expected. */
+unsigned sy_conn_illegal_transitions(void) __attribute__((weak));
+static unsigned check_illegal_expected;
+
 static inline int check_report(const char *name)
 {
+    if (sy_conn_illegal_transitions != NULL && sy_conn_illegal_transitions() != check_illegal_expected) {
+        check_failures++;
+        fprintf(stderr, "%s: %u connection state transitions outside the table (see above)\n", name,
+                sy_conn_illegal_transitions() - check_illegal_expected);
+    }
     printf("%s: %lu checks, %lu failed\n", name, check_count, check_failures);
     return check_failures == 0 ? 0 : 1;
 }

@@ -11,6 +11,7 @@
 #include "base/sy_refbuf.h"
 #include "io/sy_topic.h"
 #include "proto/sy_ws_frame.h"
+#include "proto/sy_ws_msg.h"
 
 static void test_topics(void) {
     sy_topics_t r;
@@ -72,7 +73,7 @@ static void test_topics(void) {
 }
 
 static void test_msgs(void) {
-    sy_refbuf_t *m = sy_refbuf_frame(SY_WS_OP_TEXT, "hello", 5);
+    sy_refbuf_t *m = sy_ws_msg(SY_WS_OP_TEXT, "hello", 5);
     CHECK(m != NULL);
     CHECK_EQU(m->len, 7);
     CHECK_EQU(m->data[0], 0x81);
@@ -86,7 +87,7 @@ static void test_msgs(void) {
 
     uint8_t big[70000];
     memset(big, 7, sizeof(big));
-    m = sy_refbuf_frame(SY_WS_OP_BINARY, big, sizeof(big));
+    m = sy_ws_msg(SY_WS_OP_BINARY, big, sizeof(big));
     CHECK(m != NULL && m->len == sizeof(big) + 10 && m->data[1] == 127);
     sy_refbuf_release(m);
 
@@ -97,7 +98,7 @@ static void test_msgs(void) {
         reason[i + 1] = (char)0xa9; /* é */
     }
     memset(reason + 100, 'x', 100);
-    m = sy_refbuf_close(1000, reason, 200);
+    m = sy_ws_msg_close(1000, reason, 200);
     CHECK(m != NULL);
     CHECK_EQU(m->data[0], 0x88);
     CHECK(m->data[1] <= 125);
@@ -111,10 +112,10 @@ static void test_msgs(void) {
     memset(reason, 'y', 122);
     reason[122] = (char)0xc3;
     reason[123] = (char)0xa9;
-    m = sy_refbuf_close(1001, reason, 124);
+    m = sy_ws_msg_close(1001, reason, 124);
     CHECK(m != NULL && m->data[1] == 2 + 122);
     sy_refbuf_release(m);
-    m = sy_refbuf_close(0, NULL, 0);
+    m = sy_ws_msg_close(0, NULL, 0);
     CHECK(m != NULL && m->len == 2 && m->data[1] == 0);
     sy_refbuf_release(m);
     m = sy_refbuf_raw("HTTP/1.1 101\r\n\r\n", 16);

@@ -17,6 +17,7 @@
 #include "base/sy_alloc.h"
 #include "io/sy_deflate.h"
 #include "proto/sy_ws_frame.h"
+#include "proto/sy_ws_msg.h"
 
 /* Inflates a copy of in[0..n) (with room for the tail, and sentinels
  * after it that must come back unchanged). */
@@ -121,13 +122,13 @@ static void test_round_trip(void) {
         size_t n = sizes[i];
         uint8_t *p = malloc(n), *back = malloc(n);
         json_like(p, n, (uint32_t)i + 1);
-        sy_refbuf_t *m = sy_refbuf_frame_z(SY_WS_OP_TEXT, p, n, true);
+        sy_refbuf_t *m = sy_ws_msg_z(SY_WS_OP_TEXT, p, n, true);
         sy_refbuf_t *twin = sy_deflate_twin(&z, &once, m, 0);
         CHECK(twin != NULL);
         if (twin != NULL) {
             CHECK(sy_deflate_twin(&z, &once, m, 0) == twin); /* made once */
             sy_ws_frame_t f;
-            long h = sy_ws_frame_parse_ex(twin->data, twin->len, SY_WS_ROLE_CLIENT | SY_WS_ALLOW_RSV1, &f);
+            long h = sy_ws_frame_parse(twin->data, twin->len, SY_WS_ROLE_CLIENT | SY_WS_ALLOW_RSV1, &f);
             CHECK_EQ(h, (long)twin->hlen);
             CHECK(f.fin == 1 && f.rsv == 4 && f.opcode == SY_WS_OP_TEXT);
             CHECK_EQU(f.payload_len, sy_refbuf_payload_len(twin));
@@ -151,11 +152,11 @@ static void test_round_trip(void) {
         s = s * 1664525u + 1013904223u;
         rnd[i] = (uint8_t)(s >> 24);
     }
-    sy_refbuf_t *m = sy_refbuf_frame_z(SY_WS_OP_BINARY, rnd, sizeof(rnd), true);
+    sy_refbuf_t *m = sy_ws_msg_z(SY_WS_OP_BINARY, rnd, sizeof(rnd), true);
     CHECK(sy_deflate_twin(&z, &once, m, 0) == NULL);
     CHECK_EQ(atomic_load(&m->deflate), SY_REFBUF_Z_DONE);
     sy_refbuf_release(m);
-    m = sy_refbuf_frame_z(SY_WS_OP_TEXT, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 39, false);
+    m = sy_ws_msg_z(SY_WS_OP_TEXT, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 39, false);
     CHECK(sy_deflate_twin(&z, &once, m, 0) == NULL);
     sy_refbuf_release(m);
     sy_deflate_once_destroy(&once);
@@ -219,7 +220,7 @@ static void test_twin_once(void) {
     uint8_t *p = malloc(n);
     json_like(p, n, 99);
     for (int round = 0; round < 20; round++) {
-        sy_refbuf_t *m = sy_refbuf_frame_z(SY_WS_OP_TEXT, p, n, true);
+        sy_refbuf_t *m = sy_ws_msg_z(SY_WS_OP_TEXT, p, n, true);
         pthread_barrier_t go;
         pthread_barrier_init(&go, NULL, 3);
         asker_t a[3];
@@ -252,7 +253,7 @@ static void test_trim(void) {
     CHECK_EQ(sy_deflate_once_init(&once), 0);
     uint8_t p[4096];
     json_like(p, sizeof(p), 5);
-    sy_refbuf_t *m = sy_refbuf_frame_z(SY_WS_OP_TEXT, p, sizeof(p), true);
+    sy_refbuf_t *m = sy_ws_msg_z(SY_WS_OP_TEXT, p, sizeof(p), true);
     sy_refbuf_t *twin = sy_deflate_twin(&z, &once, m, 1000);
     CHECK(twin != NULL && z.comp != NULL && z.decomp == NULL);
     sy_deflate_trim(&z, 1000 + SY_DEFLATE_IDLE_MS - 1);

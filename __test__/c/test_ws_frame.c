@@ -12,7 +12,7 @@ static long parse(const void *data, size_t len, sy_ws_frame_t *f)
 {
     guard_t g;
     const uint8_t *p = guard_place(&g, data, len);
-    long rc = sy_ws_frame_parse(p, len, f);
+    long rc = sy_ws_frame_parse(p, len, SY_WS_ROLE_SERVER, f);
     guard_release(&g);
     return rc;
 }
@@ -149,13 +149,13 @@ static void test_client_role(void)
     const uint8_t masked[] = { 0x81, 0x85, 1, 2, 3, 4 };
     const uint8_t *p = guard_place(&g, srv, 2);
 
-    CHECK_EQ(sy_ws_frame_parse_ex(p, 2, SY_WS_ROLE_CLIENT, &f), 2);
+    CHECK_EQ(sy_ws_frame_parse(p, 2, SY_WS_ROLE_CLIENT, &f), 2);
     CHECK_EQU(f.masked, 0);
     CHECK_EQU(f.payload_len, 5);
-    CHECK_EQ(sy_ws_frame_parse_ex(p, 2, SY_WS_ROLE_SERVER, &f), SY_WS_E_UNMASKED);
+    CHECK_EQ(sy_ws_frame_parse(p, 2, SY_WS_ROLE_SERVER, &f), SY_WS_E_UNMASKED);
     guard_release(&g);
     p = guard_place(&g, masked, sizeof(masked));
-    CHECK_EQ(sy_ws_frame_parse_ex(p, sizeof(masked), SY_WS_ROLE_CLIENT, &f),
+    CHECK_EQ(sy_ws_frame_parse(p, sizeof(masked), SY_WS_ROLE_CLIENT, &f),
              SY_WS_E_MASKED);
     guard_release(&g);
 }
@@ -182,14 +182,14 @@ static void test_rsv1(void)
     };
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         const uint8_t b[6] = { v[i].b0, 0x80, 1, 2, 3, 4 };
-        CHECK_EQ(sy_ws_frame_parse(b, sizeof(b), &f), v[i].without);
+        CHECK_EQ(sy_ws_frame_parse(b, sizeof(b), SY_WS_ROLE_SERVER, &f), v[i].without);
         memset(&f, 0, sizeof(f));
-        CHECK_EQ(sy_ws_frame_parse_ex(b, sizeof(b), z, &f), v[i].with);
+        CHECK_EQ(sy_ws_frame_parse(b, sizeof(b), z, &f), v[i].with);
         if (v[i].with > 0)
             CHECK_EQU(f.rsv, (v[i].b0 & 0x40) ? 4u : 0u);
         /* Decided on the first byte alone (fail fast). */
         if (v[i].with < 0)
-            CHECK_EQ(sy_ws_frame_parse_ex(b, 1, z, &f), v[i].with);
+            CHECK_EQ(sy_ws_frame_parse(b, 1, z, &f), v[i].with);
     }
     CHECK_EQU(sy_ws_error_close_code(SY_WS_E_RSV1_CONTROL), 1002);
     CHECK_EQU(sy_ws_error_close_code(SY_WS_E_RSV1_CONTINUATION), 1002);
@@ -258,7 +258,7 @@ static void test_build(void)
 
             CHECK_EQU(hn, want);
             p = guard_place(&g, h, hn);
-            CHECK_EQ(sy_ws_frame_parse_ex(p, hn, SY_WS_ROLE_CLIENT, &f), (long)hn);
+            CHECK_EQ(sy_ws_frame_parse(p, hn, SY_WS_ROLE_CLIENT, &f), (long)hn);
             CHECK_EQU(f.payload_len, lens[i]);
             CHECK_EQU(f.fin, (unsigned)fin);
             guard_release(&g);
@@ -266,7 +266,7 @@ static void test_build(void)
             hn = sy_ws_frame_header_masked(h, fin, SY_WS_OP_TEXT, lens[i], key);
             CHECK_EQU(hn, want + 4);
             p = guard_place(&g, h, hn);
-            CHECK_EQ(sy_ws_frame_parse(p, hn, &f), (long)hn);
+            CHECK_EQ(sy_ws_frame_parse(p, hn, SY_WS_ROLE_SERVER, &f), (long)hn);
             CHECK_EQU(f.payload_len, lens[i]);
             CHECK(memcmp(f.mask, key, 4) == 0);
             CHECK_EQU(f.opcode, SY_WS_OP_TEXT);
@@ -405,23 +405,32 @@ static void test_close_codes(void)
 
 static void test_close_payload(void)
 {
-    uint8_t out[130];
-    char reason[124];
+    uint8_t out[SY_WS_MAX_CONTROL_PAYLOAD];
+    char reason[130];
     uint16_t code = 0;
     const uint8_t *r = NULL;
     size_t rlen = 0, n;
 
-    n = sy_ws_close_payload(out, sizeof(out), 1001, "bye", 3);
+    n = sy_ws_close_payload(out, 1001, "bye", 3);
     CHECK_EQU(n, 5);
     CHECK(out[0] == 0x03 && out[1] == 0xE9 && memcmp(out + 2, "bye", 3) == 0);
     CHECK_EQ(sy_ws_close_parse(out, n, &code, &r, &rlen), 0);
     CHECK_EQU(code, 1001);
-    CHECK_EQU(sy_ws_close_payload(out, sizeof(out), 1000, NULL, 0), 2);
-    CHECK_EQU(sy_ws_close_payload(out, 4, 1000, "bye", 3), 0);
-    CHECK_EQU(sy_ws_close_payload(out, sizeof(out), 1005, NULL, 0), 0);
+    CHECK_EQU(sy_ws_close_payload(out, 1000, NULL, 0), 2);
+    /* code 0, or a code never sent on the wire: an empty close body */
+    CHECK_EQU(sy_ws_close_payload(out, 0, "bye", 3), 0);
+    CHECK_EQU(sy_ws_close_payload(out, 1005, NULL, 0), 0);
+    CHECK_EQU(sy_ws_close_payload(out, 1006, "x", 1), 0);
     memset(reason, 'x', sizeof(reason));
-    CHECK_EQU(sy_ws_close_payload(out, sizeof(out), 1000, reason, 123), 125);
-    CHECK_EQU(sy_ws_close_payload(out, sizeof(out), 1000, reason, 124), 0);
+    CHECK_EQU(sy_ws_close_payload(out, 1000, reason, 123), 125);
+    /* too long: cut to 123 bytes */
+    CHECK_EQU(sy_ws_close_payload(out, 1000, reason, 124), 125);
+    /* ... at a UTF-8 boundary: a 2-byte character across byte 123 goes whole */
+    reason[122] = (char)0xC3;
+    reason[123] = (char)0xA9;
+    n = sy_ws_close_payload(out, 1000, reason, 126);
+    CHECK_EQU(n, 2 + 122);
+    CHECK_EQ(sy_ws_close_parse(out, n, &code, &r, &rlen), 0);
 }
 
 static void test_error_strings(void)

@@ -1,5 +1,5 @@
 /* libFuzzer target: permessage-deflate's inflation and compression
- * (src/sy_deflate.c over libdeflate).
+ * (src/io/sy_deflate.c over libdeflate).
  *
  * Input: byte 0 picks the mode, bytes 1-2 the output bound (max); the rest
  * is the data.
@@ -18,6 +18,7 @@
 #include "io/sy_deflate.h"
 #include "base/sy_refbuf.h"
 #include "proto/sy_ws_frame.h"
+#include "proto/sy_ws_msg.h"
 
 #define REQUIRE(c) do { if (!(c)) abort(); } while (0)
 
@@ -71,13 +72,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void)inflate_checked(data, size, max + 1, NULL, NULL);
         return 0;
     }
-    sy_refbuf_t *m = sy_refbuf_frame_z(SY_WS_OP_BINARY, data, size, true);
+    sy_refbuf_t *m = sy_ws_msg_z(SY_WS_OP_BINARY, data, size, true);
     REQUIRE(m != NULL);
     sy_refbuf_t *twin = sy_deflate_twin(&z, &once, m, 0);
     REQUIRE(sy_deflate_twin(&z, &once, m, 0) == twin);
     if (twin != NULL) {
         sy_ws_frame_t f;
-        long h = sy_ws_frame_parse_ex(twin->data, twin->len, SY_WS_ROLE_CLIENT | SY_WS_ALLOW_RSV1, &f);
+        long h = sy_ws_frame_parse(twin->data, twin->len, SY_WS_ROLE_CLIENT | SY_WS_ALLOW_RSV1, &f);
         REQUIRE(h == (long)twin->hlen && f.rsv == 4 && f.fin && f.opcode == SY_WS_OP_BINARY);
         REQUIRE(sy_refbuf_payload_len(twin) < size);
         uint8_t *back = NULL;

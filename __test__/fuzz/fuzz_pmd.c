@@ -1,4 +1,4 @@
-/* libFuzzer target: permessage-deflate negotiation (src/sy_pmd.c) over a
+/* libFuzzer target: permessage-deflate negotiation (src/proto/sy_pmd.c) over a
  * Sec-WebSocket-Extensions value from a stranger.
  * Invariants: never reads past the value (ASan); an accepted offer has a
  * window of 8..15 and an answer that fits SY_PMD_RESPONSE_MAX; the result

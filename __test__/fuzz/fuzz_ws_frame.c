@@ -2,7 +2,7 @@
  *
  * Input: byte 0 picks the role and split points; the rest is a byte stream
  * from a peer. Two passes:
- *  1. sy_ws_frame_parse_ex on the stream's start, with invariants: a
+ *  1. sy_ws_frame_parse on the stream's start, with invariants: a
  *     successful header is rebuilt byte-for-byte by the header builders when
  *     its length encoding is minimal; every shorter prefix is PARTIAL; an
  *     error is reported by every prefix as either PARTIAL or the same error.
@@ -23,7 +23,7 @@
 static void check_single(const uint8_t *b, size_t len, unsigned role)
 {
     sy_ws_frame_t f, f2;
-    long rc = sy_ws_frame_parse_ex(b, len, role, &f);
+    long rc = sy_ws_frame_parse(b, len, role, &f);
 
     if (rc > 0) {
         uint8_t h[14];
@@ -43,12 +43,12 @@ static void check_single(const uint8_t *b, size_t len, unsigned role)
         if (hn == (size_t)rc)
             REQUIRE(memcmp(h, b, hn) == 0);
         for (size_t k = 0; k < (size_t)rc; k++)
-            REQUIRE(sy_ws_frame_parse_ex(b, k, role, &f2) == SY_WS_PARTIAL);
+            REQUIRE(sy_ws_frame_parse(b, k, role, &f2) == SY_WS_PARTIAL);
     } else if (rc < 0) {
         REQUIRE(sy_ws_error_close_code(rc) == 1002);
         REQUIRE(strcmp(sy_ws_error_str(rc), "unknown error") != 0);
         for (size_t k = 0; k < len && k < 16; k++) {
-            long r2 = sy_ws_frame_parse_ex(b, k, role, &f2);
+            long r2 = sy_ws_frame_parse(b, k, role, &f2);
             REQUIRE(r2 == SY_WS_PARTIAL || r2 == rc);
         }
     } else {
@@ -64,7 +64,7 @@ static void check_stream(uint8_t *buf, size_t len, unsigned role, uint8_t sel)
 
     while (pos < len) {
         sy_ws_frame_t f;
-        long rc = sy_ws_frame_parse_ex(buf + pos, len - pos, role, &f);
+        long rc = sy_ws_frame_parse(buf + pos, len - pos, role, &f);
         long step;
         uint8_t *pl;
         size_t plen, cut;
@@ -108,8 +108,7 @@ static void check_stream(uint8_t *buf, size_t len, unsigned role, uint8_t sel)
                 REQUIRE(sy_utf8_is_valid(reason, rlen));
                 if (plen > 0) {
                     uint8_t again[125];
-                    size_t n = sy_ws_close_payload(again, sizeof(again), code,
-                                                   (const char *)reason, rlen);
+                    size_t n = sy_ws_close_payload(again, code, (const char *)reason, rlen);
                     REQUIRE(n == plen && memcmp(again, pl, n) == 0);
                 }
             } else {

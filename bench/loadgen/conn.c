@@ -673,7 +673,7 @@ static long parse_header(const lg_conn_t *c, const uint8_t *buf, size_t len, sy_
                          bool *rsv1)
 {
     unsigned flags = SY_WS_ROLE_CLIENT | (c->deflate ? SY_WS_ALLOW_RSV1 : 0u);
-    long h = sy_ws_frame_parse_ex(buf, len, flags, fr);
+    long h = sy_ws_frame_parse(buf, len, flags, fr);
     *rsv1 = h > 0 && (fr->rsv & 4u);
     return h;
 }

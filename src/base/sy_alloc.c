@@ -113,7 +113,7 @@ static int refresh_epoch(void) {
     return sy_je_mallctl("epoch", &epoch, &sz, &epoch, sz);
 }
 
-int sy_alloc_stats(sy_alloc_stats_t *out) {
+sy_err_t sy_alloc_stats(sy_alloc_stats_t *out) {
     int rc = refresh_epoch();
     if (rc != 0)
         return rc;
@@ -161,7 +161,7 @@ static const char *env_conf_at_start(void) {
     return atomic_load_explicit(&cached, memory_order_relaxed);
 }
 
-int sy_alloc_config(sy_alloc_config_t *out) {
+sy_err_t sy_alloc_config(sy_alloc_config_t *out) {
     int rc;
     memset(out, 0, sizeof(*out));
     if ((rc = read_size("arenas.page", &out->page_size)) != 0)
@@ -193,11 +193,11 @@ static int arena_do(unsigned arena, const char *op) {
     return sy_je_mallctl(name, NULL, NULL, NULL, 0);
 }
 
-int sy_alloc_purge(void) { return arena_do((unsigned)MALLCTL_ARENAS_ALL, "purge"); }
+sy_err_t sy_alloc_purge(void) { return arena_do((unsigned)MALLCTL_ARENAS_ALL, "purge"); }
 
-int sy_alloc_arena_purge(unsigned arena) { return arena_do(arena, "purge"); }
+sy_err_t sy_alloc_arena_purge(unsigned arena) { return arena_do(arena, "purge"); }
 
-int sy_alloc_decay_all(void) { return arena_do((unsigned)MALLCTL_ARENAS_ALL, "decay"); }
+sy_err_t sy_alloc_decay_all(void) { return arena_do((unsigned)MALLCTL_ARENAS_ALL, "decay"); }
 
 static int set_arena_decay(unsigned arena, const char *which, ssize_t ms) {
     char name[64];
@@ -207,7 +207,7 @@ static int set_arena_decay(unsigned arena, const char *which, ssize_t ms) {
     return sy_je_mallctl(name, NULL, NULL, &ms, sizeof(ms));
 }
 
-int sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) {
+sy_err_t sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) {
     ssize_t dirty = (ssize_t)dirty_ms, muzzy = (ssize_t)muzzy_ms;
     int rc;
     if ((rc = sy_je_mallctl("arenas.dirty_decay_ms", NULL, NULL, &dirty, sizeof(dirty))) != 0 ||
@@ -229,11 +229,11 @@ int sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) {
     return 0;
 }
 
-int sy_alloc_background_thread(bool on) {
+sy_err_t sy_alloc_background_thread(bool on) {
     return sy_je_mallctl("background_thread", NULL, NULL, &on, sizeof(on));
 }
 
-int sy_alloc_arena_create(unsigned *arena) {
+sy_err_t sy_alloc_arena_create(unsigned *arena) {
     size_t sz = sizeof(*arena);
     int rc = sy_je_mallctl("arenas.create", arena, &sz, NULL, 0);
     if (rc == 0)
@@ -241,11 +241,11 @@ int sy_alloc_arena_create(unsigned *arena) {
     return rc;
 }
 
-int sy_alloc_thread_use_arena(unsigned arena) {
+sy_err_t sy_alloc_thread_use_arena(unsigned arena) {
     return sy_je_mallctl("thread.arena", NULL, NULL, &arena, sizeof(arena));
 }
 
-int sy_alloc_owner(const void *ptr, unsigned *arena) {
+sy_err_t sy_alloc_owner(const void *ptr, unsigned *arena) {
     unsigned ind = 0;
     size_t sz = sizeof(ind);
     int rc = sy_je_mallctl("arenas.lookup", &ind, &sz, (void *)&ptr, sizeof(ptr));
@@ -304,9 +304,9 @@ void *sy_alloc_move(void *ptr, size_t size) {
     return moved;
 }
 
-int sy_alloc_thread_flush(void) { return sy_je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0); }
+sy_err_t sy_alloc_thread_flush(void) { return sy_je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0); }
 
-int sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out) {
+sy_err_t sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out) {
     int rc;
     if (refresh && (rc = refresh_epoch()) != 0)
         return rc;
@@ -328,7 +328,7 @@ int sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *o
     return 0;
 }
 
-int sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts) {
+sy_err_t sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts) {
     char letters[32];
     int n = snprintf(letters, sizeof(letters), "%s%s", json ? "J" : "", opts != NULL ? opts : "");
     if (n < 0 || (size_t)n >= sizeof(letters))
@@ -343,7 +343,7 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned pool[SY_ARENA_POOL];
 static unsigned pool_len;
 
-int sy_alloc_arena_acquire(unsigned *arena) {
+sy_err_t sy_alloc_arena_acquire(unsigned *arena) {
     pthread_mutex_lock(&pool_lock);
     bool have = pool_len > 0;
     if (have)
@@ -444,7 +444,7 @@ const char *sy_alloc_version(void) {
 #endif
 }
 
-int sy_alloc_stats(sy_alloc_stats_t *out) {
+sy_err_t sy_alloc_stats(sy_alloc_stats_t *out) {
 #if defined(__GLIBC__)
     out->allocated = atomic_load_explicit(&sys_allocated, memory_order_relaxed);
 #else
@@ -455,19 +455,19 @@ int sy_alloc_stats(sy_alloc_stats_t *out) {
     return 0;
 }
 
-int sy_alloc_config(sy_alloc_config_t *out) { (void)out; return ENOTSUP; }
-int sy_alloc_purge(void) { return ENOTSUP; }
-int sy_alloc_arena_purge(unsigned arena) { (void)arena; return ENOTSUP; }
-int sy_alloc_decay_all(void) { return ENOTSUP; }
-int sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) { (void)dirty_ms; (void)muzzy_ms; return ENOTSUP; }
-int sy_alloc_background_thread(bool on) { (void)on; return ENOTSUP; }
-int sy_alloc_arena_create(unsigned *arena) { (void)arena; return ENOTSUP; }
-int sy_alloc_arena_acquire(unsigned *arena) { (void)arena; return ENOTSUP; }
+sy_err_t sy_alloc_config(sy_alloc_config_t *out) { (void)out; return ENOTSUP; }
+sy_err_t sy_alloc_purge(void) { return ENOTSUP; }
+sy_err_t sy_alloc_arena_purge(unsigned arena) { (void)arena; return ENOTSUP; }
+sy_err_t sy_alloc_decay_all(void) { return ENOTSUP; }
+sy_err_t sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) { (void)dirty_ms; (void)muzzy_ms; return ENOTSUP; }
+sy_err_t sy_alloc_background_thread(bool on) { (void)on; return ENOTSUP; }
+sy_err_t sy_alloc_arena_create(unsigned *arena) { (void)arena; return ENOTSUP; }
+sy_err_t sy_alloc_arena_acquire(unsigned *arena) { (void)arena; return ENOTSUP; }
 void sy_alloc_arena_release(unsigned arena) { (void)arena; }
-int sy_alloc_thread_use_arena(unsigned arena) { (void)arena; return ENOTSUP; }
-int sy_alloc_owner(const void *ptr, unsigned *arena) { (void)ptr; (void)arena; return ENOTSUP; }
+sy_err_t sy_alloc_thread_use_arena(unsigned arena) { (void)arena; return ENOTSUP; }
+sy_err_t sy_alloc_owner(const void *ptr, unsigned *arena) { (void)ptr; (void)arena; return ENOTSUP; }
 bool sy_alloc_should_move(const void *ptr) { return ptr != NULL && sy_alloc_moving_all(); }
-int sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts) {
+sy_err_t sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts) {
     (void)write; (void)ctx; (void)json; (void)opts;
     return ENOTSUP;
 }
@@ -481,8 +481,8 @@ void *sy_alloc_move(void *ptr, size_t size) {
     sy_free(ptr);
     return moved;
 }
-int sy_alloc_thread_flush(void) { return ENOTSUP; }
-int sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out) {
+sy_err_t sy_alloc_thread_flush(void) { return ENOTSUP; }
+sy_err_t sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out) {
     (void)arena; (void)refresh; (void)out;
     return ENOTSUP;
 }
@@ -496,7 +496,7 @@ void *sy_memdup(const void *src, size_t len) {
     return p;
 }
 
-int sy_alloc_self_check(sy_alloc_check_t *out) {
+sy_err_t sy_alloc_self_check(sy_alloc_check_t *out) {
     memset(out, 0, sizeof(*out));
     out->probe_size = SY_PROBE_SIZE;
 #ifdef SY_USE_JEMALLOC

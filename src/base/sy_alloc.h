@@ -24,17 +24,31 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "base/sy_errors.h"
 
-void *sy_malloc(size_t size);
-void *sy_calloc(size_t count, size_t size);
+/* What the compiler may know of the family (as redis' zmalloc.h tells it):
+ * a fresh block aliases nothing, and its size is the argument's, so that
+ * -Warray-bounds, _FORTIFY_SOURCE and the sanitizers see overruns. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SY_ALLOC_FRESH __attribute__((malloc))
+#define SY_ALLOC_SIZE(n) __attribute__((alloc_size(n)))
+#define SY_ALLOC_SIZE2(n, m) __attribute__((alloc_size(n, m)))
+#else
+#define SY_ALLOC_FRESH
+#define SY_ALLOC_SIZE(n)
+#define SY_ALLOC_SIZE2(n, m)
+#endif
+
+SY_ALLOC_FRESH SY_ALLOC_SIZE(1) void *sy_malloc(size_t size);
+SY_ALLOC_FRESH SY_ALLOC_SIZE2(1, 2) void *sy_calloc(size_t count, size_t size);
 /* Like realloc: on failure returns NULL and leaves ptr untouched. */
-void *sy_realloc(void *ptr, size_t size);
+SY_ALLOC_SIZE(2) void *sy_realloc(void *ptr, size_t size);
 /* NULL is a no-op. */
 void sy_free(void *ptr);
 /* The usable size of a live block from this module (0 for NULL). */
 size_t sy_alloc_usable(const void *ptr);
 /* A copy of len bytes at src, or NULL. Never reads more than len bytes. */
-void *sy_memdup(const void *src, size_t len);
+SY_ALLOC_FRESH SY_ALLOC_SIZE(2) void *sy_memdup(const void *src, size_t len);
 
 /* "jemalloc" or "system". */
 const char *sy_alloc_name(void);
@@ -58,7 +72,7 @@ typedef struct sy_alloc_stats {
 
 /* Fresh statistics (jemalloc's epoch is advanced first). In the system build
  * only `allocated` is known (symphony's own bytes, counted by this module). */
-int sy_alloc_stats(sy_alloc_stats_t *out);
+sy_err_t sy_alloc_stats(sy_alloc_stats_t *out);
 
 typedef struct sy_alloc_config {
     size_t page_size;        /* jemalloc's compiled page (arenas.page); 0 if unknown */
@@ -76,34 +90,34 @@ typedef struct sy_alloc_config {
 } sy_alloc_config_t;
 
 /* The configuration in force. ENOTSUP in the system build. */
-int sy_alloc_config(sy_alloc_config_t *out);
+sy_err_t sy_alloc_config(sy_alloc_config_t *out);
 
 /* Returns all unused dirty pages of every arena to the OS now. */
-int sy_alloc_purge(void);
+sy_err_t sy_alloc_purge(void);
 /* Sets the decay times of every existing arena and the default for new ones.
  * -1 disables decay (pages kept), 0 returns them at once. */
-int sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms);
+sy_err_t sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms);
 /* Turns jemalloc's background purging threads on or off. */
-int sy_alloc_background_thread(bool on);
+sy_err_t sy_alloc_background_thread(bool on);
 
 /* Creates a new arena and stores its index in *arena. */
-int sy_alloc_arena_create(unsigned *arena);
+sy_err_t sy_alloc_arena_create(unsigned *arena);
 /* An arena for an IO thread: one given back earlier, or a new one. Arenas
  * cannot be destroyed while blocks from them may still be alive elsewhere,
  * so they are pooled: a server started a thousand times uses as many arenas
  * as it ever had threads at once. */
-int sy_alloc_arena_acquire(unsigned *arena);
+sy_err_t sy_alloc_arena_acquire(unsigned *arena);
 /* Purges the arena's unused pages and puts it back in the pool. */
 void sy_alloc_arena_release(unsigned arena);
 /* Makes the calling thread allocate from `arena` from now on. */
-int sy_alloc_thread_use_arena(unsigned arena);
+sy_err_t sy_alloc_thread_use_arena(unsigned arena);
 /* Purges (returns to the OS) the unused dirty pages of one arena. */
-int sy_alloc_arena_purge(unsigned arena);
+sy_err_t sy_alloc_arena_purge(unsigned arena);
 /* Returns the pages whose decay time has passed, in every arena. jemalloc
  * only decays an arena when it allocates or frees; an idle server calls
  * this (IO thread 0, once a second) so that freed memory goes back on time
  * even when nothing else happens. Cheap when there is nothing to do. */
-int sy_alloc_decay_all(void);
+sy_err_t sy_alloc_decay_all(void);
 
 /* ---- Active defragmentation (after a drop in connections) ----------------
  * A long-lived block (a connection) left alone in a mostly empty slab keeps
@@ -121,10 +135,10 @@ bool sy_alloc_should_move(const void *ptr);
  * the arena's current, fullest-first slab), the bytes copied, the old block
  * freed past the cache (straight back into its slab). Returns the new block,
  * or NULL (ptr untouched) when out of memory or in the system build. */
-void *sy_alloc_move(void *ptr, size_t size);
+SY_ALLOC_SIZE(2) void *sy_alloc_move(void *ptr, size_t size);
 /* Returns the calling thread's cached free blocks to their slabs, so that a
  * slab whose blocks are all free can be given back. */
-int sy_alloc_thread_flush(void);
+sy_err_t sy_alloc_thread_flush(void);
 
 #ifdef SY_TESTING
 /* For tests (built with SY_TESTING only): when on, sy_alloc_should_move
@@ -155,19 +169,19 @@ typedef struct sy_alloc_arena_stats {
 /* Fresh statistics of one arena (call sy_alloc_stats first, or pass
  * refresh = true to advance jemalloc's epoch). ENOTSUP in the system build,
  * EFAULT/ENOENT for an arena that does not exist. */
-int sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out);
+sy_err_t sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out);
 
 /* jemalloc's whole statistics report (malloc_stats_print), written through
  * write(ctx, chunk) in pieces. json: in JSON ("J") rather than text; opts
  * are jemalloc's other letters (e.g. "a" to leave out per-arena tables).
  * ENOTSUP in the system build. */
-int sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts);
+sy_err_t sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts);
 
 /* Asks jemalloc which arena owns ptr. Returns 0 and sets *arena when jemalloc
  * owns it, ENOENT when it does not, ENOTSUP in the system build. Safe for any
  * pointer: the build carries a fix for jemalloc 5.3.0's arenas.lookup, which
  * faulted on pointers it never mapped. */
-int sy_alloc_owner(const void *ptr, unsigned *arena);
+sy_err_t sy_alloc_owner(const void *ptr, unsigned *arena);
 
 typedef struct sy_alloc_check {
     bool jemalloc_linked;    /* the build has a jemalloc in it */
@@ -181,6 +195,6 @@ typedef struct sy_alloc_check {
  * this module and a live block through the C library's malloc, and asks
  * jemalloc (arenas.lookup) about each. Returns 0 when the checks could be
  * made, ENOMEM when a probe block could not be allocated. */
-int sy_alloc_self_check(sy_alloc_check_t *out);
+sy_err_t sy_alloc_self_check(sy_alloc_check_t *out);
 
 #endif

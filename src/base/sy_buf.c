@@ -5,7 +5,7 @@
 
 #include "base/sy_alloc.h"
 
-int sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap) {
+sy_err_t sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap) {
     if (*cap - len >= need)
         return 0;
     if (need > SIZE_MAX / 2 - len)
@@ -21,7 +21,7 @@ int sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t 
     return 0;
 }
 
-int sy_buf_reserve_exact(uint8_t **data, size_t len, size_t *cap, size_t need) {
+sy_err_t sy_buf_reserve_exact(uint8_t **data, size_t len, size_t *cap, size_t need) {
     if (*cap - len >= need)
         return 0;
     if (need > SIZE_MAX - len)
@@ -34,7 +34,7 @@ int sy_buf_reserve_exact(uint8_t **data, size_t len, size_t *cap, size_t need) {
     return 0;
 }
 
-int sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap) {
+sy_err_t sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap) {
     if (n == 0)
         return 0;
     int rc = sy_buf_reserve(data, *len, cap, n, min_cap);

@@ -17,13 +17,13 @@
 /* Makes room for `need` more bytes after *len (capacity at least min_cap).
  * 0, or ENOMEM when out of memory or the size would overflow (nothing
  * changes then). */
-int sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap);
+sy_err_t sy_buf_reserve(uint8_t **data, size_t len, size_t *cap, size_t need, size_t min_cap);
 
 /* The same, growing to exactly len + need (no doubling): for a size known
  * in advance, such as a frame whose header has arrived. */
-int sy_buf_reserve_exact(uint8_t **data, size_t len, size_t *cap, size_t need);
+sy_err_t sy_buf_reserve_exact(uint8_t **data, size_t len, size_t *cap, size_t need);
 
 /* Appends p[0..n) (growing as sy_buf_reserve does). 0 or ENOMEM. */
-int sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap);
+sy_err_t sy_buf_append(uint8_t **data, size_t *len, size_t *cap, const void *p, size_t n, size_t min_cap);
 
 #endif

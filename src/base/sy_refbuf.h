@@ -2,11 +2,13 @@
  * sy_refbuf — a reference-counted, immutable byte buffer: what a send queue
  * holds.
  *
- * Most are WebSocket frames: publish() builds one with the server frame
- * header (unmasked, so the same bytes go to every subscriber) followed by
- * the payload, copied once, in a single allocation. Others are raw bytes (an
- * HTTP response head). Every send queue holding one has a reference; the
- * last release frees it, on whichever thread that happens.
+ * Most are WebSocket frames (proto/sy_ws_msg.h builds them): publish()
+ * makes one with the server frame header (unmasked, so the same bytes go to
+ * every subscriber) followed by the payload, copied once, in a single
+ * allocation. Others are raw bytes (an HTTP response head). Every send
+ * queue holding one has a reference; the last release frees it, on
+ * whichever thread that happens. This module knows nothing of WebSocket:
+ * a header is hlen opaque bytes before the body.
  *
  * A frame may carry its compressed twin (permessage-deflate, RFC 7692): a
  * second frame of the same message with RSV1 set, made at most once, by
@@ -42,22 +44,14 @@ typedef struct sy_refbuf {
     uint8_t data[];
 } sy_refbuf_t;
 
-/* A frame (fin=1) with `opcode` around a copy of payload[0..len). One
- * reference. NULL when out of memory. compressible: it may get a
- * compressed twin (SY_REFBUF_Z_TODO), else SY_REFBUF_Z_NONE. */
-sy_refbuf_t *sy_refbuf_frame_z(unsigned opcode, const void *payload, size_t len, bool compressible);
-/* The same, never compressed. */
-sy_refbuf_t *sy_refbuf_frame(unsigned opcode, const void *payload, size_t len);
-/* A compressed data frame (RSV1 set): header for payload_len bytes, then
- * payload[0..payload_len). One reference; NULL when out of memory. */
-sy_refbuf_t *sy_refbuf_frame_rsv1(unsigned opcode, const void *payload, size_t payload_len);
+/* header[0..hlen) then a copy of body[0..len) in one allocation, one
+ * reference, deflate as given (SY_REFBUF_Z_NONE or SY_REFBUF_Z_TODO).
+ * NULL when out of memory or hlen > 255. */
+sy_refbuf_t *sy_refbuf_make(const uint8_t *header, size_t hlen, const void *body, size_t len, unsigned deflate);
 
-/* A frame's payload and its length. */
+/* The bytes after the header (a frame's payload) and their length. */
 static inline const uint8_t *sy_refbuf_payload(const sy_refbuf_t *m) { return m->data + m->hlen; }
 static inline size_t sy_refbuf_payload_len(const sy_refbuf_t *m) { return m->len - m->hlen; }
-/* A close frame with code and reason (reason truncated to fit 125 bytes,
- * at a UTF-8 boundary). code 0 makes an empty close frame. */
-sy_refbuf_t *sy_refbuf_close(unsigned code, const char *reason, size_t reason_len);
 
 /* Raw bytes (an HTTP response head), one reference. NULL when out of memory. */
 sy_refbuf_t *sy_refbuf_raw(const void *bytes, size_t len);

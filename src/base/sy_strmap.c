@@ -5,7 +5,7 @@
 
 #include "base/sy_alloc.h"
 
-int sy_strmap_init(sy_strmap_t *m, size_t min_buckets, sy_strmap_key_fn key) {
+sy_err_t sy_strmap_init(sy_strmap_t *m, size_t min_buckets, sy_strmap_key_fn key) {
     memset(m, 0, sizeof(*m));
     m->buckets = sy_calloc(min_buckets, sizeof(*m->buckets));
     if (m->buckets == NULL)

@@ -47,7 +47,7 @@ typedef struct sy_strmap {
 #define SY_STRMAP_ENTRY(n, type, member) ((type *)(void *)((char *)(n) - offsetof(type, member)))
 
 /* An empty map with min_buckets buckets (a power of two). 0 or ENOMEM. */
-int sy_strmap_init(sy_strmap_t *m, size_t min_buckets, sy_strmap_key_fn key);
+sy_err_t sy_strmap_init(sy_strmap_t *m, size_t min_buckets, sy_strmap_key_fn key);
 /* Frees the buckets. The entries are the caller's: walk them first
  * (sy_strmap_next) to free them. */
 void sy_strmap_destroy(sy_strmap_t *m);

@@ -123,10 +123,10 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     return b;
 }
 
-int sy_bus_start(sy_bus_t *b) {
+sy_err_t sy_bus_start(sy_bus_t *b) {
     if (b->started)
         return 0;
-    int rc = pthread_create(&b->thread, NULL, sy_bus_thread_main, b);
+    sy_err_t rc = pthread_create(&b->thread, NULL, sy_bus_thread_main, b);
     if (rc != 0)
         return rc;
     b->started = true;
@@ -179,7 +179,7 @@ void sy_bus_destroy(sy_bus_t *b) {
     sy_free(b);
 }
 
-int sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags) {
+sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags) {
     if (atomic_load_explicit(&b->state, memory_order_relaxed) != SY_BUS_UP) {
         sy_bus_count(&b->c.dropped, 1);
         return EAGAIN;

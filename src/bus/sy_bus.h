@@ -154,7 +154,7 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
                         sy_bus_state_fn on_state, void *state_ctx, char *err, size_t errlen);
 /* Starts the bus thread, which connects in the background. 0 or an errno
  * value. */
-int sy_bus_start(sy_bus_t *b);
+sy_err_t sy_bus_start(sy_bus_t *b);
 /* Sends what is queued, waits up to flush_ms for Redis to acknowledge it,
  * closes every connection and joins the thread. Idempotent. */
 void sy_bus_stop(sy_bus_t *b, unsigned flush_ms);
@@ -163,7 +163,7 @@ void sy_bus_destroy(sy_bus_t *b);
 
 /* Queues a message to the bus. flags: SY_BUS_ENV_*. 0, EAGAIN (dropped,
  * counted: the bus is not up, or max_buffer is reached), ENOMEM. */
-int sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags);
+sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags);
 /* The topics' edge hook (sy_topic_edge_fn): ctx is the bus. */
 void sy_bus_edge(void *ctx, sy_topic_t *t);
 /* A snapshot of the counters and the state (relaxed reads). */

@@ -14,7 +14,7 @@ static const char *chan_key(const sy_strmap_node_t *n, size_t *len) {
     return c->name;
 }
 
-int sy_bus_chans_init(sy_bus_chans_t *t, const char *prefix, size_t prefix_len) {
+sy_err_t sy_bus_chans_init(sy_bus_chans_t *t, const char *prefix, size_t prefix_len) {
     t->prefix = prefix;
     t->prefix_len = prefix_len;
     return sy_strmap_init(&t->map, BUS_MIN_BUCKETS, chan_key);

@@ -53,7 +53,7 @@ typedef struct sy_bus_chans {
 } sy_bus_chans_t;
 
 /* An empty table for channels named prefix + topic. 0 or ENOMEM. */
-int sy_bus_chans_init(sy_bus_chans_t *t, const char *prefix, size_t prefix_len);
+sy_err_t sy_bus_chans_init(sy_bus_chans_t *t, const char *prefix, size_t prefix_len);
 /* Frees every channel and the table (a zero-filled table too). */
 void sy_bus_chans_destroy(sy_bus_chans_t *t);
 

@@ -126,6 +126,6 @@ struct redisAsyncContext *sy_bus_link_ac(sy_bus_link_t *l);
 /* Appends a command (argv) to the output buffer without a reply callback:
  * for the sharded (un)subscribe commands, whose confirmations come as
  * pushes. 0, ENOTCONN (not up), ENOMEM. */
-int sy_bus_link_append(sy_bus_link_t *l, int argc, const char **argv, const size_t *lens);
+sy_err_t sy_bus_link_append(sy_bus_link_t *l, int argc, const char **argv, const size_t *lens);
 
 #endif

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/sy_errors.h"
 #include "bus/sy_slot.h"
 
 #define SY_BUS_MAP_HOST_MAX 256
@@ -42,7 +43,7 @@ struct redisReply;
 
 /* Reads a CLUSTER SLOTS reply into m (asked_host: the node asked). 0,
  * EINVAL (not an array), ENOMEM. m is always safe to free after. */
-int sy_bus_map_read(sy_bus_map_t *m, const struct redisReply *r, const char *asked_host);
+sy_err_t sy_bus_map_read(sy_bus_map_t *m, const struct redisReply *r, const char *asked_host);
 void sy_bus_map_free(sy_bus_map_t *m);
 
 #endif

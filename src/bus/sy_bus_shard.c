@@ -43,7 +43,7 @@ void sy_bus_shards_init(sy_bus_shards_t *sh, const sy_bus_shards_conf_t *conf) {
     sh->rng = conf->seed;
 }
 
-int sy_bus_shards_start(sy_bus_shards_t *sh) {
+sy_err_t sy_bus_shards_start(sy_bus_shards_t *sh) {
     const sy_bus_shards_conf_t *c = &sh->conf;
     if (!c->cluster) {
         sy_bus_shard_t **one = sy_calloc(1, sizeof(*one));
@@ -180,12 +180,12 @@ static sy_bus_shard_t *shard_for(sy_bus_shards_t *sh, sy_bus_shard_set_t *next, 
     return s;
 }
 
-int sy_bus_shards_stage(sy_bus_shards_t *sh, const struct redisReply *r, const char *asked_host,
+sy_err_t sy_bus_shards_stage(sy_bus_shards_t *sh, const struct redisReply *r, const char *asked_host,
                         sy_bus_shard_set_t *next) {
     sy_bus_map_t *map = sy_malloc(sizeof(*map));
     if (map == NULL)
         return ENOMEM;
-    int rc = sy_bus_map_read(map, r, asked_host);
+    sy_err_t rc = sy_bus_map_read(map, r, asked_host);
     if (rc != 0) {
         sy_bus_map_free(map);
         sy_free(map);

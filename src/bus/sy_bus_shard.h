@@ -87,7 +87,7 @@ typedef struct sy_bus_shards {
 void sy_bus_shards_init(sy_bus_shards_t *sh, const sy_bus_shards_conf_t *conf);
 /* Starts connecting: the one shard (standalone), or the control link
  * (cluster; shards follow the map). 0 or ENOMEM. */
-int sy_bus_shards_start(sy_bus_shards_t *sh);
+sy_err_t sy_bus_shards_start(sy_bus_shards_t *sh);
 /* Closes every link (pending publishes' reply callbacks run with a NULL
  * reply) and frees the shards and the map. No link callback runs. */
 void sy_bus_shards_close(sy_bus_shards_t *sh);
@@ -123,7 +123,7 @@ void sy_bus_shards_cfg_down(sy_bus_shards_t *sh, sy_bus_link_t *l);
  * asked) into *next, taking over the current shards it keeps. 0, EINVAL,
  * ENOMEM. On 0, sy_bus_shards_commit must follow, before anything else
  * uses sh. */
-int sy_bus_shards_stage(sy_bus_shards_t *sh, const struct redisReply *r, const char *asked_host,
+sy_err_t sy_bus_shards_stage(sy_bus_shards_t *sh, const struct redisReply *r, const char *asked_host,
                         sy_bus_shard_set_t *next);
 /* True when s is one of set's shards. */
 bool sy_bus_shard_set_has(const sy_bus_shard_set_t *set, const sy_bus_shard_t *s);

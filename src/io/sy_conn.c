@@ -3,6 +3,8 @@
 #include "io/sy_conn.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -14,6 +16,7 @@
 #include "io/sy_upgrade.h"
 #include "proto/sy_utf8.h"
 #include "proto/sy_ws_frame.h"
+#include "proto/sy_ws_msg.h"
 
 #define SY_HANDSHAKE_TURN_US 4000 /* transport handshake work per IO loop turn */
 
@@ -25,7 +28,7 @@ static uint16_t close_code_or(const sy_conn_t *c, uint16_t code) { return c->clo
 /* ---- states ------------------------------------------------------------- */
 
 static int64_t deadline_of(const sy_io_t *io, const sy_conn_t *c, sy_conn_state_t st) {
-    const sy_server_opts_t *o = &io->shared->opts;
+    const sy_io_opts_t *o = &io->shared->opts;
     switch (st) {
     case SY_CONN_HANDSHAKE:
         return io->now_ms + (int64_t)o->handshake_timeout_s * 1000;
@@ -54,14 +57,64 @@ uint32_t sy_conn_interest(const sy_conn_t *c) {
     return ev;
 }
 
-/* States in which the owner may send to it (sy_io_set_live). */
-static bool open_to_owner(sy_conn_state_t st) { return st == SY_CONN_OPEN || st == SY_CONN_AWAIT_OWNER; }
+#define TO(st) (1u << (st))
+/* The transitions sy_conn_enter makes, by the state left: the one table of
+ * the connection's life (sy_conn.h draws it). Entering the state a
+ * connection is in renews its deadline and interest (allowed where listed).
+ * DEAD is final: entering anything from it changes nothing. */
+static const uint16_t transitions[SY_CONN_STATES] = {
+    [SY_CONN_HTTP] = TO(SY_CONN_HTTP) | TO(SY_CONN_HANDSHAKE) | TO(SY_CONN_UPGRADING) | TO(SY_CONN_OPEN) |
+                     TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
+    [SY_CONN_HANDSHAKE] = TO(SY_CONN_HTTP) | TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
+    [SY_CONN_UPGRADING] = TO(SY_CONN_OPEN) | TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
+    [SY_CONN_OPEN] = TO(SY_CONN_AWAIT_OWNER) | TO(SY_CONN_CLOSING) | TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
+    [SY_CONN_AWAIT_OWNER] = TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
+    [SY_CONN_CLOSING] = TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DRAINING) | TO(SY_CONN_DEAD),
+    [SY_CONN_FLUSH_CLOSE] = TO(SY_CONN_DRAINING) | TO(SY_CONN_DEAD),
+    [SY_CONN_DRAINING] = TO(SY_CONN_DEAD),
+    [SY_CONN_DEAD] = 0,
+};
+#undef TO
+
+bool sy_conn_transition_allowed(sy_conn_state_t from, sy_conn_state_t to) {
+    return from < SY_CONN_STATES && to < SY_CONN_STATES && (transitions[from] & (1u << to)) != 0;
+}
+
+#ifdef SY_TESTING
+static atomic_uint illegal_transitions;
+
+unsigned sy_conn_illegal_transitions(void) { return atomic_load(&illegal_transitions); }
+
+/* A testing build checks every transition against the table: one that is
+ * not there is printed and counted (the C tests assert none happened). */
+static void check_transition(sy_conn_state_t from, sy_conn_state_t to) {
+    if (from != SY_CONN_DEAD && !sy_conn_transition_allowed(from, to)) {
+        atomic_fetch_add(&illegal_transitions, 1);
+        fprintf(stderr, "sy_conn: illegal transition %s -> %s\n", sy_conn_state_name(from), sy_conn_state_name(to));
+    }
+}
+#else
+static inline void check_transition(sy_conn_state_t from, sy_conn_state_t to) {
+    (void)from;
+    (void)to;
+}
+#endif
+
+const char *sy_conn_state_name(sy_conn_state_t st) {
+    static const char *const names[SY_CONN_STATES] = {
+        [SY_CONN_HTTP] = "HTTP",           [SY_CONN_HANDSHAKE] = "HANDSHAKE", [SY_CONN_UPGRADING] = "UPGRADING",
+        [SY_CONN_OPEN] = "OPEN",           [SY_CONN_AWAIT_OWNER] = "AWAIT_OWNER", [SY_CONN_CLOSING] = "CLOSING",
+        [SY_CONN_FLUSH_CLOSE] = "FLUSH_CLOSE", [SY_CONN_DRAINING] = "DRAINING", [SY_CONN_DEAD] = "DEAD",
+    };
+    return st < SY_CONN_STATES ? names[st] : "?";
+}
 
 void sy_conn_enter(sy_io_t *io, sy_conn_t *c, sy_conn_state_t st) {
     sy_conn_state_t from = (sy_conn_state_t)c->state;
     if (from == SY_CONN_DEAD)
         return;
-    if (open_to_owner(from) && !open_to_owner(st))
+    check_transition(from, st);
+    if (sy_conn_open_to_owner(from) && !sy_conn_open_to_owner(st))
         sy_io_set_live(io, c->slot, 0);
     c->state = (uint8_t)st;
     if (st == SY_CONN_DEAD)
@@ -72,7 +125,7 @@ void sy_conn_enter(sy_io_t *io, sy_conn_t *c, sy_conn_state_t st) {
     sy_io_update_poll(io, c);
 }
 
-int sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out) {
+sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out) {
     sy_conn_t *c = sy_calloc(1, sizeof(*c));
     if (c == NULL)
         return ENOMEM;
@@ -148,14 +201,14 @@ static bool queue_own(sy_conn_t *c, sy_refbuf_t *m) {
  * for a failing or slow connection, the close must not wait behind data. */
 static void queue_close_now(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
     sy_outq_clear(&c->outq, true);
-    (void)queue_own(c, sy_refbuf_close(code, reason, reason ? strlen(reason) : 0)); /* best effort */
+    (void)queue_own(c, sy_ws_msg_close(code, reason, reason ? strlen(reason) : 0)); /* best effort */
     sy_io_mark_dirty(io, c);
 }
 
 void sy_conn_fail(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
     if (c->state == SY_CONN_DEAD || c->state == SY_CONN_FLUSH_CLOSE || c->state == SY_CONN_DRAINING)
         return;
-    if (c->state == SY_CONN_OPEN || c->state == SY_CONN_AWAIT_OWNER) {
+    if (sy_conn_open_to_owner((sy_conn_state_t)c->state)) {
         queue_close_now(io, c, code, reason);
         c->close_code = code;
         set_close_reason(c, reason, reason ? strlen(reason) : 0);
@@ -186,7 +239,7 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
         if (queued > 2 * io->shared->opts.max_backpressure + 1024)
             return false;
     } else {
-        if (!open_to_owner((sy_conn_state_t)c->state))
+        if (!sy_conn_open_to_owner((sy_conn_state_t)c->state))
             return false;
         if (queued > 0 && queued + m->len > io->shared->opts.max_backpressure) {
             c->hit_limit = true;
@@ -210,7 +263,7 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
 }
 
 sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
-    if (!c->deflate || !open_to_owner((sy_conn_state_t)c->state) ||
+    if (!c->deflate || !sy_conn_open_to_owner((sy_conn_state_t)c->state) ||
         atomic_load_explicit(&m->deflate, memory_order_relaxed) == SY_REFBUF_Z_NONE)
         return m;
     if (c->zwin != 0 && sy_refbuf_payload_len(m) > (size_t)1 << c->zwin)
@@ -454,9 +507,9 @@ void sy_conn_owner_caught_up(sy_io_t *io, sy_conn_t *c) {
         return;
     sy_refbuf_t *m;
     if (!c->close_echo)
-        m = sy_refbuf_close(c->close_code, c->close_reason, c->close_reason_len);
+        m = sy_ws_msg_close(c->close_code, c->close_reason, c->close_reason_len);
     else /* the peer's code back (1005: it sent none, so none) */
-        m = sy_refbuf_close(c->close_code == 1005 ? 0 : c->close_code, NULL, 0);
+        m = sy_ws_msg_close(c->close_code == 1005 ? 0 : c->close_code, NULL, 0);
     (void)queue_own(c, m); /* best effort, as every close frame */
     sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
     sy_io_mark_dirty(io, c);
@@ -503,7 +556,7 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
         c->close_code = code;
         set_close_reason(c, reason, reason_len);
         /* Echo the code (1005 means the peer sent none: reply with none). */
-        (void)queue_own(c, code == 1005 ? sy_refbuf_close(0, NULL, 0) : sy_refbuf_frame(SY_WS_OP_CLOSE, p, 2));
+        (void)queue_own(c, code == 1005 ? sy_ws_msg_close(0, NULL, 0) : sy_ws_msg(SY_WS_OP_CLOSE, p, 2));
     }
     /* Else the reply to our close: the handshake is complete. */
     sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
@@ -516,7 +569,7 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
 static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t *p, size_t n, size_t checked) {
     switch (f->opcode) {
     case SY_WS_OP_PING:
-        push_control(io, c, sy_refbuf_frame(SY_WS_OP_PONG, p, n));
+        push_control(io, c, sy_ws_msg(SY_WS_OP_PONG, p, n));
         return;
     case SY_WS_OP_PONG:
         return;
@@ -612,7 +665,7 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
     const size_t max_payload = io->shared->opts.max_payload;
     while (pos < len && reading_frames(c)) {
         sy_ws_frame_t f;
-        long h = sy_ws_frame_parse_ex(buf + pos, len - pos, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
+        long h = sy_ws_frame_parse(buf + pos, len - pos, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
         if (h == SY_WS_PARTIAL)
             break;
         if (h < 0) {
@@ -662,7 +715,7 @@ static int rbuf_append(sy_conn_t *c, const uint8_t *p, size_t n) {
  * maxPayload already); else n. */
 static size_t frame_bytes(const sy_conn_t *c, const uint8_t *p, size_t n) {
     sy_ws_frame_t f;
-    long h = sy_ws_frame_parse_ex(p, n, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
+    long h = sy_ws_frame_parse(p, n, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
     if (h <= 0 || f.payload_len > SIZE_MAX - (size_t)h - SY_INFLATE_TAIL)
         return n;
     return (size_t)h + (size_t)f.payload_len;
@@ -799,17 +852,16 @@ void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
 /* ---- timeouts -------------------------------------------------------------------- */
 
 void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
-    const sy_server_opts_t *o = &io->shared->opts;
+    const sy_io_opts_t *o = &io->shared->opts;
     int64_t now = io->now_ms;
-    switch (c->state) {
-    case SY_CONN_HANDSHAKE:
-    case SY_CONN_HTTP:
-    case SY_CONN_UPGRADING:
+    if (sy_conn_before_open((sy_conn_state_t)c->state)) {
         if (now >= c->deadline_ms) {
             sy_stat_inc(&io->stats.timeouts);
             sy_conn_destroy(io, c, 1006);
         }
         return;
+    }
+    switch (c->state) {
     case SY_CONN_AWAIT_OWNER:
         if (now >= c->deadline_ms)
             sy_conn_owner_caught_up(io, c);
@@ -827,7 +879,7 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
             }
             if (idle >= limit / 2 && !c->ping_sent) {
                 c->ping_sent = true;
-                push_control(io, c, sy_refbuf_frame(SY_WS_OP_PING, NULL, 0));
+                push_control(io, c, sy_ws_msg(SY_WS_OP_PING, NULL, 0));
             }
         }
         break;

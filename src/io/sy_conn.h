@@ -5,7 +5,9 @@
  * TLS); the HTTP upgrade before it is sy_upgrade.
  *
  * States, and what each one's deadline is (sy_conn_enter derives it, and the
- * poll interest, from the state; nothing else sets them):
+ * poll interest, from the state; nothing else sets them). A new connection
+ * starts in HTTP, and sy_conn_start enters HANDSHAKE (a transport with a
+ * handshake: TLS) or HTTP again:
  *
  *   HANDSHAKE    the transport's handshake (TLS)     handshake timeout, from accept
  *   HTTP         reading the upgrade request         the same deadline (one for both)
@@ -24,6 +26,19 @@
  *                writing once written
  *   DRAINING     shut down for writing; read to EOF  SY_CONN_DRAIN_MS
  *   DEAD         closed; freed at the end of the turn
+ *
+ * The transitions (sy_conn.c's table; testing builds check every one),
+ * besides any state -> DEAD (closed now):
+ *
+ *   HTTP         -> HANDSHAKE or HTTP (sy_conn_start), UPGRADING (asking the
+ *                   owner), OPEN (101 sent), FLUSH_CLOSE (an HTTP error answer)
+ *   HANDSHAKE    -> HTTP, FLUSH_CLOSE
+ *   UPGRADING    -> OPEN (accepted), FLUSH_CLOSE (refused)
+ *   OPEN         -> AWAIT_OWNER, CLOSING, FLUSH_CLOSE
+ *   AWAIT_OWNER  -> FLUSH_CLOSE
+ *   CLOSING      -> FLUSH_CLOSE (the peer's reply, or a failure), DRAINING
+ *   FLUSH_CLOSE  -> DRAINING
+ *   DRAINING     -> (DEAD only)
  *
  * One allocation per connection; the receive buffer exists only while a
  * request head or a frame is incomplete; the send queue's array only while
@@ -45,7 +60,7 @@
 #include <stdint.h>
 
 #include "base/sy_errors.h"
-#include "io/sy_io.h"
+#include "io/sy_io_thread.h"
 #include "net/sy_outq.h"
 #include "base/sy_refbuf.h"
 #include "net/sy_stream.h"
@@ -67,7 +82,28 @@ typedef enum sy_conn_state {
     SY_CONN_FLUSH_CLOSE,
     SY_CONN_DRAINING,
     SY_CONN_DEAD,
+    SY_CONN_STATES /* how many */
 } sy_conn_state_t;
+
+/* The states before OPEN: the transport handshake and the upgrade. */
+static inline bool sy_conn_before_open(sy_conn_state_t st) {
+    return st == SY_CONN_HANDSHAKE || st == SY_CONN_HTTP || st == SY_CONN_UPGRADING;
+}
+/* The states in which the owner may send to it (its id is live:
+ * sy_io_set_live, sy_io_is_open). */
+static inline bool sy_conn_open_to_owner(sy_conn_state_t st) {
+    return st == SY_CONN_OPEN || st == SY_CONN_AWAIT_OWNER;
+}
+/* True when sy_conn_enter may take a connection from `from` to `to` (the
+ * transition table in sy_conn.c; the diagram above). */
+bool sy_conn_transition_allowed(sy_conn_state_t from, sy_conn_state_t to);
+/* The state's name ("OPEN"), for messages. */
+const char *sy_conn_state_name(sy_conn_state_t st);
+#ifdef SY_TESTING
+/* Testing builds: how many transitions not in the table sy_conn_enter was
+ * asked to make (each is also printed). The C tests assert 0. */
+unsigned sy_conn_illegal_transitions(void);
+#endif
 
 typedef struct sy_sub {
     sy_topic_t *topic; /* one reference */
@@ -101,8 +137,11 @@ typedef struct sy_conn {
     int64_t last_rx_ms;
     int64_t deadline_ms; /* 0: none */
 
-    uint8_t *rbuf;    /* unparsed bytes kept between reads; its capacity is always
-                         SY_INFLATE_TAIL past them (sy_inflate works in place) */
+    uint8_t *rbuf;    /* unparsed bytes kept between reads. While UPGRADING, its
+                         first SY_WS_ACCEPT_LEN bytes are the accept key for the
+                         101 (sy_upgrade), then the bytes that followed the
+                         request. Once OPEN its capacity is always
+                         SY_INFLATE_TAIL past its bytes (sy_inflate works in place) */
     size_t rlen, rcap;
     uint8_t *mbuf;    /* payload of the fragmented message so far */
     size_t mlen, mcap;
@@ -124,7 +163,7 @@ typedef struct sy_conn {
  * SY_CONN_HANDSHAKE (a transport with a handshake) or SY_CONN_HTTP. Takes
  * over fd on success. 0 or an errno value (ENOMEM; fd is the caller's then).
  * The caller gives it a slot, then calls sy_conn_start. */
-int sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out);
+sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out);
 /* Enters the first state (deadline and poll interest): after sy_io has
  * registered it. */
 void sy_conn_start(sy_io_t *io, sy_conn_t *c);

@@ -9,13 +9,14 @@
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
 #include "proto/sy_ws_frame.h"
+#include "proto/sy_ws_msg.h"
 
 /* 00 00 ff ff (RFC 7692 7.2.2), then an empty final block with fixed
  * codes (BFINAL=1, BTYPE=01, end of block), so that libdeflate, which
  * wants a final block, ends where the message ends. */
 static const uint8_t inflate_tail[SY_INFLATE_TAIL] = {0x00, 0x00, 0xff, 0xff, 0x03, 0x00};
 
-int sy_deflate_once_init(sy_deflate_once_t *o) {
+sy_err_t sy_deflate_once_init(sy_deflate_once_t *o) {
     int rc = pthread_mutex_init(&o->lock, NULL);
     if (rc != 0)
         return rc;
@@ -111,7 +112,7 @@ static sy_refbuf_t *compress_frame(sy_deflate_t *z, const sy_refbuf_t *m, int64_
     sy_refbuf_t *twin = NULL;
     if (c > 0) {
         z->scratch[c] = 0x00;
-        twin = sy_refbuf_frame_rsv1(m->data[0] & 0x0fu, z->scratch, c + 1);
+        twin = sy_ws_msg_rsv1(m->data[0] & 0x0fu, z->scratch, c + 1);
     }
     if (z->stats != NULL) {
         sy_stat_inc(&z->stats->compressed);
@@ -148,7 +149,7 @@ sy_refbuf_t *sy_deflate_twin(sy_deflate_t *z, sy_deflate_once_t *once, sy_refbuf
     return m->twin;
 }
 
-int sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms,
+sy_err_t sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms,
                const uint8_t **out, size_t *out_len) {
     if (z->decomp == NULL && (z->decomp = libdeflate_alloc_decompressor_ex(&alloc_options)) == NULL)
         return ENOMEM;

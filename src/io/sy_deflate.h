@@ -1,6 +1,6 @@
 /*
  * sy_deflate — permessage-deflate's compression and inflation (RFC 7692),
- * on libdeflate (deps/libdeflate.sh; why: bench/results/deflate-choice).
+ * on libdeflate (deps/libdeflate.sh; why: bench/results/2026-11-30-deflate-choice).
  *
  * One sy_deflate_t per IO thread: a compressor (~650 KB at levels 2-9)
  * and a decompressor (~11 KB), each made on first use and given back after
@@ -63,7 +63,7 @@ typedef struct sy_deflate_once {
 } sy_deflate_once_t;
 
 /* 0 or an errno value (pthread's). */
-int sy_deflate_once_init(sy_deflate_once_t *o);
+sy_err_t sy_deflate_once_init(sy_deflate_once_t *o);
 void sy_deflate_once_destroy(sy_deflate_once_t *o);
 
 /* level: 1..9. Allocates nothing yet. */
@@ -85,7 +85,7 @@ sy_refbuf_t *sy_deflate_twin(sy_deflate_t *z, sy_deflate_once_t *once, sy_refbuf
  * *out_len are the message, in z's scratch buffer: valid until the next
  * call on z or sy_deflate_done. Errors: EMSGSIZE (it inflates past max:
  * close 1009), EBADMSG (not valid DEFLATE data: 1007), ENOMEM. */
-int sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms,
+sy_err_t sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms,
                const uint8_t **out, size_t *out_len);
 
 /* After a message from sy_inflate is used: gives back a large scratch buffer. */

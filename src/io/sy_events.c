@@ -21,7 +21,7 @@ static int reserve(sy_batch_t **pb, unsigned thread, size_t need) {
     return sy_buf_reserve(&b->data, b->len, &b->cap, need, SY_BATCH_MIN);
 }
 
-int sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+sy_err_t sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
                   uint16_t code, const void *const *parts, const size_t *lens, size_t n) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -47,7 +47,7 @@ int sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type,
     return 0;
 }
 
-int sy_batch_add(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+sy_err_t sy_batch_add(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
                   uint16_t code, const void *payload, size_t len) {
     const void *parts[1] = {payload};
     size_t lens[1] = {len};

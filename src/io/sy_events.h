@@ -2,12 +2,21 @@
  * sy_events — a batch of events from one IO thread to the JS thread.
  *
  * An IO thread appends the events of one loop turn to its open batch; at the
- * end of the turn it hands the whole batch over (sy_server's batch callback),
- * and the JS thread reads the events in order and frees the batch with
- * sy_batch_free. Payload bytes are copied into the batch; nothing in it
- * points anywhere else.
+ * end of the turn it hands the whole batch over (sy_batch_fn: the server's
+ * batch callback), and the owner (the JS thread) reads the events in order
+ * and gives the batch back with sy_server_batch_done, which frees it AND
+ * tells its IO thread: the thread counts the bytes the owner holds (flow
+ * control: it stops reading clients above max_event_bytes) and closes some
+ * connections only once the owner has handled their last batch (the "owner
+ * caught up" protocol, io/sy_io.h). So every batch handed over must come
+ * back through sy_server_batch_done, even one whose events could not be
+ * dispatched; sy_batch_free alone is only for a batch that never reached
+ * the owner or whose server is being torn down.
+ * Payload bytes are copied into the batch; nothing in it points anywhere
+ * else.
  *
- * Threads: a batch is written by one IO thread, then owned by the JS thread.
+ * Threads: a batch is written by one IO thread, then owned by the owner.
+ * Errors: sy_batch_add* return 0 or ENOMEM (the batch is unchanged then).
  */
 #ifndef SY_EVENTS_H
 #define SY_EVENTS_H
@@ -52,10 +61,10 @@ typedef struct sy_batch {
 
 /* Appends an event; payload is copied. 0, or ENOMEM (out of memory) or
  * EMSGSIZE (over 4 GiB): the event is lost then, and the caller counts it. */
-int sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+sy_err_t sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
                  uint16_t code, const void *payload, size_t len);
 /* Appends an event whose payload is the concatenation of n pieces. */
-int sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+sy_err_t sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
                   uint16_t code, const void *const *parts, const size_t *lens, size_t n);
 
 /* Iterates: *pos starts at 0. Returns false at the end. payload points into
@@ -66,6 +75,10 @@ bool sy_batch_next(const sy_batch_t *b, size_t *pos, sy_event_t *ev, const uint8
 size_t sy_batch_bytes(const sy_batch_t *b);
 
 void sy_batch_free(sy_batch_t *b);
+
+/* Called on an IO thread with a batch the callee now owns; it must end in
+ * sy_server_batch_done on the owner thread (see above). */
+typedef void (*sy_batch_fn)(void *ctx, sy_batch_t *batch);
 
 /* Upgrade payload layout, written with sy_batch_addv pieces: a sequence of
  * strings, each as u32 length (native endian) then bytes:

@@ -1,6 +1,6 @@
-/* sy_io — see sy_io.h. */
+/* sy_io — see sy_io.h and sy_io_thread.h. */
 #define _GNU_SOURCE
-#include "io/sy_io.h"
+#include "io/sy_io_thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 #include "net/sy_poll.h"
 #include "io/sy_reclaim.h"
 #include "io/sy_upgrade.h"
+#include "proto/sy_ws_msg.h"
 
 #define SY_SWEEP_MS 1000
 #define SY_ACCEPTS_PER_TURN 64
@@ -36,8 +37,10 @@
 
 static uint64_t conn_tag(const sy_conn_t *c) { return ((uint64_t)c->gen << 32) | c->slot; }
 
-int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_fd) {
-    memset(io, 0, sizeof(*io));
+static void io_free(sy_io_t *io);
+
+/* Sets up io (zeroed): 0 or an errno value; io_free undoes what was done. */
+static int io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_fd) {
     io->shared = shared;
     io->index = index;
     io->listen_fd = listen_fd;
@@ -67,9 +70,40 @@ int sy_io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_f
     return 0;
 }
 
+sy_io_t *sy_io_create(sy_io_shared_t *shared, unsigned index, int listen_fd, int *err) {
+    sy_io_t *io = sy_calloc(1, sizeof(*io));
+    if (io == NULL) {
+        if (listen_fd >= 0)
+            (void)close(listen_fd);
+        *err = ENOMEM;
+        return NULL;
+    }
+    int rc = io_init(io, shared, index, listen_fd);
+    if (rc != 0) {
+        io_free(io);
+        *err = rc;
+        return NULL;
+    }
+    return io;
+}
+
+unsigned sy_io_index(const sy_io_t *io) { return io->index; }
+
+void sy_io_stats_snapshot(sy_io_t *io, sy_stats_t *out) { sy_stats_snapshot(&io->stats, out); }
+
+uint32_t sy_io_slot_count(const sy_io_t *io) { return io->nslots; }
+
+const sy_conn_t *sy_io_any_conn(const sy_io_t *io) {
+    for (uint32_t i = 0; i < io->nslots; i++) {
+        if (io->conns[i] != NULL)
+            return io->conns[i];
+    }
+    return NULL;
+}
+
 static void *io_main(void *arg);
 
-int sy_io_start(sy_io_t *io) {
+sy_err_t sy_io_start(sy_io_t *io) {
     int rc = pthread_create(&io->thread, NULL, io_main, io);
     if (rc == 0)
         io->started = true;
@@ -108,7 +142,7 @@ static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
     sy_accept_free(&io->shared->topics, io->index, cmd->accept);
 }
 
-void sy_io_free(sy_io_t *io) {
+static void io_free(sy_io_t *io) {
     /* Connections are all gone when the thread has run; these are for a
      * thread that never started. */
     for (uint32_t i = 0; i < io->nslots; i++) {
@@ -136,6 +170,13 @@ void sy_io_free(sy_io_t *io) {
         (void)close(io->spare_fd);
     sy_poll_destroy(io->poll);
     (void)pthread_mutex_destroy(&io->qlock);
+}
+
+void sy_io_destroy(sy_io_t *io) {
+    if (io == NULL)
+        return;
+    io_free(io);
+    sy_free(io);
 }
 
 /* ---- the command queue -------------------------------------------------- */
@@ -189,9 +230,9 @@ static int push(sy_io_t *io, const sy_cmd_t *cmd, bool later) {
     return rc;
 }
 
-int sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, false); }
+sy_err_t sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, false); }
 
-int sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, true); }
+sy_err_t sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, true); }
 
 void sy_io_wake(sy_io_t *io) {
     (void)pthread_mutex_lock(&io->qlock);
@@ -500,7 +541,7 @@ static void accept_some(sy_io_t *io) {
             continue;
         }
         sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .arg.fd = fd};
-        if (sy_io_push(&io->shared->ios[t], &cmd) != 0)
+        if (sy_io_push(io->shared->ios[t], &cmd) != 0)
             (void)sy_io_adopt(io, fd); /* the other queue is out of memory or closed: keep it here */
     }
 }
@@ -557,13 +598,12 @@ static void begin_stop(sy_io_t *io, uint32_t deadline_ms) {
         if (k == NULL)
             continue;
         if (k->state == SY_CONN_OPEN && deadline_ms > 0) {
-            sy_refbuf_t *m = sy_refbuf_close(1001, "server shutting down", 20);
+            sy_refbuf_t *m = sy_ws_msg_close(1001, "server shutting down", 20);
             if (m == NULL || !sy_conn_end(io, k, m, 1001)) {
                 sy_refbuf_release(m);
                 sy_conn_destroy(io, k, 1001);
             }
-        } else if (k->state == SY_CONN_HANDSHAKE || k->state == SY_CONN_HTTP || k->state == SY_CONN_UPGRADING ||
-                   deadline_ms == 0) {
+        } else if (sy_conn_before_open((sy_conn_state_t)k->state) || deadline_ms == 0) {
             sy_conn_destroy(io, k, 1001);
         }
     }
@@ -885,7 +925,7 @@ static void *io_main(void *arg) {
     }
     sends_open(io); /* after the arena: its arrays are this thread's */
     io->now_ms = sy_clock_ms();
-    io->reclaim.last_active_ms = io->now_ms;
+    sy_reclaim_init(&io->reclaim, &io->stats, io->arena, io->own_arena, io->shared->opts.reclaim, io->now_ms);
     io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
     sy_poll_event_t events[256];
     bool failed = false;
@@ -917,12 +957,12 @@ static void *io_main(void *arg) {
         if (io->now_ms >= io->next_sweep_ms) {
             sweep(io);
             flush_dirty(io);
-            sy_reclaim_tick(io, (uint32_t)live_conns(io));
+            sy_reclaim_tick(&io->reclaim, io, io->now_ms, (uint32_t)live_conns(io));
             io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
         }
         /* The memory policy, a slice per turn (the dirty list is empty here). */
         if (sy_reclaim_pending(&io->reclaim) && !io->stopping)
-            sy_reclaim_step(io);
+            sy_reclaim_step(&io->reclaim, io, io->now_ms);
         if (failed || (io->stopping && (live_conns(io) == 0 || io->now_ms >= io->stop_deadline_ms))) {
             for (uint32_t i = 0; i < io->nslots; i++)
                 if (io->conns[i] != NULL)

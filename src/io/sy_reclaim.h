@@ -46,10 +46,20 @@
 #define SY_RECLAIM_PASSES 4
 #define SY_RECLAIM_SLICE 256
 
+#include "io/sy_stats.h"
+
 struct sy_io;
 
-/* The policy's state, one per IO thread (inside sy_io_t). */
+/* The policy's state, one per IO thread (inside sy_io_t). The thread
+ * reaches the policy only through the functions below, and the policy
+ * reaches the thread only through sy_io_slot_count, sy_io_any_conn and
+ * sy_io_compact_slot (io/sy_io_thread.h). */
 typedef struct sy_reclaim {
+    /* Set once by sy_reclaim_init, on the IO thread. */
+    sy_stats_live_t *stats;  /* the thread's counters */
+    unsigned arena;          /* the thread's own jemalloc arena, when own_arena */
+    bool own_arena;
+    bool enabled;            /* opts.reclaim */
     uint32_t peak;           /* most connections since the last reclaim */
     uint32_t started_at;     /* connections when the last reclaim started (0: none) */
     uint32_t prev;           /* connections at the previous sweep */
@@ -64,6 +74,17 @@ typedef struct sy_reclaim {
     int64_t before_bytes;    /* the arena's pages when it began */
     int64_t busy_us;         /* time spent in its slices so far */
 } sy_reclaim_t;
+
+/* Before the thread's loop: its counters, its arena (own_arena false:
+ * none; the policy then only reports), whether the policy is on. */
+static inline void sy_reclaim_init(sy_reclaim_t *r, sy_stats_live_t *stats, unsigned arena, bool own_arena,
+                                   bool enabled, int64_t now_ms) {
+    r->stats = stats;
+    r->arena = arena;
+    r->own_arena = own_arena;
+    r->enabled = enabled;
+    r->last_active_ms = now_ms;
+}
 
 /* The thread now has n connections: the peak the next fall is measured
  * from (also taken at each sweep). */
@@ -87,12 +108,12 @@ static inline bool sy_reclaim_pending(const sy_reclaim_t *r) { return r->running
 /* Called by the sweep, after the dirty list was flushed: starts a reclaim
  * when the policy says so. Also records where a connection's memory lives
  * (stats.conn_arena), so that tests and operators can see the arenas work. */
-void sy_reclaim_tick(struct sy_io *io, uint32_t connections);
+void sy_reclaim_tick(sy_reclaim_t *r, const struct sy_io *io, int64_t now_ms, uint32_t connections);
 
 /* One slice of the reclaim in progress: up to SY_RECLAIM_SLICE connections
  * looked at (each moved by sy_io_compact_slot, which owns every pointer to
  * a connection), or the final purge. The longest slice is the longest the
  * thread's sockets wait for the policy (stats.reclaim_us_max). */
-void sy_reclaim_step(struct sy_io *io);
+void sy_reclaim_step(sy_reclaim_t *r, struct sy_io *io, int64_t now_ms);
 
 #endif

@@ -14,9 +14,9 @@ static const char *topic_key(const sy_strmap_node_t *n, size_t *len) {
     return t->name;
 }
 
-int sy_topics_init(sy_topics_t *r, unsigned nthreads) {
+sy_err_t sy_topics_init(sy_topics_t *r, unsigned nthreads) {
     memset(r, 0, sizeof(*r));
-    int rc = sy_strmap_init(&r->map, SY_TOPICS_MIN_BUCKETS, topic_key);
+    sy_err_t rc = sy_strmap_init(&r->map, SY_TOPICS_MIN_BUCKETS, topic_key);
     if (rc != 0)
         return rc;
     rc = pthread_mutex_init(&r->lock, NULL);
@@ -130,7 +130,7 @@ unsigned sy_topic_interest(const sy_topic_t *t, unsigned thread) {
     return atomic_load_explicit(&t->slots[thread].count, memory_order_relaxed);
 }
 
-int sy_topic_add_sub(sy_topic_t *t, unsigned thread, uint32_t slot, uint32_t *index) {
+sy_err_t sy_topic_add_sub(sy_topic_t *t, unsigned thread, uint32_t slot, uint32_t *index) {
     sy_topic_slot_t *s = &t->slots[thread];
     if (s->nsubs == s->cap) {
         uint32_t cap = s->cap ? s->cap * 2 : 4;

@@ -67,7 +67,7 @@ typedef struct sy_topics {
 } sy_topics_t;
 
 /* 0 or an errno value. */
-int sy_topics_init(sy_topics_t *r, unsigned nthreads);
+sy_err_t sy_topics_init(sy_topics_t *r, unsigned nthreads);
 /* Frees the registry. Every topic must have been released. */
 void sy_topics_destroy(sy_topics_t *r);
 /* Number of live topics. */
@@ -93,7 +93,7 @@ unsigned sy_topic_total_interest(const sy_topic_t *t);
 
 /* Adds slot to thread's subscriber array; *index: its position. 0 or ENOMEM.
  * IO thread `thread` only. */
-int sy_topic_add_sub(sy_topic_t *t, unsigned thread, uint32_t slot, uint32_t *index);
+sy_err_t sy_topic_add_sub(sy_topic_t *t, unsigned thread, uint32_t slot, uint32_t *index);
 /* Removes the subscriber at index (the last one moves into its place).
  * True when one moved, with its slot in *moved_slot. */
 bool sy_topic_remove_sub(sy_topic_t *t, unsigned thread, uint32_t index, uint32_t *moved_slot);

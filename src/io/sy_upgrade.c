@@ -157,7 +157,7 @@ static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char 
 }
 
 void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
-    const sy_server_opts_t *o = &io->shared->opts;
+    const sy_io_opts_t *o = &io->shared->opts;
     sy_http_header_t headers[SY_MAX_HEADERS_CAP];
     size_t max_headers = o->max_headers < SY_MAX_HEADERS_CAP ? o->max_headers : SY_MAX_HEADERS_CAP;
     sy_http_request_t req = {.headers = headers, .num_headers = max_headers};

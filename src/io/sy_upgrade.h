@@ -15,7 +15,7 @@
 #define SY_UPGRADE_H
 
 #include "io/sy_conn.h"
-#include "io/sy_io.h"
+#include "io/sy_io_thread.h"
 #include "base/sy_refbuf.h"
 
 /* The request head has grown (c->rbuf): answers it once complete. */

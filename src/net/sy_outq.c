@@ -10,7 +10,7 @@
 
 static sy_refbuf_t *at(const sy_outq_t *q, uint32_t i) { return q->ring[(q->head + i) & (q->cap - 1)]; }
 
-int sy_outq_push(sy_outq_t *q, sy_refbuf_t *b) {
+sy_err_t sy_outq_push(sy_outq_t *q, sy_refbuf_t *b) {
     if (q->len == q->cap) {
         uint32_t cap = q->cap ? q->cap * 2 : SY_OUTQ_MIN;
         if (cap <= q->cap)

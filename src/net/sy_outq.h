@@ -36,7 +36,7 @@ static inline size_t sy_outq_bytes(const sy_outq_t *q) { return q->bytes; }
 
 /* Appends b, taking over the caller's reference. 0 or ENOMEM (the caller
  * keeps its reference). */
-int sy_outq_push(sy_outq_t *q, sy_refbuf_t *b);
+sy_err_t sy_outq_push(sy_outq_t *q, sy_refbuf_t *b);
 /* Pins every entry queued now (see above). */
 void sy_outq_pin(sy_outq_t *q);
 /* Drops queued entries. With keep_head, a partly written head entry and

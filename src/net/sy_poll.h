@@ -33,12 +33,12 @@ sy_poll_t *sy_poll_create(void);
 void sy_poll_destroy(sy_poll_t *p);
 /* 0 or an errno value. tag: the caller's name for fd, handed back with its
  * events. */
-int sy_poll_add(sy_poll_t *p, int fd, uint32_t events, uint64_t tag);
-int sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, uint64_t tag);
-int sy_poll_del(sy_poll_t *p, int fd);
+sy_err_t sy_poll_add(sy_poll_t *p, int fd, uint32_t events, uint64_t tag);
+sy_err_t sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, uint64_t tag);
+sy_err_t sy_poll_del(sy_poll_t *p, int fd);
 /* Waits up to timeout_ms (-1: forever) and writes up to max events to out,
  * their number to *n. 0 or an errno value (an interrupted wait is 0 with
  * *n = 0). */
-int sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms, int *n);
+sy_err_t sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms, int *n);
 
 #endif

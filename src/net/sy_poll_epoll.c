@@ -52,19 +52,19 @@ static int ctl(sy_poll_t *p, int op, int fd, uint32_t events, uint64_t tag) {
     return epoll_ctl(p->epfd, op, fd, &ev) == 0 ? 0 : errno;
 }
 
-int sy_poll_add(sy_poll_t *p, int fd, uint32_t events, uint64_t tag) {
+sy_err_t sy_poll_add(sy_poll_t *p, int fd, uint32_t events, uint64_t tag) {
     return ctl(p, EPOLL_CTL_ADD, fd, events, tag);
 }
 
-int sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, uint64_t tag) {
+sy_err_t sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, uint64_t tag) {
     return ctl(p, EPOLL_CTL_MOD, fd, events, tag);
 }
 
-int sy_poll_del(sy_poll_t *p, int fd) {
+sy_err_t sy_poll_del(sy_poll_t *p, int fd) {
     return epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL) == 0 ? 0 : errno;
 }
 
-int sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms, int *count) {
+sy_err_t sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms, int *count) {
     *count = 0;
     if (max > SY_POLL_BATCH)
         max = SY_POLL_BATCH;

@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd) {
+sy_err_t sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd) {
     s->ops = ops;
     s->impl = NULL;
     s->fd = fd;

@@ -81,7 +81,7 @@ sy_stream_rc_t sy_stream_plain_wrote(sy_outq_t *q, long res, size_t total, size_
 
 /* A stream on fd (taken over: sy_stream_free closes it). 0 or an errno value
  * (fd still the caller's then). */
-int sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd);
+sy_err_t sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd);
 /* Closes the socket now (its poller registration goes with it); the
  * transport's state stays until sy_stream_free. */
 void sy_stream_shut(sy_stream_t *s);

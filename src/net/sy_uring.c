@@ -21,7 +21,7 @@ bool sy_uring_env_allows(void) {
 
 /* Headers without io_uring (an old sysroot, some musl ones): the callers
  * send with send()/sendmsg(). */
-int sy_uring_open(unsigned entries, sy_uring_t **out) {
+sy_err_t sy_uring_open(unsigned entries, sy_uring_t **out) {
     (void)entries;
     *out = NULL;
     return ENOSYS;
@@ -30,7 +30,7 @@ unsigned sy_uring_capacity(const sy_uring_t *u) {
     (void)u;
     return 0;
 }
-int sy_uring_send(sy_uring_t *u, sy_uring_send_t *s, unsigned n) {
+sy_err_t sy_uring_send(sy_uring_t *u, sy_uring_send_t *s, unsigned n) {
     (void)u;
     (void)s;
     (void)n;
@@ -198,7 +198,7 @@ void sy_uring_close(sy_uring_t *u) {
     sy_free(u);
 }
 
-int sy_uring_open(unsigned entries, sy_uring_t **out) {
+sy_err_t sy_uring_open(unsigned entries, sy_uring_t **out) {
     *out = NULL;
     sy_uring_t *u = sy_calloc(1, sizeof(*u));
     if (u == NULL)
@@ -280,7 +280,7 @@ static void mark_unknown(sy_uring_send_t *s, unsigned n, unsigned submitted) {
             s[i].res = -EIO;
 }
 
-int sy_uring_send(sy_uring_t *u, sy_uring_send_t *s, unsigned n) {
+sy_err_t sy_uring_send(sy_uring_t *u, sy_uring_send_t *s, unsigned n) {
     if (n == 0 || n > u->capacity)
         return EINVAL;
     queue_sends(u, s, n);

@@ -61,7 +61,7 @@ bool sy_uring_env_allows(void);
  * refuses them (EINVAL), and checks that the kernel supports IORING_OP_SEND
  * and IORING_OP_SENDMSG. 0, or an errno value (ENOSYS, EPERM, ENOMEM,
  * EOPNOTSUPP...; *out is NULL then). */
-int sy_uring_open(unsigned entries, sy_uring_t **out);
+sy_err_t sy_uring_open(unsigned entries, sy_uring_t **out);
 /* How many sends one sy_uring_send() takes at most. */
 unsigned sy_uring_capacity(const sy_uring_t *u);
 /* Writes every send of s[0..n) (1 <= n <= capacity) with one
@@ -72,7 +72,7 @@ unsigned sy_uring_capacity(const sy_uring_t *u);
  * written), those submitted but not seen completing get -EIO (their bytes
  * may or may not have left), and the ring must not be used again (close
  * it). */
-int sy_uring_send(sy_uring_t *u, sy_uring_send_t *s, unsigned n);
+sy_err_t sy_uring_send(sy_uring_t *u, sy_uring_send_t *s, unsigned n);
 /* Unmaps the rings and closes the ring's descriptor (NULL: no-op). */
 void sy_uring_close(sy_uring_t *u);
 

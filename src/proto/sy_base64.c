@@ -118,7 +118,7 @@ static long b64_run(const char *in, size_t len, uint8_t *out, size_t cap)
     return (long)o;
 }
 
-int sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
+sy_err_t sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
                      size_t *out_len)
 {
     long n;
@@ -133,9 +133,4 @@ int sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
         (void)b64_run(in, len, out, cap);
     *out_len = (size_t)n;
     return 0;
-}
-
-long sy_base64_decoded_len(const char *in, size_t len)
-{
-    return b64_run(in, len, NULL, 0);
 }

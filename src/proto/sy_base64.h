@@ -33,11 +33,7 @@ size_t sy_base64_encode(const uint8_t *in, size_t len, char *out, size_t cap);
  * returns 0. Returns EINVAL if the input is not valid base64, ENOSPC if the
  * decoded bytes do not fit in cap; out and *out_len are then left untouched.
  * The empty string decodes to 0 bytes. */
-int sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
+sy_err_t sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
                      size_t *out_len);
-
-/* The number of bytes in[0..len) decodes to, if it is valid base64 by the
- * rules of sy_base64_decode(); -1 if it is not. Writes nothing. */
-long sy_base64_decoded_len(const char *in, size_t len);
 
 #endif

@@ -203,7 +203,3 @@ size_t sy_pmd_response(const sy_pmd_t *p, char *buf, size_t cap) {
                      "client_no_context_takeover\r\n");
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
-
-size_t sy_pmd_max_compressed(const sy_pmd_t *p) {
-    return p->server_window_set ? (size_t)1 << p->server_window : SIZE_MAX;
-}

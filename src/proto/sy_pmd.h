@@ -59,8 +59,4 @@ bool sy_pmd_negotiate_value(const char *value, size_t len, sy_pmd_t *out, unsign
  * is too small (SY_PMD_RESPONSE_MAX always suffices). */
 size_t sy_pmd_response(const sy_pmd_t *p, char *buf, size_t cap);
 
-/* The largest payload that may go compressed to a client with this
- * negotiation: SIZE_MAX, or 2^N with server_max_window_bits=N. */
-size_t sy_pmd_max_compressed(const sy_pmd_t *p);
-
 #endif

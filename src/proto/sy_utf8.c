@@ -91,7 +91,7 @@ uint32_t sy_utf8_validate(uint32_t state, const uint8_t *s, size_t len)
     return state;
 }
 
-int sy_utf8_is_valid(const uint8_t *s, size_t len)
+bool sy_utf8_is_valid(const uint8_t *s, size_t len)
 {
     return sy_utf8_validate(SY_UTF8_ACCEPT, s, len) == SY_UTF8_ACCEPT;
 }

@@ -26,6 +26,7 @@
 #ifndef SY_UTF8_H
 #define SY_UTF8_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,6 @@
 uint32_t sy_utf8_validate(uint32_t state, const uint8_t *s, size_t len);
 
 /* One-shot: 1 if s[0..len) is complete, valid UTF-8, else 0. */
-int sy_utf8_is_valid(const uint8_t *s, size_t len);
+bool sy_utf8_is_valid(const uint8_t *s, size_t len);
 
 #endif

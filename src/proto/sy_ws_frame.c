@@ -10,8 +10,7 @@ static int opcode_defined(unsigned op)
     return op <= SY_WS_OP_BINARY || (op >= SY_WS_OP_CLOSE && op <= SY_WS_OP_PONG);
 }
 
-long sy_ws_frame_parse_ex(const uint8_t *buf, size_t len, unsigned role,
-                          sy_ws_frame_t *out)
+long sy_ws_frame_parse(const uint8_t *buf, size_t len, unsigned role, sy_ws_frame_t *out)
 {
     unsigned fin, rsv, op, masked, len7;
     size_t hlen, pos;
@@ -81,11 +80,6 @@ long sy_ws_frame_parse_ex(const uint8_t *buf, size_t len, unsigned role,
     out->payload_len = plen;
     out->header_len = hlen;
     return (long)hlen;
-}
-
-long sy_ws_frame_parse(const uint8_t *buf, size_t len, sy_ws_frame_t *out)
-{
-    return sy_ws_frame_parse_ex(buf, len, SY_WS_ROLE_SERVER, out);
 }
 
 void sy_ws_unmask(uint8_t *data, size_t len, const uint8_t key[4], size_t offset)
@@ -179,7 +173,7 @@ long sy_ws_frag_step(int in_message, unsigned opcode, int fin)
     return fin ? 0 : 1;
 }
 
-int sy_ws_close_code_valid(unsigned code)
+bool sy_ws_close_code_valid(unsigned code)
 {
     if (code >= 1000 && code <= 1003)
         return 1;
@@ -214,13 +208,22 @@ int sy_ws_close_parse(const uint8_t *payload, size_t len, uint16_t *code,
     return 0;
 }
 
-size_t sy_ws_close_payload(uint8_t *out, size_t cap, unsigned code,
-                           const char *reason, size_t reason_len)
+/* Length of the longest prefix of s[0..len) that ends on a UTF-8 boundary
+ * (s[len] is readable: the cut is inside a longer string). */
+static size_t utf8_cut(const char *s, size_t len)
 {
-    if (!sy_ws_close_code_valid(code))
+    while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+        len--;
+    return len;
+}
+
+size_t sy_ws_close_payload(uint8_t out[SY_WS_MAX_CONTROL_PAYLOAD], unsigned code, const char *reason,
+                           size_t reason_len)
+{
+    if (code == 0 || !sy_ws_close_code_valid(code))
         return 0;
-    if (reason_len > SY_WS_MAX_CONTROL_PAYLOAD - 2 || cap < 2 + reason_len)
-        return 0;
+    if (reason_len > SY_WS_MAX_CONTROL_PAYLOAD - 2)
+        reason_len = utf8_cut(reason, SY_WS_MAX_CONTROL_PAYLOAD - 2);
     out[0] = (uint8_t)(code >> 8);
     out[1] = (uint8_t)code;
     if (reason_len > 0)

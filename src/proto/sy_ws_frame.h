@@ -18,6 +18,7 @@
 #ifndef SY_WS_FRAME_H
 #define SY_WS_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,7 +54,7 @@
 #define SY_WS_E_RSV1_CONTROL (-13)         /* RSV1 (compressed) on a control frame */
 #define SY_WS_E_RSV1_CONTINUATION (-14)    /* RSV1 on a continuation frame (RFC 7692 6.1) */
 
-/* Parser roles and flags (the flags argument of sy_ws_frame_parse_ex). */
+/* Parser roles and flags (the role argument of sy_ws_frame_parse). */
 #define SY_WS_ROLE_SERVER 0u /* frames come from a client: must be masked */
 #define SY_WS_ROLE_CLIENT 1u /* frames come from a server: must not be masked */
 #define SY_WS_ALLOW_RSV1 2u  /* permessage-deflate negotiated (RFC 7692): RSV1
@@ -69,7 +70,13 @@ typedef struct {
     size_t header_len;    /* 2..14, also the return value of the parser */
 } sy_ws_frame_t;
 
-/* Parses the header of one frame from a client at buf[0..len).
+/* Parses the header of one frame at buf[0..len). role: SY_WS_ROLE_SERVER
+ * (a server reading a client's frames: an unmasked frame is
+ * SY_WS_E_UNMASKED) or SY_WS_ROLE_CLIENT (a client reading server frames:
+ * a masked frame is SY_WS_E_MASKED), or'ed with SY_WS_ALLOW_RSV1 when
+ * permessage-deflate was negotiated: RSV1 is then accepted on a text or
+ * binary frame and reported in out->rsv (RSV1 on a control or continuation
+ * frame stays an error, RFC 7692 6.1).
  * Returns the header length (2..14, > 0) and fills *out; SY_WS_PARTIAL (0)
  * if more bytes are needed; or a negative SY_WS_E_* error. *out is written
  * only on success. Never reads past len. The payload (out->payload_len
@@ -80,16 +87,7 @@ typedef struct {
  * SY_WS_E_RSV1_CONTINUATION, SY_WS_E_CONTROL_FRAGMENTED (byte 0);
  * SY_WS_E_UNMASKED, SY_WS_E_CONTROL_TOO_LONG (byte 1);
  * SY_WS_E_LENGTH_MSB (byte 2). */
-long sy_ws_frame_parse(const uint8_t *buf, size_t len, sy_ws_frame_t *out);
-
-/* Same as sy_ws_frame_parse() with a role: SY_WS_ROLE_SERVER (what
- * sy_ws_frame_parse does) or SY_WS_ROLE_CLIENT (for a client reading server
- * frames: a masked frame is SY_WS_E_MASKED instead), or'ed with
- * SY_WS_ALLOW_RSV1 when permessage-deflate was negotiated: RSV1 is then
- * accepted on a text or binary frame and reported in out->rsv (RSV1 on a
- * control or continuation frame stays an error, RFC 7692 6.1). */
-long sy_ws_frame_parse_ex(const uint8_t *buf, size_t len, unsigned role,
-                          sy_ws_frame_t *out);
+long sy_ws_frame_parse(const uint8_t *buf, size_t len, unsigned role, sy_ws_frame_t *out);
 
 /* XORs data[0..len) with the masking key, in place. offset is the number of
  * payload bytes of this frame already unmasked by earlier calls, so a payload
@@ -140,14 +138,14 @@ int sy_ws_close_parse(const uint8_t *payload, size_t len, uint16_t *code,
  * 1004 (reserved), 1005 and 1006 (must never be sent), 1015 (TLS failure,
  * must never be sent), 1016-2999 (unassigned or reserved for future
  * extensions of the protocol), >= 5000. */
-int sy_ws_close_code_valid(unsigned code);
+bool sy_ws_close_code_valid(unsigned code);
 
-/* Writes a close payload (2-byte code, then reason) to out. Returns its
- * length (2 + reason_len), or 0 if code is not valid on the wire, the
- * payload would exceed 125 bytes (reason_len > 123), or cap is too small.
- * The reason is copied as is: the caller passes valid UTF-8. */
-size_t sy_ws_close_payload(uint8_t *out, size_t cap, unsigned code,
-                           const char *reason, size_t reason_len);
+/* Writes a close payload (2-byte code, then reason) to out and returns its
+ * length: 0 (an empty close body) when code is 0 or not valid on the wire,
+ * else 2 + the reason, cut at a UTF-8 boundary to fit 125 bytes. The reason
+ * is otherwise copied as is: the caller passes valid UTF-8. */
+size_t sy_ws_close_payload(uint8_t out[SY_WS_MAX_CONTROL_PAYLOAD], unsigned code, const char *reason,
+                           size_t reason_len);
 
 /* The close code to send for an SY_WS_E_* error: 1007 for
  * SY_WS_E_CLOSE_UTF8, 1002 for every other negative value; 0 for a

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "tls/sy_bus_tls.h"
 
+#include <errno.h>
+
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,7 +57,7 @@ static bool is_ip(const char *s) {
     return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
 }
 
-int sy_bus_tls_attach(void *p, void *rc, const char *host, char *err, size_t errlen) {
+sy_err_t sy_bus_tls_attach(void *p, void *rc, const char *host, char *err, size_t errlen) {
     sy_bus_tls_t *t = p;
     redisContext *c = rc;
     const char *name = t->servername != NULL ? t->servername : host;
@@ -63,7 +65,7 @@ int sy_bus_tls_attach(void *p, void *rc, const char *host, char *err, size_t err
     SSL *ssl = SSL_new(t->ctx);
     if (ssl == NULL) {
         snprintf(err, errlen, "TLS: out of memory (SSL_new)");
-        return -1;
+        return ENOMEM;
     }
     bool ok = true;
     if (!is_ip(name))
@@ -75,12 +77,12 @@ int sy_bus_tls_attach(void *p, void *rc, const char *host, char *err, size_t err
     if (!ok) {
         snprintf(err, errlen, "TLS: cannot check the name '%s'", name);
         SSL_free(ssl);
-        return -1;
+        return EINVAL;
     }
     if (redisInitiateSSL(c, ssl) != REDIS_OK) {
         snprintf(err, errlen, "TLS: %s", c->errstr[0] ? c->errstr : "cannot start");
         SSL_free(ssl); /* not taken on failure */
-        return -1;
+        return EIO;
     }
     return 0;
 }

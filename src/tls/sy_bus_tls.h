@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "tls/sy_tls.h"
+#include "base/sy_errors.h"
 
 typedef struct sy_bus_tls sy_bus_tls_t;
 
@@ -28,9 +29,11 @@ typedef struct sy_bus_tls sy_bus_tls_t;
 sy_bus_tls_t *sy_bus_tls_new(const char *ca_pem, size_t ca_len, const sy_tls_cert_t *cert, const char *servername,
                              bool verify, char *err, size_t errlen);
 void sy_bus_tls_free(void *t);
-/* Starts TLS on c (a hiredis redisContext, connected) to host. 0, or -1
- * with a message in err. Matches sy_bus_link.h's sy_bus_tls_attach_fn. */
-int sy_bus_tls_attach(void *t, void *c, const char *host, char *err, size_t errlen);
+/* Starts TLS on c (a hiredis redisContext, connected) to host. 0, or an
+ * errno value (ENOMEM, EINVAL: the name cannot be checked, EIO: hiredis
+ * refused) with a message in err. Matches sy_bus_link.h's
+ * sy_bus_tls_attach_fn. */
+sy_err_t sy_bus_tls_attach(void *t, void *c, const char *host, char *err, size_t errlen);
 /* The reason of this thread's last OpenSSL error into buf (the queue is
  * cleared), or NULL when there is none. Matches sy_bus_link.h's tls_error. */
 const char *sy_bus_tls_error(char *buf, size_t len);

@@ -92,10 +92,10 @@ static void global_init(void) {
     init_rc = 0;
 }
 
-int sy_tls_global_init(char *err, size_t errlen) {
+sy_err_t sy_tls_global_init(char *err, size_t errlen) {
     if (pthread_once(&init_once, global_init) != 0 || init_rc != 0) {
         snprintf(err, errlen, "%s", init_err[0] ? init_err : "TLS initialization failed");
-        return -1;
+        return EIO;
     }
     return 0;
 }

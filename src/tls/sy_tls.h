@@ -30,9 +30,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* 0, or -1 with a message in err. Idempotent; must run before any other
+#include "base/sy_errors.h"
+
+/* 0, or EIO with a message in err. Idempotent; must run before any other
  * OpenSSL call in the process (the allocation hooks cannot be set later). */
-int sy_tls_global_init(char *err, size_t errlen);
+sy_err_t sy_tls_global_init(char *err, size_t errlen);
 
 /* Bytes OpenSSL holds through sy_alloc now, and allocations it ever made
  * there: proof that its memory is ours (the self-check). */

@@ -977,7 +977,7 @@ static bool wait_acked(int fd, int64_t deadline) {
 }
 
 /* 64 ClientHellos in the server's sockets before it accepts one: the IO
- * threads take them a turn's budget (SY_HANDSHAKE_TURN_US, src/sy_conn.c)
+ * threads take them a turn's budget (SY_HANDSHAKE_TURN_US, src/io/sy_conn.c)
  * at a time, leaving the rest for the next turns (tls_deferred), and every
  * handshake still completes.
  *

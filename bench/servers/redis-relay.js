@@ -14,9 +14,11 @@
 // in its offline queue (its default) and goes out after the reconnect.
 //
 // The server scripts print `events` (state changes) on stderr as
-// {"busEvent":...} lines, as fanout-server.js does for symphony's bus.
+// {"busEvent":...} lines, as fanout-server.js does for symphony's bus
+// (relayFor does that for them).
 
 const path = require('node:path');
+const { busEvent } = require('./harness');
 
 function loadRedis() {
   // the benchmark's own devDependency (package.json), from this checkout
@@ -82,7 +84,8 @@ async function createRelay({ url, prefix, topics, onMessage, onEvent = () => {} 
   });
   return {
     version,
-    stats: () => ({ ...st }),
+    // relayed: what was handed to onMessage (the peers' bus counters name it so)
+    stats: () => ({ ...st, relayed: st.received }),
     subscribe(g) {
       st.channels++;
       sub.subscribe(channel[g], listeners[g], true).catch((err) => {
@@ -97,11 +100,14 @@ async function createRelay({ url, prefix, topics, onMessage, onEvent = () => {} 
         st.lastError = `unsubscribe: ${err && err.message}`;
       });
     },
+    /** PUBLISH to topic g's channel; returns 0, the local subscribers it
+     * reached (they get it when it comes back, through onMessage). */
     publish(g, buf) {
       st.published++;
       pub.publish(channel[g], buf).catch(() => {
         st.publishErrors++;
       });
+      return 0;
     },
     async close() {
       const end = (c) => {
@@ -124,4 +130,11 @@ async function createRelay({ url, prefix, topics, onMessage, onEvent = () => {} 
   };
 }
 
-module.exports = { createRelay };
+/** A peer server's relay with --bus-url (on o['bus-url'], o['bus-prefix'],
+ * its state changes printed as busEvent lines), null without. */
+async function relayFor(o, topics, onMessage) {
+  if (!o['bus-url']) return null;
+  return createRelay({ url: o['bus-url'], prefix: o['bus-prefix'], topics, onMessage, onEvent: busEvent });
+}
+
+module.exports = { createRelay, relayFor };

@@ -6,7 +6,7 @@
 //
 // One run = one arm, one repeat, from fresh processes to their exit:
 //  1. Redis (bus arms only): redis-server on a free port of 127.0.0.1,
-//     persistence off (bench/lib/redis.js);
+//     persistence off (bench/runner/redis.js);
 //  2. `nodes` server processes, publishing nothing yet (rate 0), each
 //     --seq 1 (a per-topic sequence number in every message) and --stagger 1
 //     (the topics take turns: one publish every 1 / (rate * topics) s, not

@@ -7,9 +7,10 @@ const { execFileSync } = require('node:child_process');
 
 const BENCH = path.join(__dirname, '..');
 const REPO = path.resolve(BENCH, '..');
-const FANOUT = path.join(BENCH, 'fanout-server.js');
-const WS = path.join(BENCH, 'ws-server.js');
-const UWS = path.join(BENCH, 'uws-server.js');
+const SERVERS = path.join(BENCH, 'servers');
+const FANOUT = path.join(SERVERS, 'fanout-server.js');
+const WS = path.join(SERVERS, 'ws-server.js');
+const UWS = path.join(SERVERS, 'uws-server.js');
 const THRESHOLD = 128; // symphony's default compression threshold (B)
 const nativeDir = (root) => path.join(root, 'native', `linux-${process.arch}`);
 
@@ -118,7 +119,7 @@ const BUILTIN = {
   },
   // The bus phase (issue 12): several server processes as one fan-out over
   // Redis, or each on its own (symphony-local). `bus`: 'native' (symphony's
-  // bus option), 'relay' (the hand-built relay of bench/lib/redis-relay.js)
+  // bus option), 'relay' (the hand-built relay of bench/servers/redis-relay.js)
   // or null. Only the bus phase runs them; it switches the traffic with its
   // own control lines, not the traffic gate.
   'symphony-bus': {

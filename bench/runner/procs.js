@@ -1,6 +1,6 @@
 'use strict';
-// The processes a run drives: the server under test (bench/fanout-server.js
-// or bench/ws-server.js, with the traffic gate preloaded) and loadgen
+// The processes a run drives: the server under test (bench/servers/fanout-server.js
+// or bench/servers/ws-server.js, with the traffic gate preloaded) and loadgen
 // (bench/out/loadgen), possibly sharded over several processes when one
 // process's open-file limit cannot hold the population.
 
@@ -12,7 +12,7 @@ const hist = require('./hist');
 
 const BENCH = path.join(__dirname, '..');
 const LOADGEN = path.join(BENCH, 'out', 'loadgen');
-const GATE = path.join(__dirname, 'traffic-gate.js');
+const GATE = path.join(BENCH, 'servers', 'traffic-gate.js');
 
 // Variables an arm may set; nothing inherited from the runner's own
 // environment may leak into an arm that does not set them (SYMPHONY_NATIVE
@@ -165,7 +165,7 @@ class ServerProc {
     return now();
   }
 
-  /** A control line (bench/lib/server-cli.js handleControl): "ctl WORD
+  /** A control line (bench/servers/harness.js handleControl): "ctl WORD
    * ARGS"; resolves with its answer ({ ctl, rt, at, ... }), rejects on an
    * error answer or none within 10 s. */
   async control(word, args = []) {

@@ -21,6 +21,7 @@
 // BENCH_UWS_PATH).
 
 const path = require('node:path');
+const { symphonyRoot, line: jsonLine } = require('./harness');
 
 let on = process.env.BENCH_TRAFFIC !== 'off';
 let gated = 0;
@@ -48,8 +49,7 @@ const target = process.env.BENCH_GATE || 'symphony';
 if (target === 'symphony') {
   // The same module the server script loads (BENCH_SYMPHONY_ROOT: a baseline
   // checkout), or the gate would wrap a Server class the script never uses.
-  const root = path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname, '..', '..'));
-  const { Server, Topic } = require(path.join(root, 'lib', 'server.js'));
+  const { Server, Topic } = require(path.join(symphonyRoot(), 'lib', 'server.js'));
   wrap(Server.prototype, 'publish', 0);
   // Topic handles (server.topic(name)), in builds that have them.
   if (Topic) wrap(Topic.prototype, 'publish', 0);
@@ -79,11 +79,11 @@ process.stdin.on('data', (chunk) => {
     buf = buf.slice(nl + 1);
     if (line === 'traffic on' || line === 'traffic off') {
       on = line === 'traffic on';
-      process.stderr.write(`${JSON.stringify({ gate: on ? 'on' : 'off', t: secs() })}\n`);
+      jsonLine({ gate: on ? 'on' : 'off', t: secs() });
     } else if (line.startsWith('ctl ')) {
       const [word, ...args] = line.slice(4).trim().split(/\s+/);
       if (process.listenerCount('bench-control') === 0) {
-        process.stderr.write(`${JSON.stringify({ ctl: word, error: 'the server script takes no control lines' })}\n`);
+        jsonLine({ ctl: word, error: 'the server script takes no control lines' });
       } else {
         process.emit('bench-control', word, args);
       }
@@ -93,5 +93,5 @@ process.stdin.on('data', (chunk) => {
 process.stdin.on('error', () => {});
 process.stdin.unref(); // never keeps the server alive
 process.on('exit', () => {
-  process.stderr.write(`${JSON.stringify({ gate: 'exit', t: secs(), gated, passed })}\n`);
+  jsonLine({ gate: 'exit', t: secs(), gated, passed });
 });

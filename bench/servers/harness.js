@@ -1,7 +1,16 @@
 'use strict';
-// What the two servers under test share (bench/fanout-server.js on symphony,
-// bench/ws-server.js on ws): their command line, and the publishing schedule
-// with its due-time stamps, so both are driven and measured the same way.
+// What the three servers under test share (fanout-server.js on symphony,
+// ws-server.js on ws, uws-server.js on uWebSockets.js): the frame they run
+// in, so all three are driven and measured the same way. serve() parses the
+// command line (SPEC), then, once the script listens, publishes the
+// schedule (createSchedule: due-time stamps, createPayloads: the bytes),
+// writes the stats lines, answers the runner's control lines
+// (handleControl) and stops after --duration or on SIGINT / SIGTERM with the
+// final JSON line. The script brings only what differs: its server, how it
+// publishes one message, its counters and how it closes.
+
+const path = require('node:path');
+const v8 = require('node:v8');
 
 const SPEC = {
   port: { env: 'PORT', def: 0, min: 0, max: 65535 },
@@ -13,7 +22,7 @@ const SPEC = {
   'max-backpressure': { env: 'MAX_BACKPRESSURE', def: 1 << 20, min: 1, max: 2 ** 40 },
   'stats-interval': { env: 'STATS_INTERVAL', def: 0, min: 0, max: 3600 },
   // binary: `size` bytes starting with the 8-byte due time; json: a ~630 B
-  // trade message per topic (bench/lib/json-trade.js; `size` is ignored), text
+  // trade message per topic (bench/servers/json-trade.js; `size` is ignored), text
   payload: { env: 'PAYLOAD', def: 'binary', values: ['binary', 'json'] },
   // permessage-deflate: 1 = on (each server's way), with this threshold (B)
   deflate: { env: 'DEFLATE', def: 0, min: 0, max: 1 },
@@ -30,7 +39,7 @@ const SPEC = {
   stagger: { env: 'STAGGER', def: 0, min: 0, max: 1 },
   // a Redis URL: the server is one node of a fan-out over Redis (the bus
   // phase; fanout-server.js: symphony's bus option; ws-server.js and
-  // uws-server.js: the hand-built relay of bench/lib/redis-relay.js)
+  // uws-server.js: the hand-built relay of redis-relay.js)
   'bus-url': { env: 'BUS_URL', def: '', string: true },
   // the channel prefix of the relay (symphony's own default, so both
   // kinds of node use the same channel names)
@@ -185,7 +194,7 @@ function createPayloads(o, fresh) {
 }
 
 /**
- * The runner's control lines (bench/lib/traffic-gate.js hands them over as
+ * The runner's control lines (traffic-gate.js hands them over as
  * process.emit('bench-control', word, args)): "rate R [AT]" sets the
  * publishing rate per topic (schedule.setRate; AT: the schedule's start, a
  * process.hrtime.bigint() value in decimal); "mark" answers with
@@ -195,9 +204,7 @@ function createPayloads(o, fresh) {
  * and the runner read).
  */
 function handleControl(schedule, counters) {
-  const reply = (word, body) => {
-    process.stderr.write(`${JSON.stringify({ ctl: word, mono_ns: String(process.hrtime.bigint()), ...body })}\n`);
-  };
+  const reply = (word, body) => line({ ctl: word, mono_ns: String(process.hrtime.bigint()), ...body });
   process.on('bench-control', (word, args) => {
     if (word === 'rate') {
       const r = Number(args[0]);
@@ -211,4 +218,155 @@ function handleControl(schedule, counters) {
   });
 }
 
-module.exports = { SPEC, parseOptions, createSchedule, createPayloads, handleControl };
+
+/** The symphony a script and the traffic gate load: BENCH_SYMPHONY_ROOT (a
+ * baseline checkout: its lib/ and native builds), else this checkout. */
+function symphonyRoot() {
+  return path.resolve(process.env.BENCH_SYMPHONY_ROOT || path.join(__dirname, '..', '..'));
+}
+
+/** The peers' close(), as symphony's closeDeadline default: 1001 to every
+ * client, then this long for their replies before the rest are dropped. */
+const CLOSE_DEADLINE_MS = 2000;
+
+/** One JSON line on stderr (stats, bus events, control answers). */
+function line(obj) {
+  process.stderr.write(`${JSON.stringify(obj)}\n`);
+}
+
+/** A change of the bus's state, at once: {"busEvent":...,"mono_ns":...,"error":...}. */
+function busEvent(ev, error) {
+  line({ busEvent: ev, mono_ns: String(process.hrtime.bigint()), error: error ?? null });
+}
+
+const kib = (n) => (n === null || n === undefined ? null : Math.round(n / 1024));
+
+/**
+ * The memory fields of the stats lines and of the final line: the process
+ * (process.memoryUsage() reads /proc and throws EMFILE when the connections
+ * have taken every file descriptor: then the RSS is null) and the
+ * allocator's counters, `allocator` (symphony's, in bytes) or null for the
+ * peers.
+ */
+function memoryKiB(allocator = null) {
+  let m;
+  try {
+    m = process.memoryUsage();
+  } catch {
+    m = { rss: null, heapUsed: v8.getHeapStatistics().used_heap_size, external: null };
+  }
+  const a = allocator || {};
+  return {
+    rssKiB: kib(m.rss),
+    heapUsedKiB: kib(m.heapUsed),
+    externalKiB: kib(m.external),
+    allocator: a.name ?? null,
+    allocatedKiB: kib(a.allocated),
+    activeKiB: kib(a.active),
+    residentKiB: kib(a.resident),
+    retainedKiB: kib(a.retained),
+    ...(allocator ? { metadataKiB: kib(a.metadata), pagesKiB: kib(a.pages) } : {}),
+  };
+}
+
+/** A peer's counters in the shape of symphony's server.stats(): what it
+ * cannot tell is null (and there are no per-thread entries). */
+function peerStats(counters) {
+  return {
+    connections: null, opened: null, closed: null, messagesIn: null, bytesIn: null, messagesOut: null, bytesOut: null,
+    dropped: null, slowCloses: null, handshakeRejects: null, protocolErrors: null, timeouts: null, oomCloses: null,
+    eventsLost: null, acceptRejects: null, topics: null, threads: null, bus: null, ...counters,
+  };
+}
+
+/**
+ * Runs a server under test. setup(o, run) gets the options and the run's
+ * counters (run.published, run.deliveries: subscribers reached; a relay
+ * adds to run.deliveries as messages come back from Redis) and resolves,
+ * once the server listens, to what the script does its own way:
+ *   publish(g, dueNs)  publish topic g's message due at dueNs; returns the
+ *                      subscribers it reached (0 when it only went to Redis)
+ *   statsLine()        the fields of a stats line (--stats-interval), or null
+ *                      for no line this time
+ *   mark()             the fields of the answer to "ctl mark" (published and
+ *                      deliveries are added)
+ *   stats()            the counters of the final line, taken before close
+ *   close()            stop serving (async)
+ *   report()           the final line's opened, subscribeFailed, closes
+ *   memory()           the final line's memoryAfterClose
+ *   extra()            (optional) more fields at the end of the final line
+ *   exit               (optional) process.exit(0) after the final line (a
+ *                      loop that does not end by itself)
+ * Every tick (1 ms) publishes what the schedule says is due; the final line
+ * on stdout is {reason, seconds, options, opened, subscribeFailed, closes,
+ * published, publishedPerSecond, deliveries, maxBatchPerTopic, skipped,
+ * stats, memoryAfterClose, ...extra()}. An error ends the process with
+ * "name: message" (usage errors) or its stack, exit code 1.
+ */
+function serve(name, setup) {
+  const fail = (err) => {
+    process.stderr.write(`${name}: ${err && err.usage ? err.message : err && err.stack ? err.stack : err}\n`);
+    process.exit(1);
+  };
+  try {
+    const o = parseOptions(process.argv.slice(2), process.env);
+    const run = { published: 0, deliveries: 0 };
+    setup(o, run).then((srv) => start(o, run, srv)).catch(fail);
+  } catch (err) {
+    fail(err);
+  }
+}
+
+function start(o, run, srv) {
+  const schedule = createSchedule(o);
+  const t0 = schedule.t0;
+  const secondsSince = () => Number(process.hrtime.bigint() - t0) / 1e9;
+  let stopping = false;
+
+  const timer = setInterval(() => {
+    if (stopping) return;
+    for (const [g, dueNs] of schedule.duePairs()) {
+      run.deliveries += srv.publish(g, dueNs);
+      run.published++;
+    }
+  }, 1);
+  const sampler = o['stats-interval'] > 0 ? setInterval(() => {
+    const fields = srv.statsLine();
+    if (fields) line({ t: Math.round(secondsSince() * 10) / 10, ...fields });
+  }, o['stats-interval'] * 1000) : null;
+  handleControl(schedule, () => ({ published: run.published, deliveries: run.deliveries, ...srv.mark() }));
+
+  async function stop(reason) {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(timer);
+    clearInterval(sampler);
+    clearTimeout(deadline);
+    const seconds = secondsSince();
+    const stats = srv.stats();
+    await srv.close();
+    process.stdout.write(`${JSON.stringify({
+      reason,
+      seconds,
+      options: o,
+      ...srv.report(),
+      published: run.published,
+      publishedPerSecond: run.published / seconds,
+      deliveries: run.deliveries,
+      maxBatchPerTopic: schedule.maxBatch,
+      skipped: schedule.skipped,
+      stats,
+      memoryAfterClose: srv.memory(),
+      ...(srv.extra ? srv.extra() : {}),
+    })}\n`);
+    if (srv.exit) process.exit(0);
+  }
+  const deadline = setTimeout(() => stop('duration'), o.duration * 1000);
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+module.exports = {
+  SPEC, parseOptions, createSchedule, createPayloads, handleControl, serve, symphonyRoot, CLOSE_DEADLINE_MS, line, busEvent,
+  memoryKiB, peerStats,
+};

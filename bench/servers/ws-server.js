@@ -1,5 +1,5 @@
 'use strict';
-// The `ws` peer arm: the same fan-out server as bench/fanout-server.js, on
+// The `ws` peer arm: the same fan-out server as bench/servers/fanout-server.js, on
 // the `ws` package (with `bufferutil`) instead of symphony. Same command
 // line, environment variables and output lines, so the runner and loadgen
 // drive both alike: every connection is subscribed to topic t<n % topics>
@@ -8,7 +8,7 @@
 // publication (the clock loadgen reads as CLOCK_MONOTONIC). Stops by itself
 // after `duration` s.
 //
-//   node bench/ws-server.js [--port 0] [--threads 2] [--topics 1]
+//   node bench/servers/ws-server.js [--port 0] [--threads 2] [--topics 1]
 //        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
 //        [--stats-interval 0] [--payload binary|json] [--deflate 0|1]
 //        [--threshold 128]
@@ -42,7 +42,7 @@
 // gets a fresh Buffer rather than one rewritten in place, which would change
 // the timestamps of messages still queued). No pre-framed
 // Sender.frame()/sendFrame() trick: few services do that, and the runner's
-// traffic gate (bench/lib/traffic-gate.js) switches traffic off by wrapping
+// traffic gate (traffic-gate.js) switches traffic off by wrapping
 // WebSocket#send. The slow-consumer policy mirrors symphony's default
 // ('drop'): a message that would take a connection's queued bytes
 // (ws.bufferedAmount) over --max-backpressure is skipped for that
@@ -52,20 +52,18 @@
 //
 // --bus-url redis://...: the ws-redis peer arm of the bus phase, one node of
 // a fan-out over Redis built the way Node users build it by hand today
-// (bench/lib/redis-relay.js: the `redis` npm client, a publishing and a
+// (redis-relay.js: the `redis` npm client, a publishing and a
 // subscribing client, a channel per topic subscribed while the topic has
 // local subscribers). This node's schedule then PUBLISHes to Redis only;
 // every message that arrives on a channel, its own included, is sent to the
 // topic's local sockets as above. --seq, the busEvent lines and the control
-// lines as in fanout-server.js.
+// lines as in fanout-server.js (the frame they share: harness.js).
 
-const v8 = require('node:v8');
 const https = require('node:https');
 const { WebSocketServer, WebSocket } = require('ws');
-const { benchTls } = require('./lib/pki');
-
-const CLOSE_DEADLINE_MS = 2000; // as symphony's closeDeadline default
-const { parseOptions, createSchedule, createPayloads, handleControl } = require('./lib/server-cli');
+const { benchTls } = require('./pki');
+const { serve, createPayloads, memoryKiB, peerStats, CLOSE_DEADLINE_MS } = require('./harness');
+const { relayFor } = require('./redis-relay');
 
 /** ws's perMessageDeflate option for --deflate (see above). */
 function deflateOption(o) {
@@ -92,13 +90,9 @@ function bufferutilState() {
   }
 }
 
-async function main() {
-  const o = parseOptions(process.argv.slice(2), process.env);
+serve('ws-server', async (o, run) => {
   const maxBackpressure = o['max-backpressure'];
   const topics = Array.from({ length: o.topics }, () => new Set());
-  let relay = null; // --bus-url: set before the server listens
-  let published = 0;
-  let deliveries = 0; // ws.send() calls that sent (subscribers reached)
 
   let opened = 0;
   let closed = 0;
@@ -111,26 +105,33 @@ async function main() {
   let bytesOutClosed = 0; // socket bytes written by connections already closed
   const closes = {};
 
+  // dueNs: when the message was due (t0 + (n + 1) / rate), as in fanout-server.js,
+  // so that this synchronous send loop is measured the same way.
+  // ws keeps the Buffer queued: a fresh one per message.
+  const { binary, payloadFor } = createPayloads(o, true);
+  // ws.send() for every subscriber of the set; returns how many it reached.
+  function sendTo(set, buf) {
+    let n = 0;
+    for (const ws of set) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      const queued = ws.bufferedAmount;
+      if (queued > 0 && queued + buf.length > maxBackpressure) {
+        dropped++;
+        continue;
+      }
+      // ws.send() returns undefined; `false` can only come from a wrapper
+      // that did not send (a traffic gate that is off), which is not counted.
+      if (ws.send(buf, { binary }) !== false) n++;
+    }
+    messagesOut += n;
+    return n;
+  }
+
   // Publishes that arrive from Redis, this node's own included (connected
   // before the server exists: the WebSocketServer listens at once).
-  let relayed = 0;
-  if (o['bus-url']) {
-    const { createRelay } = require('./lib/redis-relay');
-    relay = await createRelay({
-      url: o['bus-url'],
-      prefix: o['bus-prefix'],
-      topics: topics.map((_, g) => `t${g}`),
-      onMessage: (g, buf) => {
-        const n = sendTo(topics[g], buf);
-        deliveries += n;
-        messagesOut += n;
-        relayed++;
-      },
-      onEvent: (ev, error) => {
-        process.stderr.write(`${JSON.stringify({ busEvent: ev, mono_ns: String(process.hrtime.bigint()), error })}\n`);
-      },
-    });
-  }
+  const relay = await relayFor(o, topics.map((_, g) => `t${g}`), (g, buf) => {
+    run.deliveries += sendTo(topics[g], buf);
+  });
 
   // BENCH_TLS=ecdsa|rsa: wss:// on Node's own TLS (an https server).
   const cert = benchTls();
@@ -181,58 +182,15 @@ async function main() {
   const { port } = listener.address();
   process.stdout.write(`${JSON.stringify({ port })}\n`);
 
-  const schedule = createSchedule(o);
-  const t0 = schedule.t0;
-  let stopping = false;
-
-  // dueNs: when the message was due (t0 + (n + 1) / rate), as in fanout-server.js,
-  // so that this synchronous send loop is measured the same way.
-  // ws keeps the Buffer queued: a fresh one per message.
-  const { binary, payloadFor } = createPayloads(o, true);
-  function sendTo(set, buf) {
-    let n = 0;
-    for (const ws of set) {
-      if (ws.readyState !== WebSocket.OPEN) continue;
-      const queued = ws.bufferedAmount;
-      if (queued > 0 && queued + buf.length > maxBackpressure) {
-        dropped++;
-        continue;
-      }
-      // ws.send() returns undefined; `false` can only come from a wrapper
-      // that did not send (a traffic gate that is off), which is not counted.
-      if (ws.send(buf, { binary }) !== false) n++;
-    }
-    return n;
-  }
-  const publish = (g, set, dueNs) => sendTo(set, payloadFor(g, dueNs));
-
-  // Every tick publishes what the schedule says is due (bench/lib/server-cli.js).
-  function publishDue() {
-    if (stopping) return;
-    for (const [g, dueNs] of schedule.duePairs()) {
-      const set = topics[g];
-      if (relay) { // to Redis only: the local sockets get it when it comes back
-        relay.publish(g, payloadFor(g, dueNs));
-        published++;
-        continue;
-      }
-      const n = publish(g, set, dueNs);
-      deliveries += n;
-      messagesOut += n;
-      published++;
-    }
-  }
-  const timer = setInterval(publishDue, 1);
-
   function connections() {
     let n = 0;
     for (const set of topics) n += set.size;
     return n;
   }
 
-  // The counters in the shape of symphony's server.stats(); what ws cannot
-  // tell is null. bytesOut: bytes written to the sockets (handshake
-  // responses and frames), as symphony counts them.
+  // The counters in the shape of symphony's server.stats(). bytesOut: bytes
+  // written to the sockets (handshake responses and frames), as symphony
+  // counts them.
   function stats() {
     let bytesOut = bytesOutClosed;
     let nonEmpty = 0;
@@ -240,58 +198,9 @@ async function main() {
       if (set.size > 0) nonEmpty++;
       for (const ws of set) if (ws._socket) bytesOut += ws._socket.bytesWritten;
     }
-    return {
-      connections: connections(),
-      opened,
-      closed,
-      messagesIn,
-      bytesIn,
-      messagesOut,
-      bytesOut,
-      dropped,
-      slowCloses: 0,
-      handshakeRejects,
-      protocolErrors,
-      timeouts: null,
-      oomCloses: null,
-      eventsLost: null,
-      acceptRejects: null,
-      topics: nonEmpty,
-      threads: null,
-      bus: relay ? { ...relay.stats(), relayed } : null,
-    };
+    return peerStats({ connections: connections(), opened, closed, messagesIn, bytesIn, messagesOut, bytesOut, dropped,
+      slowCloses: 0, handshakeRejects, protocolErrors, topics: nonEmpty, bus: relay ? relay.stats() : null });
   }
-  handleControl(schedule, () => {
-    const st = stats();
-    return { published, deliveries, connections: st.connections, messagesOut, dropped, bus: st.bus };
-  });
-
-  // process.memoryUsage() reads /proc and throws EMFILE when the
-  // connections have taken every file descriptor: then the RSS is null.
-  function memory() {
-    let m;
-    try {
-      m = process.memoryUsage();
-    } catch {
-      m = { rss: null, heapUsed: v8.getHeapStatistics().used_heap_size, external: null };
-    }
-    const kib = (n) => (n === null || n === undefined ? null : Math.round(n / 1024));
-    return {
-      rssKiB: kib(m.rss),
-      heapUsedKiB: kib(m.heapUsed),
-      externalKiB: kib(m.external),
-      allocator: null,
-      allocatedKiB: null,
-      activeKiB: null,
-      residentKiB: null,
-      retainedKiB: null,
-    };
-  }
-  const sampler = o['stats-interval'] > 0 ? setInterval(() => {
-    const t = Number(process.hrtime.bigint() - t0) / 1e9;
-    process.stderr.write(`${JSON.stringify({ t: Math.round(t * 10) / 10, connections: connections(),
-      messagesOut, dropped, ...memory() })}\n`);
-  }, o['stats-interval'] * 1000) : null;
 
   // As symphony's server.close(): stop accepting, send 1001 to every
   // client, wait up to CLOSE_DEADLINE_MS for their replies, then drop the rest.
@@ -315,42 +224,19 @@ async function main() {
     let bound;
     await Promise.race([listenerClosed, new Promise((resolve) => { bound = setTimeout(resolve, 1000); })]);
     clearTimeout(bound);
-  }
-
-  async function stop(reason) {
-    if (stopping) return;
-    stopping = true;
-    clearInterval(timer);
-    clearInterval(sampler);
-    clearTimeout(deadline);
-    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-    const st = stats();
-    await closeAll();
     if (relay) await relay.close();
-    process.stdout.write(`${JSON.stringify({
-      reason,
-      seconds,
-      options: o,
-      opened,
-      subscribeFailed: 0,
-      closes,
-      published,
-      publishedPerSecond: published / seconds,
-      deliveries,
-      maxBatchPerTopic: schedule.maxBatch,
-      skipped: schedule.skipped,
-      stats: st,
-      memoryAfterClose: memory(),
-      ws: { version: require('ws/package.json').version, bufferutil: bufferutilState(), perMessageDeflate: deflateOption(o),
-        redis: relay ? relay.version : null },
-    })}\n`);
   }
-  const deadline = setTimeout(() => stop('duration'), o.duration * 1000);
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
-}
 
-main().catch((err) => {
-  process.stderr.write(`ws-server: ${err && err.usage ? err.message : err && err.stack ? err.stack : err}\n`);
-  process.exit(1);
+  return {
+    // with a relay to Redis only: the local sockets get it when it comes back
+    publish: (g, dueNs) => (relay ? relay.publish(g, payloadFor(g, dueNs)) : sendTo(topics[g], payloadFor(g, dueNs))),
+    statsLine: () => ({ connections: connections(), messagesOut, dropped, ...memoryKiB() }),
+    mark: () => ({ connections: connections(), messagesOut, dropped, bus: relay ? relay.stats() : null }),
+    stats,
+    close: closeAll,
+    report: () => ({ opened, subscribeFailed: 0, closes }),
+    memory: () => memoryKiB(),
+    extra: () => ({ ws: { version: require('ws/package.json').version, bufferutil: bufferutilState(), perMessageDeflate: deflateOption(o),
+      redis: relay ? relay.version : null } }),
+  };
 });

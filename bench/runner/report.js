@@ -703,7 +703,7 @@ function markdown(res) {
       + `loadgen ${meta.cpus.loadgen ? `on CPU ${meta.cpus.loadgen}` : 'not pinned'}: idle ${c.idle} s; ${fmt(c.connections)} connections over ${c.topics} topics `
       + `(${fmt(c.connections / c.topics)} subscribers per topic) ramp with the traffic off, every one offering \`permessage-deflate; client_no_context_takeover; server_no_context_takeover\` `
       + `(the arm decides whether the server accepts); parked ${c.parked} s; then each topic publishes ${c.rate} msg/s of a ~630 B JSON trade message `
-      + '(bench/lib/json-trade.js: deterministic per topic and message, text frames, the due time as its first field `{"ts":N,`), '
+      + '(bench/servers/json-trade.js: deterministic per topic and message, text frames, the due time as its first field `{"ts":N,`), '
       + `and after ${c.settle} s a window of ${c.window} s. loadgen inflates each compressed message whole (libdeflate) to read its time stamp.`);
     P();
     P('Thresholds: symphony and the fair ws arm compress messages of 128 B and more (symphony\'s default; ws\'s own default is 1024 B, '
@@ -800,7 +800,7 @@ function markdown(res) {
       + `${meta.redis ? `Redis: ${meta.redis}, ` : ''}started by the runner on a free port of 127.0.0.1 with \`--save '' --appendonly no\`, a fresh one per run. `
       + 'Arms: **symphony-bus**: node 0 publishes (server.publish), nodes 1.. receive only through the bus; **symphony-local**: no Redis, every process '
       + 'publishes the same rate to its own subscribers (the same deliveries per connection: the cost without the bus); **ws-redis** / **uws-redis**: the hand-built '
-      + 'relay (bench/lib/redis-relay.js: the redis npm client, a channel per topic, node 0 PUBLISHes and every node, node 0 included, sends what comes back to its sockets).');
+      + 'relay (bench/servers/redis-relay.js: the redis npm client, a channel per topic, node 0 PUBLISHes and every node, node 0 included, sends what comes back to its sockets).');
     P();
     P(`Two rate points: the CPU point, ${fmt(c.rate)} deliveries/s in total (${fmt(c.rate / total, 3)} msg/s per connection = per topic), and the latency point, half of it; `
       + `each after ${c.settle} s a window of ${c.window} s. _same-node_ = clients of node 0 (the publisher's; in symphony-local every node is its own publisher), `
@@ -865,7 +865,7 @@ function markdown(res) {
     P(`A fresh server per run, ${pin && pin.server ? `pinned to CPU ${pin.server} with ${meta.cfg.cpuThreads} IO thread(s)` : 'not pinned'}, `
       + `loadgen ${pin && pin.loadgen ? `on CPU ${pin.loadgen}` : 'not pinned'}: ${fmt(c.connections)} connections ramp (no traffic), connection n subscribes topic n `
       + `(${fmt(c.topics)} topics, ${fmt(c.connections / c.topics)} subscriber(s) each), then the JS thread publishes R messages/s in total of ${c.size} B (binary, the due time first). `
-      + 'The schedule is the same code for every arm (bench/lib/server-cli.js, `--stagger 1`): the topics take turns, message m goes to topic m mod N and is due at '
+      + 'The schedule is the same code for every arm (bench/servers/harness.js, `--stagger 1`): the topics take turns, message m goes to topic m mod N and is due at '
       + 'start + (m + 1) / R; the 1 ms timer publishes whatever has come due (~R / 1000 per tick), so each topic\'s messages are evenly spaced N / R s apart and no tick '
       + `publishes a round of every topic. Each rate point: ${c.settle} s settle, a window of ${c.window} s (its edges marked in loadgen, /proc and the server); `
       + `after a warm-up of ${c.warmup} s the points follow each other without a pause, except after a failing one: rate 0 until loadgen receives nothing (the drain). Points in ascending order: the sweep until the first point that fails `

@@ -328,7 +328,7 @@ function statsDelta(server, k, a, b) {
 }
 
 /**
- * One server, the JSON shape (bench/lib/json-trade.js, text, `rate` per
+ * One server, the JSON shape (bench/servers/json-trade.js, text, `rate` per
  * connection over `topics`): idle; `connections` ramp with the traffic off,
  * every one offering permessage-deflate (the arm decides whether the server
  * accepts); parked (footprint per connection, deflate negotiated or not);

@@ -2,33 +2,34 @@
 'use strict';
 // The benchmark runner (npm run bench). See bench/README.md.
 //
-//   node bench/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes,json,bus,publish]
+//   node bench/runner/run.js [--quick | --full] [--phases parked,soak,cpu,handshakes,json,bus,publish]
 //        [--arms jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,...]
 //        [--arm-env NAME=K=V,...] [--repeats 3] [--fixed-order] [--cpus LIST|none]
 //        [--baseline DIR] [--uws-path DIR] [...]
 //
-// Results go to bench/results/<timestamp>/ (or --out DIR).
+// Results go to bench/results/YYYY-MM-DD-<what>/ (--name WHAT, or said by the
+// phases, preset and repeats; or --out DIR).
 
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { BUILTIN, selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./lib/arms');
-const { ServerProc, LOADGEN } = require('./lib/procs');
-const { redisVersion } = require('./lib/redis');
-const { fdLimits, fdCount } = require('./lib/sample');
-const phases = require('./lib/phases');
-const report = require('./lib/report');
-const { now, sleep, stamp, fmt, fmtRange, finite, loadgenMakeVars } = require('./lib/util');
+const { BUILTIN, selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./arms');
+const { ServerProc, LOADGEN } = require('./procs');
+const { redisVersion } = require('./redis');
+const { fdLimits, fdCount } = require('./sample');
+const phases = require('./phases');
+const report = require('./report');
+const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
-const ROOT = path.join(__dirname, '..');
+const BENCH = path.join(__dirname, '..');
 const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish'];
 // bus (issue 12: several processes over Redis) and publish (issue 14:
 // publish-heavy, N topics x 1 subscriber, with a capacity sweep) are opt-in:
 // --phases bus, --phases publish
 const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json'];
 
-const USAGE = `usage: node bench/run.js [options]        (npm run bench -- [options])
+const USAGE = `usage: node bench/runner/run.js [options]        (npm run bench -- [options])
 
 Presets (populations and holds; other options override them):
   --quick                small populations, < 5 min on 2 cores (repeats 1 unless --repeats)
@@ -97,7 +98,11 @@ Populations and timing:
   --settle S             idle and settle times of the parked and cpu phases
 
 Output:
-  --out DIR              results folder (default bench/results/<timestamp>)
+  --name WHAT            results folder bench/results/YYYY-MM-DD-WHAT (the UTC date; WHAT:
+                         lower-case words joined by - or .; default: the phases, the preset
+                         and the repeats, e.g. default-3x, cpu-publish-3x, parked-quick-1x;
+                         -2, -3 ... appended when the folder is there)
+  --out DIR              results folder, exactly DIR (instead of --name)
   --rebuild DIR          write DIR/report.md and its charts again from DIR/results.json
   --help
 `;
@@ -122,12 +127,13 @@ function parseArgs(argv) {
   }
   const known = new Set(['armEnv', 'quick', 'full', 'fixed-order', 'help', 'phases', 'arms', 'arm-env', 'repeats', 'cpus', 'threads',
     'cpu-threads', 'sample-hz', 'loadgen-max', 'connections', 'parked-levels', 'peak', 'trough', 'cycles', 'churn',
-    'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'rebuild',
+    'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'name', 'rebuild',
     'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
     'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
     'publish-refine', 'publish-window', 'publish-p99']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
+  if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
   return o;
 }
 
@@ -243,7 +249,7 @@ function loadgenHelp() {
  * sources (loadgen's and the src/ parsers it compiles in) changed; nothing
  * when it is up to date. A stale loadgen would measure with old code. */
 function ensureLoadgen(log) {
-  const out = execFileSync('make', ['-C', __dirname, '--no-print-directory', ...loadgenMakeVars()],
+  const out = execFileSync('make', ['-C', BENCH, '--no-print-directory', ...loadgenMakeVars()],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (/\bcc\b|gcc|clang/.test(out)) log('loadgen built (make -C bench)');
 }
@@ -325,6 +331,8 @@ async function main() {
   if (idle.length) armNotes.push(`arms that run none of the phases ${phaseList.join(', ')} left out: ${idle.join(', ')}`);
   if (arms.length === 0) throw new Error(`no arm runs the phases ${phaseList.join(', ')}`);
   const repeats = int(o, 'repeats', 1, 100) ?? (o.quick ? 1 : 3);
+  // checked now, the folder made only once the run is ready to start
+  const runName = o.out ? null : resultsName({ name: o.name, phases: phaseList, defaultPhases: DEFAULT_PHASES, preset: presetName, repeats });
   const nproc = os.cpus().length;
 
   // population overrides
@@ -427,7 +435,7 @@ async function main() {
   }
   if (busArms.some((a) => a.bus === 'relay')) {
     try {
-      require.resolve('redis', { paths: [ROOT] });
+      require.resolve('redis', { paths: [BENCH] });
     } catch {
       throw new Error('the ws-redis and uws-redis arms need the redis npm client (a devDependency: npm install)');
     }
@@ -514,16 +522,16 @@ async function main() {
   cfg.parked.measure = cfg.parked.measure || cfg.measure;
   cfg.soak.measure = cfg.soak.measure || cfg.measure;
 
-  const outDir = o.out ? path.resolve(o.out) : path.join(__dirname, 'results', stamp());
+  const outDir = o.out ? path.resolve(o.out) : freeDir(path.join(BENCH, 'results'), runName);
   const meta = {
     preset: presetName,
-    command: `node bench/run.js ${process.argv.slice(2).join(' ')}`.trim(),
+    command: `node bench/runner/run.js ${process.argv.slice(2).join(' ')}`.trim(),
     date: new Date().toISOString(),
     machine: machine(),
     repeats,
     fixedOrder: !!o['fixed-order'],
     phases: phaseList,
-    arms: arms.map((a) => ({ name: a.name, what: a.what, env: a.env, script: path.relative(ROOT, a.script), soak: a.soak,
+    arms: arms.map((a) => ({ name: a.name, what: a.what, env: a.env, script: path.relative(BENCH, a.script), soak: a.soak,
       phases: phasesOf(a), deflate: a.deflate || null,
       root: a.gate === 'symphony' ? a.root || REPO : null, baselineOf: a.baselineOf || null })),
     source: describeCheckout(REPO),

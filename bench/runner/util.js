@@ -1,6 +1,9 @@
 'use strict';
 // Small helpers shared by the benchmark runner: time, statistics, formatting.
 
+const fs = require('node:fs');
+const path = require('node:path');
+
 // CLOCK_MONOTONIC, the clock loadgen reports in (its "start" event's mono_ns).
 const T0 = process.hrtime.bigint();
 
@@ -84,13 +87,32 @@ function mib(kib) {
   return finite(kib) ? kib / 1024 : null;
 }
 
-function pad2(n) {
-  return String(n).padStart(2, '0');
+/** What a --name may be: the <what> of a results folder's name. */
+const RESULTS_WHAT = /^[a-z0-9]+(?:[.-][a-z0-9]+)*$/;
+
+/**
+ * The name of a results folder, one convention for all: YYYY-MM-DD-<what>
+ * (the UTC date the run started). <what> is `name` (--name) when given, else
+ * said by the run: its phases ("default" for the default ones), the preset
+ * when not the default one, and the repeats, e.g. 2026-12-01-default-3x,
+ * 2026-12-01-cpu-publish-3x, 2026-12-01-parked-cpu-quick-1x.
+ */
+function resultsName({ name, phases, defaultPhases, preset, repeats }, d = new Date()) {
+  let what = name;
+  if (what === undefined || what === null) {
+    const same = phases.length === defaultPhases.length && phases.every((p, i) => p === defaultPhases[i]);
+    what = [same ? 'default' : phases.join('-'), ...(preset && preset !== 'default' ? [preset] : []), `${repeats}x`].join('-');
+  }
+  if (!RESULTS_WHAT.test(what)) throw new Error(`--name must be lower-case letters and digits, words joined by - or . (got ${what})`);
+  return `${d.toISOString().slice(0, 10)}-${what}`;
 }
 
-/** 2025-01-31T12-34-56 in local time: a folder name that sorts. */
-function stamp(d = new Date()) {
-  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}T${pad2(d.getHours())}-${pad2(d.getMinutes())}-${pad2(d.getSeconds())}`;
+/** parent/name, or parent/name-2, -3 ... when that folder is already there. */
+function freeDir(parent, name) {
+  for (let n = 1; ; n++) {
+    const dir = path.join(parent, n === 1 ? name : `${name}-${n}`);
+    if (!fs.existsSync(dir)) return dir;
+  }
 }
 
 /** The private OpenSSL's build folder (deps/openssl.sh: built once, then cached). */
@@ -105,4 +127,4 @@ function loadgenMakeVars() {
   return [`OPENSSL_DIR=${depDir('openssl')}`, `LIBDEFLATE_DIR=${depDir('libdeflate')}`];
 }
 
-module.exports = { opensslDir, loadgenMakeVars, now, monoToNow, nowToMono, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, stamp };
+module.exports = { opensslDir, loadgenMakeVars, now, monoToNow, nowToMono, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, resultsName, freeDir };

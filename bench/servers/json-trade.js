@@ -1,7 +1,7 @@
 'use strict';
 // The JSON shape's payload: a ~620 B market-data trade message, generated
 // deterministically per topic and message (a seeded PRNG), shaped like
-// bench/results/deflate-choice's json-trade set (symbol, price, size, side,
+// bench/results/2026-11-30-deflate-choice's json-trade set (symbol, price, size, side,
 // time in µs, trade id, sequence, two order UUIDs, venue, book with depth,
 // flags, fees) so that it compresses like a real feed: ~0.6 of its size
 // with no context takeover.

@@ -1,0 +1,42 @@
+/*
+ * sy_io_opts — what a server's IO threads are told: one struct, filled by
+ * the owner before the threads start (sy_server_create copies it; the
+ * server's public name for it is sy_server_opts_t) and read-only after.
+ *
+ * Threads: written by the owner before sy_io_start, then read by every IO
+ * thread. Ownership: host and path point at copies the server owns.
+ */
+#ifndef SY_IO_OPTS_H
+#define SY_IO_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1 } sy_slow_policy_t;
+
+typedef struct sy_io_opts {
+    const char *host;             /* numeric address or name to bind; copied */
+    uint16_t port;                /* 0: any free port */
+    const char *path;             /* only this path (before '?') upgrades; NULL: any */
+    unsigned threads;             /* 1..SY_SERVER_MAX_THREADS */
+    size_t max_payload;           /* largest message accepted from a client */
+    size_t max_backpressure;      /* queued bytes per connection before the policy */
+    sy_slow_policy_t slow_consumer;
+    unsigned idle_timeout_s;      /* 0: none */
+    unsigned handshake_timeout_s; /* complete upgrade request within this */
+    unsigned close_timeout_s;     /* wait this long for the peer's close reply */
+    size_t max_head_bytes;        /* request line + headers; default 8192 */
+    unsigned max_headers;         /* default 64 */
+    unsigned backlog;             /* listen() backlog */
+    uint32_t max_connections;     /* per server; 0: no limit beyond the fd limit */
+    size_t max_event_bytes;       /* per IO thread: stop reading clients while the owner
+                                     holds this many bytes of undelivered events */
+    bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
+    bool reclaim;                 /* memory policy: give memory back after a drop (sy_reclaim.h) */
+    bool compression;             /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
+    unsigned compress_level;      /* 1..9 */
+    size_t compress_threshold;    /* payloads below this many bytes always go plain */
+} sy_io_opts_t;
+
+#endif

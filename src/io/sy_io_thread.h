@@ -1,0 +1,165 @@
+/*
+ * sy_io_thread — one IO thread from the inside: its struct and what the
+ * modules that run on it (sy_conn, sy_upgrade, sy_reclaim) call back. Only
+ * src/io includes this header (the boundary test checks it); the owner's
+ * API is io/sy_io.h.
+ *
+ * Who points at a connection is sy_io's business: the slot table (a
+ * connection's identity inside the core is its slot; the poller's tags and
+ * the topics' subscriber arrays hold slots, so moving a connection in
+ * memory changes one cell, sy_io_compact_slot), and the dirty, dead and
+ * paused lists. Nothing else links or unlinks them.
+ *
+ * Threads: every function here runs on the IO thread itself (io), except
+ * where a field says the owner touches it (the queue under qlock, the
+ * atomics).
+ */
+#ifndef SY_IO_THREAD_H
+#define SY_IO_THREAD_H
+
+#include <pthread.h>
+
+#include "io/sy_io.h"
+#include "io/sy_reclaim.h"
+#include "net/sy_uring.h"
+
+#define SY_IO_RX_SIZE (64 * 1024) /* the thread's one receive buffer */
+#define SY_IO_POLL_FAILURES_MAX 100
+#define SY_IO_URING_ENTRIES 256 /* sends per io_uring batch */
+#define SY_IO_BATCH_IOV 1024    /* buffers per batch, all its sends together */
+
+#define SY_IO_GEN_PAGE_BITS 12
+#define SY_IO_GEN_PAGES 256 /* up to 1M connections per thread */
+
+struct sy_conn;
+
+/* An IO thread's batched sends (sy_uring): the ring, made when the thread
+ * starts and closed when it exits or when io_uring fails (then, and when
+ * it could not be made, ring is NULL: one send()/sendmsg() per connection),
+ * and the arrays of the batch being sent (capacity entries each, iov
+ * SY_IO_BATCH_IOV), from the thread's arena. */
+typedef struct sy_io_sends {
+    sy_uring_t *ring;
+    unsigned capacity;
+    struct sy_conn **conns;
+    size_t *totals; /* the bytes offered to each */
+    sy_uring_send_t *sends;
+    struct iovec *iov;
+} sy_io_sends_t;
+
+typedef struct sy_io {
+    sy_io_shared_t *shared;
+    unsigned index;
+    pthread_t thread;
+    bool started;
+
+    struct sy_poll *poll;
+    int listen_fd;
+    int wake_fd;
+    int spare_fd; /* held open to be able to refuse a connection at EMFILE */
+
+    /* Command queue: filled by the owner under qlock, swapped out whole;
+     * closed (exited) when the thread ends. */
+    pthread_mutex_t qlock;
+    bool exited;
+    bool wake_owed; /* commands queued without a wake-up (sy_io_push_later) */
+    sy_cmd_t *queue;
+    size_t qlen, qcap;
+    sy_cmd_t *work;
+    size_t wcap;
+
+    /* Connections by slot; live generation per slot readable by the owner. */
+    struct sy_conn **conns;
+    uint32_t nslots, slots_cap;
+    uint32_t next_gen;
+    uint32_t *free_slots;
+    uint32_t nfree, free_cap;
+    _Atomic(atomic_uint *) gen_pages[SY_IO_GEN_PAGES];
+
+    struct sy_conn *dirty;  /* connections to flush this turn */
+    struct sy_conn *dead;   /* closed this turn, freed at its end */
+    struct sy_conn *paused; /* not read while the owner is behind on events */
+    sy_io_sends_t sends;    /* how the dirty list is written */
+
+    uint8_t *rx;               /* one receive buffer for the whole thread (+ SY_INFLATE_TAIL) */
+    sy_deflate_t deflate;      /* this thread's compressor and decompressor (made on use) */
+    uint8_t *stream_scratch;   /* a transport's staging buffer (made on first use) */
+    int64_t handshake_turn_us; /* transport handshake time spent in this loop turn */
+    sy_batch_t *batch;
+    atomic_size_t event_bytes; /* in batches the owner has not given back */
+    bool reads_paused;
+    bool listen_paused; /* out of descriptors: not accepting until the sweep */
+    /* The owner's progress through this thread's batches: batch_seq is the
+     * last one handed over; owner_seq the last one it has handled (every
+     * event dispatched; what it sent in reply was queued before it stored
+     * it); owner_applied the last one whose replies this thread has also
+     * carried out (an OWNER_DONE command runs after every command queued
+     * before it). The connections in AWAIT_OWNER wait on owner_applied
+     * (awaiting: their ids). */
+    uint32_t batch_seq;
+    uint32_t owner_applied;
+    atomic_uint owner_seq;
+    atomic_uint owner_waiters;
+    uint64_t *awaiting;
+    uint32_t nawaiting, awaiting_cap;
+    unsigned poll_failures_row;
+
+    unsigned arena;  /* jemalloc arena of this thread, when own_arena */
+    bool own_arena;
+    sy_reclaim_t reclaim;
+
+    int64_t now_ms;
+    int64_t next_sweep_ms;
+    bool stopping;
+    int64_t stop_deadline_ms;
+
+    sy_stats_live_t stats;
+} sy_io_t;
+
+/* Makes a connection of an accepted socket (taken over) on this thread:
+ * slot, generation, poller registration, first state. NULL when it could not
+ * (stopping, out of memory, out of slots): the socket is closed then and
+ * shared->connections given back (the caller counted it). */
+struct sy_conn *sy_io_adopt(sy_io_t *io, int fd);
+/* Publishes whether the connection in slot is open (gen) or not (0). */
+void sy_io_set_live(sy_io_t *io, uint32_t slot, uint32_t gen);
+/* A destroyed connection: gives its slot back, unlinks it from the paused
+ * list, and puts it on the dead list (freed at the end of the turn). */
+void sy_io_forget(sy_io_t *io, struct sy_conn *c);
+/* Appends an event to this turn's batch (counted as lost when out of memory). */
+void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
+                const void *payload, size_t len);
+void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts,
+                 const size_t *lens, size_t n);
+/* The seq of the batch this turn's events go into. */
+static inline uint32_t sy_io_current_seq(const sy_io_t *io) { return io->batch_seq + 1; }
+/* True when the owner has handled batch seq and this thread has carried
+ * out what it sent meanwhile. */
+bool sy_io_owner_done(const sy_io_t *io, uint32_t seq);
+/* c waits (AWAIT_OWNER) until the owner has handled its last message's
+ * batch and this thread has carried out its replies: sy_conn_owner_caught_up
+ * is called then (at the latest by the sweep, at c's deadline). False when
+ * c could not be listed (out of memory): the caller closes now. */
+bool sy_io_await_owner(sy_io_t *io, struct sy_conn *c);
+/* Flush this connection at the end of the turn. */
+void sy_io_mark_dirty(sy_io_t *io, struct sy_conn *c);
+/* Stops reading it until the owner catches up on events (the paused list). */
+void sy_io_pause(sy_io_t *io, struct sy_conn *c);
+/* Registers what the connection's state needs (sy_conn_interest) with the
+ * poller when it changed. The poller refusing it never frees it here (a
+ * publish may be walking a subscriber array): it is marked broken and
+ * destroyed when the dirty list is flushed. */
+void sy_io_update_poll(sy_io_t *io, struct sy_conn *c);
+/* The memory policy's move of one slot's connection (sy_conn_compact),
+ * unless a list points at it. Returns the blocks moved; *skipped: it was
+ * empty or pinned. */
+unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped);
+
+/* How many slots the thread has used (live or free): the reclaim walks
+ * 0..n-1 with sy_io_compact_slot. */
+uint32_t sy_io_slot_count(const sy_io_t *io);
+/* Any live connection of the thread (NULL: none), to ask the allocator
+ * which arena connections come from. */
+const struct sy_conn *sy_io_any_conn(const sy_io_t *io);
+
+#endif
