@@ -21,14 +21,17 @@
 // Each variant lands in native/<platform>-<arch>/ under the name the loader
 // (lib/loader.js) looks for. jemalloc, OpenSSL, libdeflate and hiredis are built
 // (once, cached) by deps/jemalloc.sh, deps/openssl.sh, deps/libdeflate.sh and
-// deps/hiredis.sh.
+// deps/hiredis.sh. Beside the builds, THIRD_PARTY_NOTICES.md: the versions and
+// licence texts of those libraries, from the release tarballs of the build
+// folders linked (scripts/notices.js).
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { nodeHeaders, gypEnv } = require('./node-headers');
 const { depDir } = require('./deps');
-const { variantFileName, platformDir, detectLibc } = require('../lib/variants');
+const { writeBeside } = require('./notices');
+const { variantFileName, platformDir, detectLibc, pageOfFile } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
 
@@ -94,8 +97,9 @@ function buildVariant({ allocator, lgPage }, { opensslDir, libdeflateDir, hiredi
   const gypArgs = ['rebuild', `--nodedir=${nodeHeaders()}`, '--jobs=max', `--sy_allocator=${allocator}`,
     `--sy_openssl_dir=${opensslDir}`, `--sy_libdeflate_dir=${libdeflateDir}`, `--sy_hiredis_dir=${hiredisDir}`,
     `--sy_testing=${testing ? 1 : 0}`];
+  let jeDir = null;
   if (allocator === 'jemalloc') {
-    const jeDir = dependency(`jemalloc (lg-page ${lgPage})`, 'jemalloc', ['--lg-page', String(lgPage)]);
+    jeDir = dependency(`jemalloc (lg-page ${lgPage})`, 'jemalloc', ['--lg-page', String(lgPage)]);
     gypArgs.push(`--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`);
   }
   const env = gypEnv({ ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' });
@@ -115,7 +119,25 @@ function buildVariant({ allocator, lgPage }, { opensslDir, libdeflateDir, hiredi
   const size = fs.statSync(dest).size;
   console.error(`symphony: built ${testing ? 'the testing build ' : ''}${path.relative(root, dest)} (${(size / 1048576).toFixed(1)} MiB) ` +
     `addon ${((Date.now() - t) / 1000).toFixed(1)} s, total ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  return dest;
+  return { dest, jeDir };
+}
+
+/**
+ * THIRD_PARTY_NOTICES.md beside the builds of native/<platform>-<arch>/
+ * (scripts/notices.js): the licence texts of the libraries they link, from
+ * the release tarballs of the build folders just linked. jemalloc's too when
+ * a jemalloc build made earlier lies there (its cached build folder, found by
+ * its page).
+ */
+function writeNotices(deps, jeDir) {
+  const dir = path.join(root, 'native', platformDir());
+  if (!jeDir) {
+    const earlier = fs.readdirSync(dir).find((f) => /\.jemalloc-\d+k\.node$/.test(f));
+    if (earlier) jeDir = dependency('jemalloc', 'jemalloc', ['--lg-page', String(Math.log2(pageOfFile(earlier)))]);
+  }
+  const file = writeBeside(dir, { sy_openssl_dir: deps.opensslDir, sy_libdeflate_dir: deps.libdeflateDir,
+    sy_hiredis_dir: deps.hiredisDir, sy_jemalloc_dir: jeDir });
+  console.error(`symphony: wrote ${path.relative(root, file)}`);
 }
 
 /** True when a prebuilt binary loads on this host (and building is not asked for). */
@@ -150,7 +172,10 @@ function main() {
     // With its TLS layer built against the private OpenSSL (rediss://).
     hiredisDir: dependency('hiredis', 'hiredis', ['--openssl', opensslDir]),
   };
-  for (const v of variants) buildVariant(v, deps, opts.testing);
+  let jeDir = null;
+  for (const v of variants) jeDir = buildVariant(v, deps, opts.testing).jeDir || jeDir;
+  // Testing builds are never shipped: no notices in testing/.
+  if (!opts.testing) writeNotices(deps, jeDir);
 }
 
 if (require.main === module) {

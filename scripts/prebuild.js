@@ -17,6 +17,9 @@
 // deps/libdeflate.sh, deps/hiredis.sh);
 // every addon is compiled from a clean build folder. A manifest
 // (prebuilds/manifest.json) records each file's size, sha256 and build times.
+// Each folder gets THIRD_PARTY_NOTICES.md: the versions and licence texts of
+// the libraries linked in, from the release tarballs of their build folders
+// (scripts/notices.js).
 //
 // Before building anything it checks that everything the chosen targets need
 // is here (node-gyp from npm install, the compilers, make, perl, python3...)
@@ -30,6 +33,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { nodeHeaders, gypEnv: withoutNodedir } = require('./node-headers');
 const { depDir } = require('./deps');
+const { writeBeside } = require('./notices');
 const { variantFileName } = require('../lib/variants');
 const { GLIBC_FLOOR, glibcNeeds } = require('./glibc-floor');
 
@@ -199,6 +203,9 @@ function buildOne(name, t, cc, lgPage) {
   const tmp = `${dest}.tmp-${process.pid}`;
   run(t.strip, ['--strip-unneeded', '-o', tmp, built]);
   fs.renameSync(tmp, dest);
+  // The licence texts of what was just linked in, beside it (every target
+  // of a folder links the same four libraries: the same file).
+  writeBeside(destDir, { sy_jemalloc_dir: jeDir, sy_openssl_dir: sslDir, sy_libdeflate_dir: ldDir, sy_hiredis_dir: hrDir });
   const addonS = (Date.now() - t1) / 1000;
   const entry = {
     target: name, file: path.relative(root, dest), arch: t.arch, libc: t.libc, pageSize: 1 << lgPage,

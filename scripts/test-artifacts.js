@@ -3,7 +3,9 @@
 // Tests every prebuilt binary (prebuilds/, from scripts/prebuild.js) before
 // it ships. Fails if any artifact lacks jemalloc, carries another page size,
 // C library or CPU than its name says, exports anything but the N-API entry
-// points, needs a library or a glibc version it must not, or fails to run.
+// points, needs a library or a glibc version it must not, or fails to run;
+// or if its folder lacks THIRD_PARTY_NOTICES.md as committed, or the
+// jemalloc and OpenSSL versions in it are not the ones the notices name.
 //
 //   node scripts/test-artifacts.js [--targets=linux-x64-glibc,...] [--full] [--pack]
 //
@@ -39,6 +41,7 @@ const path = require('node:path');
 const root = path.resolve(__dirname, '..');
 const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
 const { GLIBC_FLOOR: FLOOR_TEXT, versionOf, versionAbove, glibcNeeds } = require('./glibc-floor');
+const notices = require('./notices');
 
 const GLIBC_FLOOR = versionOf(FLOOR_TEXT);
 const MACHINE = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' };
@@ -107,6 +110,9 @@ function staticChecks(entry) {
   const ssl = undef.filter((s) => OPENSSL_SYMBOL.test(s));
   check(ssl.length === 0, `${name}: no undefined OpenSSL symbol (${ssl.slice(0, 5).join(', ')})`);
   check(/OpenSSL 3\.5\.\d+ /.test(bytes.toString('latin1')), `${name}: carries the private OpenSSL 3.5`);
+  // The exact versions its THIRD_PARTY_NOTICES.md names (deps/*.sh's pins).
+  const sslVersion = notices.pinned(notices.LIBRARIES.find((l) => l.name === 'OpenSSL')).version;
+  check(bytes.toString('latin1').includes(`OpenSSL ${sslVersion} `), `${name}: carries OpenSSL ${sslVersion}, the version its notices name`);
   const d = mustSh('readelf', ['-d', '-W', file]);
   const needed = [...d.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1]);
   const allowed = entry.libc === 'glibc' ? /^(libc\.so\.6|ld-linux-[a-z0-9-]+\.so\.[0-9]+)$/ : /^libc\.so$/;
@@ -124,12 +130,24 @@ function staticChecks(entry) {
   const m = /symphony-build: allocator=([A-Za-z0-9.-]+) lg-page=(\d+) libc=([a-z]+) arch=([a-z0-9]+)/.exec(bytes.toString('latin1'));
   check(m !== null, `${name}: carries the build marker`);
   if (m) {
-    check(m[1].startsWith('jemalloc-5.3.0'), `${name}: carries jemalloc 5.3.0 (${m[1]})`);
+    const je = notices.pinned(notices.LIBRARIES.find((l) => l.name === 'jemalloc')).version;
+    check(m[1].startsWith(`jemalloc-${je}`), `${name}: carries jemalloc ${je}, the version its notices name (${m[1]})`);
     check((1 << Number(m[2])) === entry.pageSize, `${name}: jemalloc page ${1 << Number(m[2])} = ${entry.pageSize} (its name)`);
     check(m[3] === entry.libc, `${name}: C library ${m[3]} = ${entry.libc}`);
     check(m[4] === entry.arch, `${name}: CPU ${m[4]} = ${entry.arch}`);
   }
   return { maxGlibc, needed, bytes: bytes.length };
+}
+
+/** THIRD_PARTY_NOTICES.md beside a target's files: every library they link, as committed. */
+function noticesCheck(target, entries) {
+  const committed = fs.readFileSync(path.join(root, notices.FILE), 'utf8');
+  for (const dir of new Set(entries.map((e) => path.dirname(e.file)))) {
+    const file = path.join(root, dir, notices.FILE);
+    const have = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : null;
+    check(have === committed, `${target}: ${path.join(dir, notices.FILE)} ${have === null ? 'is missing' : 'differs from the committed ' + notices.FILE}` +
+      ' (scripts/prebuild.js writes it; node scripts/notices.js --check says whether the committed one is stale)');
+  }
 }
 
 // ---- runtimes ----------------------------------------------------------------------
@@ -213,6 +231,7 @@ function runTarget(target, entries, opts, timing) {
   const [, arch, libc] = /^linux-(x64|arm64)-(glibc|musl)$/.exec(target);
   const t0 = Date.now();
   note(`── ${target}`);
+  noticesCheck(target, entries);
   for (const e of entries) {
     const s = staticChecks(e);
     note(`  ${path.basename(e.file)}: ${(s.bytes / 1048576).toFixed(2)} MiB, NEEDED ${s.needed.join(' ')}` +
@@ -293,6 +312,9 @@ function packTest() {
     note(`  ${tgzName}: ${(size / 1048576).toFixed(2)} MiB`);
     const listing = mustSh('tar', ['-tzf', tgz]);
     check(/package\/prebuilds\/linux-x64\/symphony\.glibc\.jemalloc-4k\.node/.test(listing), 'the tarball carries the prebuilds');
+    for (const f of [notices.FILE, `prebuilds/linux-x64/${notices.FILE}`, 'scripts/notices.js']) {
+      check(listing.split('\n').includes(`package/${f}`), `the tarball carries ${f}`);
+    }
     // A PATH with node and npm only: no cc, gcc, make or python.
     const bin = path.join(work, 'bin');
     fs.mkdirSync(bin);

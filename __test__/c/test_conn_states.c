@@ -14,7 +14,7 @@
 #include "check.h"
 #include "harness.h"
 #include "io/sy_conn.h"
-#include "io/sy_io_thread.h"
+#include "io/sy_io_struct.h" /* white-box: the lists */
 #include "net/sy_poll.h"
 
 static void no_batches(void *ctx, sy_batch_t *b) {
@@ -41,7 +41,7 @@ int main(void) {
     if (io == NULL)
         return check_report("conn_states");
     sh.ios = &io;
-    io->now_ms = 1000000;
+    io->ctx.now_ms = 1000000;
 
     int sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
@@ -60,10 +60,10 @@ int main(void) {
     CHECK(!sy_io_is_open(io, id));
 
     /* A transport handshake and the request share one deadline. */
-    io->now_ms += 100;
+    io->ctx.now_ms += 100;
     sy_conn_enter(io, c, SY_CONN_HANDSHAKE);
     CHECK_EQ(c->deadline_ms, 1000100 + hs);
-    io->now_ms += 100;
+    io->ctx.now_ms += 100;
     sy_conn_enter(io, c, SY_CONN_HTTP);
     CHECK_EQ(c->deadline_ms, 1000100 + hs);
     /* So does the owner's decision; it is not read meanwhile. */
@@ -84,7 +84,7 @@ int main(void) {
      * replies go out), a short deadline. Back to open only for this test,
      * which the table forbids: a testing build counts it. */
     sy_conn_enter(io, c, SY_CONN_AWAIT_OWNER);
-    CHECK_EQ(c->deadline_ms, io->now_ms + SY_CONN_AWAIT_OWNER_MS);
+    CHECK_EQ(c->deadline_ms, io->ctx.now_ms + SY_CONN_AWAIT_OWNER_MS);
     CHECK_EQU(c->poll_ev, 0);
     CHECK(sy_io_is_open(io, id));
     CHECK(!sy_conn_transition_allowed(SY_CONN_AWAIT_OWNER, SY_CONN_OPEN));
@@ -100,16 +100,16 @@ int main(void) {
     CHECK_EQU(c->poll_ev, 0);
 
     /* Closing: the close timeout from now; no longer open to the owner. */
-    io->now_ms += 1000;
+    io->ctx.now_ms += 1000;
     sy_conn_enter(io, c, SY_CONN_CLOSING);
-    CHECK_EQ(c->deadline_ms, io->now_ms + ct);
+    CHECK_EQ(c->deadline_ms, io->ctx.now_ms + ct);
     CHECK(!sy_io_is_open(io, id));
-    io->now_ms += 1000;
+    io->ctx.now_ms += 1000;
     sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
-    CHECK_EQ(c->deadline_ms, io->now_ms + ct);
-    io->now_ms += 1000;
+    CHECK_EQ(c->deadline_ms, io->ctx.now_ms + ct);
+    io->ctx.now_ms += 1000;
     sy_conn_enter(io, c, SY_CONN_DRAINING);
-    CHECK_EQ(c->deadline_ms, io->now_ms + SY_CONN_DRAIN_MS);
+    CHECK_EQ(c->deadline_ms, io->ctx.now_ms + SY_CONN_DRAIN_MS);
 
     /* The poller refusing it (its socket gone from the epoll set): marked
      * broken and put on the dirty list, not freed here. */

@@ -20,7 +20,7 @@
 
 #define SY_HANDSHAKE_TURN_US 4000 /* transport handshake work per IO loop turn */
 
-uint64_t sy_conn_id(const sy_io_t *io, const sy_conn_t *c) { return sy_id_make(io->index, c->slot, c->gen); }
+uint64_t sy_conn_id(const sy_io_t *io, const sy_conn_t *c) { return sy_id_make(sy_io_ctx(io)->index, c->slot, c->gen); }
 
 /* The code for the owner's close event: the one exchanged, or else `code`. */
 static uint16_t close_code_or(const sy_conn_t *c, uint16_t code) { return c->close_code ? c->close_code : code; }
@@ -28,21 +28,21 @@ static uint16_t close_code_or(const sy_conn_t *c, uint16_t code) { return c->clo
 /* ---- states ------------------------------------------------------------- */
 
 static int64_t deadline_of(const sy_io_t *io, const sy_conn_t *c, sy_conn_state_t st) {
-    const sy_io_opts_t *o = &io->shared->opts;
+    const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
     switch (st) {
     case SY_CONN_HANDSHAKE:
-        return io->now_ms + (int64_t)o->handshake_timeout_s * 1000;
+        return sy_io_ctx(io)->now_ms + (int64_t)o->handshake_timeout_s * 1000;
     case SY_CONN_HTTP:
     case SY_CONN_UPGRADING:
         /* One deadline from accept to the owner's answer. */
-        return c->deadline_ms ? c->deadline_ms : io->now_ms + (int64_t)o->handshake_timeout_s * 1000;
+        return c->deadline_ms ? c->deadline_ms : sy_io_ctx(io)->now_ms + (int64_t)o->handshake_timeout_s * 1000;
     case SY_CONN_CLOSING:
     case SY_CONN_FLUSH_CLOSE:
-        return io->now_ms + (int64_t)o->close_timeout_s * 1000;
+        return sy_io_ctx(io)->now_ms + (int64_t)o->close_timeout_s * 1000;
     case SY_CONN_DRAINING:
-        return io->now_ms + SY_CONN_DRAIN_MS;
+        return sy_io_ctx(io)->now_ms + SY_CONN_DRAIN_MS;
     case SY_CONN_AWAIT_OWNER:
-        return io->now_ms + SY_CONN_AWAIT_OWNER_MS;
+        return sy_io_ctx(io)->now_ms + SY_CONN_AWAIT_OWNER_MS;
     default:
         return 0;
     }
@@ -129,12 +129,12 @@ sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out) {
     sy_conn_t *c = sy_calloc(1, sizeof(*c));
     if (c == NULL)
         return ENOMEM;
-    int rc = sy_stream_open(&c->stream, io->shared->transport, io->shared->transport_arg, fd);
+    int rc = sy_stream_open(&c->stream, sy_io_ctx(io)->shared->transport, sy_io_ctx(io)->shared->transport_arg, fd);
     if (rc != 0) {
         sy_free(c);
         return rc;
     }
-    c->last_rx_ms = io->now_ms;
+    c->last_rx_ms = sy_io_ctx(io)->now_ms;
     c->poll_ev = SY_POLL_IN; /* as sy_io registers it */
     c->state = SY_CONN_HTTP;
     *out = c;
@@ -220,7 +220,7 @@ void sy_conn_fail(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) 
 }
 
 void sy_conn_fail_oom(sy_io_t *io, sy_conn_t *c) {
-    sy_stat_inc(&io->stats.oom_closes);
+    sy_stat_inc(&sy_io_ctx(io)->stats.oom_closes);
     sy_conn_fail(io, c, 1011, "out of memory");
 }
 
@@ -236,18 +236,18 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
         if (c->state != SY_CONN_OPEN && c->state != SY_CONN_CLOSING)
             return false;
         /* A peer that pings without reading gets no unbounded pong queue. */
-        if (queued > 2 * io->shared->opts.max_backpressure + 1024)
+        if (queued > 2 * sy_io_ctx(io)->shared->opts.max_backpressure + 1024)
             return false;
     } else {
         if (!sy_conn_open_to_owner((sy_conn_state_t)c->state))
             return false;
-        if (queued > 0 && queued + m->len > io->shared->opts.max_backpressure) {
+        if (queued > 0 && queued + m->len > sy_io_ctx(io)->shared->opts.max_backpressure) {
             c->hit_limit = true;
-            if (io->shared->opts.slow_consumer == SY_SLOW_CLOSE) {
-                sy_stat_inc(&io->stats.slow_closes);
+            if (sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CLOSE) {
+                sy_stat_inc(&sy_io_ctx(io)->stats.slow_closes);
                 sy_conn_fail(io, c, 1008, "slow consumer");
             } else {
-                sy_stat_inc(&io->stats.dropped);
+                sy_stat_inc(&sy_io_ctx(io)->stats.dropped);
             }
             return false;
         }
@@ -257,7 +257,7 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
         return false;
     }
     if (!control)
-        sy_stat_inc(&io->stats.messages_out);
+        sy_stat_inc(&sy_io_ctx(io)->stats.messages_out);
     sy_io_mark_dirty(io, c);
     return true;
 }
@@ -268,7 +268,7 @@ sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
         return m;
     if (c->zwin != 0 && sy_refbuf_payload_len(m) > (size_t)1 << c->zwin)
         return m; /* a match could reach past the client's window */
-    sy_refbuf_t *twin = sy_deflate_twin(&io->deflate, &io->shared->deflate_once, m, io->now_ms);
+    sy_refbuf_t *twin = sy_deflate_twin(&sy_io_ctx(io)->deflate, &sy_io_ctx(io)->shared->deflate_once, m, sy_io_ctx(io)->now_ms);
     return twin != NULL ? twin : m;
 }
 
@@ -314,16 +314,16 @@ static void after_flush(sy_io_t *io, sy_conn_t *c) {
  * (the poller is level-triggered, so it comes back); a burst of reconnects
  * must not starve delivery to the connections already open. */
 static void handshake_step(sy_io_t *io, sy_conn_t *c, bool from_read) {
-    if (from_read && io->handshake_turn_us >= SY_HANDSHAKE_TURN_US) {
-        sy_stat_inc(&io->stats.tls_deferred);
+    if (from_read && sy_io_ctx(io)->handshake_turn_us >= SY_HANDSHAKE_TURN_US) {
+        sy_stat_inc(&sy_io_ctx(io)->stats.tls_deferred);
         return;
     }
     int64_t t0 = sy_clock_us();
     sy_stream_rc_t rc = sy_stream_handshake(&c->stream);
-    io->handshake_turn_us += sy_clock_us() - t0;
+    sy_io_ctx(io)->handshake_turn_us += sy_clock_us() - t0;
     switch (rc) {
     case SY_STREAM_OK:
-        sy_stat_inc(&io->stats.tls_handshakes);
+        sy_stat_inc(&sy_io_ctx(io)->stats.tls_handshakes);
         c->want_out = false;
         sy_conn_enter(io, c, SY_CONN_HTTP); /* the request, if sent, is still in the socket */
         return;
@@ -334,7 +334,7 @@ static void handshake_step(sy_io_t *io, sy_conn_t *c, bool from_read) {
         want_writable(io, c, true);
         return;
     default: /* not TLS, an unsupported version, a bad record, closed midway */
-        sy_stat_inc(&io->stats.tls_failures);
+        sy_stat_inc(&sy_io_ctx(io)->stats.tls_failures);
         sy_conn_destroy(io, c, 1006);
         return;
     }
@@ -344,7 +344,7 @@ static void handshake_step(sy_io_t *io, sy_conn_t *c, bool from_read) {
  * socket failed (closed now) or its writability asked for while bytes wait,
  * and the state's next step once everything is written. */
 static void flushed(sy_io_t *io, sy_conn_t *c, sy_stream_rc_t rc, size_t written) {
-    sy_stat_add(&io->stats.bytes_out, written);
+    sy_stat_add(&sy_io_ctx(io)->stats.bytes_out, written);
     if (rc != SY_STREAM_OK && rc != SY_STREAM_WANT_WRITE && rc != SY_STREAM_WANT_READ) {
         sy_conn_destroy(io, c, close_code_or(c, 1006));
         return;
@@ -361,7 +361,7 @@ void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
         return;
     }
     size_t written = 0;
-    sy_stream_rc_t rc = sy_stream_flush(&c->stream, &c->outq, &io->stream_scratch, &written);
+    sy_stream_rc_t rc = sy_stream_flush(&c->stream, &c->outq, &sy_io_ctx(io)->stream_scratch, &written);
     flushed(io, c, rc, written);
 }
 
@@ -375,7 +375,7 @@ void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total) {
     sy_stream_rc_t rc = sy_stream_plain_wrote(&c->outq, res, total, &written);
     if (rc == SY_STREAM_OK && !sy_outq_empty(&c->outq)) {
         /* More than one write's buffers, or EINTR: the next batch. */
-        sy_stat_add(&io->stats.bytes_out, written);
+        sy_stat_add(&sy_io_ctx(io)->stats.bytes_out, written);
         sy_io_mark_dirty(io, c);
         return;
     }
@@ -400,8 +400,8 @@ bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
         }
     }
     uint32_t index;
-    if (!ok || sy_topic_add_sub(t, io->index, c->slot, &index) != 0) {
-        sy_topic_drop_interest(&io->shared->topics, t, io->index);
+    if (!ok || sy_topic_add_sub(t, sy_io_ctx(io)->index, c->slot, &index) != 0) {
+        sy_topic_drop_interest(&sy_io_ctx(io)->shared->topics, t, sy_io_ctx(io)->index);
         return false;
     }
     c->subs[c->nsubs].topic = t;
@@ -413,9 +413,9 @@ bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
 static void remove_sub(sy_io_t *io, sy_conn_t *c, uint32_t i) {
     sy_topic_t *t = c->subs[i].topic;
     uint32_t moved_slot;
-    if (sy_topic_remove_sub(t, io->index, c->subs[i].index, &moved_slot)) {
+    if (sy_topic_remove_sub(t, sy_io_ctx(io)->index, c->subs[i].index, &moved_slot)) {
         /* The subscriber swapped into this index learns its new place. */
-        sy_conn_t *moved = io->conns[moved_slot];
+        sy_conn_t *moved = sy_io_conn_at(io, moved_slot);
         for (uint32_t j = 0; j < moved->nsubs; j++) {
             if (moved->subs[j].topic == t) {
                 moved->subs[j].index = c->subs[i].index;
@@ -424,7 +424,7 @@ static void remove_sub(sy_io_t *io, sy_conn_t *c, uint32_t i) {
         }
     }
     c->subs[i] = c->subs[--c->nsubs];
-    sy_topic_drop_interest(&io->shared->topics, t, io->index);
+    sy_topic_drop_interest(&sy_io_ctx(io)->shared->topics, t, sy_io_ctx(io)->index);
 }
 
 void sy_conn_unsubscribe_all(sy_io_t *io, sy_conn_t *c) {
@@ -454,10 +454,10 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
     if (c->opened) {
         sy_io_emit(io, sy_conn_id(io, c), SY_EV_CLOSE, 0, close_code_or(c, code), c->close_reason,
                    c->close_reason_len);
-        sy_stat_inc(&io->stats.closed);
-        sy_stat_dec(&io->stats.connections);
+        sy_stat_inc(&sy_io_ctx(io)->stats.closed);
+        sy_stat_dec(&sy_io_ctx(io)->stats.connections);
         if (c->deflate)
-            sy_stat_dec(&io->stats.deflate_connections);
+            sy_stat_dec(&sy_io_ctx(io)->stats.deflate_connections);
     }
     sy_io_forget(io, c);
 }
@@ -477,8 +477,8 @@ bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t c
 
 static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
     c->msg_seq = sy_io_current_seq(io);
-    sy_stat_inc(&io->stats.messages_in);
-    sy_stat_add(&io->stats.bytes_in, n);
+    sy_stat_inc(&sy_io_ctx(io)->stats.messages_in);
+    sy_stat_add(&sy_io_ctx(io)->stats.bytes_in, n);
     sy_io_emit(io, sy_conn_id(io, c), SY_EV_MESSAGE, opcode == SY_WS_OP_BINARY ? 1 : 0, 0, p, n);
 }
 
@@ -516,7 +516,7 @@ void sy_conn_owner_caught_up(sy_io_t *io, sy_conn_t *c) {
 }
 
 static void protocol_error(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
-    sy_stat_inc(&io->stats.protocol_errors);
+    sy_stat_inc(&sy_io_ctx(io)->stats.protocol_errors);
     if (!await_owner(io, c, code, reason, strlen(reason), false))
         sy_conn_fail(io, c, code, reason);
 }
@@ -526,7 +526,7 @@ static void protocol_error(sy_io_t *io, sy_conn_t *c, uint16_t code, const char 
 static void deliver_compressed(sy_io_t *io, sy_conn_t *c, unsigned opcode, uint8_t *p, size_t n) {
     const uint8_t *msg;
     size_t len;
-    int rc = sy_inflate(&io->deflate, p, n, io->shared->opts.max_payload, io->now_ms, &msg, &len);
+    int rc = sy_inflate(&sy_io_ctx(io)->deflate, p, n, sy_io_ctx(io)->shared->opts.max_payload, sy_io_ctx(io)->now_ms, &msg, &len);
     if (rc == EMSGSIZE) {
         protocol_error(io, c, 1009, "message too big");
     } else if (rc == EBADMSG) {
@@ -538,7 +538,7 @@ static void deliver_compressed(sy_io_t *io, sy_conn_t *c, unsigned opcode, uint8
     } else {
         deliver(io, c, opcode, msg, len);
     }
-    sy_deflate_done(&io->deflate);
+    sy_deflate_done(&sy_io_ctx(io)->deflate);
 }
 
 static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
@@ -662,7 +662,7 @@ static bool check_partial(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uin
 /* Parses and handles the frames in buf[0..len); returns the bytes used. */
 static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
     size_t pos = 0;
-    const size_t max_payload = io->shared->opts.max_payload;
+    const size_t max_payload = sy_io_ctx(io)->shared->opts.max_payload;
     while (pos < len && reading_frames(c)) {
         sy_ws_frame_t f;
         long h = sy_ws_frame_parse(buf + pos, len - pos, c->deflate ? SY_WS_ALLOW_RSV1 : SY_WS_ROLE_SERVER, &f);
@@ -756,7 +756,7 @@ static bool keep_bytes(sy_conn_t *c, const uint8_t *buf, size_t len, size_t whol
            sy_buf_reserve_exact(&c->rbuf, c->rlen, &c->rcap, whole - c->rlen + SY_INFLATE_TAIL) == 0;
 }
 
-/* Frames from buf (io->rx or c->rbuf); keeps the incomplete rest. */
+/* Frames from buf (sy_io_ctx(io)->rx or c->rbuf); keeps the incomplete rest. */
 static void ws_consume(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
     size_t used = ws_process(io, c, buf, len);
     if (c->state == SY_CONN_DEAD)
@@ -771,12 +771,12 @@ static void ws_consume(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
 void sy_conn_opened(sy_io_t *io, sy_conn_t *c, const char *protocol, size_t protocol_len) {
     sy_outq_pin(&c->outq);
     c->opened = true;
-    c->last_rx_ms = io->now_ms;
+    c->last_rx_ms = sy_io_ctx(io)->now_ms;
     sy_conn_enter(io, c, SY_CONN_OPEN);
-    sy_stat_inc(&io->stats.opened);
-    sy_stat_inc(&io->stats.connections);
+    sy_stat_inc(&sy_io_ctx(io)->stats.opened);
+    sy_stat_inc(&sy_io_ctx(io)->stats.connections);
     if (c->deflate)
-        sy_stat_inc(&io->stats.deflate_connections);
+        sy_stat_inc(&sy_io_ctx(io)->stats.deflate_connections);
     sy_io_emit(io, sy_conn_id(io, c), SY_EV_OPEN, c->deflate ? SY_EV_OPEN_DEFLATE : 0, 0, protocol, protocol_len);
     sy_io_mark_dirty(io, c);
     if (c->rlen > 0 && rbuf_append(c, NULL, 0) != 0) /* the room sy_inflate needs */
@@ -796,20 +796,20 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         handshake_step(io, c, true);
         return;
     }
-    if (io->reads_paused && c->state == SY_CONN_OPEN) {
+    if (sy_io_ctx(io)->reads_paused && c->state == SY_CONN_OPEN) {
         sy_io_pause(io, c);
         return;
     }
     size_t n = 0;
-    sy_stream_rc_t rc = sy_stream_read(&c->stream, io->rx, SY_IO_RX_SIZE, &n);
+    sy_stream_rc_t rc = sy_stream_read(&c->stream, sy_io_ctx(io)->rx, SY_IO_RX_SIZE, &n);
     if (rc == SY_STREAM_WANT_READ || rc == SY_STREAM_WANT_WRITE)
         return;
     if (n > 0) {
-        c->last_rx_ms = io->now_ms;
+        c->last_rx_ms = sy_io_ctx(io)->now_ms;
         c->ping_sent = false;
         switch (c->state) {
         case SY_CONN_HTTP:
-            if (sy_buf_append(&c->rbuf, &c->rlen, &c->rcap, io->rx, n, 256) != 0) {
+            if (sy_buf_append(&c->rbuf, &c->rlen, &c->rcap, sy_io_ctx(io)->rx, n, 256) != 0) {
                 sy_conn_destroy(io, c, 1006);
                 return;
             }
@@ -818,13 +818,13 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         case SY_CONN_OPEN:
         case SY_CONN_CLOSING:
             if (c->rlen > 0) {
-                if (rbuf_append(c, io->rx, n) != 0) {
+                if (rbuf_append(c, sy_io_ctx(io)->rx, n) != 0) {
                     sy_conn_fail_oom(io, c);
                     return;
                 }
                 ws_consume(io, c, c->rbuf, c->rlen);
             } else {
-                ws_consume(io, c, io->rx, n);
+                ws_consume(io, c, sy_io_ctx(io)->rx, n);
             }
             break;
         default:
@@ -835,7 +835,7 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         return;
     /* The stream ended or failed (after the bytes above). */
     if (rc == SY_STREAM_BAD)
-        sy_stat_inc(&io->stats.protocol_errors);
+        sy_stat_inc(&sy_io_ctx(io)->stats.protocol_errors);
     sy_conn_destroy(io, c, close_code_or(c, 1006));
 }
 
@@ -852,11 +852,11 @@ void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
 /* ---- timeouts -------------------------------------------------------------------- */
 
 void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
-    const sy_io_opts_t *o = &io->shared->opts;
-    int64_t now = io->now_ms;
+    const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
+    int64_t now = sy_io_ctx(io)->now_ms;
     if (sy_conn_before_open((sy_conn_state_t)c->state)) {
         if (now >= c->deadline_ms) {
-            sy_stat_inc(&io->stats.timeouts);
+            sy_stat_inc(&sy_io_ctx(io)->stats.timeouts);
             sy_conn_destroy(io, c, 1006);
         }
         return;
@@ -873,7 +873,7 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
              * a check just before half the timeout is followed by one past
              * it, so the close waits for the sweep after the ping. */
             if (idle >= limit && c->ping_sent) {
-                sy_stat_inc(&io->stats.timeouts);
+                sy_stat_inc(&sy_io_ctx(io)->stats.timeouts);
                 sy_conn_fail(io, c, 1001, "idle timeout");
                 return;
             }

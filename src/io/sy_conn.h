@@ -47,8 +47,9 @@
  *
  * The lists that point at a connection (the slot table, the dirty, dead and
  * paused lists) belong to sy_io, the subscriber arrays to sy_topic; both name
- * it by slot where they can (sy_io.h). sy_conn changes them only through
- * their functions.
+ * it by slot where they can (io/sy_io_thread.h). sy_conn changes them only
+ * through their functions, and sees of its thread only sy_io_ctx_t (the
+ * clock, the options, the counters, the receive buffer, the compressor).
  *
  * Threads: the IO thread that owns the connection only.
  */
@@ -137,11 +138,10 @@ typedef struct sy_conn {
     int64_t last_rx_ms;
     int64_t deadline_ms; /* 0: none */
 
-    uint8_t *rbuf;    /* unparsed bytes kept between reads. While UPGRADING, its
-                         first SY_WS_ACCEPT_LEN bytes are the accept key for the
-                         101 (sy_upgrade), then the bytes that followed the
-                         request. Once OPEN its capacity is always
-                         SY_INFLATE_TAIL past its bytes (sy_inflate works in place) */
+    uint8_t *rbuf;    /* bytes read and not yet consumed: the request head (kept
+                         while UPGRADING), then incomplete frames. From OPEN on
+                         its capacity is always SY_INFLATE_TAIL past them
+                         (sy_inflate works in place) */
     size_t rlen, rcap;
     uint8_t *mbuf;    /* payload of the fragmented message so far */
     size_t mlen, mcap;

@@ -1,6 +1,6 @@
 /* sy_io — see sy_io.h and sy_io_thread.h. */
 #define _GNU_SOURCE
-#include "io/sy_io_thread.h"
+#include "io/sy_io_struct.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,8 +27,8 @@
 #define SY_QUEUE_KEEP 64
 /* Flow control of events: stop reading from clients while the owner holds
  * opts.max_event_bytes of unprocessed batches; start again below a quarter. */
-#define SY_EVENTS_HIGH(io) ((io)->shared->opts.max_event_bytes)
-#define SY_EVENTS_LOW(io) ((io)->shared->opts.max_event_bytes / 4)
+#define SY_EVENTS_HIGH(io) ((io)->ctx.shared->opts.max_event_bytes)
+#define SY_EVENTS_LOW(io) ((io)->ctx.shared->opts.max_event_bytes / 4)
 
 /* Poller tags: a connection's is (generation, slot), never with generation
  * 0; the two descriptors that are not connections use generation 0. */
@@ -41,13 +41,13 @@ static void io_free(sy_io_t *io);
 
 /* Sets up io (zeroed): 0 or an errno value; io_free undoes what was done. */
 static int io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int listen_fd) {
-    io->shared = shared;
-    io->index = index;
+    io->ctx.shared = shared;
+    io->ctx.index = index;
     io->listen_fd = listen_fd;
     io->wake_fd = -1;
     io->spare_fd = -1;
     io->next_gen = 1;
-    sy_stats_live_init(&io->stats);
+    sy_stats_live_init(&io->ctx.stats);
     int rc = pthread_mutex_init(&io->qlock, NULL);
     if (rc != 0)
         return rc;
@@ -59,9 +59,9 @@ static int io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int list
         return errno;
     if (listen_fd >= 0)
         io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* -1 is survivable */
-    sy_deflate_init(&io->deflate, (int)shared->opts.compress_level, &io->stats);
-    io->rx = sy_malloc(SY_IO_RX_SIZE + SY_INFLATE_TAIL);
-    if (io->rx == NULL)
+    sy_deflate_init(&io->ctx.deflate, (int)shared->opts.compress_level, &io->ctx.stats);
+    io->ctx.rx = sy_malloc(SY_IO_RX_SIZE + SY_INFLATE_TAIL);
+    if (io->ctx.rx == NULL)
         return ENOMEM;
     if ((rc = sy_poll_add(io->poll, io->wake_fd, SY_POLL_IN, WAKE_TAG)) != 0)
         return rc;
@@ -87,11 +87,15 @@ sy_io_t *sy_io_create(sy_io_shared_t *shared, unsigned index, int listen_fd, int
     return io;
 }
 
-unsigned sy_io_index(const sy_io_t *io) { return io->index; }
+unsigned sy_io_index(const sy_io_t *io) { return io->ctx.index; }
 
-void sy_io_stats_snapshot(sy_io_t *io, sy_stats_t *out) { sy_stats_snapshot(&io->stats, out); }
+void sy_io_stats_snapshot(sy_io_t *io, sy_stats_t *out) { sy_stats_snapshot(&io->ctx.stats, out); }
 
 uint32_t sy_io_slot_count(const sy_io_t *io) { return io->nslots; }
+
+sy_conn_t *sy_io_conn_at(const sy_io_t *io, uint32_t slot) { return io->conns[slot]; }
+
+uint32_t sy_io_current_seq(const sy_io_t *io) { return io->batch_seq + 1; }
 
 const sy_conn_t *sy_io_any_conn(const sy_io_t *io) {
     for (uint32_t i = 0; i < io->nslots; i++) {
@@ -130,16 +134,16 @@ void sy_accept_free(sy_topics_t *topics, unsigned thread, sy_accept_t *a) {
 static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
     if (cmd->type == SY_CMD_ADOPT && cmd->arg.fd >= 0) {
         (void)close(cmd->arg.fd);
-        atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
     }
     sy_refbuf_release(cmd->buf);
     if (cmd->topic != NULL) {
         if (cmd->type == SY_CMD_SUBSCRIBE)
-            sy_topic_drop_interest(&io->shared->topics, cmd->topic, io->index);
+            sy_topic_drop_interest(&io->ctx.shared->topics, cmd->topic, io->ctx.index);
         else
-            sy_topic_release(&io->shared->topics, cmd->topic);
+            sy_topic_release(&io->ctx.shared->topics, cmd->topic);
     }
-    sy_accept_free(&io->shared->topics, io->index, cmd->accept);
+    sy_accept_free(&io->ctx.shared->topics, io->ctx.index, cmd->accept);
 }
 
 static void io_free(sy_io_t *io) {
@@ -157,9 +161,9 @@ static void io_free(sy_io_t *io) {
     sy_free(io->free_slots);
     for (unsigned i = 0; i < SY_IO_GEN_PAGES; i++)
         sy_free(atomic_load_explicit(&io->gen_pages[i], memory_order_relaxed));
-    sy_free(io->rx);
-    sy_free(io->stream_scratch);
-    sy_deflate_free(&io->deflate);
+    sy_free(io->ctx.rx);
+    sy_free(io->ctx.stream_scratch);
+    sy_deflate_free(&io->ctx.deflate);
     sy_free(io->awaiting);
     sy_batch_free(io->batch);
     if (io->listen_fd >= 0)
@@ -341,7 +345,7 @@ static void unpause(sy_io_t *io, sy_conn_t *c) {
 }
 
 void sy_io_forget(sy_io_t *io, sy_conn_t *c) {
-    atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
     release_slot(io, c->slot);
     unpause(io, c);
     c->next_dead = io->dead;
@@ -373,14 +377,14 @@ unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped) {
 
 void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts, const size_t *lens,
                  size_t n) {
-    if (sy_batch_addv(&io->batch, io->index, conn, type, 0, 0, parts, lens, n) != 0)
-        sy_stat_inc(&io->stats.events_lost);
+    if (sy_batch_addv(&io->batch, io->ctx.index, conn, type, 0, 0, parts, lens, n) != 0)
+        sy_stat_inc(&io->ctx.stats.events_lost);
 }
 
 void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *payload,
                 size_t len) {
-    if (sy_batch_add(&io->batch, io->index, conn, type, flags, code, payload, len) != 0)
-        sy_stat_inc(&io->stats.events_lost);
+    if (sy_batch_add(&io->batch, io->ctx.index, conn, type, flags, code, payload, len) != 0)
+        sy_stat_inc(&io->ctx.stats.events_lost);
 }
 
 void sy_io_mark_dirty(sy_io_t *io, sy_conn_t *c) {
@@ -414,8 +418,8 @@ static void hand_over_batch(sy_io_t *io) {
     size_t bytes = sy_batch_bytes(b);
     size_t total = atomic_fetch_add_explicit(&io->event_bytes, bytes, memory_order_relaxed) + bytes;
     if (total > SY_EVENTS_HIGH(io))
-        io->reads_paused = true;
-    io->shared->on_batch(io->shared->ctx, b);
+        io->ctx.reads_paused = true;
+    io->ctx.shared->on_batch(io->ctx.shared->ctx, b);
 }
 
 void sy_io_batch_done(sy_io_t *io, size_t bytes, uint32_t seq) {
@@ -467,7 +471,7 @@ static void settle_awaiting(sy_io_t *io) {
         sy_conn_t *c = conn_at(io, sy_id_slot(id), sy_id_gen(id));
         if (c == NULL || c->state != SY_CONN_AWAIT_OWNER)
             continue;
-        if (!sy_conn_owner_behind(io, c) || io->now_ms >= c->deadline_ms)
+        if (!sy_conn_owner_behind(io, c) || io->ctx.now_ms >= c->deadline_ms)
             sy_conn_owner_caught_up(io, c);
         else
             io->awaiting[kept++] = id;
@@ -499,7 +503,7 @@ struct sy_conn *sy_io_adopt(sy_io_t *io, int fd) {
         sy_conn_start(io, c);
         return c;
     }
-    atomic_fetch_sub_explicit(&io->shared->connections, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
     return NULL;
 }
 
@@ -514,7 +518,7 @@ static void accept_some(sy_io_t *io) {
             fd = accept4(io->listen_fd, NULL, NULL, SOCK_CLOEXEC);
             if (fd >= 0) {
                 (void)close(fd);
-                sy_stat_inc(&io->stats.accept_rejects);
+                sy_stat_inc(&io->ctx.stats.accept_rejects);
             }
             io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
             if (fd >= 0)
@@ -527,21 +531,21 @@ static void accept_some(sy_io_t *io) {
                 /* Out of descriptors: stop listening until the next sweep, or
                  * the level-triggered listener would spin. */
                 (void)sy_poll_del(io->poll, io->listen_fd);
-                io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
+                io->next_sweep_ms = io->ctx.now_ms + SY_SWEEP_MS;
                 io->listen_paused = true;
             }
             return;
         }
         int one = 1;
         (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* an optimisation only */
-        atomic_fetch_add_explicit(&io->shared->connections, 1, memory_order_relaxed);
-        unsigned t = io->shared->next_thread++ % io->shared->nthreads;
-        if (t == io->index) {
+        atomic_fetch_add_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
+        unsigned t = io->ctx.shared->next_thread++ % io->ctx.shared->nthreads;
+        if (t == io->ctx.index) {
             (void)sy_io_adopt(io, fd);
             continue;
         }
         sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .arg.fd = fd};
-        if (sy_io_push(io->shared->ios[t], &cmd) != 0)
+        if (sy_io_push(io->ctx.shared->ios[t], &cmd) != 0)
             (void)sy_io_adopt(io, fd); /* the other queue is out of memory or closed: keep it here */
     }
 }
@@ -552,7 +556,7 @@ static void accept_some(sy_io_t *io) {
  * subscriber (sy_conn_push: a failing connection is destroyed after the
  * walk), so the array holds still meanwhile. */
 static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
-    sy_topic_slot_t *slot = &cmd->topic->slots[io->index];
+    sy_topic_slot_t *slot = &cmd->topic->slots[io->ctx.index];
     uint32_t queued = 0, queued_twin = 0;
     sy_refbuf_t *plain = cmd->buf, *twin = NULL;
     /* The command's own reference keeps the buffer (and its compressed
@@ -582,11 +586,11 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
 static void begin_stop(sy_io_t *io, uint32_t deadline_ms) {
     if (io->stopping) {
         if (deadline_ms == 0)
-            io->stop_deadline_ms = io->now_ms; /* a forced stop after a graceful one */
+            io->stop_deadline_ms = io->ctx.now_ms; /* a forced stop after a graceful one */
         return;
     }
     io->stopping = true;
-    io->stop_deadline_ms = io->now_ms + deadline_ms;
+    io->stop_deadline_ms = io->ctx.now_ms + deadline_ms;
     if (io->listen_fd >= 0) {
         if (!io->listen_paused)
             (void)sy_poll_del(io->poll, io->listen_fd);
@@ -673,8 +677,8 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         settle_awaiting(io);
         break;
     case SY_CMD_RESUME:
-        if (io->reads_paused && atomic_load_explicit(&io->event_bytes, memory_order_relaxed) < SY_EVENTS_LOW(io)) {
-            io->reads_paused = false;
+        if (io->ctx.reads_paused && atomic_load_explicit(&io->event_bytes, memory_order_relaxed) < SY_EVENTS_LOW(io)) {
+            io->ctx.reads_paused = false;
             while (io->paused != NULL) {
                 sy_conn_t *k = io->paused;
                 io->paused = k->next_paused;
@@ -704,7 +708,7 @@ static void run_commands(sy_io_t *io) {
     io->work = work;
     io->wcap = cap;
     if (n > 0)
-        sy_stat_inc(&io->stats.command_runs);
+        sy_stat_inc(&io->ctx.stats.command_runs);
     for (size_t i = 0; i < n; i++)
         do_command(io, &work[i]);
 }
@@ -719,9 +723,9 @@ static void sweep(sy_io_t *io) {
     }
     /* Freed pages go back after their decay time even if no thread
      * allocates again (jemalloc decays only on activity otherwise). */
-    if (io->index == 0)
+    if (io->ctx.index == 0)
         (void)sy_alloc_decay_all();
-    sy_deflate_trim(&io->deflate, io->now_ms);
+    sy_deflate_trim(&io->ctx.deflate, io->ctx.now_ms);
     settle_awaiting(io);
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
         if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG) == 0)
@@ -754,7 +758,7 @@ static void sends_close(sy_io_t *io) {
     sy_free(b->sends);
     sy_free(b->iov);
     memset(b, 0, sizeof(*b));
-    atomic_store_explicit(&io->stats.io_uring, 0, memory_order_relaxed);
+    atomic_store_explicit(&io->ctx.stats.io_uring, 0, memory_order_relaxed);
 }
 
 /* This thread's ring and batch arrays (in its arena), unless io_uring is
@@ -762,7 +766,7 @@ static void sends_close(sy_io_t *io) {
  * one with send()/sendmsg(). */
 static void sends_open(sy_io_t *io) {
     sy_io_sends_t *b = &io->sends;
-    if (!io->shared->try_uring || sy_uring_open(SY_IO_URING_ENTRIES, &b->ring) != 0)
+    if (!io->ctx.shared->try_uring || sy_uring_open(SY_IO_URING_ENTRIES, &b->ring) != 0)
         return;
     unsigned cap = sy_uring_capacity(b->ring);
     b->conns = sy_malloc(cap * sizeof(*b->conns));
@@ -774,7 +778,7 @@ static void sends_open(sy_io_t *io) {
         return;
     }
     b->capacity = cap;
-    atomic_store_explicit(&io->stats.io_uring, 1, memory_order_relaxed);
+    atomic_store_explicit(&io->ctx.stats.io_uring, 1, memory_order_relaxed);
 }
 
 static sy_conn_t *pop_dirty(sy_io_t *io) {
@@ -831,8 +835,8 @@ static void send_batch(sy_io_t *io, unsigned n) {
     sy_io_sends_t *b = &io->sends;
     int rc = sy_uring_send(b->ring, b->sends, n);
     if (rc == 0) {
-        sy_stat_inc(&io->stats.uring_batches);
-        sy_stat_add(&io->stats.uring_sends, n);
+        sy_stat_inc(&io->ctx.stats.uring_batches);
+        sy_stat_add(&io->ctx.stats.uring_sends, n);
     }
     for (unsigned i = 0; i < n; i++) {
         int32_t res = b->sends[i].res;
@@ -902,14 +906,14 @@ static void on_event(sy_io_t *io, const sy_poll_event_t *ev, bool *commands) {
  * SY_IO_POLL_FAILURES_MAX failures in a row the thread gives up (sy_io.h).
  * Returns true when it gave up. */
 static bool poll_failed(sy_io_t *io, int err) {
-    sy_stat_inc(&io->stats.poll_failures);
+    sy_stat_inc(&io->ctx.stats.poll_failures);
     if (++io->poll_failures_row < SY_IO_POLL_FAILURES_MAX) {
         struct timespec pause = {.tv_sec = 0, .tv_nsec = SY_POLL_RETRY_MS * 1000000L};
         (void)nanosleep(&pause, NULL);
         return false;
     }
     const char *why = strerror(err);
-    sy_io_emit(io, io->index, SY_EV_FAILED, 0, (uint16_t)err, why, strlen(why));
+    sy_io_emit(io, io->ctx.index, SY_EV_FAILED, 0, (uint16_t)err, why, strlen(why));
     return true; /* the loop's end closes the connections (1011) */
 }
 
@@ -921,32 +925,32 @@ static void *io_main(void *arg) {
         if (!io->own_arena)
             sy_alloc_arena_release(io->arena);
         else
-            atomic_store_explicit(&io->stats.arena, (int)io->arena, memory_order_relaxed);
+            atomic_store_explicit(&io->ctx.stats.arena, (int)io->arena, memory_order_relaxed);
     }
     sends_open(io); /* after the arena: its arrays are this thread's */
-    io->now_ms = sy_clock_ms();
-    sy_reclaim_init(&io->reclaim, &io->stats, io->arena, io->own_arena, io->shared->opts.reclaim, io->now_ms);
-    io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
+    io->ctx.now_ms = sy_clock_ms();
+    sy_reclaim_init(&io->reclaim, &io->ctx.stats, io->arena, io->own_arena, io->ctx.shared->opts.reclaim, io->ctx.now_ms);
+    io->next_sweep_ms = io->ctx.now_ms + SY_SWEEP_MS;
     sy_poll_event_t events[256];
     bool failed = false;
     for (;;) {
-        int64_t wait = io->next_sweep_ms - io->now_ms;
-        if (io->stopping && io->stop_deadline_ms - io->now_ms < wait)
-            wait = io->stop_deadline_ms - io->now_ms;
+        int64_t wait = io->next_sweep_ms - io->ctx.now_ms;
+        if (io->stopping && io->stop_deadline_ms - io->ctx.now_ms < wait)
+            wait = io->stop_deadline_ms - io->ctx.now_ms;
         if (wait < 0)
             wait = 0;
         if (io->dirty != NULL || (sy_reclaim_pending(&io->reclaim) && !io->stopping))
             wait = 0;
         int n = 0;
         int rc = sy_poll_wait(io->poll, events, 256, (int)wait, &n);
-        io->now_ms = sy_clock_ms();
-        io->handshake_turn_us = 0;
+        io->ctx.now_ms = sy_clock_ms();
+        io->ctx.handshake_turn_us = 0;
         if (rc != 0) {
             failed = poll_failed(io, rc);
         } else {
             io->poll_failures_row = 0;
             if (n > 0)
-                sy_reclaim_activity(&io->reclaim, io->now_ms);
+                sy_reclaim_activity(&io->reclaim, io->ctx.now_ms);
         }
         bool commands = false;
         for (int i = 0; i < n; i++)
@@ -954,16 +958,16 @@ static void *io_main(void *arg) {
         if (commands)
             run_commands(io);
         flush_dirty(io);
-        if (io->now_ms >= io->next_sweep_ms) {
+        if (io->ctx.now_ms >= io->next_sweep_ms) {
             sweep(io);
             flush_dirty(io);
-            sy_reclaim_tick(&io->reclaim, io, io->now_ms, (uint32_t)live_conns(io));
-            io->next_sweep_ms = io->now_ms + SY_SWEEP_MS;
+            sy_reclaim_tick(&io->reclaim, io, io->ctx.now_ms, (uint32_t)live_conns(io));
+            io->next_sweep_ms = io->ctx.now_ms + SY_SWEEP_MS;
         }
         /* The memory policy, a slice per turn (the dirty list is empty here). */
         if (sy_reclaim_pending(&io->reclaim) && !io->stopping)
-            sy_reclaim_step(&io->reclaim, io, io->now_ms);
-        if (failed || (io->stopping && (live_conns(io) == 0 || io->now_ms >= io->stop_deadline_ms))) {
+            sy_reclaim_step(&io->reclaim, io, io->ctx.now_ms);
+        if (failed || (io->stopping && (live_conns(io) == 0 || io->ctx.now_ms >= io->stop_deadline_ms))) {
             for (uint32_t i = 0; i < io->nslots; i++)
                 if (io->conns[i] != NULL)
                     sy_conn_destroy(io, io->conns[i], failed ? 1011 : 1001);
@@ -972,7 +976,7 @@ static void *io_main(void *arg) {
             (void)pthread_mutex_unlock(&io->qlock);
             run_commands(io); /* release what was queued meanwhile */
             free_dead(io);
-            sy_io_emit(io, io->index, SY_EV_STOPPED, 0, 0, NULL, 0);
+            sy_io_emit(io, io->ctx.index, SY_EV_STOPPED, 0, 0, NULL, 0);
             hand_over_batch(io);
             break;
         }
@@ -980,7 +984,7 @@ static void *io_main(void *arg) {
         hand_over_batch(io);
     }
     /* The compressor's memory is in this thread's arena: freed first. */
-    sy_deflate_free(&io->deflate);
+    sy_deflate_free(&io->ctx.deflate);
     sends_close(io);
     /* Give the arena's pages back (this thread's connections are gone) and
      * the arena to the pool, for the next IO thread. */

@@ -17,8 +17,6 @@
 #ifndef SY_IO_THREAD_H
 #define SY_IO_THREAD_H
 
-#include <pthread.h>
-
 #include "io/sy_io.h"
 #include "io/sy_reclaim.h"
 #include "net/sy_uring.h"
@@ -33,88 +31,27 @@
 
 struct sy_conn;
 
-/* An IO thread's batched sends (sy_uring): the ring, made when the thread
- * starts and closed when it exits or when io_uring fails (then, and when
- * it could not be made, ring is NULL: one send()/sendmsg() per connection),
- * and the arrays of the batch being sent (capacity entries each, iov
- * SY_IO_BATCH_IOV), from the thread's arena. */
-typedef struct sy_io_sends {
-    sy_uring_t *ring;
-    unsigned capacity;
-    struct sy_conn **conns;
-    size_t *totals; /* the bytes offered to each */
-    sy_uring_send_t *sends;
-    struct iovec *iov;
-} sy_io_sends_t;
-
-typedef struct sy_io {
+/* What the modules that run on an IO thread (sy_conn, sy_upgrade) see of
+ * it: the first member of the thread's struct, reached with sy_io_ctx().
+ * The rest of the struct (the queue, the slot table, the lists, the
+ * batch) is io/sy_io_struct.h's, which only the sy_io*.c files include. */
+typedef struct sy_io_ctx {
     sy_io_shared_t *shared;
     unsigned index;
-    pthread_t thread;
-    bool started;
+    int64_t now_ms;             /* the loop turn's clock */
+    sy_stats_live_t stats;      /* the thread's counters (relaxed atomics: read by any thread) */
+    uint8_t *rx;                /* one receive buffer for the whole thread (+ SY_INFLATE_TAIL) */
+    sy_deflate_t deflate;       /* this thread's compressor and decompressor (made on use) */
+    uint8_t *stream_scratch;    /* a transport's staging buffer (made on first use) */
+    int64_t handshake_turn_us;  /* transport handshake time spent in this loop turn */
+    bool reads_paused;          /* the owner is behind on events: open connections are not read */
+} sy_io_ctx_t;
 
-    struct sy_poll *poll;
-    int listen_fd;
-    int wake_fd;
-    int spare_fd; /* held open to be able to refuse a connection at EMFILE */
+/* The context of io (const when io is). */
+#define sy_io_ctx(io)                                                            \
+    _Generic((io), const sy_io_t *: (const sy_io_ctx_t *)(const void *)(io), \
+             default: (sy_io_ctx_t *)(void *)(io))
 
-    /* Command queue: filled by the owner under qlock, swapped out whole;
-     * closed (exited) when the thread ends. */
-    pthread_mutex_t qlock;
-    bool exited;
-    bool wake_owed; /* commands queued without a wake-up (sy_io_push_later) */
-    sy_cmd_t *queue;
-    size_t qlen, qcap;
-    sy_cmd_t *work;
-    size_t wcap;
-
-    /* Connections by slot; live generation per slot readable by the owner. */
-    struct sy_conn **conns;
-    uint32_t nslots, slots_cap;
-    uint32_t next_gen;
-    uint32_t *free_slots;
-    uint32_t nfree, free_cap;
-    _Atomic(atomic_uint *) gen_pages[SY_IO_GEN_PAGES];
-
-    struct sy_conn *dirty;  /* connections to flush this turn */
-    struct sy_conn *dead;   /* closed this turn, freed at its end */
-    struct sy_conn *paused; /* not read while the owner is behind on events */
-    sy_io_sends_t sends;    /* how the dirty list is written */
-
-    uint8_t *rx;               /* one receive buffer for the whole thread (+ SY_INFLATE_TAIL) */
-    sy_deflate_t deflate;      /* this thread's compressor and decompressor (made on use) */
-    uint8_t *stream_scratch;   /* a transport's staging buffer (made on first use) */
-    int64_t handshake_turn_us; /* transport handshake time spent in this loop turn */
-    sy_batch_t *batch;
-    atomic_size_t event_bytes; /* in batches the owner has not given back */
-    bool reads_paused;
-    bool listen_paused; /* out of descriptors: not accepting until the sweep */
-    /* The owner's progress through this thread's batches: batch_seq is the
-     * last one handed over; owner_seq the last one it has handled (every
-     * event dispatched; what it sent in reply was queued before it stored
-     * it); owner_applied the last one whose replies this thread has also
-     * carried out (an OWNER_DONE command runs after every command queued
-     * before it). The connections in AWAIT_OWNER wait on owner_applied
-     * (awaiting: their ids). */
-    uint32_t batch_seq;
-    uint32_t owner_applied;
-    atomic_uint owner_seq;
-    atomic_uint owner_waiters;
-    uint64_t *awaiting;
-    uint32_t nawaiting, awaiting_cap;
-    unsigned poll_failures_row;
-
-    unsigned arena;  /* jemalloc arena of this thread, when own_arena */
-    bool own_arena;
-    sy_reclaim_t reclaim;
-
-    int64_t now_ms;
-    int64_t next_sweep_ms;
-    bool stopping;
-    int64_t stop_deadline_ms;
-
-    sy_stats_live_t stats;
-} sy_io_t;
 
 /* Makes a connection of an accepted socket (taken over) on this thread:
  * slot, generation, poller registration, first state. NULL when it could not
@@ -132,7 +69,7 @@ void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_
 void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts,
                  const size_t *lens, size_t n);
 /* The seq of the batch this turn's events go into. */
-static inline uint32_t sy_io_current_seq(const sy_io_t *io) { return io->batch_seq + 1; }
+uint32_t sy_io_current_seq(const sy_io_t *io);
 /* True when the owner has handled batch seq and this thread has carried
  * out what it sent meanwhile. */
 bool sy_io_owner_done(const sy_io_t *io, uint32_t seq);
@@ -155,6 +92,8 @@ void sy_io_update_poll(sy_io_t *io, struct sy_conn *c);
  * empty or pinned. */
 unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped);
 
+/* The connection in slot (a live one: the caller knows it is there). */
+struct sy_conn *sy_io_conn_at(const sy_io_t *io, uint32_t slot);
 /* How many slots the thread has used (live or free): the reclaim walks
  * 0..n-1 with sy_io_compact_slot. */
 uint32_t sy_io_slot_count(const sy_io_t *io);

@@ -19,7 +19,7 @@
 /* The one way an upgrade is refused: the HTTP response (taken over; NULL
  * when it could not be made) is written, then the socket closed. */
 static void respond_and_close(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response) {
-    sy_stat_inc(&io->stats.handshake_rejects);
+    sy_stat_inc(&sy_io_ctx(io)->stats.handshake_rejects);
     if (response == NULL || sy_outq_push(&c->outq, response) != 0) {
         sy_refbuf_release(response);
         sy_conn_destroy(io, c, 1006);
@@ -37,12 +37,12 @@ static void reject(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
 }
 
 static bool path_allowed(sy_io_t *io, const char *target, size_t len) {
-    const char *path = io->shared->opts.path;
+    const char *path = sy_io_ctx(io)->shared->opts.path;
     if (path == NULL)
         return true;
     const char *q = memchr(target, '?', len);
     size_t plen = q ? (size_t)(q - target) : len;
-    return plen == io->shared->path_len && memcmp(target, path, plen) == 0;
+    return plen == sy_io_ctx(io)->shared->path_len && memcmp(target, path, plen) == 0;
 }
 
 /* SY_EV_UPGRADE: url, remote address, remote port, then every header's
@@ -126,7 +126,7 @@ static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char 
     size_t extra_len;
     const char *extra = response_extra(c, owner_extra, owner_extra_len, small, sizeof(small), &joined, &extra_len);
     if (c->deflate && extra == NULL) {
-        sy_stat_inc(&io->stats.oom_closes);
+        sy_stat_inc(&sy_io_ctx(io)->stats.oom_closes);
         sy_conn_destroy(io, c, 1006);
         return;
     }
@@ -149,21 +149,36 @@ static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char 
     sy_free(joined);
     if (m == NULL || sy_outq_push(&c->outq, m) != 0) {
         sy_refbuf_release(m);
-        sy_stat_inc(&io->stats.oom_closes);
+        sy_stat_inc(&sy_io_ctx(io)->stats.oom_closes);
         sy_conn_destroy(io, c, 1006);
         return;
     }
     sy_conn_opened(io, c, proto, proto_len);
 }
 
-void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
-    const sy_io_opts_t *o = &io->shared->opts;
-    sy_http_header_t headers[SY_MAX_HEADERS_CAP];
+/* Parses the request head at the start of c->rbuf with the server's
+ * limits into req (headers: SY_MAX_HEADERS_CAP entries): sy_http's result. */
+static long parse_head(const sy_io_t *io, const sy_conn_t *c, sy_http_request_t *req, sy_http_header_t *headers) {
+    const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
     size_t max_headers = o->max_headers < SY_MAX_HEADERS_CAP ? o->max_headers : SY_MAX_HEADERS_CAP;
-    sy_http_request_t req = {.headers = headers, .num_headers = max_headers};
+    *req = (sy_http_request_t){.headers = headers, .num_headers = max_headers};
     sy_http_limits_t lim = {.max_head_bytes = o->max_head_bytes, .max_line_bytes = o->max_head_bytes,
                             .max_headers = max_headers};
-    long n = sy_http_parse_request((const char *)c->rbuf, c->rlen, &lim, &req);
+    return sy_http_parse_request((const char *)c->rbuf, c->rlen, &lim, req);
+}
+
+/* Consumes the request head (head bytes) from c->rbuf: what follows it
+ * (the client's first frames, if it did not wait) moves to the start. */
+static void consume_head(sy_conn_t *c, size_t head) {
+    memmove(c->rbuf, c->rbuf + head, c->rlen - head);
+    c->rlen -= head;
+}
+
+void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
+    const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
+    sy_http_header_t headers[SY_MAX_HEADERS_CAP];
+    sy_http_request_t req;
+    long n = parse_head(io, c, &req, headers);
     if (n == SY_HTTP_PARTIAL)
         return;
     if (n < 0) {
@@ -181,27 +196,24 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
         return;
     }
     if (o->max_connections > 0 &&
-        atomic_load_explicit(&io->shared->connections, memory_order_relaxed) > o->max_connections) {
+        atomic_load_explicit(&sy_io_ctx(io)->shared->connections, memory_order_relaxed) > o->max_connections) {
         reject(io, c, 503, "too many connections");
         return;
     }
-    char accept[SY_WS_ACCEPT_LEN];
-    sy_ws_accept_key(hs.key, hs.key_len, accept);
     sy_pmd_t pmd;
     if (o->compression && sy_pmd_negotiate(&req, &pmd)) {
         c->deflate = true;
         c->zwin = pmd.server_window_set ? pmd.server_window : 0;
     }
-    size_t head = (size_t)n, rest = c->rlen - head;
     if (o->upgrade_handler) {
+        /* The head stays in rbuf, unconsumed, until the owner answers
+         * (sy_upgrade_accept reads its key again). */
         emit_upgrade(io, c, &req);
-        /* Keep the accept key, then any bytes that followed the head. */
-        memmove(c->rbuf + SY_WS_ACCEPT_LEN, c->rbuf + head, rest);
-        memcpy(c->rbuf, accept, SY_WS_ACCEPT_LEN);
-        c->rlen = SY_WS_ACCEPT_LEN + rest;
         sy_conn_enter(io, c, SY_CONN_UPGRADING);
         return;
     }
+    char accept[SY_WS_ACCEPT_LEN];
+    sy_ws_accept_key(hs.key, hs.key_len, accept);
     /* No handler: accept, choosing the first subprotocol offered. */
     sy_handshake_iter_t it = {0};
     const char *proto = NULL;
@@ -212,22 +224,32 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     } else {
         proto_len = 0;
     }
-    memmove(c->rbuf, c->rbuf + head, rest);
-    c->rlen = rest;
+    consume_head(c, (size_t)n);
     open_conn(io, c, accept, proto_copy, proto_len, NULL, 0);
 }
 
 void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *extra) {
-    if (c->state != SY_CONN_UPGRADING || c->rlen < SY_WS_ACCEPT_LEN) {
+    if (c->state != SY_CONN_UPGRADING) {
         sy_refbuf_release(extra);
-        sy_accept_free(&io->shared->topics, io->index, a);
+        sy_accept_free(&sy_io_ctx(io)->shared->topics, sy_io_ctx(io)->index, a);
+        return;
+    }
+    /* The head is where sy_upgrade_request left it and parsed then: parse
+     * it again for its key (a microsecond, once per upgrade, instead of
+     * parking the key in the connection or in rbuf). */
+    sy_http_header_t headers[SY_MAX_HEADERS_CAP];
+    sy_http_request_t req;
+    sy_handshake_t hs;
+    long n = parse_head(io, c, &req, headers);
+    if (n <= 0 || sy_handshake_check(&req, &hs) != 0) {
+        sy_refbuf_release(extra);
+        sy_accept_free(&sy_io_ctx(io)->shared->topics, sy_io_ctx(io)->index, a);
+        sy_conn_destroy(io, c, 1006); /* cannot happen: the same bytes passed before */
         return;
     }
     char accept[SY_WS_ACCEPT_LEN];
-    memcpy(accept, c->rbuf, SY_WS_ACCEPT_LEN);
-    size_t rest = c->rlen - SY_WS_ACCEPT_LEN;
-    memmove(c->rbuf, c->rbuf + SY_WS_ACCEPT_LEN, rest);
-    c->rlen = rest;
+    sy_ws_accept_key(hs.key, hs.key_len, accept);
+    consume_head(c, (size_t)n);
     if (a->no_compress)
         c->deflate = false;
     for (size_t i = 0; i < a->ntopics; i++)
@@ -236,7 +258,7 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
     open_conn(io, c, accept, a->protocol, a->protocol_len, extra ? (const char *)extra->data : NULL,
               extra ? extra->len : 0);
     sy_refbuf_release(extra);
-    sy_accept_free(&io->shared->topics, io->index, a);
+    sy_accept_free(&sy_io_ctx(io)->shared->topics, sy_io_ctx(io)->index, a);
 }
 
 void sy_upgrade_refuse(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response) {

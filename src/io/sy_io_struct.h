@@ -1,0 +1,94 @@
+/*
+ * sy_io_struct — the IO thread's whole struct: private to the sy_io*.c
+ * files (and the white-box C tests). Everything else on the thread sees
+ * sy_io_ctx_t (io/sy_io_thread.h); the owner sees an opaque sy_io_t
+ * (io/sy_io.h).
+ *
+ * Threads: the IO thread's, except the command queue (the owner's too,
+ * under qlock), the generation pages, event_bytes, owner_seq and
+ * owner_waiters (atomics, read or written by the owner).
+ */
+#ifndef SY_IO_STRUCT_H
+#define SY_IO_STRUCT_H
+
+#include <pthread.h>
+
+#include "io/sy_io_thread.h"
+#include "io/sy_reclaim.h"
+#include "net/sy_uring.h"
+
+/* An IO thread's batched sends (sy_uring): the ring, made when the thread
+ * starts and closed when it exits or when io_uring fails (then, and when
+ * it could not be made, ring is NULL: one send()/sendmsg() per connection),
+ * and the arrays of the batch being sent (capacity entries each, iov
+ * SY_IO_BATCH_IOV), from the thread's arena. */
+typedef struct sy_io_sends {
+    sy_uring_t *ring;
+    unsigned capacity;
+    struct sy_conn **conns;
+    size_t *totals; /* the bytes offered to each */
+    sy_uring_send_t *sends;
+    struct iovec *iov;
+} sy_io_sends_t;
+
+struct sy_io {
+    sy_io_ctx_t ctx; /* first: what sy_conn and sy_upgrade see (sy_io_ctx) */
+    pthread_t thread;
+    bool started;
+
+    struct sy_poll *poll;
+    int listen_fd;
+    int wake_fd;
+    int spare_fd; /* held open to be able to refuse a connection at EMFILE */
+
+    /* Command queue: filled by the owner under qlock, swapped out whole;
+     * closed (exited) when the thread ends. */
+    pthread_mutex_t qlock;
+    bool exited;
+    bool wake_owed; /* commands queued without a wake-up (sy_io_push_later) */
+    sy_cmd_t *queue;
+    size_t qlen, qcap;
+    sy_cmd_t *work;
+    size_t wcap;
+
+    /* Connections by slot; live generation per slot readable by the owner. */
+    struct sy_conn **conns;
+    uint32_t nslots, slots_cap;
+    uint32_t next_gen;
+    uint32_t *free_slots;
+    uint32_t nfree, free_cap;
+    _Atomic(atomic_uint *) gen_pages[SY_IO_GEN_PAGES];
+
+    struct sy_conn *dirty;  /* connections to flush this turn */
+    struct sy_conn *dead;   /* closed this turn, freed at its end */
+    struct sy_conn *paused; /* not read while the owner is behind on events */
+    sy_io_sends_t sends;    /* how the dirty list is written */
+
+    sy_batch_t *batch;
+    atomic_size_t event_bytes; /* in batches the owner has not given back */
+    bool listen_paused; /* out of descriptors: not accepting until the sweep */
+    /* The owner's progress through this thread's batches: batch_seq is the
+     * last one handed over; owner_seq the last one it has handled (every
+     * event dispatched; what it sent in reply was queued before it stored
+     * it); owner_applied the last one whose replies this thread has also
+     * carried out (an OWNER_DONE command runs after every command queued
+     * before it). The connections in AWAIT_OWNER wait on owner_applied
+     * (awaiting: their ids). */
+    uint32_t batch_seq;
+    uint32_t owner_applied;
+    atomic_uint owner_seq;
+    atomic_uint owner_waiters;
+    uint64_t *awaiting;
+    uint32_t nawaiting, awaiting_cap;
+    unsigned poll_failures_row;
+
+    unsigned arena;  /* jemalloc arena of this thread, when own_arena */
+    bool own_arena;
+    sy_reclaim_t reclaim;
+
+    int64_t next_sweep_ms;
+    bool stopping;
+    int64_t stop_deadline_ms;
+};
+
+#endif
