@@ -85,7 +85,12 @@ const LAYERS = {
 };
 const FOLDERS = Object.keys(LAYERS);
 // Headers private to their folder (only its own files include them).
-const PRIVATE = { 'io/sy_io_struct.h': 'io', 'io/sy_io_thread.h': 'io', 'io/sy_conn.h': 'io', 'io/sy_upgrade.h': 'io', 'io/sy_reclaim.h': 'io' };
+const PRIVATE = {
+  'io/sy_io_struct.h': 'io', 'io/sy_io_thread.h': 'io', 'io/sy_conn.h': 'io', 'io/sy_upgrade.h': 'io',
+  'io/sy_reclaim.h': 'io',
+  'bus/sy_bus_int.h': 'bus', 'bus/sy_bus_shard.h': 'bus', 'bus/sy_bus_subs.h': 'bus', 'bus/sy_bus_chan.h': 'bus',
+  'bus/sy_bus_order.h': 'bus',
+};
 
 /**
  * What is wrong with the includes of one file: `rel` is its path under the

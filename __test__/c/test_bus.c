@@ -31,6 +31,7 @@
 #include "base/sy_alloc.h"
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_env.h"
+#include "bus/sy_bus_order.h"
 #include "bus/sy_redis_alloc.h"
 #include "bus/sy_slot.h"
 #include "io/sy_topic.h"
@@ -236,6 +237,25 @@ static void test_envelope(void) {
     CHECK_EQU(m.len, 0);
 }
 
+/* sy_bus_order alone: each publisher's order; the publisher heard from
+ * least recently makes room for a new one. */
+static void test_order_table(void) {
+    sy_bus_order_t o;
+    memset(&o, 0, sizeof(o));
+    CHECK(sy_bus_order_check(&o, 1, 5));
+    CHECK(sy_bus_order_check(&o, 1, 6));
+    CHECK(!sy_bus_order_check(&o, 1, 6)); /* again */
+    CHECK(!sy_bus_order_check(&o, 1, 4)); /* late */
+    CHECK(sy_bus_order_check(&o, 2, 1));  /* another publisher's own order */
+    CHECK(sy_bus_order_check(&o, 1, 9));  /* a gap is fine */
+    /* Publishers 3..9 fill the table; 2 is now the least recent and goes. */
+    for (uint64_t p = 3; p <= 9; p++)
+        CHECK(sy_bus_order_check(&o, p, 100));
+    CHECK(!sy_bus_order_check(&o, 1, 9)); /* 1 stayed */
+    CHECK(sy_bus_order_check(&o, 2, 1));  /* 2 was forgotten: taken as new */
+    CHECK(!sy_bus_order_check(&o, 9, 100));
+}
+
 /* A message Redis brings after a newer one of the same publisher and
  * channel is dropped (late); another publisher's is not. Played with
  * SPUBLISH of hand-made envelopes, as a failover would reorder them. */
@@ -423,6 +443,7 @@ int main(void) {
     sy_redis_alloc_init();
     test_slots();
     test_envelope();
+    test_order_table();
     redis_t r = {.port = free_port_below(65536)};
     if (!redis_start(&r)) {
         fprintf(stderr, "test_bus: cannot start redis-server (Debian's redis-server package)\n");

@@ -34,7 +34,7 @@ static void test_topics(void) {
         CHECK(many[i] != NULL);
     }
     CHECK_EQU(sy_topics_count(&r), 501);
-    CHECK(r.nbuckets >= 512);
+    CHECK(r.map.nbuckets >= 512);
     for (int i = 0; i < 500; i++) {
         int n = snprintf(name, sizeof(name), "topic-%d", i);
         sy_topic_t *t = sy_topic_acquire(&r, name, (size_t)n, false);

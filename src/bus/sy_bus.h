@@ -16,10 +16,11 @@
  * shard. The node delivered it locally already and skips it when Redis
  * brings it back. Each publish carries the node's next sequence number; a
  * receiver remembers the last one it delivered per publisher and channel
- * (up to SY_BUS_ORDER_PUBLISHERS publishers each) and drops an older one
- * that Redis brings later (counted as late): in a failover, a message the
- * old primary took reaches the new one's subscribers over the cluster bus,
- * after newer ones published there directly. Redis pub/sub is at-most-once: while the bus is not up a
+ * (up to SY_BUS_ORDER_PUBLISHERS publishers each, sy_bus_order.h) and
+ * drops an older one that Redis brings later (counted as late): in a
+ * failover, a message the old primary took reaches the new one's
+ * subscribers over the cluster bus, after newer ones published there
+ * directly. Redis pub/sub is at-most-once: while the bus is not up a
  * publish is dropped (counted), and the bytes of publishes sent or queued
  * and not yet answered by Redis are capped at max_buffer; past it new
  * publishes are dropped (counted), so a slow or paused Redis cannot grow
@@ -29,19 +30,39 @@
  * thread that changes a topic's interest across all IO threads between 0
  * and 1): SSUBSCRIBE while a topic has a local subscriber, SUNSUBSCRIBE
  * after the last leaves; the changes of a loop turn (and, after a command,
- * of the next BUS_SUBSCRIBE_WINDOW_MS) go out as one command per slot (Redis Cluster demands one slot per command; on a standalone
- * Redis, one command). After a reconnect every live topic is subscribed
- * again.
+ * of the next 10 ms) go out as one command per slot (Redis Cluster demands
+ * one slot per command; on a standalone Redis, one command). After a
+ * reconnect every live topic is subscribed again (sy_bus_subs.h).
  *
  * Cluster: the slot map comes from CLUSTER SLOTS on a control connection
  * (to a seed, then any known node); it is read again when a publish is
  * answered MOVED, when Redis unsubscribes a channel itself (its slot
  * moved), when a shard's connection drops (a failover), every 500 ms while
- * the bus is not up, and every 5 s otherwise.
+ * the bus is not up, and every 5 s otherwise (sy_bus_shard.h).
+ *
+ * The files of src/bus: sy_bus.c (this API, the owner's side) and
+ * sy_bus_thread.c (the bus thread: its loop, the links' callbacks,
+ * SPUBLISH) share the struct in sy_bus_int.h; below them sy_bus_shard
+ * (shards, the slot map), sy_bus_subs (subscriptions and their batches),
+ * sy_bus_chan (the channel table), sy_bus_order (each publisher's order),
+ * sy_bus_link (one Redis connection), sy_bus_env, sy_bus_map and sy_slot
+ * (what goes over the wire), sy_redis_alloc (hiredis' memory).
  *
  * Threads: sy_bus_create/start/stop/destroy and sy_bus_publish on the
  * owner's thread; sy_bus_edge on any thread (the topics' hook);
- * sy_bus_stats on any thread; the callbacks run on the bus thread.
+ * sy_bus_stats on any thread; the callbacks (deliver, on_state) run on
+ * the bus thread.
+ *
+ * Ownership: the bus copies every option and argument it keeps (the
+ * seeds, credentials, prefix; each publish's bytes), and takes o->tls
+ * over. topics and the callbacks' contexts are the caller's and must
+ * outlive the bus. A topic given to sy_bus_edge is referenced
+ * (sy_topic_ref) until the bus thread has read its interest.
+ *
+ * Errors: sy_bus_create returns NULL with a message in err; sy_bus_start
+ * and sy_bus_publish an errno value; Redis' failures reach the owner as
+ * states (on_state, with the reason) and counters (sy_bus_stats), never
+ * as a failed call.
  */
 #ifndef SY_BUS_H
 #define SY_BUS_H
@@ -133,7 +154,7 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
                         sy_bus_state_fn on_state, void *state_ctx, char *err, size_t errlen);
 /* Starts the bus thread, which connects in the background. 0 or an errno
  * value. */
-int sy_bus_start(sy_bus_t *b);
+sy_err_t sy_bus_start(sy_bus_t *b);
 /* Sends what is queued, waits up to flush_ms for Redis to acknowledge it,
  * closes every connection and joins the thread. Idempotent. */
 void sy_bus_stop(sy_bus_t *b, unsigned flush_ms);
@@ -142,11 +163,10 @@ void sy_bus_destroy(sy_bus_t *b);
 
 /* Queues a message to the bus. flags: SY_BUS_ENV_*. 0, EAGAIN (dropped,
  * counted: the bus is not up, or max_buffer is reached), ENOMEM. */
-int sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags);
+sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags);
 /* The topics' edge hook (sy_topic_edge_fn): ctx is the bus. */
 void sy_bus_edge(void *ctx, sy_topic_t *t);
+/* A snapshot of the counters and the state (relaxed reads). */
 void sy_bus_stats(sy_bus_t *b, sy_bus_stats_t *out);
-/* This node's id, as its envelopes carry it. */
-uint64_t sy_bus_node(const sy_bus_t *b);
 
 #endif

@@ -15,7 +15,14 @@
  * `SPUBLISH symphony:prices 42`): it is delivered as it is, as a text
  * message when it is valid UTF-8, else as a binary one.
  *
- * Threads: pure functions.
+ * Threads: pure functions (sy_bus_publish's thread writes, the bus
+ * thread reads).
+ *
+ * Ownership: nothing allocated; a message read points into the bytes
+ * given (m->payload), valid as long as they are.
+ *
+ * Errors: sy_bus_env_read answers with its kind (SY_BUS_ENV_BAD for a
+ * broken envelope); writing cannot fail.
  */
 #ifndef SY_BUS_ENV_H
 #define SY_BUS_ENV_H

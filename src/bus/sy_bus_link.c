@@ -310,7 +310,7 @@ int64_t sy_bus_link_tick(sy_bus_link_t *l, int64_t now_ms) {
 
 redisAsyncContext *sy_bus_link_ac(sy_bus_link_t *l) { return l->state == SY_LINK_UP ? l->ac : NULL; }
 
-int sy_bus_link_append(sy_bus_link_t *l, int argc, const char **argv, const size_t *lens) {
+sy_err_t sy_bus_link_append(sy_bus_link_t *l, int argc, const char **argv, const size_t *lens) {
     if (l->state != SY_LINK_UP || l->ac == NULL)
         return ENOTCONN;
     char *cmd = NULL;

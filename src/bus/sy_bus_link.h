@@ -14,6 +14,14 @@
  * (+-20% jitter), reset once a link is up again.
  *
  * Threads: the bus thread only.
+ *
+ * Ownership: the link is the caller's memory (embedded in a shard); it
+ * owns its hiredis context. ops, ctx, conf and poll are the caller's and
+ * must outlive the link; the host is copied.
+ *
+ * Errors: a failed connect or a lost connection is no error of a call:
+ * it goes to ops->down and the link retries by itself. sy_bus_link_append
+ * returns 0, ENOTCONN or ENOMEM; sy_bus_link_ac NULL when not up.
  */
 #ifndef SY_BUS_LINK_H
 #define SY_BUS_LINK_H
@@ -118,6 +126,6 @@ struct redisAsyncContext *sy_bus_link_ac(sy_bus_link_t *l);
 /* Appends a command (argv) to the output buffer without a reply callback:
  * for the sharded (un)subscribe commands, whose confirmations come as
  * pushes. 0, ENOTCONN (not up), ENOMEM. */
-int sy_bus_link_append(sy_bus_link_t *l, int argc, const char **argv, const size_t *lens);
+sy_err_t sy_bus_link_append(sy_bus_link_t *l, int argc, const char **argv, const size_t *lens);
 
 #endif

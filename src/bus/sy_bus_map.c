@@ -29,7 +29,7 @@ static int node_index(sy_bus_map_t *m, unsigned cap, const char *host, size_t ho
     return (int)m->nnodes++;
 }
 
-int sy_bus_map_read(sy_bus_map_t *m, const redisReply *r, const char *asked_host) {
+sy_err_t sy_bus_map_read(sy_bus_map_t *m, const redisReply *r, const char *asked_host) {
     memset(m, 0, sizeof(*m));
     for (unsigned k = 0; k < SY_SLOTS; k++)
         m->slot[k] = SY_BUS_MAP_NONE;

@@ -24,7 +24,7 @@ static void set_allocators(void) {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-int sy_redis_alloc_init(void) { return pthread_once(&init_once, set_allocators); }
+sy_err_t sy_redis_alloc_init(void) { return pthread_once(&init_once, set_allocators); }
 
 void *sy_redis_alloc_probe_new(void) {
     if (sy_redis_alloc_init() != 0)

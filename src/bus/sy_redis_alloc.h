@@ -21,10 +21,12 @@
 #ifndef SY_REDIS_ALLOC_H
 #define SY_REDIS_ALLOC_H
 
+#include "base/sy_errors.h"
+
 /* Routes hiredis' allocations to sy_alloc. Idempotent. Returns 0, or the
  * error of pthread_once (hiredis then still has libc's functions: do not
  * use it). */
-int sy_redis_alloc_init(void);
+sy_err_t sy_redis_alloc_init(void);
 
 /* The self-check's probe: a reply reader made by hiredis itself
  * (redisReaderCreate, as each bus connection makes one), so that

@@ -8,27 +8,22 @@
 
 #define SY_TOPICS_MIN_BUCKETS 64
 
-/* FNV-1a, 64-bit. */
-static uint64_t hash_name(const char *s, size_t len) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
+static const char *topic_key(const sy_strmap_node_t *n, size_t *len) {
+    const sy_topic_t *t = SY_STRMAP_ENTRY(n, sy_topic_t, node);
+    *len = t->name_len;
+    return t->name;
 }
 
 sy_err_t sy_topics_init(sy_topics_t *r, unsigned nthreads) {
     memset(r, 0, sizeof(*r));
-    r->buckets = sy_calloc(SY_TOPICS_MIN_BUCKETS, sizeof(*r->buckets));
-    if (r->buckets == NULL)
-        return ENOMEM;
-    int rc = pthread_mutex_init(&r->lock, NULL);
+    sy_err_t rc = sy_strmap_init(&r->map, SY_TOPICS_MIN_BUCKETS, topic_key);
+    if (rc != 0)
+        return rc;
+    rc = pthread_mutex_init(&r->lock, NULL);
     if (rc != 0) {
-        sy_free(r->buckets);
+        sy_strmap_destroy(&r->map);
         return rc;
     }
-    r->nbuckets = SY_TOPICS_MIN_BUCKETS;
     r->nthreads = nthreads;
     return 0;
 }
@@ -41,55 +36,27 @@ static void topic_free(sy_topic_t *t) {
 }
 
 void sy_topics_destroy(sy_topics_t *r) {
-    for (size_t i = 0; i < r->nbuckets; i++) {
-        sy_topic_t *t = r->buckets[i];
-        while (t != NULL) {
-            sy_topic_t *next = t->next;
-            topic_free(t);
-            t = next;
-        }
-    }
-    sy_free(r->buckets);
+    sy_strmap_iter_t it = SY_STRMAP_ITER_INIT;
+    sy_strmap_node_t *n;
+    while ((n = sy_strmap_next(&r->map, &it)) != NULL)
+        topic_free(SY_STRMAP_ENTRY(n, sy_topic_t, node));
+    sy_strmap_destroy(&r->map);
     pthread_mutex_destroy(&r->lock);
     memset(r, 0, sizeof(*r));
 }
 
 size_t sy_topics_count(sy_topics_t *r) {
     pthread_mutex_lock(&r->lock);
-    size_t n = r->count;
+    size_t n = r->map.count;
     pthread_mutex_unlock(&r->lock);
     return n;
 }
 
-/* Doubles the table when it is over 1 topic per bucket. Under the lock.
- * Failure to grow is harmless: chains get longer. */
-static void maybe_grow(sy_topics_t *r) {
-    if (r->count <= r->nbuckets)
-        return;
-    size_t n = r->nbuckets * 2;
-    sy_topic_t **b = sy_calloc(n, sizeof(*b));
-    if (b == NULL)
-        return;
-    for (size_t i = 0; i < r->nbuckets; i++) {
-        sy_topic_t *t = r->buckets[i];
-        while (t != NULL) {
-            sy_topic_t *next = t->next;
-            t->next = b[t->hash & (n - 1)];
-            b[t->hash & (n - 1)] = t;
-            t = next;
-        }
-    }
-    sy_free(r->buckets);
-    r->buckets = b;
-    r->nbuckets = n;
-}
-
 sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool create) {
-    uint64_t h = hash_name(name, len);
+    uint64_t h = sy_strmap_hash(name, len);
     pthread_mutex_lock(&r->lock);
-    sy_topic_t *t = r->buckets[h & (r->nbuckets - 1)];
-    while (t != NULL && !(t->hash == h && t->name_len == len && memcmp(t->name, name, len) == 0))
-        t = t->next;
+    sy_strmap_node_t *n = sy_strmap_find(&r->map, name, len, h);
+    sy_topic_t *t = n != NULL ? SY_STRMAP_ENTRY(n, sy_topic_t, node) : NULL;
     if (t != NULL) {
         atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
     } else if (create) {
@@ -100,7 +67,6 @@ sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool 
             sy_free(slots);
             t = NULL;
         } else {
-            t->hash = h;
             atomic_init(&t->refs, 1);
             atomic_init(&t->interest, 0);
             t->nthreads = r->nthreads;
@@ -110,11 +76,7 @@ sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool 
             t->name_len = len;
             memcpy(t->name, name, len);
             t->name[len] = '\0';
-            size_t b = h & (r->nbuckets - 1);
-            t->next = r->buckets[b];
-            r->buckets[b] = t;
-            r->count++;
-            maybe_grow(r);
+            sy_strmap_insert(&r->map, &t->node, h); /* grows past 1 topic per bucket */
         }
     }
     pthread_mutex_unlock(&r->lock);
@@ -141,12 +103,8 @@ void sy_topic_release(sy_topics_t *r, sy_topic_t *t) {
         pthread_mutex_unlock(&r->lock);
         return;
     }
-    sy_topic_t **p = &r->buckets[t->hash & (r->nbuckets - 1)];
-    while (*p != NULL && *p != t)
-        p = &(*p)->next;
-    if (*p == t)
-        *p = t->next;
-    r->count--;
+    /* A live topic is always in the map: false cannot happen here. */
+    (void)sy_strmap_remove(&r->map, &t->node);
     pthread_mutex_unlock(&r->lock);
     topic_free(t);
 }

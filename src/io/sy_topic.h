@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "base/sy_errors.h"
+#include "base/sy_strmap.h"
 
 /* One IO thread's view of a topic. */
 typedef struct sy_topic_slot {
@@ -41,8 +42,7 @@ typedef struct sy_topic_slot {
 } sy_topic_slot_t;
 
 typedef struct sy_topic {
-    struct sy_topic *next; /* hash chain, under the registry lock */
-    uint64_t hash;
+    sy_strmap_node_t node; /* in the registry's map, under its lock */
     atomic_uint refs;
     atomic_uint interest; /* the sum of the slots' counts (the bus follows its 0 <-> 1 edges) */
     unsigned nthreads;
@@ -62,9 +62,7 @@ typedef struct sy_topics {
     pthread_mutex_t lock;
     sy_topic_edge_fn on_edge; /* set before any topic exists; NULL: none */
     void *edge_ctx;
-    sy_topic_t **buckets;
-    size_t nbuckets; /* power of two */
-    size_t count;
+    sy_strmap_t map; /* name -> topic (base/sy_strmap.h) */
     unsigned nthreads;
 } sy_topics_t;
 
