@@ -2,8 +2,8 @@
 #include "addon.h"
 
 #include "base/sy_alloc.h"
-#include "sy_napi.h"
 #include "bus/sy_redis_alloc.h"
+#include "sy_napi.h"
 
 static void addon_finalize(napi_env env, void *data, void *hint) {
     (void)env;

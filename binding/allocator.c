@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "base/sy_alloc.h"
+#include "bus/sy_redis_alloc.h"
 #include "io/sy_deflate.h"
 #include "sy_napi.h"
-#include "bus/sy_redis_alloc.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_tls.h"
 #endif
@@ -44,12 +44,9 @@ static napi_value stats(napi_env env, napi_callback_info info) {
     if (!alloc_ok(env, sy_alloc_stats(&s), "stats") ||
         !sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object"))
         return NULL;
-    if (!sy_napi_set_stat(env, obj, "allocated", s.allocated) ||
-        !sy_napi_set_stat(env, obj, "active", s.active) ||
-        !sy_napi_set_stat(env, obj, "resident", s.resident) ||
-        !sy_napi_set_stat(env, obj, "mapped", s.mapped) ||
-        !sy_napi_set_stat(env, obj, "retained", s.retained) ||
-        !sy_napi_set_stat(env, obj, "metadata", s.metadata) ||
+    if (!sy_napi_set_stat(env, obj, "allocated", s.allocated) || !sy_napi_set_stat(env, obj, "active", s.active) ||
+        !sy_napi_set_stat(env, obj, "resident", s.resident) || !sy_napi_set_stat(env, obj, "mapped", s.mapped) ||
+        !sy_napi_set_stat(env, obj, "retained", s.retained) || !sy_napi_set_stat(env, obj, "metadata", s.metadata) ||
         !sy_napi_set_stat(env, obj, "cached", s.cached))
         return NULL;
     return obj;
@@ -119,7 +116,8 @@ static napi_value report(napi_env env, napi_callback_info info) {
     char opts[16] = "";
     size_t olen = 0;
     if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !sy_napi_get_bool(env, argv[0], "json", &json) ||
-        !sy_napi_ok(env, napi_get_value_string_utf8(env, argv[1], opts, sizeof(opts), &olen), "napi_get_value_string_utf8"))
+        !sy_napi_ok(env, napi_get_value_string_utf8(env, argv[1], opts, sizeof(opts), &olen),
+                    "napi_get_value_string_utf8"))
         return NULL;
     report_buf_t b = {0};
     int rc = sy_alloc_report(report_write, &b, json, opts);
@@ -202,8 +200,7 @@ static napi_value self_check(napi_env env, napi_callback_info info) {
     unsigned arena = 0;
     bool owned = sy_alloc_owner(probe, &arena) == 0;
     sy_tls_probe_free(probe);
-    if (!sy_napi_set_bool(env, obj, "tlsLinked", true) ||
-        !sy_napi_set_bool(env, obj, "tlsRouted", routed) ||
+    if (!sy_napi_set_bool(env, obj, "tlsLinked", true) || !sy_napi_set_bool(env, obj, "tlsRouted", routed) ||
         !sy_napi_set_bool(env, obj, "tlsIsJemalloc", owned) ||
         !sy_napi_set_stat(env, obj, "tlsArena", owned ? (int64_t)arena : -1))
         return NULL;
@@ -252,8 +249,7 @@ static napi_value self_check(napi_env env, napi_callback_info info) {
 #else
     bool rrouted = rcounted;
 #endif
-    if (!sy_napi_set_bool(env, obj, "redisRouted", rrouted) ||
-        !sy_napi_set_bool(env, obj, "redisIsJemalloc", rowned))
+    if (!sy_napi_set_bool(env, obj, "redisRouted", rrouted) || !sy_napi_set_bool(env, obj, "redisIsJemalloc", rowned))
         return NULL;
     return obj;
 }
@@ -325,8 +321,7 @@ bool sy_binding_allocator_init(napi_env env, napi_value exports) {
     int64_t page = sy_alloc_config(&c) == 0 ? (int64_t)c.page_size : -1;
     return sy_napi_set_string(env, obj, "name", sy_alloc_name()) &&
            sy_napi_set_string(env, obj, "version", sy_alloc_version()) &&
-           sy_napi_set_string(env, obj, "build", sy_alloc_build()) &&
-           sy_napi_set_stat(env, obj, "pageSize", page) &&
+           sy_napi_set_string(env, obj, "build", sy_alloc_build()) && sy_napi_set_stat(env, obj, "pageSize", page) &&
            sy_napi_set_int64(env, obj, "DECAY_MS_MIN", SY_DECAY_MS_MIN) &&
            sy_napi_set_int64(env, obj, "DECAY_MS_MAX", SY_DECAY_MS_MAX) &&
            sy_napi_set_function(env, obj, "stats", stats, NULL) &&

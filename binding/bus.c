@@ -79,11 +79,14 @@ static bool get_tls(napi_env env, napi_value opts, sy_bus_opts_t *o) {
         sy_napi_get_named_string(env, v, "servername", &servername) &&
         sy_napi_ok(env, napi_get_named_property(env, v, "rejectUnauthorized", &rv), "napi_get_named_property") &&
         sy_napi_get_bool(env, rv, "bus.tls.rejectUnauthorized", &verify)) {
-        sy_tls_cert_t c = {.cert_pem = cert, .cert_len = cert ? strlen(cert) : 0,
-                           .key_pem = key, .key_len = key ? strlen(key) : 0, .passphrase = pass};
+        sy_tls_cert_t c = {.cert_pem = cert,
+                           .cert_len = cert ? strlen(cert) : 0,
+                           .key_pem = key,
+                           .key_len = key ? strlen(key) : 0,
+                           .passphrase = pass};
         char err[SY_ERRLEN] = "";
-        sy_bus_tls_t *tls = sy_bus_tls_new(ca, ca ? strlen(ca) : 0, cert != NULL ? &c : NULL, servername, verify, err,
-                                           sizeof(err));
+        sy_bus_tls_t *tls =
+            sy_bus_tls_new(ca, ca ? strlen(ca) : 0, cert != NULL ? &c : NULL, servername, verify, err, sizeof(err));
         if (tls == NULL) {
             char msg[SY_ERRLEN + 32];
             snprintf(msg, sizeof(msg), "symphony: bus.tls: %s", err);
@@ -209,7 +212,7 @@ napi_value sy_binding_bus_stats(napi_env env, sy_server_t *srv) {
     if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") ||
         !sy_napi_set_string(env, o, "state", STATE_NAMES[st.state]))
         return NULL;
-#define BUS_SET(field, js, metric, type, help) \
+#define BUS_SET(field, js, metric, type, help)             \
     if (!sy_napi_set_double(env, o, js, (double)st.field)) \
         return NULL;
     SY_BUS_STATS_LIST(BUS_SET)

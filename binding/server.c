@@ -13,9 +13,9 @@
 
 #include "base/sy_alloc.h"
 #include "io/sy_deflate.h"
+#include "proto/sy_ws_frame.h"
 #include "sy_napi.h"
 #include "sy_server.h"
-#include "proto/sy_ws_frame.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_tls.h"
 #endif
@@ -57,7 +57,7 @@ typedef enum {
 #define OPTION_ENUM(name, min, max) OPT_##name,
     SY_OPTION_LIST(OPTION_ENUM)
 #undef OPTION_ENUM
-    OPT_COUNT
+        OPT_COUNT
 } sy_option_t;
 
 static const struct {
@@ -74,12 +74,12 @@ typedef struct sy_bserver {
     sy_server_t *srv;
     napi_threadsafe_function tsfn;
     napi_threadsafe_function bus_tsfn; /* the bus' state changes (binding/bus.c); NULL: no bus */
-    unsigned stopped; /* IO threads that sent SY_EV_STOPPED */
+    unsigned stopped;                  /* IO threads that sent SY_EV_STOPPED */
     bool listening;
-    bool hook;        /* env cleanup hook registered */
-    bool js_gone;     /* external finalized */
-    bool tsfn_live;   /* thread-safe function not yet finalized */
-    size_t topics;    /* topic handles (serverTopic) not yet finalized */
+    bool hook;      /* env cleanup hook registered */
+    bool js_gone;   /* external finalized */
+    bool tsfn_live; /* thread-safe function not yet finalized */
+    size_t topics;  /* topic handles (serverTopic) not yet finalized */
 } sy_bserver_t;
 
 /* A topic handle: an external owning a reference to a core topic. */
@@ -254,14 +254,28 @@ static bool get_bytes(napi_env env, napi_value v, const char *name, sy_bytes_t *
         napi_typedarray_type tt;
         size_t count = 0, offset = 0;
         napi_value ab;
-        if (!sy_napi_ok(env, napi_get_typedarray_info(env, v, &tt, &count, &p, &ab, &offset), "napi_get_typedarray_info"))
+        if (!sy_napi_ok(env, napi_get_typedarray_info(env, v, &tt, &count, &p, &ab, &offset),
+                        "napi_get_typedarray_info"))
             return false;
         size_t elem = 1;
         switch (tt) {
-        case napi_int16_array: case napi_uint16_array: elem = 2; break;
-        case napi_int32_array: case napi_uint32_array: case napi_float32_array: elem = 4; break;
-        case napi_float64_array: case napi_bigint64_array: case napi_biguint64_array: elem = 8; break;
-        default: elem = 1; break;
+        case napi_int16_array:
+        case napi_uint16_array:
+            elem = 2;
+            break;
+        case napi_int32_array:
+        case napi_uint32_array:
+        case napi_float32_array:
+            elem = 4;
+            break;
+        case napi_float64_array:
+        case napi_bigint64_array:
+        case napi_biguint64_array:
+            elem = 8;
+            break;
+        default:
+            elem = 1;
+            break;
         }
         len = count * elem;
     } else if (napi_is_dataview(env, v, &is) == napi_ok && is) {
@@ -442,14 +456,12 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     napi_value v;
     bool upgrade = false, reclaim = true, compression = false;
     if (!opt_int(env, argv[0], OPT_port, &port) || !opt_int(env, argv[0], OPT_threads, &threads) ||
-        !opt_int(env, argv[0], OPT_maxPayload, &max_payload) ||
-        !opt_int(env, argv[0], OPT_maxBackpressure, &max_bp) ||
+        !opt_int(env, argv[0], OPT_maxPayload, &max_payload) || !opt_int(env, argv[0], OPT_maxBackpressure, &max_bp) ||
         !opt_get(env, argv[0], "slowConsumer", &v) || !sy_napi_get_int64(env, v, "slowConsumer", 0, 1, &slow) ||
         !opt_int(env, argv[0], OPT_idleTimeout, &idle) || !opt_int(env, argv[0], OPT_handshakeTimeout, &hs) ||
         !opt_int(env, argv[0], OPT_closeTimeout, &close_to) || !opt_int(env, argv[0], OPT_maxHeaderSize, &head) ||
         !opt_int(env, argv[0], OPT_maxHeaders, &headers) || !opt_int(env, argv[0], OPT_backlog, &backlog) ||
-        !opt_int(env, argv[0], OPT_maxConnections, &max_conn) ||
-        !opt_int(env, argv[0], OPT_maxEventBytes, &max_ev) ||
+        !opt_int(env, argv[0], OPT_maxConnections, &max_conn) || !opt_int(env, argv[0], OPT_maxEventBytes, &max_ev) ||
         !opt_get(env, argv[0], "upgradeHandler", &v) || !sy_napi_get_bool(env, v, "upgradeHandler", &upgrade) ||
         !opt_get(env, argv[0], "reclaim", &v) || !sy_napi_get_bool(env, v, "reclaim", &reclaim) ||
         !opt_get(env, argv[0], "compression", &v) || !sy_napi_get_bool(env, v, "compression", &compression) ||
@@ -457,18 +469,31 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         !opt_int(env, argv[0], OPT_compressThreshold, &z_threshold))
         return NULL;
     char *host = NULL, *path = NULL;
-    if (!sy_napi_get_named_string(env, argv[0], "host", &host) || !sy_napi_get_named_string(env, argv[0], "path", &path)) {
+    if (!sy_napi_get_named_string(env, argv[0], "host", &host) ||
+        !sy_napi_get_named_string(env, argv[0], "path", &path)) {
         sy_free(host);
         return NULL;
     }
     sy_server_opts_t o = {
-        .host = host, .port = (uint16_t)port, .path = path, .threads = (unsigned)threads,
-        .max_payload = (size_t)max_payload, .max_backpressure = (size_t)max_bp,
-        .slow_consumer = slow ? SY_SLOW_CLOSE : SY_SLOW_DROP, .idle_timeout_s = (unsigned)idle,
-        .handshake_timeout_s = (unsigned)hs, .close_timeout_s = (unsigned)close_to,
-        .max_head_bytes = (size_t)head, .max_headers = (unsigned)headers, .backlog = (unsigned)backlog,
-        .max_connections = (uint32_t)max_conn, .max_event_bytes = (size_t)max_ev, .upgrade_handler = upgrade,
-        .reclaim = reclaim, .compression = compression, .compress_level = (unsigned)z_level,
+        .host = host,
+        .port = (uint16_t)port,
+        .path = path,
+        .threads = (unsigned)threads,
+        .max_payload = (size_t)max_payload,
+        .max_backpressure = (size_t)max_bp,
+        .slow_consumer = slow ? SY_SLOW_CLOSE : SY_SLOW_DROP,
+        .idle_timeout_s = (unsigned)idle,
+        .handshake_timeout_s = (unsigned)hs,
+        .close_timeout_s = (unsigned)close_to,
+        .max_head_bytes = (size_t)head,
+        .max_headers = (unsigned)headers,
+        .backlog = (unsigned)backlog,
+        .max_connections = (uint32_t)max_conn,
+        .max_event_bytes = (size_t)max_ev,
+        .upgrade_handler = upgrade,
+        .reclaim = reclaim,
+        .compression = compression,
+        .compress_level = (unsigned)z_level,
         .compress_threshold = (size_t)z_threshold,
     };
     sy_bserver_t *b = sy_calloc(1, sizeof(*b));
@@ -506,10 +531,12 @@ static napi_value server_listen(napi_env env, napi_callback_info info) {
         return NULL;
     }
     napi_value name;
-    if (!sy_napi_ok(env, napi_create_string_utf8(env, "symphony", NAPI_AUTO_LENGTH, &name), "napi_create_string_utf8") ||
-        !sy_napi_ok(env, napi_create_threadsafe_function(env, argv[1], NULL, name, 0, 1, NULL, tsfn_finalize, b,
-                                                         call_js, &b->tsfn),
-                    "napi_create_threadsafe_function"))
+    if (!sy_napi_ok(env, napi_create_string_utf8(env, "symphony", NAPI_AUTO_LENGTH, &name),
+                    "napi_create_string_utf8") ||
+        !sy_napi_ok(
+            env,
+            napi_create_threadsafe_function(env, argv[1], NULL, name, 0, 1, NULL, tsfn_finalize, b, call_js, &b->tsfn),
+            "napi_create_threadsafe_function"))
         return NULL;
     b->tsfn_live = true;
     uint16_t port = 0;
@@ -543,8 +570,8 @@ static napi_value server_publish(napi_env env, napi_callback_info info) {
     sy_bserver_t *b;
     unsigned flags = 0;
     sy_bytes_t topic, data;
-    if (!server_args(env, info, 4, argv, &b) ||
-        !get_send_flags(env, argv[3], &flags) || !get_topic(env, argv[1], &topic))
+    if (!server_args(env, info, 4, argv, &b) || !get_send_flags(env, argv[3], &flags) ||
+        !get_topic(env, argv[1], &topic))
         return NULL;
     if (!get_bytes(env, argv[2], "data", &data)) {
         sy_free(topic.owned);
@@ -677,8 +704,7 @@ static napi_value server_send(napi_env env, napi_callback_info info) {
     uint64_t id;
     unsigned flags = 0;
     sy_bytes_t data;
-    if (!server_args(env, info, 4, argv, &b) ||
-        !get_id(env, argv[1], &id) || !get_send_flags(env, argv[3], &flags) ||
+    if (!server_args(env, info, 4, argv, &b) || !get_id(env, argv[1], &id) || !get_send_flags(env, argv[3], &flags) ||
         !get_bytes(env, argv[2], "data", &data))
         return NULL;
     int rc = sy_server_send(b->srv, id, data.data, data.len, flags | SY_SEND_LATER);
@@ -691,8 +717,7 @@ static napi_value sub_call(napi_env env, napi_callback_info info, bool subscribe
     sy_bserver_t *b;
     uint64_t id;
     sy_bytes_t topic;
-    if (!server_args(env, info, 3, argv, &b) ||
-        !get_id(env, argv[1], &id) || !get_topic(env, argv[2], &topic))
+    if (!server_args(env, info, 3, argv, &b) || !get_id(env, argv[1], &id) || !get_topic(env, argv[2], &topic))
         return NULL;
     int rc = subscribe ? sy_server_subscribe(b->srv, id, topic.data, topic.len)
                        : sy_server_unsubscribe(b->srv, id, topic.data, topic.len);
@@ -711,8 +736,7 @@ static napi_value server_end(napi_env env, napi_callback_info info) {
     uint64_t id;
     int64_t code;
     sy_bytes_t reason;
-    if (!server_args(env, info, 4, argv, &b) ||
-        !get_id(env, argv[1], &id) ||
+    if (!server_args(env, info, 4, argv, &b) || !get_id(env, argv[1], &id) ||
         !sy_napi_get_int64(env, argv[2], "code", SY_CLOSE_CODE_MIN, SY_CLOSE_CODE_MAX, &code) ||
         !get_bytes(env, argv[3], "reason", &reason))
         return NULL;
@@ -744,8 +768,8 @@ static napi_value server_accept(napi_env env, napi_callback_info info) {
     uint64_t id;
     uint32_t ntopics = 0;
     bool is_array = false, compress = true;
-    if (!server_args(env, info, 6, argv, &b) ||
-        !get_id(env, argv[1], &id) || !sy_napi_get_bool(env, argv[5], "compress", &compress) ||
+    if (!server_args(env, info, 6, argv, &b) || !get_id(env, argv[1], &id) ||
+        !sy_napi_get_bool(env, argv[5], "compress", &compress) ||
         !sy_napi_ok(env, napi_is_array(env, argv[4], &is_array), "napi_is_array"))
         return NULL;
     if (!is_array) {
@@ -781,8 +805,8 @@ static napi_value server_accept(napi_env env, napi_callback_info info) {
     }
     int rc = 0;
     if (ok)
-        rc = sy_server_accept(b->srv, id, proto.data, proto.len, headers.data, headers.len,
-                              (const char *const *)names, lens, ntopics, compress);
+        rc = sy_server_accept(b->srv, id, proto.data, proto.len, headers.data, headers.len, (const char *const *)names,
+                              lens, ntopics, compress);
     for (uint32_t i = 0; names != NULL && i < ntopics; i++)
         sy_free(names[i]);
     sy_free(names);
@@ -801,8 +825,7 @@ static napi_value server_refuse(napi_env env, napi_callback_info info) {
     uint64_t id;
     int64_t status;
     sy_bytes_t headers;
-    if (!server_args(env, info, 4, argv, &b) ||
-        !get_id(env, argv[1], &id) ||
+    if (!server_args(env, info, 4, argv, &b) || !get_id(env, argv[1], &id) ||
         !sy_napi_get_int64(env, argv[2], "status", SY_REFUSE_STATUS_MIN, SY_REFUSE_STATUS_MAX, &status) ||
         !get_bytes(env, argv[3], "headers", &headers))
         return NULL;
@@ -834,9 +857,7 @@ static const struct {
 };
 #define STAT_COUNT (sizeof(STAT_FIELDS) / sizeof(STAT_FIELDS[0]))
 
-static uint64_t *stat_field(sy_stats_t *t, size_t i) {
-    return (uint64_t *)((char *)t + STAT_FIELDS[i].offset);
-}
+static uint64_t *stat_field(sy_stats_t *t, size_t i) { return (uint64_t *)((char *)t + STAT_FIELDS[i].offset); }
 
 static bool thread_stats_object(napi_env env, sy_stats_t *t, napi_value *out) {
     if (!sy_napi_ok(env, napi_create_object(env, out), "napi_create_object"))
@@ -871,8 +892,8 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
             *f = STAT_FIELDS[k].max ? (v > *f ? v : *f) : *f + v;
         }
     }
-    if (!thread_stats_object(env, &sum, &total) ||
-        !set_u64(env, total, "topics", sy_server_topic_count(b->srv)) || !sy_napi_set_value(env, total, "threads", arr))
+    if (!thread_stats_object(env, &sum, &total) || !set_u64(env, total, "topics", sy_server_topic_count(b->srv)) ||
+        !sy_napi_set_value(env, total, "threads", arr))
         return NULL;
     return total;
 }
@@ -930,12 +951,14 @@ static napi_value server_set_tls(napi_env env, napi_callback_info info) {
     }
     for (uint32_t i = 0; i < n; i++) {
         napi_value e;
-        if (!sy_napi_ok(env, napi_get_element(env, argv[1], i, &e), "napi_get_element") ||
-            !cert_in_get(env, e, &in[i]))
+        if (!sy_napi_ok(env, napi_get_element(env, argv[1], i, &e), "napi_get_element") || !cert_in_get(env, e, &in[i]))
             goto done;
-        certs[i] = (sy_tls_cert_t){.cert_pem = in[i].cert.data, .cert_len = in[i].cert.len,
-                                   .key_pem = in[i].key.data, .key_len = in[i].key.len,
-                                   .passphrase = in[i].passphrase, .servername = in[i].servername};
+        certs[i] = (sy_tls_cert_t){.cert_pem = in[i].cert.data,
+                                   .cert_len = in[i].cert.len,
+                                   .key_pem = in[i].key.data,
+                                   .key_len = in[i].key.len,
+                                   .passphrase = in[i].passphrase,
+                                   .servername = in[i].servername};
     }
     napi_valuetype t;
     if (!sy_napi_ok(env, napi_typeof(env, argv[2], &t), "napi_typeof") ||
@@ -996,8 +1019,8 @@ static napi_value server_close(napi_env env, napi_callback_info info) {
     sy_bserver_t *b;
     int64_t deadline;
     if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !get_handle(env, argv[0], &b) ||
-        !sy_napi_get_int64(env, argv[1], "deadlineMs", OPTIONS[OPT_closeDeadline].min,
-                           OPTIONS[OPT_closeDeadline].max, &deadline))
+        !sy_napi_get_int64(env, argv[1], "deadlineMs", OPTIONS[OPT_closeDeadline].min, OPTIONS[OPT_closeDeadline].max,
+                           &deadline))
         return NULL;
     if (b->srv != NULL && b->listening)
         sy_server_shutdown(b->srv, (unsigned)deadline);
@@ -1029,17 +1052,21 @@ static bool export_stat_fields(napi_env env, napi_value exports) {
 
 /* The scalar members of binding.constants, by their JS names (the C name
  * without SY_). */
-#define SY_CONSTANT(name) {#name, SY_##name}
+#define SY_CONSTANT(name) \
+    { #name, SY_##name }
 static const struct {
     const char *name;
     int64_t value;
 } CONSTANTS[] = {
-    SY_CONSTANT(TOPIC_MAX_LEN),     SY_CONSTANT(CLOSE_REASON_MAX_LEN), SY_CONSTANT(CLOSE_CODE_MIN),
-    SY_CONSTANT(CLOSE_CODE_MAX),    SY_CONSTANT(REFUSE_STATUS_MIN),    SY_CONSTANT(REFUSE_STATUS_MAX),
-    SY_CONSTANT(EV_UPGRADE),        SY_CONSTANT(EV_OPEN),              SY_CONSTANT(EV_MESSAGE),
-    SY_CONSTANT(EV_CLOSE),          SY_CONSTANT(EV_DRAIN),             SY_CONSTANT(EV_FAILED),
-    SY_CONSTANT(EV_CLOSED),         SY_CONSTANT(EV_OPEN_DEFLATE),      SY_CONSTANT(SEND_BINARY),
-    SY_CONSTANT(SEND_COMPRESS),     SY_CONSTANT(SEND_LOCAL),
+    SY_CONSTANT(TOPIC_MAX_LEN),     SY_CONSTANT(CLOSE_REASON_MAX_LEN),
+    SY_CONSTANT(CLOSE_CODE_MIN),    SY_CONSTANT(CLOSE_CODE_MAX),
+    SY_CONSTANT(REFUSE_STATUS_MIN), SY_CONSTANT(REFUSE_STATUS_MAX),
+    SY_CONSTANT(EV_UPGRADE),        SY_CONSTANT(EV_OPEN),
+    SY_CONSTANT(EV_MESSAGE),        SY_CONSTANT(EV_CLOSE),
+    SY_CONSTANT(EV_DRAIN),          SY_CONSTANT(EV_FAILED),
+    SY_CONSTANT(EV_CLOSED),         SY_CONSTANT(EV_OPEN_DEFLATE),
+    SY_CONSTANT(SEND_BINARY),       SY_CONSTANT(SEND_COMPRESS),
+    SY_CONSTANT(SEND_LOCAL),
 };
 #undef SY_CONSTANT
 

@@ -33,9 +33,7 @@ void sy_napi_throw_range(napi_env env, const char *name, const char *range) {
     napi_throw_range_error(env, "ERR_OUT_OF_RANGE", msg);
 }
 
-void sy_napi_throw(napi_env env, const char *code, const char *message) {
-    napi_throw_error(env, code, message);
-}
+void sy_napi_throw(napi_env env, const char *code, const char *message) { napi_throw_error(env, code, message); }
 
 void sy_napi_throw_oom(napi_env env, const char *what) {
     char msg[160];
@@ -48,8 +46,8 @@ napi_value sy_napi_make_bool(napi_env env, bool value) {
     return sy_napi_ok(env, napi_get_boolean(env, value, &v), "napi_get_boolean") ? v : NULL;
 }
 
-bool sy_napi_args(napi_env env, napi_callback_info info, size_t min, size_t *argc,
-                  napi_value *argv, napi_value *this_arg) {
+bool sy_napi_args(napi_env env, napi_callback_info info, size_t min, size_t *argc, napi_value *argv,
+                  napi_value *this_arg) {
     size_t cap = *argc;
     if (!sy_napi_ok(env, napi_get_cb_info(env, info, argc, argv, this_arg, NULL), "napi_get_cb_info"))
         return false;
@@ -79,8 +77,7 @@ bool sy_napi_get_bool(napi_env env, napi_value v, const char *name, bool *out) {
     return sy_napi_ok(env, napi_get_value_bool(env, v, out), "napi_get_value_bool");
 }
 
-bool sy_napi_get_int64(napi_env env, napi_value v, const char *name, int64_t min, int64_t max,
-                       int64_t *out) {
+bool sy_napi_get_int64(napi_env env, napi_value v, const char *name, int64_t min, int64_t max, int64_t *out) {
     napi_valuetype t;
     if (!type_of(env, v, &t))
         return false;
@@ -134,8 +131,7 @@ bool sy_napi_set_stat(napi_env env, napi_value obj, const char *key, int64_t val
 
 bool sy_napi_set_bool(napi_env env, napi_value obj, const char *key, bool value) {
     napi_value v;
-    return sy_napi_ok(env, napi_get_boolean(env, value, &v), "napi_get_boolean") &&
-           sy_napi_set_value(env, obj, key, v);
+    return sy_napi_ok(env, napi_get_boolean(env, value, &v), "napi_get_boolean") && sy_napi_set_value(env, obj, key, v);
 }
 
 bool sy_napi_set_string(napi_env env, napi_value obj, const char *key, const char *str) {
@@ -146,8 +142,7 @@ bool sy_napi_set_string(napi_env env, napi_value obj, const char *key, const cha
            sy_napi_set_value(env, obj, key, v);
 }
 
-bool sy_napi_set_function(napi_env env, napi_value obj, const char *key, napi_callback fn,
-                          void *data) {
+bool sy_napi_set_function(napi_env env, napi_value obj, const char *key, napi_callback fn, void *data) {
     napi_value v;
     return sy_napi_ok(env, napi_create_function(env, key, NAPI_AUTO_LENGTH, fn, data, &v), "napi_create_function") &&
            sy_napi_set_value(env, obj, key, v);

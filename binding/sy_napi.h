@@ -31,8 +31,8 @@ void sy_napi_throw_oom(napi_env env, const char *what);
 
 /* Reads the call's arguments; fails unless at least `min` were given.
  * *argc is in: capacity of argv, out: count given (capped at capacity). */
-bool sy_napi_args(napi_env env, napi_callback_info info, size_t min, size_t *argc,
-                  napi_value *argv, napi_value *this_arg);
+bool sy_napi_args(napi_env env, napi_callback_info info, size_t min, size_t *argc, napi_value *argv,
+                  napi_value *this_arg);
 
 bool sy_napi_get_bool(napi_env env, napi_value v, const char *name, bool *out);
 /* A string copied into *out (sy_malloc'ed, NUL-terminated; the caller
@@ -41,8 +41,7 @@ bool sy_napi_get_string(napi_env env, napi_value v, const char *name, char **out
 /* The same for obj[key] (key also names it in errors). */
 bool sy_napi_get_named_string(napi_env env, napi_value obj, const char *key, char **out);
 /* A number that is an integer within [min, max]. */
-bool sy_napi_get_int64(napi_env env, napi_value v, const char *name, int64_t min, int64_t max,
-                       int64_t *out);
+bool sy_napi_get_int64(napi_env env, napi_value v, const char *name, int64_t min, int64_t max, int64_t *out);
 bool sy_napi_get_uint32(napi_env env, napi_value v, const char *name, uint32_t *out);
 
 /* A JS boolean; NULL (an exception pending) on failure. */
@@ -56,7 +55,6 @@ bool sy_napi_set_bool(napi_env env, napi_value obj, const char *key, bool value)
 /* NULL str sets null. */
 bool sy_napi_set_string(napi_env env, napi_value obj, const char *key, const char *str);
 bool sy_napi_set_value(napi_env env, napi_value obj, const char *key, napi_value value);
-bool sy_napi_set_function(napi_env env, napi_value obj, const char *key, napi_callback fn,
-                          void *data);
+bool sy_napi_set_function(napi_env env, napi_value obj, const char *key, napi_callback fn, void *data);
 
 #endif

@@ -13,15 +13,15 @@
 #include <unistd.h>
 
 #include "base/sy_alloc.h"
+#include "base/sy_refbuf.h"
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_env.h"
-#include "proto/sy_handshake.h"
 #include "io/sy_io.h"
-#include "base/sy_refbuf.h"
 #include "io/sy_topic.h"
+#include "net/sy_uring.h"
+#include "proto/sy_handshake.h"
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
-#include "net/sy_uring.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_stream_tls.h"
 #endif
@@ -30,7 +30,7 @@ struct sy_server {
     sy_io_shared_t shared; /* shared.nthreads: the thread count, kept once */
     char *host;
     char *path;
-    bool listening;     /* the IO threads run (with or without a listening socket) */
+    bool listening; /* the IO threads run (with or without a listening socket) */
     bool shutting_down;
     unsigned next_adopt; /* round robin of adopted sockets */
     sy_bus_t *bus;       /* NULL: this server is an island */
@@ -40,8 +40,7 @@ struct sy_server {
     sy_io_t *io[]; /* NULL until the threads are made */
 };
 
-sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx, char *err,
-                              size_t errlen) {
+sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx, char *err, size_t errlen) {
     if (opts->threads < 1 || opts->threads > SY_SERVER_MAX_THREADS) {
         snprintf(err, errlen, "threads must be 1..%d", SY_SERVER_MAX_THREADS);
         return NULL;
@@ -294,8 +293,8 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
 static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_t topic_len, const void *data,
                          size_t len, unsigned flags, size_t *subscribers) {
     if (s->bus != NULL && !(flags & SY_SEND_LOCAL)) {
-        unsigned env = ((flags & SY_SEND_BINARY) ? SY_BUS_ENV_BINARY : 0) |
-                       ((flags & SY_SEND_COMPRESS) ? SY_BUS_ENV_COMPRESS : 0);
+        unsigned env =
+            ((flags & SY_SEND_BINARY) ? SY_BUS_ENV_BINARY : 0) | ((flags & SY_SEND_COMPRESS) ? SY_BUS_ENV_COMPRESS : 0);
         /* Dropped (EAGAIN) is counted by the bus; local delivery goes on. */
         if (sy_bus_publish(s->bus, topic, topic_len, data, len, env) == ENOMEM)
             return ENOMEM;
@@ -304,7 +303,7 @@ static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_
 }
 
 sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
-                      unsigned flags, size_t *subscribers) {
+                           unsigned flags, size_t *subscribers) {
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
         return 0;
@@ -321,7 +320,7 @@ sy_topic_t *sy_server_topic(sy_server_t *s, const char *topic, size_t topic_len)
 void sy_server_topic_release(sy_server_t *s, sy_topic_t *t) { sy_topic_release(&s->shared.topics, t); }
 
 sy_err_t sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
-                            size_t *subscribers) {
+                                 size_t *subscribers) {
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
         return 0;
@@ -341,7 +340,8 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
                              unsigned env) {
     sy_server_t *s = ctx;
     size_t n = 0;
-    unsigned flags = ((env & SY_BUS_ENV_BINARY) ? SY_SEND_BINARY : 0) | ((env & SY_BUS_ENV_COMPRESS) ? SY_SEND_COMPRESS : 0);
+    unsigned flags =
+        ((env & SY_BUS_ENV_BINARY) ? SY_SEND_BINARY : 0) | ((env & SY_BUS_ENV_COMPRESS) ? SY_SEND_COMPRESS : 0);
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
     if (t != NULL) {
         (void)publish_local(s, t, data, len, flags, &n);
@@ -350,7 +350,7 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
 }
 
 sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
-                      size_t errlen) {
+                           size_t errlen) {
     if (s->listening || s->bus != NULL || sy_topics_count(&s->shared.topics) != 0) {
         snprintf(err, errlen, "the bus must be set before the server starts");
         if (o->tls != NULL && o->tls_free != NULL)
@@ -444,8 +444,8 @@ sy_err_t sy_server_terminate(sy_server_t *s, uint64_t id) {
 }
 
 sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
-                     size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics,
-                     bool compress) {
+                          size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics,
+                          bool compress) {
     sy_io_t *io = io_of(s, id);
     if (io == NULL || s->shutting_down)
         return ENOTCONN;
@@ -510,13 +510,9 @@ void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_stats_t *out) {
     sy_io_stats_snapshot(s->io[i], out);
 }
 
-unsigned sy_server_threads(sy_server_t *s) {
-    return s->shared.nthreads;
-}
+unsigned sy_server_threads(sy_server_t *s) { return s->shared.nthreads; }
 
-size_t sy_server_topic_count(sy_server_t *s) {
-    return sy_topics_count(&s->shared.topics);
-}
+size_t sy_server_topic_count(sy_server_t *s) { return sy_topics_count(&s->shared.topics); }
 
 sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 #ifdef SY_WITH_TLS
@@ -540,9 +536,7 @@ sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 #endif
 }
 
-bool sy_server_tls(sy_server_t *s) {
-    return s->shared.transport != &sy_stream_plain_ops;
-}
+bool sy_server_tls(sy_server_t *s) { return s->shared.transport != &sy_stream_plain_ops; }
 
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
     size_t bytes = sy_batch_bytes(batch);

@@ -28,8 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bus/sy_bus.h"
 #include "base/sy_errors.h"
+#include "bus/sy_bus.h"
 #include "io/sy_events.h"
 #include "io/sy_io_opts.h"
 #include "io/sy_stats.h"
@@ -42,12 +42,14 @@
 typedef sy_io_opts_t sy_server_opts_t;
 
 /* flags of sy_server_publish and sy_server_send. */
-#define SY_SEND_BINARY 1u   /* a binary message (else text) */
-#define SY_SEND_COMPRESS 2u /* may go compressed to the connections that negotiated
+#define SY_SEND_BINARY 1u /* a binary message (else text) */
+#define SY_SEND_COMPRESS \
+    2u                   /* may go compressed to the connections that negotiated
                                permessage-deflate (a server with compression, a payload
                                of at least compress_threshold bytes) */
-#define SY_SEND_LOCAL 4u    /* publish: this node only, not the bus */
-#define SY_SEND_LATER 8u    /* the IO threads' wake-up may wait for sy_server_wake (the
+#define SY_SEND_LOCAL 4u /* publish: this node only, not the bus */
+#define SY_SEND_LATER \
+    8u                             /* the IO threads' wake-up may wait for sy_server_wake (the
                                owner calls it at the end of its loop's turn): the turn's
                                messages reach each IO thread as one batch */
 #define SY_SERVER_BUS_FLUSH_MS 500 /* shutdown waits this long for Redis to take the last publishes */
@@ -55,8 +57,7 @@ typedef sy_io_opts_t sy_server_opts_t;
 typedef struct sy_server sy_server_t;
 
 /* NULL on failure (bad thread count, out of memory), with a message in err. */
-sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx,
-                              char *err, size_t errlen);
+sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx, char *err, size_t errlen);
 /* Binds one listening socket (IO thread 0 accepts and deals the sockets out
  * to every IO thread in turn) and starts the threads. 0, or an errno value with a message in err. *port: the bound port. */
 sy_err_t sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen);
@@ -80,7 +81,7 @@ sy_err_t sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len);
  * on the bus thread. o->max_payload is the server's; o->tls is taken over
  * (freed on failure too). 0, or EINVAL with a message in err. */
 sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
-                      size_t errlen);
+                           size_t errlen);
 /* The bus' counters and state: false when the server has no bus. Any thread. */
 bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out);
 
@@ -92,7 +93,7 @@ bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out);
  * negotiated permessage-deflate, not here: the owner's thread never waits
  * for a compression. */
 sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
-                      unsigned flags, size_t *subscribers);
+                           unsigned flags, size_t *subscribers);
 /* A topic handle: a reference to topic (made if it does not exist yet), for
  * sy_server_publish_topic, which then skips the lookup. The topic stays in
  * the registry while the handle lives. NULL: out of memory. The owner
@@ -102,7 +103,7 @@ sy_topic_t *sy_server_topic(sy_server_t *s, const char *topic, size_t topic_len)
 void sy_server_topic_release(sy_server_t *s, sy_topic_t *t);
 /* sy_server_publish to a topic handle. */
 sy_err_t sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
-                            size_t *subscribers);
+                                 size_t *subscribers);
 /* Wakes the IO threads that have commands queued with SY_SEND_LATER. */
 void sy_server_wake(sy_server_t *s);
 /* These queue a command to the connection's IO thread: 0, ENOTCONN when the
@@ -120,9 +121,9 @@ sy_err_t sy_server_terminate(sy_server_t *s, uint64_t id);
  * caller); topics: to subscribe before any message can be published to it;
  * compress: false declines a permessage-deflate offer the server would
  * accept (true changes nothing when there is none or compression is off). */
-sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len,
-                     const char *headers, size_t headers_len, const char *const *topics,
-                     const size_t *topic_lens, size_t ntopics, bool compress);
+sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, size_t protocol_len, const char *headers,
+                          size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics,
+                          bool compress);
 sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len);
 /* True when id names a connection that is open now. */
 bool sy_server_is_open(sy_server_t *s, uint64_t id);

@@ -46,8 +46,7 @@ bool sy_alloc_moving_all(void) { return atomic_load_explicit(&move_all, memory_o
  *                      counted in RSS) pages.
  *   dirty_decay_ms     jemalloc's 10 s default: bursts reuse their pages.
  *   background_thread  off: no threads of ours that the user did not start. */
-#define SY_JE_BUILTIN_CONF \
-    "narenas:1,slab_sizes:1-4096:1,dirty_decay_ms:10000,muzzy_decay_ms:0,background_thread:false"
+#define SY_JE_BUILTIN_CONF "narenas:1,slab_sizes:1-4096:1,dirty_decay_ms:10000,muzzy_decay_ms:0,background_thread:false"
 
 const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
 
@@ -72,7 +71,7 @@ const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
 #endif
 __attribute__((used)) static const char sy_build_marker[] =
     "symphony-build: allocator=jemalloc-" JEMALLOC_VERSION " lg-page=" SY_STR(SY_LG_PAGE) " libc=" SY_LIBC
-    " arch=" SY_ARCH;
+                                                                                          " arch=" SY_ARCH;
 
 /* Explicit arenas made so far (for IO threads; pooled, never destroyed). */
 static atomic_uint created_arenas;
@@ -229,9 +228,7 @@ sy_err_t sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) {
     return 0;
 }
 
-sy_err_t sy_alloc_background_thread(bool on) {
-    return sy_je_mallctl("background_thread", NULL, NULL, &on, sizeof(on));
-}
+sy_err_t sy_alloc_background_thread(bool on) { return sy_je_mallctl("background_thread", NULL, NULL, &on, sizeof(on)); }
 
 sy_err_t sy_alloc_arena_create(unsigned *arena) {
     size_t sz = sizeof(*arena);
@@ -381,9 +378,9 @@ int64_t sy_alloc_test_peak(void) {
 static void *count_in(void *p) {
 #if defined(__GLIBC__)
     if (p != NULL) {
-        long long now = atomic_fetch_add_explicit(&sys_allocated, (long long)malloc_usable_size(p),
-                                                  memory_order_relaxed) +
-                        (long long)malloc_usable_size(p);
+        long long now =
+            atomic_fetch_add_explicit(&sys_allocated, (long long)malloc_usable_size(p), memory_order_relaxed) +
+            (long long)malloc_usable_size(p);
 #ifdef SY_TESTING
         long long peak = atomic_load_explicit(&sys_peak, memory_order_relaxed);
         while (now > peak && !atomic_compare_exchange_weak_explicit(&sys_peak, &peak, now, memory_order_relaxed,
@@ -423,9 +420,7 @@ void *sy_realloc(void *ptr, size_t size) {
 #endif
 }
 
-size_t sy_alloc_usable(const void *ptr) {
-    return ptr != NULL ? malloc_usable_size((void *)ptr) : 0;
-}
+size_t sy_alloc_usable(const void *ptr) { return ptr != NULL ? malloc_usable_size((void *)ptr) : 0; }
 
 void sy_free(void *ptr) {
     count_out(ptr);
@@ -455,20 +450,49 @@ sy_err_t sy_alloc_stats(sy_alloc_stats_t *out) {
     return 0;
 }
 
-sy_err_t sy_alloc_config(sy_alloc_config_t *out) { (void)out; return ENOTSUP; }
+sy_err_t sy_alloc_config(sy_alloc_config_t *out) {
+    (void)out;
+    return ENOTSUP;
+}
 sy_err_t sy_alloc_purge(void) { return ENOTSUP; }
-sy_err_t sy_alloc_arena_purge(unsigned arena) { (void)arena; return ENOTSUP; }
+sy_err_t sy_alloc_arena_purge(unsigned arena) {
+    (void)arena;
+    return ENOTSUP;
+}
 sy_err_t sy_alloc_decay_all(void) { return ENOTSUP; }
-sy_err_t sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) { (void)dirty_ms; (void)muzzy_ms; return ENOTSUP; }
-sy_err_t sy_alloc_background_thread(bool on) { (void)on; return ENOTSUP; }
-sy_err_t sy_alloc_arena_create(unsigned *arena) { (void)arena; return ENOTSUP; }
-sy_err_t sy_alloc_arena_acquire(unsigned *arena) { (void)arena; return ENOTSUP; }
+sy_err_t sy_alloc_set_decay(int64_t dirty_ms, int64_t muzzy_ms) {
+    (void)dirty_ms;
+    (void)muzzy_ms;
+    return ENOTSUP;
+}
+sy_err_t sy_alloc_background_thread(bool on) {
+    (void)on;
+    return ENOTSUP;
+}
+sy_err_t sy_alloc_arena_create(unsigned *arena) {
+    (void)arena;
+    return ENOTSUP;
+}
+sy_err_t sy_alloc_arena_acquire(unsigned *arena) {
+    (void)arena;
+    return ENOTSUP;
+}
 void sy_alloc_arena_release(unsigned arena) { (void)arena; }
-sy_err_t sy_alloc_thread_use_arena(unsigned arena) { (void)arena; return ENOTSUP; }
-sy_err_t sy_alloc_owner(const void *ptr, unsigned *arena) { (void)ptr; (void)arena; return ENOTSUP; }
+sy_err_t sy_alloc_thread_use_arena(unsigned arena) {
+    (void)arena;
+    return ENOTSUP;
+}
+sy_err_t sy_alloc_owner(const void *ptr, unsigned *arena) {
+    (void)ptr;
+    (void)arena;
+    return ENOTSUP;
+}
 bool sy_alloc_should_move(const void *ptr) { return ptr != NULL && sy_alloc_moving_all(); }
 sy_err_t sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx, bool json, const char *opts) {
-    (void)write; (void)ctx; (void)json; (void)opts;
+    (void)write;
+    (void)ctx;
+    (void)json;
+    (void)opts;
     return ENOTSUP;
 }
 void *sy_alloc_move(void *ptr, size_t size) {
@@ -483,7 +507,9 @@ void *sy_alloc_move(void *ptr, size_t size) {
 }
 sy_err_t sy_alloc_thread_flush(void) { return ENOTSUP; }
 sy_err_t sy_alloc_arena_stats(unsigned arena, bool refresh, sy_alloc_arena_stats_t *out) {
-    (void)arena; (void)refresh; (void)out;
+    (void)arena;
+    (void)refresh;
+    (void)out;
     return ENOTSUP;
 }
 

@@ -21,10 +21,10 @@
 #ifndef SY_ALLOC_H
 #define SY_ALLOC_H
 
+#include "base/sy_errors.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "base/sy_errors.h"
 
 /* What the compiler may know of the family (as redis' zmalloc.h tells it):
  * a fresh block aliases nothing, and its size is the argument's, so that
@@ -84,9 +84,9 @@ typedef struct sy_alloc_config {
     bool background_thread;  /* background_thread, as it is now */
     const char *thp;         /* opt.thp: "default", "always" or "never" */
     bool metadata_thp_known;
-    const char *metadata_thp;/* opt.metadata_thp: "disabled", "auto" or "always" */
-    const char *builtin_conf;/* the configuration string baked into the build */
-    const char *env_conf;    /* SY_JE_MALLOC_CONF as read at startup, or NULL */
+    const char *metadata_thp; /* opt.metadata_thp: "disabled", "auto" or "always" */
+    const char *builtin_conf; /* the configuration string baked into the build */
+    const char *env_conf;     /* SY_JE_MALLOC_CONF as read at startup, or NULL */
 } sy_alloc_config_t;
 
 /* The configuration in force. ENOTSUP in the system build. */
@@ -184,11 +184,11 @@ sy_err_t sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx,
 sy_err_t sy_alloc_owner(const void *ptr, unsigned *arena);
 
 typedef struct sy_alloc_check {
-    bool jemalloc_linked;    /* the build has a jemalloc in it */
-    bool ours_is_jemalloc;   /* a live sy_malloc block is owned by jemalloc */
-    unsigned ours_arena;     /* ... in this arena */
-    bool libc_is_jemalloc;   /* a live libc malloc block is owned by jemalloc (must be false) */
-    size_t probe_size;       /* bytes of each probe block */
+    bool jemalloc_linked;  /* the build has a jemalloc in it */
+    bool ours_is_jemalloc; /* a live sy_malloc block is owned by jemalloc */
+    unsigned ours_arena;   /* ... in this arena */
+    bool libc_is_jemalloc; /* a live libc malloc block is owned by jemalloc (must be false) */
+    size_t probe_size;     /* bytes of each probe block */
 } sy_alloc_check_t;
 
 /* Proves which allocator serves sy_malloc: allocates a live block through

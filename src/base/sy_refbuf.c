@@ -27,9 +27,7 @@ sy_refbuf_t *sy_refbuf_raw(const void *bytes, size_t len) {
     return sy_refbuf_make(NULL, 0, bytes, len, SY_REFBUF_Z_NONE);
 }
 
-void sy_refbuf_ref(sy_refbuf_t *m, uint32_t n) {
-    atomic_fetch_add_explicit(&m->refs, n, memory_order_relaxed);
-}
+void sy_refbuf_ref(sy_refbuf_t *m, uint32_t n) { atomic_fetch_add_explicit(&m->refs, n, memory_order_relaxed); }
 
 void sy_refbuf_release(sy_refbuf_t *m) {
     if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1) {

@@ -37,10 +37,10 @@ enum {
 
 typedef struct sy_refbuf {
     atomic_uint refs;
-    uint8_t hlen;          /* frame header bytes (0: raw bytes) */
-    atomic_uchar deflate;  /* SY_REFBUF_Z_* */
+    uint8_t hlen;           /* frame header bytes (0: raw bytes) */
+    atomic_uchar deflate;   /* SY_REFBUF_Z_* */
     struct sy_refbuf *twin; /* the compressed frame once deflate is DONE */
-    size_t len;            /* bytes in data (a frame: header + payload) */
+    size_t len;             /* bytes in data (a frame: header + payload) */
     uint8_t data[];
 } sy_refbuf_t;
 

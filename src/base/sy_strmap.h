@@ -44,7 +44,7 @@ typedef struct sy_strmap {
 } sy_strmap_t;
 
 /* The entry of type `type` whose member `member` is the node n. */
-#define SY_STRMAP_ENTRY(n, type, member) ((type *)(void *)((char *)(n) - offsetof(type, member)))
+#define SY_STRMAP_ENTRY(n, type, member) ((type *)(void *)((char *)(n)-offsetof(type, member)))
 
 /* An empty map with min_buckets buckets (a power of two). 0 or ENOMEM. */
 sy_err_t sy_strmap_init(sy_strmap_t *m, size_t min_buckets, sy_strmap_key_fn key);
@@ -69,7 +69,8 @@ typedef struct sy_strmap_iter {
     sy_strmap_node_t *next; /* the next node of the current chain */
 } sy_strmap_iter_t;
 
-#define SY_STRMAP_ITER_INIT {0, NULL}
+#define SY_STRMAP_ITER_INIT \
+    { 0, NULL }
 
 /* The walk's next node, or NULL at the end. The walk survives the removal
  * (or freeing) of the node it just returned, and of no other; an insert

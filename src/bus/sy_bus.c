@@ -179,7 +179,8 @@ void sy_bus_destroy(sy_bus_t *b) {
     sy_free(b);
 }
 
-sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags) {
+sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len,
+                        unsigned flags) {
     if (atomic_load_explicit(&b->state, memory_order_relaxed) != SY_BUS_UP) {
         sy_bus_count(&b->c.dropped, 1);
         return EAGAIN;
@@ -253,4 +254,3 @@ void sy_bus_stats(sy_bus_t *b, sy_bus_stats_t *out) {
 #undef BUS_READ
     out->state = (sy_bus_state_t)atomic_load(&b->state);
 }
-

@@ -85,14 +85,14 @@ typedef enum sy_bus_state {
 typedef struct sy_bus_opts {
     const char *const *hosts; /* seeds (one without cluster); copied */
     const uint16_t *ports;
-    unsigned nseeds;          /* 1..SY_BUS_MAX_SEEDS */
+    unsigned nseeds; /* 1..SY_BUS_MAX_SEEDS */
     bool cluster;
-    const char *user;         /* NULL: the default user; copied */
-    const char *pass;         /* NULL: no AUTH; copied */
-    const char *prefix;       /* channel = prefix + topic; copied */
+    const char *user;   /* NULL: the default user; copied */
+    const char *pass;   /* NULL: no AUTH; copied */
+    const char *prefix; /* channel = prefix + topic; copied */
     size_t prefix_len;
-    size_t max_buffer;        /* bytes toward Redis not yet answered */
-    size_t max_payload;       /* larger messages from Redis are ignored (counted) */
+    size_t max_buffer;  /* bytes toward Redis not yet answered */
+    size_t max_payload; /* larger messages from Redis are ignored (counted) */
     unsigned connect_timeout_ms;
     unsigned backoff_min_ms, backoff_max_ms;
     /* rediss://: TLS on every connection (src/tls/sy_bus_tls.h). The bus

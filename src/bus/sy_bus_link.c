@@ -185,8 +185,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
     if (l == NULL)
         return; /* let go of on purpose (sy_bus_link_close, sy_bus_link_fail) */
     char buf[SY_BUS_ERRLEN];
-    const char *why = status != REDIS_OK && ac->errstr[0] ? io_error(l, ac->errstr, buf, sizeof(buf))
-                                                          : "connection closed by Redis";
+    const char *why =
+        status != REDIS_OK && ac->errstr[0] ? io_error(l, ac->errstr, buf, sizeof(buf)) : "connection closed by Redis";
     went_down(l, why);
 }
 

@@ -91,8 +91,8 @@ struct sy_bus_link {
     bool registered; /* ac's fd is in the poller */
     uint32_t events; /* SY_POLL_* hiredis asked for */
     int fd;
-    int64_t timer_ms; /* hiredis' timer (the connect timeout); 0: none */
-    int64_t retry_ms; /* SY_LINK_WAIT: when to connect again */
+    int64_t timer_ms;  /* hiredis' timer (the connect timeout); 0: none */
+    int64_t retry_ms;  /* SY_LINK_WAIT: when to connect again */
     unsigned delay_ms; /* the next backoff delay */
     unsigned attempts; /* connects since the link was last up */
     uint32_t rng;

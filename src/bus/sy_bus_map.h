@@ -35,8 +35,8 @@ typedef struct sy_bus_map_node {
 typedef struct sy_bus_map {
     sy_bus_map_node_t *nodes; /* the primaries, each once */
     unsigned nnodes;
-    uint16_t slot[SY_SLOTS];  /* index into nodes, or SY_BUS_MAP_NONE */
-    bool complete;            /* every slot has a primary */
+    uint16_t slot[SY_SLOTS]; /* index into nodes, or SY_BUS_MAP_NONE */
+    bool complete;           /* every slot has a primary */
 } sy_bus_map_t;
 
 struct redisReply;

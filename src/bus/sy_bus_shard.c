@@ -181,7 +181,7 @@ static sy_bus_shard_t *shard_for(sy_bus_shards_t *sh, sy_bus_shard_set_t *next, 
 }
 
 sy_err_t sy_bus_shards_stage(sy_bus_shards_t *sh, const struct redisReply *r, const char *asked_host,
-                        sy_bus_shard_set_t *next) {
+                             sy_bus_shard_set_t *next) {
     sy_bus_map_t *map = sy_malloc(sizeof(*map));
     if (map == NULL)
         return ENOMEM;

@@ -124,7 +124,7 @@ void sy_bus_shards_cfg_down(sy_bus_shards_t *sh, sy_bus_link_t *l);
  * ENOMEM. On 0, sy_bus_shards_commit must follow, before anything else
  * uses sh. */
 sy_err_t sy_bus_shards_stage(sy_bus_shards_t *sh, const struct redisReply *r, const char *asked_host,
-                        sy_bus_shard_set_t *next);
+                             sy_bus_shard_set_t *next);
 /* True when s is one of set's shards. */
 bool sy_bus_shard_set_has(const sy_bus_shard_set_t *set, const sy_bus_shard_t *s);
 /* Installs next (taken over) as the current set; shards no longer in it

@@ -23,8 +23,8 @@ typedef struct action {
 
 static inline void count(atomic_uint_fast64_t *c, uint64_t n) { atomic_fetch_add_explicit(c, n, memory_order_relaxed); }
 
-void sy_bus_subs_init(sy_bus_subs_t *s, sy_bus_chans_t *chans, sy_bus_shards_t *shards,
-                      atomic_uint_fast64_t *channels, atomic_uint_fast64_t *commands) {
+void sy_bus_subs_init(sy_bus_subs_t *s, sy_bus_chans_t *chans, sy_bus_shards_t *shards, atomic_uint_fast64_t *channels,
+                      atomic_uint_fast64_t *commands) {
     memset(s, 0, sizeof(*s));
     s->chans = chans;
     s->shards = shards;

@@ -43,20 +43,20 @@
 #include "bus/sy_bus_shard.h"
 
 typedef struct sy_bus_subs {
-    sy_bus_chans_t *chans;           /* every channel the bus knows */
-    sy_bus_shards_t *shards;         /* where the commands go */
-    atomic_uint_fast64_t *channels;  /* gauge: channels Redis confirmed */
-    atomic_uint_fast64_t *commands;  /* counter: (S)SUBSCRIBE commands sent */
-    sy_bus_chan_t **dirty;           /* channels to reconcile */
+    sy_bus_chans_t *chans;          /* every channel the bus knows */
+    sy_bus_shards_t *shards;        /* where the commands go */
+    atomic_uint_fast64_t *channels; /* gauge: channels Redis confirmed */
+    atomic_uint_fast64_t *commands; /* counter: (S)SUBSCRIBE commands sent */
+    sy_bus_chan_t **dirty;          /* channels to reconcile */
     size_t ndirty, dirty_cap;
-    bool all_dirty;                  /* reconcile every channel */
-    int64_t due_ms;                  /* no command before (the window) */
+    bool all_dirty; /* reconcile every channel */
+    int64_t due_ms; /* no command before (the window) */
 } sy_bus_subs_t;
 
 /* Subscriptions for the channels of chans, sent to shards; channels: the
  * gauge of confirmed channels, commands: the counter of commands sent. */
-void sy_bus_subs_init(sy_bus_subs_t *s, sy_bus_chans_t *chans, sy_bus_shards_t *shards,
-                      atomic_uint_fast64_t *channels, atomic_uint_fast64_t *commands);
+void sy_bus_subs_init(sy_bus_subs_t *s, sy_bus_chans_t *chans, sy_bus_shards_t *shards, atomic_uint_fast64_t *channels,
+                      atomic_uint_fast64_t *commands);
 /* Frees the dirty list; zero-filled subs are safe to destroy. */
 void sy_bus_subs_destroy(sy_bus_subs_t *s);
 

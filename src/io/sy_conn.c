@@ -12,8 +12,8 @@
 #include "base/sy_buf.h"
 #include "base/sy_clock.h"
 #include "io/sy_deflate.h"
-#include "net/sy_poll.h"
 #include "io/sy_upgrade.h"
+#include "net/sy_poll.h"
 #include "proto/sy_utf8.h"
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
@@ -102,9 +102,15 @@ static inline void check_transition(sy_conn_state_t from, sy_conn_state_t to) {
 
 const char *sy_conn_state_name(sy_conn_state_t st) {
     static const char *const names[SY_CONN_STATES] = {
-        [SY_CONN_HTTP] = "HTTP",           [SY_CONN_HANDSHAKE] = "HANDSHAKE", [SY_CONN_UPGRADING] = "UPGRADING",
-        [SY_CONN_OPEN] = "OPEN",           [SY_CONN_AWAIT_OWNER] = "AWAIT_OWNER", [SY_CONN_CLOSING] = "CLOSING",
-        [SY_CONN_FLUSH_CLOSE] = "FLUSH_CLOSE", [SY_CONN_DRAINING] = "DRAINING", [SY_CONN_DEAD] = "DEAD",
+        [SY_CONN_HTTP] = "HTTP",
+        [SY_CONN_HANDSHAKE] = "HANDSHAKE",
+        [SY_CONN_UPGRADING] = "UPGRADING",
+        [SY_CONN_OPEN] = "OPEN",
+        [SY_CONN_AWAIT_OWNER] = "AWAIT_OWNER",
+        [SY_CONN_CLOSING] = "CLOSING",
+        [SY_CONN_FLUSH_CLOSE] = "FLUSH_CLOSE",
+        [SY_CONN_DRAINING] = "DRAINING",
+        [SY_CONN_DEAD] = "DEAD",
     };
     return st < SY_CONN_STATES ? names[st] : "?";
 }
@@ -268,7 +274,8 @@ sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
         return m;
     if (c->zwin != 0 && sy_refbuf_payload_len(m) > (size_t)1 << c->zwin)
         return m; /* a match could reach past the client's window */
-    sy_refbuf_t *twin = sy_deflate_twin(&sy_io_ctx(io)->deflate, &sy_io_ctx(io)->shared->deflate_once, m, sy_io_ctx(io)->now_ms);
+    sy_refbuf_t *twin =
+        sy_deflate_twin(&sy_io_ctx(io)->deflate, &sy_io_ctx(io)->shared->deflate_once, m, sy_io_ctx(io)->now_ms);
     return twin != NULL ? twin : m;
 }
 
@@ -366,8 +373,8 @@ void sy_conn_flush(sy_io_t *io, sy_conn_t *c) {
 }
 
 bool sy_conn_batchable(const sy_conn_t *c) {
-    return sy_stream_is_plain(&c->stream) && !c->broken && c->state != SY_CONN_HANDSHAKE &&
-           c->state != SY_CONN_DEAD && !sy_outq_empty(&c->outq);
+    return sy_stream_is_plain(&c->stream) && !c->broken && c->state != SY_CONN_HANDSHAKE && c->state != SY_CONN_DEAD &&
+           !sy_outq_empty(&c->outq);
 }
 
 void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total) {
@@ -452,8 +459,7 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
     sy_conn_unsubscribe_all(io, c);
     sy_outq_clear(&c->outq, false);
     if (c->opened) {
-        sy_io_emit(io, sy_conn_id(io, c), SY_EV_CLOSE, 0, close_code_or(c, code), c->close_reason,
-                   c->close_reason_len);
+        sy_io_emit(io, sy_conn_id(io, c), SY_EV_CLOSE, 0, close_code_or(c, code), c->close_reason, c->close_reason_len);
         sy_stat_inc(&sy_io_ctx(io)->stats.closed);
         sy_stat_dec(&sy_io_ctx(io)->stats.connections);
         if (c->deflate)
@@ -489,8 +495,7 @@ bool sy_conn_owner_behind(const sy_io_t *io, const sy_conn_t *c) {
 /* The peer broke the protocol or sent its close frame while the owner has
  * messages of this connection still to handle: wait for it (AWAIT_OWNER),
  * so that its replies go before our close frame. False: close now. */
-static bool await_owner(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason, size_t reason_len,
-                        bool echo) {
+static bool await_owner(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason, size_t reason_len, bool echo) {
     if (c->state != SY_CONN_OPEN || !sy_conn_owner_behind(io, c))
         return false;
     c->close_code = code;
@@ -526,7 +531,8 @@ static void protocol_error(sy_io_t *io, sy_conn_t *c, uint16_t code, const char 
 static void deliver_compressed(sy_io_t *io, sy_conn_t *c, unsigned opcode, uint8_t *p, size_t n) {
     const uint8_t *msg;
     size_t len;
-    int rc = sy_inflate(&sy_io_ctx(io)->deflate, p, n, sy_io_ctx(io)->shared->opts.max_payload, sy_io_ctx(io)->now_ms, &msg, &len);
+    int rc = sy_inflate(&sy_io_ctx(io)->deflate, p, n, sy_io_ctx(io)->shared->opts.max_payload, sy_io_ctx(io)->now_ms,
+                        &msg, &len);
     if (rc == EMSGSIZE) {
         protocol_error(io, c, 1009, "message too big");
     } else if (rc == EBADMSG) {
@@ -641,9 +647,8 @@ static bool reading_frames(const sy_conn_t *c) { return c->state == SY_CONN_OPEN
  * soon as its bytes arrive (not when the frame is complete). False when it
  * failed the connection. */
 static bool check_partial(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t *p, size_t have) {
-    bool text = f->rsv == 0 && (f->opcode == SY_WS_OP_TEXT ||
-                                (f->opcode == SY_WS_OP_CONTINUATION && c->in_msg && c->msg_op == SY_WS_OP_TEXT &&
-                                 !c->msg_z));
+    bool text = f->rsv == 0 && (f->opcode == SY_WS_OP_TEXT || (f->opcode == SY_WS_OP_CONTINUATION && c->in_msg &&
+                                                               c->msg_op == SY_WS_OP_TEXT && !c->msg_z));
     if (!text || c->state != SY_CONN_OPEN || have <= c->frame_checked || have > UINT32_MAX)
         return true;
     size_t from = c->frame_checked;

@@ -61,11 +61,11 @@
 #include <stdint.h>
 
 #include "base/sy_errors.h"
-#include "io/sy_io_thread.h"
-#include "net/sy_outq.h"
 #include "base/sy_refbuf.h"
-#include "net/sy_stream.h"
+#include "io/sy_io_thread.h"
 #include "io/sy_topic.h"
+#include "net/sy_outq.h"
+#include "net/sy_stream.h"
 
 #define SY_CONN_DRAIN_MS 2000 /* how long a closed connection may take to send its EOF */
 /* How long a connection the peer closed or broke waits for the owner to
@@ -92,9 +92,7 @@ static inline bool sy_conn_before_open(sy_conn_state_t st) {
 }
 /* The states in which the owner may send to it (its id is live:
  * sy_io_set_live, sy_io_is_open). */
-static inline bool sy_conn_open_to_owner(sy_conn_state_t st) {
-    return st == SY_CONN_OPEN || st == SY_CONN_AWAIT_OWNER;
-}
+static inline bool sy_conn_open_to_owner(sy_conn_state_t st) { return st == SY_CONN_OPEN || st == SY_CONN_AWAIT_OWNER; }
 /* True when sy_conn_enter may take a connection from `from` to `to` (the
  * transition table in sy_conn.c; the diagram above). */
 bool sy_conn_transition_allowed(sy_conn_state_t from, sy_conn_state_t to);
@@ -115,35 +113,35 @@ typedef struct sy_conn {
     sy_stream_t stream;
     uint32_t slot, gen;
     uint8_t state;
-    uint8_t msg_op;   /* opcode of the fragmented message being assembled */
-    uint8_t poll_ev;  /* interest registered with the poller (SY_POLL_*) */
-    bool in_msg;      /* a fragmented message is open */
-    bool opened;      /* the owner saw SY_EV_OPEN (so it must see SY_EV_CLOSE) */
-    bool dirty;       /* on io->dirty */
-    bool want_out;    /* waiting for writability */
-    bool paused;      /* on io->paused */
-    bool hit_limit;   /* the backpressure limit was hit: emit DRAIN when empty */
-    bool ping_sent;   /* an idle ping is out */
-    bool broken;      /* the poller refused it: destroyed at the end of the turn */
-    bool deflate;     /* permessage-deflate negotiated (sy_pmd.h) */
-    bool msg_z;       /* the fragmented message being assembled is compressed */
-    bool close_echo;  /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
-    uint8_t zwin;     /* lg2 of the client's inflate window when it limited it; 0: not limited */
+    uint8_t msg_op;  /* opcode of the fragmented message being assembled */
+    uint8_t poll_ev; /* interest registered with the poller (SY_POLL_*) */
+    bool in_msg;     /* a fragmented message is open */
+    bool opened;     /* the owner saw SY_EV_OPEN (so it must see SY_EV_CLOSE) */
+    bool dirty;      /* on io->dirty */
+    bool want_out;   /* waiting for writability */
+    bool paused;     /* on io->paused */
+    bool hit_limit;  /* the backpressure limit was hit: emit DRAIN when empty */
+    bool ping_sent;  /* an idle ping is out */
+    bool broken;     /* the poller refused it: destroyed at the end of the turn */
+    bool deflate;    /* permessage-deflate negotiated (sy_pmd.h) */
+    bool msg_z;      /* the fragmented message being assembled is compressed */
+    bool close_echo; /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
+    uint8_t zwin;    /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint16_t close_code;
-    uint32_t utf8;    /* UTF-8 state of the text message being assembled (also
+    uint32_t utf8;          /* UTF-8 state of the text message being assembled (also
                          over the checked part of a frame still arriving) */
     uint32_t frame_checked; /* payload bytes of the incomplete frame at the head of
                                rbuf already unmasked (and UTF-8 checked, for text) */
-    uint32_t msg_seq; /* the event batch that holds its last message (sy_io.h) */
+    uint32_t msg_seq;       /* the event batch that holds its last message (sy_io.h) */
     int64_t last_rx_ms;
     int64_t deadline_ms; /* 0: none */
 
-    uint8_t *rbuf;    /* bytes read and not yet consumed: the request head (kept
+    uint8_t *rbuf; /* bytes read and not yet consumed: the request head (kept
                          while UPGRADING), then incomplete frames. From OPEN on
                          its capacity is always SY_INFLATE_TAIL past them
                          (sy_inflate works in place) */
     size_t rlen, rcap;
-    uint8_t *mbuf;    /* payload of the fragmented message so far */
+    uint8_t *mbuf; /* payload of the fragmented message so far */
     size_t mlen, mcap;
 
     sy_outq_t outq;

@@ -33,8 +33,9 @@ void sy_deflate_once_destroy(sy_deflate_once_t *o) {
 
 void sy_deflate_init(sy_deflate_t *z, int level, sy_stats_live_t *stats) {
     memset(z, 0, sizeof(*z));
-    z->level = level < SY_DEFLATE_LEVEL_MIN ? SY_DEFLATE_LEVEL_MIN
-               : level > SY_DEFLATE_LEVEL_MAX ? SY_DEFLATE_LEVEL_MAX : level;
+    z->level = level < SY_DEFLATE_LEVEL_MIN   ? SY_DEFLATE_LEVEL_MIN
+               : level > SY_DEFLATE_LEVEL_MAX ? SY_DEFLATE_LEVEL_MAX
+                                              : level;
     z->stats = stats;
 }
 
@@ -149,8 +150,8 @@ sy_refbuf_t *sy_deflate_twin(sy_deflate_t *z, sy_deflate_once_t *once, sy_refbuf
     return m->twin;
 }
 
-sy_err_t sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms,
-               const uint8_t **out, size_t *out_len) {
+sy_err_t sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms, const uint8_t **out,
+                    size_t *out_len) {
     if (z->decomp == NULL && (z->decomp = libdeflate_alloc_decompressor_ex(&alloc_options)) == NULL)
         return ENOMEM;
     z->decomp_used_ms = now_ms;

@@ -37,8 +37,8 @@
 #include "base/sy_refbuf.h"
 #include "io/sy_stats.h"
 
-#define SY_INFLATE_TAIL 6                /* bytes appended in place by sy_inflate */
-#define SY_DEFLATE_IDLE_MS 10000         /* compressor and decompressor kept this long unused */
+#define SY_INFLATE_TAIL 6                   /* bytes appended in place by sy_inflate */
+#define SY_DEFLATE_IDLE_MS 10000            /* compressor and decompressor kept this long unused */
 #define SY_DEFLATE_KEEP_SCRATCH (64 * 1024) /* a larger scratch buffer is freed after each use */
 #define SY_DEFLATE_LEVEL_MIN 1
 #define SY_DEFLATE_LEVEL_MAX 9
@@ -85,8 +85,8 @@ sy_refbuf_t *sy_deflate_twin(sy_deflate_t *z, sy_deflate_once_t *once, sy_refbuf
  * *out_len are the message, in z's scratch buffer: valid until the next
  * call on z or sy_deflate_done. Errors: EMSGSIZE (it inflates past max:
  * close 1009), EBADMSG (not valid DEFLATE data: 1007), ENOMEM. */
-sy_err_t sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms,
-               const uint8_t **out, size_t *out_len);
+sy_err_t sy_inflate(sy_deflate_t *z, uint8_t *in, size_t n, size_t max, int64_t now_ms, const uint8_t **out,
+                    size_t *out_len);
 
 /* After a message from sy_inflate is used: gives back a large scratch buffer. */
 void sy_deflate_done(sy_deflate_t *z);

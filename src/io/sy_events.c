@@ -21,8 +21,8 @@ static int reserve(sy_batch_t **pb, unsigned thread, size_t need) {
     return sy_buf_reserve(&b->data, b->len, &b->cap, need, SY_BATCH_MIN);
 }
 
-sy_err_t sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
-                  uint16_t code, const void *const *parts, const size_t *lens, size_t n) {
+sy_err_t sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
+                       const void *const *parts, const size_t *lens, size_t n) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (lens[i] > UINT32_MAX - total)
@@ -47,8 +47,8 @@ sy_err_t sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t 
     return 0;
 }
 
-sy_err_t sy_batch_add(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
-                  uint16_t code, const void *payload, size_t len) {
+sy_err_t sy_batch_add(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
+                      const void *payload, size_t len) {
     const void *parts[1] = {payload};
     size_t lens[1] = {len};
     return sy_batch_addv(pb, thread, conn, type, flags, code, parts, lens, len > 0 ? 1 : 0);
@@ -63,9 +63,7 @@ bool sy_batch_next(const sy_batch_t *b, size_t *pos, sy_event_t *ev, const uint8
     return true;
 }
 
-size_t sy_batch_bytes(const sy_batch_t *b) {
-    return b == NULL ? 0 : b->cap + sizeof(*b);
-}
+size_t sy_batch_bytes(const sy_batch_t *b) { return b == NULL ? 0 : b->cap + sizeof(*b); }
 
 void sy_batch_free(sy_batch_t *b) {
     if (b == NULL)

@@ -44,28 +44,28 @@ typedef enum sy_event_type {
 
 /* One event as stored: header, then len payload bytes, padded to 8. */
 typedef struct sy_event {
-    uint64_t conn;  /* connection id */
-    uint32_t len;   /* payload bytes */
-    uint16_t code;  /* close code */
-    uint8_t type;   /* sy_event_type_t */
+    uint64_t conn; /* connection id */
+    uint32_t len;  /* payload bytes */
+    uint16_t code; /* close code */
+    uint8_t type;  /* sy_event_type_t */
     uint8_t flags;
 } sy_event_t;
 
 typedef struct sy_batch {
     size_t len, cap;
-    uint32_t count;    /* events */
-    unsigned thread;   /* IO thread that wrote it */
-    uint32_t seq;      /* its number among the thread's batches (1, 2, ...) */
+    uint32_t count;  /* events */
+    unsigned thread; /* IO thread that wrote it */
+    uint32_t seq;    /* its number among the thread's batches (1, 2, ...) */
     uint8_t *data;
 } sy_batch_t;
 
 /* Appends an event; payload is copied. 0, or ENOMEM (out of memory) or
  * EMSGSIZE (over 4 GiB): the event is lost then, and the caller counts it. */
-sy_err_t sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
-                 uint16_t code, const void *payload, size_t len);
+sy_err_t sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
+                      const void *payload, size_t len);
 /* Appends an event whose payload is the concatenation of n pieces. */
-sy_err_t sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
-                  uint16_t code, const void *const *parts, const size_t *lens, size_t n);
+sy_err_t sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
+                       const void *const *parts, const size_t *lens, size_t n);
 
 /* Iterates: *pos starts at 0. Returns false at the end. payload points into
  * the batch. */

@@ -15,9 +15,9 @@
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
 #include "io/sy_conn.h"
-#include "net/sy_poll.h"
 #include "io/sy_reclaim.h"
 #include "io/sy_upgrade.h"
+#include "net/sy_poll.h"
 #include "proto/sy_ws_msg.h"
 
 #define SY_SWEEP_MS 1000
@@ -304,8 +304,7 @@ unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped) {
 
 /* ---- events, dirty list, poll interest ------------------------------------ */
 
-void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts, const size_t *lens,
-                 size_t n) {
+void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts, const size_t *lens, size_t n) {
     if (sy_batch_addv(&io->batch, io->ctx.index, conn, type, 0, 0, parts, lens, n) != 0)
         sy_stat_inc(&io->ctx.stats.events_lost);
 }
@@ -730,7 +729,8 @@ static void *io_main(void *arg) {
     }
     sy_io_sends_open(io); /* after the arena: its arrays are this thread's */
     io->ctx.now_ms = sy_clock_ms();
-    sy_reclaim_init(&io->reclaim, &io->ctx.stats, io->arena, io->own_arena, io->ctx.shared->opts.reclaim, io->ctx.now_ms);
+    sy_reclaim_init(&io->reclaim, &io->ctx.stats, io->arena, io->own_arena, io->ctx.shared->opts.reclaim,
+                    io->ctx.now_ms);
     io->next_sweep_ms = io->ctx.now_ms + SY_SWEEP_MS;
     sy_poll_event_t events[256];
     bool failed = false;

@@ -63,13 +63,13 @@ typedef struct sy_io_shared {
     atomic_uint connections; /* accepted sockets, all threads */
     struct sy_io **ios;      /* every IO thread of the server */
     unsigned nthreads;
-    unsigned next_thread;    /* round robin of accepted sockets; IO thread 0 only */
+    unsigned next_thread; /* round robin of accepted sockets; IO thread 0 only */
     /* The transport of new connections (sy_stream.h), fixed before the
      * threads start, and its argument (TLS: the certificates' source). */
     const sy_stream_ops_t *transport;
     void *transport_arg;
     sy_deflate_once_t deflate_once; /* where IO threads wait for a frame's compressed twin */
-    bool try_uring; /* send with io_uring where the kernel lets us (SYMPHONY_IO_URING not "0") */
+    bool try_uring;                 /* send with io_uring where the kernel lets us (SYMPHONY_IO_URING not "0") */
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {

@@ -16,12 +16,12 @@
 typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1 } sy_slow_policy_t;
 
 typedef struct sy_io_opts {
-    const char *host;             /* numeric address or name to bind; copied */
-    uint16_t port;                /* 0: any free port */
-    const char *path;             /* only this path (before '?') upgrades; NULL: any */
-    unsigned threads;             /* 1..SY_SERVER_MAX_THREADS */
-    size_t max_payload;           /* largest message accepted from a client */
-    size_t max_backpressure;      /* queued bytes per connection before the policy */
+    const char *host;        /* numeric address or name to bind; copied */
+    uint16_t port;           /* 0: any free port */
+    const char *path;        /* only this path (before '?') upgrades; NULL: any */
+    unsigned threads;        /* 1..SY_SERVER_MAX_THREADS */
+    size_t max_payload;      /* largest message accepted from a client */
+    size_t max_backpressure; /* queued bytes per connection before the policy */
     sy_slow_policy_t slow_consumer;
     unsigned idle_timeout_s;      /* 0: none */
     unsigned handshake_timeout_s; /* complete upgrade request within this */

@@ -61,7 +61,7 @@ struct sy_io {
 
     sy_batch_t *batch;
     atomic_size_t event_bytes; /* in batches the owner has not given back */
-    bool listen_paused; /* out of descriptors: not accepting until the sweep */
+    bool listen_paused;        /* out of descriptors: not accepting until the sweep */
     /* The owner's progress through this thread's batches: batch_seq is the
      * last one handed over; owner_seq the last one it has handled (every
      * event dispatched; what it sent in reply was queued before it stored
@@ -77,7 +77,7 @@ struct sy_io {
     uint32_t nawaiting, awaiting_cap;
     unsigned poll_failures_row;
 
-    unsigned arena;  /* jemalloc arena of this thread, when own_arena */
+    unsigned arena; /* jemalloc arena of this thread, when own_arena */
     bool own_arena;
     sy_reclaim_t reclaim;
 

@@ -35,20 +35,18 @@ struct sy_conn;
 typedef struct sy_io_ctx {
     sy_io_shared_t *shared;
     unsigned index;
-    int64_t now_ms;             /* the loop turn's clock */
-    sy_stats_live_t stats;      /* the thread's counters (relaxed atomics: read by any thread) */
-    uint8_t *rx;                /* one receive buffer for the whole thread (+ SY_INFLATE_TAIL) */
-    sy_deflate_t deflate;       /* this thread's compressor and decompressor (made on use) */
-    uint8_t *stream_scratch;    /* a transport's staging buffer (made on first use) */
-    int64_t handshake_turn_us;  /* transport handshake time spent in this loop turn */
-    bool reads_paused;          /* the owner is behind on events: open connections are not read */
+    int64_t now_ms;            /* the loop turn's clock */
+    sy_stats_live_t stats;     /* the thread's counters (relaxed atomics: read by any thread) */
+    uint8_t *rx;               /* one receive buffer for the whole thread (+ SY_INFLATE_TAIL) */
+    sy_deflate_t deflate;      /* this thread's compressor and decompressor (made on use) */
+    uint8_t *stream_scratch;   /* a transport's staging buffer (made on first use) */
+    int64_t handshake_turn_us; /* transport handshake time spent in this loop turn */
+    bool reads_paused;         /* the owner is behind on events: open connections are not read */
 } sy_io_ctx_t;
 
 /* The context of io (const when io is). */
-#define sy_io_ctx(io)                                                            \
-    _Generic((io), const sy_io_t *: (const sy_io_ctx_t *)(const void *)(io), \
-             default: (sy_io_ctx_t *)(void *)(io))
-
+#define sy_io_ctx(io) \
+    _Generic((io), const sy_io_t * : (const sy_io_ctx_t *)(const void *)(io), default : (sy_io_ctx_t *)(void *)(io))
 
 /* Makes a connection of an accepted socket (taken over) on this thread:
  * slot, generation, poller registration, first state. NULL when it could not
@@ -61,10 +59,9 @@ void sy_io_set_live(sy_io_t *io, uint32_t slot, uint32_t gen);
  * list, and puts it on the dead list (freed at the end of the turn). */
 void sy_io_forget(sy_io_t *io, struct sy_conn *c);
 /* Appends an event to this turn's batch (counted as lost when out of memory). */
-void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
-                const void *payload, size_t len);
-void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts,
-                 const size_t *lens, size_t n);
+void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *payload,
+                size_t len);
+void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts, const size_t *lens, size_t n);
 /* The seq of the batch this turn's events go into. */
 uint32_t sy_io_current_seq(const sy_io_t *io);
 /* True when the owner has handled batch seq and this thread has carried

@@ -56,8 +56,8 @@ struct sy_io;
  * sy_io_compact_slot (io/sy_io_thread.h). */
 typedef struct sy_reclaim {
     /* Set once by sy_reclaim_init, on the IO thread. */
-    sy_stats_live_t *stats;  /* the thread's counters */
-    unsigned arena;          /* the thread's own jemalloc arena, when own_arena */
+    sy_stats_live_t *stats; /* the thread's counters */
+    unsigned arena;         /* the thread's own jemalloc arena, when own_arena */
     bool own_arena;
     bool enabled;            /* opts.reclaim */
     uint32_t peak;           /* most connections since the last reclaim */
@@ -68,11 +68,11 @@ typedef struct sy_reclaim {
     int64_t next_allowed_ms; /* rate limit */
     /* A reclaim in progress, done a slice per loop turn (sy_reclaim_step). */
     bool running;
-    unsigned pass;           /* defragmentation pass, 0-based */
-    uint32_t cursor;         /* next slot to look at in this pass */
+    unsigned pass;   /* defragmentation pass, 0-based */
+    uint32_t cursor; /* next slot to look at in this pass */
     uint64_t seen, moved_pass, moved;
-    int64_t before_bytes;    /* the arena's pages when it began */
-    int64_t busy_us;         /* time spent in its slices so far */
+    int64_t before_bytes; /* the arena's pages when it began */
+    int64_t busy_us;      /* time spent in its slices so far */
 } sy_reclaim_t;
 
 /* Before the thread's loop: its counters, its arena (own_arena false:

@@ -83,9 +83,7 @@ sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool 
     return t;
 }
 
-void sy_topic_ref(sy_topic_t *t) {
-    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
-}
+void sy_topic_ref(sy_topic_t *t) { atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed); }
 
 void sy_topic_release(sy_topics_t *r, sy_topic_t *t) {
     if (t == NULL)

@@ -95,8 +95,8 @@ static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req
  * out of memory; *len its length. The caller frees joined. A line that
  * cannot be written declines deflate (never a compressed frame to a
  * client that was not told). */
-static const char *response_extra(sy_conn_t *c, const char *extra, size_t extra_len, char *small,
-                                  size_t small_cap, char **joined, size_t *len) {
+static const char *response_extra(sy_conn_t *c, const char *extra, size_t extra_len, char *small, size_t small_cap,
+                                  char **joined, size_t *len) {
     *joined = NULL;
     *len = extra_len;
     if (!c->deflate)
@@ -162,8 +162,8 @@ static long parse_head(const sy_io_t *io, const sy_conn_t *c, sy_http_request_t 
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
     size_t max_headers = o->max_headers < SY_MAX_HEADERS_CAP ? o->max_headers : SY_MAX_HEADERS_CAP;
     *req = (sy_http_request_t){.headers = headers, .num_headers = max_headers};
-    sy_http_limits_t lim = {.max_head_bytes = o->max_head_bytes, .max_line_bytes = o->max_head_bytes,
-                            .max_headers = max_headers};
+    sy_http_limits_t lim = {
+        .max_head_bytes = o->max_head_bytes, .max_line_bytes = o->max_head_bytes, .max_headers = max_headers};
     return sy_http_parse_request((const char *)c->rbuf, c->rlen, &lim, req);
 }
 

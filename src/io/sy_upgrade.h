@@ -14,9 +14,9 @@
 #ifndef SY_UPGRADE_H
 #define SY_UPGRADE_H
 
+#include "base/sy_refbuf.h"
 #include "io/sy_conn.h"
 #include "io/sy_io_thread.h"
-#include "base/sy_refbuf.h"
 
 /* The request head has grown (c->rbuf): answers it once complete. */
 void sy_upgrade_request(sy_io_t *io, sy_conn_t *c);

@@ -24,7 +24,7 @@
 #include "base/sy_refbuf.h"
 
 typedef struct sy_outq {
-    sy_refbuf_t **ring; /* each entry holds one reference */
+    sy_refbuf_t **ring;      /* each entry holds one reference */
     uint32_t head, len, cap; /* cap: 0 or a power of two */
     uint32_t pinned;         /* head entries sy_outq_clear(keep_head) keeps */
     size_t off;              /* bytes of the head entry already written */

@@ -60,9 +60,7 @@ sy_err_t sy_poll_mod(sy_poll_t *p, int fd, uint32_t events, uint64_t tag) {
     return ctl(p, EPOLL_CTL_MOD, fd, events, tag);
 }
 
-sy_err_t sy_poll_del(sy_poll_t *p, int fd) {
-    return epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL) == 0 ? 0 : errno;
-}
+sy_err_t sy_poll_del(sy_poll_t *p, int fd) { return epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL) == 0 ? 0 : errno; }
 
 sy_err_t sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_ms, int *count) {
     *count = 0;

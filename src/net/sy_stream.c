@@ -100,6 +100,12 @@ static sy_stream_rc_t plain_flush(sy_stream_t *s, sy_outq_t *q, uint8_t **scratc
 static void plain_nothing(sy_stream_t *s) { (void)s; }
 
 const sy_stream_ops_t sy_stream_plain_ops = {
-    .name = "tcp", .handshake_first = false, .open = plain_open, .handshake = plain_handshake,
-    .read = plain_read, .flush = plain_flush, .close_notify = plain_nothing, .free = plain_nothing,
+    .name = "tcp",
+    .handshake_first = false,
+    .open = plain_open,
+    .handshake = plain_handshake,
+    .read = plain_read,
+    .flush = plain_flush,
+    .close_notify = plain_nothing,
+    .free = plain_nothing,
 };

@@ -3,12 +3,10 @@
 
 #include <limits.h>
 
-static const char enc_alphabet[64] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char enc_alphabet[64] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /* The 6-bit value of an alphabet character, or -1. */
-static int dec_char(unsigned char c)
-{
+static int dec_char(unsigned char c) {
     if (c >= 'A' && c <= 'Z')
         return c - 'A';
     if (c >= 'a' && c <= 'z')
@@ -22,8 +20,7 @@ static int dec_char(unsigned char c)
     return -1;
 }
 
-size_t sy_base64_encode(const uint8_t *in, size_t len, char *out, size_t cap)
-{
+size_t sy_base64_encode(const uint8_t *in, size_t len, char *out, size_t cap) {
     size_t need, i, o = 0;
 
     if (len > (SIZE_MAX / 4) * 3 - 2)
@@ -32,8 +29,7 @@ size_t sy_base64_encode(const uint8_t *in, size_t len, char *out, size_t cap)
     if (need > cap)
         return 0;
     for (i = 0; i + 3 <= len; i += 3) {
-        uint32_t v = ((uint32_t)in[i] << 16) | ((uint32_t)in[i + 1] << 8) |
-                     (uint32_t)in[i + 2];
+        uint32_t v = ((uint32_t)in[i] << 16) | ((uint32_t)in[i + 1] << 8) | (uint32_t)in[i + 2];
         out[o++] = enc_alphabet[(v >> 18) & 63];
         out[o++] = enc_alphabet[(v >> 12) & 63];
         out[o++] = enc_alphabet[(v >> 6) & 63];
@@ -57,8 +53,7 @@ size_t sy_base64_encode(const uint8_t *in, size_t len, char *out, size_t cap)
 
 /* Validates and optionally decodes (out may be NULL: count only).
  * Returns the decoded length, or -1. */
-static long b64_run(const char *in, size_t len, uint8_t *out, size_t cap)
-{
+static long b64_run(const char *in, size_t len, uint8_t *out, size_t cap) {
     size_t pad = 0, groups, total, o = 0;
 
     if (len % 4 != 0)
@@ -118,9 +113,7 @@ static long b64_run(const char *in, size_t len, uint8_t *out, size_t cap)
     return (long)o;
 }
 
-sy_err_t sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
-                     size_t *out_len)
-{
+sy_err_t sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *out_len) {
     long n;
 
     /* Validate first so out is only written for valid input of known size. */

@@ -33,7 +33,6 @@ size_t sy_base64_encode(const uint8_t *in, size_t len, char *out, size_t cap);
  * returns 0. Returns EINVAL if the input is not valid base64, ENOSPC if the
  * decoded bytes do not fit in cap; out and *out_len are then left untouched.
  * The empty string decodes to 0 bytes. */
-sy_err_t sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap,
-                     size_t *out_len);
+sy_err_t sy_base64_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *out_len);
 
 #endif

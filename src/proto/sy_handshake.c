@@ -11,9 +11,8 @@ static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 /* Points *ptr and *len at the first header named name, if any; returns how
  * many headers have that name. */
-static size_t first_header(const sy_http_request_t *req, const char *name,
-                           size_t name_len, const char **ptr, size_t *len)
-{
+static size_t first_header(const sy_http_request_t *req, const char *name, size_t name_len, const char **ptr,
+                           size_t *len) {
     const sy_http_header_t *h = sy_http_find_header(req, name, name_len, NULL);
 
     if (h != NULL) {
@@ -23,14 +22,12 @@ static size_t first_header(const sy_http_request_t *req, const char *name,
     return sy_http_count_headers(req, name, name_len);
 }
 
-static int fail(sy_handshake_t *out, int status, const char *problem)
-{
+static int fail(sy_handshake_t *out, int status, const char *problem) {
     out->problem = problem;
     return status;
 }
 
-int sy_handshake_check(const sy_http_request_t *req, sy_handshake_t *out)
-{
+int sy_handshake_check(const sy_http_request_t *req, sy_handshake_t *out) {
     size_t n_host, n_key, n_version, n_origin;
     uint8_t key_bytes[18];
     size_t key_bytes_len = 0;
@@ -40,29 +37,21 @@ int sy_handshake_check(const sy_http_request_t *req, sy_handshake_t *out)
 
     memset(out, 0, sizeof(*out));
     n_host = first_header(req, SY_HTTP_LIT("Host"), &out->host, &out->host_len);
-    n_key = first_header(req, SY_HTTP_LIT("Sec-WebSocket-Key"), &out->key,
-                         &out->key_len);
-    n_version = first_header(req, SY_HTTP_LIT("Sec-WebSocket-Version"),
-                             &out->version, &out->version_len);
-    n_origin = first_header(req, SY_HTTP_LIT("Origin"), &out->origin,
-                            &out->origin_len);
-    (void)first_header(req, SY_HTTP_LIT("Sec-WebSocket-Protocol"),
-                       &out->protocols, &out->protocols_len);
-    (void)first_header(req, SY_HTTP_LIT("Sec-WebSocket-Extensions"),
-                       &out->extensions, &out->extensions_len);
+    n_key = first_header(req, SY_HTTP_LIT("Sec-WebSocket-Key"), &out->key, &out->key_len);
+    n_version = first_header(req, SY_HTTP_LIT("Sec-WebSocket-Version"), &out->version, &out->version_len);
+    n_origin = first_header(req, SY_HTTP_LIT("Origin"), &out->origin, &out->origin_len);
+    (void)first_header(req, SY_HTTP_LIT("Sec-WebSocket-Protocol"), &out->protocols, &out->protocols_len);
+    (void)first_header(req, SY_HTTP_LIT("Sec-WebSocket-Extensions"), &out->extensions, &out->extensions_len);
 
     if (req->minor_version != 1)
         return fail(out, 505, "WebSocket requires HTTP/1.1");
     if (req->method_len != 3 || memcmp(req->method, "GET", 3) != 0)
         return fail(out, 405, "WebSocket handshake requires GET");
     if (n_host != 1)
-        return fail(out, 400, n_host == 0 ? "missing Host header"
-                                          : "more than one Host header");
-    if (!sy_http_header_has_token(req, SY_HTTP_LIT("Upgrade"),
-                                  SY_HTTP_LIT("websocket")))
+        return fail(out, 400, n_host == 0 ? "missing Host header" : "more than one Host header");
+    if (!sy_http_header_has_token(req, SY_HTTP_LIT("Upgrade"), SY_HTTP_LIT("websocket")))
         return fail(out, 426, "this endpoint requires Upgrade: websocket");
-    if (!sy_http_header_has_token(req, SY_HTTP_LIT("Connection"),
-                                  SY_HTTP_LIT("upgrade")))
+    if (!sy_http_header_has_token(req, SY_HTTP_LIT("Connection"), SY_HTTP_LIT("upgrade")))
         return fail(out, 400, "Connection header must contain upgrade");
     if (n_version == 0)
         return fail(out, 400, "missing Sec-WebSocket-Version header");
@@ -73,8 +62,7 @@ int sy_handshake_check(const sy_http_request_t *req, sy_handshake_t *out)
     if (n_key == 0)
         return fail(out, 400, "missing Sec-WebSocket-Key header");
     if (n_key > 1 || out->key_len != SY_WS_KEY_LEN ||
-        sy_base64_decode(out->key, out->key_len, key_bytes, sizeof(key_bytes),
-                         &key_bytes_len) != 0 ||
+        sy_base64_decode(out->key, out->key_len, key_bytes, sizeof(key_bytes), &key_bytes_len) != 0 ||
         key_bytes_len != 16)
         return fail(out, 400, "invalid Sec-WebSocket-Key header");
     if (n_origin > 1)
@@ -89,16 +77,12 @@ int sy_handshake_check(const sy_http_request_t *req, sy_handshake_t *out)
     return 0;
 }
 
-bool sy_handshake_next_protocol(const sy_http_request_t *req,
-                               sy_handshake_iter_t *it, const char **proto,
-                               size_t *proto_len)
-{
+bool sy_handshake_next_protocol(const sy_http_request_t *req, sy_handshake_iter_t *it, const char **proto,
+                                size_t *proto_len) {
     while (it->header_index < req->num_headers) {
         const sy_http_header_t *h = &req->headers[it->header_index];
-        if (sy_http_case_eq(h->name, h->name_len,
-                            SY_HTTP_LIT("Sec-WebSocket-Protocol")) &&
-            sy_http_list_next(h->value, h->value_len, &it->pos, proto,
-                              proto_len))
+        if (sy_http_case_eq(h->name, h->name_len, SY_HTTP_LIT("Sec-WebSocket-Protocol")) &&
+            sy_http_list_next(h->value, h->value_len, &it->pos, proto, proto_len))
             return true;
         it->header_index++;
         it->pos = 0;
@@ -106,9 +90,7 @@ bool sy_handshake_next_protocol(const sy_http_request_t *req,
     return false;
 }
 
-void sy_ws_accept_key(const char *key, size_t key_len,
-                      char out[SY_WS_ACCEPT_LEN])
-{
+void sy_ws_accept_key(const char *key, size_t key_len, char out[SY_WS_ACCEPT_LEN]) {
     sy_sha1_ctx_t ctx;
     uint8_t digest[SY_SHA1_DIGEST_LEN];
 
@@ -127,8 +109,7 @@ typedef struct {
     int ok;
 } out_t;
 
-static void put(out_t *o, const char *s, size_t n)
-{
+static void put(out_t *o, const char *s, size_t n) {
     if (!o->ok || n == 0)
         return;
     if (n > o->cap - o->len) {
@@ -139,13 +120,9 @@ static void put(out_t *o, const char *s, size_t n)
     o->len += n;
 }
 
-static void put_str(out_t *o, const char *s)
-{
-    put(o, s, strlen(s));
-}
+static void put_str(out_t *o, const char *s) { put(o, s, strlen(s)); }
 
-static void put_uint(out_t *o, size_t v)
-{
+static void put_uint(out_t *o, size_t v) {
     char tmp[24];
     size_t i = sizeof(tmp);
 
@@ -156,16 +133,11 @@ static void put_uint(out_t *o, size_t v)
     put(o, tmp + i, sizeof(tmp) - i);
 }
 
-static size_t finish(const out_t *o)
-{
-    return o->ok ? o->len : 0;
-}
+static size_t finish(const out_t *o) { return o->ok ? o->len : 0; }
 
-size_t sy_handshake_response(char *buf, size_t cap, const char *accept28,
-                             const char *protocol, size_t protocol_len,
-                             const char *extra_headers, size_t extra_len)
-{
-    out_t o = { buf, cap, 0, 1 };
+size_t sy_handshake_response(char *buf, size_t cap, const char *accept28, const char *protocol, size_t protocol_len,
+                             const char *extra_headers, size_t extra_len) {
+    out_t o = {buf, cap, 0, 1};
 
     put_str(&o, "HTTP/1.1 101 Switching Protocols\r\n"
                 "Upgrade: websocket\r\n"
@@ -183,8 +155,7 @@ size_t sy_handshake_response(char *buf, size_t cap, const char *accept28,
     return finish(&o);
 }
 
-static const char *generic_reason(int status)
-{
+static const char *generic_reason(int status) {
     const char *r = sy_http_reason_phrase(status);
 
     if (r != NULL)
@@ -198,11 +169,9 @@ static const char *generic_reason(int status)
     return "Server Error";
 }
 
-size_t sy_http_error_response_msg(char *buf, size_t cap, int status,
-                                  const char *msg, size_t msg_len,
-                                  const char *extra_headers, size_t extra_len)
-{
-    out_t o = { buf, cap, 0, 1 };
+size_t sy_http_error_response_msg(char *buf, size_t cap, int status, const char *msg, size_t msg_len,
+                                  const char *extra_headers, size_t extra_len) {
+    out_t o = {buf, cap, 0, 1};
     const char *reason;
     int has_body;
 
@@ -244,9 +213,6 @@ size_t sy_http_error_response_msg(char *buf, size_t cap, int status,
     return finish(&o);
 }
 
-size_t sy_http_error_response(char *buf, size_t cap, int status,
-                              const char *extra_headers, size_t extra_len)
-{
-    return sy_http_error_response_msg(buf, cap, status, NULL, 0,
-                                      extra_headers, extra_len);
+size_t sy_http_error_response(char *buf, size_t cap, int status, const char *extra_headers, size_t extra_len) {
+    return sy_http_error_response_msg(buf, cap, status, NULL, 0, extra_headers, extra_len);
 }

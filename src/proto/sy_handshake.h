@@ -35,23 +35,23 @@
  * buffer (or is NULL with length 0 when the header is absent); the first
  * header line is taken when a header is repeated. */
 typedef struct {
-    const char *key;          /* Sec-WebSocket-Key */
+    const char *key; /* Sec-WebSocket-Key */
     size_t key_len;
-    const char *version;      /* Sec-WebSocket-Version */
+    const char *version; /* Sec-WebSocket-Version */
     size_t version_len;
-    const char *host;         /* Host */
+    const char *host; /* Host */
     size_t host_len;
-    const char *origin;       /* Origin */
+    const char *origin; /* Origin */
     size_t origin_len;
-    const char *protocols;    /* first Sec-WebSocket-Protocol line, raw */
+    const char *protocols; /* first Sec-WebSocket-Protocol line, raw */
     size_t protocols_len;
-    size_t num_protocols;     /* subprotocols offered over all lines; iterate
+    size_t num_protocols;   /* subprotocols offered over all lines; iterate
                                  them with sy_handshake_next_protocol() */
-    const char *extensions;   /* first Sec-WebSocket-Extensions line, raw;
+    const char *extensions; /* first Sec-WebSocket-Extensions line, raw;
                                  none is negotiated. More lines:
                                  sy_http_find_header(). */
     size_t extensions_len;
-    const char *problem;      /* static, one line: why the check failed;
+    const char *problem; /* static, one line: why the check failed;
                                  NULL when it passed */
 } sy_handshake_t;
 
@@ -71,15 +71,13 @@ int sy_handshake_check(const sy_http_request_t *req, sy_handshake_t *out);
 /* The next subprotocol offered in the Sec-WebSocket-Protocol header lines of
  * req, in order. Returns true and sets *proto and *proto_len, or false when
  * there is no more. After a successful sy_handshake_check() each one is a token. */
-bool sy_handshake_next_protocol(const sy_http_request_t *req,
-                               sy_handshake_iter_t *it, const char **proto,
-                               size_t *proto_len);
+bool sy_handshake_next_protocol(const sy_http_request_t *req, sy_handshake_iter_t *it, const char **proto,
+                                size_t *proto_len);
 
 /* out = base64(SHA-1(key || "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")): the
  * Sec-WebSocket-Accept value for key[0..key_len). Writes exactly 28
  * characters, no NUL. */
-void sy_ws_accept_key(const char *key, size_t key_len,
-                      char out[SY_WS_ACCEPT_LEN]);
+void sy_ws_accept_key(const char *key, size_t key_len, char out[SY_WS_ACCEPT_LEN]);
 
 /* Writes the complete 101 response head to buf:
  *   HTTP/1.1 101 Switching Protocols, Upgrade: websocket,
@@ -92,8 +90,7 @@ void sy_ws_accept_key(const char *key, size_t key_len,
  * protocol must be one the client offered. No NUL is written.
  * Returns the length written, or 0 if it does not fit in cap (buf may then
  * hold partial output). */
-size_t sy_handshake_response(char *buf, size_t cap, const char *accept28,
-                             const char *protocol, size_t protocol_len,
+size_t sy_handshake_response(char *buf, size_t cap, const char *accept28, const char *protocol, size_t protocol_len,
                              const char *extra_headers, size_t extra_len);
 
 /* Writes a complete short response for a refused request to buf:
@@ -112,15 +109,13 @@ size_t sy_handshake_response(char *buf, size_t cap, const char *accept28,
  * Error" for 4xx...). The caller must not pass headers the function writes
  * itself in extra_headers. Returns the length written, or 0 if status is
  * out of range or the response does not fit in cap. */
-size_t sy_http_error_response(char *buf, size_t cap, int status,
-                              const char *extra_headers, size_t extra_len);
+size_t sy_http_error_response(char *buf, size_t cap, int status, const char *extra_headers, size_t extra_len);
 
 /* Same, with msg[0..msg_len) as the body text instead of the reason phrase
  * (a LF is appended), e.g. out->problem from sy_handshake_check(). msg is
  * copied verbatim; it may be NULL when msg_len is 0, which means the reason
  * phrase. */
-size_t sy_http_error_response_msg(char *buf, size_t cap, int status,
-                                  const char *msg, size_t msg_len,
+size_t sy_http_error_response_msg(char *buf, size_t cap, int status, const char *msg, size_t msg_len,
                                   const char *extra_headers, size_t extra_len);
 
 #endif

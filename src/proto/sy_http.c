@@ -9,14 +9,24 @@
  * value. */
 #define NEED_MORE 1L
 
-static int is_tchar(unsigned char c)
-{
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-        (c >= '0' && c <= '9'))
+static int is_tchar(unsigned char c) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
         return 1;
     switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*':
-    case '+': case '-': case '.': case '^': case '_': case '`': case '|':
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
     case '~':
         return 1;
     default:
@@ -25,25 +35,17 @@ static int is_tchar(unsigned char c)
 }
 
 /* Visible ASCII or obs-text: allowed in a request-target and a value. */
-static int is_vchar_or_obs(unsigned char c)
-{
-    return (c >= 0x21 && c <= 0x7E) || c >= 0x80;
-}
+static int is_vchar_or_obs(unsigned char c) { return (c >= 0x21 && c <= 0x7E) || c >= 0x80; }
 
-static int is_ows(unsigned char c)
-{
-    return c == ' ' || c == '\t';
-}
+static int is_ows(unsigned char c) { return c == ' ' || c == '\t'; }
 
-static unsigned char ascii_lower(unsigned char c)
-{
+static unsigned char ascii_lower(unsigned char c) {
     return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + ('a' - 'A')) : c;
 }
 
 /* One digit of the HTTP version at *p: 0 and the digit in *out, NEED_MORE,
  * or SY_HTTP_E_VERSION_SYNTAX. */
-static long version_digit(const unsigned char *b, size_t *p, size_t end, unsigned *out)
-{
+static long version_digit(const unsigned char *b, size_t *p, size_t end, unsigned *out) {
     if (*p == end)
         return NEED_MORE;
     if (b[*p] < '0' || b[*p] > '9')
@@ -55,9 +57,7 @@ static long version_digit(const unsigned char *b, size_t *p, size_t end, unsigne
 /* Parses the request line starting at *pos, reading no byte at or past
  * end. On success advances *pos past its CRLF and returns 0; returns
  * NEED_MORE or an SY_HTTP_E_* error otherwise. */
-static long parse_request_line(const unsigned char *b, size_t end, size_t *pos,
-                               sy_http_request_t *out)
-{
+static long parse_request_line(const unsigned char *b, size_t end, size_t *pos, sy_http_request_t *out) {
     static const char proto[] = "HTTP/";
     size_t p = *pos, m0 = p, t0;
     unsigned major, minor;
@@ -123,9 +123,8 @@ static long parse_request_line(const unsigned char *b, size_t end, size_t *pos,
  * Stores at most cap headers in hdrs and their count in *count.
  * On success sets *pos just past the final CRLF and returns 0; otherwise
  * returns NEED_MORE or an SY_HTTP_E_* error. */
-static long parse_headers(const unsigned char *b, size_t end, size_t *pos,
-                          sy_http_header_t *hdrs, size_t cap, size_t *count)
-{
+static long parse_headers(const unsigned char *b, size_t end, size_t *pos, sy_http_header_t *hdrs, size_t cap,
+                          size_t *count) {
     size_t p = *pos, n = 0;
 
     for (;;) {
@@ -194,10 +193,7 @@ static long parse_headers(const unsigned char *b, size_t end, size_t *pos,
     }
 }
 
-long sy_http_parse_request(const char *buf, size_t len,
-                           const sy_http_limits_t *limits,
-                           sy_http_request_t *req)
-{
+long sy_http_parse_request(const char *buf, size_t len, const sy_http_limits_t *limits, sy_http_request_t *req) {
     const unsigned char *b = (const unsigned char *)buf;
     size_t max_head = SY_HTTP_DEFAULT_MAX_HEAD_BYTES;
     size_t max_line = SY_HTTP_DEFAULT_MAX_LINE_BYTES;
@@ -253,73 +249,116 @@ long sy_http_parse_request(const char *buf, size_t len,
     return (long)pos;
 }
 
-int sy_http_error_status(long err)
-{
+int sy_http_error_status(long err) {
     switch (err) {
-    case SY_HTTP_E_LINE_TOO_LONG: return 414;
-    case SY_HTTP_E_HEAD_TOO_LARGE: return 431;
-    case SY_HTTP_E_TOO_MANY_HEADERS: return 431;
-    case SY_HTTP_E_VERSION: return 505;
-    default: return (err < 0) ? 400 : 0;
+    case SY_HTTP_E_LINE_TOO_LONG:
+        return 414;
+    case SY_HTTP_E_HEAD_TOO_LARGE:
+        return 431;
+    case SY_HTTP_E_TOO_MANY_HEADERS:
+        return 431;
+    case SY_HTTP_E_VERSION:
+        return 505;
+    default:
+        return (err < 0) ? 400 : 0;
     }
 }
 
-const char *sy_http_error_str(long err)
-{
+const char *sy_http_error_str(long err) {
     switch (err) {
-    case SY_HTTP_E_METHOD: return "invalid method";
-    case SY_HTTP_E_TARGET: return "invalid request target";
-    case SY_HTTP_E_VERSION_SYNTAX: return "invalid HTTP version";
-    case SY_HTTP_E_LINE_ENDING: return "line not ended by CRLF";
-    case SY_HTTP_E_HEADER_NAME: return "invalid header name";
-    case SY_HTTP_E_HEADER_VALUE: return "invalid character in header value";
-    case SY_HTTP_E_OBS_FOLD: return "obsolete line folding";
-    case SY_HTTP_E_LINE_TOO_LONG: return "request line too long";
-    case SY_HTTP_E_HEAD_TOO_LARGE: return "request header too large";
-    case SY_HTTP_E_TOO_MANY_HEADERS: return "too many header fields";
-    case SY_HTTP_E_VERSION: return "HTTP version not supported";
-    default: return "unknown error";
+    case SY_HTTP_E_METHOD:
+        return "invalid method";
+    case SY_HTTP_E_TARGET:
+        return "invalid request target";
+    case SY_HTTP_E_VERSION_SYNTAX:
+        return "invalid HTTP version";
+    case SY_HTTP_E_LINE_ENDING:
+        return "line not ended by CRLF";
+    case SY_HTTP_E_HEADER_NAME:
+        return "invalid header name";
+    case SY_HTTP_E_HEADER_VALUE:
+        return "invalid character in header value";
+    case SY_HTTP_E_OBS_FOLD:
+        return "obsolete line folding";
+    case SY_HTTP_E_LINE_TOO_LONG:
+        return "request line too long";
+    case SY_HTTP_E_HEAD_TOO_LARGE:
+        return "request header too large";
+    case SY_HTTP_E_TOO_MANY_HEADERS:
+        return "too many header fields";
+    case SY_HTTP_E_VERSION:
+        return "HTTP version not supported";
+    default:
+        return "unknown error";
     }
 }
 
-const char *sy_http_reason_phrase(int status)
-{
+const char *sy_http_reason_phrase(int status) {
     switch (status) {
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 204: return "No Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 303: return "See Other";
-    case 304: return "Not Modified";
-    case 307: return "Temporary Redirect";
-    case 308: return "Permanent Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 426: return "Upgrade Required";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    default: return NULL;
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 204:
+        return "No Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 426:
+        return "Upgrade Required";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return NULL;
     }
 }
 
-bool sy_http_case_eq(const char *a, size_t alen, const char *b, size_t blen)
-{
+bool sy_http_case_eq(const char *a, size_t alen, const char *b, size_t blen) {
     if (alen != blen)
         return false;
     for (size_t i = 0; i < alen; i++) {
@@ -329,8 +368,7 @@ bool sy_http_case_eq(const char *a, size_t alen, const char *b, size_t blen)
     return true;
 }
 
-bool sy_http_is_token(const char *s, size_t len)
-{
+bool sy_http_is_token(const char *s, size_t len) {
     if (len == 0)
         return false;
     for (size_t i = 0; i < len; i++) {
@@ -340,10 +378,8 @@ bool sy_http_is_token(const char *s, size_t len)
     return true;
 }
 
-const sy_http_header_t *sy_http_find_header(const sy_http_request_t *req,
-                                            const char *name, size_t name_len,
-                                            const sy_http_header_t *after)
-{
+const sy_http_header_t *sy_http_find_header(const sy_http_request_t *req, const char *name, size_t name_len,
+                                            const sy_http_header_t *after) {
     size_t i = (after == NULL) ? 0 : (size_t)(after - req->headers) + 1;
 
     for (; i < req->num_headers; i++) {
@@ -354,9 +390,7 @@ const sy_http_header_t *sy_http_find_header(const sy_http_request_t *req,
     return NULL;
 }
 
-size_t sy_http_count_headers(const sy_http_request_t *req, const char *name,
-                             size_t name_len)
-{
+size_t sy_http_count_headers(const sy_http_request_t *req, const char *name, size_t name_len) {
     size_t n = 0;
 
     for (size_t i = 0; i < req->num_headers; i++) {
@@ -367,9 +401,7 @@ size_t sy_http_count_headers(const sy_http_request_t *req, const char *name,
     return n;
 }
 
-bool sy_http_list_next(const char *value, size_t len, size_t *pos,
-                      const char **item, size_t *item_len)
-{
+bool sy_http_list_next(const char *value, size_t len, size_t *pos, const char **item, size_t *item_len) {
     size_t p = *pos;
 
     while (p < len) {
@@ -396,9 +428,7 @@ bool sy_http_list_next(const char *value, size_t len, size_t *pos,
     return false;
 }
 
-bool sy_http_list_contains(const char *value, size_t len, const char *token,
-                          size_t token_len)
-{
+bool sy_http_list_contains(const char *value, size_t len, const char *token, size_t token_len) {
     size_t pos = 0, ilen;
     const char *it;
 
@@ -409,10 +439,8 @@ bool sy_http_list_contains(const char *value, size_t len, const char *token,
     return false;
 }
 
-bool sy_http_header_has_token(const sy_http_request_t *req, const char *name,
-                             size_t name_len, const char *token,
-                             size_t token_len)
-{
+bool sy_http_header_has_token(const sy_http_request_t *req, const char *name, size_t name_len, const char *token,
+                              size_t token_len) {
     const sy_http_header_t *h = NULL;
 
     while ((h = sy_http_find_header(req, name, name_len, h)) != NULL) {

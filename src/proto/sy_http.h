@@ -35,18 +35,18 @@
 #include <stddef.h>
 
 /* Results of sy_http_parse_request(). */
-#define SY_HTTP_PARTIAL 0                 /* complete head not received yet */
-#define SY_HTTP_E_METHOD (-1)             /* 400: method not a token / not followed by SP */
-#define SY_HTTP_E_TARGET (-2)             /* 400: empty or invalid request-target */
-#define SY_HTTP_E_VERSION_SYNTAX (-3)     /* 400: not "HTTP/" DIGIT "." DIGIT */
-#define SY_HTTP_E_LINE_ENDING (-4)        /* 400: bare CR or bare LF */
-#define SY_HTTP_E_HEADER_NAME (-5)        /* 400: empty/invalid field-name, no ':' */
-#define SY_HTTP_E_HEADER_VALUE (-6)       /* 400: control character (NUL...) in a value */
-#define SY_HTTP_E_OBS_FOLD (-7)           /* 400: line folding */
-#define SY_HTTP_E_LINE_TOO_LONG (-8)      /* 414: request line over max_line_bytes */
-#define SY_HTTP_E_HEAD_TOO_LARGE (-9)     /* 431: head over max_head_bytes */
-#define SY_HTTP_E_TOO_MANY_HEADERS (-10)  /* 431: more headers than allowed */
-#define SY_HTTP_E_VERSION (-11)           /* 505: HTTP version other than 1.0/1.1 */
+#define SY_HTTP_PARTIAL 0                /* complete head not received yet */
+#define SY_HTTP_E_METHOD (-1)            /* 400: method not a token / not followed by SP */
+#define SY_HTTP_E_TARGET (-2)            /* 400: empty or invalid request-target */
+#define SY_HTTP_E_VERSION_SYNTAX (-3)    /* 400: not "HTTP/" DIGIT "." DIGIT */
+#define SY_HTTP_E_LINE_ENDING (-4)       /* 400: bare CR or bare LF */
+#define SY_HTTP_E_HEADER_NAME (-5)       /* 400: empty/invalid field-name, no ':' */
+#define SY_HTTP_E_HEADER_VALUE (-6)      /* 400: control character (NUL...) in a value */
+#define SY_HTTP_E_OBS_FOLD (-7)          /* 400: line folding */
+#define SY_HTTP_E_LINE_TOO_LONG (-8)     /* 414: request line over max_line_bytes */
+#define SY_HTTP_E_HEAD_TOO_LARGE (-9)    /* 431: head over max_head_bytes */
+#define SY_HTTP_E_TOO_MANY_HEADERS (-10) /* 431: more headers than allowed */
+#define SY_HTTP_E_VERSION (-11)          /* 505: HTTP version other than 1.0/1.1 */
 
 #define SY_HTTP_DEFAULT_MAX_HEAD_BYTES 8192u
 #define SY_HTTP_DEFAULT_MAX_LINE_BYTES 8192u
@@ -59,8 +59,8 @@
 typedef struct {
     const char *name;
     size_t name_len;
-    const char *value;  /* trimmed of SP/HTAB at both ends */
-    size_t value_len;   /* may be 0 */
+    const char *value; /* trimmed of SP/HTAB at both ends */
+    size_t value_len;  /* may be 0 */
 } sy_http_header_t;
 
 /* A field set to 0 takes its default. */
@@ -76,9 +76,9 @@ typedef struct {
     size_t method_len;
     const char *target;
     size_t target_len;
-    int minor_version;          /* 0 or 1 (HTTP/1.0 or HTTP/1.1) */
-    sy_http_header_t *headers;  /* in: caller's array; out: unchanged */
-    size_t num_headers;         /* in: capacity of headers; out: count */
+    int minor_version;         /* 0 or 1 (HTTP/1.0 or HTTP/1.1) */
+    sy_http_header_t *headers; /* in: caller's array; out: unchanged */
+    size_t num_headers;        /* in: capacity of headers; out: count */
 } sy_http_request_t;
 
 /* Parses the request head at buf[0..len).
@@ -99,9 +99,7 @@ typedef struct {
  * On anything but success *req is left untouched (so num_headers still holds
  * the capacity for the next call), though entries of the headers array may
  * have been written. Never reads buf past len. */
-long sy_http_parse_request(const char *buf, size_t len,
-                           const sy_http_limits_t *limits,
-                           sy_http_request_t *req);
+long sy_http_parse_request(const char *buf, size_t len, const sy_http_limits_t *limits, sy_http_request_t *req);
 
 /* The HTTP status to answer for a parse error: 400, 414, 431 or 505 as noted
  * next to each SY_HTTP_E_* value; 400 for an unknown negative value; 0 for a
@@ -125,32 +123,27 @@ bool sy_http_is_token(const char *s, size_t len);
 /* The next header named name (case-insensitive) after the entry `after`
  * (NULL: search from the first header); NULL when there is none. `after`
  * must be NULL or point into req->headers[0..req->num_headers). */
-const sy_http_header_t *sy_http_find_header(const sy_http_request_t *req,
-                                            const char *name, size_t name_len,
+const sy_http_header_t *sy_http_find_header(const sy_http_request_t *req, const char *name, size_t name_len,
                                             const sy_http_header_t *after);
 
 /* How many headers are named name (case-insensitive). */
-size_t sy_http_count_headers(const sy_http_request_t *req, const char *name,
-                             size_t name_len);
+size_t sy_http_count_headers(const sy_http_request_t *req, const char *name, size_t name_len);
 
 /* Iterates the elements of a comma-separated list value (RFC 9110 5.6.1)
  * value[0..len). *pos is the cursor: set it to 0 before the first call.
  * Returns true and sets *item and *item_len to the next element, trimmed of
  * SP/HTAB; false when there are no more. Empty elements ("a, ,b") are skipped.
  * Quoted strings are not interpreted: use it for lists of tokens. */
-bool sy_http_list_next(const char *value, size_t len, size_t *pos,
-                      const char **item, size_t *item_len);
+bool sy_http_list_next(const char *value, size_t len, size_t *pos, const char **item, size_t *item_len);
 
 /* True if the comma-separated list value[0..len) has an element equal to
  * token (case-insensitive). E.g. "keep-alive, Upgrade" contains
  * "upgrade". */
-bool sy_http_list_contains(const char *value, size_t len, const char *token,
-                          size_t token_len);
+bool sy_http_list_contains(const char *value, size_t len, const char *token, size_t token_len);
 
 /* True if any header named name has token in its comma-separated value (a
  * list may be split over several header lines). */
-bool sy_http_header_has_token(const sy_http_request_t *req, const char *name,
-                             size_t name_len, const char *token,
-                             size_t token_len);
+bool sy_http_header_has_token(const sy_http_request_t *req, const char *name, size_t name_len, const char *token,
+                              size_t token_len);
 
 #endif

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 typedef struct {
     const char *s;
     size_t len, pos;

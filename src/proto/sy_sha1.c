@@ -3,19 +3,13 @@
 
 #include <string.h>
 
-static uint32_t rotl32(uint32_t x, unsigned n)
-{
-    return (x << n) | (x >> (32u - n));
+static uint32_t rotl32(uint32_t x, unsigned n) { return (x << n) | (x >> (32u - n)); }
+
+static uint32_t load_be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
 }
 
-static uint32_t load_be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-           ((uint32_t)p[2] << 8) | (uint32_t)p[3];
-}
-
-static void store_be32(uint8_t *p, uint32_t v)
-{
+static void store_be32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 24);
     p[1] = (uint8_t)(v >> 16);
     p[2] = (uint8_t)(v >> 8);
@@ -24,8 +18,7 @@ static void store_be32(uint8_t *p, uint32_t v)
 
 /* Processes one 64-byte block. The message schedule is kept as a rolling
  * 16-word window instead of the full 80 words. */
-static void sha1_block(uint32_t h[5], const uint8_t *blk)
-{
+static void sha1_block(uint32_t h[5], const uint8_t *blk) {
     uint32_t w[16];
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
 
@@ -35,8 +28,7 @@ static void sha1_block(uint32_t h[5], const uint8_t *blk)
     for (unsigned t = 0; t < 80; t++) {
         uint32_t f, k;
         if (t >= 16) {
-            uint32_t x = w[(t + 13) & 15] ^ w[(t + 8) & 15] ^
-                         w[(t + 2) & 15] ^ w[t & 15];
+            uint32_t x = w[(t + 13) & 15] ^ w[(t + 8) & 15] ^ w[(t + 2) & 15] ^ w[t & 15];
             w[t & 15] = rotl32(x, 1);
         }
         if (t < 20) {
@@ -66,8 +58,7 @@ static void sha1_block(uint32_t h[5], const uint8_t *blk)
     h[4] += e;
 }
 
-void sy_sha1_init(sy_sha1_ctx_t *ctx)
-{
+void sy_sha1_init(sy_sha1_ctx_t *ctx) {
     ctx->h[0] = 0x67452301u;
     ctx->h[1] = 0xEFCDAB89u;
     ctx->h[2] = 0x98BADCFEu;
@@ -77,8 +68,7 @@ void sy_sha1_init(sy_sha1_ctx_t *ctx)
     ctx->block_len = 0;
 }
 
-void sy_sha1_update(sy_sha1_ctx_t *ctx, const void *data, size_t len)
-{
+void sy_sha1_update(sy_sha1_ctx_t *ctx, const void *data, size_t len) {
     const uint8_t *p = data;
 
     if (len == 0)
@@ -108,8 +98,7 @@ void sy_sha1_update(sy_sha1_ctx_t *ctx, const void *data, size_t len)
     }
 }
 
-void sy_sha1_final(sy_sha1_ctx_t *ctx, uint8_t out[SY_SHA1_DIGEST_LEN])
-{
+void sy_sha1_final(sy_sha1_ctx_t *ctx, uint8_t out[SY_SHA1_DIGEST_LEN]) {
     uint64_t bits = ctx->total_bytes * 8u;
     size_t n = ctx->block_len;
 
@@ -130,8 +119,7 @@ void sy_sha1_final(sy_sha1_ctx_t *ctx, uint8_t out[SY_SHA1_DIGEST_LEN])
     memset(ctx, 0, sizeof(*ctx));
 }
 
-void sy_sha1(const void *data, size_t len, uint8_t out[SY_SHA1_DIGEST_LEN])
-{
+void sy_sha1(const void *data, size_t len, uint8_t out[SY_SHA1_DIGEST_LEN]) {
     sy_sha1_ctx_t ctx;
 
     sy_sha1_init(&ctx);

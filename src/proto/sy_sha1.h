@@ -17,10 +17,10 @@
 #define SY_SHA1_BLOCK_LEN 64
 
 typedef struct {
-    uint32_t h[5];         /* chaining state */
-    uint64_t total_bytes;  /* bytes hashed so far */
+    uint32_t h[5];                    /* chaining state */
+    uint64_t total_bytes;             /* bytes hashed so far */
     uint8_t block[SY_SHA1_BLOCK_LEN]; /* pending partial block */
-    size_t block_len;      /* bytes used in block, always < 64 */
+    size_t block_len;                 /* bytes used in block, always < 64 */
 } sy_sha1_ctx_t;
 
 /* Starts a new hash in *ctx. */

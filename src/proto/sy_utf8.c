@@ -11,9 +11,9 @@
 enum {
     ST_ACCEPT = SY_UTF8_ACCEPT,
     ST_REJECT = SY_UTF8_REJECT,
-    ST_CONT1,   /* one more byte 80..BF, then a character boundary */
-    ST_CONT2,   /* two more bytes 80..BF */
-    ST_CONT3,   /* three more bytes 80..BF */
+    ST_CONT1,    /* one more byte 80..BF, then a character boundary */
+    ST_CONT2,    /* two more bytes 80..BF */
+    ST_CONT3,    /* three more bytes 80..BF */
     ST_AFTER_E0, /* A0..BF, then ST_CONT1 (excludes overlong 3-byte forms) */
     ST_AFTER_ED, /* 80..9F, then ST_CONT1 (excludes surrogates) */
     ST_AFTER_F0, /* 90..BF, then ST_CONT2 (excludes overlong 4-byte forms) */
@@ -24,8 +24,7 @@ enum {
 #define ASCII_MASK_8 UINT64_C(0x8080808080808080)
 
 /* The state after a lead byte c >= 0x80 in the ACCEPT state. */
-static uint32_t after_lead(uint8_t c)
-{
+static uint32_t after_lead(uint8_t c) {
     if (c < 0xC2)
         return ST_REJECT; /* 80..BF stray continuation; C0, C1 overlong */
     if (c <= 0xDF)
@@ -46,26 +45,43 @@ static uint32_t after_lead(uint8_t c)
 }
 
 /* The state after byte c in a state expecting a continuation byte. */
-static uint32_t after_cont(uint32_t state, uint8_t c)
-{
+static uint32_t after_cont(uint32_t state, uint8_t c) {
     uint8_t lo = 0x80, hi = 0xBF;
     uint32_t next;
 
     switch (state) {
-    case ST_CONT1: next = ST_ACCEPT; break;
-    case ST_CONT2: next = ST_CONT1; break;
-    case ST_CONT3: next = ST_CONT2; break;
-    case ST_AFTER_E0: lo = 0xA0; next = ST_CONT1; break;
-    case ST_AFTER_ED: hi = 0x9F; next = ST_CONT1; break;
-    case ST_AFTER_F0: lo = 0x90; next = ST_CONT2; break;
-    case ST_AFTER_F4: hi = 0x8F; next = ST_CONT2; break;
-    default: return ST_REJECT;
+    case ST_CONT1:
+        next = ST_ACCEPT;
+        break;
+    case ST_CONT2:
+        next = ST_CONT1;
+        break;
+    case ST_CONT3:
+        next = ST_CONT2;
+        break;
+    case ST_AFTER_E0:
+        lo = 0xA0;
+        next = ST_CONT1;
+        break;
+    case ST_AFTER_ED:
+        hi = 0x9F;
+        next = ST_CONT1;
+        break;
+    case ST_AFTER_F0:
+        lo = 0x90;
+        next = ST_CONT2;
+        break;
+    case ST_AFTER_F4:
+        hi = 0x8F;
+        next = ST_CONT2;
+        break;
+    default:
+        return ST_REJECT;
     }
     return (c >= lo && c <= hi) ? next : ST_REJECT;
 }
 
-uint32_t sy_utf8_validate(uint32_t state, const uint8_t *s, size_t len)
-{
+uint32_t sy_utf8_validate(uint32_t state, const uint8_t *s, size_t len) {
     size_t i = 0;
 
     if (state > ST_LAST)
@@ -91,7 +107,6 @@ uint32_t sy_utf8_validate(uint32_t state, const uint8_t *s, size_t len)
     return state;
 }
 
-bool sy_utf8_is_valid(const uint8_t *s, size_t len)
-{
+bool sy_utf8_is_valid(const uint8_t *s, size_t len) {
     return sy_utf8_validate(SY_UTF8_ACCEPT, s, len) == SY_UTF8_ACCEPT;
 }

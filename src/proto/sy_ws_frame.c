@@ -5,13 +5,11 @@
 
 #include "proto/sy_utf8.h"
 
-static int opcode_defined(unsigned op)
-{
+static int opcode_defined(unsigned op) {
     return op <= SY_WS_OP_BINARY || (op >= SY_WS_OP_CLOSE && op <= SY_WS_OP_PONG);
 }
 
-long sy_ws_frame_parse(const uint8_t *buf, size_t len, unsigned role, sy_ws_frame_t *out)
-{
+long sy_ws_frame_parse(const uint8_t *buf, size_t len, unsigned role, sy_ws_frame_t *out) {
     unsigned fin, rsv, op, masked, len7;
     size_t hlen, pos;
     uint64_t plen;
@@ -82,8 +80,7 @@ long sy_ws_frame_parse(const uint8_t *buf, size_t len, unsigned role, sy_ws_fram
     return (long)hlen;
 }
 
-void sy_ws_unmask(uint8_t *data, size_t len, const uint8_t key[4], size_t offset)
-{
+void sy_ws_unmask(uint8_t *data, size_t len, const uint8_t key[4], size_t offset) {
     uint8_t k[8];
     uint64_t m, w0, w1;
     size_t i = 0;
@@ -114,15 +111,12 @@ void sy_ws_unmask(uint8_t *data, size_t len, const uint8_t key[4], size_t offset
 
 /* Writes byte 0, byte 1's length part and the extended length; returns the
  * bytes written or 0 if the frame may not be built. */
-static size_t build_header(uint8_t *out, int fin, unsigned opcode,
-                           uint64_t payload_len, unsigned mask_bit)
-{
+static size_t build_header(uint8_t *out, int fin, unsigned opcode, uint64_t payload_len, unsigned mask_bit) {
     if (!opcode_defined(opcode))
         return 0;
     if ((payload_len >> 63) != 0)
         return 0;
-    if (SY_WS_OP_IS_CONTROL(opcode) &&
-        (!fin || payload_len > SY_WS_MAX_CONTROL_PAYLOAD))
+    if (SY_WS_OP_IS_CONTROL(opcode) && (!fin || payload_len > SY_WS_MAX_CONTROL_PAYLOAD))
         return 0;
     out[0] = (uint8_t)((fin ? 0x80u : 0u) | opcode);
     if (payload_len <= 125) {
@@ -141,15 +135,12 @@ static size_t build_header(uint8_t *out, int fin, unsigned opcode,
     return 10;
 }
 
-size_t sy_ws_frame_header(uint8_t out[10], int fin, unsigned opcode,
-                          uint64_t payload_len)
-{
+size_t sy_ws_frame_header(uint8_t out[10], int fin, unsigned opcode, uint64_t payload_len) {
     return build_header(out, fin, opcode, payload_len, 0);
 }
 
-size_t sy_ws_frame_header_masked(uint8_t out[14], int fin, unsigned opcode,
-                                 uint64_t payload_len, const uint8_t key[4])
-{
+size_t sy_ws_frame_header_masked(uint8_t out[14], int fin, unsigned opcode, uint64_t payload_len,
+                                 const uint8_t key[4]) {
     size_t n = build_header(out, fin, opcode, payload_len, 0x80u);
 
     if (n == 0)
@@ -158,8 +149,7 @@ size_t sy_ws_frame_header_masked(uint8_t out[14], int fin, unsigned opcode,
     return n + 4;
 }
 
-long sy_ws_frag_step(int in_message, unsigned opcode, int fin)
-{
+long sy_ws_frag_step(int in_message, unsigned opcode, int fin) {
     if (!opcode_defined(opcode))
         return SY_WS_E_OPCODE;
     if (SY_WS_OP_IS_CONTROL(opcode))
@@ -173,8 +163,7 @@ long sy_ws_frag_step(int in_message, unsigned opcode, int fin)
     return fin ? 0 : 1;
 }
 
-bool sy_ws_close_code_valid(unsigned code)
-{
+bool sy_ws_close_code_valid(unsigned code) {
     if (code >= 1000 && code <= 1003)
         return 1;
     if (code >= 1007 && code <= 1014)
@@ -182,9 +171,7 @@ bool sy_ws_close_code_valid(unsigned code)
     return code >= 3000 && code <= 4999;
 }
 
-int sy_ws_close_parse(const uint8_t *payload, size_t len, uint16_t *code,
-                      const uint8_t **reason, size_t *reason_len)
-{
+int sy_ws_close_parse(const uint8_t *payload, size_t len, uint16_t *code, const uint8_t **reason, size_t *reason_len) {
     uint16_t c;
 
     if (len > SY_WS_MAX_CONTROL_PAYLOAD)
@@ -210,16 +197,14 @@ int sy_ws_close_parse(const uint8_t *payload, size_t len, uint16_t *code,
 
 /* Length of the longest prefix of s[0..len) that ends on a UTF-8 boundary
  * (s[len] is readable: the cut is inside a longer string). */
-static size_t utf8_cut(const char *s, size_t len)
-{
+static size_t utf8_cut(const char *s, size_t len) {
     while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
         len--;
     return len;
 }
 
 size_t sy_ws_close_payload(uint8_t out[SY_WS_MAX_CONTROL_PAYLOAD], unsigned code, const char *reason,
-                           size_t reason_len)
-{
+                           size_t reason_len) {
     if (code == 0 || !sy_ws_close_code_valid(code))
         return 0;
     if (reason_len > SY_WS_MAX_CONTROL_PAYLOAD - 2)
@@ -231,8 +216,7 @@ size_t sy_ws_close_payload(uint8_t out[SY_WS_MAX_CONTROL_PAYLOAD], unsigned code
     return 2 + reason_len;
 }
 
-unsigned sy_ws_error_close_code(long err)
-{
+unsigned sy_ws_error_close_code(long err) {
     if (err >= 0)
         return 0;
     if (err == SY_WS_E_CLOSE_UTF8)
@@ -240,23 +224,37 @@ unsigned sy_ws_error_close_code(long err)
     return 1002;
 }
 
-const char *sy_ws_error_str(long err)
-{
+const char *sy_ws_error_str(long err) {
     switch (err) {
-    case SY_WS_E_RSV: return "RSV bit set but no extension negotiated";
-    case SY_WS_E_RSV1_CONTROL: return "compressed (RSV1) control frame";
-    case SY_WS_E_RSV1_CONTINUATION: return "RSV1 set on a continuation frame";
-    case SY_WS_E_OPCODE: return "reserved opcode";
-    case SY_WS_E_UNMASKED: return "client frame not masked";
-    case SY_WS_E_MASKED: return "server frame masked";
-    case SY_WS_E_CONTROL_TOO_LONG: return "control frame payload over 125 bytes";
-    case SY_WS_E_CONTROL_FRAGMENTED: return "fragmented control frame";
-    case SY_WS_E_LENGTH_MSB: return "64-bit payload length with the high bit set";
-    case SY_WS_E_UNEXPECTED_CONTINUATION: return "continuation frame with no message to continue";
-    case SY_WS_E_EXPECTED_CONTINUATION: return "new data frame inside a fragmented message";
-    case SY_WS_E_CLOSE_PAYLOAD: return "close frame payload of 1 byte";
-    case SY_WS_E_CLOSE_CODE: return "invalid close code";
-    case SY_WS_E_CLOSE_UTF8: return "close reason is not valid UTF-8";
-    default: return "unknown error";
+    case SY_WS_E_RSV:
+        return "RSV bit set but no extension negotiated";
+    case SY_WS_E_RSV1_CONTROL:
+        return "compressed (RSV1) control frame";
+    case SY_WS_E_RSV1_CONTINUATION:
+        return "RSV1 set on a continuation frame";
+    case SY_WS_E_OPCODE:
+        return "reserved opcode";
+    case SY_WS_E_UNMASKED:
+        return "client frame not masked";
+    case SY_WS_E_MASKED:
+        return "server frame masked";
+    case SY_WS_E_CONTROL_TOO_LONG:
+        return "control frame payload over 125 bytes";
+    case SY_WS_E_CONTROL_FRAGMENTED:
+        return "fragmented control frame";
+    case SY_WS_E_LENGTH_MSB:
+        return "64-bit payload length with the high bit set";
+    case SY_WS_E_UNEXPECTED_CONTINUATION:
+        return "continuation frame with no message to continue";
+    case SY_WS_E_EXPECTED_CONTINUATION:
+        return "new data frame inside a fragmented message";
+    case SY_WS_E_CLOSE_PAYLOAD:
+        return "close frame payload of 1 byte";
+    case SY_WS_E_CLOSE_CODE:
+        return "invalid close code";
+    case SY_WS_E_CLOSE_UTF8:
+        return "close reason is not valid UTF-8";
+    default:
+        return "unknown error";
     }
 }

@@ -30,7 +30,7 @@
 #define SY_WS_OP_PONG 0xAu
 
 /* Opcodes 0x8..0xF are control frames. */
-#define SY_WS_OP_IS_CONTROL(op) (((op) & 0x8u) != 0)
+#define SY_WS_OP_IS_CONTROL(op) (((op)&0x8u) != 0)
 
 #define SY_WS_MAX_CONTROL_PAYLOAD 125u
 #define SY_WS_MAX_HEADER_LEN 14u /* 2 + 8 (64-bit length) + 4 (mask) */
@@ -39,25 +39,26 @@
  * (and "OK, not inside a message" for sy_ws_frag_step); negative values are
  * errors naming the rule broken. */
 #define SY_WS_PARTIAL 0
-#define SY_WS_E_RSV (-1)                   /* RSV2/3 set, or RSV1 without SY_WS_ALLOW_RSV1 */
-#define SY_WS_E_OPCODE (-2)                /* reserved opcode 3-7 or 0xB-0xF */
-#define SY_WS_E_UNMASKED (-3)              /* client frame not masked (server role) */
-#define SY_WS_E_MASKED (-4)                /* server frame masked (client role) */
-#define SY_WS_E_CONTROL_TOO_LONG (-5)      /* control frame payload > 125 */
-#define SY_WS_E_CONTROL_FRAGMENTED (-6)    /* control frame without FIN */
-#define SY_WS_E_LENGTH_MSB (-7)            /* 64-bit length with its top bit set */
+#define SY_WS_E_RSV (-1)                     /* RSV2/3 set, or RSV1 without SY_WS_ALLOW_RSV1 */
+#define SY_WS_E_OPCODE (-2)                  /* reserved opcode 3-7 or 0xB-0xF */
+#define SY_WS_E_UNMASKED (-3)                /* client frame not masked (server role) */
+#define SY_WS_E_MASKED (-4)                  /* server frame masked (client role) */
+#define SY_WS_E_CONTROL_TOO_LONG (-5)        /* control frame payload > 125 */
+#define SY_WS_E_CONTROL_FRAGMENTED (-6)      /* control frame without FIN */
+#define SY_WS_E_LENGTH_MSB (-7)              /* 64-bit length with its top bit set */
 #define SY_WS_E_UNEXPECTED_CONTINUATION (-8) /* continuation with no message open */
-#define SY_WS_E_EXPECTED_CONTINUATION (-9) /* text/binary inside a fragmented message */
-#define SY_WS_E_CLOSE_PAYLOAD (-10)        /* close payload of 1 byte */
-#define SY_WS_E_CLOSE_CODE (-11)           /* close code not valid on the wire */
-#define SY_WS_E_CLOSE_UTF8 (-12)           /* close reason not valid UTF-8 */
-#define SY_WS_E_RSV1_CONTROL (-13)         /* RSV1 (compressed) on a control frame */
-#define SY_WS_E_RSV1_CONTINUATION (-14)    /* RSV1 on a continuation frame (RFC 7692 6.1) */
+#define SY_WS_E_EXPECTED_CONTINUATION (-9)   /* text/binary inside a fragmented message */
+#define SY_WS_E_CLOSE_PAYLOAD (-10)          /* close payload of 1 byte */
+#define SY_WS_E_CLOSE_CODE (-11)             /* close code not valid on the wire */
+#define SY_WS_E_CLOSE_UTF8 (-12)             /* close reason not valid UTF-8 */
+#define SY_WS_E_RSV1_CONTROL (-13)           /* RSV1 (compressed) on a control frame */
+#define SY_WS_E_RSV1_CONTINUATION (-14)      /* RSV1 on a continuation frame (RFC 7692 6.1) */
 
 /* Parser roles and flags (the role argument of sy_ws_frame_parse). */
 #define SY_WS_ROLE_SERVER 0u /* frames come from a client: must be masked */
 #define SY_WS_ROLE_CLIENT 1u /* frames come from a server: must not be masked */
-#define SY_WS_ALLOW_RSV1 2u  /* permessage-deflate negotiated (RFC 7692): RSV1
+#define SY_WS_ALLOW_RSV1 \
+    2u /* permessage-deflate negotiated (RFC 7692): RSV1
                                 may mark the first frame of a data message */
 
 typedef struct {
@@ -100,14 +101,12 @@ void sy_ws_unmask(uint8_t *data, size_t len, const uint8_t key[4], size_t offset
  * Returns 0 (writing nothing) if opcode is not one of the six defined
  * opcodes, payload_len >= 2^63, or a control frame is not fin or has more
  * than 125 bytes. fin is 0 or non-zero. */
-size_t sy_ws_frame_header(uint8_t out[10], int fin, unsigned opcode,
-                          uint64_t payload_len);
+size_t sy_ws_frame_header(uint8_t out[10], int fin, unsigned opcode, uint64_t payload_len);
 
 /* Same for a masked (client) frame with masking key key: returns 6, 8 or 14,
  * or 0 on the same conditions. The payload must then be masked with
  * sy_ws_unmask(payload, len, key, 0). */
-size_t sy_ws_frame_header_masked(uint8_t out[14], int fin, unsigned opcode,
-                                 uint64_t payload_len, const uint8_t key[4]);
+size_t sy_ws_frame_header_masked(uint8_t out[14], int fin, unsigned opcode, uint64_t payload_len, const uint8_t key[4]);
 
 /* The fragmentation rule (RFC 6455 5.4) as a step function. in_message is
  * non-zero while a fragmented text/binary message is open (its first frame
@@ -128,8 +127,7 @@ long sy_ws_frag_step(int in_message, unsigned opcode, int fin);
  * SY_WS_E_CLOSE_PAYLOAD (len 1), SY_WS_E_CONTROL_TOO_LONG (len > 125),
  * SY_WS_E_CLOSE_CODE (code not valid on the wire, see below),
  * SY_WS_E_CLOSE_UTF8 (reason not valid UTF-8: close with 1007). */
-int sy_ws_close_parse(const uint8_t *payload, size_t len, uint16_t *code,
-                      const uint8_t **reason, size_t *reason_len);
+int sy_ws_close_parse(const uint8_t *payload, size_t len, uint16_t *code, const uint8_t **reason, size_t *reason_len);
 
 /* 1 if code may appear in a close frame on the wire, else 0.
  * Accepted: 1000-1003, 1007-1014 and 3000-4999. That includes the

@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tls/sy_tls.h"
 #include "base/sy_errors.h"
+#include "tls/sy_tls.h"
 
 typedef struct sy_bus_tls sy_bus_tls_t;
 

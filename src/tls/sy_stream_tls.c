@@ -170,6 +170,12 @@ static void tls_free(sy_stream_t *s) {
 }
 
 const sy_stream_ops_t sy_stream_tls_ops = {
-    .name = "tls", .handshake_first = true, .open = tls_open, .handshake = tls_handshake,
-    .read = tls_read, .flush = tls_flush, .close_notify = tls_close_notify, .free = tls_free,
+    .name = "tls",
+    .handshake_first = true,
+    .open = tls_open,
+    .handshake = tls_handshake,
+    .read = tls_read,
+    .flush = tls_flush,
+    .close_notify = tls_close_notify,
+    .free = tls_free,
 };

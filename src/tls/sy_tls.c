@@ -236,8 +236,9 @@ static bool use_cert(SSL_CTX *ctx, const sy_tls_cert_t *c, char *err, size_t err
     }
     bio = BIO_new_mem_buf(c->key_pem, (int)c->key_len);
     if (bio == NULL || (key = PEM_read_bio_PrivateKey(bio, NULL, pem_pass, &pass)) == NULL) {
-        set_err(err, errlen, c->passphrase ? "private key: cannot be read (wrong passphrase?)"
-                                          : "private key: cannot be read (encrypted without a passphrase, or not PEM)");
+        set_err(err, errlen,
+                c->passphrase ? "private key: cannot be read (wrong passphrase?)"
+                              : "private key: cannot be read (encrypted without a passphrase, or not PEM)");
         goto fail;
     }
     if (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
@@ -266,8 +267,8 @@ static SSL_CTX *make_ctx(const sy_tls_cert_t *c, X509_STORE *ca, char *err, size
         set_err(err, errlen, "TLS 1.2 minimum");
         goto fail;
     }
-    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
-                              SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_mode(ctx,
+                     SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     /* IGNORE_UNEXPECTED_EOF: a TCP close without close_notify is an end of
      * stream, as over plain TCP (WebSocket framing, not TLS, tells a clean
      * close from a cut one), not a protocol error. */
@@ -334,8 +335,8 @@ fail:
     return NULL;
 }
 
-sy_tls_ctx_t *sy_tls_ctx_new(const sy_tls_cert_t *certs, size_t ncerts, const char *ca_pem, size_t ca_len,
-                             char *err, size_t errlen) {
+sy_tls_ctx_t *sy_tls_ctx_new(const sy_tls_cert_t *certs, size_t ncerts, const char *ca_pem, size_t ca_len, char *err,
+                             size_t errlen) {
     if (sy_tls_global_init(err, errlen) != 0)
         return NULL;
     if (certs == NULL || ncerts == 0) {

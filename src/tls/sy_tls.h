@@ -66,8 +66,8 @@ void sy_tls_probe_free(void *probe);
  * TLS 1.2 minimum, 1.3 preferred, ALPN http/1.1, session tickets on,
  * SSL_MODE_RELEASE_BUFFERS. NULL on failure, with a specific message in err
  * (bad certificate, key that does not match, wrong passphrase ...). */
-sy_tls_ctx_t *sy_tls_ctx_new(const sy_tls_cert_t *certs, size_t ncerts, const char *ca_pem, size_t ca_len,
-                             char *err, size_t errlen);
+sy_tls_ctx_t *sy_tls_ctx_new(const sy_tls_cert_t *certs, size_t ncerts, const char *ca_pem, size_t ca_len, char *err,
+                             size_t errlen);
 
 /* A client context (the bus' rediss://, src/tls/sy_bus_tls.c): TLS 1.2
  * minimum; ca_pem (may be NULL): the CAs that may sign the server's
@@ -86,11 +86,11 @@ typedef struct ssl_st sy_tls_conn_t; /* OpenSSL's SSL */
 
 /* What a call needs next. */
 typedef enum sy_tls_want {
-    SY_TLS_DONE = 0,      /* finished (handshake) or made progress (io) */
-    SY_TLS_WANT_READ = 1, /* call again when the socket is readable */
-    SY_TLS_WANT_WRITE = 2,/* call again when the socket is writable */
-    SY_TLS_CLOSED = 3,    /* the peer closed (close_notify, EOF) or the socket failed */
-    SY_TLS_FAILED = 4,    /* TLS protocol error: close the socket */
+    SY_TLS_DONE = 0,       /* finished (handshake) or made progress (io) */
+    SY_TLS_WANT_READ = 1,  /* call again when the socket is readable */
+    SY_TLS_WANT_WRITE = 2, /* call again when the socket is writable */
+    SY_TLS_CLOSED = 3,     /* the peer closed (close_notify, EOF) or the socket failed */
+    SY_TLS_FAILED = 4,     /* TLS protocol error: close the socket */
 } sy_tls_want_t;
 
 /* A server-side connection on fd (non-blocking, owned by the caller). NULL
