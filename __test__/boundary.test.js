@@ -155,3 +155,41 @@ test('the include rule fails on an include that goes up, sideways, or names no f
   // Commented-out includes do not count.
   assert.deepEqual(includeViolations('src/base/sy_buf.c', '/* #include "io/sy_io.h" */\n'), []);
 });
+
+// A header's contract (docs/internals.md, rule 7): its first comment block
+// states, each as a labelled paragraph, which threads may call it, who owns
+// what its functions take and return, and how they report failure
+// (base/sy_errors.h). Returns what name's text lacks: [] or one line naming
+// the missing labels.
+const CONTRACT = [['Threads', /^ \* Threads:/m], ['Ownership', /^ \* Ownership:/m], ['Errors', /^ \* Errors:/m]];
+function contractMissing(name, text) {
+  const first = /\/\*[\s\S]*?\*\//.exec(text);
+  const top = first ? first[0] : '';
+  const missing = CONTRACT.filter(([, re]) => !re.test(top)).map(([label]) => `${label}:`);
+  return missing.length ? [`${name}: no ${missing.join(', ')}`] : [];
+}
+
+test('every header of src/ states its threads, ownership and errors', () => {
+  const headers = files('src', ['.h']);
+  assert.ok(headers.length >= 40, `only ${headers.length} headers found`);
+  const bad = [];
+  for (const f of headers) {
+    bad.push(...contractMissing(path.relative(root, f).split(path.sep).join('/'), fs.readFileSync(f, 'utf8')));
+  }
+  assert.deepEqual(bad, []);
+});
+
+test('the header contract check fails on a header without its labels', () => {
+  const x = 'src/base/sy_x.h';
+  const full = '/*\n * sy_x — a module.\n *\n * Threads: any.\n *\n' +
+    ' * Ownership: nothing is kept.\n *\n * Errors: none.\n */\n';
+  assert.deepEqual(contractMissing(x, full), []);
+  assert.deepEqual(contractMissing(x, '/*\n * sy_x — a module. Threads: any.\n */\nint x;\n'),
+    [`${x}: no Threads:, Ownership:, Errors:`]);
+  // Labels count only in the first comment, and only at the start of a line.
+  assert.deepEqual(contractMissing(x, '/*\n * Threads: any.\n */\n/*\n * Ownership: none.\n * Errors: none.\n */\n'),
+    [`${x}: no Ownership:, Errors:`]);
+  assert.deepEqual(contractMissing(x, '/*\n * Threads: any. Ownership: none.\n * Errors: none.\n */\n'),
+    [`${x}: no Ownership:`]);
+  assert.deepEqual(contractMissing(x, 'int x;\n'), [`${x}: no Threads:, Ownership:, Errors:`]);
+});

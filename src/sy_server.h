@@ -18,6 +18,16 @@
  * thread also feeds (a publish from Redis) and IO thread 0 (a socket dealt
  * to another thread).
  *
+ * Ownership: every call copies what it is given (topic names, payloads,
+ * headers, reasons) before it returns; sy_server_set_tls takes over the
+ * caller's context reference when it returns 0, sy_server_set_bus takes
+ * over o->tls (freed on failure too);
+ * sy_server_adopt duplicates fd (the caller keeps its own). A topic handle
+ * (sy_server_topic) is one reference, given back with
+ * sy_server_topic_release. A batch handed to the callback is the owner's
+ * until sy_server_batch_done. The server is the caller's, freed with
+ * sy_server_destroy.
+ *
  * Errors: base/sy_errors.h's convention; the calls that a user's mistake
  * can fail (create, listen, start, set_bus) also write a message in err.
  */
@@ -59,7 +69,8 @@ typedef struct sy_server sy_server_t;
 /* NULL on failure (bad thread count, out of memory), with a message in err. */
 sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx, char *err, size_t errlen);
 /* Binds one listening socket (IO thread 0 accepts and deals the sockets out
- * to every IO thread in turn) and starts the threads. 0, or an errno value with a message in err. *port: the bound port. */
+ * to every IO thread in turn) and starts the threads. 0, or an errno value
+ * with a message in err. *port: the bound port. */
 sy_err_t sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errlen);
 
 /* Starts the IO threads without a listening socket (a server that shares
@@ -140,7 +151,7 @@ struct sy_tls_ctx;
  * connections keep the context they began with. Takes over the caller's
  * reference and drops the previous context's. 0, or (ctx not taken) EINVAL
  * when the server is listening without TLS or ctx is NULL, ENOTSUP in a
- * build without TLS. */
+ * build without TLS, or the errno value of the first call's lock init. */
 sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx);
 /* True when the server speaks TLS. */
 bool sy_server_tls(sy_server_t *s);

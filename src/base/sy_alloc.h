@@ -12,11 +12,20 @@
  *     bisecting and as a benchmark arm. No jemalloc in the binary at all.
  *
  * Threads: every function here may be called from any thread. The
- * sy_alloc_thread_* functions act on the calling thread only.
+ * sy_alloc_thread_* functions act on the calling thread only; a block given
+ * to sy_alloc_move (defragmentation) belongs to the calling thread, and
+ * nothing else may reference it while it moves.
  *
- * Allocation functions return NULL on failure, like malloc; callers check.
- * The control functions return 0 on success or an errno value (ENOTSUP in
- * the system build for what only jemalloc can do).
+ * Ownership: a block from sy_malloc, sy_calloc, sy_realloc, sy_memdup or
+ * sy_alloc_move is the caller's, freed with sy_free (by any thread). The
+ * strings of sy_alloc_name, sy_alloc_version, sy_alloc_build and
+ * sy_alloc_config_t are static: not to be freed. Arenas are pooled, never
+ * freed: sy_alloc_arena_release gives one back to the pool.
+ *
+ * Errors: allocation functions return NULL on failure, like malloc; callers
+ * check. The control functions return 0 on success or an errno value
+ * (ENOTSUP in the system build for what only jemalloc can do).
+ * sy_alloc_should_move answers a question (bool).
  */
 #ifndef SY_ALLOC_H
 #define SY_ALLOC_H

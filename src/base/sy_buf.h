@@ -5,6 +5,12 @@
  * for event batches.
  *
  * Threads: whoever owns the triple.
+ *
+ * Ownership: the triple's data is the caller's (sy_alloc memory, freed with
+ * sy_free); these functions may move it (a realloc) and copy what they
+ * append. Nothing else is kept.
+ *
+ * Errors: 0 or ENOMEM (base/sy_errors.h); the triple is unchanged on failure.
  */
 #ifndef SY_BUF_H
 #define SY_BUF_H

@@ -5,6 +5,10 @@
  * reading is 0 (deadlines then fire early rather than never).
  *
  * Threads: any.
+ *
+ * Ownership: nothing is kept.
+ *
+ * Errors: none reported: a failed reading is 0 (above).
  */
 #ifndef SY_CLOCK_H
 #define SY_CLOCK_H

@@ -38,6 +38,12 @@
  *
  * A failure the library cannot go on from is reported, never an abort (see
  * io/sy_io.h for the IO thread's).
+ *
+ * Threads: no functions here, only a type: nothing to call.
+ *
+ * Ownership: nothing is kept (no functions, no memory).
+ *
+ * Errors: this header defines the convention above; it reports none itself.
  */
 #ifndef SY_ERRORS_H
 #define SY_ERRORS_H

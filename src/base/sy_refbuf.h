@@ -17,7 +17,17 @@
  * back when the plain frame is freed). Each subscriber's queue references
  * the one it negotiated.
  *
- * Threads: any thread may create, ref and release.
+ * Threads: any thread may create, ref and release (the count is atomic).
+ * The twin is set under the deflate state (sy_deflate_twin), not by this
+ * module.
+ *
+ * Ownership: make and raw copy their bytes into the new buffer and return
+ * it with one reference, the caller's; each sy_refbuf_ref adds references
+ * that their holders give back with sy_refbuf_release (never sy_free).
+ * The frame owns its twin's one reference.
+ *
+ * Errors: make and raw return NULL when out of memory (make also for
+ * hlen > 255); ref and release cannot fail.
  */
 #ifndef SY_REFBUF_H
 #define SY_REFBUF_H

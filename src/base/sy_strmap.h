@@ -14,7 +14,12 @@
  * digit, 14695981039346656037); any fixed basis hashes as well.
  *
  * Threads: none of its own; the caller serialises every call on one map
- * (the topics' mutex, or the bus thread alone).
+ * (the topics' mutex, or the bus thread alone). sy_strmap_hash is a pure
+ * function, for any thread.
+ *
+ * Ownership: the map owns its buckets only (sy_strmap_destroy frees them);
+ * entries and their keys stay the caller's, linked in, never copied nor
+ * freed by the map.
  *
  * Errors: sy_strmap_init returns 0 or ENOMEM. A failure to grow is not one:
  * the chains get longer and every operation stays correct.

@@ -12,7 +12,11 @@
  * the place of the one heard from least recently.
  *
  * Threads: the caller's (the bus thread, which owns every channel).
- * Nothing here allocates or fails.
+ *
+ * Ownership: nothing is kept but in the caller's sy_bus_order_t (inside
+ * its channel); nothing here allocates.
+ *
+ * Errors: none: a late message is an answer (false), not a failure.
  */
 #ifndef SY_BUS_ORDER_H
 #define SY_BUS_ORDER_H

@@ -17,6 +17,14 @@
  *
  * Threads: any thread. The first call sets the table exactly once
  * (pthread_once); later and concurrent calls wait for it and change nothing.
+ * The probe: any thread.
+ *
+ * Ownership: the table is process-wide and never given back. A block
+ * hiredis makes is freed by hiredis (through sy_free); a probe is the
+ * caller's, freed with sy_redis_alloc_probe_free.
+ *
+ * Errors: sy_redis_alloc_init returns 0 or the errno value of pthread_once;
+ * the probe is NULL when out of memory or when the init failed.
  */
 #ifndef SY_REDIS_ALLOC_H
 #define SY_REDIS_ALLOC_H

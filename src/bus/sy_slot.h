@@ -3,7 +3,11 @@
  * hash tag (the bytes between the first '{' and the next '}', when there
  * are any), modulo 16384. The bus (sy_bus.h) picks a channel's shard with it.
  *
- * Threads: pure functions, any thread. Nothing allocates or fails.
+ * Threads: pure functions, any thread.
+ *
+ * Ownership: nothing is kept; nothing allocates.
+ *
+ * Errors: none: nothing here can fail.
  */
 #ifndef SY_SLOT_H
 #define SY_SLOT_H

@@ -51,7 +51,27 @@
  * through their functions, and sees of its thread only sy_io_ctx_t (the
  * clock, the options, the counters, the receive buffer, the compressor).
  *
- * Threads: the IO thread that owns the connection only.
+ * Threads: the IO thread that owns the connection only (but sy_io_destroy,
+ * on the owner's thread, frees with sy_conn_free the connections of a
+ * thread that never ran). sy_conn_transition_allowed and sy_conn_state_name
+ * are pure functions, for any thread.
+ *
+ * Ownership: the connection is its IO thread's (sy_conn_new makes it,
+ * sy_conn_free frees it, at the end of the turn for a dead one); it owns its
+ * stream (and the socket, taken over by sy_conn_new on success), its
+ * buffers, its send queue's references and one topic reference per
+ * subscription. Frames: sy_conn_push takes no reference of its own (on
+ * true the queue owns one the caller added); sy_conn_end takes over the
+ * caller's on true; sy_conn_subscribe takes over one reference and one
+ * count of interest (given back when not added). sy_conn_feed and
+ * sy_conn_opened copy what they keep; sy_conn_frame_for returns a frame
+ * without a reference for the caller.
+ *
+ * Errors: sy_conn_new returns 0 or an errno value (ENOMEM, or the
+ * transport's open: EINVAL for TLS without a context). The others do
+ * not fail to the caller: a connection that cannot go on is failed or
+ * closed (out of memory: 1011, counted in oom_closes) and the owner told;
+ * the bool ones answer whether it happened (queued, subscribed, ended).
  */
 #ifndef SY_CONN_H
 #define SY_CONN_H

@@ -23,7 +23,19 @@
  *
  * Threads: an sy_deflate_t belongs to one thread. sy_deflate_twin is called
  * by several IO threads on the same frame: the first compresses, the
- * others wait on the server's sy_deflate_once_t.
+ * others wait on the server's sy_deflate_once_t (made and destroyed by the
+ * owner, around the threads' lives). The probe: any thread.
+ *
+ * Ownership: the compressor, decompressor and scratch buffer are z's
+ * (sy_deflate_free gives them back). sy_deflate_twin's result belongs to
+ * m (m holds its one reference): the caller takes references on it as on
+ * m. sy_inflate's output lives in z's scratch buffer until the next call
+ * on z or sy_deflate_done; its input is the caller's, written and restored.
+ * A probe is freed with sy_deflate_probe_free.
+ *
+ * Errors: sy_deflate_once_init and sy_inflate return 0 or an errno value
+ * (sy_inflate: EMSGSIZE, EBADMSG, ENOMEM, as said below); sy_deflate_twin
+ * and the probe return NULL (the plain frame goes; out of memory).
  */
 #ifndef SY_DEFLATE_H
 #define SY_DEFLATE_H

@@ -15,8 +15,17 @@
  * Payload bytes are copied into the batch; nothing in it points anywhere
  * else.
  *
- * Threads: a batch is written by one IO thread, then owned by the owner.
- * Errors: sy_batch_add* return 0 or ENOMEM (the batch is unchanged then).
+ * Threads: a batch is written by one IO thread, then owned by the owner
+ * (which reads it with sy_batch_next and sy_batch_bytes).
+ *
+ * Ownership: sy_batch_add* make the batch on first use (*batch NULL) and
+ * copy the payload; the batch is its writer's until handed to sy_batch_fn,
+ * then the callee's, to give back with sy_server_batch_done (sy_batch_free
+ * only as said above). sy_batch_next's payload points into the batch: good
+ * while the batch lives.
+ *
+ * Errors: sy_batch_add* return 0, ENOMEM or EMSGSIZE (a payload over 4 GiB);
+ * no event is added then (the caller counts it lost).
  */
 #ifndef SY_EVENTS_H
 #define SY_EVENTS_H

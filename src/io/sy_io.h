@@ -7,20 +7,26 @@
  * sy_upgrade and sy_reclaim call back) is in io/sy_io_thread.h, which only
  * src/io includes.
  *
- * Threads (who calls what):
+ * Threads: who calls what:
  *  - the owner (sy_server, on the JS thread): sy_io_create, sy_io_start,
  *    sy_io_join and sy_io_destroy, before the thread starts or after it has
- *    exited; sy_io_push_later, sy_io_wake, sy_io_batch_done,
- *    sy_io_stats_snapshot;
+ *    exited; sy_io_push_later, sy_io_wake, sy_io_batch_done;
  *  - any thread: sy_io_push (the owner; IO thread 0 handing a socket to
  *    another thread; the bus thread delivering a publish from Redis; an IO
- *    thread to itself), sy_io_is_open, sy_io_index, sy_accept_free (by
- *    whoever owns the accept), the id helpers.
+ *    thread to itself), sy_io_is_open, sy_io_index, sy_io_stats_snapshot
+ *    (relaxed reads; the server calls it on the owner's thread),
+ *    sy_accept_free (by whoever owns the accept), the id helpers.
+ * The queue is under the thread's mutex; the thread takes it whole.
  *
  * Ownership: a pushed command's references (buf, topic, accept, fd) move
- * into the queue on success; on failure the caller keeps them.
+ * into the queue on success; on failure the caller keeps them. sy_io_create
+ * takes over listen_fd (closed on failure too); sy_io_destroy frees the
+ * thread and what its queue still holds. shared stays the caller's (the
+ * server's) and must outlive the thread.
  *
- * Errors: int functions return 0 or an errno value (base/sy_errors.h).
+ * Errors: sy_io_create returns NULL with the errno value in *err; the other
+ * functions that can fail return 0 or an errno value (base/sy_errors.h):
+ * push ENOMEM, or EPIPE once the thread has exited.
  * A failure the loop cannot go on from (its poller's wait failing
  * SY_IO_POLL_FAILURES_MAX times in a row) does not abort the process: the
  * thread closes its connections (1011), reports SY_EV_FAILED with the errno

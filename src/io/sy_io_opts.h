@@ -4,7 +4,12 @@
  * server's public name for it is sy_server_opts_t) and read-only after.
  *
  * Threads: written by the owner before sy_io_start, then read by every IO
- * thread. Ownership: host and path point at copies the server owns.
+ * thread.
+ *
+ * Ownership: host and path point at copies the server owns (the caller's
+ * strings are copied by sy_server_create).
+ *
+ * Errors: none: a struct, no functions (sy_server_create checks the values).
  */
 #ifndef SY_IO_OPTS_H
 #define SY_IO_OPTS_H

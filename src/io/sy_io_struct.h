@@ -4,9 +4,23 @@
  * sy_io_ctx_t (io/sy_io_thread.h); the owner sees an opaque sy_io_t
  * (io/sy_io.h).
  *
- * Threads: the IO thread's, except the command queue (the owner's too,
- * under qlock), the generation pages, event_bytes, owner_seq and
- * owner_waiters (atomics, read or written by the owner).
+ * Threads: the IO thread's, except the command queue (filled under qlock
+ * by every thread that pushes: the owner, the bus thread, IO thread 0),
+ * the generation pages (atomics, read by any thread: sy_io_is_open),
+ * event_bytes, owner_seq and owner_waiters (atomics, read or written by the
+ * owner). The sy_io_sends_* and sy_io_flush_dirty functions run on the IO
+ * thread.
+ *
+ * Ownership: the struct owns what it points at: the poller, the listening,
+ * wake-up and spare descriptors, the queue's commands (and their
+ * references), the slot table's connections, the event batch until it is
+ * handed over, the ring and the batch arrays (from the thread's arena). The
+ * dirty, dead and paused lists link connections the slot table (or, for the
+ * dead, the end of the turn) owns.
+ *
+ * Errors: sy_io_sends_open does not fail: without a ring (or its arrays)
+ * connections are flushed one by one; a connection whose send fails is
+ * closed, not reported to the caller.
  */
 #ifndef SY_IO_STRUCT_H
 #define SY_IO_STRUCT_H
@@ -42,8 +56,9 @@ struct sy_io {
     int wake_fd;
     int spare_fd; /* held open to be able to refuse a connection at EMFILE */
 
-    /* Command queue: filled by the owner under qlock, swapped out whole;
-     * closed (exited) when the thread ends. */
+    /* Command queue: filled under qlock by whoever pushes (the owner, the
+     * bus thread, IO thread 0), swapped out whole; closed (exited) when the
+     * thread ends. */
     pthread_mutex_t qlock;
     bool exited;
     bool wake_owed; /* commands queued without a wake-up (sy_io_push_later) */

@@ -12,7 +12,20 @@
  *
  * Threads: every function here runs on the IO thread itself (io), except
  * where a field says the owner touches it (the queue under qlock, the
- * atomics).
+ * atomics). sy_io_ctx_t's stats are relaxed atomics that any thread reads.
+ *
+ * Ownership: sy_io_adopt takes over fd (closed when it fails). sy_io_emit*
+ * copy the payload into the turn's batch. The lists and the slot table
+ * point at connections and own them (sy_io_forget moves one to the dead
+ * list, freed at the end of the turn); callers keep no pointer to a
+ * connection past the turn (sy_io_compact_slot may move it). rx,
+ * stream_scratch and deflate are the thread's, freed with it.
+ *
+ * Errors: sy_io_adopt returns NULL when it could not (stopping, out of
+ * memory, out of slots, the transport or the poller refused it);
+ * sy_io_await_owner answers false when out of memory (the caller closes);
+ * an event that cannot be added is counted lost, not reported; a poller
+ * refusing a connection marks it broken.
  */
 #ifndef SY_IO_THREAD_H
 #define SY_IO_THREAD_H

@@ -32,7 +32,16 @@
  * slice: the longest the policy held the thread).
  *
  * Only in the jemalloc build, and only with opts.reclaim (the default).
- * Threads: the IO thread that owns io.
+ *
+ * Threads: the IO thread that owns io. It writes the thread's counters
+ * (relaxed atomics, which any thread reads).
+ *
+ * Ownership: the state lives inside sy_io_t and allocates nothing; stats
+ * points at the thread's counters. A moved connection's new address goes
+ * into its slot (sy_io_compact_slot); nothing else is kept.
+ *
+ * Errors: none reported: the functions return nothing, and a block that
+ * cannot move (out of memory) stays where it is.
  */
 #ifndef SY_RECLAIM_H
 #define SY_RECLAIM_H

@@ -10,9 +10,17 @@
  *
  * Threads: the IO thread that owns the table calls everything, except
  * sy_slots_is_live (any thread: the generation pages are published with
- * release stores and never freed before the table).
+ * release stores and never freed before the table), and sy_slots_init and
+ * sy_slots_free, which the owner calls (sy_io_create, sy_io_destroy) before
+ * the thread starts and after it is joined.
+ *
+ * Ownership: the table owns its arrays and generation pages (sy_slots_free
+ * frees them); it points at connections without owning them (their IO
+ * thread frees them: sy_conn_free).
+ *
  * Errors: sy_slots_take returns 0, ENFILE (no slot left: SY_ID_MAX_SLOTS,
- * or the generation pages' reach) or ENOMEM.
+ * or the generation pages' reach) or ENOMEM (it makes the slot's generation
+ * page, so sy_slots_set_live never needs memory). The rest cannot fail.
  */
 #ifndef SY_SLOTS_H
 #define SY_SLOTS_H

@@ -20,7 +20,13 @@
  *
  * Threads: each counter has one writer, the IO thread that owns it, so the
  * updates below are a relaxed load and store (no atomic read-modify-write on
- * the fan-out path); any thread may read them (relaxed loads).
+ * the fan-out path); any thread may read them (relaxed loads:
+ * sy_stats_snapshot). sy_stats_live_init runs before the thread starts.
+ *
+ * Ownership: nothing is kept: the counters live inside the IO thread's
+ * struct; a snapshot is written into the caller's sy_stats_t.
+ *
+ * Errors: none: nothing here can fail.
  */
 #ifndef SY_STATS_H
 #define SY_STATS_H

@@ -16,9 +16,22 @@
  * Subscriber arrays hold the connections' slots (sy_io.h): a connection
  * that moves in memory stays where it is here.
  *
- * Threads: sy_topics_*, sy_topic_acquire/ref/release and the interest
- * functions from any thread; the subscriber array of thread t only from IO
- * thread t.
+ * Threads: sy_topics_count, sy_topic_acquire/ref/release and the interest
+ * functions from any thread (the registry's mutex, the atomic counts); the
+ * edge callback runs on the thread that made the change, outside the
+ * mutex. sy_topics_init and sy_topics_destroy: the owner, before and after
+ * every other thread uses the registry. The subscriber array of thread t
+ * only from IO thread t.
+ *
+ * Ownership: acquire returns one reference, the caller's, given back with
+ * sy_topic_release (never freed directly); the name is copied into the
+ * topic. A unit of interest carries one reference: add_interest takes over
+ * the caller's, drop_interest gives one back. The subscriber arrays belong
+ * to the topic (freed with it) and hold slots, not connections.
+ *
+ * Errors: sy_topics_init and sy_topic_add_sub return 0 or an errno value
+ * (ENOMEM); sy_topic_acquire returns NULL when missing (without create) or
+ * out of memory. The rest cannot fail.
  */
 #ifndef SY_TOPIC_H
 #define SY_TOPIC_H

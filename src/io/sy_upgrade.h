@@ -10,6 +10,14 @@
  * own status from sy_upgrade_refuse.
  *
  * Threads: the IO thread that owns the connection.
+ *
+ * Ownership: sy_upgrade_accept takes over the accept (freed with
+ * sy_accept_free) and extra's reference; sy_upgrade_refuse takes over
+ * response's reference, queued to the connection or released. The request
+ * head stays in c->rbuf, the connection's.
+ *
+ * Errors: none to the caller: a bad request is answered with an HTTP error
+ * and the connection closed; out of memory closes it (1006 to the owner).
  */
 #ifndef SY_UPGRADE_H
 #define SY_UPGRADE_H

@@ -10,7 +10,21 @@
  * no WebSocket. The ring's memory exists only while it is used
  * (sy_outq_shrink gives back an empty ring's array).
  *
- * Zero-initialised is an empty queue. Threads: the owner of the queue only.
+ * Zero-initialised is an empty queue.
+ *
+ * Threads: the owner of the queue only (the IO thread that owns its
+ * connection). The buffers it references are sy_refbuf's, shared with
+ * other queues on other threads; their counts are atomic.
+ *
+ * Ownership: each entry holds one reference: sy_outq_push takes over the
+ * caller's (only on success); consume, clear and free release the entries
+ * they drop. The iovecs of sy_outq_iov and the pointer of sy_outq_head point
+ * into the queued buffers and are good until the next consume, clear or
+ * free; sy_outq_copy copies into the caller's dst.
+ *
+ * Errors: sy_outq_push returns 0 or ENOMEM; sy_outq_iov returns the count it
+ * filled, an int (a named exception of base/sy_errors.h); the rest cannot
+ * fail.
  */
 #ifndef SY_OUTQ_H
 #define SY_OUTQ_H

@@ -9,7 +9,18 @@
  * for only while a connection has bytes it could not write.
  *
  * Threads: a sy_poll_t belongs to the thread that waits on it. add/mod/del
- * from that thread only.
+ * from that thread only, once it runs: the thread that sets it up (the owner,
+ * in sy_io_create and sy_bus_create) creates it and adds its first descriptors
+ * (the wake-up eventfd, the listening socket) before the waiting thread
+ * starts, and destroys it after that thread is joined.
+ *
+ * Ownership: the poller keeps no descriptor: fds stay the caller's, who
+ * closes them (sy_poll_destroy closes only the poller's own); tags are
+ * values handed back, never followed. out is the caller's array.
+ *
+ * Errors: sy_poll_create returns NULL and sets errno (the one constructor
+ * that does, a named exception of base/sy_errors.h); the others return 0 or
+ * an errno value.
  */
 #ifndef SY_POLL_H
 #define SY_POLL_H

@@ -13,6 +13,19 @@
  * queued (sy_stream_held) and go out before anything else.
  *
  * Threads: the IO thread that owns the connection.
+ *
+ * Ownership: sy_stream_open takes over fd (sy_stream_shut or sy_stream_free
+ * closes it) only when it succeeds; the transport's state (impl) is the
+ * stream's, freed by sy_stream_free. A flush takes bytes from the caller's
+ * queue, consuming what left (a transport may hold a copy of some:
+ * sy_stream_held); *scratch is the caller's buffer (the IO thread's),
+ * allocated on first use and freed by the caller. Reads fill the caller's
+ * buffer.
+ *
+ * Errors: sy_stream_open (and an ops' open) returns 0 or an errno value; a
+ * step returns sy_stream_rc_t (base/sy_errors.h rule 4): BAD and ERROR are
+ * failures. sy_stream_plain_wrote takes a write's result as data, bytes or
+ * -errno (a named exception).
  */
 #ifndef SY_STREAM_H
 #define SY_STREAM_H

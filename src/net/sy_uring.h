@@ -25,6 +25,14 @@
  * Threads: a ring is used by the thread that opened it only (it is made
  * with IORING_SETUP_SINGLE_ISSUER when the kernel has it); sy_uring_env_allows
  * may be called from any thread that does not race with setenv().
+ *
+ * Ownership: sy_uring_open gives the caller the ring, which it closes with
+ * sy_uring_close. The sends and their buffers stay the caller's: nothing of
+ * them is kept past the call.
+ *
+ * Errors: sy_uring_open and sy_uring_send return 0 or an errno value; each
+ * send's res is bytes or -errno as io_uring reports it (data, not the
+ * function's failure: a named exception of base/sy_errors.h).
  */
 #ifndef SY_URING_H
 #define SY_URING_H

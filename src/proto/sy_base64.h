@@ -4,6 +4,12 @@
  * the Sec-WebSocket-Key header.
  *
  * Threads: pure functions, callable from any thread. Nothing allocates.
+ *
+ * Ownership: nothing is kept; the output goes to the caller's buffer.
+ *
+ * Errors: sy_base64_decode returns 0, EINVAL (not valid base64) or ENOSPC
+ * (cap too small); sy_base64_encode returns the characters written, 0 when
+ * cap is too small.
  */
 #ifndef SY_BASE64_H
 #define SY_BASE64_H

@@ -20,6 +20,15 @@
  * any line holds the token.
  *
  * Threads: pure functions, callable from any thread. Nothing allocates.
+ *
+ * Ownership: nothing is kept. sy_handshake_t's pointers point into the
+ * request's buffer (the caller's); the answers are written to the caller's
+ * buf; problem is a static text.
+ *
+ * Errors: sy_handshake_check returns 0 or the HTTP status to answer (a
+ * named exception of base/sy_errors.h); the response writers return the
+ * length written, 0 when it does not fit (or, for the error responses, the
+ * status is out of range).
  */
 #ifndef SY_HANDSHAKE_H
 #define SY_HANDSHAKE_H

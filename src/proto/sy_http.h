@@ -26,7 +26,15 @@
  *    allowed. Duplicate names are kept, in order.
  *
  * Threads: pure functions, callable from any thread. Nothing allocates.
- * Every pointer the parser returns points into the caller's buffer.
+ *
+ * Ownership: nothing is kept. Every pointer the parser returns points into
+ * the caller's buffer; the headers array is the caller's; the error texts and
+ * reason phrases are static.
+ *
+ * Errors: sy_http_parse_request returns a long (base/sy_errors.h rule 5):
+ * the head's length, SY_HTTP_PARTIAL, or a negative SY_HTTP_E_*;
+ * sy_http_error_status maps one to the HTTP status (a named exception:
+ * 0 or the status); the rest are questions (bool) or lookups (NULL: none).
  */
 #ifndef SY_HTTP_H
 #define SY_HTTP_H

@@ -26,6 +26,12 @@
  *                              whole-message buffer: any window is fine)
  *
  * Threads: pure functions, callable from any thread. Nothing allocates.
+ *
+ * Ownership: nothing is kept: the request and values are read during the
+ * call; the answer goes to the caller's buf.
+ *
+ * Errors: a declined or missing offer is an answer, not a failure
+ * (negotiate returns false); sy_pmd_response returns 0 when cap is too small.
  */
 #ifndef SY_PMD_H
 #define SY_PMD_H

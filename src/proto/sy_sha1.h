@@ -6,6 +6,11 @@
  * Threads: every function is pure (it touches only the memory it is given),
  * so any thread may call it; a context must not be shared between threads
  * without the caller's own synchronisation. Nothing allocates.
+ *
+ * Ownership: nothing is kept; the context and the digest are the caller's
+ * memory.
+ *
+ * Errors: none: nothing here can fail.
  */
 #ifndef SY_SHA1_H
 #define SY_SHA1_H

@@ -22,6 +22,11 @@
  * ASCII runs are checked 8 bytes at a time.
  *
  * Threads: pure functions, callable from any thread. Nothing allocates.
+ *
+ * Ownership: nothing is kept; the state is the caller's integer.
+ *
+ * Errors: invalid input is the answer, not a failure: SY_UTF8_REJECT from
+ * sy_utf8_validate, false from sy_utf8_is_valid (a question).
  */
 #ifndef SY_UTF8_H
 #define SY_UTF8_H

@@ -14,6 +14,18 @@
  * write the minimal form.
  *
  * Threads: pure functions, callable from any thread. Nothing allocates.
+ *
+ * Ownership: nothing is kept: the parser fills the caller's sy_ws_frame_t,
+ * sy_ws_unmask works in place, builders write to the caller's array,
+ * sy_ws_close_parse's reason points into the caller's payload; error texts
+ * are static.
+ *
+ * Errors: sy_ws_frame_parse returns a long (base/sy_errors.h rule 5): the
+ * header's length, SY_WS_PARTIAL, or a negative SY_WS_E_*; sy_ws_frag_step
+ * returns the new in_message (0 or 1) or a negative SY_WS_E_*;
+ * sy_ws_close_parse returns 0 or an SY_WS_E_* (as an int);
+ * sy_ws_error_close_code maps one to a close code; the builders return the
+ * bytes written, 0 for arguments they refuse.
  */
 #ifndef SY_WS_FRAME_H
 #define SY_WS_FRAME_H

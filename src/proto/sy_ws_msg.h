@@ -7,6 +7,11 @@
  * by a copy of the payload, in one allocation.
  *
  * Threads: any (pure functions of their arguments plus one allocation).
+ *
+ * Ownership: the payload and reason are copied; every constructor returns
+ * a new buffer with one reference, the caller's, given back with
+ * sy_refbuf_release (or handed to a send queue, sy_outq_push).
+ *
  * Errors: every constructor returns one reference, or NULL when out of
  * memory.
  */

@@ -11,7 +11,18 @@
  * reads and writes; a failure (an untrusted certificate, a wrong name)
  * takes the connection down with OpenSSL's reason.
  *
- * Threads: new and free on the owner's thread; attach on the bus thread.
+ * Threads: new and free on the owner's thread; attach and error on the bus
+ * thread (error reads the calling thread's OpenSSL error queue).
+ *
+ * Ownership: new copies what it needs (the PEMs go into the SSL_CTX,
+ * servername is copied); the context is the caller's until it hands it to
+ * the bus (sy_bus_opts_t.tls, taken over), which frees it with
+ * sy_bus_tls_free. attach keeps nothing of host; the TLS state it starts
+ * belongs to c (hiredis frees it with the context). error writes into the
+ * caller's buf.
+ *
+ * Errors: new returns NULL with a message in err; attach returns 0 or an
+ * errno value with a message in err; error returns NULL when there is none.
  */
 #ifndef SY_BUS_TLS_H
 #define SY_BUS_TLS_H

@@ -8,8 +8,19 @@
  * keeps a reference to the context it began with). sy_stream_tls_ops's open
  * takes a sy_tls_source_t * as its argument.
  *
- * Threads: sy_tls_source_* from any thread; the stream functions from the IO
- * thread that owns the connection.
+ * Threads: sy_tls_source_* from any thread (set and the transport's open
+ * take the source's lock; init and destroy while no other thread uses it:
+ * the server does them on the owner's thread); the stream functions from
+ * the IO thread that owns the connection.
+ *
+ * Ownership: the source holds one reference to its context:
+ * sy_tls_source_set takes over the caller's and drops the previous one,
+ * sy_tls_source_destroy drops the last. A connection's open takes its own
+ * reference (through sy_tls_conn_new), kept until the stream is freed.
+ *
+ * Errors: sy_tls_source_init returns 0 or an errno value (pthread's, as an
+ * int); the stream functions report as net/sy_stream.h says (open: EINVAL
+ * when the source has no context, ENOMEM).
  */
 #ifndef SY_STREAM_TLS_H
 #define SY_STREAM_TLS_H

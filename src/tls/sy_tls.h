@@ -19,8 +19,24 @@
  *     the handshake and reads/writes; every call returns what to wait for.
  *
  * Threads: contexts may be made on any thread and used from several IO
- * threads at once (OpenSSL's SSL_CTX is thread-safe for that); a
- * connection's SSL only by the thread that owns the connection.
+ * threads at once (OpenSSL's SSL_CTX is thread-safe for that; the reference
+ * count is atomic, so ref and unref from any thread); a connection's SSL
+ * only by the thread that owns the connection. sy_tls_global_init from any
+ * thread (pthread_once: concurrent calls wait for the first), before any
+ * other call of this module (the binding makes it before its first TLS use).
+ *
+ * Ownership: the PEM buffers and sy_tls_cert_t are read during the call
+ * only. sy_tls_ctx_new returns a context with one reference, the caller's,
+ * given back with sy_tls_ctx_unref; sy_tls_conn_new takes a reference of
+ * its own (dropped by sy_tls_conn_free) and not the fd, which stays the
+ * caller's. sy_tls_client_ctx_new's SSL_CTX is the caller's, freed with
+ * sy_tls_client_ctx_free; a probe with sy_tls_probe_free. The texts of
+ * sy_tls_version and a handshake's why are static.
+ *
+ * Errors: sy_tls_global_init returns 0 or EIO with a message in err; the
+ * constructors return NULL (out of memory; with a message in err for the
+ * contexts); the steps return sy_tls_want_t (base/sy_errors.h rule 4):
+ * SY_TLS_CLOSED and SY_TLS_FAILED end the connection.
  */
 #ifndef SY_TLS_H
 #define SY_TLS_H
