@@ -9,10 +9,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
 const crypto = require('node:crypto');
-const { launch } = require('./helpers/chromium');
-const { html } = require('./helpers/browser-page');
-const { startServer, closeAll } = require('./helpers/server');
-const { waitFor } = require('./helpers/raw');
+const { launch } = require('../helpers/chromium');
+const { html } = require('../helpers/browser-page');
+const { startServer, closeAll } = require('../helpers/server');
+const { waitFor } = require('../helpers/raw');
 
 const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex');
 const T = { timeout: 20000 };

@@ -9,8 +9,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { launch } = require('./helpers/chromium');
-const { waitFor } = require('./helpers/raw');
+const { launch } = require('../helpers/chromium');
+const { waitFor } = require('../helpers/raw');
 
 const T = { timeout: 20000 };
 const N = 50;
@@ -35,7 +35,7 @@ async function until(expression, ms, what) {
 const number = (id) => `Number(document.getElementById('${id}').dataset.value)`;
 
 test.before(async () => {
-  child = spawn(process.execPath, [path.join(__dirname, '..', 'examples', 'server.js')], {
+  child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'examples', 'server.js')], {
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', THREADS: '2' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (d) => { out += d; });

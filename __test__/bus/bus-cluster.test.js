@@ -6,8 +6,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startCluster, slotOf, poll } = require('./helpers/redis');
-const { startNode, connectClient, closeAll } = require('./helpers/bus-nodes');
+const { startCluster, slotOf, poll } = require('../helpers/redis');
+const { startNode, connectClient, closeAll } = require('../helpers/bus-nodes');
 
 test.after(closeAll);
 

@@ -6,9 +6,9 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Server } = require('..');
-const { startRedis, numSub, poll } = require('./helpers/redis');
-const { startNode, connectClient, closeAll } = require('./helpers/bus-nodes');
+const { Server } = require('../..');
+const { startRedis, numSub, poll } = require('../helpers/redis');
+const { startNode, connectClient, closeAll } = require('../helpers/bus-nodes');
 
 test.after(closeAll);
 
@@ -265,7 +265,7 @@ test('npm start with REDIS_URL: two nodes of one bus, a client of one reaches a 
   const WebSocket = require('ws');
   const redis = await startRedis({ t });
   const start = () => new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(__dirname, '..', 'examples', 'server.js')], {
+    const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'examples', 'server.js')], {
       env: { ...process.env, HOST: '127.0.0.1', PORT: '0', THREADS: '1', REDIS_URL: redis.url },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -305,8 +305,8 @@ test('npm start with REDIS_URL: two nodes of one bus, a client of one reaches a 
 
 test('rediss://: the bus over TLS on the private OpenSSL (a client certificate when Redis asks; a wrong CA or name: down)', async (t) => {
   const path = require('node:path');
-  const { pki } = require('./helpers/pki');
-  const { freePort } = require('./helpers/redis');
+  const { pki } = require('../helpers/pki');
+  const { freePort } = require('../helpers/redis');
   const k = pki();
   // Strings: the options travel to the node processes as JSON.
   const p = { dir: k.dir, ca: k.ca.toString(), client: { cert: k.client.cert.toString(), key: k.client.key.toString() } };

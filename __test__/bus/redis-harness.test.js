@@ -9,8 +9,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const { startRedis, startCluster, stopAll, numSub, slotOf, crc16, parseClusterNodes } = require('./helpers/redis');
-const { startNode, connectClient, closeAll } = require('./helpers/bus-nodes');
+const { startRedis, startCluster, stopAll, numSub, slotOf, crc16, parseClusterNodes } = require('../helpers/redis');
+const { startNode, connectClient, closeAll } = require('../helpers/bus-nodes');
 
 test.after(closeAll);
 test.after(stopAll);

@@ -4,8 +4,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const WebSocket = require('ws');
-const { startServer, closeAll } = require('./helpers/server');
-const { waitFor } = require('./helpers/raw');
+const { startServer, closeAll } = require('../helpers/server');
+const { waitFor } = require('../helpers/raw');
 
 test.afterEach(closeAll);
 

@@ -7,7 +7,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const WebSocket = require('ws');
-const { Server } = require('..');
+const { Server } = require('../..');
 
 function epollFds() {
   const out = new Set();

@@ -6,9 +6,9 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
-const { allocator } = require('..');
-const { startServer, closeAll } = require('./helpers/server');
-const { waitFor } = require('./helpers/raw');
+const { allocator } = require('../..');
+const { startServer, closeAll } = require('../helpers/server');
+const { waitFor } = require('../helpers/raw');
 
 test.afterEach(closeAll);
 
@@ -43,7 +43,7 @@ test('a flood while JS is blocked: reading pauses, nothing is lost, memory stays
     }
   });
   const base = allocator.stats().allocated;
-  const w = new Worker(CLIENT, { eval: true, workerData: { root: path.resolve(__dirname, '..'), url, count: COUNT, size: SIZE } });
+  const w = new Worker(CLIENT, { eval: true, workerData: { root: path.resolve(__dirname, '..', '..'), url, count: COUNT, size: SIZE } });
   await waitFor(() => got.length === COUNT, 30000, 'every message');
   const peak = await new Promise((resolve) => { w.once('message', (m) => resolve(m.peak)); w.postMessage('stop'); });
   await w.terminate();
@@ -69,13 +69,13 @@ test('a connection paused by flow control that times out is freed safely; readin
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);
     }
   });
-  const w = new Worker(CLIENT, { eval: true, workerData: { root: path.resolve(__dirname, '..'), url, count: 400, size: SIZE } });
+  const w = new Worker(CLIENT, { eval: true, workerData: { root: path.resolve(__dirname, '..', '..'), url, count: 400, size: SIZE } });
   await waitFor(() => blocked, 10000, 'the flood to start');
   await waitFor(() => server.stats().timeouts >= 1, 10000, 'the paused connection to time out');
   await waitFor(() => closes.length >= 1, 10000, 'its close event');
   await new Promise((resolve) => { w.once('message', resolve); w.postMessage('stop'); });
   await w.terminate();
   // The server goes on: a new client is served (and the paused list held no freed connection).
-  const { healthy } = require('./helpers/server');
+  const { healthy } = require('../helpers/server');
   assert.equal(await healthy(server, url), 'still here');
 });

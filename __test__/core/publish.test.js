@@ -4,8 +4,8 @@
 // batch with one wake-up (stats().commandRuns counts the wake-ups).
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startServer, client, closeAll } = require('./helpers/server');
-const { waitFor } = require('./helpers/raw');
+const { startServer, client, closeAll } = require('../helpers/server');
+const { waitFor } = require('../helpers/raw');
 const v8 = require('node:v8');
 const vm = require('node:vm');
 
@@ -116,7 +116,7 @@ test('after close: a handle publishes nothing, topic() throws', async () => {
 
 test('a server collected with handles alive, and handles outliving their server', async () => {
   const gc = collector();
-  const { Server } = require('..');
+  const { Server } = require('../..');
   let kept;
   {
     const s = new Server({ host: '127.0.0.1', port: 0, threads: 1 });

@@ -4,10 +4,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
 const WebSocket = require('ws');
-const { Server } = require('..');
-const { startServer, client, nextMessage, closed, closeAll } = require('./helpers/server');
-const { waitFor } = require('./helpers/raw');
-const { runNode } = require('./helpers/build');
+const { Server } = require('../..');
+const { startServer, client, nextMessage, closed, closeAll } = require('../helpers/server');
+const { waitFor } = require('../helpers/raw');
+const { runNode } = require('../helpers/build');
 
 test.afterEach(closeAll);
 
@@ -335,7 +335,7 @@ test('JS misuse throws TypeError/RangeError naming the argument, or returns fals
 });
 
 test('IO threads reuse arenas: starting and stopping servers does not grow them', async () => {
-  const { allocator } = require('..');
+  const { allocator } = require('../..');
   const count = () => (allocator.config ? allocator.config.createdArenas : 0);
   // Warm up with 3 threads alive at once (an IO thread takes its arena when
   // it starts running: give them the time to), so the pool holds 3.

@@ -14,9 +14,9 @@ const net = require('node:net');
 const WebSocket = require('ws');
 const express = require('express');
 const fastify = require('fastify');
-const { Server } = require('..');
-const { pki } = require('./helpers/pki');
-const { frame, parseFrames, waitFor, request, statusOf } = require('./helpers/raw');
+const { Server } = require('../..');
+const { pki } = require('../helpers/pki');
+const { frame, parseFrames, waitFor, request, statusOf } = require('../helpers/raw');
 
 const openFds = () => fs.readdirSync('/proc/self/fd').length;
 

@@ -22,7 +22,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const child = path.join(__dirname, 'helpers', 'uring-child.js');
+const child = path.join(__dirname, '..', 'helpers', 'uring-child.js');
 
 /** Runs the child (through `launcher` when given) and returns its report. */
 function run(env = {}, launcher = []) {
@@ -53,7 +53,7 @@ test.before(() => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-no-uring-'));
   const out = path.join(dir, 'no-uring');
   const r = spawnSync('cc', ['-std=c11', '-O1', '-Wall', '-Wextra', '-Werror',
-    path.join(__dirname, 'helpers', 'no-uring.c'), '-o', out], { encoding: 'utf8' });
+    path.join(__dirname, '..', 'helpers', 'no-uring.c'), '-o', out], { encoding: 'utf8' });
   if (r.status === 0) launcher = out;
   else launcherWhyNot = `cc could not build the launcher: ${r.error ? r.error.message : r.stderr}`;
 });

@@ -5,10 +5,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
-const { expectedAllocator, runNode } = require('./helpers/build');
-const { isTestingBuild, needsTestingBuild } = require('./helpers/testing');
+const { expectedAllocator, runNode } = require('../helpers/build');
+const { isTestingBuild, needsTestingBuild } = require('../helpers/testing');
 
-const root = path.resolve(__dirname, '..');
+const root = path.resolve(__dirname, '..', '..');
 
 const WORKER_CODE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -47,7 +47,7 @@ test('two workers at once each get their own state', async () => {
 });
 
 test('blocks left by exiting workers are freed by the environment cleanup', needsTestingBuild, async () => {
-  const { allocator } = require('..');
+  const { allocator } = require('../..');
   await runWorker();
   const before = allocator.stats().allocated;
   for (let i = 0; i < 5; i++) await runWorker();

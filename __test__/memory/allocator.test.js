@@ -1,9 +1,9 @@
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const symphony = require('..');
-const { expectedAllocator, runNode } = require('./helpers/build');
-const { binding, isTestingBuild, needsTestingBuild } = require('./helpers/testing');
+const symphony = require('../..');
+const { expectedAllocator, runNode } = require('../helpers/build');
+const { binding, isTestingBuild, needsTestingBuild } = require('../helpers/testing');
 
 const { allocator } = symphony;
 const isJemalloc = expectedAllocator === 'jemalloc';

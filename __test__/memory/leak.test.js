@@ -4,9 +4,9 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const WebSocket = require('ws');
-const { allocator } = require('..');
-const { startServer, closeAll } = require('./helpers/server');
-const { waitFor } = require('./helpers/raw');
+const { allocator } = require('../..');
+const { startServer, closeAll } = require('../helpers/server');
+const { waitFor } = require('../helpers/raw');
 
 test.afterEach(closeAll);
 

@@ -7,9 +7,9 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const WebSocket = require('ws');
-const { allocator } = require('..');
-const { startServer, closeAll, client } = require('./helpers/server');
-const { waitFor } = require('./helpers/raw');
+const { allocator } = require('../..');
+const { startServer, closeAll, client } = require('../helpers/server');
+const { waitFor } = require('../helpers/raw');
 
 test.afterEach(closeAll);
 
@@ -163,7 +163,7 @@ test('after 5,000 -> 500 connections the reclaim gives most of the memory back w
 
 test('without the policy the same drop keeps the pages (what the policy changes)', { timeout: 90000 }, async () => {
   if (!jemalloc) {
-    assert.equal(new (require('..').Server)({ reclaim: false }).options.reclaim, false);
+    assert.equal(new (require('../..').Server)({ reclaim: false }).options.reclaim, false);
     return; // the system build has no pages of its own to keep or give (see the test above)
   }
   const r = await dropRun(false);
@@ -180,11 +180,11 @@ function runNode(code, env) {
 }
 
 test('SYMPHONY_RECLAIM=0 turns the policy off by default; the option still turns it on', () => {
-  const code = `const { Server } = require(${JSON.stringify(require.resolve('..'))});
+  const code = `const { Server } = require(${JSON.stringify(require.resolve('../..'))});
     console.log(JSON.stringify([new Server().options.reclaim, new Server({ reclaim: true }).options.reclaim]));`;
   assert.deepEqual(runNode(code, { SYMPHONY_RECLAIM: '0' }), [false, true]);
   assert.deepEqual(runNode(code, { SYMPHONY_RECLAIM: '' }), [true, true]);
-  const { Server } = require('..');
+  const { Server } = require('../..');
   assert.throws(() => new Server({ reclaim: 'yes' }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /options\.reclaim/ });
 });
 

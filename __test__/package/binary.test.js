@@ -8,8 +8,8 @@ const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { binding, path: nativePath } = require('../lib/native');
-const { expectedAllocator } = require('./helpers/build');
+const { binding, path: nativePath } = require('../../lib/native');
+const { expectedAllocator } = require('../helpers/build');
 
 const NAPI_ENTRY_POINTS = ['napi_register_module_v1', 'node_api_module_get_api_version_v1'];
 

@@ -7,10 +7,10 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const WebSocket = require('ws');
-const { waitFor } = require('./helpers/raw');
+const { waitFor } = require('../helpers/raw');
 
 test('the demo server (examples/server.js) welcomes a client, serves HTTP on the same port, and exits cleanly', async () => {
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'examples', 'server.js')], {
+  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'examples', 'server.js')], {
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', THREADS: '1' }, stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {
@@ -56,14 +56,14 @@ test('the demo over wss:// and the page over https:// (TLS_CERT/TLS_KEY); SIGHUP
   const os = require('node:os');
   const tls = require('node:tls');
   const https = require('node:https');
-  const { pki } = require('./helpers/pki');
+  const { pki } = require('../helpers/pki');
   const p = pki();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-demo-'));
   const cert = path.join(dir, 'cert.pem');
   const key = path.join(dir, 'key.pem');
   fs.writeFileSync(cert, p.a.cert);
   fs.writeFileSync(key, p.a.key);
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'examples', 'server.js')], {
+  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'examples', 'server.js')], {
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', THREADS: '1', TLS_CERT: cert, TLS_KEY: key },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

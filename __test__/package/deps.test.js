@@ -10,7 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 
-const deps = path.join(__dirname, '..', 'deps');
+const deps = path.join(__dirname, '..', '..', 'deps');
 
 function run(script, env) {
   return spawnSync('bash', [path.join(deps, script)], {

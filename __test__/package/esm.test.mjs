@@ -14,7 +14,7 @@ import symphony, { Server, allocator, SymphonyError, LoadError, TlsError } from 
 import * as namespace from 'symphony-ws';
 
 const require = createRequire(import.meta.url);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 test('import from symphony-ws: every export of require(), the same objects', () => {
   const cjs = require('symphony-ws');

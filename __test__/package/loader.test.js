@@ -4,9 +4,9 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { runNode } = require('./helpers/build');
-const { candidatePaths } = require('../lib/loader');
-const { kernelPageSize, variantFileName, elfInterpreter, detectLibc, pageOfFile } = require('../lib/variants');
+const { runNode } = require('../helpers/build');
+const { candidatePaths } = require('../../lib/loader');
+const { kernelPageSize, variantFileName, elfInterpreter, detectLibc, pageOfFile } = require('../../lib/variants');
 
 test('the kernel page size is read from the aux vector', () => {
   const page = kernelPageSize();
@@ -17,7 +17,7 @@ test('the kernel page size is read from the aux vector', () => {
 test('jemalloc builds with a page smaller than the kernel\'s are never candidates', () => {
   const all = candidatePaths({ SYMPHONY_ALLOCATOR: 'jemalloc' });
   // The last resort: a plain node-gyp build.
-  assert.equal(all[all.length - 1], path.join(__dirname, '..', 'build', 'Release', 'symphony.node'));
+  assert.equal(all[all.length - 1], path.join(__dirname, '..', '..', 'build', 'Release', 'symphony.node'));
   const paths = all.slice(0, -1);
   const page = kernelPageSize();
   for (const p of paths) {
@@ -47,7 +47,7 @@ test('SYMPHONY_NATIVE naming a build for smaller pages than the kernel\'s is ref
   assert.equal(pageOfFile('x/symphony.glibc.jemalloc-64k.node'), 65536);
   assert.equal(pageOfFile('x/symphony.glibc.system.node'), null);
   const small = path.join(dir, `symphony.glibc.jemalloc-${kernelPageSize() / 2048}k.node`);
-  fs.copyFileSync(require('..').allocator.nativePath, small);
+  fs.copyFileSync(require('../..').allocator.nativePath, small);
   const r = runNode('try { require(".") } catch (e) { console.log(JSON.stringify({code: e.code, tried: e.tried})) }',
     { SYMPHONY_NATIVE: small });
   assert.equal(r.status, 0, r.stderr);

@@ -3,9 +3,9 @@
 // answer, and a healthy connection opened afterwards still works.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Server } = require('..');
-const { startServer, healthy, closeAll } = require('./helpers/server');
-const { connect, open, request, frame, closeFrom, waitFor, statusOf, parseFrames } = require('./helpers/raw');
+const { Server } = require('../..');
+const { startServer, healthy, closeAll } = require('../helpers/server');
+const { connect, open, request, frame, closeFrom, waitFor, statusOf, parseFrames } = require('../helpers/raw');
 
 test.afterEach(closeAll);
 
@@ -150,7 +150,7 @@ test('a client that vanishes without FIN is found by the idle timeout', async ()
 
 for (const policy of ['drop', 'close']) {
   test(`slow consumer (${policy}): memory stays under the cap, counters say what happened`, async () => {
-    const { allocator } = require('..');
+    const { allocator } = require('../..');
     const cap = 256 * 1024;
     const { server, port } = await startServer({ maxBackpressure: cap, slowConsumer: policy, closeTimeout: 1, threads: 1 });
     const opens = [];
@@ -198,7 +198,7 @@ for (const policy of ['drop', 'close']) {
 test('out of file descriptors: extra connections are closed at once, counted, and the server recovers', { timeout: 60000 }, async () => {
   const { spawn } = require('node:child_process');
   const path = require('node:path');
-  const root = path.resolve(__dirname, '..');
+  const root = path.resolve(__dirname, '..', '..');
   const code = `
     const { Server } = require(${JSON.stringify(root)});
     const s = new Server({ host: '127.0.0.1', threads: 2 });

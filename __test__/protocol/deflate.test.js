@@ -12,10 +12,10 @@ const zlib = require('node:zlib');
 const crypto = require('node:crypto');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { Server } = require('..');
-const { startServer, client, nextMessage, closed, healthy, closeAll } = require('./helpers/server');
-const { open, frame, parseFrames, closeFrom, waitFor } = require('./helpers/raw');
-const { binding, isTestingBuild } = require('./helpers/testing');
+const { Server } = require('../..');
+const { startServer, client, nextMessage, closed, healthy, closeAll } = require('../helpers/server');
+const { open, frame, parseFrames, closeFrom, waitFor } = require('../helpers/raw');
+const { binding, isTestingBuild } = require('../helpers/testing');
 
 test.afterEach(closeAll);
 
@@ -229,7 +229,7 @@ test('the 1 GiB bomb: closed with 1009; inflating it costs maxPayload, not its s
   assert.ok(bomb.length < maxPayload, `${bomb.length} B`);
   const { server, port, url } = await startServer({ compression: true, maxPayload, threads: 1 });
   const st = await open(port, '/', { 'Sec-WebSocket-Extensions': 'permessage-deflate' });
-  const { allocator } = require('..');
+  const { allocator } = require('../..');
   const base = allocator.stats().allocated;
   if (isTestingBuild) binding._testAllocPeak();
   st.sock.write(frame(2, bomb, { rsv: 4 }));
@@ -268,13 +268,13 @@ test('options and arguments: bad values are refused with the option named', asyn
 });
 
 test('no deflate state per connection: parked connections cost the same with it negotiated; libdeflate\'s memory is ours', async () => {
-  const { allocator } = require('..');
+  const { allocator } = require('../..');
   const check = allocator.selfCheck();
   assert.equal(check.ok, true, JSON.stringify(check));
   assert.equal(check.deflateRouted, true);
   assert.equal(check.deflateIsJemalloc, allocator.name === 'jemalloc');
   // In a child process: a clean heap, no other test freeing memory meanwhile.
-  const r = spawnSync(process.execPath, [path.join(__dirname, 'helpers', 'parked-bytes.js')],
+  const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'helpers', 'parked-bytes.js')],
     { encoding: 'utf8', timeout: 60000, env: process.env });
   assert.equal(r.status, 0, r.stderr);
   const { plain, deflate, deflateConnections } = JSON.parse(r.stdout);

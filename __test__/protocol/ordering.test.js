@@ -7,8 +7,8 @@
 // arrive, also inside a frame still arriving in pieces.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startServer, closeAll } = require('./helpers/server');
-const { open, frame, parseFrames, closeFrom, waitFor } = require('./helpers/raw');
+const { startServer, closeAll } = require('../helpers/server');
+const { open, frame, parseFrames, closeFrom, waitFor } = require('../helpers/raw');
 
 test.afterEach(closeAll);
 

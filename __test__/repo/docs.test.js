@@ -9,9 +9,9 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const WebSocket = require('ws');
-const { GLIBC_FLOOR } = require('../scripts/glibc-floor');
+const { GLIBC_FLOOR } = require('../../scripts/glibc-floor');
 
-const root = path.resolve(__dirname, '..');
+const root = path.resolve(__dirname, '..', '..');
 const pages = ['README.md', ...fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 const read = (page) => fs.readFileSync(path.join(root, page), 'utf8');
 

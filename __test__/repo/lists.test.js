@@ -8,12 +8,12 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Server } = require('..');
-const { binding } = require('../lib/native');
-const { startServer, client, closeAll } = require('./helpers/server');
-const { waitFor } = require('./helpers/raw');
+const { Server } = require('../..');
+const { binding } = require('../../lib/native');
+const { startServer, client, closeAll } = require('../helpers/server');
+const { waitFor } = require('../helpers/raw');
 
-const root = path.resolve(__dirname, '..');
+const root = path.resolve(__dirname, '..', '..');
 const { statFields, constants } = binding;
 const names = statFields.map((f) => f.name);
 

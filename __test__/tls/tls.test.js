@@ -9,9 +9,9 @@ const tls = require('node:tls');
 const https = require('node:https');
 const crypto = require('node:crypto');
 const WebSocket = require('ws');
-const { Server, TlsError, allocator } = require('..');
-const { pki } = require('./helpers/pki');
-const { waitFor, request } = require('./helpers/raw');
+const { Server, TlsError, allocator } = require('../..');
+const { pki } = require('../helpers/pki');
+const { waitFor, request } = require('../helpers/raw');
 
 const p = pki();
 const live = new Set();
@@ -393,8 +393,8 @@ test('over TLS too, memory follows the load: 2,000 → 200 connections give back
   // this process, so the figures are the server's alone.
   const { execFileSync, spawn } = require('node:child_process');
   const path = require('node:path');
-  const { loadgenMakeVars } = require('../bench/lib/util');
-  const root = path.join(__dirname, '..');
+  const { loadgenMakeVars } = require('../../bench/lib/util');
+  const root = path.join(__dirname, '..', '..');
   execFileSync('make', ['-s', '-C', path.join(root, 'bench'), ...loadgenMakeVars()], { stdio: 'ignore' });
   const pages = () => allocator.arenaStats().reduce((n, a) => n + a.active + a.dirty + a.muzzy, 0);
   const cfg = allocator.config;
