@@ -185,7 +185,7 @@ function cTests(label, entry, cc, runner, ldflags) {
     const src = path.join(root, 'src');
     mustSh(cc, ['-std=c11', '-O1', '-Wall', '-Wextra', '-Werror', '-DSY_TESTING', `-I${ssl}/include`, `-I${src}`, `-I${src}/tls`,
       `-I${jeDir}/include`, '-DSY_USE_JEMALLOC', `-DSY_LG_PAGE=${lg}`,
-      path.join(root, '__test__', 'c', 'tls', 'test_tls.c'), path.join(src, 'tls', 'sy_tls.c'), path.join(src, 'sy_alloc.c'),
+      path.join(root, '__test__', 'c', 'tls', 'test_tls.c'), path.join(src, 'tls', 'sy_tls.c'), path.join(src, 'base', 'sy_alloc.c'),
       `${ssl}/libssl.a`, `${ssl}/libcrypto.a`, `${jeDir}/lib/libjemalloc_pic.a`, '-lpthread',
       ...(ldflags ? [ldflags] : []), '-o', path.join(dir, 'test_tls')]);
   }

@@ -66,7 +66,7 @@ test('no allocator symbol is imported except the C library\'s own malloc family 
   // configuration file, no CA directories). The self-check proves an
   // OpenSSL object is in jemalloc (tls.test.js). hiredis' default table
   // names malloc/calloc/realloc/strdup/free; the addon replaces it
-  // (hiredisSetAllocators, src/sy_redis_alloc.c) when it loads, and the
+  // (hiredisSetAllocators, src/bus/sy_redis_alloc.c) when it loads, and the
   // self-check proves a hiredis reader is in jemalloc (allocator.test.js).
   const allocs = undef.filter((s) => ['malloc', 'calloc', 'realloc', 'free', 'strdup', 'posix_memalign', 'aligned_alloc'].includes(s)).sort();
   if (expectedAllocator === 'jemalloc') {

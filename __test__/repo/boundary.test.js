@@ -29,7 +29,7 @@ function code(text) {
 }
 
 const cFiles = [...files('src', ['.c', '.h']), ...files('binding', ['.c', '.h'])];
-const ALLOC_MODULE = [path.join(root, 'src', 'sy_alloc.c'), path.join(root, 'src', 'sy_alloc.h')];
+const ALLOC_MODULE = [path.join(root, 'src', 'base', 'sy_alloc.c'), path.join(root, 'src', 'base', 'sy_alloc.h')];
 
 test('there are sources to check', () => {
   assert.ok(cFiles.length >= 6, `only ${cFiles.length} C files found`);

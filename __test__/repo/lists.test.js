@@ -1,6 +1,6 @@
 'use strict';
 // Facts kept in one place. The IO threads' counters are one list
-// (src/sy_stats.h), exported by the binding as statFields: stats(),
+// (src/io/sy_stats.h), exported by the binding as statFields: stats(),
 // metrics(), lib/index.d.ts and the table in docs/metrics.md must all follow it. The
 // limits the binding checks and its event codes are exported as
 // binding.constants, and lib/ must check the same limits.
@@ -43,7 +43,7 @@ test('lib/index.d.ts: ThreadStats lists exactly statFields, in order', () => {
   assert.deepEqual(fields, names);
 });
 
-test('the bus counters: busStatFields, lib/index.d.ts BusStats and docs/metrics.md follow src/sy_bus.h', () => {
+test('the bus counters: busStatFields, lib/index.d.ts BusStats and docs/metrics.md follow src/bus/sy_bus.h', () => {
   const { busStatFields } = binding;
   assert.ok(Object.isFrozen(busStatFields) && busStatFields.length > 0);
   const dts = fs.readFileSync(path.join(root, 'lib', 'index.d.ts'), 'utf8');
