@@ -227,7 +227,10 @@ test('an \'error\' listener that throws while an upgrade is answered is an uncau
     });
     s.listen().then(async ({ port }) => {
       for (const path of ['/throw', '/bad']) seen.push(path + ' ' + await status('ws://127.0.0.1:' + port + path));
-      setTimeout(async () => { await s.close(); console.log(JSON.stringify(seen.sort())); }, 100);
+      // Each 'error' listener threw on the turn that answered (an uncaught
+      // exception from a next tick): all four are in seen by now.
+      await s.close();
+      console.log(JSON.stringify(seen.sort()));
     });
   `;
   const r = runNode(code);
@@ -272,11 +275,13 @@ test('publish counts subscribers; unsubscribe stops delivery', async () => {
   const received = [];
   a.on('message', (d) => received.push(`a:${d}`));
   b.on('message', (d) => received.push(`b:${d}`));
-  await new Promise((r) => setTimeout(r, 50));
+  // The unsubscribe is a command to a's IO thread, queued before this
+  // publish; then a message to a itself: the thread runs its commands in
+  // order, so had the publish reached a, it would have arrived first.
   server.publish('room', 'only b');
-  await waitFor(() => received.length === 1);
-  await new Promise((r) => setTimeout(r, 50));
-  assert.deepEqual(received, ['b:only b']);
+  assert.equal(server.send(opens[0].id, 'to a'), true);
+  await waitFor(() => received.length >= 2, 5000, 'the publish and the message to a');
+  assert.deepEqual(received.sort(), ['a:to a', 'b:only b']);
   assert.equal(server.stats().topics, 1);
   a.close();
   b.close();
@@ -338,9 +343,11 @@ test('IO threads reuse arenas: starting and stopping servers does not grow them'
   const { allocator } = require('../..');
   const count = () => (allocator.config ? allocator.config.createdArenas : 0);
   // Warm up with 3 threads alive at once (an IO thread takes its arena when
-  // it starts running: give them the time to), so the pool holds 3.
+  // it starts running, and shows it in stats()), so the pool holds 3.
   const s0 = await startServer({ threads: 3 });
-  await new Promise((r) => setTimeout(r, 200));
+  if (allocator.name === 'jemalloc') {
+    await waitFor(() => s0.server.stats().threads.every((t) => t.arena > 0), 5000, 'every IO thread in its arena');
+  }
   await s0.server.close();
   const before = count();
   for (let i = 0; i < 10; i++) {

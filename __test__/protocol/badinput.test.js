@@ -171,7 +171,13 @@ for (const policy of ['drop', 'close']) {
         peak = Math.max(peak, allocator.stats().allocated - base);
       }
     }
-    await new Promise((r) => setTimeout(r, 200));
+    // Every publish handled by the IO thread: each one queued (messagesOut)
+    // or dropped; or, for 'close', the connection closed for it.
+    await waitFor(() => {
+      const st = server.stats();
+      peak = Math.max(peak, allocator.stats().allocated - base);
+      return policy === 'drop' ? st.messagesOut + st.dropped === 2000 : st.slowCloses === 1;
+    }, 10000, 'the IO thread to handle the publishes');
     peak = Math.max(peak, allocator.stats().allocated - base);
     const s = server.stats();
     // 2000 x 16 KiB = 32 MiB offered; the queue may hold at most cap (+ one
@@ -227,9 +233,15 @@ test('out of file descriptors: extra connections are closed at once, counted, an
   await waitFor(() => lines.length === 2, 5000, 'stats');
   assert.ok(lines[1].acceptRejects >= 40, `acceptRejects ${lines[1].acceptRejects}`);
   for (const s of socks) s.sock.destroy();
-  // Descriptors are free again: a real client gets through.
-  await new Promise((r) => setTimeout(r, 300));
-  const st = await open(port);
+  // Descriptors are free again once the server has seen those sockets
+  // close: a real client gets through. Until then a client is closed at
+  // once (counted in acceptRejects), so try again until one is served.
+  let st;
+  for (const end = Date.now() + 10000; ;) {
+    st = await open(port);
+    if (statusOf(st.head) === 101 || Date.now() > end) break;
+    st.sock.destroy();
+  }
   assert.equal(statusOf(st.head), 101);
   st.sock.destroy();
   child.stdin.write('close\n');
