@@ -25,7 +25,7 @@
 # only with --openssl, no adapters. hiredis marks nothing visible; all
 # of it is hidden, and the addon's --exclude-libs,ALL and export map keep it
 # out of the .node's exports (scripts/test-artifacts.js and
-# __test__/binary.test.js check).
+# __test__/package/binary.test.js check).
 set -euo pipefail
 
 HR_VERSION=1.2.0

@@ -16,7 +16,7 @@
 # compiled directly (no cmake, so the cross and musl toolchains need nothing
 # more). libdeflate marks its API visibility("default"); the addon's
 # --exclude-libs,ALL and export map keep it out of the .node's exports
-# (scripts/test-artifacts.js and __test__/binary.test.js check).
+# (scripts/test-artifacts.js and __test__/package/binary.test.js check).
 set -euo pipefail
 
 LD_VERSION=1.23

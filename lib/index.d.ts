@@ -189,7 +189,7 @@ export interface PublishOptions extends SendOptions {
 }
 
 /** One IO thread's counters. The list comes from src/io/sy_stats.h (binding.statFields);
- * __test__/lists.test.js fails when this interface and that list differ. */
+ * __test__/repo/lists.test.js fails when this interface and that list differ. */
 export interface ThreadStats {
   connections: number;
   opened: number;

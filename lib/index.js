@@ -2,7 +2,7 @@
 // The package's entry, for require('symphony-ws') and import ... from
 // 'symphony-ws' alike: every export is a plain name in the literal below,
 // which is what lets Node find them when an ES module imports this file
-// (__test__/esm.test.mjs checks that all of them arrive).
+// (__test__/package/esm.test.mjs checks that all of them arrive).
 const allocator = require('./allocator');
 const { SymphonyError, LoadError, TlsError } = require('./errors');
 const { Server } = require('./server');

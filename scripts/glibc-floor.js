@@ -2,7 +2,7 @@
 // The oldest glibc the glibc prebuilt binaries load on: one figure, used by
 // scripts/prebuild.js (which checks each glibc artifact as it is made) and
 // scripts/test-artifacts.js (which fails any artifact that needs more), and
-// stated in docs/builds.md and the README (__test__/docs.test.js holds them
+// stated in docs/builds.md and the README (__test__/repo/docs.test.js holds them
 // to it).
 //
 // It is 2.17: binding/glibc_floor.h binds the pthread functions (2.32/2.34

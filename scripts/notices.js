@@ -15,7 +15,7 @@
 // its sources that the licence file does not name. The build writes the same
 // file beside the .node files it makes, from the tarballs of the build
 // folders it linked (scripts/build.js into native/, scripts/prebuild.js into
-// prebuilds/): writeBeside(). __test__/notices.test.js checks them all.
+// prebuilds/): writeBeside(). __test__/package/notices.test.js checks them all.
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');

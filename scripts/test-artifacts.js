@@ -42,6 +42,7 @@ const root = path.resolve(__dirname, '..');
 const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
 const { GLIBC_FLOOR: FLOOR_TEXT, versionOf, versionAbove, glibcNeeds } = require('./glibc-floor');
 const notices = require('./notices');
+const { suites } = require('./suites');
 
 const GLIBC_FLOOR = versionOf(FLOOR_TEXT);
 const MACHINE = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' };
@@ -247,8 +248,7 @@ function runTarget(target, entries, opts, timing) {
         ['--library-path', libs, process.execPath], { SYMPHONY_NATIVE: file }, file, e.pageSize);
       if (opts.full) {
         const t = Date.now();
-        const r = sh(process.execPath, ['--test', '--test-concurrency=1', ...fs.readdirSync(path.join(root, '__test__'))
-          .filter((f) => f.endsWith('.test.js')).map((f) => path.join('__test__', f))],
+        const r = sh(process.execPath, ['--test', '--test-concurrency=1', ...suites(/\.test\.js$/)],
         { cwd: root, env: { ...process.env, SYMPHONY_NATIVE: file }, timeout: 1800000 });
         const summary = /# pass (\d+)[\s\S]*# fail (\d+)/.exec(r.stdout);
         // Name what failed, with its error lines, so a CI log says why.

@@ -16,10 +16,11 @@
 //
 // The public types too: a TypeScript example of the whole API (__test__/types),
 // compiled with tsc --noEmit --strict against lib/index.d.ts ("types", ~10 s).
-// __test__/esm.test.mjs (the package imported from an ES module by its name)
+// __test__/package/esm.test.mjs (the package imported from an ES module by its name)
 // is one of the node:test suites.
 //
 //   node scripts/test.js [--only=types,c,c-valgrind,tls,fuzz,jemalloc,system,bench-smoke]
+//   node scripts/test.js --list-testing   (prints the suites run against the testing builds)
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -29,6 +30,7 @@ const { FILE } = require('./notices');
 const { testingDir } = require('./build');
 const { candidatePaths } = require('../lib/loader');
 const { platformDir, pageOfFile } = require('../lib/variants');
+const { suites, loads } = require('./suites');
 
 const root = path.resolve(__dirname, '..');
 const only = (process.argv.find((a) => a.startsWith('--only=')) || '').slice(7).split(',').filter(Boolean);
@@ -50,7 +52,7 @@ function step(name, cmd, args, env = {}, group = name) {
 
 function nativeBuilt(allocator) {
   const dir = path.join(root, 'native', `${process.platform}-${process.arch}`);
-  // A folder from before the build wrote its notices beside it is rebuilt (__test__/notices.test.js).
+  // A folder from before the build wrote its notices beside it is rebuilt (__test__/package/notices.test.js).
   return fs.existsSync(path.join(dir, FILE)) && fs.readdirSync(dir).some((f) => f.includes(`.${allocator}`));
 }
 
@@ -73,10 +75,13 @@ function newestSource() {
   return newest;
 }
 
-// The suites that need a testing build: those that use __test__/helpers/testing.js.
-const testingSuites = fs.readdirSync(path.join(root, '__test__')).filter((f) => f.endsWith('.test.js'))
-  .filter((f) => fs.readFileSync(path.join(root, '__test__', f), 'utf8').includes("require('./helpers/testing')"))
-  .map((f) => path.join('__test__', f));
+// The suites that need a testing build: those that load __test__/helpers/testing.js
+// (in any folder of __test__/, by whatever relative path).
+const testingSuites = suites().filter((f) => loads(f, path.join('__test__', 'helpers', 'testing')));
+if (process.argv.includes('--list-testing')) {
+  console.log(testingSuites.join('\n'));
+  process.exit(0);
+}
 
 const testingBuilds = {};
 for (const allocator of ['jemalloc', 'system']) {

@@ -4,7 +4,7 @@
  * real Redis Cluster of 3 primaries made here (redis-server with
  * --cluster-enabled, redis-cli --cluster create), under ASan/UBSan and
  * valgrind like every C test. Slot migrations and failovers are tested
- * from JS (__test__/bus-cluster.test.js).
+ * from JS (__test__/bus/bus-cluster.test.js).
  */
 #define _GNU_SOURCE
 #include <errno.h>

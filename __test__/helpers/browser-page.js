@@ -1,5 +1,5 @@
 'use strict';
-// The page that __test__/browser.test.js loads into headless Chromium. Its
+// The page that __test__/browser/browser.test.js loads into headless Chromium. Its
 // functions are called with page.evaluate(): open(url) connects a WebSocket;
 // every message it receives is echoed back unchanged and kept, so that
 // take(n) can report its type, length and SHA-256; sendText/sendBase64 send.

@@ -9,7 +9,7 @@
  *
  * Installs a seccomp BPF filter (no privileges needed: no_new_privs first)
  * that answers those system calls with EPERM and allows everything else,
- * then execs the command. Built by __test__/uring.test.js with the
+ * then execs the command. Built by __test__/core/uring.test.js with the
  * system's cc. */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,5 +1,5 @@
 'use strict';
-// Run by __test__/uring.test.js in a child process (under the no-uring
+// Run by __test__/core/uring.test.js in a child process (under the no-uring
 // seccomp launcher, with SYMPHONY_IO_URING=0, or as is): a server with two
 // IO threads, 20 clients, bursts of publishes that leave many connections
 // dirty in each loop turn (what the io_uring batches are made of), and one

@@ -1,0 +1,45 @@
+'use strict';
+// The release tarballs of deps/ (jemalloc, OpenSSL, libdeflate, hiredis) are taken only when their
+// sha256 is the pinned one: a user's copy that is missing or not the release
+// is refused with a message that names the variable and the expected sum,
+// before anything is built. (The fetch chain itself runs in every build.)
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+const deps = path.join(__dirname, '..', '..', 'deps');
+
+function run(script, env) {
+  return spawnSync('bash', [path.join(deps, script)], {
+    env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60000,
+  });
+}
+
+for (const [script, variable] of [['jemalloc.sh', 'SYMPHONY_JEMALLOC_TARBALL'], ['openssl.sh', 'SYMPHONY_OPENSSL_TARBALL'],
+  ['libdeflate.sh', 'SYMPHONY_LIBDEFLATE_TARBALL'], ['hiredis.sh', 'SYMPHONY_HIREDIS_TARBALL']]) {
+  test(`${script}: a ${variable} that is not the pinned release is refused`, (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-deps-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const pinned = /^(?:JE|SSL|LD|HR)_SHA256=([0-9a-f]{64})$/m.exec(fs.readFileSync(path.join(deps, script), 'utf8'))[1];
+    const bogus = path.join(dir, 'release.tar');
+    fs.writeFileSync(bogus, 'not the release');
+    for (const given of [bogus, path.join(dir, 'missing.tar')]) {
+      // A cache of its own, so that nothing cached could be used instead.
+      const r = run(script, { [variable]: given, SYMPHONY_CACHE_DIR: path.join(dir, 'cache') });
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(r.stderr, new RegExp(`${variable}=${given.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is missing or its sha256 is not ${pinned}`));
+      assert.equal(r.stdout, '', 'no build folder printed');
+      assert.deepEqual(fs.readdirSync(path.join(dir, 'cache')).filter((f) => f.startsWith('build')), [], 'nothing built');
+    }
+  });
+}
+
+test('sysroot.sh: an unknown sysroot name is refused', () => {
+  const r = spawnSync('bash', [path.join(deps, 'sysroot.sh'), 'solaris-sparc'], { encoding: 'utf8', timeout: 10000 });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /unknown sysroot 'solaris-sparc'/);
+  assert.equal(r.stdout, '');
+});

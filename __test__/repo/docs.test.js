@@ -1,0 +1,125 @@
+'use strict';
+// The README and docs/ against the code: every link between them resolves
+// (file and heading), code in them names the package as users install it,
+// the glibc floor they state is the one the artifact test enforces, and the
+// README's quick start runs as printed.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const WebSocket = require('ws');
+const { GLIBC_FLOOR } = require('../../scripts/glibc-floor');
+
+const root = path.resolve(__dirname, '..', '..');
+const pages = ['README.md', ...fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const read = (page) => fs.readFileSync(path.join(root, page), 'utf8');
+
+/** Markdown without its fenced code blocks (a '#' comment there is no heading). */
+function prose(text) {
+  return text.replace(/^```[\s\S]*?^```/gm, '');
+}
+
+/** GitHub's anchors for a page's headings. */
+function anchors(text) {
+  const seen = new Map();
+  const out = new Set();
+  for (const m of prose(text).matchAll(/^#{1,6} (.+)$/gm)) {
+    const base = m[1].trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    out.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return out;
+}
+
+test('docs: every relative link resolves to a file, and to a heading there', () => {
+  const broken = [];
+  for (const page of pages) {
+    for (const m of prose(read(page)).matchAll(/\]\(([^)\s]+)\)/g)) {
+      const target = m[1];
+      if (/^[a-z]+:/.test(target)) continue; // https:, mailto:
+      const [file, anchor] = target.split('#');
+      const dest = file ? path.normalize(path.join(path.dirname(page), file)) : page;
+      if (!fs.existsSync(path.join(root, dest))) {
+        broken.push(`${page}: ${target} (no ${dest})`);
+        continue;
+      }
+      if (anchor !== undefined && dest.endsWith('.md') && !anchors(read(dest)).has(anchor)) {
+        broken.push(`${page}: ${target} (no heading #${anchor} in ${dest})`);
+      }
+    }
+  }
+  assert.deepEqual(broken, []);
+});
+
+test("docs: code names the package as users install it ('symphony-ws')", () => {
+  const pkg = JSON.parse(read('package.json'));
+  assert.equal(pkg.name, 'symphony-ws');
+  const wrong = [];
+  for (const page of pages) {
+    for (const m of read(page).matchAll(/(?:require\(|from )'(symphony[^']*)'/g)) {
+      if (m[1] !== pkg.name) wrong.push(`${page}: ${m[0]}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+  assert.match(read('README.md'), /^npm install symphony-ws$/m);
+});
+
+test(`docs: the glibc floor they state is scripts/glibc-floor.js's (${GLIBC_FLOOR})`, () => {
+  const stated = [];
+  for (const page of pages) {
+    for (const m of read(page).matchAll(/glibc\)? ?(?:≥|>=) ?([0-9.]+)/g)) stated.push(`${page}: ${m[1]}`);
+  }
+  assert.ok(stated.some((s) => s.startsWith('README.md')), 'the README states the floor');
+  assert.ok(stated.some((s) => s.startsWith('docs/builds.md')), 'docs/builds.md states the floor');
+  assert.deepEqual(stated.filter((s) => !s.endsWith(`: ${GLIBC_FLOOR}`)), []);
+});
+
+test('docs: the README quick start runs as printed', async (t) => {
+  const readme = read('README.md');
+  const section = readme.slice(readme.indexOf('## Quick start'));
+  const code = /```js\n([\s\S]*?)```/.exec(section)[1];
+  assert.match(code, /port: 8080/);
+  // Port 0 rather than 8080 (which may be taken here); run from the
+  // package's folder, where require('symphony-ws') resolves to it.
+  const child = spawn(process.execPath, ['-e', code.replace('port: 8080', 'port: 0')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => child.kill());
+  let out = '';
+  const url = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /ws:\/\/localhost:\d+\/\?room=lobby/.exec(out);
+      if (m) resolve(m[0]);
+    });
+    child.once('exit', (code) => reject(new Error(`the quick start exited with ${code}: ${out}`)));
+  });
+  const connect = () => new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    const got = [];
+    ws.on('message', (d) => got.push(d.toString()));
+    ws.once('open', () => resolve({ ws, got }));
+    ws.once('error', reject);
+  });
+  const a = await connect();
+  const b = await connect();
+  const until = async (cond) => {
+    for (const end = Date.now() + 5000; !cond() && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
+  };
+  await until(() => a.got.length === 1 && b.got.length === 1);
+  a.ws.send('hello room');
+  await until(() => a.got.length === 2 && b.got.length === 2);
+  assert.deepEqual(a.got, ['welcome to lobby', 'hello room']);
+  assert.deepEqual(b.got, ['welcome to lobby', 'hello room']);
+  // A client without a room is refused with 400.
+  const status = await new Promise((resolve) => {
+    const ws = new WebSocket(url.replace('?room=lobby', ''));
+    ws.once('unexpected-response', (req, res) => resolve(res.statusCode));
+    ws.once('error', () => {});
+  });
+  assert.equal(status, 400);
+  a.ws.close();
+  b.ws.close();
+  await until(() => /closed \(1005\)[\s\S]*closed \(1005\)/.test(out));
+  assert.match(out, /connection \d+ closed \(1005\)/);
+});
