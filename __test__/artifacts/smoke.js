@@ -7,7 +7,7 @@
 const path = require('node:path');
 const WebSocket = require('ws');
 const { Server, allocator } = require(path.join(__dirname, '..', '..'));
-const { pki } = require(path.join(__dirname, '..', '..', 'bench', 'lib', 'pki'));
+const { pki } = require(path.join(__dirname, '..', '..', 'bench', 'servers', 'pki'));
 
 const CLIENTS = 20;
 const MESSAGES = 10;
