@@ -69,6 +69,21 @@ test('the client\'s close after its messages: the replies, then the close echo',
   assert.deepEqual(await framesUntilClose(st2), [[8, 4000]]);
 });
 
+test('an empty close frame (no code: 1005) is echoed empty, at once and after the replies', async () => {
+  const { server, port } = await echoServer();
+  const codes = [];
+  server.on('close', (id, code) => codes.push(code));
+  for (const before of [[], [frame(1, 'one')]]) {
+    const st = await open(port);
+    st.sock.write(Buffer.concat([...before, frame(8)]));
+    await closeFrom(st);
+    const frames = parseFrames(st.data).map((f) => [f.opcode, f.payload.length ? f.payload.toString() : '']);
+    assert.deepEqual(frames, [...(before.length ? [[1, 'one']] : []), [8, '']]);
+  }
+  await waitFor(() => codes.length === 2, 5000, 'the close events');
+  assert.deepEqual(codes, [1005, 1005]);
+});
+
 test('a stuck JS thread: the close does not wait for it beyond the bound, and a late reply is refused', async () => {
   const { server, port } = await startServer();
   const results = [];

@@ -513,8 +513,8 @@ void sy_conn_owner_caught_up(sy_io_t *io, sy_conn_t *c) {
     sy_refbuf_t *m;
     if (!c->close_echo)
         m = sy_ws_msg_close(c->close_code, c->close_reason, c->close_reason_len);
-    else /* the peer's code back (1005: it sent none, so none) */
-        m = sy_ws_msg_close(c->close_code == 1005 ? 0 : c->close_code, NULL, 0);
+    else /* the peer's code back (1005, none sent: an empty body, sy_ws_close_payload) */
+        m = sy_ws_msg_close(c->close_code, NULL, 0);
     (void)queue_own(c, m); /* best effort, as every close frame */
     sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
     sy_io_mark_dirty(io, c);
@@ -561,8 +561,8 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
     if (c->state == SY_CONN_OPEN) {
         c->close_code = code;
         set_close_reason(c, reason, reason_len);
-        /* Echo the code (1005 means the peer sent none: reply with none). */
-        (void)queue_own(c, code == 1005 ? sy_ws_msg_close(0, NULL, 0) : sy_ws_msg(SY_WS_OP_CLOSE, p, 2));
+        /* Echo the code (1005, none sent: an empty body, sy_ws_close_payload). */
+        (void)queue_own(c, sy_ws_msg_close(code, NULL, 0));
     }
     /* Else the reply to our close: the handshake is complete. */
     sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
