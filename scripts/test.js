@@ -50,10 +50,21 @@ function step(name, cmd, args, env = {}, group = name) {
   console.log(`=== ${name}: ${ok ? 'ok' : `FAILED (${r.error ? r.error.message : `exit ${r.status ?? r.signal}`})`} in ${secs} s`);
 }
 
+/** True when file exists and was built after the last change to what it is built from. */
+function upToDate(file) {
+  return file !== null && fs.existsSync(file) && fs.statSync(file).mtimeMs > newestSource();
+}
+
+/**
+ * True when the production build the suites will load for allocator is
+ * there, newer than every source (an older one is rebuilt, as the testing
+ * builds are: a build made from sources that changed since, even mid-way,
+ * would be tested instead of the code), with its notices beside it
+ * (__test__/package/notices.test.js).
+ */
 function nativeBuilt(allocator) {
-  const dir = path.join(root, 'native', `${process.platform}-${process.arch}`);
-  // A folder from before the build wrote its notices beside it is rebuilt (__test__/package/notices.test.js).
-  return fs.existsSync(path.join(dir, FILE)) && fs.readdirSync(dir).some((f) => f.includes(`.${allocator}`));
+  const prod = productionBuild(allocator);
+  return upToDate(prod) && fs.existsSync(path.join(path.dirname(prod), FILE));
 }
 
 /** The production build the loader picks for allocator in native/ (null: none). */
@@ -63,8 +74,10 @@ function productionBuild(allocator) {
     .find((p) => path.dirname(p) === dir && fs.existsSync(p)) ?? null;
 }
 
-/** The newest modification time of what a native build is made from (folders too: a removed file). */
+/** The newest modification time of what a native build is made from (folders too: a removed file); read once. */
+let newestCache = null;
 function newestSource() {
+  if (newestCache !== null) return newestCache;
   let newest = 0;
   const walk = (p) => {
     const st = fs.statSync(p);
@@ -72,6 +85,7 @@ function newestSource() {
     if (st.isDirectory()) for (const f of fs.readdirSync(p)) walk(path.join(p, f));
   };
   for (const p of ['src', 'binding', 'binding.gyp']) walk(path.join(root, p));
+  newestCache = newest;
   return newest;
 }
 
@@ -93,7 +107,7 @@ for (const allocator of ['jemalloc', 'system']) {
   // The testing twin of the build the suites load: same allocator and page.
   const file = path.join(testingDir(), path.basename(prod));
   testingBuilds[allocator] = file;
-  if (fs.existsSync(file) && fs.statSync(file).mtimeMs > newestSource()) continue;
+  if (upToDate(file)) continue;
   const page = pageOfFile(prod);
   step(`build-${allocator}-testing`, process.execPath, [path.join(root, 'scripts', 'build.js'), '--testing',
     `--allocator=${allocator}`, ...(page ? [`--lg-page=${Math.log2(page)}`] : [])], {}, allocator);
