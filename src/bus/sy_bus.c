@@ -179,6 +179,12 @@ void sy_bus_destroy(sy_bus_t *b) {
     sy_free(b);
 }
 
+void sy_bus_msg_drop(sy_bus_t *b, sy_bus_msg_t *m) {
+    atomic_fetch_sub(&b->c.buffered_bytes, m->size);
+    sy_bus_count(&b->c.dropped, 1);
+    sy_free(m);
+}
+
 sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len,
                         unsigned flags) {
     if (atomic_load_explicit(&b->state, memory_order_relaxed) != SY_BUS_UP) {

@@ -17,12 +17,6 @@
 
 #define BUS_EVENTS 64
 
-void sy_bus_msg_drop(sy_bus_t *b, sy_bus_msg_t *m) {
-    atomic_fetch_sub(&b->c.buffered_bytes, m->size);
-    sy_bus_count(&b->c.dropped, 1);
-    sy_free(m);
-}
-
 /* ---- state ---------------------------------------------------------- */
 
 static void set_state(sy_bus_t *b, sy_bus_state_t st) {
