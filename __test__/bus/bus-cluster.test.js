@@ -82,7 +82,8 @@ test('Redis Cluster: every shard used, a slot migration and a failover while pub
   await poll(() => cb.messages.includes('after-move'), { what: 'a message after the migration', timeoutMs: 10000 })
     .catch(async (err) => {
       // What each node's bus counted says where it went (dropped, errors: a MOVED; late; map reads).
-      err.message += ` (bus of the publisher: ${JSON.stringify((await a.stats()).bus)}; of the receiver: ${JSON.stringify((await b.stats()).bus)})`;
+      err.message += ` (bus of the publisher: ${JSON.stringify((await a.stats()).bus)}, its events ${JSON.stringify(a.busEvents)}; ` +
+        `of the receiver: ${JSON.stringify((await b.stats()).bus)}, its events ${JSON.stringify(b.busEvents)})`;
       throw err;
     });
   const moved = cb.messages.filter((m) => /^m\d+$/.test(m)).map((m) => Number(m.slice(1)));

@@ -36,9 +36,14 @@
 /* A publish on its way to Redis: the channel, the envelope, the payload,
  * contiguous. Its size (the whole allocation) counts in buffered_bytes
  * until Redis answers. */
+/* A publish that Redis answers with MOVED is sent again to the node it
+ * names, at most this many times (as cluster clients follow redirections). */
+#define SY_BUS_REDIRECTS_MAX 2
+
 typedef struct sy_bus_msg {
     struct sy_bus_msg *next;
     size_t size;
+    unsigned redirects; /* MOVED replies followed so far (SY_BUS_REDIRECTS_MAX) */
     size_t channel_len; /* prefix + topic */
     size_t body_len;    /* envelope + payload */
     char data[];

@@ -122,6 +122,21 @@ void sy_bus_shards_want_map(sy_bus_shards_t *sh) {
         sh->map_wanted = true;
 }
 
+void sy_bus_shards_want_map_from(sy_bus_shards_t *sh, sy_bus_shard_t *s) {
+    if (!sh->conf.cluster)
+        return;
+    sh->map_wanted = true;
+    if (sh->cfg.port == s->pub.port && strcmp(sh->cfg.host, s->pub.host) == 0)
+        return;
+    /* The control link moves to s (a read pending on it is answered NULL:
+     * sy_bus_shards_map_answered); the map is read once it is up. Not s's
+     * own links: a map read there could free s in its own callback. */
+    sy_bus_link_close(&sh->cfg);
+    snprintf(sh->cfg.host, sizeof(sh->cfg.host), "%s", s->pub.host);
+    sh->cfg.port = s->pub.port;
+    sy_bus_link_connect(&sh->cfg);
+}
+
 void sy_bus_shards_read_map(sy_bus_shards_t *sh, int64_t now, bool up,
                             void (*done)(struct redisAsyncContext *ac, void *reply, void *priv)) {
     if (!sh->conf.cluster || sh->map_pending)

@@ -108,6 +108,10 @@ sy_bus_shard_t *sy_bus_shards_sub_target(const sy_bus_shards_t *sh, unsigned slo
 
 /* Cluster: read the map again soon (no-op standalone). */
 void sy_bus_shards_want_map(sy_bus_shards_t *sh);
+/* The same, asking shard s's node (the control link moves there): s has
+ * just said one of its slots moved, so it knows where, when the node the
+ * control link reaches may not have heard yet. */
+void sy_bus_shards_want_map_from(sy_bus_shards_t *sh, sy_bus_shard_t *s);
 /* Cluster: sends CLUSTER SLOTS on the control link when the map is wanted
  * or due and no read is pending; done gets the reply (privdata NULL).
  * up: the bus is up (the next read is due in 5 s, else in 500 ms). */

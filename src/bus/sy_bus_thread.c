@@ -92,9 +92,16 @@ static void link_up(void *ctx, sy_bus_link_t *l) {
         sy_bus_subs_link_up(&b->subs);
 }
 
+/* True for Redis' answer to a subscription on a node that no longer
+ * serves the channel's slot. hiredis closes a subscribing connection on
+ * any error reply, so this link reconnects; but it is a slot moving, not
+ * Redis failing: the bus does not report itself down for it. */
+static bool redirected(const char *err) { return strncmp(err, "MOVED ", 6) == 0 || strncmp(err, "ASK ", 4) == 0; }
+
 static void link_down(void *ctx, sy_bus_link_t *l, const char *err) {
     sy_bus_t *b = ctx;
-    snprintf(b->err, sizeof(b->err), "%s:%u: %s", l->host, (unsigned)l->port, err);
+    if (!(l->role == SY_BUS_ROLE_SUB && redirected(err)))
+        snprintf(b->err, sizeof(b->err), "%s:%u: %s", l->host, (unsigned)l->port, err);
     if (l->role == SY_BUS_ROLE_CFG) {
         sy_bus_shards_cfg_down(&b->shards, l); /* ask another node next time */
         return;
@@ -120,7 +127,7 @@ static void link_push(void *ctx, sy_bus_link_t *l, redisReply *r) {
     if (ch->type != REDIS_REPLY_STRING)
         return;
     if (sy_bus_subs_push(&b->subs, l->owner, sub, ch->str, ch->len))
-        sy_bus_shards_want_map(&b->shards);
+        sy_bus_shards_want_map_from(&b->shards, l->owner); /* it gave the slot away: it knows the new owner */
 }
 
 const sy_bus_link_ops_t sy_bus_thread_ops = {.up = link_up, .down = link_down, .push = link_push};
@@ -156,34 +163,46 @@ static void on_slots(redisAsyncContext *ac, void *r, void *priv) {
 
 /* ---- publishing ----------------------------------------------------- */
 
+static void send_msg(sy_bus_t *b, sy_bus_msg_t *m);
+
+/* Redis' answer to a publish (priv: the message, kept until now so that a
+ * MOVED can be followed). */
 static void on_published(redisAsyncContext *ac, void *r, void *priv) {
     sy_bus_link_t *l = ac->data;
     sy_bus_t *b = l->ctx;
     redisReply *reply = r;
-    atomic_fetch_sub(&b->c.buffered_bytes, (uint64_t)(uintptr_t)priv);
+    sy_bus_msg_t *m = priv;
     if (reply == NULL) {
-        sy_bus_count(&b->c.dropped, 1); /* the connection went before Redis answered */
-    } else if (reply->type == REDIS_REPLY_ERROR) {
-        sy_bus_count(&b->c.errors, 1);
-        sy_bus_count(&b->c.dropped, 1);
-        if (strncmp(reply->str, "MOVED", 5) == 0 || strncmp(reply->str, "ASK", 3) == 0)
-            sy_bus_shards_want_map(&b->shards);
-        if (strncmp(reply->str, "MOVED ", 6) == 0)
-            sy_bus_shards_moved(&b->shards, reply->str);
-    } else {
-        sy_bus_count(&b->c.published, 1);
+        sy_bus_msg_drop(b, m); /* the connection went before Redis answered */
+        return;
     }
+    if (reply->type != REDIS_REPLY_ERROR) {
+        sy_bus_count(&b->c.published, 1);
+        atomic_fetch_sub(&b->c.buffered_bytes, m->size);
+        sy_free(m);
+        return;
+    }
+    sy_bus_count(&b->c.errors, 1);
+    if (strncmp(reply->str, "MOVED", 5) == 0 || strncmp(reply->str, "ASK", 3) == 0)
+        sy_bus_shards_want_map(&b->shards);
+    if (strncmp(reply->str, "MOVED ", 6) == 0 && m->redirects < SY_BUS_REDIRECTS_MAX) {
+        /* The slot has moved: its new owner gets it (sy_bus_shards_moved
+         * points the slot there when that node is one of the shards). */
+        sy_bus_shards_moved(&b->shards, reply->str);
+        m->redirects++;
+        send_msg(b, m);
+        return;
+    }
+    sy_bus_msg_drop(b, m);
 }
 
 static void send_msg(sy_bus_t *b, sy_bus_msg_t *m) {
     sy_bus_shard_t *s = sy_bus_shards_publish_target(&b->shards, m->data, m->channel_len);
     redisAsyncContext *ac = s != NULL ? sy_bus_link_ac(&s->pub) : NULL;
-    if (ac == NULL || redisAsyncCommand(ac, on_published, (void *)(uintptr_t)m->size, "SPUBLISH %b %b", m->data,
-                                        m->channel_len, m->data + m->channel_len, m->body_len) != REDIS_OK) {
+    if (ac == NULL || redisAsyncCommand(ac, on_published, m, "SPUBLISH %b %b", m->data, m->channel_len,
+                                        m->data + m->channel_len, m->body_len) != REDIS_OK)
         sy_bus_msg_drop(b, m);
-        return;
-    }
-    sy_free(m); /* hiredis copied it; its size counts until the reply */
+    /* else kept (and counted in buffered_bytes) until Redis answers */
 }
 
 /* ---- the loop ------------------------------------------------------- */
