@@ -13,6 +13,7 @@
 
 #include "base/sy_alloc.h"
 #include "io/sy_deflate.h"
+#include "proto/sy_since.h"
 #include "proto/sy_ws_frame.h"
 #include "sy_napi.h"
 #include "sy_server.h"
@@ -50,7 +51,10 @@
     X(maxEventBytes, 65536, (int64_t)1 << 40) \
     X(compressLevel, SY_DEFLATE_LEVEL_MIN, SY_DEFLATE_LEVEL_MAX) \
     X(compressThreshold, 0, (int64_t)1 << 40) \
-    X(closeDeadline, 0, 3600000)
+    X(closeDeadline, 0, 3600000) \
+    X(historySize, 0, 1 << 24) \
+    X(historyTtl, 0, 31536000) \
+    X(historyMaxBytes, 0, (int64_t)1 << 40)
 /* clang-format on */
 
 typedef enum {
@@ -401,6 +405,10 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
             ok = ok && napi_get_undefined(env, &argv[2]) == napi_ok &&
                  (argv[3] = upgrade_payload(env, payload, ev.len)) != NULL;
             break;
+        case SY_EV_RECOVERY: /* (reason << 2) | flags (SY_EV_RECOVERED, SY_EV_RECOVERY_AT_OPEN), topic */
+            ok = ok && napi_create_uint32(env, ((uint32_t)ev.code << 2) | (ev.flags & 3u), &argv[2]) == napi_ok &&
+                 napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
+            break;
         default: /* CLOSE: code, reason; DRAIN */
             ok = ok && napi_create_uint32(env, ev.code, &argv[2]) == napi_ok &&
                  napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
@@ -452,7 +460,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     if (!sy_napi_args(env, info, 1, &argc, argv, NULL))
         return NULL;
     int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn, max_ev;
-    int64_t z_level, z_threshold;
+    int64_t z_level, z_threshold, h_size, h_ttl, h_bytes;
     napi_value v;
     bool upgrade = false, reclaim = true, compression = false;
     if (!opt_int(env, argv[0], OPT_port, &port) || !opt_int(env, argv[0], OPT_threads, &threads) ||
@@ -466,7 +474,9 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         !opt_get(env, argv[0], "reclaim", &v) || !sy_napi_get_bool(env, v, "reclaim", &reclaim) ||
         !opt_get(env, argv[0], "compression", &v) || !sy_napi_get_bool(env, v, "compression", &compression) ||
         !opt_int(env, argv[0], OPT_compressLevel, &z_level) ||
-        !opt_int(env, argv[0], OPT_compressThreshold, &z_threshold))
+        !opt_int(env, argv[0], OPT_compressThreshold, &z_threshold) ||
+        !opt_int(env, argv[0], OPT_historySize, &h_size) || !opt_int(env, argv[0], OPT_historyTtl, &h_ttl) ||
+        !opt_int(env, argv[0], OPT_historyMaxBytes, &h_bytes))
         return NULL;
     char *host = NULL, *path = NULL;
     if (!sy_napi_get_named_string(env, argv[0], "host", &host) ||
@@ -495,6 +505,9 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .compression = compression,
         .compress_level = (unsigned)z_level,
         .compress_threshold = (size_t)z_threshold,
+        .history_size = (uint32_t)h_size,
+        .history_ttl_s = (uint32_t)h_ttl,
+        .history_max_bytes = (size_t)h_bytes,
     };
     sy_bserver_t *b = sy_calloc(1, sizeof(*b));
     char err[SY_ERRLEN] = "out of memory";
@@ -712,6 +725,10 @@ static napi_value server_send(napi_env env, napi_callback_info info) {
     return result_of(env, rc);
 }
 
+static bool set_u64(napi_env env, napi_value obj, const char *key, uint64_t v) {
+    return sy_napi_set_double(env, obj, key, (double)v);
+}
+
 static napi_value sub_call(napi_env env, napi_callback_info info, bool subscribe) {
     napi_value argv[3];
     sy_bserver_t *b;
@@ -723,6 +740,151 @@ static napi_value sub_call(napi_env env, napi_callback_info info, bool subscribe
                        : sy_server_unsubscribe(b->srv, id, topic.data, topic.len);
     sy_free(topic.owned);
     return result_of(env, rc);
+}
+
+/* An epoch as symphony.v1 writes it: 16 hexadecimal characters. */
+static bool get_epoch(napi_env env, napi_value v, uint64_t *out) {
+    char buf[SY_SINCE_EPOCH_HEX + 2];
+    size_t n = 0;
+    napi_valuetype t;
+    if (napi_typeof(env, v, &t) != napi_ok || t != napi_string ||
+        napi_get_value_string_latin1(env, v, buf, sizeof(buf), &n) != napi_ok || n != SY_SINCE_EPOCH_HEX) {
+        sy_napi_throw_type(env, "since.epoch", "a string of 16 hexadecimal characters");
+        return false;
+    }
+    uint64_t e = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = buf[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0) {
+            sy_napi_throw_type(env, "since.epoch", "a string of 16 hexadecimal characters");
+            return false;
+        }
+        e = e << 4 | (uint64_t)d;
+    }
+    *out = e;
+    return true;
+}
+
+/* serverSubscribeSince(handle, id, topic, epoch, offset) -> bool: a
+ * subscription that resumes from (epoch, offset). */
+static napi_value server_subscribe_since(napi_env env, napi_callback_info info) {
+    napi_value argv[5];
+    sy_bserver_t *b;
+    uint64_t id, epoch;
+    int64_t offset;
+    sy_bytes_t topic;
+    if (!server_args(env, info, 5, argv, &b) || !get_id(env, argv[1], &id) || !get_epoch(env, argv[3], &epoch) ||
+        !sy_napi_get_int64(env, argv[4], "since.offset", 0, ((int64_t)1 << 53) - 1, &offset) ||
+        !get_topic(env, argv[2], &topic))
+        return NULL;
+    int rc = sy_server_subscribe_since(b->srv, id, topic.data, topic.len, epoch, (uint64_t)offset);
+    sy_free(topic.owned);
+    return result_of(env, rc);
+}
+
+/* The epoch as its 16 hexadecimal characters. */
+static napi_value epoch_string(napi_env env, uint64_t e) {
+    char buf[SY_SINCE_EPOCH_HEX + 1];
+    snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)e);
+    napi_value v;
+    return sy_napi_ok(env, napi_create_string_latin1(env, buf, SY_SINCE_EPOCH_HEX, &v), "napi_create_string_latin1")
+               ? v
+               : NULL;
+}
+
+/* serverPosition(handle, topic) -> { epoch, offset, first, kept } or null */
+static napi_value server_position(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    sy_bserver_t *b;
+    sy_bytes_t topic;
+    if (!server_args(env, info, 2, argv, &b) || !get_topic(env, argv[1], &topic))
+        return NULL;
+    uint64_t epoch = 0, last = 0, first = 0;
+    size_t kept = 0;
+    bool ok = sy_server_position(b->srv, topic.data, topic.len, &epoch, &last, &first, &kept);
+    sy_free(topic.owned);
+    napi_value o, e;
+    if (!ok) {
+        napi_get_null(env, &o);
+        return o;
+    }
+    if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") || (e = epoch_string(env, epoch)) == NULL ||
+        !sy_napi_set_value(env, o, "epoch", e) || !set_u64(env, o, "offset", last) ||
+        !set_u64(env, o, "first", first) || !set_u64(env, o, "kept", kept))
+        return NULL;
+    return o;
+}
+
+/* serverTopicHistory(handle, topic handle, size, ttl) */
+static napi_value server_topic_history(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    sy_bserver_t *b;
+    void *p = NULL;
+    int64_t size, ttl;
+    if (!server_args(env, info, 4, argv, &b) ||
+        !sy_napi_ok(env, napi_get_value_external(env, argv[1], &p), "napi_get_value_external") ||
+        !sy_napi_get_int64(env, argv[2], OPTIONS[OPT_historySize].name, OPTIONS[OPT_historySize].min,
+                           OPTIONS[OPT_historySize].max, &size) ||
+        !sy_napi_get_int64(env, argv[3], OPTIONS[OPT_historyTtl].name, OPTIONS[OPT_historyTtl].min,
+                           OPTIONS[OPT_historyTtl].max, &ttl))
+        return NULL;
+    sy_btopic_t *h = p;
+    if (h == NULL || h->b != b) {
+        sy_napi_throw_type(env, "topic", "a topic handle of this server");
+        return NULL;
+    }
+    if (sy_server_topic_history(b->srv, h->t, (uint32_t)size, (uint32_t)ttl) != 0) {
+        sy_napi_throw_oom(env, NULL);
+        return NULL;
+    }
+    napi_value u;
+    napi_get_undefined(env, &u);
+    return u;
+}
+
+/* parseSince(url) -> [{ topic, epoch, offset }] (proto/sy_since.h), or a
+ * string: why the positions are malformed. */
+static napi_value parse_since(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    size_t argc = 1;
+    sy_bytes_t url;
+    if (!sy_napi_args(env, info, 1, &argc, argv, NULL) || !get_string_bytes(env, argv[0], &url))
+        return NULL;
+    napi_value out = NULL;
+    const char *why = sy_since_check(url.data, url.len);
+    if (why != NULL) {
+        if (!sy_napi_ok(env, napi_create_string_utf8(env, why, NAPI_AUTO_LENGTH, &out), "napi_create_string_utf8"))
+            out = NULL;
+        sy_free(url.owned);
+        return out;
+    }
+    char *topic_buf = sy_malloc(SY_SINCE_TOPIC_MAX);
+    if (topic_buf == NULL || !sy_napi_ok(env, napi_create_array(env, &out), "napi_create_array")) {
+        sy_free(topic_buf);
+        sy_free(url.owned);
+        if (topic_buf == NULL)
+            sy_napi_throw_oom(env, NULL);
+        return NULL;
+    }
+    sy_since_iter_t it = {0};
+    sy_since_t s;
+    uint32_t i = 0;
+    while (out != NULL && sy_since_next(url.data, url.len, &it, &s, topic_buf)) {
+        napi_value o, t, e;
+        if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") ||
+            !sy_napi_ok(env, napi_create_string_utf8(env, s.topic, s.topic_len, &t), "napi_create_string_utf8") ||
+            (e = epoch_string(env, s.epoch)) == NULL || !sy_napi_set_value(env, o, "topic", t) ||
+            !sy_napi_set_value(env, o, "epoch", e) || !set_u64(env, o, "offset", s.offset) ||
+            !sy_napi_ok(env, napi_set_element(env, out, i++, o), "napi_set_element"))
+            out = NULL;
+    }
+    sy_free(topic_buf);
+    sy_free(url.owned);
+    return out;
 }
 
 static napi_value server_subscribe(napi_env env, napi_callback_info info) { return sub_call(env, info, true); }
@@ -834,10 +996,6 @@ static napi_value server_refuse(napi_env env, napi_callback_info info) {
     return result_of(env, rc);
 }
 
-static bool set_u64(napi_env env, napi_value obj, const char *key, uint64_t v) {
-    return sy_napi_set_double(env, obj, key, (double)v);
-}
-
 /* Every counter of sy_stats_t (all uint64_t), by its JS name, from the one
  * list (src/io/sy_stats.h): for the per-thread objects and the totals (a sum,
  * or for a maximum the largest), and exported as binding.statFields for
@@ -892,7 +1050,10 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
             *f = STAT_FIELDS[k].max ? (v > *f ? v : *f) : *f + v;
         }
     }
+    size_t h_count = 0, h_bytes = 0;
+    sy_server_history_totals(b->srv, &h_count, &h_bytes);
     if (!thread_stats_object(env, &sum, &total) || !set_u64(env, total, "topics", sy_server_topic_count(b->srv)) ||
+        !set_u64(env, total, "historyMessages", h_count) || !set_u64(env, total, "historyBytes", h_bytes) ||
         !sy_napi_set_value(env, total, "threads", arr))
         return NULL;
     return total;
@@ -1066,7 +1227,7 @@ static const struct {
     SY_CONSTANT(EV_DRAIN),          SY_CONSTANT(EV_FAILED),
     SY_CONSTANT(EV_CLOSED),         SY_CONSTANT(EV_OPEN_DEFLATE),
     SY_CONSTANT(SEND_BINARY),       SY_CONSTANT(SEND_COMPRESS),
-    SY_CONSTANT(SEND_LOCAL),
+    SY_CONSTANT(SEND_LOCAL),        SY_CONSTANT(EV_RECOVERY),
 };
 #undef SY_CONSTANT
 
@@ -1108,6 +1269,10 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverSend", server_send, NULL) &&
            sy_napi_set_function(env, exports, "serverSubscribe", server_subscribe, NULL) &&
            sy_napi_set_function(env, exports, "serverUnsubscribe", server_unsubscribe, NULL) &&
+           sy_napi_set_function(env, exports, "serverSubscribeSince", server_subscribe_since, NULL) &&
+           sy_napi_set_function(env, exports, "serverPosition", server_position, NULL) &&
+           sy_napi_set_function(env, exports, "serverTopicHistory", server_topic_history, NULL) &&
+           sy_napi_set_function(env, exports, "parseSince", parse_since, NULL) &&
            sy_napi_set_function(env, exports, "serverEnd", server_end, NULL) &&
            sy_napi_set_function(env, exports, "serverTerminate", server_terminate, NULL) &&
            sy_napi_set_function(env, exports, "serverAccept", server_accept, NULL) &&

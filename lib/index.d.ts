@@ -18,6 +18,8 @@ export interface UpgradeRequest {
   /** Subprotocols offered in Sec-WebSocket-Protocol, in order. */
   protocols: string[];
   origin: string | null;
+  /** The client's resume positions (sy.since in the URL, docs/protocol.md); topics given at accept resume from them. */
+  since: Array<Since & { topic: string }>;
 }
 
 export type UpgradeResult =
@@ -117,6 +119,8 @@ export interface ServerOptions {
   noServer?: boolean;
   /** Several servers as one fan-out over Redis (sharded pub/sub, Redis 7+). Default null. */
   bus?: BusOptions | null;
+  /** Per-topic history and recovery (docs/history.md); off by default. */
+  history?: boolean | HistoryOptions;
 }
 
 export interface BusOptions {
@@ -248,6 +252,24 @@ export interface ThreadStats {
   inflated: number;
   /** Compressed payload bytes received from clients. */
   inflateBytesIn: number;
+  /** Resumes that replayed missed messages from history. */
+  replays: number;
+  /** Messages queued by replays. */
+  replayed: number;
+  /** Resumes that recovered (replayed or already up to date). */
+  recovered: number;
+  /** Resumes that failed: the epoch was not the topic's. */
+  recoveryFailedEpoch: number;
+  /** Resumes that failed: history no longer held the first missed message. */
+  recoveryFailedTrimmed: number;
+  /** Resumes that failed: the position was past the last offset. */
+  recoveryFailedFuture: number;
+  /** Resumes that failed: the missed messages were over maxBackpressure. */
+  recoveryFailedTooLarge: number;
+  /** Resumes that failed: the topic keeps no history. */
+  recoveryFailedNoHistory: number;
+  /** Resumes that failed: out of memory. */
+  recoveryFailedMemory: number;
 }
 
 export interface IoThreadStats extends ThreadStats {
@@ -259,6 +281,10 @@ export interface IoThreadStats extends ThreadStats {
 
 export interface ServerStats extends ThreadStats {
   topics: number;
+  /** Messages topics' history keeps now (all topics). */
+  historyMessages: number;
+  /** Their bytes: the frames plus 96 per message (what history.maxBytes caps). */
+  historyBytes: number;
   threads: IoThreadStats[];
   /** The bus' counters; null without a bus. */
   bus: BusStats | null;
@@ -269,6 +295,45 @@ export interface Topic {
   readonly name: string;
   /** As server.publish(name, data, options). */
   publish(data: Payload, options?: PublishOptions): number;
+  /** As server.position(name). */
+  readonly position: Position | null;
+}
+
+/** A topic's history: its epoch and offsets (docs/history.md). */
+export interface Position {
+  /** 16 hexadecimal characters; changes when the topic's offsets restart. */
+  epoch: string;
+  /** The last offset given (0: none yet). */
+  offset: number;
+  /** The oldest offset kept (offset + 1 when none is kept). */
+  first: number;
+  /** How many messages are kept. */
+  kept: number;
+}
+
+/** history: true, or these (docs/history.md). */
+export interface HistoryOptions {
+  /** Messages kept per topic (default 100; 0: none). */
+  size?: number;
+  /** None kept longer than this many seconds (default 300; 0: no age limit). */
+  ttl?: number;
+  /** All topics' history together, in bytes; the oldest go first (default 64 MiB; 0: no cap). */
+  maxBytes?: number;
+}
+
+/** A client's position on a topic, as symphony.v1 clients send it (req.since, subscribe's since). */
+export interface Since {
+  epoch: string;
+  offset: number;
+}
+
+/** Why a resume did not recover (docs/protocol.md). */
+export type RecoveryReason = 'epoch' | 'trimmed' | 'future' | 'too-large' | 'no-history' | 'memory' | 'not-symphony.v1';
+
+export interface Recovery {
+  recovered: boolean;
+  /** null when it recovered. */
+  reason: RecoveryReason | null;
 }
 
 export class Server extends EventEmitter {
@@ -294,11 +359,14 @@ export class Server extends EventEmitter {
    * A handle on a topic: its publish() skips the name's lookup. The topic's
    * entry (~100 bytes) stays while the handle lives. Throws on a closed server.
    */
-  topic(name: string): Topic;
+  topic(name: string, options?: { history?: boolean | { size?: number; ttl?: number } }): Topic;
+  /** The topic's history position, or null (no such topic, or no history). */
+  position(topic: string): Position | null;
   /** The bus (options.bus); null without one. */
   readonly bus: Bus | null;
   send(id: ConnectionId, data: Payload, options?: SendOptions): boolean;
-  subscribe(id: ConnectionId, topic: string): boolean;
+  /** options.since: the client's position; what it missed is replayed first, or 'recovery' says why not. */
+  subscribe(id: ConnectionId, topic: string, options?: { since?: Since | null }): boolean;
   unsubscribe(id: ConnectionId, topic: string): boolean;
   end(id: ConnectionId, code?: number, reason?: string): boolean;
   terminate(id: ConnectionId): boolean;
@@ -308,7 +376,9 @@ export class Server extends EventEmitter {
   metrics(labels?: Record<string, string>): string;
   close(): Promise<void>;
 
-  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: unknown; compression: boolean }) => void): this;
+  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: unknown; compression: boolean; recovery: Array<Recovery & { topic: string }> }) => void): this;
+  /** A resume's result (at the accept, after 'open'; or a subscribe with since). */
+  on(event: 'recovery', listener: (id: ConnectionId, topic: string, result: Recovery) => void): this;
   on(event: 'message', listener: (id: ConnectionId, data: Buffer, isBinary: boolean) => void): this;
   on(event: 'close', listener: (id: ConnectionId, code: number, reason: string) => void): this;
   on(event: 'drain', listener: (id: ConnectionId) => void): this;

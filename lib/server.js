@@ -15,8 +15,12 @@ const { busOption, nativeBusOptions, Bus, update: busUpdate } = require('./bus')
 const {
   options: RANGES, TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
-  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL,
+  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY,
 } = binding.constants;
+
+// Why a resume did not recover, by the native code (sy_v1_reason_t in
+// src/proto/sy_v1.h; the same words symphony.v1 clients get).
+const RECOVERY_REASONS = ['', 'epoch', 'trimmed', 'future', 'too-large', 'no-history', 'memory', 'not-symphony.v1'];
 
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
@@ -55,7 +59,17 @@ const DEFAULTS = Object.freeze({
   // Several servers as one fan-out over Redis: { url, prefix, cluster, ... }
   // (lib/bus.js has every option). README, "Scaling out".
   bus: null,
+  // Per-topic history and recovery on reconnect (docs/history.md): false,
+  // true (HISTORY_DEFAULTS), or { size, ttl, maxBytes }. Off by default:
+  // a topic without history costs what it did before.
+  history: false,
 });
+
+// history: true. size: messages kept per topic; ttl: seconds (0: no age
+// limit); maxBytes: all topics together, the oldest going first.
+const HISTORY_DEFAULTS = Object.freeze({ size: 100, ttl: 300, maxBytes: 64 << 20 });
+const HISTORY_KEYS = new Set(Object.keys(HISTORY_DEFAULTS));
+const TOPIC_HISTORY_KEYS = new Set(['size', 'ttl']); // maxBytes is the server's
 
 const COMPRESSION_DEFAULTS = Object.freeze({ threshold: 128, level: 6 });
 const COMPRESSION_KEYS = new Set(Object.keys(COMPRESSION_DEFAULTS));
@@ -106,6 +120,7 @@ function normalizeOptions(options) {
     throw invalidArgValue('options.tls', 'cannot be used with noServer (TLS is the other server\'s: terminate it there, or give symphony its own port)', 'tls');
   }
   o.bus = busOption(o.bus);
+  o.history = historyOption(o.history, 'options.history');
   return o;
 }
 
@@ -139,6 +154,22 @@ function compressionOption(value) {
   integer('options.compression.threshold', z.threshold, RANGES.compressThreshold.min, RANGES.compressThreshold.max);
   integer('options.compression.level', z.level, RANGES.compressLevel.min, RANGES.compressLevel.max);
   return Object.freeze(z);
+}
+
+/** options.history (or a topic's, without maxBytes) → { size, ttl, maxBytes }; size 0: none. */
+function historyOption(value, name, keys = HISTORY_KEYS) {
+  if (value === false || value === null) return { size: 0, ttl: 0, maxBytes: 0 };
+  if (value === true) return HISTORY_DEFAULTS;
+  if (typeof value !== 'object' || Array.isArray(value)) throw invalidArgType(name, 'a boolean or an object', value);
+  for (const k of Object.keys(value)) {
+    if (!keys.has(k)) throw invalidArgValue(`${name}.${k}`, 'is not a known history option', k);
+  }
+  const h = { ...HISTORY_DEFAULTS };
+  for (const k of keys) if (value[k] !== undefined) h[k] = value[k];
+  integer(`${name}.size`, h.size, RANGES.historySize.min, RANGES.historySize.max);
+  integer(`${name}.ttl`, h.ttl, RANGES.historyTtl.min, RANGES.historyTtl.max);
+  integer(`${name}.maxBytes`, h.maxBytes, RANGES.historyMaxBytes.min, RANGES.historyMaxBytes.max);
+  return Object.freeze(h);
 }
 
 function pem(value, name, optional) {
@@ -270,6 +301,9 @@ function parseRequest(parts) {
   }
   const protocols = headers['sec-websocket-protocol']
     ? headers['sec-websocket-protocol'].split(',').map((s) => s.trim()).filter(Boolean) : [];
+  // The client's resume positions (docs/protocol.md, sy.since): the native
+  // upgrade refused malformed ones before asking, so this is an array.
+  const since = binding.parseSince(url);
   return {
     url,
     headers,
@@ -278,6 +312,7 @@ function parseRequest(parts) {
     remotePort: Number(remotePort),
     protocols,
     origin: headers.origin ?? null,
+    since: Array.isArray(since) ? since : [],
   };
 }
 
@@ -288,16 +323,23 @@ function parseRequest(parts) {
  */
 class Topic {
   #publish;
+  #position;
 
-  constructor(name, publish) {
+  constructor(name, publish, position) {
     this.name = name;
     this.#publish = publish;
+    this.#position = position;
     Object.freeze(this);
   }
 
   /** As server.publish(this.name, data, options). */
   publish(data, options) {
     return this.#publish(data, options);
+  }
+
+  /** As server.position(this.name): { epoch, offset, first, kept } or null. */
+  get position() {
+    return this.#position();
   }
 }
 
@@ -316,6 +358,8 @@ class Server extends EventEmitter {
   #closed = null;
   #userData = new Map();
   #bus = null;
+  // Resumes decided at an accept, until its 'open' (EV_RECOVERY comes first).
+  #recovering = new Map();
 
   constructor(options) {
     super();
@@ -342,6 +386,9 @@ class Server extends EventEmitter {
       compression: o.compression !== false,
       compressLevel: (o.compression || COMPRESSION_DEFAULTS).level,
       compressThreshold: (o.compression || COMPRESSION_DEFAULTS).threshold,
+      historySize: o.history.size,
+      historyTtl: o.history.ttl,
+      historyMaxBytes: o.history.maxBytes,
     });
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
@@ -481,11 +528,29 @@ class Server extends EventEmitter {
         break;
       case EV_OPEN: {
         const data = this.#userData.get(id);
-        this.emit('open', id, { protocol: payload, data, compression: (code & EV_OPEN_DEFLATE) !== 0 });
+        // The resumes decided at the accept came just before (EV_RECOVERY).
+        const recovery = this.#recovering.get(id) ?? [];
+        this.#recovering.delete(id);
+        this.emit('open', id, { protocol: payload, data, compression: (code & EV_OPEN_DEFLATE) !== 0, recovery });
+        for (const r of recovery) this.emit('recovery', id, r.topic, { recovered: r.recovered, reason: r.reason });
+        break;
+      }
+      case EV_RECOVERY: {
+        // code: (reason << 2) | (at the accept: before 'open' << 1) | recovered
+        const r = { topic: payload, recovered: (code & 1) === 1, reason: RECOVERY_REASONS[code >> 2] ?? 'unknown' };
+        if (r.recovered) r.reason = null;
+        if ((code & 2) === 0) {
+          this.emit('recovery', id, r.topic, { recovered: r.recovered, reason: r.reason });
+        } else {
+          const list = this.#recovering.get(id) ?? [];
+          list.push(r);
+          this.#recovering.set(id, list);
+        }
         break;
       }
       case EV_CLOSE:
         this.#userData.delete(id);
+        this.#recovering.delete(id);
         this.emit('close', id, code, payload);
         break;
       case EV_DRAIN:
@@ -603,13 +668,37 @@ class Server extends EventEmitter {
    * A handle on topic whose publish(data, options) is this server's
    * publish(topic, data, options) without looking the name up each time.
    */
-  topic(name) {
+  topic(name, options) {
     checkTopic(name);
+    let history;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') throw invalidArgType('options', 'an object', options);
+      for (const k of Object.keys(options)) {
+        if (k !== 'history') throw invalidArgValue(`options.${k}`, 'is not a known topic option', k);
+      }
+      if (options.history !== undefined) history = historyOption(options.history, 'options.history', TOPIC_HISTORY_KEYS);
+    }
     if (this.#state === 'closed' || this.#state === 'closing') {
       throw new SymphonyError('ERR_SERVER_NOT_RUNNING', 'symphony: topic: the server is closed');
     }
     const handle = binding.serverTopic(this.#handle, name);
-    return new Topic(name, (data, options) => this.#publishTo(binding.serverPublishTopic, handle, data, options));
+    // The override lives with the topic: while this handle (or a
+    // subscriber, or a kept message) holds it.
+    if (history !== undefined) binding.serverTopicHistory(this.#handle, handle, history.size, history.ttl);
+    return new Topic(name, (data, options) => this.#publishTo(binding.serverPublishTopic, handle, data, options),
+      () => this.position(name));
+  }
+
+  /**
+   * The position of topic's history: { epoch, offset (the last given),
+   * first (the oldest kept), kept }, or null (no such topic, or no history).
+   * Read right after publish(), offset is that publish's (unless a bus
+   * delivery to the same topic came in between).
+   */
+  position(topic) {
+    checkTopic(topic);
+    if (this.#state === 'closed') return null;
+    return binding.serverPosition(this.#handle, topic);
   }
 
   /** Sends to one connection; false when the id is unknown or closed. */
@@ -630,10 +719,31 @@ class Server extends EventEmitter {
     queueMicrotask(this.#wake);
   }
 
-  subscribe(id, topic) {
+  /**
+   * Subscribes a connection. options.since = { epoch, offset } (a client's
+   * position, e.g. from req.since): what it missed is replayed first, or
+   * 'recovery' says why not.
+   */
+  subscribe(id, topic, options) {
     checkId(id);
     checkTopic(topic);
+    let since = null;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') throw invalidArgType('options', 'an object', options);
+      for (const k of Object.keys(options)) {
+        if (k !== 'since') throw invalidArgValue(`options.${k}`, 'is not a known subscribe option', k);
+      }
+      if (options.since !== undefined && options.since !== null) {
+        since = options.since;
+        if (typeof since !== 'object') throw invalidArgType('options.since', 'an object { epoch, offset }', since);
+        if (typeof since.epoch !== 'string' || !/^[0-9a-fA-F]{16}$/.test(since.epoch)) {
+          throw invalidArgValue('options.since.epoch', 'must be 16 hexadecimal characters', since.epoch);
+        }
+        integer('options.since.offset', since.offset, 0, Number.MAX_SAFE_INTEGER);
+      }
+    }
     if (this.#state !== 'listening') return false;
+    if (since !== null) return binding.serverSubscribeSince(this.#handle, id, topic, since.epoch, since.offset);
     return binding.serverSubscribe(this.#handle, id, topic);
   }
 

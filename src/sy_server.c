@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/sy_alloc.h"
+#include "base/sy_clock.h"
 #include "base/sy_refbuf.h"
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_env.h"
@@ -20,6 +21,7 @@
 #include "io/sy_topic.h"
 #include "net/sy_uring.h"
 #include "proto/sy_handshake.h"
+#include "proto/sy_v1.h"
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
 #ifdef SY_WITH_TLS
@@ -70,7 +72,13 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if ((rc = sy_deflate_once_init(&s->shared.deflate_once)) != 0) {
+    sy_hist_conf_t hc = {
+        .size = opts->history_size, .ttl_s = opts->history_ttl_s, .max_bytes = opts->history_max_bytes};
+    bool once = false;
+    if ((rc = sy_deflate_once_init(&s->shared.deflate_once)) != 0 ||
+        (once = true, rc = sy_hist_init(&s->shared.hist, &hc)) != 0) {
+        if (once)
+            sy_deflate_once_destroy(&s->shared.deflate_once);
         sy_topics_destroy(&s->shared.topics);
         sy_free(s->host);
         sy_free(s->path);
@@ -260,10 +268,11 @@ static int push_io(sy_io_t *io, const sy_cmd_t *cmd, unsigned flags) {
     return (flags & SY_SEND_LATER) ? sy_io_push_later(io, cmd) : sy_io_push(io, cmd);
 }
 
-/* Queues a message to this node's subscribers of t (the owner's publish,
- * and the bus thread's deliveries, which wake the IO threads at once). */
-static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
-                         size_t *subscribers) {
+/* Queues the message's frames to every IO thread with subscribers of t
+ * (plain: made on first need, one reference each; v1: the symphony.v1
+ * frame or NULL, a reference each). */
+static int push_publish(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags, sy_refbuf_t *v1,
+                        size_t *subscribers) {
     int rc = 0;
     sy_refbuf_t *m = NULL;
     for (unsigned i = 0; i < s->shared.nthreads; i++) {
@@ -275,16 +284,65 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
             break;
         }
         sy_refbuf_ref(m, 1);
+        if (v1 != NULL)
+            sy_refbuf_ref(v1, 1);
         sy_topic_ref(t);
-        sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .buf = m};
+        sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .buf = m, .v1 = v1};
         if (push_io(s->io[i], &cmd, flags) != 0) {
             sy_refbuf_release(m);
-            sy_topic_release(&s->shared.topics, t);
+            sy_refbuf_release(v1);
+            sy_topic_release(&s->shared.topics, t); /* not the last: the caller holds one */
             continue;
         }
         *subscribers += n;
     }
     sy_refbuf_release(m);
+    return rc;
+}
+
+/* The symphony.v1 frame of a message (offset: with has_offset). */
+static sy_refbuf_t *v1_frame(const sy_server_t *s, const sy_topic_t *t, bool has_offset, uint64_t offset,
+                             const void *data, size_t len, unsigned flags) {
+    const sy_server_opts_t *o = &s->shared.opts;
+    bool z = (flags & SY_SEND_COMPRESS) && o->compression && len >= o->compress_threshold;
+    return sy_v1_publish_frame((flags & SY_SEND_BINARY) ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, t->id, has_offset, offset,
+                               data, len, z);
+}
+
+/* True when publishes to t go through its history (sy_history.h). */
+static bool with_history(sy_server_t *s, sy_topic_t *t) {
+    return sy_hist_default_on(&s->shared.hist) || atomic_load_explicit(&t->hist, memory_order_acquire) != NULL;
+}
+
+/* Queues a message to this node's subscribers of t (the owner's publish,
+ * and the bus thread's deliveries, which wake the IO threads at once).
+ * A topic with history: the offset, the kept frame and the commands under
+ * the history lock, so that each IO thread sees the topic's publishes in
+ * offset order and a subscription's head splits them exactly
+ * (io/sy_history.h). */
+static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
+                         size_t *subscribers) {
+    if (!with_history(s, t)) {
+        sy_refbuf_t *v1 = NULL;
+        if (atomic_load_explicit(&t->v1, memory_order_relaxed) > 0)
+            v1 = v1_frame(s, t, false, 0, data, len, flags); /* NULL: the IO threads make it */
+        int rc = push_publish(s, t, data, len, flags, v1, subscribers);
+        sy_refbuf_release(v1);
+        return rc;
+    }
+    sy_hist_t *g = &s->shared.hist;
+    sy_hist_lock(g);
+    sy_history_t *h = sy_hist_of(g, t, true);
+    bool keep = h != NULL && h->size > 0;
+    uint64_t offset = keep ? sy_history_next(h) : 0;
+    sy_refbuf_t *v1 = NULL;
+    if (keep || atomic_load_explicit(&t->v1, memory_order_relaxed) > 0)
+        v1 = v1_frame(s, t, keep, offset, data, len, flags);
+    if (keep)
+        (void)sy_hist_append(g, h, v1, sy_clock_ms()); /* not kept: history emptied (a resume must not skip it) */
+    int rc = push_publish(s, t, data, len, flags, v1, subscribers);
+    sy_hist_unlock(g);
+    sy_refbuf_release(v1);
     return rc;
 }
 
@@ -307,7 +365,8 @@ sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, 
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
         return 0;
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    /* With history by default, a topic nobody subscribes to keeps its messages too. */
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, sy_hist_default_on(&s->shared.hist));
     int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers);
     sy_topic_release(&s->shared.topics, t);
     return rc;
@@ -395,13 +454,42 @@ sy_err_t sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t le
     return rc;
 }
 
-static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len, uint8_t type) {
+/* A subscription to t (held, one reference) on io where the subscriber
+ * must learn its position (t has history, or the caller gave since): its
+ * head is read, its interest counted and its command queued under the
+ * history lock (io/sy_history.h). */
+static int subscribe_at(sy_server_t *s, sy_io_t *io, uint64_t id, sy_topic_t *t, const sy_sub_pos_t *since) {
+    sy_sub_pos_t *pos = sy_malloc(sizeof(*pos));
+    if (pos == NULL) {
+        sy_topic_release(&s->shared.topics, t);
+        return ENOMEM;
+    }
+    *pos = since != NULL ? *since : (sy_sub_pos_t){0};
+    sy_hist_t *g = &s->shared.hist;
+    sy_hist_lock(g);
+    sy_history_t *h = sy_hist_of(g, t, true);
+    pos->head = h != NULL && h->size > 0 ? h->last : 0;
+    sy_topic_add_interest(&s->shared.topics, t, sy_io_index(io));
+    sy_cmd_t cmd = {.type = SY_CMD_SUBSCRIBE, .conn = id, .topic = t, .pos = pos};
+    int rc = push_to(s, &cmd, 0);
+    sy_hist_unlock(g);
+    if (rc != 0) {
+        sy_free(pos);
+        sy_topic_drop_interest(&s->shared.topics, t, sy_io_index(io)); /* outside the lock: it may free t */
+    }
+    return rc;
+}
+
+static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len, uint8_t type,
+                   const sy_sub_pos_t *since) {
     if (!sy_server_is_open(s, id))
         return ENOTCONN;
     sy_io_t *io = io_of(s, id);
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, type == SY_CMD_SUBSCRIBE);
     if (t == NULL)
         return type == SY_CMD_SUBSCRIBE ? ENOMEM : 0; /* no such topic: nothing to leave */
+    if (type == SY_CMD_SUBSCRIBE && (since != NULL || with_history(s, t)))
+        return subscribe_at(s, io, id, t, since);
     /* Counted now, so that a publish right after this call sees it. */
     if (type == SY_CMD_SUBSCRIBE)
         sy_topic_add_interest(&s->shared.topics, t, sy_io_index(io));
@@ -417,11 +505,50 @@ static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_
 }
 
 sy_err_t sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
-    return sub_cmd(s, id, topic, topic_len, SY_CMD_SUBSCRIBE);
+    return sub_cmd(s, id, topic, topic_len, SY_CMD_SUBSCRIBE, NULL);
+}
+
+sy_err_t sy_server_subscribe_since(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len, uint64_t epoch,
+                                   uint64_t since) {
+    sy_sub_pos_t pos = {.resume = true, .epoch = epoch, .since = since};
+    return sub_cmd(s, id, topic, topic_len, SY_CMD_SUBSCRIBE, &pos);
+}
+
+bool sy_server_position(sy_server_t *s, const char *topic, size_t topic_len, uint64_t *epoch, uint64_t *last,
+                        uint64_t *first, size_t *kept) {
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    if (t == NULL)
+        return false;
+    sy_hist_t *g = &s->shared.hist;
+    sy_hist_lock(g);
+    sy_history_t *h = sy_hist_of(g, t, false);
+    bool ok = h != NULL && h->size > 0;
+    if (ok) {
+        *epoch = h->epoch;
+        *last = h->last;
+        *first = h->first;
+        *kept = h->count;
+    }
+    sy_hist_unlock(g);
+    sy_topic_release(&s->shared.topics, t);
+    return ok;
+}
+
+sy_err_t sy_server_topic_history(sy_server_t *s, sy_topic_t *t, uint32_t size, uint32_t ttl_s) {
+    sy_hist_t *g = &s->shared.hist;
+    sy_hist_lock(g);
+    sy_err_t rc = sy_hist_configure(g, t, size, ttl_s, sy_clock_ms());
+    sy_hist_unlock(g);
+    atomic_store(&s->shared.history_used, true);
+    return rc;
+}
+
+void sy_server_history_totals(sy_server_t *s, size_t *count, size_t *bytes) {
+    sy_hist_totals(&s->shared.hist, count, bytes);
 }
 
 sy_err_t sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len) {
-    return sub_cmd(s, id, topic, topic_len, SY_CMD_UNSUBSCRIBE);
+    return sub_cmd(s, id, topic, topic_len, SY_CMD_UNSUBSCRIBE, NULL);
 }
 
 sy_err_t sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len) {
@@ -462,15 +589,30 @@ sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, siz
     a->protocol_len = protocol_len;
     a->no_compress = !compress;
     a->topics = ts;
+    bool history = false;
     for (size_t i = 0; i < ntopics; i++) {
         sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topics[i], topic_lens[i], true);
         if (t == NULL)
             continue;
-        sy_topic_add_interest(&s->shared.topics, t, sy_io_index(io));
+        history = history || with_history(s, t);
         ts[a->ntopics++] = t;
+    }
+    /* With history: the heads read, the interest counted and the command
+     * queued under the history lock (io/sy_history.h). */
+    sy_hist_t *g = &s->shared.hist;
+    if (history && (a->heads = sy_calloc(a->ntopics, sizeof(*a->heads))) != NULL)
+        sy_hist_lock(g);
+    for (size_t i = 0; i < a->ntopics; i++) {
+        if (a->heads != NULL) {
+            sy_history_t *h = sy_hist_of(g, ts[i], true);
+            a->heads[i] = h != NULL && h->size > 0 ? h->last : 0;
+        }
+        sy_topic_add_interest(&s->shared.topics, ts[i], sy_io_index(io));
     }
     sy_cmd_t cmd = {.type = SY_CMD_ACCEPT, .conn = id, .accept = a, .buf = extra};
     int rc = sy_io_push(io, &cmd);
+    if (a->heads != NULL)
+        sy_hist_unlock(g);
     if (rc != 0) {
         sy_accept_free(&s->shared.topics, sy_io_index(io), a);
         sy_refbuf_release(extra);
@@ -583,7 +725,8 @@ void sy_server_destroy(sy_server_t *s) {
     /* After the IO threads (their connections' interest went to the bus'
      * queue), before the topics (that queue holds references). */
     sy_bus_destroy(s->bus);
-    sy_topics_destroy(&s->shared.topics);
+    sy_topics_destroy(&s->shared.topics); /* and their history */
+    sy_hist_destroy(&s->shared.hist);
     sy_deflate_once_destroy(&s->shared.deflate_once);
 #ifdef SY_WITH_TLS
     if (sy_server_tls(s))

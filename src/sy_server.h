@@ -122,6 +122,21 @@ void sy_server_wake(sy_server_t *s);
  * answer, for accept and refuse), or ENOMEM. */
 sy_err_t sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t len, unsigned flags);
 sy_err_t sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
+/* The same for a client that had every message of topic up to offset since
+ * in epoch: it gets the rest from history first, or is told why not
+ * (io/sy_resume.h, SY_EV_RECOVERY). */
+sy_err_t sy_server_subscribe_since(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len, uint64_t epoch,
+                                   uint64_t since);
+/* A topic's position: its history's epoch, its last offset, the oldest
+ * kept and how many are kept. False when the topic does not exist or
+ * keeps no history. Any thread (takes the history lock). */
+bool sy_server_position(sy_server_t *s, const char *topic, size_t topic_len, uint64_t *epoch, uint64_t *last,
+                        uint64_t *first, size_t *kept);
+/* The history a topic handle's topic keeps (a handle's override: size 0
+ * keeps none), ttl_s 0: no age limit. 0 or ENOMEM. */
+sy_err_t sy_server_topic_history(sy_server_t *s, sy_topic_t *t, uint32_t size, uint32_t ttl_s);
+/* Messages and bytes the history keeps now, all topics. */
+void sy_server_history_totals(sy_server_t *s, size_t *count, size_t *bytes);
 sy_err_t sy_server_unsubscribe(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len);
 /* Close handshake with code (a valid wire code) and reason (<= 123 bytes UTF-8). */
 sy_err_t sy_server_end(sy_server_t *s, uint64_t id, unsigned code, const char *reason, size_t reason_len);

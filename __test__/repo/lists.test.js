@@ -71,7 +71,7 @@ test('stats() has every counter, per thread and in the totals (sum or max)', asy
   const clients = await Promise.all([client(url), client(url), client(url)]);
   await waitFor(() => server.stats().connections === 3, 5000, 'open');
   const s = server.stats();
-  assert.deepEqual(Object.keys(s).sort(), [...names, 'topics', 'threads', 'bus'].sort());
+  assert.deepEqual(Object.keys(s).sort(), [...names, 'topics', 'historyMessages', 'historyBytes', 'threads', 'bus'].sort());
   assert.equal(s.bus, null, 'no bus');
   assert.equal(s.threads.length, 2);
   for (const t of s.threads) assert.deepEqual(Object.keys(t).sort(), [...names, 'arena', 'connArena'].sort());
@@ -112,21 +112,26 @@ function nativeOptions(over = {}) {
     host: '127.0.0.1', port: 0, path: null, threads: 1, maxPayload: 1 << 20, maxBackpressure: 1 << 20,
     slowConsumer: 0, idleTimeout: 120, handshakeTimeout: 10, closeTimeout: 5, maxHeaderSize: 8192,
     maxHeaders: 64, backlog: 511, maxConnections: 0, maxEventBytes: 64 << 20, upgradeHandler: false,
-    reclaim: true, compression: false, compressLevel: 6, compressThreshold: 128, ...over,
+    reclaim: true, compression: false, compressLevel: 6, compressThreshold: 128, historySize: 0, historyTtl: 0,
+    historyMaxBytes: 0, ...over,
   };
 }
 
-// Native options that are nested in lib/'s: compression: { level, threshold }.
-const NESTED = { compressLevel: 'level', compressThreshold: 'threshold' };
-const jsOptions = (key, v) => (NESTED[key] ? { compression: { [NESTED[key]]: v } } : { [key]: v });
-const jsName = (key) => (NESTED[key] ? `options\\.compression\\.${NESTED[key]}` : `options\\.${key}`);
-const jsValue = (s, key) => (NESTED[key] ? s.options.compression[NESTED[key]] : s.options[key]);
+// Native options that are nested in lib/'s: compression: { level, threshold },
+// history: { size, ttl, maxBytes }.
+const NESTED = {
+  compressLevel: ['compression', 'level'], compressThreshold: ['compression', 'threshold'],
+  historySize: ['history', 'size'], historyTtl: ['history', 'ttl'], historyMaxBytes: ['history', 'maxBytes'],
+};
+const jsOptions = (key, v) => (NESTED[key] ? { [NESTED[key][0]]: { [NESTED[key][1]]: v } } : { [key]: v });
+const jsName = (key) => (NESTED[key] ? `options\\.${NESTED[key][0]}\\.${NESTED[key][1]}` : `options\\.${key}`);
+const jsValue = (s, key) => (NESTED[key] ? s.options[NESTED[key][0]][NESTED[key][1]] : s.options[key]);
 
 test('constants.options: lib/ and the binding accept the same ranges', () => {
   const keys = Object.keys(constants.options);
   assert.deepEqual(keys.sort(), ['backlog', 'closeDeadline', 'closeTimeout', 'compressLevel', 'compressThreshold',
-    'handshakeTimeout', 'idleTimeout', 'maxBackpressure', 'maxConnections', 'maxEventBytes', 'maxHeaderSize',
-    'maxHeaders', 'maxPayload', 'port', 'threads'].sort());
+    'handshakeTimeout', 'historyMaxBytes', 'historySize', 'historyTtl', 'idleTimeout', 'maxBackpressure',
+    'maxConnections', 'maxEventBytes', 'maxHeaderSize', 'maxHeaders', 'maxPayload', 'port', 'threads'].sort());
   for (const [key, { min, max }] of Object.entries(constants.options)) {
     for (const bad of [min - 1, max + 1]) {
       assert.throws(() => new Server(jsOptions(key, bad)), { name: 'RangeError', message: new RegExp(`${jsName(key)}.*>= ${min} and <= ${max}`) });

@@ -5,7 +5,7 @@
 
 #include "base/sy_alloc.h"
 
-sy_refbuf_t *sy_refbuf_make(const uint8_t *header, size_t hlen, const void *body, size_t len, unsigned deflate) {
+sy_refbuf_t *sy_refbuf_alloc(size_t hlen, size_t len, unsigned deflate) {
     if (hlen > UINT8_MAX || len > SIZE_MAX - sizeof(sy_refbuf_t) - hlen)
         return NULL;
     sy_refbuf_t *m = sy_malloc(sizeof(*m) + hlen + len);
@@ -16,6 +16,13 @@ sy_refbuf_t *sy_refbuf_make(const uint8_t *header, size_t hlen, const void *body
     atomic_init(&m->deflate, (unsigned char)deflate);
     m->twin = NULL;
     m->len = hlen + len;
+    return m;
+}
+
+sy_refbuf_t *sy_refbuf_make(const uint8_t *header, size_t hlen, const void *body, size_t len, unsigned deflate) {
+    sy_refbuf_t *m = sy_refbuf_alloc(hlen, len, deflate);
+    if (m == NULL)
+        return NULL;
     if (hlen > 0)
         memcpy(m->data, header, hlen);
     if (len > 0)

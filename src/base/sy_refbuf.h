@@ -21,7 +21,7 @@
  * The twin is set under the deflate state (sy_deflate_twin), not by this
  * module.
  *
- * Ownership: make and raw copy their bytes into the new buffer and return
+ * Ownership: make and raw copy their bytes (alloc leaves them to the caller) into the new buffer and return
  * it with one reference, the caller's; each sy_refbuf_ref adds references
  * that their holders give back with sy_refbuf_release (never sy_free).
  * The frame owns its twin's one reference.
@@ -58,6 +58,11 @@ typedef struct sy_refbuf {
  * reference, deflate as given (SY_REFBUF_Z_NONE or SY_REFBUF_Z_TODO).
  * NULL when out of memory or hlen > 255. */
 sy_refbuf_t *sy_refbuf_make(const uint8_t *header, size_t hlen, const void *body, size_t len, unsigned deflate);
+
+/* hlen + len bytes, not yet written, one reference, deflate as for make:
+ * the caller fills data[0..hlen + len) before anyone else sees it. NULL
+ * when out of memory or hlen > 255. */
+sy_refbuf_t *sy_refbuf_alloc(size_t hlen, size_t len, unsigned deflate);
 
 /* The bytes after the header (a frame's payload) and their length. */
 static inline const uint8_t *sy_refbuf_payload(const sy_refbuf_t *m) { return m->data + m->hlen; }

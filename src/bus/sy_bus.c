@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
+#include "base/sy_random.h"
 #include "bus/sy_bus_env.h"
 #include "bus/sy_bus_int.h"
 
@@ -85,10 +85,7 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
         sy_bus_destroy(b);
         return NULL;
     }
-    /* The syscall, not glibc's getrandom() (2.25: above the prebuilt
-     * binaries' glibc floor, scripts/glibc-floor.js). */
-    if (syscall(SYS_getrandom, &b->node, sizeof(b->node), 0x0001 /* GRND_NONBLOCK */) != (long)sizeof(b->node))
-        b->node = (uint64_t)sy_clock_us() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)b;
+    b->node = sy_random_u64();
     b->cluster = o->cluster;
     b->prefix_len = o->prefix_len;
     b->max_buffer = o->max_buffer;

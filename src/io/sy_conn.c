@@ -12,6 +12,7 @@
 #include "base/sy_buf.h"
 #include "base/sy_clock.h"
 #include "io/sy_deflate.h"
+#include "io/sy_resume.h"
 #include "io/sy_upgrade.h"
 #include "net/sy_poll.h"
 #include "proto/sy_utf8.h"
@@ -417,8 +418,10 @@ bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     return true;
 }
 
-static void remove_sub(sy_io_t *io, sy_conn_t *c, uint32_t i) {
+/* Removes subscription i (notify: tell a symphony.v1 client). */
+static void remove_sub(sy_io_t *io, sy_conn_t *c, uint32_t i, bool notify) {
     sy_topic_t *t = c->subs[i].topic;
+    sy_resume_unsubscribed(io, c, t, notify);
     uint32_t moved_slot;
     if (sy_topic_remove_sub(t, sy_io_ctx(io)->index, c->subs[i].index, &moved_slot)) {
         /* The subscriber swapped into this index learns its new place. */
@@ -436,13 +439,13 @@ static void remove_sub(sy_io_t *io, sy_conn_t *c, uint32_t i) {
 
 void sy_conn_unsubscribe_all(sy_io_t *io, sy_conn_t *c) {
     while (c->nsubs > 0)
-        remove_sub(io, c, c->nsubs - 1);
+        remove_sub(io, c, c->nsubs - 1, false);
 }
 
 bool sy_conn_unsubscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     for (uint32_t i = 0; i < c->nsubs; i++) {
         if (c->subs[i].topic == t) {
-            remove_sub(io, c, i);
+            remove_sub(io, c, i, true);
             return true;
         }
     }

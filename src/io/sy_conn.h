@@ -146,6 +146,7 @@ typedef struct sy_conn {
     bool deflate;    /* permessage-deflate negotiated (sy_pmd.h) */
     bool msg_z;      /* the fragmented message being assembled is compressed */
     bool close_echo; /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
+    bool v1;         /* speaks symphony.v1 (proto/sy_v1.h): positions, notices, resumes */
     uint8_t zwin;    /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint16_t close_code;
     uint32_t utf8;          /* UTF-8 state of the text message being assembled (also

@@ -37,19 +37,24 @@
 #include "base/sy_errors.h"
 
 typedef enum sy_event_type {
-    SY_EV_UPGRADE = 1, /* a valid upgrade request awaits the JS decision;
+    SY_EV_UPGRADE = 1,  /* a valid upgrade request awaits the JS decision;
                           payload: sy_event_upgrade fields, see below */
-    SY_EV_OPEN = 2,    /* connection open; payload: protocol (may be empty);
+    SY_EV_OPEN = 2,     /* connection open; payload: protocol (may be empty);
                           flags: SY_EV_OPEN_DEFLATE */
-    SY_EV_MESSAGE = 3, /* flags: 1 = binary; payload: the message */
-    SY_EV_CLOSE = 4,   /* code; payload: reason */
-    SY_EV_DRAIN = 5,   /* send queue went below the backpressure limit */
-    SY_EV_STOPPED = 6, /* the IO thread has finished; conn = thread index */
-    SY_EV_FAILED = 7,  /* the IO thread cannot go on (sy_io.h) and stops; conn =
+    SY_EV_MESSAGE = 3,  /* flags: 1 = binary; payload: the message */
+    SY_EV_CLOSE = 4,    /* code; payload: reason */
+    SY_EV_DRAIN = 5,    /* send queue went below the backpressure limit */
+    SY_EV_STOPPED = 6,  /* the IO thread has finished; conn = thread index */
+    SY_EV_FAILED = 7,   /* the IO thread cannot go on (sy_io.h) and stops; conn =
                           thread index, code = errno value, payload: its text */
+    SY_EV_RECOVERY = 8, /* a resume's result (io/sy_resume.h): flags SY_EV_RECOVERED,
+                           code = the reason (sy_v1_reason_t), payload: the topic;
+                           at an accept, before SY_EV_OPEN */
 } sy_event_type_t;
 
-#define SY_EV_OPEN_DEFLATE 1u /* SY_EV_OPEN: permessage-deflate was negotiated */
+#define SY_EV_OPEN_DEFLATE 1u     /* SY_EV_OPEN: permessage-deflate was negotiated */
+#define SY_EV_RECOVERED 1u        /* SY_EV_RECOVERY: the resume recovered */
+#define SY_EV_RECOVERY_AT_OPEN 2u /* SY_EV_RECOVERY: decided at the accept (SY_EV_OPEN follows) */
 
 /* One event as stored: header, then len payload bytes, padded to 8. */
 typedef struct sy_event {

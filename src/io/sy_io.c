@@ -16,8 +16,10 @@
 #include "base/sy_clock.h"
 #include "io/sy_conn.h"
 #include "io/sy_reclaim.h"
+#include "io/sy_resume.h"
 #include "io/sy_upgrade.h"
 #include "net/sy_poll.h"
+#include "proto/sy_v1.h"
 #include "proto/sy_ws_msg.h"
 
 #define SY_SWEEP_MS 1000
@@ -127,6 +129,7 @@ void sy_accept_free(sy_topics_t *topics, unsigned thread, sy_accept_t *a) {
     for (size_t i = 0; i < a->ntopics; i++)
         sy_topic_drop_interest(topics, a->topics[i], thread);
     sy_free(a->topics);
+    sy_free(a->heads);
     sy_free(a);
 }
 
@@ -137,13 +140,17 @@ static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
         atomic_fetch_sub_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
     }
     sy_refbuf_release(cmd->buf);
+    sy_refbuf_release(cmd->v1);
     if (cmd->topic != NULL) {
         if (cmd->type == SY_CMD_SUBSCRIBE)
             sy_topic_drop_interest(&io->ctx.shared->topics, cmd->topic, io->ctx.index);
         else
             sy_topic_release(&io->ctx.shared->topics, cmd->topic);
     }
-    sy_accept_free(&io->ctx.shared->topics, io->ctx.index, cmd->accept);
+    if (cmd->type == SY_CMD_ACCEPT)
+        sy_accept_free(&io->ctx.shared->topics, io->ctx.index, cmd->accept);
+    else if (cmd->type == SY_CMD_SUBSCRIBE)
+        sy_free(cmd->pos);
 }
 
 static void io_free(sy_io_t *io) {
@@ -480,32 +487,50 @@ static void accept_some(sy_io_t *io) {
 
 /* ---- commands ---------------------------------------------------------------- */
 
+/* The symphony.v1 frame of a publish whose publisher made none (a topic
+ * without history that had no symphony.v1 subscriber when it looked): made
+ * here from the plain frame, once per command. */
+static sy_refbuf_t *v1_frame_of(sy_topic_t *t, const sy_refbuf_t *plain) {
+    unsigned opcode = plain->data[0] & 0x0fu;
+    bool z = atomic_load_explicit(&plain->deflate, memory_order_relaxed) != SY_REFBUF_Z_NONE;
+    return sy_v1_publish_frame(opcode, t->id, false, 0, sy_refbuf_payload(plain), sy_refbuf_payload_len(plain), z);
+}
+
 /* Walks the topic's subscribers of this thread. A push never removes a
  * subscriber (sy_conn_push: a failing connection is destroyed after the
- * walk), so the array holds still meanwhile. */
+ * walk), so the array holds still meanwhile. Each subscriber gets its
+ * format's frame (plain or symphony.v1), or that frame's compressed twin. */
 static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
     sy_topic_slot_t *slot = &cmd->topic->slots[io->ctx.index];
-    uint32_t queued = 0, queued_twin = 0;
-    sy_refbuf_t *plain = cmd->buf, *twin = NULL;
-    /* The command's own reference keeps the buffer (and its compressed
-     * twin) alive while the loop stores pointers; the queues' references
+    sy_refbuf_t *frames[2] = {cmd->buf, cmd->v1}; /* [v1] */
+    sy_refbuf_t *twins[2] = {NULL, NULL};
+    uint32_t queued[2] = {0, 0}, queued_twin[2] = {0, 0};
+    /* The command's own references keep the buffers (and their compressed
+     * twins) alive while the loop stores pointers; the queues' references
      * are added in one step after. */
     for (uint32_t i = 0; i < slot->nsubs; i++) {
         sy_conn_t *c = io->slots.conns[slot->subs[i]]; /* a subscriber is live: no bounds check on the hot path */
-        sy_refbuf_t *m = sy_conn_frame_for(io, c, plain);
+        unsigned f = c->v1;
+        if (frames[f] == NULL) {
+            if (f == 0 || (frames[1] = cmd->v1 = v1_frame_of(cmd->topic, cmd->buf)) == NULL)
+                continue; /* no plain frame (only symphony.v1 subscribers were counted), or no memory */
+        }
+        sy_refbuf_t *m = sy_conn_frame_for(io, c, frames[f]);
         if (sy_conn_push(io, c, m, false)) {
-            if (m == plain) {
-                queued++;
+            if (m == frames[f]) {
+                queued[f]++;
             } else {
-                twin = m;
-                queued_twin++;
+                twins[f] = m;
+                queued_twin[f]++;
             }
         }
     }
-    if (queued > 0)
-        sy_refbuf_ref(plain, queued);
-    if (queued_twin > 0)
-        sy_refbuf_ref(twin, queued_twin);
+    for (unsigned f = 0; f < 2; f++) {
+        if (queued[f] > 0)
+            sy_refbuf_ref(frames[f], queued[f]);
+        if (queued_twin[f] > 0)
+            sy_refbuf_ref(twins[f], queued_twin[f]);
+    }
 }
 
 /* Begins this thread's stop: no more accepting, a close handshake (1001) to
@@ -548,6 +573,18 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         do_publish(io, cmd);
         break;
     case SY_CMD_SEND:
+        if (c != NULL && c->v1) {
+            /* A symphony.v1 client tells a direct message by its "d" header. */
+            sy_refbuf_t *d = sy_v1_direct_frame(
+                cmd->buf->data[0] & 0x0fu, sy_refbuf_payload(cmd->buf), sy_refbuf_payload_len(cmd->buf),
+                atomic_load_explicit(&cmd->buf->deflate, memory_order_relaxed) != SY_REFBUF_Z_NONE);
+            if (d == NULL) {
+                sy_conn_fail_oom(io, c);
+                break;
+            }
+            sy_refbuf_release(cmd->buf);
+            cmd->buf = d;
+        }
         if (c != NULL) {
             sy_refbuf_t *m = sy_conn_frame_for(io, c, cmd->buf);
             if (sy_conn_push(io, c, m, false)) {
@@ -560,8 +597,14 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         break;
     case SY_CMD_SUBSCRIBE:
         if (c != NULL) {
-            (void)sy_conn_subscribe(io, c, cmd->topic); /* takes the reference and the interest */
+            sy_topic_t *t = cmd->topic;
             cmd->topic = NULL;
+            if (sy_conn_subscribe(io, c, t)) { /* takes the reference and the interest */
+                size_t budget = sy_resume_budget(io, c);
+                sy_resume_item_t it;
+                sy_resume_prepare(io, c, t, cmd->pos, &budget, &it);
+                sy_resume_deliver(io, c, &it);
+            }
         }
         break;
     case SY_CMD_UNSUBSCRIBE:
@@ -651,8 +694,12 @@ static void sweep(sy_io_t *io) {
     }
     /* Freed pages go back after their decay time even if no thread
      * allocates again (jemalloc decays only on activity otherwise). */
-    if (io->ctx.index == 0)
+    if (io->ctx.index == 0) {
         (void)sy_alloc_decay_all();
+        /* Topics' history: what ttl expired goes, and idle topics with it. */
+        if (sy_hist_default_on(&io->ctx.shared->hist) || io->ctx.shared->history_used)
+            sy_hist_sweep(&io->ctx.shared->hist, &io->ctx.shared->topics, io->ctx.now_ms);
+    }
     sy_deflate_trim(&io->ctx.deflate, io->ctx.now_ms);
     settle_awaiting(io);
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {

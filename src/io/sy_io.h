@@ -51,6 +51,7 @@
 #include "base/sy_refbuf.h"
 #include "io/sy_deflate.h"
 #include "io/sy_events.h"
+#include "io/sy_history.h"
 #include "io/sy_io_opts.h"
 #include "io/sy_stats.h"
 #include "io/sy_topic.h"
@@ -64,6 +65,8 @@ typedef struct sy_io_shared {
     sy_io_opts_t opts; /* host/path point at copies owned by the server */
     size_t path_len;
     sy_topics_t topics;
+    sy_hist_t hist;            /* topics' history and its lock (io/sy_history.h) */
+    _Atomic bool history_used; /* a topic was given history of its own (sy_hist_configure) */
     sy_batch_fn on_batch;
     void *ctx;
     atomic_uint connections; /* accepted sockets, all threads */
@@ -79,9 +82,9 @@ typedef struct sy_io_shared {
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {
-    SY_CMD_PUBLISH = 1, /* topic, buf */
+    SY_CMD_PUBLISH = 1, /* topic, buf, v1 (or NULL: made here when a symphony.v1 subscriber needs it) */
     SY_CMD_SEND,        /* conn, buf */
-    SY_CMD_SUBSCRIBE,   /* conn, topic (its interest was counted by the caller) */
+    SY_CMD_SUBSCRIBE,   /* conn, topic (its interest was counted by the caller), pos (or NULL) */
     SY_CMD_UNSUBSCRIBE, /* conn, topic */
     SY_CMD_END,         /* conn, buf (a close frame), arg.close_code */
     SY_CMD_TERMINATE,   /* conn */
@@ -100,8 +103,19 @@ typedef struct sy_accept {
     size_t protocol_len;
     size_t ntopics;
     sy_topic_t **topics; /* references, interest counted by the caller */
+    uint64_t *heads;     /* each topic's head (sy_sub_pos_t), when one has history; else NULL */
     char protocol[];
 } sy_accept_t;
+
+/* Where a subscription to a topic with history starts (io/sy_history.h):
+ * head, the topic's last offset when the subscription's interest was
+ * counted and its command queued (both under the history lock); and the
+ * position the client gave, if any. */
+typedef struct sy_sub_pos {
+    uint64_t head;
+    bool resume;
+    uint64_t epoch, since;
+} sy_sub_pos_t;
 
 typedef struct sy_cmd {
     uint8_t type;
@@ -114,7 +128,11 @@ typedef struct sy_cmd {
     uint64_t conn;
     sy_topic_t *topic;
     sy_refbuf_t *buf;
-    sy_accept_t *accept;
+    sy_refbuf_t *v1; /* SY_CMD_PUBLISH: the symphony.v1 frame (a reference), or NULL */
+    union {
+        sy_accept_t *accept; /* SY_CMD_ACCEPT */
+        sy_sub_pos_t *pos;   /* SY_CMD_SUBSCRIBE to a topic with history (owned), or NULL */
+    };
 } sy_cmd_t;
 
 /* sy_io_push_later wakes the thread anyway once this many commands wait. */

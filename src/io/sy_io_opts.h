@@ -42,6 +42,9 @@ typedef struct sy_io_opts {
     bool compression;             /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
     unsigned compress_level;      /* 1..9 */
     size_t compress_threshold;    /* payloads below this many bytes always go plain */
+    uint32_t history_size;        /* messages kept per topic by default; 0: no history (sy_history.h) */
+    uint32_t history_ttl_s;       /* none kept longer; 0: no limit */
+    size_t history_max_bytes;     /* all topics' history together; 0: no limit */
 } sy_io_opts_t;
 
 #endif

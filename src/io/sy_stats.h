@@ -108,7 +108,25 @@
     X(inflated, "inflated", SY_STAT_SUM, "symphony_inflated_messages_total", "counter", 1, \
       "Compressed client messages inflated.") \
     X(inflate_bytes_in, "inflateBytesIn", SY_STAT_SUM, "symphony_inflate_in_bytes_total", "counter", 1, \
-      "Compressed payload bytes received from clients.")
+      "Compressed payload bytes received from clients.") \
+    X(replays, "replays", SY_STAT_SUM, "symphony_replays_total", "counter", 1, \
+      "Resumes that replayed missed messages from history.") \
+    X(replayed, "replayed", SY_STAT_SUM, "symphony_replayed_messages_total", "counter", 1, \
+      "Messages queued by replays.") \
+    X(recovered, "recovered", SY_STAT_SUM, "symphony_recoveries_total", "counter", 1, \
+      "Resumes that recovered (replayed or already up to date).") \
+    X(recovery_epoch, "recoveryFailedEpoch", SY_STAT_SUM, "symphony_recovery_failures_epoch_total", "counter", 1, \
+      "Resumes that failed: the epoch was not the topic's.") \
+    X(recovery_trimmed, "recoveryFailedTrimmed", SY_STAT_SUM, "symphony_recovery_failures_trimmed_total", \
+      "counter", 1, "Resumes that failed: history no longer held the first missed message.") \
+    X(recovery_future, "recoveryFailedFuture", SY_STAT_SUM, "symphony_recovery_failures_future_total", "counter", \
+      1, "Resumes that failed: the position was past the last offset.") \
+    X(recovery_too_large, "recoveryFailedTooLarge", SY_STAT_SUM, "symphony_recovery_failures_too_large_total", \
+      "counter", 1, "Resumes that failed: the missed messages were over maxBackpressure.") \
+    X(recovery_no_history, "recoveryFailedNoHistory", SY_STAT_SUM, "symphony_recovery_failures_no_history_total", \
+      "counter", 1, "Resumes that failed: the topic keeps no history.") \
+    X(recovery_memory, "recoveryFailedMemory", SY_STAT_SUM, "symphony_recovery_failures_memory_total", "counter", \
+      1, "Resumes that failed: out of memory.")
 /* clang-format on */
 
 /* An IO thread's counters, as it updates them. */

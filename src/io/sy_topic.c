@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/sy_alloc.h"
+#include "io/sy_history.h"
 
 #define SY_TOPICS_MIN_BUCKETS 64
 
@@ -29,6 +30,7 @@ sy_err_t sy_topics_init(sy_topics_t *r, unsigned nthreads) {
 }
 
 static void topic_free(sy_topic_t *t) {
+    sy_history_free(atomic_load_explicit(&t->hist, memory_order_relaxed));
     for (unsigned i = 0; i < t->nthreads; i++)
         sy_free(t->slots[i].subs);
     sy_free(t->slots);
@@ -43,6 +45,15 @@ void sy_topics_destroy(sy_topics_t *r) {
     sy_strmap_destroy(&r->map);
     pthread_mutex_destroy(&r->lock);
     memset(r, 0, sizeof(*r));
+}
+
+void sy_topics_each(sy_topics_t *r, void (*fn)(void *ctx, sy_topic_t *t), void *ctx) {
+    pthread_mutex_lock(&r->lock);
+    sy_strmap_iter_t it = SY_STRMAP_ITER_INIT;
+    sy_strmap_node_t *n;
+    while ((n = sy_strmap_next(&r->map, &it)) != NULL)
+        fn(ctx, SY_STRMAP_ENTRY(n, sy_topic_t, node));
+    pthread_mutex_unlock(&r->lock);
 }
 
 size_t sy_topics_count(sy_topics_t *r) {
@@ -69,6 +80,9 @@ sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool 
         } else {
             atomic_init(&t->refs, 1);
             atomic_init(&t->interest, 0);
+            atomic_init(&t->v1, 0);
+            atomic_init(&t->hist, NULL);
+            t->id = ++r->next_id;
             t->nthreads = r->nthreads;
             t->slots = slots;
             for (unsigned i = 0; i < r->nthreads; i++)

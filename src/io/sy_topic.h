@@ -23,6 +23,8 @@
  * every other thread uses the registry. The subscriber array of thread t
  * only from IO thread t.
  *
+ * A topic's history (io/sy_history.h) is freed with it.
+ *
  * Ownership: acquire returns one reference, the caller's, given back with
  * sy_topic_release (never freed directly); the name is copied into the
  * topic. A unit of interest carries one reference: add_interest takes over
@@ -54,12 +56,17 @@ typedef struct sy_topic_slot {
     uint32_t *subs; /* slots of the subscribed connections; IO thread t only */
 } sy_topic_slot_t;
 
+struct sy_history;
+
 typedef struct sy_topic {
     sy_strmap_node_t node; /* in the registry's map, under its lock */
     atomic_uint refs;
     atomic_uint interest; /* the sum of the slots' counts (the bus follows its 0 <-> 1 edges) */
     unsigned nthreads;
-    sy_topic_slot_t *slots; /* [nthreads] */
+    uint32_t id;    /* names it in symphony.v1 frames (sy_v1.h); unique among live topics */
+    atomic_uint v1; /* subscriptions of symphony.v1 connections (a publish builds their frame when > 0) */
+    struct sy_history *_Atomic hist; /* its history (io/sy_history.h), set under the history lock; NULL: none */
+    sy_topic_slot_t *slots;          /* [nthreads] */
     size_t name_len;
     char name[];
 } sy_topic_t;
@@ -77,6 +84,7 @@ typedef struct sy_topics {
     void *edge_ctx;
     sy_strmap_t map; /* name -> topic (base/sy_strmap.h) */
     unsigned nthreads;
+    uint32_t next_id; /* under lock */
 } sy_topics_t;
 
 /* 0 or an errno value. */
@@ -85,6 +93,9 @@ sy_err_t sy_topics_init(sy_topics_t *r, unsigned nthreads);
 void sy_topics_destroy(sy_topics_t *r);
 /* Number of live topics. */
 size_t sy_topics_count(sy_topics_t *r);
+/* Calls fn for every live topic, under the registry's lock (fn must not
+ * acquire or release topics). */
+void sy_topics_each(sy_topics_t *r, void (*fn)(void *ctx, sy_topic_t *t), void *ctx);
 
 /* Finds a topic and takes a reference. With create, makes it when missing.
  * NULL when missing (and not create) or out of memory (create). */

@@ -9,12 +9,18 @@
 #include <sys/socket.h>
 
 #include "base/sy_alloc.h"
+#include "io/sy_resume.h"
 #include "proto/sy_handshake.h"
 #include "proto/sy_http.h"
 #include "proto/sy_pmd.h"
+#include "proto/sy_since.h"
+#include "proto/sy_v1.h"
 #include "proto/sy_ws_frame.h"
 
 #define SY_MAX_HEADERS_CAP 256
+/* What the 101 takes of a connection's maxBackpressure, less the owner's
+ * extra headers: a replay at the accept keeps this much room for it. */
+#define SY_UPGRADE_RESPONSE_ROOM 512
 
 /* The one way an upgrade is refused: the HTTP response (taken over; NULL
  * when it could not be made) is written, then the socket closed. */
@@ -195,6 +201,11 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
         reject(io, c, status, hs.problem);
         return;
     }
+    const char *bad_since = sy_since_check(req.target, req.target_len);
+    if (bad_since != NULL) {
+        reject(io, c, 400, bad_since);
+        return;
+    }
     if (o->max_connections > 0 &&
         atomic_load_explicit(&sy_io_ctx(io)->shared->connections, memory_order_relaxed) > o->max_connections) {
         reject(io, c, 503, "too many connections");
@@ -225,6 +236,7 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
         proto_len = 0;
     }
     consume_head(c, (size_t)n);
+    c->v1 = proto_len == SY_V1_PROTOCOL_LEN && memcmp(proto_copy, SY_V1_PROTOCOL, SY_V1_PROTOCOL_LEN) == 0;
     open_conn(io, c, accept, proto_copy, proto_len, NULL, 0);
 }
 
@@ -249,14 +261,44 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
     }
     char accept[SY_WS_ACCEPT_LEN];
     sy_ws_accept_key(hs.key, hs.key_len, accept);
-    consume_head(c, (size_t)n);
     if (a->no_compress)
         c->deflate = false;
-    for (size_t i = 0; i < a->ntopics; i++)
-        (void)sy_conn_subscribe(io, c, a->topics[i]); /* takes the reference and the count either way */
+    c->v1 = a->protocol_len == SY_V1_PROTOCOL_LEN && memcmp(a->protocol, SY_V1_PROTOCOL, SY_V1_PROTOCOL_LEN) == 0;
+    /* Subscribed before the 101 goes (nothing is missed in between); what
+     * each subscription tells the client is decided now, while the target
+     * (with the client's positions) is still in rbuf, so that the owner
+     * hears of the resumes before the open, and is queued after the 101. */
+    sy_resume_item_t *items = a->ntopics ? sy_calloc(a->ntopics, sizeof(*items)) : NULL;
+    size_t nitems = 0;
+    size_t budget = sy_resume_budget(io, c);
+    budget = budget > SY_UPGRADE_RESPONSE_ROOM + (extra ? extra->len : 0)
+                 ? budget - SY_UPGRADE_RESPONSE_ROOM - (extra ? extra->len : 0)
+                 : 0;
+    for (size_t i = 0; i < a->ntopics; i++) {
+        sy_topic_t *t = a->topics[i];
+        if (!sy_conn_subscribe(io, c, t)) /* takes the reference and the count either way */
+            continue;
+        sy_sub_pos_t pos = {.head = a->heads != NULL ? a->heads[i] : 0};
+        char topic_buf[SY_SINCE_TOPIC_MAX];
+        sy_since_t since;
+        if (sy_since_find(req.target, req.target_len, t->name, t->name_len, &since, topic_buf)) {
+            pos.resume = true;
+            pos.epoch = since.epoch;
+            pos.since = since.offset;
+        }
+        sy_resume_item_t dummy;
+        sy_resume_item_t *it = items != NULL ? &items[nitems++] : &dummy;
+        sy_resume_prepare(io, c, t, a->heads != NULL || pos.resume ? &pos : NULL, &budget, it);
+        if (items == NULL)
+            sy_resume_deliver(io, c, it); /* out of memory for the list: the notice and replay cannot wait */
+    }
     a->ntopics = 0;
+    consume_head(c, (size_t)n);
     open_conn(io, c, accept, a->protocol, a->protocol_len, extra ? (const char *)extra->data : NULL,
               extra ? extra->len : 0);
+    for (size_t i = 0; i < nitems; i++)
+        sy_resume_deliver(io, c, &items[i]);
+    sy_free(items);
     sy_refbuf_release(extra);
     sy_accept_free(&sy_io_ctx(io)->shared->topics, sy_io_ctx(io)->index, a);
 }

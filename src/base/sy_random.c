@@ -1,0 +1,31 @@
+/* sy_random — see sy_random.h. */
+#define _GNU_SOURCE
+#include "base/sy_random.h"
+
+#include <stdatomic.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
+
+#include "base/sy_clock.h"
+
+/* splitmix64's finalizer: spreads the fallback's inputs over every bit. */
+static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t sy_random_u64(void) {
+    uint64_t v = 0;
+#if defined(__linux__) && defined(SYS_getrandom)
+    /* The syscall, not glibc's getrandom() (2.25: above the prebuilt
+     * binaries' glibc floor, scripts/glibc-floor.js). */
+    if (syscall(SYS_getrandom, &v, sizeof(v), 0x0001 /* GRND_NONBLOCK */) == (long)sizeof(v))
+        return v;
+#endif
+    static atomic_uint_fast64_t counter;
+    uint64_t n = atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
+    return mix((uint64_t)sy_clock_us() ^ ((uint64_t)getpid() << 32) ^ (n * 0x9e3779b97f4a7c15ull));
+}

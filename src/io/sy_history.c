@@ -1,0 +1,263 @@
+/* sy_history — see sy_history.h. */
+#include "io/sy_history.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/sy_alloc.h"
+#include "base/sy_random.h"
+#include "io/sy_topic.h"
+
+struct sy_hist_entry {
+    sy_refbuf_t *frame; /* one reference */
+    int64_t at_ms;
+    sy_hist_entry_t *prev, *next; /* the server-wide list, oldest first */
+    sy_history_t *owner;
+};
+
+sy_err_t sy_hist_init(sy_hist_t *g, const sy_hist_conf_t *conf) {
+    memset(g, 0, sizeof(*g));
+    g->conf = *conf;
+    return pthread_mutex_init(&g->lock, NULL);
+}
+
+void sy_hist_destroy(sy_hist_t *g) { pthread_mutex_destroy(&g->lock); }
+
+void sy_hist_lock(sy_hist_t *g) { pthread_mutex_lock(&g->lock); }
+void sy_hist_unlock(sy_hist_t *g) { pthread_mutex_unlock(&g->lock); }
+
+static size_t entry_bytes(const sy_hist_entry_t *e) { return e->frame->len + SY_HIST_ENTRY_OVERHEAD; }
+
+/* Drops h's oldest entry. */
+static void drop_oldest(sy_hist_t *g, sy_history_t *h) {
+    sy_hist_entry_t *e = h->ring[h->head];
+    h->head = (h->head + 1) % h->cap;
+    h->count--;
+    h->first++;
+    if (e->prev != NULL)
+        e->prev->next = e->next;
+    else
+        g->oldest = e->next;
+    if (e->next != NULL)
+        e->next->prev = e->prev;
+    else
+        g->newest = e->prev;
+    g->bytes -= entry_bytes(e);
+    g->count--;
+    sy_refbuf_release(e->frame);
+    sy_free(e);
+}
+
+/* Drops every entry of h that size or ttl no longer allow. */
+static void trim(sy_hist_t *g, sy_history_t *h, int64_t now_ms) {
+    while (h->count > h->size)
+        drop_oldest(g, h);
+    if (h->ttl_s > 0)
+        while (h->count > 0 && h->ring[h->head]->at_ms <= now_ms - (int64_t)h->ttl_s * 1000)
+            drop_oldest(g, h);
+}
+
+static sy_history_t *attach(sy_hist_t *g, sy_topic_t *t, uint32_t size, uint32_t ttl_s) {
+    (void)g;
+    sy_history_t *h = sy_calloc(1, sizeof(*h));
+    if (h == NULL)
+        return NULL;
+    h->epoch = sy_random_u64();
+    h->first = 1;
+    h->size = size;
+    h->ttl_s = ttl_s;
+    h->topic = t;
+    atomic_store_explicit(&t->hist, h, memory_order_release);
+    return h;
+}
+
+sy_history_t *sy_hist_of(sy_hist_t *g, sy_topic_t *t, bool create) {
+    sy_history_t *h = atomic_load_explicit(&t->hist, memory_order_relaxed);
+    if (h == NULL && create && sy_hist_default_on(g))
+        h = attach(g, t, g->conf.size, g->conf.ttl_s);
+    return h;
+}
+
+sy_err_t sy_hist_configure(sy_hist_t *g, sy_topic_t *t, uint32_t size, uint32_t ttl_s, int64_t now_ms) {
+    sy_history_t *h = atomic_load_explicit(&t->hist, memory_order_relaxed);
+    if (h == NULL) {
+        if (size == 0)
+            return 0; /* none, and none wanted */
+        if ((h = attach(g, t, size, ttl_s)) == NULL)
+            return ENOMEM;
+    }
+    h->size = size;
+    h->ttl_s = ttl_s;
+    trim(g, h, now_ms);
+    return 0;
+}
+
+/* Room for one more entry in h's ring (which never needs more than size). */
+static bool ring_room(sy_history_t *h) {
+    if (h->count < h->cap)
+        return true;
+    uint32_t cap = h->cap ? h->cap * 2 : 8;
+    if (cap > h->size)
+        cap = h->size;
+    if (cap <= h->count)
+        return false;
+    sy_hist_entry_t **ring = sy_malloc((size_t)cap * sizeof(*ring));
+    if (ring == NULL)
+        return false;
+    for (uint32_t i = 0; i < h->count; i++)
+        ring[i] = h->ring[(h->head + i) % h->cap];
+    sy_free(h->ring);
+    h->ring = ring;
+    h->cap = cap;
+    h->head = 0;
+    return true;
+}
+
+/* Empties h (its entries are dropped): what follows starts after a hole
+ * that a resume must not cross. */
+static void empty(sy_hist_t *g, sy_history_t *h) {
+    while (h->count > 0)
+        drop_oldest(g, h);
+    h->first = h->last + 1;
+}
+
+bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t now_ms) {
+    if (frame == NULL) {
+        empty(g, h);
+        return false;
+    }
+    if (h->count == h->size && h->size > 0)
+        drop_oldest(g, h); /* makes room (size already reached) */
+    sy_hist_entry_t *e = sy_malloc(sizeof(*e));
+    if (e == NULL || !ring_room(h)) {
+        sy_free(e);
+        empty(g, h);
+        return false;
+    }
+    sy_refbuf_ref(frame, 1);
+    *e = (sy_hist_entry_t){.frame = frame, .at_ms = now_ms, .prev = g->newest, .owner = h};
+    if (g->newest != NULL)
+        g->newest->next = e;
+    else
+        g->oldest = e;
+    g->newest = e;
+    g->bytes += entry_bytes(e);
+    g->count++;
+    if (h->count == 0)
+        h->first = h->last;
+    h->ring[(h->head + h->count) % h->cap] = e;
+    h->count++;
+    if (!h->holds_ref) {
+        sy_topic_ref(h->topic);
+        h->holds_ref = true;
+    }
+    trim(g, h, now_ms);
+    /* The server-wide cap: the oldest go first, whichever topic. */
+    while (g->conf.max_bytes > 0 && g->bytes > g->conf.max_bytes && g->oldest != NULL) {
+        sy_history_t *o = g->oldest->owner;
+        drop_oldest(g, o);
+    }
+    return true;
+}
+
+sy_v1_reason_t sy_hist_replay(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t since, uint64_t head,
+                              size_t budget, int64_t now_ms, sy_refbuf_t ***frames, size_t *n) {
+    *frames = NULL;
+    *n = 0;
+    if (h == NULL || h->size == 0)
+        return SY_V1_NO_HISTORY;
+    if (epoch != h->epoch)
+        return SY_V1_EPOCH;
+    if (since > head)
+        return SY_V1_FUTURE;
+    if (since == head)
+        return SY_V1_RECOVERED;
+    trim(g, h, now_ms);
+    /* Kept: first .. first + count - 1; wanted: since + 1 .. head. */
+    if (h->count == 0 || since + 1 < h->first || head > h->first + h->count - 1)
+        return SY_V1_TRIMMED;
+    uint64_t want = head - since;
+    if (want > SIZE_MAX / sizeof(sy_refbuf_t *))
+        return SY_V1_TOO_LARGE;
+    size_t bytes = 0;
+    uint32_t at = (uint32_t)(since + 1 - h->first);
+    for (uint64_t i = 0; i < want; i++) {
+        bytes += h->ring[(h->head + at + i) % h->cap]->frame->len;
+        if (bytes > budget)
+            return SY_V1_TOO_LARGE;
+    }
+    sy_refbuf_t **out = sy_malloc((size_t)want * sizeof(*out));
+    if (out == NULL)
+        return SY_V1_MEMORY;
+    for (uint64_t i = 0; i < want; i++) {
+        out[i] = h->ring[(h->head + at + i) % h->cap]->frame;
+        sy_refbuf_ref(out[i], 1);
+    }
+    *frames = out;
+    *n = (size_t)want;
+    return SY_V1_RECOVERED;
+}
+
+/* The sweep's state: topics whose reference to give back. */
+typedef struct sweep {
+    sy_hist_t *g;
+    int64_t now_ms;
+    sy_topic_t **release;
+    size_t n, cap;
+} sweep_t;
+
+static void sweep_topic(void *ctx, sy_topic_t *t) {
+    sweep_t *s = ctx;
+    sy_history_t *h = atomic_load_explicit(&t->hist, memory_order_relaxed);
+    if (h == NULL)
+        return;
+    trim(s->g, h, s->now_ms);
+    if (h->count > 0 || !h->holds_ref)
+        return;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        sy_topic_t **r = sy_realloc(s->release, cap * sizeof(*r));
+        if (r == NULL)
+            return; /* kept until a later sweep */
+        s->release = r;
+        s->cap = cap;
+    }
+    h->holds_ref = false;
+    s->release[s->n++] = t;
+}
+
+static void sweep_locked(void *ctx, sy_topic_t *t) {
+    sweep_t *s = ctx;
+    sy_hist_lock(s->g);
+    sweep_topic(ctx, t);
+    sy_hist_unlock(s->g);
+}
+
+void sy_hist_sweep(sy_hist_t *g, sy_topics_t *topics, int64_t now_ms) {
+    sweep_t s = {.g = g, .now_ms = now_ms};
+    sy_topics_each(topics, sweep_locked, &s);
+    for (size_t i = 0; i < s.n; i++)
+        sy_topic_release(topics, s.release[i]);
+    sy_free(s.release);
+}
+
+void sy_hist_totals(sy_hist_t *g, size_t *count, size_t *bytes) {
+    sy_hist_lock(g);
+    *count = g->count;
+    *bytes = g->bytes;
+    sy_hist_unlock(g);
+}
+
+void sy_history_free(sy_history_t *h) {
+    if (h == NULL)
+        return;
+    /* Entries are left only when the whole server goes (sy_topics_destroy
+     * frees every topic): the server-wide list goes with it. */
+    for (uint32_t i = 0; i < h->count; i++) {
+        sy_hist_entry_t *e = h->ring[(h->head + i) % h->cap];
+        sy_refbuf_release(e->frame);
+        sy_free(e);
+    }
+    sy_free(h->ring);
+    sy_free(h);
+}

@@ -1,0 +1,109 @@
+/* sy_v1 — see sy_v1.h. */
+#include "proto/sy_v1.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "proto/sy_utf8.h"
+#include "proto/sy_ws_frame.h"
+
+static const char *const REASONS[SY_V1_REASONS] = {
+    [SY_V1_RECOVERED] = "",          [SY_V1_EPOCH] = "epoch",
+    [SY_V1_TRIMMED] = "trimmed",     [SY_V1_FUTURE] = "future",
+    [SY_V1_TOO_LARGE] = "too-large", [SY_V1_NO_HISTORY] = "no-history",
+    [SY_V1_MEMORY] = "memory",       [SY_V1_NOT_V1] = "not-symphony.v1",
+};
+
+const char *sy_v1_reason_name(sy_v1_reason_t r) { return (unsigned)r < SY_V1_REASONS ? REASONS[r] : "unknown"; }
+
+size_t sy_v1_publish_header(char out[SY_V1_HEADER_MAX], uint32_t id, bool has_offset, uint64_t offset) {
+    int n = has_offset ? snprintf(out, SY_V1_HEADER_MAX, "p%u,%llu\n", (unsigned)id, (unsigned long long)offset)
+                       : snprintf(out, SY_V1_HEADER_MAX, "p%u\n", (unsigned)id);
+    return (size_t)n; /* fits: SY_V1_HEADER_MAX is the longest */
+}
+
+/* A frame whose payload is pre[0..plen) then body[0..blen), one copy. */
+static sy_refbuf_t *frame2(unsigned opcode, const void *pre, size_t plen, const void *body, size_t blen,
+                           bool compressible) {
+    if (blen > SIZE_MAX - plen)
+        return NULL;
+    uint8_t header[10];
+    size_t hlen = sy_ws_frame_header(header, 1, opcode, (uint64_t)(plen + blen));
+    sy_refbuf_t *m = sy_refbuf_alloc(hlen, plen + blen, compressible ? SY_REFBUF_Z_TODO : SY_REFBUF_Z_NONE);
+    if (m == NULL)
+        return NULL;
+    memcpy(m->data, header, hlen);
+    memcpy(m->data + hlen, pre, plen);
+    if (blen > 0)
+        memcpy(m->data + hlen + plen, body, blen);
+    return m;
+}
+
+sy_refbuf_t *sy_v1_publish_frame(unsigned opcode, uint32_t id, bool has_offset, uint64_t offset, const void *payload,
+                                 size_t len, bool compressible) {
+    char h[SY_V1_HEADER_MAX];
+    size_t hl = sy_v1_publish_header(h, id, has_offset, offset);
+    return frame2(opcode, h, hl, payload, len, compressible);
+}
+
+sy_refbuf_t *sy_v1_direct_frame(unsigned opcode, const void *payload, size_t len, bool compressible) {
+    return frame2(opcode, "d\n", 2, payload, len, compressible);
+}
+
+/* Writes topic as a JSON string body (no quotes) into out (6 bytes per
+ * input byte at most); bytes of invalid UTF-8 become U+FFFD. Returns the
+ * length. */
+static size_t json_string(char *out, const char *s, size_t n) {
+    bool valid = sy_utf8_is_valid((const uint8_t *)s, n);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)c;
+        } else if (c < 0x20) {
+            o += (size_t)snprintf(out + o, 7, "\\u%04x", c);
+        } else if (c >= 0x80 && !valid) {
+            memcpy(out + o, "\\ufffd", 6);
+            o += 6;
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    return o;
+}
+
+/* The text frame "c" + json[0..n). */
+static sy_refbuf_t *notice(const char *json, size_t n) { return frame2(SY_WS_OP_TEXT, "c", 1, json, n, false); }
+
+#define NOTICE_FIXED 256 /* everything but the topic */
+
+sy_refbuf_t *sy_v1_subscribed_frame(const sy_v1_subscribed_t *n) {
+    char buf[NOTICE_FIXED + 6 * 1024];
+    if (n->topic_len > 1024)
+        return NULL;
+    size_t o = (size_t)snprintf(buf, sizeof(buf), "{\"type\":\"subscribed\",\"topic\":\"");
+    o += json_string(buf + o, n->topic, n->topic_len);
+    o += (size_t)snprintf(buf + o, sizeof(buf) - o, "\",\"id\":%u", (unsigned)n->id);
+    if (n->history)
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o, ",\"epoch\":\"%016llx\",\"offset\":\"%llu\"",
+                              (unsigned long long)n->epoch, (unsigned long long)n->offset);
+    if (n->resumed) {
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o, ",\"since\":\"%llu\",\"recovered\":%s",
+                              (unsigned long long)n->since, n->reason == SY_V1_RECOVERED ? "true" : "false");
+        if (n->reason != SY_V1_RECOVERED)
+            o += (size_t)snprintf(buf + o, sizeof(buf) - o, ",\"reason\":\"%s\"", sy_v1_reason_name(n->reason));
+    }
+    o += (size_t)snprintf(buf + o, sizeof(buf) - o, "}");
+    return notice(buf, o);
+}
+
+sy_refbuf_t *sy_v1_unsubscribed_frame(const char *topic, size_t topic_len, uint32_t id) {
+    char buf[NOTICE_FIXED + 6 * 1024];
+    if (topic_len > 1024)
+        return NULL;
+    size_t o = (size_t)snprintf(buf, sizeof(buf), "{\"type\":\"unsubscribed\",\"topic\":\"");
+    o += json_string(buf + o, topic, topic_len);
+    o += (size_t)snprintf(buf + o, sizeof(buf) - o, "\",\"id\":%u}", (unsigned)id);
+    return notice(buf, o);
+}
