@@ -414,3 +414,12 @@ test('bad arguments throw Error subclasses with a code', () => {
   assert.ok(ok[1] instanceof SymphonyClient);
   for (const c of ok) c.close();
 });
+
+test('at most 1,024 sy.since parameters (the server refuses more with 400)', () => {
+  const positions = {};
+  for (let i = 0; i < 1100; i++) positions[`t${i}`] = { epoch: EPOCH_A, offset: i };
+  const c = new SymphonyClient('ws://x/feed', { WebSocket, positions, timers: heldTimers() });
+  assert.equal(sinceOf(c.url()).length, 1024);
+  assert.equal(Object.keys(c.positions()).length, 1100, 'all are kept');
+  c.close();
+});
