@@ -1,0 +1,138 @@
+// Types of symphony-ws/client (client/symphony-client.mjs and its generated
+// .cjs). Written without the DOM library or @types/ws, so that a Node project
+// and a page type-check it alike: the WebSocket it needs is described below
+// by the few members it uses.
+
+/** The subprotocol the client offers: 'symphony.v1'. */
+export declare const PROTOCOL: 'symphony.v1';
+
+/** The few members of a WebSocket that the client uses (browsers' WebSocket, Node's global one, ws). */
+export interface WebSocketLike {
+  readonly protocol: string;
+  binaryType: string;
+  onopen: ((event: any) => void) | null;
+  onmessage: ((event: any) => void) | null;
+  onclose: ((event: any) => void) | null;
+  onerror: ((event: any) => void) | null;
+  send(data: any): void;
+  close(code?: number, reason?: string): void;
+}
+
+/** A WebSocket constructor: `new WebSocket(url, ['symphony.v1'])`. */
+export type WebSocketConstructor = new (url: string, protocols: string[]) => WebSocketLike;
+
+/** A URL object (browsers' and Node's URL), described so that neither library is needed. */
+export interface UrlLike {
+  readonly href: string;
+}
+
+/** A Blob (browsers' and Node's). */
+export interface BlobLike {
+  readonly size: number;
+  readonly type: string;
+}
+
+/** A topic's position: its epoch (16 hex characters) and the offset of the last message the client has. */
+export interface Position {
+  epoch: string;
+  /** A Number, exact up to 2^53-1 (Number.MAX_SAFE_INTEGER). */
+  offset: number;
+}
+
+/** What client.positions() returns and options.positions takes: JSON-able (e.g. kept in localStorage). */
+export type Positions = Record<string, Position>;
+
+export type ClientState = 'connecting' | 'open' | 'reconnecting' | 'closed';
+
+export interface ClientOptions {
+  /** The WebSocket constructor; default: the global WebSocket (browsers, Node 22+). In Node 20: `require('ws')`. */
+  WebSocket?: WebSocketConstructor;
+  /** Reconnect delays in ms: random(0, min(max, min * 2^attempt)); attempt resets after an open. Default { min: 500, max: 30000 }. */
+  backoff?: { min?: number; max?: number };
+  /** A number in [0, 1): the jitter. Default Math.random. */
+  random?: () => number;
+  /** The timer the reconnects wait with. Default the global setTimeout/clearTimeout. */
+  timers?: { setTimeout?: (fn: () => void, ms: number) => unknown; clearTimeout?: (handle: any) => void };
+  /** Positions to resume from (what positions() returned earlier). */
+  positions?: Positions;
+}
+
+/** The third argument of 'message'. Both are undefined for a direct message and for a topic without history. */
+export interface MessageInfo {
+  offset: number | undefined;
+  epoch: string | undefined;
+}
+
+export interface SubscribedInfo {
+  /** The topic's id on this connection. */
+  id: number;
+  /** Undefined for a topic without history. */
+  epoch: string | undefined;
+  /** The offset of the last message published before the subscription went live; undefined without history. */
+  offset: number | undefined;
+}
+
+export interface RecoveredInfo {
+  /** Why there was no replay (recovered false): 'epoch' | 'trimmed' | 'future' | 'too-large' | 'no-history' | 'memory' | a later one. */
+  reason: string | undefined;
+  epoch: string | undefined;
+  offset: number | undefined;
+  /** The position the recovery started from. */
+  since: number | undefined;
+}
+
+export type StateInfo =
+  | { url: string; attempt: number } // connecting
+  | { protocol: string; plain: boolean } // open; plain: the server did not choose symphony.v1
+  | { delay: number; attempt: number; code: number; reason: string } // reconnecting
+  | Record<string, never>; // closed
+
+export interface ClientStats {
+  /** Messages delivered to 'message'. */
+  messages: number;
+  /** `p` messages dropped because their offset was not after the kept one. */
+  duplicates: number;
+  /** Frames and notices that could not be read (ignored). */
+  malformed: number;
+  /** Frames and notices of a kind this client does not know (ignored). */
+  unknown: number;
+  /** Reconnects scheduled (each lost or failed connection). */
+  reconnects: number;
+}
+
+/** An error given to 'error': code 'ERR_WEBSOCKET' (the socket's error) or 'ERR_SUBPROTOCOL' (a plain connection). */
+export interface ClientError extends Error {
+  code: 'ERR_WEBSOCKET' | 'ERR_SUBPROTOCOL' | string;
+}
+
+export interface ClientEvents {
+  /** topic null for a direct message (and on a plain connection); data: string (text frame) or Uint8Array (binary frame). */
+  message: (topic: string | null, data: string | Uint8Array, info: MessageInfo) => void;
+  subscribed: (topic: string, info: SubscribedInfo) => void;
+  unsubscribed: (topic: string) => void;
+  /** After 'subscribed', when the client had given a position for the topic. */
+  recovered: (topic: string, ok: boolean, info: RecoveredInfo) => void;
+  state: (state: ClientState, info: StateInfo) => void;
+  error: (err: ClientError) => void;
+}
+
+export declare class SymphonyClient {
+  constructor(url: string | UrlLike, options?: ClientOptions);
+  /** 'connecting' | 'open' | 'reconnecting' | 'closed' */
+  readonly state: ClientState;
+  on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  off<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  once<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  /** The URL of the next (or current) connection, with a sy.since per kept position. */
+  url(): string;
+  /** The kept positions (a copy). */
+  positions(): Positions;
+  stats(): ClientStats;
+  /** Sends as is; false (nothing sent, nothing queued) when not open. */
+  send(data: string | ArrayBufferLike | ArrayBufferView | BlobLike): boolean;
+  /** Closes for good (no reconnect); 'state' 'closed' is emitted at once. */
+  close(code?: number, reason?: string): void;
+}
+
+/** new SymphonyClient(url, options) */
+export declare function connect(url: string | UrlLike, options?: ClientOptions): SymphonyClient;

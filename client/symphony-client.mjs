@@ -1,0 +1,430 @@
+// symphony-ws/client: a WebSocket client of symphony that speaks symphony.v1
+// (docs/protocol.md, "symphony.v1: positions and recovery"). It keeps each
+// topic's position (epoch, offset), reconnects with exponential backoff and
+// full jitter, and on every reconnect says where it was (sy.since), so the
+// server replays what it missed, or tells it that it cannot (recovered: false).
+//
+// One self-contained file: no imports, no Node built-ins, so a browser page
+// can import it as it is. symphony-client.cjs is generated from it by
+// scripts/client-cjs.js: edit this file only.
+//
+// Data: a text frame's payload is a string; a binary frame's payload is a
+// Uint8Array (a view of the frame's bytes after the header, no copy), in
+// browsers and in Node alike (binaryType is set to 'arraybuffer').
+
+export const PROTOCOL = 'symphony.v1';
+
+// The server refuses more sy.since parameters than this (docs/protocol.md);
+// sending more would make every reconnect fail with 400.
+const MAX_SINCE = 1024;
+const EPOCH = /^[0-9a-fA-F]{16}$/;
+// A `p` header: <id> (u32) and, on topics with history, ,<offset> (u64).
+const P_HEADER = /^(0|[1-9]\d{0,9})(?:,(0|[1-9]\d{0,19}))?$/;
+// The longest header: 'p' + 10 digits + ',' + 20 digits + '\n'. A frame with
+// no '\n' that early is malformed; looking no further keeps a huge malformed
+// frame from being scanned whole.
+const MAX_HEADER = 33;
+const noop = () => {};
+
+/** A TypeError/RangeError with a Node-style code, for bad arguments. */
+function argError(Ctor, code, message) {
+  const err = new Ctor(message);
+  err.code = code;
+  return err;
+}
+
+/** An offset from the wire (decimal string) or from the user (number): a Number, or undefined when not exact. */
+function toOffset(v) {
+  if (typeof v === 'string') {
+    if (!/^(0|[1-9]\d{0,19})$/.test(v)) return undefined;
+    v = Number(v);
+  }
+  // Beyond 2^53-1 a Number is not exact: such a position could not be given
+  // back to the server as it was, so the client does not keep it.
+  return Number.isSafeInteger(v) && v >= 0 ? v : undefined;
+}
+
+/** What a binary message event carries, as a Uint8Array (no copy), or null if it cannot be read at once. */
+function toBytes(data) {
+  if (data instanceof ArrayBuffer || Object.prototype.toString.call(data) === '[object ArrayBuffer]') return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  // ws with binaryType 'fragments' (it was changed after the client set it).
+  if (Array.isArray(data)) {
+    let n = 0;
+    for (const d of data) n += d.byteLength;
+    const out = new Uint8Array(n);
+    n = 0;
+    for (const d of data) { out.set(d, n); n += d.byteLength; }
+    return out;
+  }
+  // A Blob could only be read asynchronously, which would reorder messages.
+  return null;
+}
+
+/** The tiny event emitter (browsers have no EventEmitter). */
+class Emitter {
+  constructor() { this._events = Object.create(null); }
+
+  on(event, listener) {
+    if (typeof listener !== 'function') {
+      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "listener" argument must be a function');
+    }
+    (this._events[event] || (this._events[event] = [])).push(listener);
+    return this;
+  }
+
+  off(event, listener) {
+    const list = this._events[event];
+    if (list) {
+      // The last one added goes first, as with Node's EventEmitter.
+      const i = list.lastIndexOf(listener);
+      if (i >= 0) list.splice(i, 1);
+    }
+    return this;
+  }
+
+  once(event, listener) {
+    if (typeof listener !== 'function') {
+      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "listener" argument must be a function');
+    }
+    const once = (...args) => { this.off(event, once); listener.apply(this, args); };
+    return this.on(event, once);
+  }
+
+  _emit(event, ...args) {
+    const list = this._events[event];
+    if (!list || list.length === 0) return false;
+    // A copy: a listener that adds or removes listeners affects the next emit only.
+    for (const fn of list.slice()) fn.apply(this, args);
+    return true;
+  }
+}
+
+/** The options' checks: every bad one throws at construction, not at the first reconnect. */
+function checkOptions(options) {
+  if (options === null || typeof options !== 'object') {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object');
+  }
+  const WS = options.WebSocket !== undefined ? options.WebSocket : globalThis.WebSocket;
+  if (typeof WS !== 'function') {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE',
+      'options.WebSocket must be a WebSocket constructor (e.g. the ws package) where there is no global WebSocket');
+  }
+  const backoff = options.backoff === undefined ? {} : options.backoff;
+  if (backoff === null || typeof backoff !== 'object') {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.backoff must be an object { min, max }');
+  }
+  const min = backoff.min === undefined ? 500 : backoff.min;
+  const max = backoff.max === undefined ? Math.max(30000, min) : backoff.max;
+  for (const [name, v] of [['min', min], ['max', max]]) {
+    if (typeof v !== 'number') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', `options.backoff.${name} must be a number (ms)`);
+    if (!(v >= 0 && v <= 2147483647)) throw argError(RangeError, 'ERR_OUT_OF_RANGE', `options.backoff.${name} must be >= 0 and <= 2147483647 (ms)`);
+  }
+  if (max < min) throw argError(RangeError, 'ERR_OUT_OF_RANGE', 'options.backoff.max must be >= options.backoff.min');
+  const random = options.random === undefined ? Math.random : options.random;
+  if (typeof random !== 'function') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.random must be a function');
+  const timers = options.timers === undefined ? {} : options.timers;
+  if (timers === null || typeof timers !== 'object') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.timers must be an object');
+  // Wrapped: a browser's setTimeout called as a method of another object
+  // throws "Illegal invocation".
+  const setT = timers.setTimeout || ((fn, ms) => setTimeout(fn, ms));
+  const clearT = timers.clearTimeout || ((t) => clearTimeout(t));
+  if (typeof setT !== 'function' || typeof clearT !== 'function') {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.timers.setTimeout and clearTimeout must be functions');
+  }
+  return { WS, min, max, random, setT, clearT };
+}
+
+/** Given positions ({ [topic]: { epoch, offset } }, as positions() returns them), checked, as a Map. */
+function readPositions(given) {
+  const out = new Map();
+  if (given === undefined || given === null) return out;
+  if (typeof given !== 'object') {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.positions must be an object { [topic]: { epoch, offset } }');
+  }
+  for (const [topic, p] of Object.entries(given)) {
+    if (topic === '') throw argError(TypeError, 'ERR_INVALID_ARG_VALUE', 'options.positions: a topic cannot be empty');
+    const offset = p && typeof p === 'object' ? toOffset(p.offset) : undefined;
+    if (!p || typeof p.epoch !== 'string' || !EPOCH.test(p.epoch) || offset === undefined) {
+      throw argError(TypeError, 'ERR_INVALID_ARG_VALUE',
+        `options.positions[${JSON.stringify(topic)}] must be { epoch: 16 hexadecimal characters, offset: an integer 0 to 2^53-1 }`);
+    }
+    out.set(topic, { epoch: p.epoch.toLowerCase(), offset });
+  }
+  return out;
+}
+
+/** The URL to open: http(s) turned into ws(s), relative URLs resolved against the page. */
+function baseUrl(url) {
+  if (typeof url !== 'string' && !(url && typeof url.href === 'string')) {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "url" argument must be a string or a URL');
+  }
+  let u;
+  try {
+    u = new URL(typeof url === 'string' ? url : url.href, globalThis.location ? globalThis.location.href : undefined);
+  } catch {
+    throw argError(TypeError, 'ERR_INVALID_URL', `Invalid URL: ${typeof url === 'string' ? url : url.href}`);
+  }
+  if (u.protocol === 'http:') u.protocol = 'ws:';
+  else if (u.protocol === 'https:') u.protocol = 'wss:';
+  if (u.protocol !== 'ws:' && u.protocol !== 'wss:') {
+    throw argError(TypeError, 'ERR_INVALID_URL', `The URL must be ws:, wss:, http: or https:, not ${u.protocol}`);
+  }
+  // A WebSocket URL has no fragment (browsers throw on one).
+  u.hash = '';
+  // The user's own query parameters are kept byte for byte; only sy.since,
+  // which is the client's, is taken out (it is added anew on each connect).
+  const own = u.search.slice(1).split('&').filter((kv) => {
+    if (kv === '') return false;
+    const name = kv.split('=', 1)[0].replace(/\+/g, ' ');
+    try { return decodeURIComponent(name) !== 'sy.since'; } catch { return true; }
+  });
+  u.search = '';
+  return { href: u.href, query: own.join('&') };
+}
+
+export class SymphonyClient extends Emitter {
+  /**
+   * @param {string|URL} url ws:, wss: (or http:, https:, or relative in a page)
+   * @param {object} [options] { WebSocket, backoff: { min, max }, random, timers, positions }
+   */
+  constructor(url, options = {}) {
+    super();
+    const o = checkOptions(options);
+    this._WS = o.WS;
+    this._min = o.min;
+    this._max = o.max;
+    this._random = o.random;
+    this._setT = o.setT;
+    this._clearT = o.clearT;
+    this._url = baseUrl(url);
+    /** topic -> { epoch, offset }: what positions() returns and sy.since sends. */
+    this._pos = readPositions(options.positions);
+    /** This connection's topic ids -> { topic, epoch } (ids do not outlive a connection). */
+    this._ids = new Map();
+    this._ws = null;
+    this._timer = null;
+    this._attempt = 0; // failed connections since the last open: the backoff's exponent
+    this._state = 'connecting';
+    this._v1 = false;
+    this._stats = { messages: 0, duplicates: 0, malformed: 0, unknown: 0, reconnects: 0 };
+    // Connecting in a microtask lets the caller add its listeners first (the
+    // first 'state' event); not a timer, so an injected timer sees only the
+    // backoff's delays.
+    queueMicrotask(() => { if (this._state === 'connecting' && this._ws === null) this._connect(); });
+  }
+
+  /** 'connecting' | 'open' | 'reconnecting' | 'closed' */
+  get state() { return this._state; }
+
+  /** The URL of the next (or current) connection: the given one with a sy.since per kept position. */
+  url() {
+    const since = new URLSearchParams();
+    let n = 0;
+    for (const [topic, p] of this._pos) {
+      if (n++ === MAX_SINCE) break;
+      since.append('sy.since', `${p.epoch}:${p.offset}:${topic}`);
+    }
+    const q = [this._url.query, since.toString()].filter(Boolean).join('&');
+    const href = this._url.href;
+    return q ? `${href}?${q}` : href;
+  }
+
+  /** The kept positions, a plain JSON-able object { [topic]: { epoch, offset } } (a copy). */
+  positions() {
+    return Object.fromEntries(Array.from(this._pos, ([topic, p]) => [topic, { epoch: p.epoch, offset: p.offset }]));
+  }
+
+  /** Counters (a copy): messages delivered, duplicates dropped, malformed and unknown frames ignored, reconnects. */
+  stats() { return { ...this._stats }; }
+
+  /** Sends data (string, ArrayBuffer, typed array, Blob) as is. False when not open (nothing is queued). */
+  send(data) {
+    const ws = this._ws;
+    if (!ws || this._state !== 'open') return false;
+    ws.send(data);
+    return true;
+  }
+
+  /** Closes for good: no reconnect after it. Emits state 'closed' at once; no event follows. */
+  close(code = 1000, reason = '') {
+    if (this._state === 'closed') return;
+    if (this._timer !== null) { this._clearT(this._timer); this._timer = null; }
+    const ws = this._ws;
+    this._ws = null;
+    this._ids.clear();
+    if (ws) {
+      // No-ops, not null: ws emits 'error' when a connecting socket is
+      // closed, and an 'error' without a listener would throw.
+      ws.onopen = ws.onmessage = ws.onclose = ws.onerror = noop;
+      try { ws.close(code, reason); } catch { ws.close(); }
+    }
+    this._setState('closed', {});
+  }
+
+  _setState(state, info) {
+    this._state = state;
+    this._emit('state', state, info);
+  }
+
+  /** An 'error' event; without a listener it is dropped (there is no caller to throw to). */
+  _error(code, message, extra) {
+    const err = new Error(message);
+    err.code = code;
+    if (extra) Object.assign(err, extra);
+    this._emit('error', err);
+  }
+
+  _connect() {
+    const url = this.url();
+    this._setState('connecting', { url, attempt: this._attempt });
+    if (this._state !== 'connecting') return; // closed by a listener
+    let ws;
+    try {
+      ws = new this._WS(url, [PROTOCOL]);
+    } catch (err) {
+      this._error('ERR_WEBSOCKET', `Cannot open a WebSocket: ${err && err.message}`, { cause: err });
+      this._retry(1006, '');
+      return;
+    }
+    this._ws = ws;
+    ws.binaryType = 'arraybuffer';
+    ws.onopen = () => {
+      this._attempt = 0;
+      this._v1 = ws.protocol === PROTOCOL;
+      this._setState('open', { protocol: ws.protocol, plain: !this._v1 });
+      if (!this._v1 && this._ws === ws) {
+        this._error('ERR_SUBPROTOCOL',
+          `The server did not choose ${PROTOCOL} (it chose ${JSON.stringify(ws.protocol || '')}): messages are bare payloads, without topics or positions`);
+      }
+    };
+    ws.onmessage = (ev) => this._frame(ev.data);
+    ws.onerror = (ev) => {
+      this._error('ERR_WEBSOCKET', (ev && ev.message) || 'WebSocket error', { event: ev });
+    };
+    ws.onclose = (ev) => {
+      if (this._ws !== ws) return;
+      this._ws = null;
+      this._ids.clear();
+      this._retry(ev ? ev.code : 1006, ev ? ev.reason : '');
+    };
+  }
+
+  _retry(code, reason) {
+    // Full jitter: random(0, min(max, min * 2^attempt)).
+    const cap = Math.min(this._max, this._min * Math.pow(2, this._attempt));
+    const delay = Math.floor(this._random() * cap);
+    this._attempt++;
+    this._stats.reconnects++;
+    this._setState('reconnecting', { delay, attempt: this._attempt, code, reason });
+    // A listener of that state may have closed the client.
+    if (this._state !== 'reconnecting') return;
+    this._timer = this._setT(() => { this._timer = null; this._connect(); }, delay);
+  }
+
+  /** One frame from the server: never throws for what is in it (a listener's own exception does propagate). */
+  _frame(raw) {
+    const text = typeof raw === 'string';
+    const data = text ? raw : toBytes(raw);
+    if (data === null) { this._stats.malformed++; return; }
+    if (!this._v1) {
+      this._stats.messages++;
+      this._emit('message', null, data, { offset: undefined, epoch: undefined });
+      return;
+    }
+    if (data.length === 0) { this._stats.malformed++; return; }
+    const kind = text ? data.charCodeAt(0) : data[0];
+    if (kind === 0x63 /* c */) { this._notice(text ? data.slice(1) : data.subarray(1)); return; }
+    if (kind !== 0x70 /* p */ && kind !== 0x64 /* d */) { this._stats.unknown++; return; }
+    const nl = text ? data.slice(0, MAX_HEADER).indexOf('\n') : data.subarray(0, MAX_HEADER).indexOf(0x0a);
+    if (nl < 0) { this._stats.malformed++; return; }
+    const payload = text ? data.slice(nl + 1) : data.subarray(nl + 1);
+    if (kind === 0x64) {
+      if (nl !== 1) { this._stats.malformed++; return; }
+      this._stats.messages++;
+      this._emit('message', null, payload, { offset: undefined, epoch: undefined });
+      return;
+    }
+    const head = text ? data.slice(1, nl) : String.fromCharCode.apply(null, data.subarray(1, nl));
+    const m = P_HEADER.exec(head);
+    const sub = m && this._ids.get(Number(m[1]));
+    if (!sub) { this._stats.malformed++; return; }
+    let offset;
+    if (m[2] !== undefined) {
+      offset = toOffset(m[2]);
+      if (offset === undefined) { this._stats.malformed++; return; }
+      if (sub.epoch !== undefined) {
+        const kept = this._pos.get(sub.topic);
+        // Cannot happen on one connection (docs/protocol.md); dropped so the
+        // application never sees a message twice.
+        if (kept && kept.epoch === sub.epoch && offset <= kept.offset) { this._stats.duplicates++; return; }
+        if (kept && kept.epoch === sub.epoch) kept.offset = offset;
+        else this._pos.set(sub.topic, { epoch: sub.epoch, offset });
+      }
+    }
+    this._stats.messages++;
+    this._emit('message', sub.topic, payload, { offset, epoch: offset === undefined ? undefined : sub.epoch });
+  }
+
+  _notice(body) {
+    let n;
+    try {
+      n = JSON.parse(typeof body === 'string' ? body : new TextDecoder().decode(body));
+    } catch {
+      this._stats.malformed++;
+      return;
+    }
+    if (n === null || typeof n !== 'object' || typeof n.type !== 'string') { this._stats.malformed++; return; }
+    const idOk = Number.isInteger(n.id) && n.id >= 0 && n.id <= 0xffffffff;
+    if (n.type === 'subscribed') {
+      if (typeof n.topic !== 'string' || n.topic === '' || !idOk) { this._stats.malformed++; return; }
+      const history = n.epoch !== undefined || n.offset !== undefined;
+      const offset = toOffset(n.offset);
+      if (history && (typeof n.epoch !== 'string' || !EPOCH.test(n.epoch) || offset === undefined)) {
+        this._stats.malformed++;
+        return;
+      }
+      const epoch = history ? n.epoch.toLowerCase() : undefined;
+      this._ids.set(n.id, { topic: n.topic, epoch });
+      const hasSince = n.since !== undefined;
+      const since = hasSince ? toOffset(n.since) : undefined;
+      if (!history) {
+        // No history, no position: one kept from before would only be
+        // answered no-history on every reconnect.
+        this._pos.delete(n.topic);
+      } else if (n.recovered === true && since !== undefined) {
+        // The replay (since + 1 .. offset) follows and brings the position
+        // to offset, message by message.
+        this._pos.set(n.topic, { epoch, offset: since });
+      } else {
+        this._pos.set(n.topic, { epoch, offset });
+      }
+      this._emit('subscribed', n.topic, { id: n.id, epoch, offset: history ? offset : undefined });
+      if (hasSince && this._state !== 'closed') {
+        this._emit('recovered', n.topic, n.recovered === true, {
+          reason: n.recovered === true ? undefined : (typeof n.reason === 'string' ? n.reason : undefined),
+          epoch,
+          offset: history ? offset : undefined,
+          since,
+        });
+      }
+      return;
+    }
+    if (n.type === 'unsubscribed') {
+      if (typeof n.topic !== 'string' || !idOk) { this._stats.malformed++; return; }
+      this._ids.delete(n.id);
+      // The client no longer follows the topic: its position is not sent
+      // again (kept ones would otherwise pile up towards the 1,024 limit).
+      this._pos.delete(n.topic);
+      this._emit('unsubscribed', n.topic);
+      return;
+    }
+    // A notice of a later version: ignored, as the protocol says.
+    this._stats.unknown++;
+  }
+}
+
+/** new SymphonyClient(url, options). */
+export function connect(url, options) {
+  return new SymphonyClient(url, options);
+}
