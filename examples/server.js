@@ -44,6 +44,9 @@ const sy = new Server({
   noServer: !tlsFiles,
   tls: tlsFiles ? readTls() : null,
   bus: redisUrl ? { url: redisUrl } : null,
+  // The last 100 messages of each topic (5 minutes at most): a client of
+  // symphony-ws/client that reconnects gets what it missed (README, "Nothing missed").
+  history: { size: 100, ttl: 300 },
   onUpgrade: (req) => {
     const topic = new URL(req.url, 'ws://x').searchParams.get('topic') || 'ticker';
     if (topic.length > 64) return { status: 400 };
