@@ -30,7 +30,7 @@ const { launch } = require('../helpers/chromium');
 const { mjsPath } = require('../../scripts/client-cjs');
 
 const RATE = 1000; // messages per second
-const CUTS = 25; // connections cut per chaos run (proxy cuts and terminates)
+const CUTS = 30; // connections cut per chaos run (proxy cuts and terminates)
 const CHAOS_MS = 9000; // a chaos run ends at CUTS cuts or after this long
 const T = { timeout: 30000 };
 const NOTE = 'symphony recovery test: a payload long enough to be compressed, and compressible: '
@@ -368,7 +368,8 @@ async function dump(proxy, feeds) {
     seen = `(could not read the page: ${err.message})`;
   }
   return `\nseed ${seed} (RECOVERY_SEED=${seed} to replay the choices)`
-    + `\npage saw: ${JSON.stringify(seen, null, 1)}`
+    + `\npage saw:${seen && typeof seen === 'object'
+      ? Object.entries(seen).map(([k, v]) => `\n  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('') : ` ${seen}`}`
     + `\npage console: ${tab.console.slice(-20).join('\n')}`
     + `\nproxy: ${proxy ? `${proxy.cuts} cuts; log: ${proxy.log.slice(-40).join('; ')}` : '-'}`
     + feeds.map((f, i) => `\nserver ${i}: ${f.log.opens.length} opens, recoveries ${JSON.stringify(f.log.recoveries.slice(-10))}, errors ${JSON.stringify(f.log.errors)}`).join('');
@@ -379,7 +380,10 @@ async function explained(proxy, feeds, body) {
   try {
     await body();
   } catch (err) {
-    err.message += await dump(proxy, feeds);
+    // In the stack too: the reporter prints an error by its stack.
+    const seen = await dump(proxy, feeds);
+    err.message += seen;
+    if (typeof err.stack === 'string') err.stack += `\n${seen}`;
     throw err;
   } finally {
     await tab.evaluate('window.client && window.client.close(), true').catch(() => {});
@@ -494,7 +498,7 @@ async function chaos({ compression }) {
   await feed.server.close();
 }
 
-test('cut, held and terminated ~25 times at 1,000 messages/s: every message once, in order, every resume recovered', T, async () => {
+test('cut, held and terminated ~30 times at 1,000 messages/s: every message once, in order, every resume recovered', T, async () => {
   await chaos({ compression: false });
 });
 
