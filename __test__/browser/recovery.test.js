@@ -419,10 +419,12 @@ async function chaos({ compression }) {
     let replayNext = false;
     while (proxy.cuts + terminates < CUTS && performance.now() - t0 < CHAOS_MS) {
       if (replayNext) {
-        // Cut as soon as the server has the connection: while its replay is on its way.
+        // Cut (or terminate) as soon as the server has the connection:
+        // while its replay is on its way.
         replayNext = false;
-        await nextOpen(feed);
-        proxy.cut();
+        const id = await nextOpen(feed);
+        if (random() < 0.5) proxy.cut();
+        else if (feed.server.terminate(id)) terminates++;
         continue;
       }
       const count = await tab.evaluate('S.seqs.length');
