@@ -42,12 +42,13 @@ static long decode(const char *s, size_t n, char *out, size_t cap) {
     return (long)o;
 }
 
-/* The query of target: after the first '?', up to a '#'. */
+/* The query of target: after the first '?', up to a '#'; none when the
+ * '?' is after a '#' (in the fragment). */
 static void query_of(const char *target, size_t len, size_t *start, size_t *end) {
-    const char *q = memchr(target, '?', len);
-    *start = q != NULL ? (size_t)(q - target) + 1 : len;
-    const char *h = memchr(target + *start, '#', len - *start);
+    const char *h = memchr(target, '#', len);
     *end = h != NULL ? (size_t)(h - target) : len;
+    const char *q = memchr(target, '?', *end);
+    *start = q != NULL ? (size_t)(q - target) + 1 : *end;
 }
 
 /* The next sy.since parameter's raw value from *pos (advanced past it):

@@ -17,9 +17,13 @@ static const char *const REASONS[SY_V1_REASONS] = {
 const char *sy_v1_reason_name(sy_v1_reason_t r) { return (unsigned)r < SY_V1_REASONS ? REASONS[r] : "unknown"; }
 
 size_t sy_v1_publish_header(char out[SY_V1_HEADER_MAX], uint32_t id, bool has_offset, uint64_t offset) {
-    int n = has_offset ? snprintf(out, SY_V1_HEADER_MAX, "p%u,%llu\n", (unsigned)id, (unsigned long long)offset)
-                       : snprintf(out, SY_V1_HEADER_MAX, "p%u\n", (unsigned)id);
-    return (size_t)n; /* fits: SY_V1_HEADER_MAX is the longest */
+    /* snprintf ends with a NUL: one byte more than the header, so that the
+     * longest one keeps its '\n'. */
+    char h[SY_V1_HEADER_MAX + 1];
+    int n = has_offset ? snprintf(h, sizeof(h), "p%u,%llu\n", (unsigned)id, (unsigned long long)offset)
+                       : snprintf(h, sizeof(h), "p%u\n", (unsigned)id);
+    memcpy(out, h, (size_t)n); /* fits: SY_V1_HEADER_MAX is the longest */
+    return (size_t)n;
 }
 
 /* A frame whose payload is pre[0..plen) then body[0..blen), one copy. */
