@@ -15,7 +15,7 @@
 #include "proto/sy_since.h"
 
 #define E_EPOCH "sy.since: the epoch must be 16 hexadecimal characters, then ':'"
-#define E_OFFSET "sy.since: the offset must be decimal digits, then ':'"
+#define E_OFFSET "sy.since: the offset must be 1 to 20 decimal digits, then ':'"
 #define E_OVER "sy.since: the offset is over 18446744073709551615"
 #define E_EMPTY "sy.since: the topic is empty"
 #define E_LONG_TOPIC "sy.since: the topic is over 1024 bytes"
@@ -224,7 +224,9 @@ static void test_errors(void) {
     EXPECT_CHECK("/?sy.since=" EP ":18446744073709551616:t", E_OVER);
     EXPECT_CHECK("/?sy.since=" EP ":18446744073709551620:t", E_OVER);
     EXPECT_CHECK("/?sy.since=" EP ":99999999999999999999:t", E_OVER);
-    EXPECT_CHECK("/?sy.since=" EP ":184467440737095516150:t", E_OVER);
+    EXPECT_CHECK("/?sy.since=" EP ":184467440737095516150:t", E_OFFSET); /* 21 digits */
+    EXPECT_CHECK("/?sy.since=" EP ":000000000000000000001:t", E_OFFSET); /* 21, even if only zeros lead */
+    EXPECT_CHECK("/?sy.since=" EP ":00000000000000000001:t", NULL);      /* 20 */
     /* The topic: empty, over 1024 bytes, not UTF-8 (raw or encoded). */
     EXPECT_CHECK("/?sy.since=" EP ":1:", E_EMPTY);
     EXPECT_CHECK("/?sy.since=" EP ":1%3A", E_EMPTY);

@@ -90,15 +90,15 @@ static const char *parse_value(const char *v, size_t n, sy_since_t *out) {
     size_t i = SY_SINCE_EPOCH_HEX + 1, digits = 0;
     uint64_t off = 0;
     for (; i < n && v[i] != ':'; i++, digits++) {
-        if (v[i] < '0' || v[i] > '9')
-            return "sy.since: the offset must be decimal digits, then ':'";
+        if (v[i] < '0' || v[i] > '9' || digits == 20)
+            return "sy.since: the offset must be 1 to 20 decimal digits, then ':'";
         uint64_t d = (uint64_t)(v[i] - '0');
         if (off > (UINT64_MAX - d) / 10)
             return "sy.since: the offset is over 18446744073709551615";
         off = off * 10 + d;
     }
     if (digits == 0 || i == n)
-        return "sy.since: the offset must be decimal digits, then ':'";
+        return "sy.since: the offset must be 1 to 20 decimal digits, then ':'";
     i++;
     if (i == n)
         return "sy.since: the topic is empty";

@@ -55,8 +55,9 @@ sy_refbuf_t *sy_v1_direct_frame(unsigned opcode, const void *payload, size_t len
 }
 
 /* Writes topic as a JSON string body (no quotes) into out (6 bytes per
- * input byte at most); bytes of invalid UTF-8 become U+FFFD. Returns the
- * length. */
+ * input byte at most). A topic that is not valid UTF-8 (none from JS is)
+ * has each of its bytes from 0x80 up written as U+FFFD: simpler than
+ * finding the invalid ones, and still valid JSON. Returns the length. */
 static size_t json_string(char *out, const char *s, size_t n) {
     bool valid = sy_utf8_is_valid((const uint8_t *)s, n);
     size_t o = 0;

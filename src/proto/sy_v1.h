@@ -12,7 +12,8 @@
  * Ownership: each builder copies what it is given and returns a new frame
  * with one reference, the caller's.
  *
- * Errors: the builders return NULL when out of memory.
+ * Errors: the builders return NULL when out of memory (the notices also
+ * for a topic over 1024 bytes, which no topic is).
  */
 #ifndef SY_V1_H
 #define SY_V1_H
