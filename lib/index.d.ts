@@ -324,6 +324,7 @@ export interface HistoryOptions {
 /** A client's position on a topic, as symphony.v1 clients send it (req.since, subscribe's since). */
 export interface Since {
   epoch: string;
+  /** A u64 on the wire: over 2^53 it is rounded (any such offset is past a topic's last: 'future'). */
   offset: number;
 }
 

@@ -739,11 +739,19 @@ class Server extends EventEmitter {
         if (typeof since.epoch !== 'string' || !/^[0-9a-fA-F]{16}$/.test(since.epoch)) {
           throw invalidArgValue('options.since.epoch', 'must be 16 hexadecimal characters', since.epoch);
         }
-        integer('options.since.offset', since.offset, 0, Number.MAX_SAFE_INTEGER);
+        // Up to 2^64, as req.since gives a client's offset (a u64 in the
+        // URL, a double here: over 2^53 it comes rounded, up to 2^64).
+        integer('options.since.offset', since.offset, 0, 2 ** 64);
       }
     }
     if (this.#state !== 'listening') return false;
-    if (since !== null) return binding.serverSubscribeSince(this.#handle, id, topic, since.epoch, since.offset);
+    if (since !== null) {
+      // Offsets over 2^53 - 1 are past any topic's last one (a topic does
+      // not publish 2^53 messages): the largest exact offset stands for
+      // them and gets the same answer, 'future'.
+      const offset = Math.min(since.offset, Number.MAX_SAFE_INTEGER);
+      return binding.serverSubscribeSince(this.#handle, id, topic, since.epoch, offset);
+    }
     return binding.serverSubscribe(this.#handle, id, topic);
   }
 

@@ -2,7 +2,9 @@
 // Run as a child process (a clean heap, no other test's servers freeing
 // memory meanwhile): symphony's own allocated bytes per parked connection,
 // with and without permessage-deflate negotiated, on one server with
-// compression on. Prints { plain, deflate, deflateConnections }.
+// compression on. Prints { plain, deflate, deflateConnections }. argv[2]:
+// more server options as JSON (e.g. '{"history":true}').
+const extra = process.argv[2] ? JSON.parse(process.argv[2]) : {};
 const WebSocket = require('ws');
 const { Server, allocator } = require('../..');
 
@@ -10,7 +12,7 @@ const live = () => { const s = allocator.stats(); return s.allocated - Math.max(
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 (async () => {
-  const server = new Server({ host: '127.0.0.1', port: 0, threads: 1, compression: true, reclaim: false });
+  const server = new Server({ host: '127.0.0.1', port: 0, threads: 1, compression: true, reclaim: false, ...extra });
   const { port } = await server.listen();
   let deflateConnections = 0;
   const perConnection = async (deflate, n = 200) => {

@@ -81,8 +81,11 @@ sy_history_t *sy_hist_of(sy_hist_t *g, sy_topic_t *t, bool create) {
 sy_err_t sy_hist_configure(sy_hist_t *g, sy_topic_t *t, uint32_t size, uint32_t ttl_s, int64_t now_ms) {
     sy_history_t *h = atomic_load_explicit(&t->hist, memory_order_relaxed);
     if (h == NULL) {
-        if (size == 0)
-            return 0; /* none, and none wanted */
+        /* None, and none wanted. With history by default, a history of size
+         * 0 is kept all the same: it is what tells the next publish not to
+         * make one with the defaults (sy_hist_of). */
+        if (size == 0 && !sy_hist_default_on(g))
+            return 0;
         if ((h = attach(g, t, size, ttl_s)) == NULL)
             return ENOMEM;
     }
