@@ -266,7 +266,7 @@ export interface ThreadStats {
   recoveryFailedFuture: number;
   /** Resumes that failed: the missed messages were over maxBackpressure. */
   recoveryFailedTooLarge: number;
-  /** Resumes that failed: the topic keeps no history. */
+  /** Resumes that failed: the topic keeps no history (or the connection is not symphony.v1). */
   recoveryFailedNoHistory: number;
   /** Resumes that failed: out of memory. */
   recoveryFailedMemory: number;

@@ -124,7 +124,7 @@
     X(recovery_too_large, "recoveryFailedTooLarge", SY_STAT_SUM, "symphony_recovery_failures_too_large_total", \
       "counter", 1, "Resumes that failed: the missed messages were over maxBackpressure.") \
     X(recovery_no_history, "recoveryFailedNoHistory", SY_STAT_SUM, "symphony_recovery_failures_no_history_total", \
-      "counter", 1, "Resumes that failed: the topic keeps no history.") \
+      "counter", 1, "Resumes that failed: the topic keeps no history (or the connection is not symphony.v1).") \
     X(recovery_memory, "recoveryFailedMemory", SY_STAT_SUM, "symphony_recovery_failures_memory_total", "counter", \
       1, "Resumes that failed: out of memory.")
 /* clang-format on */
