@@ -50,6 +50,40 @@ function step(name, cmd, args, env = {}, group = name) {
   console.log(`=== ${name}: ${ok ? 'ok' : `FAILED (${r.error ? r.error.message : `exit ${r.status ?? r.signal}`})`} in ${secs} s`);
 }
 
+/**
+ * Runs steps ([name, cmd, args, env, group]) at the same time, each with its
+ * output in a file printed whole when it ends (2 cores: a step that mostly
+ * waits on sockets and sanitizers leaves room for another). Resolves when
+ * all have ended.
+ */
+async function together(steps) {
+  const { spawn } = require('node:child_process');
+  const os = require('node:os');
+  const runs = steps.filter(([name, , , , group = name]) => want(group)).map(([name, cmd, args, env = {}]) => {
+    const started = Date.now();
+    const log = path.join(os.tmpdir(), `symphony-test-${process.pid}-${name}.log`);
+    const fd = fs.openSync(log, 'w');
+    console.log(`=== ${name}: ${cmd} ${args.join(' ')} (output below when it ends)`);
+    const child = spawn(cmd, args, { cwd: root, stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
+    return new Promise((resolve) => {
+      const done = (status, error) => {
+        fs.closeSync(fd);
+        const secs = ((Date.now() - started) / 1000).toFixed(1);
+        const ok = status === 0;
+        console.log(`\n=== ${name}:`);
+        process.stdout.write(fs.readFileSync(log));
+        fs.rmSync(log, { force: true });
+        results.push({ name, ok, secs });
+        console.log(`=== ${name}: ${ok ? 'ok' : `FAILED (${error ? error.message : `exit ${status}`})`} in ${secs} s`);
+        resolve();
+      };
+      child.on('error', (err) => done(null, err));
+      child.on('exit', (code, signal) => done(code ?? signal));
+    });
+  });
+  await Promise.all(runs);
+}
+
 /** True when file exists and was built after the last change to what it is built from. */
 function upToDate(file) {
   return file !== null && fs.existsSync(file) && fs.statSync(file).mtimeMs > newestSource();
@@ -122,24 +156,30 @@ if (want('tls') || want('c-valgrind')) {
     results.push({ name: err.message, ok: false, secs: '0' });
   }
 }
-// The types first: seconds, and nothing native needed.
-if (want('types')) step('types', process.execPath, [require.resolve('typescript/bin/tsc', { paths: [root] }), '-p', '__test__/types']);
-step('c', 'make', ['-s', '-C', '__test__/c', 'test']);
-if (opensslDir) step('c-valgrind', 'make', ['-s', '-C', '__test__/c', 'valgrind', `OPENSSL_DIR=${opensslDir}`]);
-if (opensslDir) step('tls', 'make', ['-s', '-C', '__test__/c', 'tls', `OPENSSL_DIR=${opensslDir}`]);
-if (fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile'))) {
-  step('fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke']);
-}
-const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot', '__test__/'];
-for (const allocator of ['jemalloc', 'system']) {
-  step(allocator, process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: allocator });
-  if (!testingBuilds[allocator]) continue;
-  step(`${allocator}-testing`, process.execPath, [...nodeTest.slice(0, -1), ...testingSuites],
-    { SYMPHONY_ALLOCATOR: allocator, SYMPHONY_NATIVE: testingBuilds[allocator] }, allocator);
-}
-// The benchmark runner's shape, once (it runs both allocator arms itself).
-step('bench-smoke', process.execPath, ['--test', '--test-reporter=dot', '__test__/bench-smoke.js']);
+(async () => {
+  // The types first: seconds, and nothing native needed.
+  if (want('types')) step('types', process.execPath, [require.resolve('typescript/bin/tsc', { paths: [root] }), '-p', '__test__/types']);
+  step('c', 'make', ['-s', '-C', '__test__/c', 'test']);
+  if (opensslDir) step('tls', 'make', ['-s', '-C', '__test__/c', 'tls', `OPENSSL_DIR=${opensslDir}`]);
+  // valgrind and the fuzzers each keep one core busy: side by side.
+  await together([
+    ...(opensslDir ? [['c-valgrind', 'make', ['-s', '-C', '__test__/c', 'valgrind', `OPENSSL_DIR=${opensslDir}`]]] : []),
+    ...(fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile')) ? [['fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke']]] : []),
+  ]);
+  // The suites against the two builds side by side: they wait on sockets
+  // and timers more than they compute, and every suite must pass on a busy
+  // machine anyway (docs/testing.md).
+  const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot', '__test__/'];
+  await together(['jemalloc', 'system'].map((allocator) => [allocator, process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: allocator }]));
+  for (const allocator of ['jemalloc', 'system']) {
+    if (!testingBuilds[allocator]) continue;
+    step(`${allocator}-testing`, process.execPath, [...nodeTest.slice(0, -1), ...testingSuites],
+      { SYMPHONY_ALLOCATOR: allocator, SYMPHONY_NATIVE: testingBuilds[allocator] }, allocator);
+  }
+  // The benchmark runner's shape, once (it runs both allocator arms itself).
+  step('bench-smoke', process.execPath, ['--test', '--test-reporter=dot', '__test__/bench-smoke.js']);
 
-console.log('\n=== summary');
-for (const r of results) console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name} (${r.secs} s)`);
-process.exit(results.every((r) => r.ok) ? 0 : 1);
+  console.log('\n=== summary');
+  for (const r of results) console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name} (${r.secs} s)`);
+  process.exit(results.every((r) => r.ok) ? 0 : 1);
+})();
