@@ -20,6 +20,7 @@ const { redisVersion } = require('./redis');
 const { fdLimits, fdCount } = require('./sample');
 const phases = require('./phases');
 const report = require('./report');
+const { writeHistory } = require('./history-report');
 const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
@@ -39,8 +40,8 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish (default: the first
-                         five; bus and publish are opt-in)
+  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history (default: the
+                         first five and history; bus and publish are opt-in)
   --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,
                          ws-deflate,ws-deflate-defaults,uws,uws-deflate,symphony-bus,
                          symphony-local,ws-redis,uws-redis (default: all; the soak runs the
@@ -96,6 +97,14 @@ Populations and timing:
   --publish-refine N     publish phase: bisections after the sweep's first failure (default 1)
   --publish-window S     publish phase: measured window per point (default 15; quick 3)
   --publish-p99 MS       publish phase: the latency bound of the capacity (default 50)
+  --history-clients N    history phase: symphony clients (default 10000; quick 1000), 10 topics
+  --history-peer-clients N  history phase: clients of the socket.io arm and of sy-history-peer
+                         (default 2000; quick 500)
+  --history-rate R       history phase: live msg/s per topic (default 10)
+  --history-outage-rate R  history phase: msg/s per topic while the clients are away (default 100)
+  --history-outage S     history phase: seconds the clients are away (default 5)
+  --history-size N       history phase: symphony's history size per topic (default 2000)
+  --history-window S     history phase: the live window (default 10; quick 4)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -647,6 +656,11 @@ async function main() {
   fs.writeFileSync(path.join(outDir, 'results.json'), `${JSON.stringify({ ...res, gates: out.gates, targets: out.targets, oddSummary: res.oddSummary,
     baselineComparison: out.baselineComparison }, null, 1)}\n`);
   log(`report: ${path.join(outDir, 'report.md')} (${fmt(meta.elapsedS / 60, 1)} min)`);
+  const historyTargets = writeHistory(outDir, res);
+  if (historyTargets) {
+    log(`history phase: ${path.join(outDir, 'summary.md')}, history.json, history.svg; its targets (reported, not gates):`);
+    for (const t of historyTargets) log(`  ${t.result.padEnd(7)} ${t.name}: ${t.value || '–'}`);
+  }
   if (out.baselineComparison.length) {
     log('this code vs the baseline (medians, min–max; not a gate):');
     for (const c of out.baselineComparison) {
@@ -673,6 +687,7 @@ function rebuild(dir) {
   const out = report.build(res);
   fs.writeFileSync(path.join(dir, 'report.md'), out.md);
   for (const [name, svg] of Object.entries(out.charts)) fs.writeFileSync(path.join(dir, name), svg);
+  writeHistory(dir, res);
   process.stderr.write(`bench: rebuilt ${path.join(dir, 'report.md')} and ${Object.keys(out.charts).length} charts\n`);
   for (const g of out.gates) process.stderr.write(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}\n`);
   return 0;
