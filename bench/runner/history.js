@@ -244,6 +244,9 @@ async function history(ctx, arm, repeat) {
       const W = td - tr;
       const cpu = pd.cpuS - pr.cpuS;
       const above = cpu - live.serverCores * W;
+      // the live deliveries made in the window (clients' count minus the replayed), at the live window's CPU per message
+      const liveInWindow = Math.max(0, st.msgs - cut.msgs - replayed);
+      const beyondLive = cpu - (live.cpuUsPerMsg / 1e6) * liveInWindow;
       const handshakes = cpuPerConn * n;
       // 5. a steady tail, then the checks
       mark(`tail: ${c.tail} s live`);
@@ -275,6 +278,10 @@ async function history(ctx, arm, repeat) {
         cpuUsPerReplayedRaw: replayed ? (cpu / replayed) * 1e6 : null,
         cpuUsPerReplayed: replayed ? (above / replayed) * 1e6 : null,
         cpuUsPerReplayedNoHandshakes: replayed ? ((above - handshakes) / replayed) * 1e6 : null,
+        liveInWindow,
+        cpuBeyondLiveS: beyondLive,
+        cpuUsPerReplayedBeyondLive: replayed ? (beyondLive / replayed) * 1e6 : null,
+        cpuUsPerReplayedBeyondLiveNoHandshakes: replayed ? ((beyondLive - handshakes) / replayed) * 1e6 : null,
         clientCores: (cld - clr) / W,
         peakRssInWindowKiB: peakKiB,
         rssBeforeCutKiB: live.rssKiB,
