@@ -163,6 +163,56 @@ const BUILTIN = {
     bus: 'relay',
     phases: ['bus'],
   },
+  // The history phase (issue 23): a reconnect storm, bench/servers/history-server.js
+  // with its own clients (bench/runner/history-client.js). Only the history phase runs them.
+  'sy-history': {
+    name: 'sy-history',
+    what: 'default build, history { size, ttl }, symphony.v1 clients (ws) resuming with sy.since; also the memory fill',
+    script: path.join(SERVERS, 'history-server.js'),
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    impl: 'symphony',
+    history: true,
+    fill: true,
+    phases: ['history'],
+  },
+  'sy-nohistory': {
+    name: 'sy-nohistory',
+    what: 'default build, history off, the same symphony.v1 clients live (no storm): live CPU with history off',
+    script: path.join(SERVERS, 'history-server.js'),
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    impl: 'symphony',
+    history: false,
+    storm: false,
+    phases: ['history'],
+  },
+  'sy-history-peer': {
+    name: 'sy-history-peer',
+    what: 'sy-history at the socket.io arm\'s population (the CPU-per-replayed comparison)',
+    script: path.join(SERVERS, 'history-server.js'),
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    impl: 'symphony',
+    history: true,
+    peer: true,
+    phases: ['history'],
+  },
+  socketio: {
+    name: 'socketio',
+    what: 'socket.io 4.8 (websocket transport), connectionStateRecovery { maxDisconnectionDuration: 60000 }, socket.io-client 4.8 clients',
+    script: path.join(SERVERS, 'history-server.js'),
+    gate: 'none',
+    env: {},
+    allocator: null,
+    impl: 'socketio',
+    history: true,
+    peer: true,
+    phases: ['history'],
+  },
   'uws-deflate': {
     name: 'uws-deflate',
     what: 'uWebSockets.js pub/sub, compression SHARED_COMPRESSOR (no threshold; peer)',
@@ -178,7 +228,7 @@ const BUILTIN = {
 
 const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'ws-tls',
   'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'uws', 'uws-deflate',
-  'symphony-bus', 'symphony-local', 'ws-redis', 'uws-redis'];
+  'symphony-bus', 'symphony-local', 'ws-redis', 'uws-redis', 'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio'];
 
 /** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak
  * arms), handshakes (TLS arms), json (json arms) and publish (publish arms). */

@@ -20,14 +20,17 @@ const { redisVersion } = require('./redis');
 const { fdLimits, fdCount } = require('./sample');
 const phases = require('./phases');
 const report = require('./report');
+const { writeHistory } = require('./history-report');
 const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish'];
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history'];
 // bus (issue 12: several processes over Redis) and publish (issue 14:
 // publish-heavy, N topics x 1 subscriber, with a capacity sweep) are opt-in:
 // --phases bus, --phases publish
-const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json'];
+// history (issue 23: a reconnect storm with recovery, against socket.io) is in
+// the default run.
+const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'history'];
 
 const USAGE = `usage: node bench/runner/run.js [options]        (npm run bench -- [options])
 
@@ -37,8 +40,8 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish (default: the first
-                         five; bus and publish are opt-in)
+  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history (default: the
+                         first five and history; bus and publish are opt-in)
   --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,
                          ws-deflate,ws-deflate-defaults,uws,uws-deflate,symphony-bus,
                          symphony-local,ws-redis,uws-redis (default: all; the soak runs the
@@ -94,6 +97,14 @@ Populations and timing:
   --publish-refine N     publish phase: bisections after the sweep's first failure (default 1)
   --publish-window S     publish phase: measured window per point (default 15; quick 3)
   --publish-p99 MS       publish phase: the latency bound of the capacity (default 50)
+  --history-clients N    history phase: symphony clients (default 10000; quick 1000), 10 topics
+  --history-peer-clients N  history phase: clients of the socket.io arm and of sy-history-peer
+                         (default 2000; quick 500)
+  --history-rate R       history phase: live msg/s per topic (default 10)
+  --history-outage-rate R  history phase: msg/s per topic while the clients are away (default 100)
+  --history-outage S     history phase: seconds the clients are away (default 5)
+  --history-size N       history phase: symphony's history size per topic (default 2000)
+  --history-window S     history phase: the live window (default 10; quick 4)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -130,7 +141,8 @@ function parseArgs(argv) {
     'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'name', 'rebuild',
     'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
     'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
-    'publish-refine', 'publish-window', 'publish-p99']);
+    'publish-refine', 'publish-window', 'publish-p99', 'history-clients', 'history-peer-clients', 'history-rate', 'history-outage-rate',
+    'history-outage', 'history-size', 'history-window']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
@@ -174,6 +186,8 @@ function preset(name) {
         parked: 1, settle: 1, window: 5, outage: 1, resubBound: 10, afterRestart: 3, redisServer: 'redis-server' },
       publish: { connections: 1000, topics: 1000, size: 256, points: [5000, 10000], sweep: [5000, 10000], refine: 0,
         warmup: 1, settle: 1, window: 3, ramp: 5000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
+      history: { clients: 1000, peerClients: 500, topics: 10, rate: 10, outageRate: 100, outage: 5, size: 2000, ttl: 60, payload: 80,
+        settle: 2, window: 4, resumeBound: 120, tail: 2, pending: 200, freshMs: 250, fillTopics: 10, fillPerTopic: 10000 },
       measure: 1,
     };
   }
@@ -192,6 +206,10 @@ function preset(name) {
     publish: { connections: 10000, topics: 10000, size: 256, points: [50000, 100000],
       sweep: [50000, 60000, 70000, 80000, 90000, 100000, 115000, 130000, 150000], refine: 1,
       warmup: 3, settle: 3, window: 15, ramp: 2000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
+    // issue 23: 10 topics; live `rate`/s per topic (1M deliveries/s, the issue's 100/s x 10,000, is past 2 vCPUs);
+    // the outage at 100/s per topic for 5 s: ~500 missed per client; socket.io at `peerClients`
+    history: { clients: 10000, peerClients: 2000, topics: 10, rate: 10, outageRate: 100, outage: 5, size: 2000, ttl: 60, payload: 80,
+      settle: 3, window: 10, resumeBound: 240, tail: 3, pending: 200, freshMs: 250, fillTopics: 100, fillPerTopic: 5000 },
     measure: 2,
   };
 }
@@ -402,6 +420,13 @@ async function main() {
   cfg.publish.refine = int(o, 'publish-refine', 0, 10) ?? cfg.publish.refine;
   cfg.publish.window = num(o, 'publish-window', 1, 3600) ?? cfg.publish.window;
   cfg.publish.p99BoundMs = num(o, 'publish-p99', 0.1, 1e5) ?? cfg.publish.p99BoundMs;
+  cfg.history.clients = int(o, 'history-clients', 10, 1e6) ?? cfg.history.clients;
+  cfg.history.peerClients = int(o, 'history-peer-clients', 10, 1e6) ?? cfg.history.peerClients;
+  cfg.history.rate = num(o, 'history-rate', 0.1, 1e5) ?? cfg.history.rate;
+  cfg.history.outageRate = num(o, 'history-outage-rate', 0.1, 1e5) ?? cfg.history.outageRate;
+  cfg.history.outage = num(o, 'history-outage', 0.5, 55) ?? cfg.history.outage;
+  cfg.history.size = int(o, 'history-size', 600, 1e7) ?? cfg.history.size;
+  cfg.history.window = num(o, 'history-window', 1, 3600) ?? cfg.history.window;
   const ramp = num(o, 'ramp', 1, 1e6);
   if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = cfg.publish.ramp = ramp;
   cfg.cpu.rampTrafficOff = true; // the cpu phase ramps with the traffic gate off
@@ -425,7 +450,7 @@ async function main() {
   const noPin = { server: null, loadgen: null, n: nproc };
   const cpuPin = o.cpus === 'none' ? noPin : pinAll || (taskset && nproc >= 2
     ? { server: '0', loadgen: Array.from({ length: nproc - 1 }, (_, i) => i + 1).join(','), n: 1 } : noPin);
-  const pinFor = (phase) => (phase === 'cpu' || phase === 'json' || phase === 'publish' ? cpuPin : pinAll || noPin);
+  const pinFor = (phase) => (phase === 'cpu' || phase === 'json' || phase === 'publish' || phase === 'history' ? cpuPin : pinAll || noPin);
   // The bus phase: Redis and the redis npm client, checked before anything runs.
   const busArms = phaseList.includes('bus') ? arms.filter((a) => phasesOf(a).includes('bus')) : [];
   let redis = null;
@@ -467,7 +492,8 @@ async function main() {
 
   // Populations: what the server's open-file limit allows. (A baseline arm
   // is started once too: a checkout that cannot serve fails here, not later.)
-  const probeArm = arms.find((a) => a.allocator) || arms[0];
+  // (the history phase's arms run another script: the probe is the default build's fanout-server.js)
+  const probeArm = arms.find((a) => a.allocator && !a.impl) || arms.find((a) => !a.impl) || BUILTIN.jemalloc;
   const probe = await probeServer(probeArm);
   const baseArm = arms.find((a) => a.root);
   if (baseArm && baseArm !== probeArm) await probeServer(baseArm);
@@ -595,7 +621,7 @@ async function main() {
   const runs = [];
   const tStart = now();
   const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json, bus: phases.bus,
-    publish: phases.publish };
+    publish: phases.publish, history: require('./history').history };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
     const phaseArms = arms.filter((a) => phasesOf(a).includes(phase));
@@ -630,6 +656,11 @@ async function main() {
   fs.writeFileSync(path.join(outDir, 'results.json'), `${JSON.stringify({ ...res, gates: out.gates, targets: out.targets, oddSummary: res.oddSummary,
     baselineComparison: out.baselineComparison }, null, 1)}\n`);
   log(`report: ${path.join(outDir, 'report.md')} (${fmt(meta.elapsedS / 60, 1)} min)`);
+  const historyTargets = writeHistory(outDir, res);
+  if (historyTargets) {
+    log(`history phase: ${path.join(outDir, 'summary.md')}, history.json, history.svg; its targets (reported, not gates):`);
+    for (const t of historyTargets) log(`  ${t.result.padEnd(7)} ${t.name}: ${t.value || '–'}`);
+  }
   if (out.baselineComparison.length) {
     log('this code vs the baseline (medians, min–max; not a gate):');
     for (const c of out.baselineComparison) {
@@ -656,6 +687,7 @@ function rebuild(dir) {
   const out = report.build(res);
   fs.writeFileSync(path.join(dir, 'report.md'), out.md);
   for (const [name, svg] of Object.entries(out.charts)) fs.writeFileSync(path.join(dir, name), svg);
+  writeHistory(dir, res);
   process.stderr.write(`bench: rebuilt ${path.join(dir, 'report.md')} and ${Object.keys(out.charts).length} charts\n`);
   for (const g of out.gates) process.stderr.write(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}\n`);
   return 0;
@@ -689,6 +721,13 @@ function brief(phase, f) {
     return `${k(f.connections)} topics × 1: ${f.windows.map((w) => `${k(w.rate / 1000)}k/s ${k(w.deliveredPct, 1)}%, ${k(w.cpuSPer1M, 2)} CPU-s/1M, `
       + `p50/p99 ${k(w.p50Ms, 1)}/${k(w.p99Ms, 1)} ms${w.pass ? '' : ' ✗'}`).join('; ')}`
       + `; capacity (p99 ≤ ${k(f.p99BoundMs)} ms) ${cap.rate === null ? '–' : `${cap.bound === 'atLeast' ? '≥ ' : cap.bound === 'below' ? '< ' : ''}${k(cap.rate)}/s`}`;
+  }
+  if (phase === 'history') {
+    const st = f.storm;
+    return `${k(f.clients)} clients: live ${k(f.live.msgsPerS)} msg/s (${k(f.live.deliveredPct, 1)}%), ${k(f.live.cpuUsPerMsg, 2)} µs CPU/msg`
+      + (st ? `; storm: ${k(st.replayed)} replayed, all live in ${k(st.allLiveS, 2)} s, ${k(st.cpuUsPerReplayed, 2)} µs CPU/replayed above baseline`
+        + ` (raw ${k(st.cpuUsPerReplayedRaw, 2)}), gaps ${k(st.gaps + st.offsetGaps)}, dups ${k(st.dups + st.offsetDups)}, not recovered ${k(st.notRecovered)}, peak RSS ${k(f.peakRssKiB / 1024, 1)} MiB` : '')
+      + (f.memory ? `; memory: frame ${k(f.memory.frameBytes, 1)} B, allocator ${k(f.memory.allocatorBytesPerMsg, 1)} B/msg, RSS ${k(f.memory.rssBytesPerMsg, 1)} B/msg` : '');
   }
   if (phase === 'soak') {
     return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;
