@@ -283,7 +283,7 @@ export interface ServerStats extends ThreadStats {
   topics: number;
   /** Messages topics' history keeps now (all topics). */
   historyMessages: number;
-  /** Their bytes: the frames plus 96 per message (what history.maxBytes caps). */
+  /** Their bytes: the frames plus 64 per message (what history.maxBytes caps). */
   historyBytes: number;
   threads: IoThreadStats[];
   /** The bus' counters; null without a bus. */

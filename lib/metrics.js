@@ -69,7 +69,7 @@ function exposition(stats, labels = {}) {
     }
     family(lines, 'symphony_topics', 'gauge', 'Topics with at least one subscriber or pending publish.', [[labels, stats.topics]]);
     family(lines, 'symphony_history_messages', 'gauge', "Messages kept in topics' history.", [[labels, stats.historyMessages]]);
-    family(lines, 'symphony_history_bytes', 'gauge', "Bytes of topics' history (frames plus 96 per message).", [[labels, stats.historyBytes]]);
+    family(lines, 'symphony_history_bytes', 'gauge', "Bytes of topics' history (frames plus 64 per message).", [[labels, stats.historyBytes]]);
     if (stats.bus) {
       family(lines, 'symphony_bus_up', 'gauge', 'Whether the bus is up (1) or not (0).', [[labels, stats.bus.state === 'up' ? 1 : 0]]);
       for (const { name, metric, type, help } of busStatFields) family(lines, metric, type, help, [[labels, stats.bus[name]]]);

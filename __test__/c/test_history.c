@@ -572,10 +572,64 @@ static void test_teardown(void) {
     sy_history_free(NULL);
 }
 
+/* max_bytes over many topics, against a model: after every publish the
+ * messages kept are the newest that fit, whichever topics they belong to
+ * (the heap of histories keeps the oldest of all on top), and every
+ * topic's kept messages are its newest, contiguous. */
+static void test_max_bytes_many(void) {
+    enum { TOPICS = 37, PUBLISHES = 3000, CAP = 40 };
+    sy_topics_t r;
+    sy_hist_t g;
+    const size_t e = 64 + OVER;
+    CHECK_EQ(sy_topics_init(&r, 1), 0);
+    CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 1000, .max_bytes = CAP * e}), 0);
+    sy_topic_t *t[TOPICS];
+    sy_history_t *h[TOPICS];
+    for (int i = 0; i < TOPICS; i++) {
+        char name[16];
+        int n = snprintf(name, sizeof(name), "t%d", i);
+        t[i] = sy_topic_acquire(&r, name, (size_t)n, true);
+        h[i] = t[i] != NULL ? hist_of(&g, t[i], true) : NULL;
+        CHECK(h[i] != NULL);
+        if (h[i] == NULL)
+            return;
+    }
+    /* The model: which topic each publish went to, in order. */
+    static int owner[PUBLISHES];
+    uint32_t rng = 12345;
+    for (int k = 0; k < PUBLISHES; k++) {
+        rng = rng * 1103515245u + 12345u;
+        int i = (int)((rng >> 16) % (k < PUBLISHES / 2 ? TOPICS : 3)); /* then a few busy topics */
+        owner[k] = i;
+        publish(&g, h[i], 64, k);
+        /* The newest CAP publishes are kept, no others. */
+        int first = k + 1 > CAP ? k + 1 - CAP : 0;
+        uint32_t want[TOPICS] = {0};
+        for (int j = first; j <= k; j++)
+            want[owner[j]]++;
+        for (int i2 = 0; i2 < TOPICS; i2++)
+            if (h[i2]->count != want[i2]) {
+                CHECK_EQU(h[i2]->count, want[i2]);
+                k = PUBLISHES;
+                break;
+            }
+    }
+    CHECK_TOTALS(&g, CAP, CAP * e);
+    for (int i = 0; i < TOPICS; i++)
+        if (h[i]->count > 0)
+            CHECK_REPLAY(&g, h[i], h[i]->first - 1, h[i]->last);
+    for (int i = 0; i < TOPICS; i++)
+        sy_topic_release(&r, t[i]);
+    sy_hist_sweep(&g, &r, 0); /* the ones that still keep messages stay (no ttl) */
+    sy_topics_destroy(&r);
+    sy_hist_destroy(&g);
+}
+
 int main(void) {
     test_offsets_and_size();
     test_ttl_and_sweep();
     test_max_bytes();
+    test_max_bytes_many();
     test_hole();
     test_reasons();
     test_configure();

@@ -15,7 +15,7 @@ test.afterEach(closeAll);
 // What symphony holds: allocated minus jemalloc's thread caches (as
 // __test__/memory/leak.test.js reads it).
 const held = () => { const a = allocator.stats(); return a.allocated - a.cached; };
-const ENTRY = 96; // bytes counted per kept message besides its frame
+const ENTRY = 64; // bytes counted per kept message besides its frame (SY_HIST_ENTRY_OVERHEAD)
 
 test('maxBytes bounds all topics together, the oldest going first whatever their topic; size bounds each', async () => {
   const maxBytes = 256 * 1024;
@@ -36,7 +36,7 @@ test('maxBytes bounds all topics together, the oldest going first whatever their
   const s = server.stats();
   assert.ok(s.historyBytes <= maxBytes && s.historyBytes > maxBytes - (payload.length + 200 + ENTRY),
     `historyBytes ${s.historyBytes}: full up to one message`);
-  // Each counted as its frame (header + payload) plus 96.
+  // Each counted as its frame (header + payload) plus 64.
   const per = s.historyBytes / s.historyMessages;
   assert.ok(per > payload.length + ENTRY && per < payload.length + ENTRY + 32, `${per} bytes per message`);
   // The oldest went first: t0 (published first) lost everything; t9 keeps its last ones.

@@ -101,7 +101,7 @@ function analyse(res) {
       return { name: 'history memory per kept message ≤ frame + 64 B (allocator bytes; RSS beside it)',
         ratio: ratio(memory.allocatorBytesPerMsg.median, memory.frameBytes.median + 64),
         value: `frame ${fmt(memory.frameBytes.median, 1)} B; allocator ${fmt(memory.allocatorBytesPerMsg.median, 1)} B/msg = frame + ${fmt(over, 1)} B; `
-          + `RSS ${fmt(memory.rssBytesPerMsg.median, 1)} B/msg = frame + ${fmt(memory.overheadRssB.median, 1)} B; historyBytes counts frame + 96`,
+          + `RSS ${fmt(memory.rssBytesPerMsg.median, 1)} B/msg = frame + ${fmt(memory.overheadRssB.median, 1)} B; historyBytes counts frame + 64`,
         result: finite(over) ? (over <= 64 ? 'MET' : 'NOT MET') : 'n/a' };
     })(),
     (() => {
@@ -158,7 +158,7 @@ function markdown(res, h) {
   L.push('- Caught up: the client has every sequence number up to the live edge at the reconnect command. Live: caught up, then a message published < '
     + `${c.freshMs} ms before it arrived. Gaps/duplicates: per client, the payload's sequence numbers (and symphony.v1 offsets) must be consecutive across the cut.`);
   L.push('- Memory: server.topic(name, { history: { size: N, ttl: 0 } }) × T, N publishes each, no subscriber; symphony allocator stats().allocated (jemalloc, '
-    + 'size-class rounded) and process RSS before/after; the frame is historyBytes / messages − 96.');
+    + 'size-class rounded) and process RSS before/after; the frame is historyBytes / messages − 64.');
   L.push('', 'Figures per run: results.json / history.json. Files: history-server.js (bench/servers), history.js and history-client.js (bench/runner).', '');
   return L.join('\n');
 }

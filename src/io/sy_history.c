@@ -11,8 +11,7 @@
 struct sy_hist_entry {
     sy_refbuf_t *frame; /* one reference */
     int64_t at_ms;
-    sy_hist_entry_t *prev, *next; /* the server-wide list, oldest first */
-    sy_history_t *owner;
+    uint64_t seq; /* the server's count of kept messages when it was kept: the cap's order */
 };
 
 sy_err_t sy_hist_init(sy_hist_t *g, const sy_hist_conf_t *conf) {
@@ -21,31 +20,96 @@ sy_err_t sy_hist_init(sy_hist_t *g, const sy_hist_conf_t *conf) {
     return pthread_mutex_init(&g->lock, NULL);
 }
 
-void sy_hist_destroy(sy_hist_t *g) { pthread_mutex_destroy(&g->lock); }
+void sy_hist_destroy(sy_hist_t *g) {
+    sy_free(g->heap);
+    g->heap = NULL;
+    pthread_mutex_destroy(&g->lock);
+}
 
 void sy_hist_lock(sy_hist_t *g) { pthread_mutex_lock(&g->lock); }
 void sy_hist_unlock(sy_hist_t *g) { pthread_mutex_unlock(&g->lock); }
 
 static size_t entry_bytes(const sy_hist_entry_t *e) { return e->frame->len + SY_HIST_ENTRY_OVERHEAD; }
 
+/* ---- the heap of histories that keep messages, oldest message first ---- */
+
+static uint64_t key(const sy_history_t *h) { return h->ring[h->head].seq; }
+
+static void heap_set(sy_hist_t *g, uint32_t i, sy_history_t *h) {
+    g->heap[i] = h;
+    h->heap_at = i;
+}
+
+static void sift_up(sy_hist_t *g, uint32_t i) {
+    sy_history_t *h = g->heap[i];
+    while (i > 0 && key(g->heap[(i - 1) / 2]) > key(h)) {
+        heap_set(g, i, g->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(g, i, h);
+}
+
+static void sift_down(sy_hist_t *g, uint32_t i) {
+    sy_history_t *h = g->heap[i];
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= g->nheap)
+            break;
+        if (c + 1 < g->nheap && key(g->heap[c + 1]) < key(g->heap[c]))
+            c++;
+        if (key(g->heap[c]) >= key(h))
+            break;
+        heap_set(g, i, g->heap[c]);
+        i = c;
+    }
+    heap_set(g, i, h);
+}
+
+/* Room in the heap for one more history. False when out of memory. */
+static bool heap_add_room(sy_hist_t *g) {
+    uint32_t cap = g->heap_cap ? g->heap_cap * 2 : 16;
+    sy_history_t **a = sy_realloc(g->heap, (size_t)cap * sizeof(*a));
+    if (a == NULL)
+        return false;
+    g->heap = a;
+    g->heap_cap = cap;
+    return true;
+}
+
+/* h has just kept its first message: into the heap (room made before). */
+static bool heap_add(sy_hist_t *g, sy_history_t *h) {
+    if (g->nheap == g->heap_cap && !heap_add_room(g))
+        return false;
+    g->heap[g->nheap] = h;
+    h->heap_at = g->nheap++;
+    sift_up(g, h->heap_at);
+    return true;
+}
+
+/* h keeps nothing any more: out of the heap. */
+static void heap_remove(sy_hist_t *g, sy_history_t *h) {
+    uint32_t i = h->heap_at;
+    sy_history_t *last = g->heap[--g->nheap];
+    if (i < g->nheap) {
+        heap_set(g, i, last);
+        sift_down(g, i);
+        sift_up(g, last->heap_at);
+    }
+}
+
 /* Drops h's oldest entry. */
 static void drop_oldest(sy_hist_t *g, sy_history_t *h) {
-    sy_hist_entry_t *e = h->ring[h->head];
-    h->head = (h->head + 1) % h->cap;
-    h->count--;
-    h->first++;
-    if (e->prev != NULL)
-        e->prev->next = e->next;
-    else
-        g->oldest = e->next;
-    if (e->next != NULL)
-        e->next->prev = e->prev;
-    else
-        g->newest = e->prev;
+    sy_hist_entry_t *e = &h->ring[h->head];
     g->bytes -= entry_bytes(e);
     g->count--;
     sy_refbuf_release(e->frame);
-    sy_free(e);
+    h->head = (h->head + 1) % h->cap;
+    h->count--;
+    h->first++;
+    if (h->count == 0)
+        heap_remove(g, h);
+    else
+        sift_down(g, h->heap_at); /* its oldest is newer now */
 }
 
 /* Drops every entry of h that size or ttl no longer allow. */
@@ -53,7 +117,7 @@ static void trim(sy_hist_t *g, sy_history_t *h, int64_t now_ms) {
     while (h->count > h->size)
         drop_oldest(g, h);
     if (h->ttl_s > 0)
-        while (h->count > 0 && h->ring[h->head]->at_ms <= now_ms - (int64_t)h->ttl_s * 1000)
+        while (h->count > 0 && h->ring[h->head].at_ms <= now_ms - (int64_t)h->ttl_s * 1000)
             drop_oldest(g, h);
 }
 
@@ -104,7 +168,7 @@ static bool ring_room(sy_history_t *h) {
         cap = h->size;
     if (cap <= h->count)
         return false;
-    sy_hist_entry_t **ring = sy_malloc((size_t)cap * sizeof(*ring));
+    sy_hist_entry_t *ring = sy_malloc((size_t)cap * sizeof(*ring));
     if (ring == NULL)
         return false;
     for (uint32_t i = 0; i < h->count; i++)
@@ -131,35 +195,27 @@ bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t n
     }
     if (h->count == h->size && h->size > 0)
         drop_oldest(g, h); /* makes room (size already reached) */
-    sy_hist_entry_t *e = sy_malloc(sizeof(*e));
-    if (e == NULL || !ring_room(h)) {
-        sy_free(e);
+    if (!ring_room(h) || (h->count == 0 && g->nheap == g->heap_cap && !heap_add_room(g))) {
         empty(g, h);
         return false;
     }
     sy_refbuf_ref(frame, 1);
-    *e = (sy_hist_entry_t){.frame = frame, .at_ms = now_ms, .prev = g->newest, .owner = h};
-    if (g->newest != NULL)
-        g->newest->next = e;
-    else
-        g->oldest = e;
-    g->newest = e;
-    g->bytes += entry_bytes(e);
-    g->count++;
     if (h->count == 0)
         h->first = h->last;
-    h->ring[(h->head + h->count) % h->cap] = e;
+    h->ring[(h->head + h->count) % h->cap] = (sy_hist_entry_t){.frame = frame, .at_ms = now_ms, .seq = ++g->seq};
     h->count++;
+    g->bytes += entry_bytes(&h->ring[(h->head + h->count - 1) % h->cap]);
+    g->count++;
+    if (h->count == 1)
+        (void)heap_add(g, h); /* room made above */
     if (!h->holds_ref) {
         sy_topic_ref(h->topic);
         h->holds_ref = true;
     }
     trim(g, h, now_ms);
     /* The server-wide cap: the oldest go first, whichever topic. */
-    while (g->conf.max_bytes > 0 && g->bytes > g->conf.max_bytes && g->oldest != NULL) {
-        sy_history_t *o = g->oldest->owner;
-        drop_oldest(g, o);
-    }
+    while (g->conf.max_bytes > 0 && g->bytes > g->conf.max_bytes && g->nheap > 0)
+        drop_oldest(g, g->heap[0]);
     return true;
 }
 
@@ -185,7 +241,7 @@ sy_v1_reason_t sy_hist_replay(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uin
     size_t bytes = 0;
     uint32_t at = (uint32_t)(since + 1 - h->first);
     for (uint64_t i = 0; i < want; i++) {
-        bytes += h->ring[(h->head + at + i) % h->cap]->frame->len;
+        bytes += h->ring[(h->head + at + i) % h->cap].frame->len;
         if (bytes > budget)
             return SY_V1_TOO_LARGE;
     }
@@ -193,7 +249,7 @@ sy_v1_reason_t sy_hist_replay(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uin
     if (out == NULL)
         return SY_V1_MEMORY;
     for (uint64_t i = 0; i < want; i++) {
-        out[i] = h->ring[(h->head + at + i) % h->cap]->frame;
+        out[i] = h->ring[(h->head + at + i) % h->cap].frame;
         sy_refbuf_ref(out[i], 1);
     }
     *frames = out;
@@ -255,12 +311,9 @@ void sy_history_free(sy_history_t *h) {
     if (h == NULL)
         return;
     /* Entries are left only when the whole server goes (sy_topics_destroy
-     * frees every topic): the server-wide list goes with it. */
-    for (uint32_t i = 0; i < h->count; i++) {
-        sy_hist_entry_t *e = h->ring[(h->head + i) % h->cap];
-        sy_refbuf_release(e->frame);
-        sy_free(e);
-    }
+     * frees every topic): the heap goes with it. */
+    for (uint32_t i = 0; i < h->count; i++)
+        sy_refbuf_release(h->ring[(h->head + i) % h->cap].frame);
     sy_free(h->ring);
     sy_free(h);
 }

@@ -56,9 +56,10 @@
 struct sy_topic;
 struct sy_topics;
 
-/* What each kept message costs besides its frame's bytes: its entry, its
- * ring slot, the frame's header. max_bytes counts both. */
-#define SY_HIST_ENTRY_OVERHEAD 96
+/* What each kept message costs besides its frame's bytes: its ring slot
+ * (24), the frame's header (24) and the allocator's rounding of the frame
+ * (16 on average). max_bytes counts both. */
+#define SY_HIST_ENTRY_OVERHEAD 64
 
 typedef struct sy_hist_conf {
     uint32_t size;    /* messages kept per topic; 0: no history */
@@ -66,7 +67,7 @@ typedef struct sy_hist_conf {
     size_t max_bytes; /* all topics together; 0: no limit */
 } sy_hist_conf_t;
 
-typedef struct sy_hist_entry sy_hist_entry_t;
+typedef struct sy_hist_entry sy_hist_entry_t; /* a ring slot: the frame, when, its order */
 
 /* One topic's history. */
 typedef struct sy_history {
@@ -75,8 +76,9 @@ typedef struct sy_history {
     uint64_t first; /* the offset of the oldest kept (last + 1 when none) */
     uint32_t size, ttl_s;
     uint32_t head, count, cap; /* the ring of kept entries, oldest at head */
-    sy_hist_entry_t **ring;
-    bool holds_ref; /* one reference on topic while it has held messages */
+    sy_hist_entry_t *ring;
+    uint32_t heap_at; /* its place in the server's heap while it keeps messages */
+    bool holds_ref;   /* one reference on topic while it has held messages */
     struct sy_topic *topic;
 } sy_history_t;
 
@@ -85,7 +87,11 @@ typedef struct sy_hist {
     pthread_mutex_t lock;
     sy_hist_conf_t conf; /* the defaults; per topic: sy_hist_configure */
     size_t bytes, count; /* kept, all topics (under lock) */
-    sy_hist_entry_t *oldest, *newest;
+    uint64_t seq;        /* messages kept so far: orders them for max_bytes */
+    /* The histories that keep messages, as a binary heap by their oldest
+     * message: max_bytes drops the oldest message of all in O(log n). */
+    struct sy_history **heap;
+    uint32_t nheap, heap_cap;
 } sy_hist_t;
 
 sy_err_t sy_hist_init(sy_hist_t *g, const sy_hist_conf_t *conf);
