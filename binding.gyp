@@ -51,6 +51,12 @@
       ],
       'libraries': ['<(sy_libdeflate_dir)/libdeflate.a', '<(sy_hiredis_dir)/libhiredis.a', '-lpthread'],
       'conditions': [
+        # One poller backend per system (src/net/sy_poll.h).
+        ['OS=="linux"', {
+          'sources!': ['src/net/sy_poll_kqueue.c'],
+        }, {
+          'sources!': ['src/net/sy_poll_epoll.c'],
+        }],
         ['sy_testing==1', {
           'defines': ['SY_TESTING'],
         }, {
