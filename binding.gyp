@@ -51,6 +51,37 @@
       ],
       'libraries': ['<(sy_libdeflate_dir)/libdeflate.a', '<(sy_hiredis_dir)/libhiredis.a', '-lpthread'],
       'conditions': [
+        # One poller backend per system (src/net/sy_poll.h).
+        ['OS=="linux"', {
+          'sources!': ['src/net/sy_poll_kqueue.c'],
+        }, {
+          'sources!': ['src/net/sy_poll_epoll.c'],
+        }],
+        # macOS: node-gyp ignores cflags_c and ldflags there and takes
+        # xcode_settings. The same warnings and visibility; ld64's
+        # exported symbols list is the version script's twin (the two N-API
+        # entry points only: no jemalloc, OpenSSL, libdeflate or hiredis
+        # symbol leaves the bundle); -dead_strip is --gc-sections'. ld64 has
+        # no --exclude-libs (the list does its work) and a bundle is never
+        # unloaded by dyld while it has thread-local destructors, so no
+        # -z nodelete. MACOSX_DEPLOYMENT_TARGET 10.15: Node 20's own floor
+        # on Intel Macs; on Apple Silicon the compiler raises it to 11.0,
+        # the first macOS that runs there (scripts/macos-gate.js checks both).
+        ['OS=="mac"', {
+          'xcode_settings': {
+            'MACOSX_DEPLOYMENT_TARGET': '10.15',
+            'GCC_SYMBOLS_PRIVATE_EXTERN': 'YES',
+            'DEAD_CODE_STRIPPING': 'YES',
+            'OTHER_CFLAGS': [
+              '-std=c11', '-Wall', '-Wextra', '-Werror', '-O2',
+              '-fvisibility=hidden', '-fno-strict-aliasing',
+            ],
+            'OTHER_LDFLAGS': [
+              '-Wl,-exported_symbols_list,<(module_root_dir)/binding/exports.darwin',
+              '-Wl,-dead_strip',
+            ],
+          },
+        }],
         ['sy_testing==1', {
           'defines': ['SY_TESTING'],
         }, {

@@ -52,8 +52,7 @@ log() { echo "hiredis: $*" >&2; }
 
 mkdir -p "$cache"
 tarball="$cache/hiredis-${HR_VERSION}.tar.gz"
-exec 9>"$cache/.hiredis.lock"
-flock 9
+lock_file "$cache/.hiredis.lock"
 
 fetch_from_debian() {
   debian_orig hiredis "$HR_VERSION" "$tarball" "$cache/apt-hiredis"

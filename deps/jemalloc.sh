@@ -3,6 +3,9 @@
 #
 #   deps/jemalloc.sh [--lg-page N] [--host TRIPLE] [--cc CC]
 #
+# On macOS (a darwin host or triple) without its malloc zone
+# (--disable-zone-allocator, below); Apple Silicon needs --lg-page 14.
+#
 # Prints the build folder on its last line of stdout; the archive is
 # <folder>/lib/libjemalloc_pic.a and the header <folder>/include/jemalloc/jemalloc.h.
 #
@@ -46,8 +49,7 @@ mkdir -p "$cache"
 tarball="$cache/jemalloc-${JE_VERSION}.tar.bz2"
 
 # One build at a time per cache folder.
-exec 9>"$cache/.lock"
-flock 9
+lock_file "$cache/.lock"
 
 fetch_from_debian() {
   local apt="$cache/apt"
@@ -72,6 +74,13 @@ configure_flags=(
 [ -n "$host" ] && configure_flags+=("--host=$host")
 
 triple=${host:-$("$cc" -dumpmachine)}
+# macOS: jemalloc's malloc zone would be registered at load, as the
+# process's default zone: the whole process (Node too) would allocate from
+# our jemalloc. symphony keeps to its prefixed functions, so there is none
+# (scripts/macos-gate.js checks that no zone function is referenced).
+case "$triple" in
+  *-apple-darwin*) configure_flags+=(--disable-zone-allocator) ;;
+esac
 key=$( { echo "$JE_VERSION $cc ${CFLAGS:-} ${configure_flags[*]}"; cat "$here"/patches/jemalloc/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/jemalloc-${JE_VERSION}-${triple}-lg${lg_page}-${key}"
 

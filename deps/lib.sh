@@ -20,7 +20,34 @@
 #       upstream VERSION: only its .orig tarball, through a private apt
 #       configuration in APT_DIR (removed after). Returns 1 when it cannot.
 #
+#   lock_file FILE
+#       Holds an exclusive lock on FILE (on descriptor 9) until the script
+#       exits: one build at a time per cache folder. flock(1) where there is
+#       one (Linux); macOS has none, and perl's flock on the same descriptor
+#       does the same (the lock belongs to the open file, which the shell
+#       keeps).
+#
+# On macOS, which has neither sha256sum nor nproc, functions of those names
+# stand in (shasum -a 256, sysctl hw.ncpu) with the same output, so that
+# the scripts and their cache keys are the same everywhere.
+#
 # They log on stderr through log(), which the caller defines.
+
+if ! command -v sha256sum >/dev/null 2>&1; then
+  sha256sum() { shasum -a 256 "$@"; }
+fi
+if ! command -v nproc >/dev/null 2>&1; then
+  nproc() { sysctl -n hw.ncpu; }
+fi
+
+lock_file() { # FILE
+  exec 9>"$1"
+  if command -v flock >/dev/null 2>&1; then
+    flock 9
+  else
+    perl -MFcntl=:flock -e 'open(my $f, ">&=", 9) or die "fd 9: $!"; flock($f, LOCK_EX) or die "flock: $!"'
+  fi
+}
 
 # The contents of every file forced in by "-include FILE" in the given
 # flags (the glibc floor header): part of a build's cache key, so that a

@@ -41,8 +41,7 @@ log() { echo "libdeflate: $*" >&2; }
 
 mkdir -p "$cache"
 tarball="$cache/libdeflate-${LD_VERSION}.tar.gz"
-exec 9>"$cache/.libdeflate.lock"
-flock 9
+lock_file "$cache/.libdeflate.lock"
 
 fetch_from_debian() {
   debian_orig libdeflate "$LD_VERSION" "$tarball" "$cache/apt-libdeflate"

@@ -34,8 +34,7 @@ log() { echo "openssl: $*" >&2; }
 
 mkdir -p "$cache"
 tarball="$cache/openssl-${SSL_VERSION}.tar.gz"
-exec 9>"$cache/.openssl.lock"
-flock 9
+lock_file "$cache/.openssl.lock"
 
 fetch_from_debian() {
   # Debian 13 (trixie): its openssl is the 3.5 line.
@@ -46,6 +45,10 @@ fetch_release "$tarball" "$SSL_SHA256" SYMPHONY_OPENSSL_TARBALL "$SSL_URL" fetch
 
 triple=${host:-$("$cc" -dumpmachine)}
 case "$triple" in
+  # macOS: a native cc says arm64-apple-darwin24..., the macOS gate's
+  # cross cc (deps/darwin-toolchain.sh) aarch64-apple-darwin.
+  x86_64-apple-darwin*) target=darwin64-x86_64 ;;
+  arm64-apple-darwin* | aarch64-apple-darwin*) target=darwin64-arm64 ;;
   x86_64-*) target=linux-x86_64 ;;
   aarch64-*) target=linux-aarch64 ;;
   *) echo "openssl.sh: no OpenSSL target for $triple" >&2; exit 2 ;;
@@ -80,7 +83,12 @@ for p in "$here"/patches/openssl/*.patch; do
   patch -d "$out.tmp" -p1 --quiet < "$p"
 done
 start=$(date +%s)
-(cd "$out.tmp" && CC="$cc" ./Configure "$target" "${flags[@]}" >configure.out 2>&1) || { tail -30 "$out.tmp/configure.out" >&2; exit 1; }
+# A cross build for macOS uses the toolchain's archiver (Apple's ranlib -c).
+tools=()
+case "$host" in
+  *-apple-darwin*) tools=(AR="$host-ar" RANLIB="$host-ranlib") ;;
+esac
+(cd "$out.tmp" && env ${tools[@]+"${tools[@]}"} CC="$cc" ./Configure "$target" "${flags[@]}" >configure.out 2>&1) || { tail -30 "$out.tmp/configure.out" >&2; exit 1; }
 (cd "$out.tmp" && make -j"$(nproc)" build_libs >make.out 2>&1) || { tail -30 "$out.tmp/make.out" >&2; exit 1; }
 mv "$out.tmp" "$out"
 echo "$(( $(date +%s) - start ))" > "$out/.built"

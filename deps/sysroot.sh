@@ -32,8 +32,7 @@ if [ -f "$out/.done" ]; then
   exit 0
 fi
 mkdir -p "$cache"
-exec 9>"$cache/.sysroot.lock"
-flock 9
+lock_file "$cache/.sysroot.lock"
 
 apt="$cache/apt-$name"
 rm -rf "$out.tmp"

@@ -10,7 +10,9 @@
 // page that is at least the kernel's page. A build whose page is smaller than
 // the kernel's is never loaded, not even when named by $SYMPHONY_NATIVE: it
 // could not allocate at all there (jemalloc prints "Unsupported system page
-// size" and the process crashes).
+// size" and the process crashes). On macOS the page comes from the CPU type
+// (16 KiB on Apple Silicon, 4 KiB on Intel: lib/variants.js), the libc name
+// is "darwin" (symphony.darwin.jemalloc-16k.node).
 
 const path = require('node:path');
 const fs = require('node:fs');

@@ -73,17 +73,33 @@ function detectLibc() {
 }
 
 /**
- * The kernel's page size in bytes, from the aux vector (AT_PAGESZ) in
- * /proc/self/auxv; null when it cannot be read.
+ * macOS's page size for this process, a fact of the platform and the CPU
+ * type of the running Node, not a file to read (macOS has no /proc): an
+ * arm64 process runs on 16 KiB pages on every Apple Silicon Mac (vm_page_size,
+ * sysctl hw.pagesize: 16384), an x86_64 one on 4 KiB (Intel Macs, and
+ * Rosetta 2 gives translated processes 4 KiB pages). Chosen over asking
+ * sysctl(8) (a child process at require() time) or a native call (the
+ * addon is what this chooses, so it cannot be loaded to ask). Should a
+ * future Mac differ, jemalloc itself refuses a page larger than its build's
+ * ("Unsupported system page size"): the loader then says so, nothing
+ * corrupts.
  */
-function kernelPageSize() {
+const DARWIN_PAGE = { arm64: 16384, x64: 4096 };
+
+/**
+ * The kernel's page size in bytes: on Linux from the aux vector (AT_PAGESZ)
+ * in /proc/self/auxv, on macOS by the CPU type (DARWIN_PAGE); null when it
+ * cannot be told.
+ */
+function kernelPageSize(platform = process.platform, arch = process.arch) {
+  if (platform === 'darwin') return DARWIN_PAGE[arch] || null;
   let buf;
   try {
     buf = fs.readFileSync('/proc/self/auxv');
   } catch {
     return null;
   }
-  const word = process.arch === 'ia32' || process.arch === 'arm' ? 4 : 8;
+  const word = arch === 'ia32' || arch === 'arm' ? 4 : 8;
   for (let off = 0; off + 2 * word <= buf.length; off += 2 * word) {
     const type = word === 8 ? Number(buf.readBigUInt64LE(off)) : buf.readUInt32LE(off);
     if (type === 0) break;

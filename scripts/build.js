@@ -56,7 +56,9 @@ function parseArgs(argv) {
 
 // x64 kernels use 4 KiB pages; arm64 kernels 4, 16 or 64 KiB, so arm64 gets
 // a 4 KiB build and a 64 KiB build (the loader picks by the kernel's page).
-function defaultLgPages(arch) {
+// macOS: 16 KiB on Apple Silicon, 4 KiB on Intel (lib/variants.js).
+function defaultLgPages(arch, platform = process.platform) {
+  if (platform === 'darwin') return arch === 'arm64' ? [14] : [12];
   return arch === 'arm64' ? [12, 16] : [12];
 }
 

@@ -8,7 +8,6 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "bus/sy_bus_env.h"
 #include "io/sy_io.h"
 #include "io/sy_topic.h"
+#include "net/sy_sock.h"
 #include "net/sy_uring.h"
 #include "proto/sy_handshake.h"
 #include "proto/sy_v1.h"
@@ -93,9 +93,10 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
 }
 
 static int bind_one(const struct addrinfo *ai, uint16_t port, unsigned backlog, int *out) {
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return errno;
+    int fd;
+    int rc = sy_sock_stream(ai->ai_family, &fd);
+    if (rc != 0)
+        return rc;
     int one = 1;
     struct sockaddr_storage ss;
     memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
@@ -213,21 +214,19 @@ sy_err_t sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len) 
     sy_refbuf_t *pre = sy_refbuf_raw(bytes, len);
     if (pre == NULL)
         return ENOMEM;
-    /* dup and ioctl, not fcntl: glibc 2.28 renamed fcntl's symbol, and the
-     * prebuilt binaries keep to older glibc (binding/glibc_floor.h). */
     int own = dup(fd);
     if (own < 0) {
         int e = errno;
         sy_refbuf_release(pre);
         return e;
     }
-    int one = 1;
-    if (ioctl(own, FIOCLEX) != 0 || ioctl(own, FIONBIO, &one) != 0) {
-        int e = errno;
+    int e = sy_sock_own(own); /* close-on-exec, non-blocking */
+    if (e != 0) {
         (void)close(own);
         sy_refbuf_release(pre);
         return e;
     }
+    int one = 1;
     (void)setsockopt(own, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* an optimisation only */
     atomic_fetch_add_explicit(&s->shared.connections, 1, memory_order_relaxed);
     sy_io_t *io = s->io[s->next_adopt++ % s->shared.nthreads];

@@ -21,6 +21,7 @@
 
 #include "check.h"
 #include "harness.h"
+#include "net/sy_sock.h"
 #include "net/sy_uring.h"
 
 static const char *REQ = "GET /x HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -38,9 +39,9 @@ static int tcp_pair(int *a, int *b) {
     *b = socket(AF_INET, SOCK_STREAM, 0);
     if (*b < 0 || connect(*b, (struct sockaddr *)&addr, sizeof(addr)) != 0)
         return -1;
-    *a = accept4(l, NULL, NULL, SOCK_NONBLOCK);
+    int rc = sy_sock_accept(l, true, a);
     close(l);
-    return *a < 0 ? -1 : 0;
+    return rc != 0 ? -1 : 0;
 }
 
 #define PAIRS 200

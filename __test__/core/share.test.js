@@ -18,7 +18,7 @@ const { Server } = require('../..');
 const { pki } = require('../helpers/pki');
 const { frame, parseFrames, waitFor, request, statusOf } = require('../helpers/raw');
 
-const openFds = () => fs.readdirSync('/proc/self/fd').length;
+const openFds = () => fs.readdirSync(process.platform === 'linux' ? '/proc/self/fd' : '/dev/fd').length;
 
 // What a test opened, closed after it even when it failed (so that a
 // failure never leaves the file waiting on open handles).

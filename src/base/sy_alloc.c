@@ -9,9 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <malloc.h> /* malloc_usable_size: glibc and musl */
+/* The system allocator's usable size of a block, the one #if for it:
+ * malloc_usable_size (<malloc.h>: glibc and musl), malloc_size on macOS.
+ * SY_SYS_COUNTS: the system build counts its bytes (glibc and macOS; musl's
+ * sizes are not worth the cost). */
+#if defined(__APPLE__)
+#include <malloc/malloc.h>
+#define sy_sys_usable(p) malloc_size(p)
+#define SY_SYS_COUNTS 1
+#else
+#include <malloc.h>
+#define sy_sys_usable(p) malloc_usable_size(p)
 #if defined(__GLIBC__)
+#define SY_SYS_COUNTS 1
 #include <gnu/libc-version.h>
+#endif
 #endif
 
 #ifdef SY_TESTING
@@ -56,6 +68,8 @@ const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
 #define SY_STR(x) SY_STR2(x)
 #if defined(__GLIBC__)
 #define SY_LIBC "glibc"
+#elif defined(__APPLE__)
+#define SY_LIBC "darwin"
 #else
 #define SY_LIBC "musl"
 #endif
@@ -376,11 +390,10 @@ int64_t sy_alloc_test_peak(void) {
 #endif
 
 static void *count_in(void *p) {
-#if defined(__GLIBC__)
+#if defined(SY_SYS_COUNTS)
     if (p != NULL) {
-        long long now =
-            atomic_fetch_add_explicit(&sys_allocated, (long long)malloc_usable_size(p), memory_order_relaxed) +
-            (long long)malloc_usable_size(p);
+        long long now = atomic_fetch_add_explicit(&sys_allocated, (long long)sy_sys_usable(p), memory_order_relaxed) +
+                        (long long)sy_sys_usable(p);
 #ifdef SY_TESTING
         long long peak = atomic_load_explicit(&sys_peak, memory_order_relaxed);
         while (now > peak && !atomic_compare_exchange_weak_explicit(&sys_peak, &peak, now, memory_order_relaxed,
@@ -395,9 +408,9 @@ static void *count_in(void *p) {
 }
 
 static void count_out(void *p) {
-#if defined(__GLIBC__)
+#if defined(SY_SYS_COUNTS)
     if (p != NULL)
-        atomic_fetch_sub_explicit(&sys_allocated, (long long)malloc_usable_size(p), memory_order_relaxed);
+        atomic_fetch_sub_explicit(&sys_allocated, (long long)sy_sys_usable(p), memory_order_relaxed);
 #else
     (void)p;
 #endif
@@ -407,8 +420,8 @@ void *sy_malloc(size_t size) { return count_in(malloc(size)); }
 void *sy_calloc(size_t count, size_t size) { return count_in(calloc(count, size)); }
 
 void *sy_realloc(void *ptr, size_t size) {
-#if defined(__GLIBC__)
-    size_t before = ptr != NULL ? malloc_usable_size(ptr) : 0;
+#if defined(SY_SYS_COUNTS)
+    size_t before = ptr != NULL ? sy_sys_usable(ptr) : 0;
     void *p = realloc(ptr, size);
     if (p != NULL || size == 0) {
         atomic_fetch_sub_explicit(&sys_allocated, (long long)before, memory_order_relaxed);
@@ -420,7 +433,7 @@ void *sy_realloc(void *ptr, size_t size) {
 #endif
 }
 
-size_t sy_alloc_usable(const void *ptr) { return ptr != NULL ? malloc_usable_size((void *)ptr) : 0; }
+size_t sy_alloc_usable(const void *ptr) { return ptr != NULL ? sy_sys_usable((void *)ptr) : 0; }
 
 void sy_free(void *ptr) {
     count_out(ptr);
@@ -434,13 +447,15 @@ const char *sy_alloc_build(void) { return "symphony-build: allocator=system"; }
 const char *sy_alloc_version(void) {
 #if defined(__GLIBC__)
     return gnu_get_libc_version();
+#elif defined(__APPLE__)
+    return "libmalloc";
 #else
     return "unknown";
 #endif
 }
 
 sy_err_t sy_alloc_stats(sy_alloc_stats_t *out) {
-#if defined(__GLIBC__)
+#if defined(SY_SYS_COUNTS)
     out->allocated = atomic_load_explicit(&sys_allocated, memory_order_relaxed);
 #else
     out->allocated = -1;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
+#elif defined(__APPLE__)
+#include <sys/random.h> /* getentropy: macOS 10.12 */
 #endif
 
 #include "base/sy_clock.h"
@@ -24,7 +26,11 @@ uint64_t sy_random_u64(void) {
      * binaries' glibc floor, scripts/glibc-floor.js). */
     if (syscall(SYS_getrandom, &v, sizeof(v), 0x0001 /* GRND_NONBLOCK */) == (long)sizeof(v))
         return v;
+#elif defined(__APPLE__)
+    if (getentropy(&v, sizeof(v)) == 0)
+        return v;
 #endif
+    (void)v;
     static atomic_uint_fast64_t counter;
     uint64_t n = atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
     return mix((uint64_t)sy_clock_us() ^ ((uint64_t)getpid() << 32) ^ (n * 0x9e3779b97f4a7c15ull));

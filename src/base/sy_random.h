@@ -1,8 +1,9 @@
 /*
  * sy_random — 64 random bits for ids that must differ across processes and
  * restarts (a bus node's id, a topic history's epoch): the kernel's
- * getrandom, or, where it cannot answer at once, the clock, the process id
- * and a counter mixed (unique enough for ids, not for secrets).
+ * getrandom (getentropy on macOS), or, where it cannot answer at once, the
+ * clock, the process id and a counter mixed (unique enough for ids, not
+ * for secrets).
  *
  * Threads: any thread.
  * Ownership: nothing is kept.

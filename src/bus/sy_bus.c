@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "base/sy_alloc.h"
@@ -27,14 +26,7 @@ static char *dup_str(const char *s, size_t len) {
     return d;
 }
 
-static void wake(sy_bus_t *b) {
-    uint64_t one = 1;
-    ssize_t w;
-    do
-        w = write(b->wake_fd, &one, sizeof(one));
-    while (w < 0 && errno == EINTR);
-    /* EAGAIN: the counter is full, so the thread is awake anyway. */
-}
+static void wake(sy_bus_t *b) { sy_wake_signal(&b->wake); }
 
 sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deliver_fn deliver, void *deliver_ctx,
                         sy_bus_state_fn on_state, void *state_ctx, char *err, size_t errlen) {
@@ -56,7 +48,7 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     }
     b->tls = o->tls;
     b->tls_free = o->tls_free;
-    b->wake_fd = -1;
+    sy_wake_init(&b->wake);
     b->nseeds = o->nseeds;
     b->hosts = sy_calloc(o->nseeds, sizeof(*b->hosts));
     b->ports = sy_calloc(o->nseeds, sizeof(*b->ports));
@@ -74,8 +66,8 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
         ok = (b->pass = dup_str(o->pass, strlen(o->pass))) != NULL;
     if (ok) {
         b->poll = sy_poll_create();
-        b->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        ok = b->poll != NULL && b->wake_fd >= 0 && sy_poll_add(b->poll, b->wake_fd, SY_POLL_IN, 0) == 0;
+        ok = b->poll != NULL && sy_wake_open(&b->wake) == 0 &&
+             sy_poll_add(b->poll, sy_wake_fd(&b->wake), SY_POLL_IN, 0) == 0;
     }
     if (ok)
         ok = b->lock_ok = pthread_mutex_init(&b->lock, NULL) == 0;
@@ -159,8 +151,7 @@ void sy_bus_destroy(sy_bus_t *b) {
     sy_bus_chans_destroy(&b->chans);
     if (b->poll != NULL)
         sy_poll_destroy(b->poll);
-    if (b->wake_fd >= 0)
-        close(b->wake_fd);
+    sy_wake_close(&b->wake); /* after the poller: sy_poll.h's rule for closing */
     if (b->hosts != NULL)
         for (unsigned i = 0; i < b->nseeds; i++)
             sy_free(b->hosts[i]);

@@ -5,7 +5,7 @@
  * the links' callbacks, SPUBLISH). No file outside src/bus includes it.
  *
  * Threads: the two sides meet in the section under `lock` (the publish
- * queue, the topics' edges, stop) and the wake-up eventfd; the counters
+ * queue, the topics' edges, stop) and the wake-up (net/sy_wake.h); the counters
  * and the state are atomics any thread reads. Everything below "Bus
  * thread only" is the bus thread's once it runs (the owner's before it
  * starts and after it was joined). sy_bus_msg_drop: any thread holding
@@ -32,6 +32,7 @@
 #include "bus/sy_bus_shard.h"
 #include "bus/sy_bus_subs.h"
 #include "net/sy_poll.h"
+#include "net/sy_wake.h"
 
 /* A publish on its way to Redis: the channel, the envelope, the payload,
  * contiguous. Its size (the whole allocation) counts in buffered_bytes
@@ -93,7 +94,7 @@ struct sy_bus {
     pthread_t thread;
     bool started, joined;
     sy_poll_t *poll;
-    int wake_fd;
+    sy_wake_t wake; /* net/sy_wake.h */
 
     /* Bus thread only. */
     sy_bus_shards_t shards; /* the connections, the slot map */

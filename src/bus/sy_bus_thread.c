@@ -207,11 +207,7 @@ static void send_msg(sy_bus_t *b, sy_bus_msg_t *m) {
 
 /* ---- the loop ------------------------------------------------------- */
 
-static void drain_wake(sy_bus_t *b) {
-    uint64_t v;
-    while (read(b->wake_fd, &v, sizeof(v)) > 0) {
-    }
-}
+static void drain_wake(sy_bus_t *b) { sy_wake_drain(&b->wake); }
 
 static void take_work(sy_bus_t *b, sy_bus_msg_t **msgs, sy_topic_t ***edges, size_t *nedges, bool *stop) {
     pthread_mutex_lock(&b->lock);

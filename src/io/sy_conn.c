@@ -458,6 +458,7 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
     if (c->state == SY_CONN_DEAD)
         return;
     sy_conn_enter(io, c, SY_CONN_DEAD);
+    sy_io_unwatch(io, c); /* before the stream closes the socket */
     sy_stream_shut(&c->stream);
     sy_conn_unsubscribe_all(io, c);
     sy_outq_clear(&c->outq, false);

@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +18,8 @@
 #include "io/sy_resume.h"
 #include "io/sy_upgrade.h"
 #include "net/sy_poll.h"
+#include "net/sy_sock.h"
+#include "net/sy_wake.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_ws_msg.h"
 
@@ -46,7 +47,7 @@ static int io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int list
     io->ctx.shared = shared;
     io->ctx.index = index;
     io->listen_fd = listen_fd;
-    io->wake_fd = -1;
+    sy_wake_init(&io->wake);
     io->spare_fd = -1;
     sy_slots_init(&io->slots);
     sy_stats_live_init(&io->ctx.stats);
@@ -56,16 +57,15 @@ static int io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int list
     io->poll = sy_poll_create();
     if (io->poll == NULL)
         return errno ? errno : ENOMEM;
-    io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (io->wake_fd < 0)
-        return errno;
+    if ((rc = sy_wake_open(&io->wake)) != 0)
+        return rc;
     if (listen_fd >= 0)
         io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* -1 is survivable */
     sy_deflate_init(&io->ctx.deflate, (int)shared->opts.compress_level, &io->ctx.stats);
     io->ctx.rx = sy_malloc(SY_IO_RX_SIZE + SY_INFLATE_TAIL);
     if (io->ctx.rx == NULL)
         return ENOMEM;
-    if ((rc = sy_poll_add(io->poll, io->wake_fd, SY_POLL_IN, WAKE_TAG)) != 0)
+    if ((rc = sy_poll_add(io->poll, sy_wake_fd(&io->wake), SY_POLL_IN, WAKE_TAG)) != 0)
         return rc;
     if (io->listen_fd >= 0 && (rc = sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG)) != 0)
         return rc;
@@ -154,6 +154,10 @@ static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
 }
 
 static void io_free(sy_io_t *io) {
+    /* The poller first: its descriptors leave it before they are closed
+     * (net/sy_poll.h's rule for closing). */
+    sy_poll_destroy(io->poll);
+    io->poll = NULL;
     /* Connections are all gone when the thread has run; these are for a
      * thread that never started. */
     for (uint32_t i = 0; i < io->slots.n; i++) {
@@ -172,11 +176,9 @@ static void io_free(sy_io_t *io) {
     sy_batch_free(io->batch);
     if (io->listen_fd >= 0)
         (void)close(io->listen_fd);
-    if (io->wake_fd >= 0)
-        (void)close(io->wake_fd);
+    sy_wake_close(&io->wake);
     if (io->spare_fd >= 0)
         (void)close(io->spare_fd);
-    sy_poll_destroy(io->poll);
     (void)pthread_mutex_destroy(&io->qlock);
 }
 
@@ -189,11 +191,7 @@ void sy_io_destroy(sy_io_t *io) {
 
 /* ---- the command queue -------------------------------------------------- */
 
-static void wake(sy_io_t *io) {
-    uint64_t one = 1;
-    /* EAGAIN: the counter is full, so the thread is awake anyway. */
-    (void)!write(io->wake_fd, &one, sizeof(one));
-}
+static void wake(sy_io_t *io) { sy_wake_signal(&io->wake); }
 
 /* Appends cmd under qlock; *wake_now: the thread needs a wake-up now. */
 static int enqueue(sy_io_t *io, const sy_cmd_t *cmd, bool later, bool *wake_now) {
@@ -344,6 +342,13 @@ void sy_io_update_poll(sy_io_t *io, sy_conn_t *c) {
     c->poll_ev = (uint8_t)ev;
 }
 
+void sy_io_unwatch(sy_io_t *io, sy_conn_t *c) {
+    /* A failure leaves nothing to undo: EBADF or ENOENT, it was not there. */
+    if (c->stream.fd >= 0)
+        (void)sy_poll_del(io->poll, c->stream.fd);
+    c->poll_ev = 0;
+}
+
 static void hand_over_batch(sy_io_t *io) {
     sy_batch_t *b = io->batch;
     if (b == NULL)
@@ -444,25 +449,24 @@ struct sy_conn *sy_io_adopt(sy_io_t *io, int fd) {
 
 static void accept_some(sy_io_t *io) {
     for (int i = 0; i < SY_ACCEPTS_PER_TURN && io->listen_fd >= 0; i++) {
-        int fd = accept4(io->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && io->spare_fd >= 0) {
+        int fd;
+        int err = sy_sock_accept(io->listen_fd, true, &fd);
+        if ((err == EMFILE || err == ENFILE) && io->spare_fd >= 0) {
             /* Out of descriptors: free the spare one, accept and close at
              * once, so the client learns now instead of waiting in the
              * backlog; then take the spare back. */
             (void)close(io->spare_fd);
-            fd = accept4(io->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0) {
+            if (sy_sock_accept(io->listen_fd, false, &fd) == 0) {
                 (void)close(fd);
                 sy_stat_inc(&io->ctx.stats.accept_rejects);
             }
             io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
             if (fd >= 0)
                 continue;
-            fd = -1;
-            errno = EMFILE;
+            err = EMFILE;
         }
-        if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        if (err != 0) {
+            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
                 /* Out of descriptors: stop listening until the next sweep, or
                  * the level-triggered listener would spin. */
                 (void)sy_poll_del(io->poll, io->listen_fd);
@@ -666,8 +670,7 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
 }
 
 static void run_commands(sy_io_t *io) {
-    uint64_t v;
-    (void)!read(io->wake_fd, &v, sizeof(v));
+    sy_wake_drain(&io->wake);
     (void)pthread_mutex_lock(&io->qlock);
     sy_cmd_t *work = io->queue;
     size_t n = io->qlen, cap = io->qcap;

@@ -31,6 +31,7 @@
 #include "io/sy_reclaim.h"
 #include "io/sy_slots.h"
 #include "net/sy_uring.h"
+#include "net/sy_wake.h"
 
 /* An IO thread's batched sends (sy_uring): the ring, made when the thread
  * starts and closed when it exits or when io_uring fails (then, and when
@@ -53,8 +54,8 @@ struct sy_io {
 
     struct sy_poll *poll;
     int listen_fd;
-    int wake_fd;
-    int spare_fd; /* held open to be able to refuse a connection at EMFILE */
+    sy_wake_t wake; /* net/sy_wake.h */
+    int spare_fd;   /* held open to be able to refuse a connection at EMFILE */
 
     /* Command queue: filled under qlock by whoever pushes (the owner, the
      * bus thread, IO thread 0), swapped out whole; closed (exited) when the

@@ -94,6 +94,9 @@ void sy_io_pause(sy_io_t *io, struct sy_conn *c);
  * publish may be walking a subscriber array): it is marked broken and
  * destroyed when the dirty list is flushed. */
 void sy_io_update_poll(sy_io_t *io, struct sy_conn *c);
+/* Takes a dying connection's socket out of the poller, before its stream
+ * closes it (net/sy_poll.h's rule for closing; sy_conn_destroy). */
+void sy_io_unwatch(sy_io_t *io, struct sy_conn *c);
 /* The memory policy's move of one slot's connection (sy_conn_compact),
  * unless a list points at it. Returns the blocks moved; *skipped: it was
  * empty or pinned. */

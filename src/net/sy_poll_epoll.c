@@ -1,4 +1,5 @@
-/* sy_poll on Linux epoll; see sy_poll.h. */
+/* sy_poll on Linux epoll; see sy_poll.h. Built on Linux only (binding.gyp,
+ * __test__/c/Makefile); sy_poll_kqueue.c elsewhere. */
 #define _GNU_SOURCE
 #include "net/sy_poll.h"
 

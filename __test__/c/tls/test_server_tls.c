@@ -29,7 +29,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#if defined(__linux__)
 #include <linux/sockios.h>
+#endif
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -57,6 +59,7 @@
 #include "../check.h"
 #include "base/sy_alloc.h"
 #include "io/sy_events.h"
+#include "net/sy_sock.h"
 #include "sy_server.h"
 #include "tls/sy_tls.h"
 
@@ -408,9 +411,10 @@ static bool set_nonblock(int fd) {
  * the server's send buffer autotunes to ~4 MB, which would swallow what is
  * published to a client that does not read; with 1000 it stays ~150 KB. */
 static int tcp_connect(uint16_t port, int rcvbuf) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return -1;
+    (void)ioctl(fd, FIOCLEX); /* SOCK_CLOEXEC is Linux's */
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     int one = 1, mss = 1000;
@@ -745,7 +749,8 @@ static void warm_up(const pem_t *p) {
     sy_tls_ctx_t *t = server_ctx(p);
     SSL_CTX *cc = client_ctx_new();
     int sv[2];
-    bool ok = t != NULL && cc != NULL && socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0;
+    bool ok = t != NULL && cc != NULL && socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 && sy_sock_own(sv[0]) == 0 &&
+              sy_sock_own(sv[1]) == 0;
     CHECK(ok);
     if (!ok) {
         sy_tls_ctx_unref(t);
@@ -865,11 +870,22 @@ static int server_fd_of(int client_fd) {
     return -1;
 }
 
+/* Bytes a socket's send queue holds (written, not yet acknowledged):
+ * SIOCOUTQ on Linux, SO_NWRITE on macOS. 0 or -1. */
+static int send_queued(int fd, int *out) {
+#if defined(__linux__)
+    return ioctl(fd, SIOCOUTQ, out);
+#else
+    socklen_t len = sizeof(*out);
+    return getsockopt(fd, SOL_SOCKET, SO_NWRITE, out, &len);
+#endif
+}
+
 /* Bytes the kernel holds between the server and the client: the server
  * socket's send queue and the client socket's receive queue. */
 static long kernel_held(int server_fd, int client_fd) {
     int out = 0, in = 0;
-    if (ioctl(server_fd, SIOCOUTQ, &out) != 0 || ioctl(client_fd, SIOCINQ, &in) != 0)
+    if (send_queued(server_fd, &out) != 0 || ioctl(client_fd, FIONREAD, &in) != 0)
         return -1;
     return (long)out + in;
 }
@@ -964,7 +980,7 @@ static void test_slow_reader(sy_server_t *s, client_t *c, uint16_t port) {
 static bool wait_acked(int fd, int64_t deadline) {
     for (;;) {
         int out = 0;
-        if (ioctl(fd, SIOCOUTQ, &out) != 0)
+        if (send_queued(fd, &out) != 0)
             return false;
         if (out == 0)
             return true;
