@@ -206,6 +206,9 @@ export interface ThreadStats {
   slowCloses: number;
   handshakeRejects: number;
   protocolErrors: number;
+  /** Times a connection was not read because its control replies (pongs) waited to be written: a client
+   * that pings without reading is pushed back on by TCP instead of growing a queue (docs/protocol.md). */
+  controlWaits: number;
   timeouts: number;
   oomCloses: number;
   eventsLost: number;

@@ -147,6 +147,7 @@ typedef struct sy_conn {
     bool msg_z;      /* the fragmented message being assembled is compressed */
     bool close_echo; /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
     bool v1;         /* speaks symphony.v1 (proto/sy_v1.h): positions, notices, resumes */
+    bool ctl_wait;   /* its control replies back up: not read until they are written */
     uint8_t zwin;    /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint16_t close_code;
     uint32_t utf8;          /* UTF-8 state of the text message being assembled (also
@@ -219,8 +220,11 @@ void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total);
 /* Queues a frame without taking a reference (the caller accounts for it:
  * on true, the queue owns one reference it must have added). Applies the
  * slow-consumer policy to data frames (control = false): returns false when
- * the frame was not queued. Never frees the connection and never removes it
- * from a subscriber array (a publish walks them). */
+ * the frame was not queued. A control frame (one made for this connection
+ * alone) is charged its memory, and over the control cap the connection is
+ * no longer read until its control frames are written (sy_conn.c,
+ * queue_control). Never frees the connection and never removes it from a
+ * subscriber array (a publish walks them). */
 bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control);
 
 /* The upgrade succeeded (sy_upgrade): the 101 is queued. Opens the

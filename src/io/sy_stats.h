@@ -61,6 +61,8 @@
       "Upgrade requests answered with an HTTP error.") \
     X(protocol_errors, "protocolErrors", SY_STAT_SUM, "symphony_protocol_errors_total", "counter", 1, \
       "Connections failed for protocol errors (1002/1007/1009).") \
+    X(control_waits, "controlWaits", SY_STAT_SUM, "symphony_control_waits_total", "counter", 1, \
+      "Times a connection was not read while its control replies (pongs) waited to be written.") \
     X(timeouts, "timeouts", SY_STAT_SUM, "symphony_timeouts_total", "counter", 1, \
       "Handshake and idle timeouts.") \
     X(oom_closes, "oomCloses", SY_STAT_SUM, "symphony_oom_closes_total", "counter", 1, \
