@@ -67,7 +67,8 @@ async function attackers(server, port, n) {
 }
 
 test('ping flood without reading: pongs are charged what they cost, only the newest is kept, reading stops', async () => {
-  const { server, port, url } = await startServer({ threads: 1 });
+  // controlRate off: this case is about what a flood costs in memory.
+  const { server, port, url } = await startServer({ threads: 1, controlRate: 0 });
   const by = await bystander(server, url, 'by');
   await served(server, by, 'by', 'before');
   const N = 4, PINGS = 200000;
@@ -119,4 +120,116 @@ test('ping flood without reading: pongs are charged what they cost, only the new
   await waitFor(() => held() - base < 1 * MiB, 5000, 'the memory to come back');
   assert.equal(await healthy(server, url), 'still here');
   by.ws.terminate();
+});
+
+/** An attacker writes `bytes` (in chunks, while the socket is open) and is
+ * closed 1008 with `reason`; the bystander is served meanwhile, the counter
+ * says so, and memory comes back. */
+async function closedFor(server, port, url, bytes, reason, counter) {
+  const by = await bystander(server, url, 'by');
+  await served(server, by, 'by', 'before');
+  const base = held();
+  const closes = [];
+  const onClose = (id, code) => closes.push(code);
+  server.on('close', onClose);
+  const [a] = await attackers(server, port, 1);
+  const CHUNK = 64 * 1024;
+  let i = 0;
+  const pump = () => {
+    while (i < bytes.length && !a.st.ended && !a.st.sock.destroyed) {
+      const ok = a.st.sock.write(bytes.subarray(i, i + CHUNK));
+      i += CHUNK;
+      if (!ok) { a.st.sock.once('drain', pump); return; }
+    }
+  };
+  pump();
+  const ms = await served(server, by, 'by', 'during the attack');
+  const c = await closeFrom(a.st, 10000);
+  assert.equal(c.code, 1008);
+  assert.equal(c.reason, reason);
+  await waitFor(() => closes.length === 1, 5000, 'the attacker\'s close event');
+  assert.equal(closes[0], 1008);
+  assert.equal(server.stats()[counter], 1);
+  assert.equal(server.stats().protocolErrors, 0);
+  await served(server, by, 'by', 'after the attack');
+  a.st.sock.destroy();
+  server.off('close', onClose);
+  await waitFor(() => server.stats().connections === 1, 5000, 'the attacker gone');
+  await waitFor(() => held() - base < 256 * 1024, 5000, 'the memory to come back');
+  assert.equal(await healthy(server, url), 'still here');
+  by.ws.terminate();
+  return ms;
+}
+
+/** n empty masked frames of `first` then continuation opcodes (fin on the last only when fin). */
+function emptyFrames(n, opcodeFirst, opcodeRest, finLast) {
+  const out = Buffer.alloc(n * 6);
+  for (let k = 0; k < n; k++) {
+    out[k * 6] = (k === 0 ? opcodeFirst : opcodeRest) | (finLast && k === n - 1 ? 0x80 : 0);
+    out[k * 6 + 1] = 0x80;
+  }
+  return out;
+}
+
+test('100,000 empty fragments in one message: close 1008 at maxFragments (default 1,024)', async () => {
+  const { server, port, url } = await startServer({ threads: 1 });
+  const ms = await closedFor(server, port, url, emptyFrames(100000, 1, 0, true), 'too many fragments', 'fragmentCloses');
+  console.log(`# fragments: bystander publish round trip during the attack ${ms.toFixed(1)} ms`);
+});
+
+test('maxFragments: a message of exactly maxFragments frames is delivered; one more is refused', async () => {
+  const { server, port } = await startServer({ threads: 1, maxFragments: 8 });
+  const got = [];
+  server.on('message', (id, data) => got.push(data.toString()));
+  const closes = [];
+  server.on('close', (id, code) => closes.push(code));
+  const st = await open(port);
+  const parts = Array.from({ length: 8 }, (_, k) => frame(k === 0 ? 1 : 0, String(k), { fin: k === 7 }));
+  st.sock.write(Buffer.concat(parts));
+  // Pings between fragments are not fragments.
+  st.sock.write(Buffer.concat([frame(1, 'a', { fin: false }), frame(9), ...Array.from({ length: 7 }, (_, k) => frame(0, 'b', { fin: k === 6 }))]));
+  await waitFor(() => got.length === 2, 5000, 'two messages');
+  assert.deepEqual(got, ['01234567', 'abbbbbbb']);
+  st.sock.write(Buffer.concat(Array.from({ length: 9 }, (_, k) => frame(k === 0 ? 2 : 0, 'x', { fin: k === 8 }))));
+  const c = await closeFrom(st);
+  assert.deepEqual([c.code, c.reason], [1008, 'too many fragments']);
+  await waitFor(() => closes.length === 1, 5000, 'the close event');
+  assert.equal(got.length, 2, 'the message over the limit is not delivered');
+  assert.equal(server.stats().fragmentCloses, 1);
+  st.sock.destroy();
+  // 0: no limit.
+  const { server: s2, port: p2 } = await startServer({ threads: 1, maxFragments: 0 });
+  const got2 = [];
+  s2.on('message', (id, data) => got2.push(data.length));
+  const st2 = await open(p2);
+  st2.sock.write(emptyFrames(5000, 2, 0, true));
+  await waitFor(() => got2.length === 1, 5000, 'the 5,000-fragment message with maxFragments: 0');
+  assert.equal(s2.stats().fragmentCloses, 0);
+  st2.sock.destroy();
+});
+
+test('pings at line rate: close 1008 over controlRate (default 100/s)', async () => {
+  const { server, port, url } = await startServer({ threads: 1 });
+  const ms = await closedFor(server, port, url, emptyFrames(200000, 0x89, 0x89, false), 'too many control frames', 'controlRateCloses');
+  console.log(`# control rate: bystander publish round trip during the attack ${ms.toFixed(1)} ms`);
+});
+
+test('controlRate: a burst of controlRate pings is answered, then the rate holds; pongs count too', async () => {
+  const { server, port } = await startServer({ threads: 1, controlRate: 20 });
+  const st = await open(port);
+  const pongOf = (payload) => waitFor(() => parseFrames(st.data).some((f) => f.opcode === 10 && f.payload.toString() === payload), 5000, `the pong of ${payload}`);
+  // 20 at once (one read: their pongs replace each other, the last one goes).
+  st.sock.write(Buffer.concat(Array.from({ length: 20 }, (_, k) => frame(9, `a${k}`))));
+  await pongOf('a19');
+  // After the burst: 20/s. 5 frames 300 ms later fit (6 tokens back); a
+  // burst of 30 more does not.
+  await new Promise((r) => setTimeout(r, 300));
+  st.sock.write(Buffer.concat([frame(9, 'b0'), frame(10, 'unsolicited'), frame(9, 'b1'), frame(10), frame(9, 'b2')]));
+  await pongOf('b2');
+  assert.equal(server.stats().controlRateCloses, 0);
+  st.sock.write(Buffer.concat(Array.from({ length: 30 }, () => frame(9))));
+  const c = await closeFrom(st);
+  assert.deepEqual([c.code, c.reason], [1008, 'too many control frames']);
+  assert.equal(server.stats().controlRateCloses, 1);
+  st.sock.destroy();
 });

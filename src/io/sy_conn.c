@@ -568,6 +568,48 @@ static void protocol_error(sy_io_t *io, sy_conn_t *c, uint16_t code, const char 
         sy_conn_fail(io, c, code, reason);
 }
 
+/* A limit of the server's policy was passed: close 1008 (after the owner's
+ * replies, as a protocol error), counted in `counter`. */
+static void policy_close(sy_io_t *io, sy_conn_t *c, atomic_uint_fast64_t *counter, const char *reason) {
+    sy_stat_inc(counter);
+    if (!await_owner(io, c, 1008, reason, strlen(reason), false))
+        sy_conn_fail(io, c, 1008, reason);
+}
+
+/* One more control frame from the peer within controlRate (a token bucket
+ * as GCRA: one timestamp per connection; a burst of controlRate frames,
+ * then controlRate per second). False when over it. */
+static bool control_within_rate(sy_io_t *io, sy_conn_t *c) {
+    uint32_t rate = sy_io_ctx(io)->shared->opts.control_rate;
+    if (rate == 0)
+        return true;
+    int64_t now = sy_io_ctx(io)->now_ms * 1000, interval = 1000000 / rate;
+    int64_t tat = c->ctl_tat_us > now ? c->ctl_tat_us : now;
+    if (tat - now > interval * ((int64_t)rate - 1))
+        return false;
+    c->ctl_tat_us = tat + interval;
+    return true;
+}
+
+/* The frame f, whole, within maxFragments and controlRate; else the
+ * connection is closed (1008) and false returned. A message in endless
+ * (empty) fragments, or pings at line rate, make the server work without
+ * sending data: each is bounded like a message's bytes. */
+static bool within_limits(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f) {
+    if (!SY_WS_OP_IS_CONTROL(f->opcode)) {
+        uint32_t max = sy_io_ctx(io)->shared->opts.max_fragments;
+        c->msg_frags = f->opcode == SY_WS_OP_CONTINUATION ? c->msg_frags + 1 : 1;
+        if (max > 0 && c->msg_frags > max) {
+            policy_close(io, c, &sy_io_ctx(io)->stats.fragment_closes, "too many fragments");
+            return false;
+        }
+    } else if (f->opcode != SY_WS_OP_CLOSE && !control_within_rate(io, c)) {
+        policy_close(io, c, &sy_io_ctx(io)->stats.control_rate_closes, "too many control frames");
+        return false;
+    }
+    return true;
+}
+
 /* A compressed message, whole, at p[0..n) with SY_INFLATE_TAIL writable
  * bytes after it: inflated within maxPayload, checked, delivered. */
 static void deliver_compressed(sy_io_t *io, sy_conn_t *c, unsigned opcode, uint8_t *p, size_t n) {
@@ -725,6 +767,7 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
                 protocol_error(io, c, (uint16_t)sy_ws_error_close_code(st), sy_ws_error_str(st));
                 return len;
             }
+
             uint64_t so_far = f.opcode == SY_WS_OP_CONTINUATION ? c->mlen : 0;
             if (f.payload_len > max_payload || so_far + f.payload_len > max_payload) {
                 protocol_error(io, c, 1009, "message too big");
@@ -737,6 +780,8 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
                 return len;
             break;
         }
+        if (!within_limits(io, c, &f))
+            return len;
         uint8_t *p = buf + pos + h;
         size_t n = (size_t)f.payload_len, checked = c->frame_checked;
         c->frame_checked = 0;

@@ -155,6 +155,8 @@ typedef struct sy_conn {
     uint32_t frame_checked; /* payload bytes of the incomplete frame at the head of
                                rbuf already unmasked (and UTF-8 checked, for text) */
     uint32_t msg_seq;       /* the event batch that holds its last message (sy_io.h) */
+    uint32_t msg_frags;     /* frames of the message being received so far */
+    int64_t ctl_tat_us;     /* control frames' rate: their theoretical arrival time (GCRA) */
     int64_t last_rx_ms;
     int64_t deadline_ms; /* 0: none */
 
