@@ -183,8 +183,10 @@ static void set_close_reason(sy_conn_t *c, const void *reason, size_t len) {
     sy_free(c->close_reason);
     c->close_reason = NULL;
     c->close_reason_len = 0;
+    if (len > SY_CONN_REASON_MAX)
+        len = SY_CONN_REASON_MAX;
     if (len > 0 && (c->close_reason = sy_memdup(reason, len)) != NULL)
-        c->close_reason_len = len;
+        c->close_reason_len = (uint8_t)len;
 }
 
 /* ---- the send queue ---------------------------------------------------- */
@@ -275,7 +277,7 @@ static bool queue_control(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool replac
 /* Reading again once every control reply is written and the queue is back
  * under the cap. */
 static void resume_control(sy_io_t *io, sy_conn_t *c) {
-    if (c->ctl_wait && sy_outq_own_count(&c->outq) == 0 && queue_charge(c) <= control_cap(io)) {
+    if (c->ctl_wait && sy_outq_own_bytes(&c->outq) == 0 && queue_charge(c) <= control_cap(io)) {
         c->ctl_wait = false;
         sy_io_update_poll(io, c);
     }
@@ -583,9 +585,12 @@ static bool control_within_rate(sy_io_t *io, sy_conn_t *c) {
     uint32_t rate = sy_io_ctx(io)->shared->opts.control_rate;
     if (rate == 0)
         return true;
-    int64_t now = sy_io_ctx(io)->now_ms * 1000, interval = 1000000 / rate;
-    int64_t tat = c->ctl_tat_us > now ? c->ctl_tat_us : now;
-    if (tat - now > interval * ((int64_t)rate - 1))
+    /* Microseconds on 32 bits, compared by difference: the sweep brings a
+     * past one up to now at least once a second (sy_conn_sweep), so it
+     * never lags by more than the 35 minutes a wrap takes. */
+    uint32_t now = (uint32_t)(sy_io_ctx(io)->now_ms * 1000), interval = 1000000 / rate;
+    uint32_t tat = (int32_t)(c->ctl_tat_us - now) > 0 ? c->ctl_tat_us : now;
+    if ((uint64_t)(tat - now) > (uint64_t)interval * (rate - 1))
         return false;
     c->ctl_tat_us = tat + interval;
     return true;
@@ -864,6 +869,7 @@ void sy_conn_opened(sy_io_t *io, sy_conn_t *c, const char *protocol, size_t prot
     sy_outq_pin(&c->outq);
     c->opened = true;
     c->last_rx_ms = sy_io_ctx(io)->now_ms;
+    c->ctl_tat_us = (uint32_t)(sy_io_ctx(io)->now_ms * 1000); /* a full burst of control frames */
     sy_conn_enter(io, c, SY_CONN_OPEN);
     sy_stat_inc(&sy_io_ctx(io)->stats.opened);
     sy_stat_inc(&sy_io_ctx(io)->stats.connections);
@@ -998,4 +1004,9 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
         c->mlen = c->mcap = 0;
     }
     sy_outq_shrink(&c->outq);
+    /* The control frames' rate: a time in the past is now (see
+     * control_within_rate). */
+    uint32_t now_us = (uint32_t)(now * 1000);
+    if ((int32_t)(c->ctl_tat_us - now_us) < 0)
+        c->ctl_tat_us = now_us;
 }

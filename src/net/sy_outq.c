@@ -18,16 +18,14 @@ static bool is_own(const sy_outq_t *q, uint32_t i) { return ((uintptr_t)*cell(q,
 static sy_refbuf_t *at(const sy_outq_t *q, uint32_t i) { return (sy_refbuf_t *)((uintptr_t)*cell(q, i) & ~OWN_BIT); }
 
 /* What an own entry holds: its allocation and its ring slot. */
-static size_t own_cost(const sy_refbuf_t *b) { return sy_alloc_usable(b) + sizeof(sy_refbuf_t *); }
+static uint32_t own_cost(const sy_refbuf_t *b) { return (uint32_t)(sy_alloc_usable(b) + sizeof(sy_refbuf_t *)); }
 
 /* Entry i leaves the queue: its own accounting, and the replaceable mark. */
 static void forget(sy_outq_t *q, uint32_t i) {
-    if (is_own(q, i)) {
+    if (is_own(q, i))
         q->own -= own_cost(at(q, i));
-        q->nown--;
-    }
-    if (q->has_repl && q->repl == q->popped + i)
-        q->has_repl = false;
+    if (q->repl == i + 1)
+        q->repl = 0;
 }
 
 static sy_err_t grow(sy_outq_t *q) {
@@ -59,8 +57,8 @@ sy_err_t sy_outq_push(sy_outq_t *q, sy_refbuf_t *b) {
 
 sy_err_t sy_outq_push_own(sy_outq_t *q, sy_refbuf_t *b, bool replace, bool *replaced) {
     *replaced = false;
-    uint32_t i = q->repl - q->popped;
-    if (replace && q->has_repl && i < q->len && (i > 0 || q->off == 0)) {
+    uint32_t i = q->repl - 1;
+    if (replace && q->repl > 0 && i < q->len && (i > 0 || q->off == 0)) {
         sy_refbuf_t *old = at(q, i);
         q->own = q->own - own_cost(old) + own_cost(b);
         q->bytes = q->bytes - old->len + b->len;
@@ -72,14 +70,11 @@ sy_err_t sy_outq_push_own(sy_outq_t *q, sy_refbuf_t *b, bool replace, bool *repl
     if (grow(q) != 0)
         return ENOMEM;
     *cell(q, q->len) = (sy_refbuf_t *)((uintptr_t)b | OWN_BIT);
-    if (replace) {
-        q->repl = q->popped + q->len;
-        q->has_repl = true;
-    }
+    if (replace)
+        q->repl = q->len + 1;
     q->len++;
     q->bytes += b->len;
     q->own += own_cost(b);
-    q->nown++;
     return 0;
 }
 
@@ -154,7 +149,8 @@ void sy_outq_consume(sy_outq_t *q, size_t n) {
         n -= rest;
         q->off = 0;
         forget(q, 0);
-        q->popped++;
+        if (q->repl > 0)
+            q->repl--; /* the entries move up one */
         q->head = (q->head + 1) & (q->cap - 1);
         q->len--;
         if (q->pinned > 0)

@@ -51,18 +51,15 @@ typedef struct sy_outq {
     uint32_t pinned;         /* head entries sy_outq_clear(keep_head) keeps */
     size_t off;              /* bytes of the head entry already written */
     size_t bytes;            /* bytes queued and not yet written */
-    size_t own;              /* memory of the own entries queued (sy_outq_push_own) */
-    uint32_t nown;           /* how many own entries are queued */
-    uint32_t popped;         /* entries consumed so far (wraps): names positions */
-    uint32_t repl;           /* the replaceable entry's position (popped + index) */
-    bool has_repl;           /* repl names a queued entry */
+    uint32_t own;            /* memory of the own entries queued (sy_outq_push_own): a few
+                                control frames */
+    uint32_t repl;           /* 1 + the replaceable entry's index; 0: none */
 } sy_outq_t;
 
 static inline bool sy_outq_empty(const sy_outq_t *q) { return q->len == 0; }
 static inline size_t sy_outq_bytes(const sy_outq_t *q) { return q->bytes; }
-/* The memory the own entries still queued hold, and how many there are. */
+/* The memory the own entries still queued hold (0: none is queued). */
 static inline size_t sy_outq_own_bytes(const sy_outq_t *q) { return q->own; }
-static inline uint32_t sy_outq_own_count(const sy_outq_t *q) { return q->nown; }
 
 /* Appends b, taking over the caller's reference. 0 or ENOMEM (the caller
  * keeps its reference). */
