@@ -40,6 +40,8 @@
     X(port, 0, 65535) \
     X(threads, 1, SY_SERVER_MAX_THREADS) \
     X(maxPayload, 1, (int64_t)1 << 40) \
+    X(maxFragments, 0, UINT32_MAX) \
+    X(controlRate, 0, 1000000) \
     X(maxBackpressure, 1, (int64_t)1 << 40) \
     X(idleTimeout, 0, 86400) \
     X(handshakeTimeout, 1, 86400) \
@@ -460,11 +462,12 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     if (!sy_napi_args(env, info, 1, &argc, argv, NULL))
         return NULL;
     int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn, max_ev;
-    int64_t z_level, z_threshold, h_size, h_ttl, h_bytes;
+    int64_t z_level, z_threshold, h_size, h_ttl, h_bytes, max_frags, ctl_rate;
     napi_value v;
     bool upgrade = false, reclaim = true, compression = false;
     if (!opt_int(env, argv[0], OPT_port, &port) || !opt_int(env, argv[0], OPT_threads, &threads) ||
         !opt_int(env, argv[0], OPT_maxPayload, &max_payload) || !opt_int(env, argv[0], OPT_maxBackpressure, &max_bp) ||
+        !opt_int(env, argv[0], OPT_maxFragments, &max_frags) || !opt_int(env, argv[0], OPT_controlRate, &ctl_rate) ||
         !opt_get(env, argv[0], "slowConsumer", &v) || !sy_napi_get_int64(env, v, "slowConsumer", 0, 1, &slow) ||
         !opt_int(env, argv[0], OPT_idleTimeout, &idle) || !opt_int(env, argv[0], OPT_handshakeTimeout, &hs) ||
         !opt_int(env, argv[0], OPT_closeTimeout, &close_to) || !opt_int(env, argv[0], OPT_maxHeaderSize, &head) ||
@@ -490,6 +493,8 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .path = path,
         .threads = (unsigned)threads,
         .max_payload = (size_t)max_payload,
+        .max_fragments = (uint32_t)max_frags,
+        .control_rate = (uint32_t)ctl_rate,
         .max_backpressure = (size_t)max_bp,
         .slow_consumer = slow ? SY_SLOW_CLOSE : SY_SLOW_DROP,
         .idle_timeout_s = (unsigned)idle,

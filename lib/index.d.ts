@@ -79,6 +79,12 @@ export interface ServerOptions {
   threads?: number;
   /** Largest message accepted from a client (bytes); larger: close 1009. Default 1 MiB. */
   maxPayload?: number;
+  /** Frames (fragments) in one message from a client; more: close 1008 ("too many fragments",
+   * counted in fragmentCloses). 0: no limit. Default 1024. */
+  maxFragments?: number;
+  /** Control frames (pings, pongs) per second per connection, in bursts of as many; more: close 1008
+   * ("too many control frames", counted in controlRateCloses). 0: no limit. Default 100. */
+  controlRate?: number;
   /** Bytes queued per connection before the slow-consumer policy. Default 1 MiB. */
   maxBackpressure?: number;
   /** 'drop': skip messages for it (counted); 'close': close 1008. Default 'drop'. */
@@ -206,6 +212,13 @@ export interface ThreadStats {
   slowCloses: number;
   handshakeRejects: number;
   protocolErrors: number;
+  /** Times a connection was not read because its control replies (pongs) waited to be written: a client
+   * that pings without reading is pushed back on by TCP instead of growing a queue (docs/protocol.md). */
+  controlWaits: number;
+  /** Connections closed (1008) for a message in more than maxFragments frames. */
+  fragmentCloses: number;
+  /** Connections closed (1008) for control frames over controlRate per second. */
+  controlRateCloses: number;
   timeouts: number;
   oomCloses: number;
   eventsLost: number;

@@ -28,6 +28,12 @@ const DEFAULTS = Object.freeze({
   path: null,
   threads: Math.min(2, os.availableParallelism ? os.availableParallelism() : os.cpus().length || 1),
   maxPayload: 1 << 20,
+  // Frames in one message from a client (more: close 1008). 1,024 lets a
+  // client send maxPayload in fragments of 1 KiB; browsers do not fragment.
+  maxFragments: 1024,
+  // Pings and pongs per second per connection, in bursts of as many (more:
+  // close 1008). Keepalives are one every few seconds at most.
+  controlRate: 100,
   maxBackpressure: 1 << 20,
   slowConsumer: 'drop',
   idleTimeout: 120,
@@ -103,7 +109,7 @@ function normalizeOptions(options) {
       throw invalidArgValue('options.path', "must start with '/' and hold no '?', '#' or spaces", o.path);
     }
   }
-  for (const key of ['threads', 'maxPayload', 'maxBackpressure']) option(o, key);
+  for (const key of ['threads', 'maxPayload', 'maxFragments', 'controlRate', 'maxBackpressure']) option(o, key);
   if (o.slowConsumer !== 'drop' && o.slowConsumer !== 'close') {
     throw invalidArgValue('options.slowConsumer', "must be 'drop' or 'close'", o.slowConsumer);
   }
@@ -371,6 +377,8 @@ class Server extends EventEmitter {
       path: o.path,
       threads: o.threads,
       maxPayload: o.maxPayload,
+      maxFragments: o.maxFragments,
+      controlRate: o.controlRate,
       maxBackpressure: o.maxBackpressure,
       slowConsumer: o.slowConsumer === 'close' ? 1 : 0,
       idleTimeout: o.idleTimeout,

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/sy_alloc.h"
 #include "check.h"
 #include "net/sy_outq.h"
 
@@ -155,11 +156,82 @@ static void test_iov_limit(void) {
     sy_outq_free(&q);
 }
 
+/* What an own entry of n bytes is charged. */
+static size_t own_cost_of(size_t n) {
+    sy_refbuf_t *b = buf_of('?', n);
+    size_t cost = sy_alloc_usable(b) + sizeof(sy_refbuf_t *);
+    sy_refbuf_release(b);
+    return cost;
+}
+
+/* Own entries: charged their memory while queued; a replaceable one is
+ * replaced only while none of it is written; clear and consume give the
+ * charge back. */
+static void test_own_entries(void) {
+    sy_outq_t q = {0};
+    bool replaced = true;
+    CHECK_EQ(sy_outq_push(&q, buf_of('d', 10)), 0); /* shared data */
+    CHECK_EQ(sy_outq_push_own(&q, buf_of('p', 2), true, &replaced), 0);
+    CHECK(!replaced);
+    CHECK(sy_outq_own_bytes(&q) > 0);
+    size_t one = sy_outq_own_bytes(&q);
+    CHECK(one >= sizeof(sy_refbuf_t) + 2 + sizeof(void *));
+    /* A thousand more: each takes the last one's place. */
+    for (int i = 0; i < 1000; i++) {
+        CHECK_EQ(sy_outq_push_own(&q, buf_of((char)('a' + i % 26), 2), true, &replaced), 0);
+        CHECK(replaced);
+    }
+    CHECK_EQU(q.len, 2);
+    CHECK(sy_outq_own_bytes(&q) > 0);
+    CHECK_EQU(sy_outq_own_bytes(&q), one);
+    CHECK_EQU(sy_outq_bytes(&q), 12);
+    char out[64];
+    size_t n = gather(&q, out, sizeof(out));
+    CHECK(n == 12 && memcmp(out, "ddddddddddll", 12) == 0); /* 999 % 26: 'l' */
+    /* Not replaced once its first byte is written: a new one is appended. */
+    sy_outq_consume(&q, 11);
+    CHECK_EQ(sy_outq_push_own(&q, buf_of('x', 2), true, &replaced), 0);
+    CHECK(!replaced);
+    CHECK(sy_outq_own_bytes(&q) > one);
+    /* Not replaceable: appended. */
+    CHECK_EQ(sy_outq_push_own(&q, buf_of('c', 4), false, &replaced), 0);
+    CHECK(!replaced);
+    CHECK_EQ(sy_outq_push_own(&q, buf_of('y', 2), true, &replaced), 0);
+    CHECK(replaced); /* 'x' was still whole */
+    n = gather(&q, out, sizeof(out));
+    CHECK(n == 7 && memcmp(out, "lyycccc", 7) == 0);
+    sy_outq_consume(&q, 3); /* 'l' and 'y' done: the replaceable entry is gone */
+    CHECK_EQU(sy_outq_own_bytes(&q), own_cost_of(4));
+    CHECK_EQ(sy_outq_push_own(&q, buf_of('z', 2), true, &replaced), 0);
+    CHECK(!replaced);
+    CHECK(sy_outq_own_bytes(&q) > one);
+    /* Cleared: nothing owed, nothing replaceable. */
+    sy_outq_clear(&q, false);
+    CHECK_EQU(sy_outq_own_bytes(&q), 0);
+    CHECK_EQU(sy_outq_own_bytes(&q), 0);
+    CHECK_EQU(sy_outq_bytes(&q), 0);
+    CHECK_EQ(sy_outq_push_own(&q, buf_of('w', 2), true, &replaced), 0);
+    CHECK(!replaced);
+    sy_outq_consume(&q, sy_outq_bytes(&q));
+    /* Around the ring many times: positions keep naming the right entry. */
+    for (int i = 0; i < 5000; i++) {
+        CHECK_EQ(sy_outq_push(&q, buf_of('s', 1)), 0);
+        CHECK_EQ(sy_outq_push_own(&q, buf_of('p', 2), true, &replaced), 0);
+        CHECK(replaced == (i % 3 != 0));
+        if (i % 3 == 2)
+            sy_outq_consume(&q, sy_outq_bytes(&q));
+    }
+    CHECK_EQU(sy_outq_own_bytes(&q), sy_outq_empty(&q) ? 0 : one);
+    sy_outq_free(&q);
+    CHECK_EQU(sy_outq_own_bytes(&q), 0);
+}
+
 int main(void) {
     test_order_and_partial();
     test_growth_and_wrap();
     test_clear_keeps_what_must_go_first();
     test_shared_references();
     test_iov_limit();
+    test_own_entries();
     return check_report("outq");
 }

@@ -109,7 +109,8 @@ test('constants: frozen, and the event codes distinct', () => {
 /** The options serverCreate reads, from the constructor's defaults. */
 function nativeOptions(over = {}) {
   return {
-    host: '127.0.0.1', port: 0, path: null, threads: 1, maxPayload: 1 << 20, maxBackpressure: 1 << 20,
+    host: '127.0.0.1', port: 0, path: null, threads: 1, maxPayload: 1 << 20, maxFragments: 1024, controlRate: 100,
+    maxBackpressure: 1 << 20,
     slowConsumer: 0, idleTimeout: 120, handshakeTimeout: 10, closeTimeout: 5, maxHeaderSize: 8192,
     maxHeaders: 64, backlog: 511, maxConnections: 0, maxEventBytes: 64 << 20, upgradeHandler: false,
     reclaim: true, compression: false, compressLevel: 6, compressThreshold: 128, historySize: 0, historyTtl: 0,
@@ -131,7 +132,8 @@ test('constants.options: lib/ and the binding accept the same ranges', () => {
   const keys = Object.keys(constants.options);
   assert.deepEqual(keys.sort(), ['backlog', 'closeDeadline', 'closeTimeout', 'compressLevel', 'compressThreshold',
     'handshakeTimeout', 'historyMaxBytes', 'historySize', 'historyTtl', 'idleTimeout', 'maxBackpressure',
-    'maxConnections', 'maxEventBytes', 'maxHeaderSize', 'maxHeaders', 'maxPayload', 'port', 'threads'].sort());
+    'maxConnections', 'maxEventBytes', 'maxHeaderSize', 'maxHeaders', 'maxPayload', 'port', 'threads',
+    'maxFragments', 'controlRate'].sort());
   for (const [key, { min, max }] of Object.entries(constants.options)) {
     for (const bad of [min - 1, max + 1]) {
       assert.throws(() => new Server(jsOptions(key, bad)), { name: 'RangeError', message: new RegExp(`${jsName(key)}.*>= ${min} and <= ${max}`) });

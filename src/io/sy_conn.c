@@ -51,7 +51,7 @@ static int64_t deadline_of(const sy_io_t *io, const sy_conn_t *c, sy_conn_state_
 
 uint32_t sy_conn_interest(const sy_conn_t *c) {
     uint32_t ev = 0;
-    if (c->state != SY_CONN_UPGRADING && c->state != SY_CONN_AWAIT_OWNER && !c->paused)
+    if (c->state != SY_CONN_UPGRADING && c->state != SY_CONN_AWAIT_OWNER && !c->paused && !c->ctl_wait)
         ev |= SY_POLL_IN;
     if (c->want_out)
         ev |= SY_POLL_OUT;
@@ -183,8 +183,10 @@ static void set_close_reason(sy_conn_t *c, const void *reason, size_t len) {
     sy_free(c->close_reason);
     c->close_reason = NULL;
     c->close_reason_len = 0;
+    if (len > SY_CONN_REASON_MAX)
+        len = SY_CONN_REASON_MAX;
     if (len > 0 && (c->close_reason = sy_memdup(reason, len)) != NULL)
-        c->close_reason_len = len;
+        c->close_reason_len = (uint8_t)len;
 }
 
 /* ---- the send queue ---------------------------------------------------- */
@@ -237,34 +239,71 @@ void sy_conn_finish(sy_io_t *io, sy_conn_t *c) {
     sy_io_mark_dirty(io, c);
 }
 
+/* The most a connection's queue may cost before it is no longer read for
+ * its control replies: the data's cap twice over, and room for a close. */
+static size_t control_cap(const sy_io_t *io) { return 2 * sy_io_ctx(io)->shared->opts.max_backpressure + 1024; }
+
+/* What the queue costs against control_cap: the bytes still to write plus
+ * what its control frames hold (an empty pong is 2 bytes on the wire, a
+ * 32-byte allocation and a ring slot here). */
+static size_t queue_charge(const sy_conn_t *c) { return pending(c) + sy_outq_own_bytes(&c->outq); }
+
+/* Queues a control frame made for c (taking over m's reference on true).
+ * A pong (replace) takes the place of an earlier one not yet started (RFC
+ * 6455 5.5.3: answering the most recent ping is enough), so a client that
+ * pings without reading costs one pong, not one per ping. When the reply
+ * takes the queue's charge past control_cap, or replaces a pong that waits
+ * behind a full socket, the peer is not reading its replies: c is not read
+ * (ctl_wait; TCP pushes back on the peer) until they are written
+ * (resume_control). The reply is queued all the same: never more than two
+ * pongs (one started, one not), an idle ping and a close frame. */
+static bool queue_control(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool replace) {
+    if (c->state != SY_CONN_OPEN && c->state != SY_CONN_CLOSING)
+        return false;
+    bool replaced = false;
+    if (sy_outq_push_own(&c->outq, m, replace, &replaced) != 0) {
+        sy_conn_fail_oom(io, c);
+        return false;
+    }
+    if (!c->ctl_wait && (queue_charge(c) > control_cap(io) || (replaced && c->want_out))) {
+        c->ctl_wait = true;
+        sy_stat_inc(&sy_io_ctx(io)->stats.control_waits);
+        sy_io_update_poll(io, c);
+    }
+    sy_io_mark_dirty(io, c);
+    return true;
+}
+
+/* Reading again once every control reply is written and the queue is back
+ * under the cap. */
+static void resume_control(sy_io_t *io, sy_conn_t *c) {
+    if (c->ctl_wait && sy_outq_own_bytes(&c->outq) == 0 && queue_charge(c) <= control_cap(io)) {
+        c->ctl_wait = false;
+        sy_io_update_poll(io, c);
+    }
+}
+
 bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
+    if (control)
+        return queue_control(io, c, m, false);
+    if (!sy_conn_open_to_owner((sy_conn_state_t)c->state))
+        return false;
     size_t queued = pending(c);
-    if (control) {
-        if (c->state != SY_CONN_OPEN && c->state != SY_CONN_CLOSING)
-            return false;
-        /* A peer that pings without reading gets no unbounded pong queue. */
-        if (queued > 2 * sy_io_ctx(io)->shared->opts.max_backpressure + 1024)
-            return false;
-    } else {
-        if (!sy_conn_open_to_owner((sy_conn_state_t)c->state))
-            return false;
-        if (queued > 0 && queued + m->len > sy_io_ctx(io)->shared->opts.max_backpressure) {
-            c->hit_limit = true;
-            if (sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CLOSE) {
-                sy_stat_inc(&sy_io_ctx(io)->stats.slow_closes);
-                sy_conn_fail(io, c, 1008, "slow consumer");
-            } else {
-                sy_stat_inc(&sy_io_ctx(io)->stats.dropped);
-            }
-            return false;
+    if (queued > 0 && queued + m->len > sy_io_ctx(io)->shared->opts.max_backpressure) {
+        c->hit_limit = true;
+        if (sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CLOSE) {
+            sy_stat_inc(&sy_io_ctx(io)->stats.slow_closes);
+            sy_conn_fail(io, c, 1008, "slow consumer");
+        } else {
+            sy_stat_inc(&sy_io_ctx(io)->stats.dropped);
         }
+        return false;
     }
     if (sy_outq_push(&c->outq, m) != 0) {
         sy_conn_fail_oom(io, c);
         return false;
     }
-    if (!control)
-        sy_stat_inc(&sy_io_ctx(io)->stats.messages_out);
+    sy_stat_inc(&sy_io_ctx(io)->stats.messages_out);
     sy_io_mark_dirty(io, c);
     return true;
 }
@@ -280,13 +319,14 @@ sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
     return twin != NULL ? twin : m;
 }
 
-/* Pushes a control frame the caller made (one reference) or releases it. */
-static void push_control(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
+/* Queues a control frame the caller made (one reference) or releases it;
+ * replace: a pong (queue_control). */
+static void push_control(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool replace) {
     if (m == NULL) {
         sy_conn_fail_oom(io, c);
         return;
     }
-    if (!sy_conn_push(io, c, m, true))
+    if (!queue_control(io, c, m, replace))
         sy_refbuf_release(m);
 }
 
@@ -358,6 +398,7 @@ static void flushed(sy_io_t *io, sy_conn_t *c, sy_stream_rc_t rc, size_t written
         return;
     }
     want_writable(io, c, pending(c) > 0);
+    resume_control(io, c);
     after_flush(io, c);
 }
 
@@ -530,6 +571,51 @@ static void protocol_error(sy_io_t *io, sy_conn_t *c, uint16_t code, const char 
         sy_conn_fail(io, c, code, reason);
 }
 
+/* A limit of the server's policy was passed: close 1008 (after the owner's
+ * replies, as a protocol error), counted in `counter`. */
+static void policy_close(sy_io_t *io, sy_conn_t *c, atomic_uint_fast64_t *counter, const char *reason) {
+    sy_stat_inc(counter);
+    if (!await_owner(io, c, 1008, reason, strlen(reason), false))
+        sy_conn_fail(io, c, 1008, reason);
+}
+
+/* One more control frame from the peer within controlRate (a token bucket
+ * as GCRA: one timestamp per connection; a burst of controlRate frames,
+ * then controlRate per second). False when over it. */
+static bool control_within_rate(sy_io_t *io, sy_conn_t *c) {
+    uint32_t rate = sy_io_ctx(io)->shared->opts.control_rate;
+    if (rate == 0)
+        return true;
+    /* Microseconds on 32 bits, compared by difference: the sweep brings a
+     * past one up to now at least once a second (sy_conn_sweep), so it
+     * never lags by more than the 35 minutes a wrap takes. */
+    uint32_t now = (uint32_t)(sy_io_ctx(io)->now_ms * 1000), interval = 1000000 / rate;
+    uint32_t tat = (int32_t)(c->ctl_tat_us - now) > 0 ? c->ctl_tat_us : now;
+    if ((uint64_t)(tat - now) > (uint64_t)interval * (rate - 1))
+        return false;
+    c->ctl_tat_us = tat + interval;
+    return true;
+}
+
+/* The frame f, whole, within maxFragments and controlRate; else the
+ * connection is closed (1008) and false returned. A message in endless
+ * (empty) fragments, or pings at line rate, make the server work without
+ * sending data: each is bounded like a message's bytes. */
+static bool within_limits(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f) {
+    if (!SY_WS_OP_IS_CONTROL(f->opcode)) {
+        uint32_t max = sy_io_ctx(io)->shared->opts.max_fragments;
+        c->msg_frags = f->opcode == SY_WS_OP_CONTINUATION ? c->msg_frags + 1 : 1;
+        if (max > 0 && c->msg_frags > max) {
+            policy_close(io, c, &sy_io_ctx(io)->stats.fragment_closes, "too many fragments");
+            return false;
+        }
+    } else if (f->opcode != SY_WS_OP_CLOSE && !control_within_rate(io, c)) {
+        policy_close(io, c, &sy_io_ctx(io)->stats.control_rate_closes, "too many control frames");
+        return false;
+    }
+    return true;
+}
+
 /* A compressed message, whole, at p[0..n) with SY_INFLATE_TAIL writable
  * bytes after it: inflated within maxPayload, checked, delivered. */
 static void deliver_compressed(sy_io_t *io, sy_conn_t *c, unsigned opcode, uint8_t *p, size_t n) {
@@ -579,7 +665,7 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
 static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t *p, size_t n, size_t checked) {
     switch (f->opcode) {
     case SY_WS_OP_PING:
-        push_control(io, c, sy_ws_msg(SY_WS_OP_PONG, p, n));
+        push_control(io, c, sy_ws_msg(SY_WS_OP_PONG, p, n), true);
         return;
     case SY_WS_OP_PONG:
         return;
@@ -687,6 +773,7 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
                 protocol_error(io, c, (uint16_t)sy_ws_error_close_code(st), sy_ws_error_str(st));
                 return len;
             }
+
             uint64_t so_far = f.opcode == SY_WS_OP_CONTINUATION ? c->mlen : 0;
             if (f.payload_len > max_payload || so_far + f.payload_len > max_payload) {
                 protocol_error(io, c, 1009, "message too big");
@@ -699,6 +786,8 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
                 return len;
             break;
         }
+        if (!within_limits(io, c, &f))
+            return len;
         uint8_t *p = buf + pos + h;
         size_t n = (size_t)f.payload_len, checked = c->frame_checked;
         c->frame_checked = 0;
@@ -781,6 +870,7 @@ void sy_conn_opened(sy_io_t *io, sy_conn_t *c, const char *protocol, size_t prot
     sy_outq_pin(&c->outq);
     c->opened = true;
     c->last_rx_ms = sy_io_ctx(io)->now_ms;
+    c->ctl_tat_us = (uint32_t)(sy_io_ctx(io)->now_ms * 1000); /* a full burst of control frames */
     sy_conn_enter(io, c, SY_CONN_OPEN);
     sy_stat_inc(&sy_io_ctx(io)->stats.opened);
     sy_stat_inc(&sy_io_ctx(io)->stats.connections);
@@ -805,6 +895,8 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         handshake_step(io, c, true);
         return;
     }
+    if (c->ctl_wait)
+        return; /* until its control replies are written (queue_control) */
     if (sy_io_ctx(io)->reads_paused && c->state == SY_CONN_OPEN) {
         sy_io_pause(io, c);
         return;
@@ -888,7 +980,7 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
             }
             if (idle >= limit / 2 && !c->ping_sent) {
                 c->ping_sent = true;
-                push_control(io, c, sy_ws_msg(SY_WS_OP_PING, NULL, 0));
+                push_control(io, c, sy_ws_msg(SY_WS_OP_PING, NULL, 0), false);
             }
         }
         break;
@@ -913,4 +1005,9 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
         c->mlen = c->mcap = 0;
     }
     sy_outq_shrink(&c->outq);
+    /* The control frames' rate: a time in the past is now (see
+     * control_within_rate). */
+    uint32_t now_us = (uint32_t)(now * 1000);
+    if ((int32_t)(c->ctl_tat_us - now_us) < 0)
+        c->ctl_tat_us = now_us;
 }

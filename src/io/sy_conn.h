@@ -129,31 +129,40 @@ typedef struct sy_sub {
     uint32_t index;    /* position in topic->slots[thread].subs */
 } sy_sub_t;
 
+/* The longest close reason kept for the owner's close event (a close
+ * frame's reason is at most 123 bytes). */
+#define SY_CONN_REASON_MAX 255
+
 typedef struct sy_conn {
     sy_stream_t stream;
     uint32_t slot, gen;
     uint8_t state;
-    uint8_t msg_op;  /* opcode of the fragmented message being assembled */
-    uint8_t poll_ev; /* interest registered with the poller (SY_POLL_*) */
-    bool in_msg;     /* a fragmented message is open */
-    bool opened;     /* the owner saw SY_EV_OPEN (so it must see SY_EV_CLOSE) */
-    bool dirty;      /* on io->dirty */
-    bool want_out;   /* waiting for writability */
-    bool paused;     /* on io->paused */
-    bool hit_limit;  /* the backpressure limit was hit: emit DRAIN when empty */
-    bool ping_sent;  /* an idle ping is out */
-    bool broken;     /* the poller refused it: destroyed at the end of the turn */
-    bool deflate;    /* permessage-deflate negotiated (sy_pmd.h) */
-    bool msg_z;      /* the fragmented message being assembled is compressed */
-    bool close_echo; /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
-    bool v1;         /* speaks symphony.v1 (proto/sy_v1.h): positions, notices, resumes */
-    uint8_t zwin;    /* lg2 of the client's inflate window when it limited it; 0: not limited */
+    uint8_t msg_op;      /* opcode of the fragmented message being assembled */
+    uint8_t poll_ev;     /* interest registered with the poller (SY_POLL_*) */
+    bool in_msg : 1;     /* a fragmented message is open */
+    bool opened : 1;     /* the owner saw SY_EV_OPEN (so it must see SY_EV_CLOSE) */
+    bool dirty : 1;      /* on io->dirty */
+    bool want_out : 1;   /* waiting for writability */
+    bool paused : 1;     /* on io->paused */
+    bool hit_limit : 1;  /* the backpressure limit was hit: emit DRAIN when empty */
+    bool ping_sent : 1;  /* an idle ping is out */
+    bool broken : 1;     /* the poller refused it: destroyed at the end of the turn */
+    bool deflate : 1;    /* permessage-deflate negotiated (sy_pmd.h) */
+    bool msg_z : 1;      /* the fragmented message being assembled is compressed */
+    bool close_echo : 1; /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
+    bool v1 : 1;         /* speaks symphony.v1 (proto/sy_v1.h): positions, notices, resumes */
+    bool ctl_wait : 1;   /* its control replies back up: not read until they are written */
+    uint8_t zwin;        /* lg2 of the client's inflate window when it limited it; 0: not limited */
+    uint8_t close_reason_len;
     uint16_t close_code;
+    uint32_t msg_frags;     /* frames of the message being received so far */
     uint32_t utf8;          /* UTF-8 state of the text message being assembled (also
                          over the checked part of a frame still arriving) */
     uint32_t frame_checked; /* payload bytes of the incomplete frame at the head of
                                rbuf already unmasked (and UTF-8 checked, for text) */
     uint32_t msg_seq;       /* the event batch that holds its last message (sy_io.h) */
+    uint32_t ctl_tat_us;    /* control frames' rate (GCRA): their theoretical arrival
+                               time, in µs of the thread's clock, wrapping */
     int64_t last_rx_ms;
     int64_t deadline_ms; /* 0: none */
 
@@ -170,8 +179,7 @@ typedef struct sy_conn {
     sy_sub_t *subs;
     uint32_t nsubs, subs_cap;
 
-    char *close_reason; /* reason for the owner's SY_EV_CLOSE */
-    size_t close_reason_len;
+    char *close_reason; /* reason for the owner's SY_EV_CLOSE (close_reason_len bytes) */
 
     struct sy_conn *next_dirty;  /* io->dirty */
     struct sy_conn *next_dead;   /* io->dead */
@@ -219,8 +227,11 @@ void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total);
 /* Queues a frame without taking a reference (the caller accounts for it:
  * on true, the queue owns one reference it must have added). Applies the
  * slow-consumer policy to data frames (control = false): returns false when
- * the frame was not queued. Never frees the connection and never removes it
- * from a subscriber array (a publish walks them). */
+ * the frame was not queued. A control frame (one made for this connection
+ * alone) is charged its memory, and over the control cap the connection is
+ * no longer read until its control frames are written (sy_conn.c,
+ * queue_control). Never frees the connection and never removes it from a
+ * subscriber array (a publish walks them). */
 bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control);
 
 /* The upgrade succeeded (sy_upgrade): the 101 is queued. Opens the

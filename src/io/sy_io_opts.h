@@ -26,6 +26,9 @@ typedef struct sy_io_opts {
     const char *path;        /* only this path (before '?') upgrades; NULL: any */
     unsigned threads;        /* 1..SY_SERVER_MAX_THREADS */
     size_t max_payload;      /* largest message accepted from a client */
+    uint32_t max_fragments;  /* frames in one message; more: close 1008. 0: no limit */
+    uint32_t control_rate;   /* control frames (ping, pong) per second per connection, with
+                                bursts of as many; more: close 1008. 0: no limit */
     size_t max_backpressure; /* queued bytes per connection before the policy */
     sy_slow_policy_t slow_consumer;
     unsigned idle_timeout_s;      /* 0: none */

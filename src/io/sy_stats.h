@@ -61,6 +61,12 @@
       "Upgrade requests answered with an HTTP error.") \
     X(protocol_errors, "protocolErrors", SY_STAT_SUM, "symphony_protocol_errors_total", "counter", 1, \
       "Connections failed for protocol errors (1002/1007/1009).") \
+    X(control_waits, "controlWaits", SY_STAT_SUM, "symphony_control_waits_total", "counter", 1, \
+      "Times a connection was not read while its control replies (pongs) waited to be written.") \
+    X(fragment_closes, "fragmentCloses", SY_STAT_SUM, "symphony_fragment_closes_total", "counter", 1, \
+      "Connections closed (1008) for a message in more than maxFragments frames.") \
+    X(control_rate_closes, "controlRateCloses", SY_STAT_SUM, "symphony_control_rate_closes_total", "counter", 1, \
+      "Connections closed (1008) for control frames over controlRate per second.") \
     X(timeouts, "timeouts", SY_STAT_SUM, "symphony_timeouts_total", "counter", 1, \
       "Handshake and idle timeouts.") \
     X(oom_closes, "oomCloses", SY_STAT_SUM, "symphony_oom_closes_total", "counter", 1, \

@@ -2,15 +2,33 @@
 #include "net/sy_outq.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "base/sy_alloc.h"
 
 #define SY_OUTQ_MIN 8
 
-static sy_refbuf_t *at(const sy_outq_t *q, uint32_t i) { return q->ring[(q->head + i) & (q->cap - 1)]; }
+/* An own entry is marked in its ring cell by the pointer's low bit (a
+ * refbuf is at least 8-byte aligned); at() gives the buffer either way. */
+#define OWN_BIT ((uintptr_t)1)
 
-sy_err_t sy_outq_push(sy_outq_t *q, sy_refbuf_t *b) {
+static sy_refbuf_t **cell(const sy_outq_t *q, uint32_t i) { return &q->ring[(q->head + i) & (q->cap - 1)]; }
+static bool is_own(const sy_outq_t *q, uint32_t i) { return ((uintptr_t)*cell(q, i) & OWN_BIT) != 0; }
+static sy_refbuf_t *at(const sy_outq_t *q, uint32_t i) { return (sy_refbuf_t *)((uintptr_t)*cell(q, i) & ~OWN_BIT); }
+
+/* What an own entry holds: its allocation and its ring slot. */
+static uint32_t own_cost(const sy_refbuf_t *b) { return (uint32_t)(sy_alloc_usable(b) + sizeof(sy_refbuf_t *)); }
+
+/* Entry i leaves the queue: its own accounting, and the replaceable mark. */
+static void forget(sy_outq_t *q, uint32_t i) {
+    if (is_own(q, i))
+        q->own -= own_cost(at(q, i));
+    if (q->repl == i + 1)
+        q->repl = 0;
+}
+
+static sy_err_t grow(sy_outq_t *q) {
     if (q->len == q->cap) {
         uint32_t cap = q->cap ? q->cap * 2 : SY_OUTQ_MIN;
         if (cap <= q->cap)
@@ -19,15 +37,44 @@ sy_err_t sy_outq_push(sy_outq_t *q, sy_refbuf_t *b) {
         if (ring == NULL)
             return ENOMEM;
         for (uint32_t i = 0; i < q->len; i++)
-            ring[i] = at(q, i);
+            ring[i] = *cell(q, i);
         sy_free(q->ring);
         q->ring = ring;
         q->cap = cap;
         q->head = 0;
     }
-    q->ring[(q->head + q->len) & (q->cap - 1)] = b;
+    return 0;
+}
+
+sy_err_t sy_outq_push(sy_outq_t *q, sy_refbuf_t *b) {
+    if (grow(q) != 0)
+        return ENOMEM;
+    *cell(q, q->len) = b;
     q->len++;
     q->bytes += b->len;
+    return 0;
+}
+
+sy_err_t sy_outq_push_own(sy_outq_t *q, sy_refbuf_t *b, bool replace, bool *replaced) {
+    *replaced = false;
+    uint32_t i = q->repl - 1;
+    if (replace && q->repl > 0 && i < q->len && (i > 0 || q->off == 0)) {
+        sy_refbuf_t *old = at(q, i);
+        q->own = q->own - own_cost(old) + own_cost(b);
+        q->bytes = q->bytes - old->len + b->len;
+        *cell(q, i) = (sy_refbuf_t *)((uintptr_t)b | OWN_BIT);
+        sy_refbuf_release(old);
+        *replaced = true;
+        return 0;
+    }
+    if (grow(q) != 0)
+        return ENOMEM;
+    *cell(q, q->len) = (sy_refbuf_t *)((uintptr_t)b | OWN_BIT);
+    if (replace)
+        q->repl = q->len + 1;
+    q->len++;
+    q->bytes += b->len;
+    q->own += own_cost(b);
     return 0;
 }
 
@@ -43,6 +90,7 @@ void sy_outq_clear(sy_outq_t *q, bool keep_head) {
     for (uint32_t i = keep; i < q->len; i++) {
         sy_refbuf_t *b = at(q, i);
         q->bytes -= b->len - (i == 0 ? q->off : 0);
+        forget(q, i);
         sy_refbuf_release(b);
     }
     q->len = keep;
@@ -100,6 +148,9 @@ void sy_outq_consume(sy_outq_t *q, size_t n) {
         }
         n -= rest;
         q->off = 0;
+        forget(q, 0);
+        if (q->repl > 0)
+            q->repl--; /* the entries move up one */
         q->head = (q->head + 1) & (q->cap - 1);
         q->len--;
         if (q->pinned > 0)

@@ -10,6 +10,14 @@
  * no WebSocket. The ring's memory exists only while it is used
  * (sy_outq_shrink gives back an empty ring's array).
  *
+ * Own entries (sy_outq_push_own): buffers made for this queue alone, such
+ * as a connection's control replies. Shared buffers cost the queue their
+ * bytes; an own one costs what it holds: its allocation and a ring slot,
+ * counted in sy_outq_own_bytes while it is queued, so that a caller can
+ * charge many small frames what they cost rather than their few wire
+ * bytes. One own entry at a time may be replaceable: the next push_own
+ * with replace takes its place (releasing it) while none of it is written.
+ *
  * Zero-initialised is an empty queue.
  *
  * Threads: the owner of the queue only (the IO thread that owns its
@@ -43,14 +51,25 @@ typedef struct sy_outq {
     uint32_t pinned;         /* head entries sy_outq_clear(keep_head) keeps */
     size_t off;              /* bytes of the head entry already written */
     size_t bytes;            /* bytes queued and not yet written */
+    uint32_t own;            /* memory of the own entries queued (sy_outq_push_own): a few
+                                control frames */
+    uint32_t repl;           /* 1 + the replaceable entry's index; 0: none */
 } sy_outq_t;
 
 static inline bool sy_outq_empty(const sy_outq_t *q) { return q->len == 0; }
 static inline size_t sy_outq_bytes(const sy_outq_t *q) { return q->bytes; }
+/* The memory the own entries still queued hold (0: none is queued). */
+static inline size_t sy_outq_own_bytes(const sy_outq_t *q) { return q->own; }
 
 /* Appends b, taking over the caller's reference. 0 or ENOMEM (the caller
  * keeps its reference). */
 sy_err_t sy_outq_push(sy_outq_t *q, sy_refbuf_t *b);
+/* Appends b as an own entry (see above), taking over the caller's
+ * reference. With replace, b takes the place of the replaceable entry
+ * instead when it is still queued and none of it is written (that one is
+ * released; *replaced is set), and b becomes the replaceable entry. 0 or
+ * ENOMEM (the caller keeps its reference). */
+sy_err_t sy_outq_push_own(sy_outq_t *q, sy_refbuf_t *b, bool replace, bool *replaced);
 /* Pins every entry queued now (see above). */
 void sy_outq_pin(sy_outq_t *q);
 /* Drops queued entries. With keep_head, a partly written head entry and
