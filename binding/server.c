@@ -851,6 +851,44 @@ static napi_value server_topic_history(napi_env env, napi_callback_info info) {
     return u;
 }
 
+/* serverSubscribers(handle, topic) -> this node's subscribers of topic */
+static napi_value server_subscribers(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    sy_bserver_t *b;
+    sy_bytes_t topic;
+    if (!server_args(env, info, 2, argv, &b) || !get_topic(env, argv[1], &topic))
+        return NULL;
+    unsigned n = sy_server_subscribers(b->srv, topic.data, topic.len);
+    sy_free(topic.owned);
+    return make_int(env, (int64_t)n);
+}
+
+/* serverTopics(handle) -> [name, subscribers, name, subscribers, ...] */
+static napi_value server_topics(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    sy_bserver_t *b;
+    if (!server_args(env, info, 1, argv, &b))
+        return NULL;
+    sy_topic_count_t *list;
+    size_t n;
+    if (sy_server_topic_list(b->srv, &list, &n) != 0) {
+        sy_napi_throw_oom(env, NULL);
+        return NULL;
+    }
+    napi_value arr = NULL;
+    bool ok = sy_napi_ok(env, napi_create_array_with_length(env, 2 * n, &arr), "napi_create_array_with_length");
+    for (size_t i = 0; ok && i < n; i++) {
+        napi_value name, count;
+        ok = sy_napi_ok(env, napi_create_string_utf8(env, list[i].name, list[i].len, &name),
+                        "napi_create_string_utf8") &&
+             (count = make_int(env, (int64_t)list[i].subscribers)) != NULL &&
+             sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)(2 * i), name), "napi_set_element") &&
+             sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)(2 * i + 1), count), "napi_set_element");
+    }
+    sy_free(list);
+    return ok ? arr : NULL;
+}
+
 /* parseSince(url) -> [{ topic, epoch, offset }] (proto/sy_since.h), or a
  * string: why the positions are malformed. */
 static napi_value parse_since(napi_env env, napi_callback_info info) {
@@ -1278,6 +1316,8 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverPosition", server_position, NULL) &&
            sy_napi_set_function(env, exports, "serverTopicHistory", server_topic_history, NULL) &&
            sy_napi_set_function(env, exports, "parseSince", parse_since, NULL) &&
+           sy_napi_set_function(env, exports, "serverSubscribers", server_subscribers, NULL) &&
+           sy_napi_set_function(env, exports, "serverTopics", server_topics, NULL) &&
            sy_napi_set_function(env, exports, "serverEnd", server_end, NULL) &&
            sy_napi_set_function(env, exports, "serverTerminate", server_terminate, NULL) &&
            sy_napi_set_function(env, exports, "serverAccept", server_accept, NULL) &&

@@ -80,8 +80,8 @@ export interface ServerOptions {
   /** Largest message accepted from a client (bytes); larger: close 1009. Default 1 MiB. */
   maxPayload?: number;
   /** Frames (fragments) in one message from a client; more: close 1008 ("too many fragments",
-   * counted in fragmentCloses). 0: no limit. Default 1024. */
-  maxFragments?: number;
+   * counted in fragmentCloses). 0: no limit. Default (null): max(1024, maxPayload / 64). */
+  maxFragments?: number | null;
   /** Control frames (pings, pongs) per second per connection, in bursts of as many; more: close 1008
    * ("too many control frames", counted in controlRateCloses). 0: no limit. Default 100. */
   controlRate?: number;
@@ -374,6 +374,10 @@ export class Server extends EventEmitter {
    * entry (~100 bytes) stays while the handle lives. Throws on a closed server.
    */
   topic(name: string, options?: { history?: boolean | { size?: number; ttl?: number } }): Topic;
+  /** This node's subscribers of topic now (0: none). */
+  subscribers(topic: string): number;
+  /** Every topic this node has now, with its subscribers. */
+  topics(): Map<string, number>;
   /** The topic's history position, or null (no such topic, or no history). */
   position(topic: string): Position | null;
   /** The bus (options.bus); null without one. */

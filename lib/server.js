@@ -30,7 +30,10 @@ const DEFAULTS = Object.freeze({
   maxPayload: 1 << 20,
   // Frames in one message from a client (more: close 1008). 1,024 lets a
   // client send maxPayload in fragments of 1 KiB; browsers do not fragment.
-  maxFragments: 1024,
+  // Frames in one client message: null → max(1024, maxPayload / 64), so a
+  // message of maxPayload bytes may come in 64-byte fragments (Autobahn's
+  // 9.3/9.4 shapes) while 100,000 empty ones cannot.
+  maxFragments: null,
   // Pings and pongs per second per connection, in bursts of as many (more:
   // close 1008). Keepalives are one every few seconds at most.
   controlRate: 100,
@@ -109,7 +112,12 @@ function normalizeOptions(options) {
       throw invalidArgValue('options.path', "must start with '/' and hold no '?', '#' or spaces", o.path);
     }
   }
-  for (const key of ['threads', 'maxPayload', 'maxFragments', 'controlRate', 'maxBackpressure']) option(o, key);
+  for (const key of ['threads', 'maxPayload', 'controlRate', 'maxBackpressure']) option(o, key);
+  if (o.maxFragments === null) {
+    o.maxFragments = Math.min(Math.max(1024, Math.floor(o.maxPayload / 64)), RANGES.maxFragments.max);
+  } else {
+    option(o, 'maxFragments');
+  }
   if (o.slowConsumer !== 'drop' && o.slowConsumer !== 'close') {
     throw invalidArgValue('options.slowConsumer', "must be 'drop' or 'close'", o.slowConsumer);
   }
@@ -695,6 +703,30 @@ class Server extends EventEmitter {
     if (history !== undefined) binding.serverTopicHistory(this.#handle, handle, history.size, history.ttl);
     return new Topic(name, (data, options) => this.#publishTo(binding.serverPublishTopic, handle, data, options),
       () => this.position(name));
+  }
+
+  /**
+   * This node's subscribers of topic now (as uWebSockets.js'
+   * numSubscribers): a subscription counts from the call that made it
+   * (subscribe(), or onUpgrade's topics) until it ends. Exact and cheap (one
+   * lookup); 0 for a topic nobody subscribes to.
+   */
+  subscribers(topic) {
+    checkTopic(topic);
+    if (this.#state !== 'listening') return 0;
+    return binding.serverSubscribers(this.#handle, topic);
+  }
+
+  /**
+   * Every topic this node has now (subscribed, held by a handle, or keeping
+   * history), with its subscribers: a Map of name → count.
+   */
+  topics() {
+    const m = new Map();
+    if (this.#state !== 'listening') return m;
+    const flat = binding.serverTopics(this.#handle);
+    for (let i = 0; i + 1 < flat.length; i += 2) m.set(flat[i], flat[i + 1]);
+    return m;
   }
 
   /**

@@ -655,6 +655,58 @@ unsigned sy_server_threads(sy_server_t *s) { return s->shared.nthreads; }
 
 size_t sy_server_topic_count(sy_server_t *s) { return sy_topics_count(&s->shared.topics); }
 
+unsigned sy_server_subscribers(sy_server_t *s, const char *topic, size_t topic_len) {
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    if (t == NULL)
+        return 0;
+    unsigned n = sy_topic_total_interest(t);
+    sy_topic_release(&s->shared.topics, t);
+    return n;
+}
+
+/* sy_server_topic_list's walk: sizes first, then the copy. */
+typedef struct topic_list {
+    sy_topic_count_t *items;
+    char *names;
+    size_t n, cap, name_bytes, name_cap;
+    bool sizing;
+} topic_list_t;
+
+static void list_topic(void *ctx, sy_topic_t *t) {
+    topic_list_t *l = ctx;
+    if (l->sizing) {
+        l->n++;
+        l->name_bytes += t->name_len;
+        return;
+    }
+    if (l->n == l->cap || l->name_bytes + t->name_len > l->name_cap)
+        return; /* made since the sizing pass: left out */
+    memcpy(l->names + l->name_bytes, t->name, t->name_len);
+    l->items[l->n++] = (sy_topic_count_t){
+        .name = l->names + l->name_bytes, .len = t->name_len, .subscribers = sy_topic_total_interest(t)};
+    l->name_bytes += t->name_len;
+}
+
+sy_err_t sy_server_topic_list(sy_server_t *s, sy_topic_count_t **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    /* Sized under the lock, then copied under it again (topics made in
+     * between beyond the room are left out: a list is a moment anyway). */
+    topic_list_t l = {.sizing = true};
+    sy_topics_each(&s->shared.topics, list_topic, &l);
+    if (l.n == 0)
+        return 0;
+    size_t cap = l.n + 16, name_cap = l.name_bytes + 16 * SY_TOPIC_MAX_LEN;
+    sy_topic_count_t *items = sy_malloc(cap * sizeof(*items) + name_cap);
+    if (items == NULL)
+        return ENOMEM;
+    l = (topic_list_t){.items = items, .names = (char *)(items + cap), .cap = cap, .name_cap = name_cap};
+    sy_topics_each(&s->shared.topics, list_topic, &l);
+    *out = items;
+    *n = l.n;
+    return 0;
+}
+
 sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 #ifdef SY_WITH_TLS
     bool tls = sy_server_tls(s);

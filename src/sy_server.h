@@ -158,6 +158,21 @@ bool sy_server_is_open(sy_server_t *s, uint64_t id);
 void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_stats_t *out);
 unsigned sy_server_threads(sy_server_t *s);
 size_t sy_server_topic_count(sy_server_t *s);
+/* Subscribers of topic on this node now (subscriptions made, counted at
+ * the call that made them, less those ended); 0 for no such topic. Any
+ * thread. */
+unsigned sy_server_subscribers(sy_server_t *s, const char *topic, size_t topic_len);
+/* One topic of sy_server_topic_list: its name (in the list's block) and
+ * subscribers. */
+typedef struct sy_topic_count {
+    const char *name;
+    size_t len;
+    unsigned subscribers;
+} sy_topic_count_t;
+/* Every live topic and its subscribers, in one block the caller frees with
+ * sy_free (*out NULL when there is none). 0 or ENOMEM. Any thread (the
+ * registry's lock, held while the names are copied). */
+sy_err_t sy_server_topic_list(sy_server_t *s, sy_topic_count_t **out, size_t *n);
 
 struct sy_tls_ctx;
 /* TLS (builds with SY_WITH_TLS; src/tls/sy_tls.h makes the context). Before

@@ -171,7 +171,7 @@ function emptyFrames(n, opcodeFirst, opcodeRest, finLast) {
   return out;
 }
 
-test('100,000 empty fragments in one message: close 1008 at maxFragments (default 1,024)', async () => {
+test('100,000 empty fragments in one message: close 1008 at maxFragments (default max(1,024, maxPayload / 64): 16,384)', async () => {
   const { server, port, url } = await startServer({ threads: 1 });
   const ms = await closedFor(server, port, url, emptyFrames(100000, 1, 0, true), 'too many fragments', 'fragmentCloses');
   console.log(`# fragments: bystander publish round trip during the attack ${ms.toFixed(1)} ms`);

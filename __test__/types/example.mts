@@ -16,7 +16,10 @@ const options: ServerOptions = {
   maxBackpressure: 1 << 20,
   slowConsumer: 'close',
   compression: { threshold: 256, level: 4 },
+  history: { size: 500, ttl: 300, maxBytes: 32 << 20 },
+  maxFragments: null,
   onUpgrade: async (req: UpgradeRequest): Promise<UpgradeResult> => {
+    for (const { topic, epoch, offset } of req.since) console.log(topic, epoch.length, offset);
     const user = req.headers.cookie?.match(/user=(\w+)/)?.[1];
     if (!user) return { status: 401, headers: { 'WWW-Authenticate': 'Cookie' } };
     const wanted: string | false = req.protocols.includes('feed.v1') ? 'feed.v1' : false;
@@ -55,6 +58,20 @@ server.publish('prices', new Uint8Array(8));
 server.publish('prices', new ArrayBuffer(8), { binary: true });
 server.publish('prices', 'text');
 server.unsubscribe(1, 'prices');
+// History and recovery (docs/history.md), subscriber counts.
+server.subscribe(1, 'prices', { since: { epoch: '0123456789abcdef', offset: 41 } });
+const pos = server.position('prices');
+if (pos !== null) console.log(pos.epoch, pos.offset, pos.first, pos.kept);
+const trades = server.topic('trades', { history: { size: 1000, ttl: 60 } });
+const last: number | undefined = trades.position?.offset;
+const counted: number = server.subscribers('prices');
+for (const [name, n] of server.topics()) console.log(name, n + counted, last);
+server.on('recovery', (id, topic, { recovered, reason }) => {
+  if (!recovered) server.send(id, `snapshot of ${topic} (${reason ?? ''})`);
+});
+server.on('open', (id, info) => info.recovery.forEach((r) => console.log(id, r.topic, r.recovered, r.reason)));
+// @ts-expect-error an epoch is a string
+server.subscribe(1, 'prices', { since: { epoch: 1, offset: 0 } });
 server.end(1, 4000, 'bye');
 const user: unknown = server.getUserData(1);
 const stats: ServerStats | null = server.stats();
