@@ -665,7 +665,10 @@ static void on_close_frame(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n
 static void on_frame(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint8_t *p, size_t n, size_t checked) {
     switch (f->opcode) {
     case SY_WS_OP_PING:
-        push_control(io, c, sy_ws_msg(SY_WS_OP_PONG, p, n), true);
+        /* Every ping is answered while the pongs waiting to go cost little;
+         * past that, only the newest (RFC 6455 5.5.3), so a peer that pings
+         * without reading cannot grow the queue. */
+        push_control(io, c, sy_ws_msg(SY_WS_OP_PONG, p, n), sy_outq_own_bytes(&c->outq) >= SY_CONN_PONG_BYTES_ANSWERED);
         return;
     case SY_WS_OP_PONG:
         return;

@@ -92,6 +92,10 @@
  * handle the messages before that (checked by the once-a-second sweep, so
  * at most a second more): a stuck owner cannot keep a socket open. */
 #define SY_CONN_AWAIT_OWNER_MS 1000
+/* Queued control replies (their real cost, sy_outq_own_bytes) below which
+ * every ping gets its pong; above it, only the newest waiting one is kept
+ * (ten pings in a row, as Autobahn's 2.10 sends, each get theirs). */
+#define SY_CONN_PONG_BYTES_ANSWERED 4096
 
 typedef enum sy_conn_state {
     SY_CONN_HTTP = 0,
