@@ -407,6 +407,13 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
     }
 }
 
+/* The bus may have missed messages (sy_bus_gap_fn): histories start a new
+ * epoch. Bus thread. */
+static void history_gap(void *ctx) {
+    sy_server_t *s = ctx;
+    sy_hist_gap(&s->shared.hist, &s->shared.topics);
+}
+
 sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
                            size_t errlen) {
     if (s->listening || s->bus != NULL || sy_topics_count(&s->shared.topics) != 0) {
@@ -422,6 +429,11 @@ sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_
         return EINVAL;
     s->shared.topics.edge_ctx = s->bus;
     s->shared.topics.on_edge = sy_bus_edge;
+    /* History with a bus: a topic that keeps messages stays subscribed (so
+     * a client's reconnect finds what other nodes published meanwhile), and
+     * a subscribing link's outage is a possible hole in every history. */
+    s->shared.hist.topics = &s->shared.topics;
+    sy_bus_set_gap(s->bus, history_gap, s);
     return 0;
 }
 

@@ -173,6 +173,11 @@ void sy_bus_msg_drop(sy_bus_t *b, sy_bus_msg_t *m) {
     sy_free(m);
 }
 
+void sy_bus_set_gap(sy_bus_t *b, sy_bus_gap_fn fn, void *ctx) {
+    b->on_gap = fn;
+    b->gap_ctx = ctx;
+}
+
 sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len,
                         unsigned flags) {
     if (atomic_load_explicit(&b->state, memory_order_relaxed) != SY_BUS_UP) {

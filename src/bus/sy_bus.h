@@ -152,6 +152,12 @@ typedef struct sy_bus sy_bus_t;
  * server's registry, whose edge hook the caller points at sy_bus_edge. */
 sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deliver_fn deliver, void *deliver_ctx,
                         sy_bus_state_fn on_state, void *state_ctx, char *err, size_t errlen);
+/* Called on the bus thread when messages may have passed this node unseen:
+ * a subscribing connection went down, or Redis unsubscribed it (a slot
+ * moved), until it is subscribed again. */
+typedef void (*sy_bus_gap_fn)(void *ctx);
+/* Sets the gap callback (before sy_bus_start; NULL: none). */
+void sy_bus_set_gap(sy_bus_t *b, sy_bus_gap_fn fn, void *ctx);
 /* Starts the bus thread, which connects in the background. 0 or an errno
  * value. */
 sy_err_t sy_bus_start(sy_bus_t *b);

@@ -83,11 +83,13 @@ struct sy_bus {
     sy_bus_msg_t *qhead, *qtail; /* under lock */
     sy_topic_t **edges;          /* under lock: topics whose interest crossed 0 (a reference each) */
     size_t nedges, edges_cap;
-    bool stop;         /* under lock */
-    bool woken;        /* under lock: the wake fd was written and not yet drained */
-    unsigned flush_ms; /* under lock */
-    atomic_int state;  /* sy_bus_state_t */
-    uint64_t seq;      /* this node's publishes, numbered from 1 (under lock) */
+    bool stop;            /* under lock */
+    bool woken;           /* under lock: the wake fd was written and not yet drained */
+    unsigned flush_ms;    /* under lock */
+    atomic_int state;     /* sy_bus_state_t */
+    sy_bus_gap_fn on_gap; /* fixed before the thread starts (sy_bus_set_gap) */
+    void *gap_ctx;
+    uint64_t seq; /* this node's publishes, numbered from 1 (under lock) */
     sy_bus_counters_t c;
 
     /* The thread. */

@@ -106,8 +106,11 @@ static void link_down(void *ctx, sy_bus_link_t *l, const char *err) {
         sy_bus_shards_cfg_down(&b->shards, l); /* ask another node next time */
         return;
     }
-    if (l->role == SY_BUS_ROLE_SUB)
+    if (l->role == SY_BUS_ROLE_SUB) {
         sy_bus_subs_shard_lost(&b->subs, l->owner);
+        if (b->on_gap != NULL)
+            b->on_gap(b->gap_ctx); /* messages may pass unseen until it is back */
+    }
     sy_bus_shards_want_map(&b->shards); /* a failover, maybe */
 }
 
@@ -126,8 +129,11 @@ static void link_push(void *ctx, sy_bus_link_t *l, redisReply *r) {
     redisReply *ch = r->element[1];
     if (ch->type != REDIS_REPLY_STRING)
         return;
-    if (sy_bus_subs_push(&b->subs, l->owner, sub, ch->str, ch->len))
+    if (sy_bus_subs_push(&b->subs, l->owner, sub, ch->str, ch->len)) {
         sy_bus_shards_want_map_from(&b->shards, l->owner); /* it gave the slot away: it knows the new owner */
+        if (b->on_gap != NULL)
+            b->on_gap(b->gap_ctx); /* unsubscribed until subscribed on the new owner */
+    }
 }
 
 const sy_bus_link_ops_t sy_bus_thread_ops = {.up = link_up, .down = link_down, .push = link_push};
@@ -225,7 +231,7 @@ static void take_work(sy_bus_t *b, sy_bus_msg_t **msgs, sy_topic_t ***edges, siz
 static void apply_edges(sy_bus_t *b, sy_topic_t **edges, size_t n) {
     for (size_t i = 0; i < n; i++) {
         sy_topic_t *t = edges[i];
-        sy_bus_subs_want(&b->subs, t->name, t->name_len, sy_topic_total_interest(t) > 0);
+        sy_bus_subs_want(&b->subs, t->name, t->name_len, sy_topic_wanted(t));
         sy_topic_release(b->topics, t);
     }
     sy_free(edges);

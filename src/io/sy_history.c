@@ -211,6 +211,8 @@ bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t n
     if (!h->holds_ref) {
         sy_topic_ref(h->topic);
         h->holds_ref = true;
+        if (g->topics != NULL)
+            sy_topic_set_held(g->topics, h->topic, true); /* the bus keeps feeding it */
     }
     trim(g, h, now_ms);
     /* The server-wide cap: the oldest go first, whichever topic. */
@@ -282,6 +284,8 @@ static void sweep_topic(void *ctx, sy_topic_t *t) {
         s->cap = cap;
     }
     h->holds_ref = false;
+    if (s->g->topics != NULL)
+        sy_topic_set_held(s->g->topics, t, false);
     s->release[s->n++] = t;
 }
 
@@ -299,6 +303,19 @@ void sy_hist_sweep(sy_hist_t *g, sy_topics_t *topics, int64_t now_ms) {
         sy_topic_release(topics, s.release[i]);
     sy_free(s.release);
 }
+
+static void gap_topic(void *ctx, sy_topic_t *t) {
+    sy_hist_t *g = ctx;
+    sy_hist_lock(g);
+    sy_history_t *h = atomic_load_explicit(&t->hist, memory_order_relaxed);
+    if (h != NULL) {
+        empty(g, h);
+        h->epoch = sy_random_u64();
+    }
+    sy_hist_unlock(g);
+}
+
+void sy_hist_gap(sy_hist_t *g, sy_topics_t *topics) { sy_topics_each(topics, gap_topic, g); }
 
 void sy_hist_totals(sy_hist_t *g, size_t *count, size_t *bytes) {
     sy_hist_lock(g);

@@ -88,6 +88,10 @@ typedef struct sy_hist {
     sy_hist_conf_t conf; /* the defaults; per topic: sy_hist_configure */
     size_t bytes, count; /* kept, all topics (under lock) */
     uint64_t seq;        /* messages kept so far: orders them for max_bytes */
+    /* The registry, when topics that keep messages must stay wanted by the
+     * bus (sy_topic_set_held): set by the server before the threads start;
+     * NULL: not followed. */
+    struct sy_topics *topics;
     /* The histories that keep messages, as a binary heap by their oldest
      * message: max_bytes drops the oldest message of all in O(log n). */
     struct sy_history **heap;
@@ -125,6 +129,11 @@ sy_v1_reason_t sy_hist_replay(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uin
  * topic references of the empty ones (IO thread 0, about once a second;
  * takes the registry's lock, then this one). */
 void sy_hist_sweep(sy_hist_t *g, struct sy_topics *topics, int64_t now_ms);
+/* Every history may have a hole (the bus may have missed messages: one of
+ * its subscribing connections went down): each gets a new epoch and keeps
+ * nothing older, so a resume from before fails "epoch" instead of
+ * skipping what was missed. Takes the registry's lock, then this one. */
+void sy_hist_gap(sy_hist_t *g, struct sy_topics *topics);
 /* Messages and bytes kept now. */
 void sy_hist_totals(sy_hist_t *g, size_t *count, size_t *bytes);
 /* Frees a history (its topic is being freed): empty, or the whole server

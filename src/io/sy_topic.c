@@ -82,6 +82,7 @@ sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool 
             atomic_init(&t->interest, 0);
             atomic_init(&t->v1, 0);
             atomic_init(&t->hist, NULL);
+            atomic_init(&t->held, false);
             t->id = ++r->next_id;
             t->nthreads = r->nthreads;
             t->slots = slots;
@@ -136,6 +137,15 @@ void sy_topic_drop_interest(sy_topics_t *r, sy_topic_t *t, unsigned thread) {
 
 unsigned sy_topic_total_interest(const sy_topic_t *t) {
     return atomic_load_explicit(&t->interest, memory_order_acquire);
+}
+
+bool sy_topic_wanted(const sy_topic_t *t) {
+    return sy_topic_total_interest(t) > 0 || atomic_load_explicit(&t->held, memory_order_acquire);
+}
+
+void sy_topic_set_held(sy_topics_t *r, sy_topic_t *t, bool held) {
+    if (atomic_exchange_explicit(&t->held, held, memory_order_acq_rel) != held && r->on_edge != NULL)
+        r->on_edge(r->edge_ctx, t);
 }
 
 unsigned sy_topic_interest(const sy_topic_t *t, unsigned thread) {

@@ -66,6 +66,7 @@ typedef struct sy_topic {
     uint32_t id;    /* names it in symphony.v1 frames (sy_v1.h); unique among live topics */
     atomic_uint v1; /* subscriptions of symphony.v1 connections (a publish builds their frame when > 0) */
     struct sy_history *_Atomic hist; /* its history (io/sy_history.h), set under the history lock; NULL: none */
+    atomic_bool held;                /* its history keeps messages: the bus stays subscribed without interest */
     sy_topic_slot_t *slots;          /* [nthreads] */
     size_t name_len;
     char name[];
@@ -114,6 +115,12 @@ void sy_topic_drop_interest(sy_topics_t *r, sy_topic_t *t, unsigned thread);
 unsigned sy_topic_interest(const sy_topic_t *t, unsigned thread);
 /* Interest on every thread together now. */
 unsigned sy_topic_total_interest(const sy_topic_t *t);
+/* Whether the bus should be subscribed to t now: interest, or a history
+ * that keeps messages (held). */
+bool sy_topic_wanted(const sy_topic_t *t);
+/* Sets held and, when it changed, calls the edge callback (the bus reads
+ * sy_topic_wanted again). The caller holds a reference on t. */
+void sy_topic_set_held(sy_topics_t *r, sy_topic_t *t, bool held);
 
 /* Adds slot to thread's subscriber array; *index: its position. 0 or ENOMEM.
  * IO thread `thread` only. */
