@@ -611,7 +611,8 @@ sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, siz
     /* With history: the heads read, the interest counted and the command
      * queued under the history lock (io/sy_history.h). */
     sy_hist_t *g = &s->shared.hist;
-    if (history && (a->heads = sy_calloc(a->ntopics, sizeof(*a->heads))) != NULL)
+    bool locked = history && (a->heads = sy_calloc(a->ntopics, sizeof(*a->heads))) != NULL;
+    if (locked)
         sy_hist_lock(g);
     for (size_t i = 0; i < a->ntopics; i++) {
         if (a->heads != NULL) {
@@ -622,7 +623,8 @@ sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, siz
     }
     sy_cmd_t cmd = {.type = SY_CMD_ACCEPT, .conn = id, .accept = a, .buf = extra};
     int rc = sy_io_push(io, &cmd);
-    if (a->heads != NULL)
+    /* Not a->heads: once queued, a is the IO thread's (it may be freed already). */
+    if (locked)
         sy_hist_unlock(g);
     if (rc != 0) {
         sy_accept_free(&s->shared.topics, sy_io_index(io), a);
