@@ -18,8 +18,10 @@
  *    sy_accept_free (by whoever owns the accept), the id helpers.
  * The queue is under the thread's mutex; the thread takes it whole.
  *
- * Ownership: a pushed command's references (buf, topic, accept, fd) move
- * into the queue on success; on failure the caller keeps them. sy_io_create
+ * Ownership: a pushed command's references (buf, topic, accept, pos, fd)
+ * move into the queue on success, and the caller must not read them after
+ * (the thread may have run the command and freed them already); on
+ * failure the caller keeps them. sy_io_create
  * takes over listen_fd (closed on failure too); sy_io_destroy frees the
  * thread and what its queue still holds. shared stays the caller's (the
  * server's) and must outlive the thread.
