@@ -645,21 +645,29 @@ static napi_value server_topic(napi_env env, napi_callback_info info) {
     return v;
 }
 
-/* serverPublishTopic(handle, topic handle, data, flags) -> subscribers */
-static napi_value server_publish_topic(napi_env env, napi_callback_info info) {
-    napi_value argv[4];
-    sy_bserver_t *b;
-    unsigned flags = 0;
-    sy_bytes_t data;
+/* The topic handle (serverTopic) v of server b, or NULL with an error thrown. */
+static sy_btopic_t *get_topic_handle(napi_env env, napi_value v, sy_bserver_t *b) {
     void *p = NULL;
-    if (!server_args(env, info, 4, argv, &b) || !get_send_flags(env, argv[3], &flags) ||
-        !sy_napi_ok(env, napi_get_value_external(env, argv[1], &p), "napi_get_value_external"))
+    if (!sy_napi_ok(env, napi_get_value_external(env, v, &p), "napi_get_value_external"))
         return NULL;
     sy_btopic_t *h = p;
     if (h == NULL || h->b != b) {
         sy_napi_throw_type(env, "topic", "a topic handle of this server");
         return NULL;
     }
+    return h;
+}
+
+/* serverPublishTopic(handle, topic handle, data, flags) -> subscribers */
+static napi_value server_publish_topic(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    sy_bserver_t *b;
+    unsigned flags = 0;
+    sy_bytes_t data;
+    sy_btopic_t *h;
+    if (!server_args(env, info, 4, argv, &b) || !get_send_flags(env, argv[3], &flags) ||
+        (h = get_topic_handle(env, argv[1], b)) == NULL)
+        return NULL;
     if (!get_bytes(env, argv[2], "data", &data))
         return NULL;
     size_t n = 0;
@@ -753,24 +761,10 @@ static bool get_epoch(napi_env env, napi_value v, uint64_t *out) {
     size_t n = 0;
     napi_valuetype t;
     if (napi_typeof(env, v, &t) != napi_ok || t != napi_string ||
-        napi_get_value_string_latin1(env, v, buf, sizeof(buf), &n) != napi_ok || n != SY_SINCE_EPOCH_HEX) {
+        napi_get_value_string_latin1(env, v, buf, sizeof(buf), &n) != napi_ok || !sy_since_epoch(buf, n, out)) {
         sy_napi_throw_type(env, "since.epoch", "a string of 16 hexadecimal characters");
         return false;
     }
-    uint64_t e = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = buf[i];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0) {
-            sy_napi_throw_type(env, "since.epoch", "a string of 16 hexadecimal characters");
-            return false;
-        }
-        e = e << 4 | (uint64_t)d;
-    }
-    *out = e;
     return true;
 }
 
@@ -828,20 +822,14 @@ static napi_value server_position(napi_env env, napi_callback_info info) {
 static napi_value server_topic_history(napi_env env, napi_callback_info info) {
     napi_value argv[4];
     sy_bserver_t *b;
-    void *p = NULL;
+    sy_btopic_t *h;
     int64_t size, ttl;
-    if (!server_args(env, info, 4, argv, &b) ||
-        !sy_napi_ok(env, napi_get_value_external(env, argv[1], &p), "napi_get_value_external") ||
+    if (!server_args(env, info, 4, argv, &b) || (h = get_topic_handle(env, argv[1], b)) == NULL ||
         !sy_napi_get_int64(env, argv[2], OPTIONS[OPT_historySize].name, OPTIONS[OPT_historySize].min,
                            OPTIONS[OPT_historySize].max, &size) ||
         !sy_napi_get_int64(env, argv[3], OPTIONS[OPT_historyTtl].name, OPTIONS[OPT_historyTtl].min,
                            OPTIONS[OPT_historyTtl].max, &ttl))
         return NULL;
-    sy_btopic_t *h = p;
-    if (h == NULL || h->b != b) {
-        sy_napi_throw_type(env, "topic", "a topic handle of this server");
-        return NULL;
-    }
     if (sy_server_topic_history(b->srv, h->t, (uint32_t)size, (uint32_t)ttl) != 0) {
         sy_napi_throw_oom(env, NULL);
         return NULL;

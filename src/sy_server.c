@@ -411,7 +411,8 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
  * epoch. Bus thread. */
 static void history_gap(void *ctx) {
     sy_server_t *s = ctx;
-    sy_hist_gap(&s->shared.hist, &s->shared.topics);
+    if (sy_hist_default_on(&s->shared.hist) || atomic_load(&s->shared.history_used))
+        sy_hist_gap(&s->shared.hist, &s->shared.topics); /* else no topic has history: no walk */
 }
 
 sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,

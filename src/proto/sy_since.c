@@ -76,17 +76,25 @@ static bool next_param(const char *target, size_t len, size_t *pos, const char *
     return false;
 }
 
-/* Parses one decoded value; NULL or why not. */
-static const char *parse_value(const char *v, size_t n, sy_since_t *out) {
-    if (n < SY_SINCE_EPOCH_HEX + 1 || v[SY_SINCE_EPOCH_HEX] != ':')
-        return "sy.since: the epoch must be 16 hexadecimal characters, then ':'";
+bool sy_since_epoch(const char *s, size_t len, uint64_t *out) {
+    if (len != SY_SINCE_EPOCH_HEX)
+        return false;
     uint64_t epoch = 0;
-    for (size_t i = 0; i < SY_SINCE_EPOCH_HEX; i++) {
-        int d = hexval((unsigned char)v[i]);
+    for (size_t i = 0; i < len; i++) {
+        int d = hexval((unsigned char)s[i]);
         if (d < 0)
-            return "sy.since: the epoch must be 16 hexadecimal characters, then ':'";
+            return false;
         epoch = epoch << 4 | (uint64_t)d;
     }
+    *out = epoch;
+    return true;
+}
+
+/* Parses one decoded value; NULL or why not. */
+static const char *parse_value(const char *v, size_t n, sy_since_t *out) {
+    uint64_t epoch = 0;
+    if (n < SY_SINCE_EPOCH_HEX + 1 || v[SY_SINCE_EPOCH_HEX] != ':' || !sy_since_epoch(v, SY_SINCE_EPOCH_HEX, &epoch))
+        return "sy.since: the epoch must be 16 hexadecimal characters, then ':'";
     size_t i = SY_SINCE_EPOCH_HEX + 1, digits = 0;
     uint64_t off = 0;
     for (; i < n && v[i] != ':'; i++, digits++) {

@@ -43,6 +43,9 @@ typedef struct sy_since_iter {
     size_t pos;
 } sy_since_iter_t;
 
+/* Reads an epoch: exactly SY_SINCE_EPOCH_HEX hexadecimal characters of
+ * s[0..len) (either case). False when it is not one. */
+bool sy_since_epoch(const char *s, size_t len, uint64_t *out);
 /* NULL when every sy.since parameter of target[0..len) is well formed, no
  * topic is given twice and there are at most SY_SINCE_MAX; else why not. */
 const char *sy_since_check(const char *target, size_t len);
