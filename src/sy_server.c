@@ -17,6 +17,7 @@
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_env.h"
 #include "io/sy_io.h"
+#include "io/sy_park.h"
 #include "io/sy_topic.h"
 #include "net/sy_sock.h"
 #include "net/sy_uring.h"
@@ -34,8 +35,10 @@ struct sy_server {
     char *path;
     bool listening; /* the IO threads run (with or without a listening socket) */
     bool shutting_down;
-    unsigned next_adopt; /* round robin of adopted sockets */
-    sy_bus_t *bus;       /* NULL: this server is an island */
+    unsigned next_adopt;          /* round robin of adopted sockets */
+    sy_bus_t *bus;                /* NULL: this server is an island */
+    sy_bus_state_fn bus_on_state; /* the caller's (sy_server_set_bus) */
+    void *bus_state_ctx;
 #ifdef SY_WITH_TLS
     sy_tls_source_t tls; /* the certificates of a TLS server (shared.transport_arg) */
 #endif
@@ -313,15 +316,54 @@ static bool with_history(sy_server_t *s, sy_topic_t *t) {
     return sy_hist_default_on(&s->shared.hist) || atomic_load_explicit(&t->hist, memory_order_acquire) != NULL;
 }
 
+/* Locked. t's history h changed sequence (change): its symphony.v1
+ * subscribers are told their new position before what follows, in the
+ * same order as the topic's publishes (sy_history.h). */
+static void announce(sy_server_t *s, sy_topic_t *t, const sy_history_t *h, const sy_hist_change_t *change) {
+    if (change->reason == SY_V1_RECOVERED)
+        return;
+    sy_v1_subscribed_t n = {.topic = t->name,
+                            .topic_len = t->name_len,
+                            .id = t->id,
+                            .history = true,
+                            .epoch = h->epoch,
+                            .offset = h->last,
+                            .resumed = true,
+                            .since = change->before,
+                            .reason = change->reason};
+    sy_refbuf_t *m = NULL;
+    for (unsigned i = 0; i < s->shared.nthreads; i++) {
+        if (sy_topic_interest(t, i) == 0)
+            continue;
+        if (m == NULL && (m = sy_v1_subscribed_frame(&n)) == NULL)
+            return; /* out of memory: their next resume says what they missed */
+        sy_refbuf_ref(m, 1);
+        sy_topic_ref(t);
+        sy_cmd_t cmd = {.type = SY_CMD_NOTICE, .topic = t, .buf = m};
+        if (sy_io_push(s->io[i], &cmd) != 0) {
+            sy_refbuf_release(m);
+            sy_topic_release(&s->shared.topics, t); /* not the last: the caller holds one */
+        }
+    }
+    sy_refbuf_release(m);
+}
+
+/* Where a message of Redis' sequence goes (the bus' history callbacks). */
+typedef struct seq_at {
+    uint64_t epoch, offset;
+    bool live; /* to the subscribers too (else history only) */
+} seq_at_t;
+
 /* Queues a message to this node's subscribers of t (the owner's publish,
  * and the bus thread's deliveries, which wake the IO threads at once).
  * A topic with history: the offset, the kept frame and the commands under
  * the history lock, so that each IO thread sees the topic's publishes in
  * offset order and a subscription's head splits them exactly
- * (io/sy_history.h). */
+ * (io/sy_history.h). at: the message's place in Redis' sequence (with a
+ * bus); NULL: this node numbers it. */
 static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
-                         size_t *subscribers) {
-    if (!with_history(s, t)) {
+                         size_t *subscribers, const seq_at_t *at) {
+    if (at == NULL && !with_history(s, t)) {
         sy_refbuf_t *v1 = NULL;
         if (atomic_load_explicit(&t->v1, memory_order_relaxed) > 0)
             v1 = v1_frame(s, t, false, 0, data, len, flags); /* NULL: the IO threads make it */
@@ -333,30 +375,63 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
     sy_hist_lock(g);
     sy_history_t *h = sy_hist_of(g, t, true);
     bool keep = h != NULL && h->size > 0;
+    sy_hist_change_t change = {.reason = SY_V1_RECOVERED};
+    if (keep && at != NULL) {
+        if (!sy_hist_adopt(g, h, at->epoch, at->offset, &change)) {
+            sy_hist_unlock(g);
+            return 0; /* kept already */
+        }
+    } else if (keep && g->sequenced) {
+        sy_hist_localize(g, h, &change); /* numbered here: never in Redis' epoch */
+    }
+    if (keep)
+        announce(s, t, h, &change);
+    bool live = at == NULL || at->live;
     uint64_t offset = keep ? sy_history_next(h) : 0;
     sy_refbuf_t *v1 = NULL;
-    if (keep || atomic_load_explicit(&t->v1, memory_order_relaxed) > 0)
+    if (keep || (live && atomic_load_explicit(&t->v1, memory_order_relaxed) > 0))
         v1 = v1_frame(s, t, keep, offset, data, len, flags);
     if (keep)
         (void)sy_hist_append(g, h, v1, sy_clock_ms()); /* not kept: history emptied (a resume must not skip it) */
-    int rc = push_publish(s, t, data, len, flags, v1, subscribers);
+    int rc = live ? push_publish(s, t, data, len, flags, v1, subscribers) : 0;
     sy_hist_unlock(g);
     sy_refbuf_release(v1);
     return rc;
 }
 
+/* The size and ttl of t's history (size 0: none). */
+static uint32_t history_of(sy_server_t *s, sy_topic_t *t, uint32_t *ttl_s) {
+    sy_hist_t *g = &s->shared.hist;
+    sy_hist_lock(g);
+    sy_history_t *h = sy_hist_of(g, t, true);
+    uint32_t size = h != NULL ? h->size : 0;
+    *ttl_s = h != NULL ? h->ttl_s : 0;
+    sy_hist_unlock(g);
+    return size;
+}
+
 /* The owner's publish to t (held by the caller): the bus first (unless
- * SY_SEND_LOCAL), then this node. */
+ * SY_SEND_LOCAL), then this node. With a bus, a topic with history is
+ * numbered by Redis: every node delivers it (this one too) when Redis
+ * brings it back; while the bus is down, this node numbers it itself, in
+ * an epoch of its own (sy_hist_localize). */
 static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_t topic_len, const void *data,
                          size_t len, unsigned flags, size_t *subscribers) {
     if (s->bus != NULL && !(flags & SY_SEND_LOCAL)) {
         unsigned env =
             ((flags & SY_SEND_BINARY) ? SY_BUS_ENV_BINARY : 0) | ((flags & SY_SEND_COMPRESS) ? SY_BUS_ENV_COMPRESS : 0);
+        uint32_t ttl_s = 0, size = t != NULL && with_history(s, t) ? history_of(s, t, &ttl_s) : 0;
+        sy_err_t rc = size > 0 ? sy_bus_publish_seq(s->bus, topic, topic_len, data, len, env, size, ttl_s)
+                               : sy_bus_publish(s->bus, topic, topic_len, data, len, env);
         /* Dropped (EAGAIN) is counted by the bus; local delivery goes on. */
-        if (sy_bus_publish(s->bus, topic, topic_len, data, len, env) == ENOMEM)
+        if (rc == ENOMEM)
             return ENOMEM;
+        if (rc == 0 && size > 0) {
+            *subscribers = sy_topic_total_interest(t);
+            return 0;
+        }
     }
-    return t == NULL ? 0 : publish_local(s, t, data, len, flags, subscribers);
+    return t == NULL ? 0 : publish_local(s, t, data, len, flags, subscribers, NULL);
 }
 
 sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
@@ -402,17 +477,88 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
         ((env & SY_BUS_ENV_BINARY) ? SY_SEND_BINARY : 0) | ((env & SY_BUS_ENV_COMPRESS) ? SY_SEND_COMPRESS : 0);
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
     if (t != NULL) {
-        (void)publish_local(s, t, data, len, flags, &n);
+        (void)publish_local(s, t, data, len, flags, &n, NULL);
         sy_topic_release(&s->shared.topics, t);
     }
 }
 
-/* The bus may have missed messages (sy_bus_gap_fn): histories start a new
- * epoch. Bus thread. */
-static void history_gap(void *ctx) {
+/* ---- history across nodes: the bus' callbacks (sy_bus_history_ops_t) ---- */
+
+static uint32_t bus_history_size(void *ctx, const char *topic, size_t len) {
     sy_server_t *s = ctx;
-    if (sy_hist_default_on(&s->shared.hist) || atomic_load(&s->shared.history_used))
-        sy_hist_gap(&s->shared.hist, &s->shared.topics); /* else no topic has history: no walk */
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, false);
+    if (t == NULL)
+        return 0;
+    uint32_t ttl_s, size = with_history(s, t) ? history_of(s, t, &ttl_s) : 0;
+    sy_topic_release(&s->shared.topics, t);
+    return size;
+}
+
+static void bus_history_deliver(void *ctx, const char *topic, size_t topic_len, uint64_t epoch, uint64_t offset,
+                                const void *data, size_t len, unsigned env, bool live) {
+    sy_server_t *s = ctx;
+    size_t n = 0;
+    unsigned flags =
+        ((env & SY_BUS_ENV_BINARY) ? SY_SEND_BINARY : 0) | ((env & SY_BUS_ENV_COMPRESS) ? SY_SEND_COMPRESS : 0);
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    if (t == NULL)
+        return;
+    seq_at_t at = {.epoch = epoch, .offset = offset, .live = live};
+    (void)publish_local(s, t, data, len, flags, &n, &at);
+    sy_topic_release(&s->shared.topics, t);
+}
+
+static void bus_history_synced(void *ctx, const char *topic, size_t len, uint64_t epoch, uint64_t last) {
+    sy_server_t *s = ctx;
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, false);
+    if (t == NULL)
+        return;
+    sy_hist_t *g = &s->shared.hist;
+    sy_hist_lock(g);
+    sy_history_t *h = sy_hist_of(g, t, true);
+    if (h != NULL && h->size > 0) {
+        sy_hist_change_t change;
+        sy_hist_synced(g, h, epoch, last, &change);
+        announce(s, t, h, &change);
+    }
+    sy_park_t *failed = sy_park_settle(g, t, 0);
+    sy_hist_unlock(g);
+    sy_park_discard(failed);
+    sy_topic_release(&s->shared.topics, t);
+}
+
+static void bus_history_unsynced(void *ctx, const char *topic, size_t len) {
+    sy_server_t *s = ctx;
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, false);
+    if (t == NULL)
+        return;
+    sy_hist_t *g = &s->shared.hist;
+    sy_hist_lock(g);
+    sy_history_t *h = sy_hist_of(g, t, false);
+    if (h != NULL)
+        h->synced = false;
+    sy_hist_unlock(g);
+    sy_topic_release(&s->shared.topics, t);
+}
+
+static const sy_bus_history_ops_t bus_history_ops = {.size = bus_history_size,
+                                                     .deliver = bus_history_deliver,
+                                                     .synced = bus_history_synced,
+                                                     .unsynced = bus_history_unsynced};
+
+/* The bus' state (sy_bus_state_fn), for history first: subscriptions wait
+ * for their topic's sync only while the bus is up. */
+static void bus_state(void *ctx, sy_bus_state_t state, const char *err) {
+    sy_server_t *s = ctx;
+    sy_hist_t *g = &s->shared.hist;
+    atomic_store(&g->bus_up, state == SY_BUS_UP);
+    if (state != SY_BUS_UP) {
+        sy_hist_lock(g);
+        sy_park_t *failed = sy_park_settle(g, NULL, INT64_MAX);
+        sy_hist_unlock(g);
+        sy_park_discard(failed);
+    }
+    s->bus_on_state(s->bus_state_ctx, state, err);
 }
 
 sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
@@ -425,16 +571,19 @@ sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_
     }
     sy_bus_opts_t bo = *o;
     bo.max_payload = s->shared.opts.max_payload;
-    s->bus = sy_bus_create(&bo, &s->shared.topics, deliver_from_bus, s, on_state, ctx, err, errlen);
+    s->bus_on_state = on_state;
+    s->bus_state_ctx = ctx;
+    s->bus = sy_bus_create(&bo, &s->shared.topics, deliver_from_bus, s, bus_state, s, err, errlen);
     if (s->bus == NULL)
         return EINVAL;
     s->shared.topics.edge_ctx = s->bus;
     s->shared.topics.on_edge = sy_bus_edge;
     /* History with a bus: a topic that keeps messages stays subscribed (so
      * a client's reconnect finds what other nodes published meanwhile), and
-     * a subscribing link's outage is a possible hole in every history. */
+     * its offsets are Redis' (docs/bus.md). */
     s->shared.hist.topics = &s->shared.topics;
-    sy_bus_set_gap(s->bus, history_gap, s);
+    s->shared.hist.sequenced = true;
+    sy_bus_set_history(s->bus, &bus_history_ops, s);
     return 0;
 }
 
@@ -479,12 +628,14 @@ static int subscribe_at(sy_server_t *s, sy_io_t *io, uint64_t id, sy_topic_t *t,
     *pos = since != NULL ? *since : (sy_sub_pos_t){0};
     sy_hist_t *g = &s->shared.hist;
     sy_hist_lock(g);
-    sy_history_t *h = sy_hist_of(g, t, true);
-    pos->head = h != NULL && h->size > 0 ? h->last : 0;
+    (void)sy_hist_of(g, t, true);
     sy_topic_add_interest(&s->shared.topics, t, sy_io_index(io));
     sy_cmd_t cmd = {.type = SY_CMD_SUBSCRIBE, .conn = id, .topic = t, .pos = pos};
-    int rc = push_to(s, &cmd, 0);
+    /* Queued now with its head, or once its topic is synced with Redis. */
+    int rc = sy_park_or_push(g, io, &cmd, sy_clock_ms());
     sy_hist_unlock(g);
+    if (rc == EPIPE)
+        rc = ENOTCONN;
     if (rc != 0) {
         sy_free(pos);
         sy_topic_drop_interest(&s->shared.topics, t, sy_io_index(io)); /* outside the lock: it may free t */
@@ -616,14 +767,14 @@ sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, siz
     if (locked)
         sy_hist_lock(g);
     for (size_t i = 0; i < a->ntopics; i++) {
-        if (a->heads != NULL) {
-            sy_history_t *h = sy_hist_of(g, ts[i], true);
-            a->heads[i] = h != NULL && h->size > 0 ? h->last : 0;
-        }
+        if (locked)
+            (void)sy_hist_of(g, ts[i], true);
         sy_topic_add_interest(&s->shared.topics, ts[i], sy_io_index(io));
     }
     sy_cmd_t cmd = {.type = SY_CMD_ACCEPT, .conn = id, .accept = a, .buf = extra};
-    int rc = sy_io_push(io, &cmd);
+    /* With history: the heads read and the command queued now, or once
+     * every topic is synced with Redis (io/sy_park.h). */
+    int rc = locked ? sy_park_or_push(g, io, &cmd, sy_clock_ms()) : sy_io_push(io, &cmd);
     /* Not a->heads: once queued, a is the IO thread's (it may be freed already). */
     if (locked)
         sy_hist_unlock(g);

@@ -13,6 +13,9 @@
 //   -> { type: 'listening', port, pid, bus: state or null }
 //   <- { type: 'publish', id, topic, data, options }   data: a string, or { base64 } for bytes
 //   -> { type: 'published', id, subscribers } or { type: 'published', id, error }
+//   <- { type: 'stream', id, topic, count, rate, prefix }
+//        publishes prefix + 0 .. prefix + (count - 1) at about rate per second
+//        (a batch every 10 ms), then -> { type: 'streamed', id, count }
 //   <- { type: 'stats', id }       -> { type: 'stats', id, stats }
 //   <- { type: 'close', id }       -> { type: 'closed', id }, then exit 0
 //   -> { type: 'bus', state, error: { message, code } or null }   (each bus state change, when server.bus exists)
@@ -87,6 +90,22 @@ async function main() {
             break;
           }
           send({ type: 'published', id: msg.id, subscribers });
+          break;
+        }
+        case 'stream': {
+          // A bounded load: count messages, paced by the clock (rate/s).
+          const start = Date.now();
+          let i = 0;
+          await new Promise((resolve) => {
+            const tick = () => {
+              const due = Math.min(msg.count, Math.ceil(((Date.now() - start) / 1000) * msg.rate) + 1);
+              for (; i < due; i++) server.publish(msg.topic, `${msg.prefix}${i}`);
+              if (i >= msg.count) resolve();
+              else setTimeout(tick, 10);
+            };
+            tick();
+          });
+          send({ type: 'streamed', id: msg.id, count: i });
           break;
         }
         case 'stats':

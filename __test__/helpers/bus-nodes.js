@@ -124,6 +124,10 @@ async function startNode(config = {}, { timeoutMs = 10000, env = {} } = {}) {
     return reply.subscribers;
   };
 
+  /** Publishes prefix + 0 .. count - 1 on topic at about rate/s; resolves once all are published. */
+  node.stream = async (topic, { count, rate, prefix }, ms = 60000) =>
+    (await request({ type: 'stream', topic, count, rate, prefix }, ms, `stream to ${topic}`)).count;
+
   /** server.stats() of the node. */
   node.stats = async (ms = 5000) => (await request({ type: 'stats' }, ms, 'stats')).stats;
 

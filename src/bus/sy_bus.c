@@ -78,6 +78,9 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
         return NULL;
     }
     b->node = sy_random_u64();
+    b->epoch_rng = sy_random_u64() | 1;
+    sy_bus_script_init(&b->publish_script, sy_bus_seq_publish_lua);
+    sy_bus_script_init(&b->sync_script, sy_bus_seq_sync_lua);
     b->cluster = o->cluster;
     b->prefix_len = o->prefix_len;
     b->max_buffer = o->max_buffer;
@@ -147,6 +150,9 @@ void sy_bus_destroy(sy_bus_t *b) {
     for (size_t i = 0; i < b->nedges; i++)
         sy_topic_release(b->topics, b->edges[i]);
     sy_free(b->edges);
+    for (size_t i = 0; i < b->nresync; i++)
+        sy_free(b->resync[i]);
+    sy_free(b->resync);
     sy_bus_subs_destroy(&b->subs);
     sy_bus_chans_destroy(&b->chans);
     if (b->poll != NULL)
@@ -173,13 +179,15 @@ void sy_bus_msg_drop(sy_bus_t *b, sy_bus_msg_t *m) {
     sy_free(m);
 }
 
-void sy_bus_set_gap(sy_bus_t *b, sy_bus_gap_fn fn, void *ctx) {
-    b->on_gap = fn;
-    b->gap_ctx = ctx;
+void sy_bus_set_history(sy_bus_t *b, const sy_bus_history_ops_t *ops, void *ctx) {
+    b->hist = *ops;
+    b->hist_ctx = ctx;
 }
 
-sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len,
-                        unsigned flags) {
+bool sy_bus_is_up(sy_bus_t *b) { return atomic_load_explicit(&b->state, memory_order_relaxed) == SY_BUS_UP; }
+
+static sy_err_t queue_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len,
+                              unsigned flags, uint32_t hist_size, uint32_t ttl_s) {
     if (atomic_load_explicit(&b->state, memory_order_relaxed) != SY_BUS_UP) {
         sy_bus_count(&b->c.dropped, 1);
         return EAGAIN;
@@ -200,6 +208,10 @@ sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const 
     }
     m->next = NULL;
     m->size = size;
+    m->redirects = 0;
+    m->hist_size = hist_size;
+    m->ttl_s = ttl_s;
+    m->eval = false;
     m->channel_len = channel_len;
     m->body_len = SY_BUS_ENV_LEN + len;
     memcpy(m->data, b->prefix, b->prefix_len);
@@ -221,6 +233,16 @@ sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const 
     if (need_wake)
         wake(b);
     return 0;
+}
+
+sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len,
+                        unsigned flags) {
+    return queue_publish(b, topic, topic_len, data, len, flags, 0, 0);
+}
+
+sy_err_t sy_bus_publish_seq(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len,
+                            unsigned flags, uint32_t size, uint32_t ttl_s) {
+    return queue_publish(b, topic, topic_len, data, len, flags, size > 0 ? size : 1, ttl_s);
 }
 
 void sy_bus_edge(void *ctx, sy_topic_t *t) {

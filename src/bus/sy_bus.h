@@ -152,12 +152,26 @@ typedef struct sy_bus sy_bus_t;
  * server's registry, whose edge hook the caller points at sy_bus_edge. */
 sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deliver_fn deliver, void *deliver_ctx,
                         sy_bus_state_fn on_state, void *state_ctx, char *err, size_t errlen);
-/* Called on the bus thread when messages may have passed this node unseen:
- * a subscribing connection went down, or Redis unsubscribed it (a slot
- * moved), until it is subscribed again. */
-typedef void (*sy_bus_gap_fn)(void *ctx);
-/* Sets the gap callback (before sy_bus_start; NULL: none). */
-void sy_bus_set_gap(sy_bus_t *b, sy_bus_gap_fn fn, void *ctx);
+/* History across nodes (sy_bus_seq.h, docs/bus.md): what the bus asks of
+ * the server and tells it about topics with history. Bus thread. */
+typedef struct sy_bus_history_ops {
+    /* Messages the server keeps for topic (0: no history): a topic with
+     * history is synced from Redis when its channel is subscribed. */
+    uint32_t (*size)(void *ctx, const char *topic, size_t len);
+    /* A message at (epoch, offset) of Redis' sequence, in order. live: for
+     * the topic's subscribers (and history); else for history only (older
+     * than what this node's subscribers follow: read when it subscribed). */
+    void (*deliver)(void *ctx, const char *topic, size_t len, uint64_t epoch, uint64_t offset, const void *data,
+                    size_t data_len, unsigned flags, bool live);
+    /* A sync ended: Redis' epoch (0: it has none) and last offset; every
+     * message up to it was delivered before. */
+    void (*synced)(void *ctx, const char *topic, size_t len, uint64_t epoch, uint64_t last);
+    /* The topic's subscription went (its link dropped, or its slot moved):
+     * messages may pass unseen until its next sync. */
+    void (*unsynced)(void *ctx, const char *topic, size_t len);
+} sy_bus_history_ops_t;
+/* Sets the history callbacks (before sy_bus_start; ops is copied). */
+void sy_bus_set_history(sy_bus_t *b, const sy_bus_history_ops_t *ops, void *ctx);
 /* Starts the bus thread, which connects in the background. 0 or an errno
  * value. */
 sy_err_t sy_bus_start(sy_bus_t *b);
@@ -170,6 +184,15 @@ void sy_bus_destroy(sy_bus_t *b);
 /* Queues a message to the bus. flags: SY_BUS_ENV_*. 0, EAGAIN (dropped,
  * counted: the bus is not up, or max_buffer is reached), ENOMEM. */
 sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags);
+/* Queues a message of a topic with history (size messages kept, none
+ * older than ttl_s; 0: no limit): Redis gives it the topic's next offset,
+ * keeps it in the topic's stream and publishes it, in one script; every
+ * node delivers it (this one too) when it comes back. Errors as
+ * sy_bus_publish. */
+sy_err_t sy_bus_publish_seq(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len,
+                            unsigned flags, uint32_t size, uint32_t ttl_s);
+/* True while the bus is up (a relaxed read). */
+bool sy_bus_is_up(sy_bus_t *b);
 /* The topics' edge hook (sy_topic_edge_fn): ctx is the bus. */
 void sy_bus_edge(void *ctx, sy_topic_t *t);
 /* A snapshot of the counters and the state (relaxed reads). */

@@ -23,8 +23,10 @@ sy_err_t sy_bus_chans_init(sy_bus_chans_t *t, const char *prefix, size_t prefix_
 void sy_bus_chans_destroy(sy_bus_chans_t *t) {
     sy_strmap_iter_t it = SY_STRMAP_ITER_INIT;
     sy_bus_chan_t *c;
-    while ((c = sy_bus_chan_next(t, &it)) != NULL)
+    while ((c = sy_bus_chan_next(t, &it)) != NULL) {
+        sy_bus_seq_chan_clear(&c->seq);
         sy_free(c);
+    }
     sy_strmap_destroy(&t->map);
 }
 
@@ -72,5 +74,6 @@ sy_bus_chan_t *sy_bus_chan_get(sy_bus_chans_t *t, const char *name, size_t len) 
 void sy_bus_chan_remove(sy_bus_chans_t *t, sy_bus_chan_t *c) {
     /* c is in the table: the walk finds it. */
     (void)sy_strmap_remove(&t->map, &c->node);
+    sy_bus_seq_chan_clear(&c->seq);
     sy_free(c);
 }

@@ -28,6 +28,7 @@
 #include "base/sy_errors.h"
 #include "base/sy_strmap.h"
 #include "bus/sy_bus_order.h"
+#include "bus/sy_bus_seq.h"
 
 struct sy_bus_shard;
 
@@ -42,6 +43,7 @@ typedef struct sy_bus_chan {
     bool dirty;                 /* on the dirty list */
     unsigned unsubs;            /* our SUNSUBSCRIBEs whose pushes have not come back */
     sy_bus_order_t order;       /* each publisher's last message delivered here */
+    sy_bus_seq_chan_t seq;      /* the topic's position in Redis' sequence (sy_bus_seq.h) */
     size_t len;                 /* the name's (without the prefix) */
     char name[];
 } sy_bus_chan_t;

@@ -29,6 +29,7 @@
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_chan.h"
 #include "bus/sy_bus_link.h"
+#include "bus/sy_bus_seq.h"
 #include "bus/sy_bus_shard.h"
 #include "bus/sy_bus_subs.h"
 #include "net/sy_poll.h"
@@ -45,6 +46,9 @@ typedef struct sy_bus_msg {
     struct sy_bus_msg *next;
     size_t size;
     unsigned redirects; /* MOVED replies followed so far (SY_BUS_REDIRECTS_MAX) */
+    uint32_t hist_size; /* > 0: a topic with history (sy_bus_seq.h): the publish script */
+    uint32_t ttl_s;
+    bool eval;          /* send the script's body (Redis answered NOSCRIPT) */
     size_t channel_len; /* prefix + topic */
     size_t body_len;    /* envelope + payload */
     char data[];
@@ -83,12 +87,13 @@ struct sy_bus {
     sy_bus_msg_t *qhead, *qtail; /* under lock */
     sy_topic_t **edges;          /* under lock: topics whose interest crossed 0 (a reference each) */
     size_t nedges, edges_cap;
-    bool stop;            /* under lock */
-    bool woken;           /* under lock: the wake fd was written and not yet drained */
-    unsigned flush_ms;    /* under lock */
-    atomic_int state;     /* sy_bus_state_t */
-    sy_bus_gap_fn on_gap; /* fixed before the thread starts (sy_bus_set_gap) */
-    void *gap_ctx;
+    bool stop;                 /* under lock */
+    bool woken;                /* under lock: the wake fd was written and not yet drained */
+    unsigned flush_ms;         /* under lock */
+    atomic_int state;          /* sy_bus_state_t */
+    sy_bus_history_ops_t hist; /* fixed before the thread starts (sy_bus_set_history) */
+    void *hist_ctx;
+    sy_bus_script_t publish_script, sync_script;
     uint64_t seq; /* this node's publishes, numbered from 1 (under lock) */
     sy_bus_counters_t c;
 
@@ -103,6 +108,9 @@ struct sy_bus {
     sy_bus_chans_t chans;   /* the channels: subscriptions (subs), publishers' order (receiving) */
     sy_bus_subs_t subs;     /* the subscriptions that follow local interest */
     bool ever_up;
+    uint64_t epoch_rng; /* new epochs' candidates (xorshift, seeded at random) */
+    char **resync;      /* topics whose sync failed: tried again next turn */
+    size_t nresync, resync_cap;
     char err[SY_BUS_HOST_MAX + SY_BUS_ERRLEN + 16]; /* why the bus is down: "host:port: reason" */
 };
 

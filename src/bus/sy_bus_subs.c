@@ -86,34 +86,38 @@ void sy_bus_subs_shard_lost(sy_bus_subs_t *s, const sy_bus_shard_t *shard) {
         }
 }
 
-bool sy_bus_subs_push(sy_bus_subs_t *s, const sy_bus_shard_t *shard, bool subscribe, const char *name, size_t len) {
+sy_bus_subs_event_t sy_bus_subs_push(sy_bus_subs_t *s, const sy_bus_shard_t *shard, bool subscribe, const char *name,
+                                     size_t len, sy_bus_chan_t **chan) {
     size_t plen = s->chans->prefix_len;
+    *chan = NULL;
     if (len < plen || memcmp(name, s->chans->prefix, plen) != 0)
-        return false;
+        return SY_BUS_SUBS_NONE;
     sy_bus_chan_t *c = sy_bus_chan_find(s->chans, name + plen, len - plen);
     if (c == NULL)
-        return false;
+        return SY_BUS_SUBS_NONE;
+    *chan = c;
     if (subscribe) {
         if (c->sent && c->shard == shard && !c->confirmed) {
             c->confirmed = true;
             count(s->channels, 1);
+            return SY_BUS_SUBS_CONFIRMED;
         }
-        return false;
+        return SY_BUS_SUBS_NONE;
     }
     if (c->unsubs > 0) {
         c->unsubs--; /* ours */
         if (c->unsubs == 0 && !c->want && !c->sent)
             mark_dirty(s, c); /* done with: reconcile forgets it */
-        return false;
+        return SY_BUS_SUBS_NONE;
     }
     if (c->sent && c->shard == shard) {
         /* Redis unsubscribed us: the slot moved. Subscribe again where the
          * new map says. */
         chan_lost(s, c);
         mark_dirty(s, c);
-        return true;
+        return SY_BUS_SUBS_MOVED;
     }
-    return false;
+    return SY_BUS_SUBS_NONE;
 }
 
 void sy_bus_subs_rehome(sy_bus_subs_t *s, const sy_bus_shard_set_t *next) {

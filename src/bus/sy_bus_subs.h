@@ -66,10 +66,17 @@ void sy_bus_subs_want(sy_bus_subs_t *s, const char *name, size_t len, bool want)
 void sy_bus_subs_link_up(sy_bus_subs_t *s);
 /* shard's subscribing link went down, and its subscriptions with it. */
 void sy_bus_subs_shard_lost(sy_bus_subs_t *s, const sy_bus_shard_t *shard);
+/* What a subscription push from Redis meant. */
+typedef enum sy_bus_subs_event {
+    SY_BUS_SUBS_NONE = 0,
+    SY_BUS_SUBS_CONFIRMED, /* a subscription of ours is in place */
+    SY_BUS_SUBS_MOVED,     /* Redis undid one of ours by itself (its slot moved): read the map again */
+} sy_bus_subs_event_t;
+
 /* Redis confirmed (subscribe) or undid one subscription of channel
- * name[0..len) (prefix included) on shard. True when Redis undid one of
- * ours by itself (its slot moved): the caller reads the map again. */
-bool sy_bus_subs_push(sy_bus_subs_t *s, const sy_bus_shard_t *shard, bool subscribe, const char *name, size_t len);
+ * name[0..len) (prefix included) on shard; *chan: its channel (or NULL). */
+sy_bus_subs_event_t sy_bus_subs_push(sy_bus_subs_t *s, const sy_bus_shard_t *shard, bool subscribe, const char *name,
+                                     size_t len, sy_bus_chan_t **chan);
 /* A slot map is being applied (sy_bus_shards_stage, before _commit):
  * channels whose shard changes are unsubscribed from the old one (when it
  * stays, and its link is up) and subscribed where next says. */

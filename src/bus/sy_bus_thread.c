@@ -51,11 +51,246 @@ static bool in_order(sy_bus_t *b, const char *topic, size_t len, uint64_t from, 
     return sy_bus_order_check(&c->order, from, seq);
 }
 
+/* ---- history across nodes (sy_bus_seq.h) ------------------------- */
+
+static void start_sync(sy_bus_t *b, sy_bus_chan_t *c);
+
+/* Hands a message of Redis' sequence to the server: body is what the
+ * publisher gave the script (an envelope, or another program's bytes). */
+static void seq_deliver(sy_bus_t *b, sy_bus_chan_t *c, uint64_t epoch, uint64_t offset, const uint8_t *body, size_t len,
+                        bool live) {
+    sy_bus_env_msg_t m;
+    if (sy_bus_env_read(body, len, 0, &m) == SY_BUS_ENV_BAD || m.len > b->max_payload) {
+        /* Unusable, but its offset is taken: what follows is not a hole. */
+        sy_bus_count(&b->c.ignored, 1);
+        m.payload = body;
+        m.len = 0;
+        m.flags = 0;
+        live = false;
+    }
+    if (live)
+        sy_bus_count(&b->c.received, 1);
+    b->hist.deliver(b->hist_ctx, c->name, c->len, epoch, offset, m.payload, m.len, m.flags, live);
+}
+
+/* A channel message at (epoch, offset): delivered when it follows the
+ * channel's last, kept for after the sync otherwise. */
+static void seq_message(sy_bus_t *b, sy_bus_chan_t *c, uint64_t epoch, uint64_t offset, const uint8_t *body,
+                        size_t len) {
+    sy_bus_seq_chan_t *q = &c->seq;
+    if (q->syncing) {
+        if (!sy_bus_seq_wait(q, epoch, offset, body, len, b->max_buffer))
+            q->again = true; /* dropped: the next sync reads it from the stream */
+        return;
+    }
+    bool follows = q->epoch == epoch ? offset == q->last + 1 : (q->epoch == 0 && (offset == 1 || !q->history));
+    if (follows) {
+        q->epoch = epoch;
+        q->last = offset;
+        seq_deliver(b, c, epoch, offset, body, len, true);
+        return;
+    }
+    if (q->epoch == epoch && offset <= q->last) {
+        sy_bus_count(&b->c.late, 1); /* delivered already (a sync read it first) */
+        return;
+    }
+    /* A jump, or a new epoch: what is missing comes from the stream first. */
+    if (!sy_bus_seq_wait(q, epoch, offset, body, len, b->max_buffer))
+        q->again = true;
+    start_sync(b, c);
+}
+
+/* The sync's answer (priv: the topic's name, NUL-terminated, allocated). */
+static void on_sync(redisAsyncContext *ac, void *r, void *priv) {
+    sy_bus_link_t *l = ac->data;
+    sy_bus_t *b = l->ctx;
+    redisReply *reply = r;
+    char *name = priv;
+    size_t name_len = strlen(name);
+    sy_bus_chan_t *c = sy_bus_chan_find(&b->chans, name, name_len);
+    if (c == NULL || !c->seq.syncing) {
+        sy_free(name);
+        return;
+    }
+    sy_bus_seq_chan_t *q = &c->seq;
+    uint64_t epoch, last;
+    const redisReply *entries;
+    if (reply == NULL || !sy_bus_seq_sync_reply(reply, &epoch, &last, &entries)) {
+        if (reply != NULL) {
+            sy_bus_count(&b->c.errors, 1);
+            if (reply->type == REDIS_REPLY_ERROR)
+                snprintf(b->err, sizeof(b->err), "%s:%u: %s", l->host, (unsigned)l->port, reply->str);
+        }
+        q->syncing = false;
+        /* Tried again next turn (the channel's messages keep waiting). */
+        if (b->nresync == b->resync_cap) {
+            size_t cap = b->resync_cap ? b->resync_cap * 2 : 16;
+            char **a = sy_realloc(b->resync, cap * sizeof(*a));
+            if (a == NULL) {
+                sy_free(name);
+                return; /* synced at its next resubscription or jump */
+            }
+            b->resync = a;
+            b->resync_cap = cap;
+        }
+        b->resync[b->nresync++] = name;
+        q->syncing = true; /* its messages keep waiting until then */
+        return;
+    }
+    sy_free(name);
+    /* Entries after the channel's last: live when the channel had a
+     * position (this node's subscribers missed them), else history only
+     * (the node has just subscribed: they are older than its subscribers). */
+    bool live = q->epoch != 0;
+    for (size_t i = 0; epoch != 0 && i < entries->elements; i++) {
+        uint64_t offset;
+        const uint8_t *body;
+        size_t len;
+        if (!sy_bus_seq_entry(entries, i, &offset, &body, &len)) {
+            sy_bus_count(&b->c.ignored, 1);
+            continue;
+        }
+        if (q->epoch == epoch && offset <= q->last)
+            continue;
+        seq_deliver(b, c, epoch, offset, body, len, live);
+        q->epoch = epoch;
+        q->last = offset;
+    }
+    if (epoch != 0) {
+        q->epoch = epoch;
+        if (q->last < last || q->epoch != epoch)
+            q->last = last;
+    }
+    b->hist.synced(b->hist_ctx, c->name, c->len, epoch, last);
+    q->syncing = false;
+    bool again = q->again;
+    q->again = false;
+    /* The messages that came meanwhile, in their order (one may start
+     * another sync: the rest wait again behind it). */
+    sy_bus_seq_msg_t *m = sy_bus_seq_take(q);
+    while (m != NULL) {
+        sy_bus_seq_msg_t *next = m->next;
+        seq_message(b, c, m->epoch, m->offset, m->body, m->len);
+        sy_free(m);
+        m = next;
+    }
+    if (again)
+        start_sync(b, c);
+}
+
+/* Reads what Redis has after the channel's last position (all of the
+ * stream when it has none). */
+static void start_sync(sy_bus_t *b, sy_bus_chan_t *c) {
+    sy_bus_seq_chan_t *q = &c->seq;
+    if (q->syncing) {
+        q->again = true;
+        return;
+    }
+    q->syncing = true;
+    q->again = false;
+    char *name = sy_malloc(c->len + 1);
+    char *key = sy_bus_chan_key(&b->chans, c->name, c->len);
+    char *stream, *meta;
+    size_t stream_len, meta_len;
+    char *keys =
+        key != NULL ? sy_bus_seq_keys(key, b->prefix_len + c->len, &stream, &stream_len, &meta, &meta_len) : NULL;
+    sy_free(key);
+    sy_bus_shard_t *s = keys == NULL       ? NULL
+                        : c->shard != NULL ? c->shard
+                                           : sy_bus_shards_sub_target(&b->shards, c->slot);
+    redisAsyncContext *ac = s != NULL ? sy_bus_link_ac(&s->pub) : NULL;
+    char after[24], count[16], epoch[17] = "";
+    int after_len = snprintf(after, sizeof(after), "%llu", (unsigned long long)(q->epoch != 0 ? q->last : 0));
+    int count_len = snprintf(count, sizeof(count), "%u", b->hist.size(b->hist_ctx, c->name, c->len) + 1u);
+    if (q->epoch != 0)
+        (void)snprintf(epoch, sizeof(epoch), "%016llx", (unsigned long long)q->epoch);
+    const char *argv[] = {"EVALSHA", b->sync_script.sha, "2", stream, meta, after, count, epoch};
+    size_t lens[] = {7, 40, 1, stream_len, meta_len, (size_t)after_len, (size_t)count_len, strlen(epoch)};
+    if (name != NULL) {
+        memcpy(name, c->name, c->len);
+        name[c->len] = '\0';
+    }
+    if (name == NULL || ac == NULL) {
+        sy_free(keys);
+        sy_free(name);
+        q->syncing = false;
+        q->stale = true; /* synced when its subscription is (back) in place */
+        return;
+    }
+    /* EVAL (the body) the first time on each connection would cost a
+     * round trip per NOSCRIPT: the sync is rare, so it sends the body. */
+    argv[0] = "EVAL";
+    lens[0] = 4;
+    argv[1] = b->sync_script.body;
+    lens[1] = strlen(b->sync_script.body);
+    if (redisAsyncCommandArgv(ac, on_sync, name, 8, argv, lens) != REDIS_OK) {
+        sy_free(name);
+        q->syncing = false;
+        q->stale = true;
+    }
+    sy_free(keys);
+}
+
+/* The channel's subscription is in place: a topic with history syncs. */
+static void seq_subscribed(sy_bus_t *b, sy_bus_chan_t *c) {
+    if (b->hist.size == NULL)
+        return;
+    if (!c->seq.history)
+        c->seq.history = b->hist.size(b->hist_ctx, c->name, c->len) > 0;
+    if (c->seq.history) {
+        c->seq.stale = false;
+        start_sync(b, c);
+    }
+}
+
+/* The channel's subscription went: messages may pass unseen until it is
+ * back (and synced). */
+static void seq_lost(sy_bus_t *b, sy_bus_chan_t *c) {
+    if (!c->seq.history || b->hist.unsynced == NULL)
+        return;
+    c->seq.stale = true;
+    b->hist.unsynced(b->hist_ctx, c->name, c->len);
+}
+
+/* Syncs whose Redis command failed, tried again. */
+static void run_resync(sy_bus_t *b) {
+    size_t n = b->nresync;
+    char **names = b->resync;
+    b->resync = NULL;
+    b->nresync = b->resync_cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        sy_bus_chan_t *c = sy_bus_chan_find(&b->chans, names[i], strlen(names[i]));
+        if (c != NULL && c->seq.syncing) {
+            c->seq.syncing = false;
+            if (c->confirmed)
+                start_sync(b, c);
+            else
+                c->seq.stale = true; /* at its resubscription */
+        }
+        sy_free(names[i]);
+    }
+    sy_free(names);
+}
+
 static void on_smessage(sy_bus_t *b, redisReply *r) {
     redisReply *ch = r->element[1], *msg = r->element[2];
     if (ch->type != REDIS_REPLY_STRING || msg->type != REDIS_REPLY_STRING || ch->len < b->prefix_len ||
-        memcmp(ch->str, b->prefix, b->prefix_len) != 0 || msg->len > b->max_payload + SY_BUS_ENV_LEN) {
+        memcmp(ch->str, b->prefix, b->prefix_len) != 0 || msg->len > b->max_payload + SY_BUS_ENV_LEN + 64) {
         sy_bus_count(&b->c.ignored, 1);
+        return;
+    }
+    uint64_t epoch, offset;
+    const uint8_t *body;
+    size_t body_len;
+    if (msg->len > 0 && (uint8_t)msg->str[0] == SY_BUS_SEQ_MAGIC) {
+        sy_bus_chan_t *c = sy_bus_chan_find(&b->chans, ch->str + b->prefix_len, ch->len - b->prefix_len);
+        if (c == NULL || b->hist.deliver == NULL)
+            return; /* not ours any more */
+        if (!sy_bus_seq_read((const uint8_t *)msg->str, msg->len, &epoch, &offset, &body, &body_len)) {
+            sy_bus_count(&b->c.ignored, 1);
+            return;
+        }
+        seq_message(b, c, epoch, offset, body, body_len);
         return;
     }
     sy_bus_env_msg_t m;
@@ -107,9 +342,13 @@ static void link_down(void *ctx, sy_bus_link_t *l, const char *err) {
         return;
     }
     if (l->role == SY_BUS_ROLE_SUB) {
+        /* Its channels' messages may pass unseen until they are back. */
+        sy_strmap_iter_t it = SY_STRMAP_ITER_INIT;
+        sy_bus_chan_t *c;
+        while ((c = sy_bus_chan_next(&b->chans, &it)) != NULL)
+            if (c->sent && c->shard == l->owner)
+                seq_lost(b, c);
         sy_bus_subs_shard_lost(&b->subs, l->owner);
-        if (b->on_gap != NULL)
-            b->on_gap(b->gap_ctx); /* messages may pass unseen until it is back */
     }
     sy_bus_shards_want_map(&b->shards); /* a failover, maybe */
 }
@@ -129,10 +368,17 @@ static void link_push(void *ctx, sy_bus_link_t *l, redisReply *r) {
     redisReply *ch = r->element[1];
     if (ch->type != REDIS_REPLY_STRING)
         return;
-    if (sy_bus_subs_push(&b->subs, l->owner, sub, ch->str, ch->len)) {
+    sy_bus_chan_t *c;
+    switch (sy_bus_subs_push(&b->subs, l->owner, sub, ch->str, ch->len, &c)) {
+    case SY_BUS_SUBS_CONFIRMED:
+        seq_subscribed(b, c);
+        break;
+    case SY_BUS_SUBS_MOVED:
         sy_bus_shards_want_map_from(&b->shards, l->owner); /* it gave the slot away: it knows the new owner */
-        if (b->on_gap != NULL)
-            b->on_gap(b->gap_ctx); /* unsubscribed until subscribed on the new owner */
+        seq_lost(b, c);                                    /* unsubscribed until subscribed on the new owner */
+        break;
+    case SY_BUS_SUBS_NONE:
+        break;
     }
 }
 
@@ -188,6 +434,11 @@ static void on_published(redisAsyncContext *ac, void *r, void *priv) {
         sy_free(m);
         return;
     }
+    if (m->hist_size > 0 && !m->eval && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+        m->eval = true; /* this Redis has not seen the script: its body once */
+        send_msg(b, m);
+        return;
+    }
     sy_bus_count(&b->c.errors, 1);
     if (strncmp(reply->str, "MOVED", 5) == 0 || strncmp(reply->str, "ASK", 3) == 0)
         sy_bus_shards_want_map(&b->shards);
@@ -202,11 +453,56 @@ static void on_published(redisAsyncContext *ac, void *r, void *priv) {
     sy_bus_msg_drop(b, m);
 }
 
+/* The publish script's call for m (a topic with history). */
+static int send_seq(sy_bus_t *b, redisAsyncContext *ac, sy_bus_msg_t *m) {
+    char *stream, *meta;
+    size_t stream_len, meta_len;
+    char *keys = sy_bus_seq_keys(m->data, m->channel_len, &stream, &stream_len, &meta, &meta_len);
+    if (keys == NULL)
+        return REDIS_ERR;
+    /* A new epoch's candidate: used only when the topic has none in Redis. */
+    b->epoch_rng ^= b->epoch_rng << 13;
+    b->epoch_rng ^= b->epoch_rng >> 7;
+    b->epoch_rng ^= b->epoch_rng << 17;
+    char size[16], ttl[24], epoch[17];
+    int size_len = snprintf(size, sizeof(size), "%u", m->hist_size);
+    int ttl_len = snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)m->ttl_s * 1000u);
+    (void)snprintf(epoch, sizeof(epoch), "%016llx", (unsigned long long)(b->epoch_rng | 1));
+    const sy_bus_script_t *sc = &b->publish_script;
+    const char *argv[] = {m->eval ? "EVAL" : "EVALSHA",
+                          m->eval ? sc->body : sc->sha,
+                          "2",
+                          stream,
+                          meta,
+                          m->data,
+                          m->data + m->channel_len,
+                          size,
+                          ttl,
+                          epoch};
+    size_t lens[] = {m->eval ? 4u : 7u,
+                     m->eval ? strlen(sc->body) : 40u,
+                     1,
+                     stream_len,
+                     meta_len,
+                     m->channel_len,
+                     m->body_len,
+                     (size_t)size_len,
+                     (size_t)ttl_len,
+                     16};
+    int rc = redisAsyncCommandArgv(ac, on_published, m, 10, argv, lens);
+    sy_free(keys);
+    return rc;
+}
+
 static void send_msg(sy_bus_t *b, sy_bus_msg_t *m) {
     sy_bus_shard_t *s = sy_bus_shards_publish_target(&b->shards, m->data, m->channel_len);
     redisAsyncContext *ac = s != NULL ? sy_bus_link_ac(&s->pub) : NULL;
-    if (ac == NULL || redisAsyncCommand(ac, on_published, m, "SPUBLISH %b %b", m->data, m->channel_len,
-                                        m->data + m->channel_len, m->body_len) != REDIS_OK)
+    int rc = REDIS_ERR;
+    if (ac != NULL)
+        rc = m->hist_size > 0 ? send_seq(b, ac, m)
+                              : redisAsyncCommand(ac, on_published, m, "SPUBLISH %b %b", m->data, m->channel_len,
+                                                  m->data + m->channel_len, m->body_len);
+    if (rc != REDIS_OK)
         sy_bus_msg_drop(b, m);
     /* else kept (and counted in buffered_bytes) until Redis answers */
 }
@@ -277,6 +573,8 @@ void *sy_bus_thread_main(void *arg) {
         bool stop;
         take_work(b, &msgs, &edges, &nedges, &stop);
         apply_edges(b, edges, nedges);
+        if (b->nresync > 0)
+            run_resync(b);
         while (msgs != NULL) {
             sy_bus_msg_t *m = msgs;
             msgs = m->next;

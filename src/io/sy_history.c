@@ -304,18 +304,52 @@ void sy_hist_sweep(sy_hist_t *g, sy_topics_t *topics, int64_t now_ms) {
     sy_free(s.release);
 }
 
-static void gap_topic(void *ctx, sy_topic_t *t) {
-    sy_hist_t *g = ctx;
-    sy_hist_lock(g);
-    sy_history_t *h = atomic_load_explicit(&t->hist, memory_order_relaxed);
-    if (h != NULL) {
-        empty(g, h);
-        h->epoch = sy_random_u64();
-    }
-    sy_hist_unlock(g);
+/* h's sequence goes on in epoch after last (nothing kept from before). */
+static void restart(sy_hist_t *g, sy_history_t *h, uint64_t epoch, bool remote, uint64_t last, sy_hist_change_t *change,
+                    sy_v1_reason_t why) {
+    change->reason = why;
+    change->before = h->last;
+    empty(g, h);
+    h->epoch = epoch;
+    h->remote = remote;
+    h->last = last;
+    h->first = last + 1;
 }
 
-void sy_hist_gap(sy_hist_t *g, sy_topics_t *topics) { sy_topics_each(topics, gap_topic, g); }
+bool sy_hist_adopt(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t offset, sy_hist_change_t *change) {
+    change->reason = SY_V1_RECOVERED;
+    if (!h->remote || h->epoch != epoch) {
+        restart(g, h, epoch, true, offset - 1, change, SY_V1_EPOCH);
+        return true;
+    }
+    if (offset <= h->last)
+        return false;
+    if (offset > h->last + 1)
+        restart(g, h, epoch, true, offset - 1, change, SY_V1_TRIMMED);
+    return true;
+}
+
+void sy_hist_localize(sy_hist_t *g, sy_history_t *h, sy_hist_change_t *change) {
+    change->reason = SY_V1_RECOVERED;
+    if (h->remote)
+        restart(g, h, sy_random_u64(), false, h->last, change, SY_V1_EPOCH);
+}
+
+void sy_hist_synced(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t last, sy_hist_change_t *change) {
+    change->reason = SY_V1_RECOVERED;
+    if (epoch != 0) {
+        if (!h->remote || h->epoch != epoch)
+            restart(g, h, epoch, true, last, change, SY_V1_EPOCH);
+        else if (h->last < last)
+            restart(g, h, epoch, true, last, change, SY_V1_TRIMMED);
+    }
+    h->synced = true;
+}
+
+bool sy_hist_needs_sync(const sy_hist_t *g, const sy_history_t *h) {
+    return g->sequenced && h != NULL && h->size > 0 && !h->synced &&
+           atomic_load_explicit(&g->bus_up, memory_order_relaxed);
+}
 
 void sy_hist_totals(sy_hist_t *g, size_t *count, size_t *bytes) {
     sy_hist_lock(g);

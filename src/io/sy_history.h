@@ -45,6 +45,7 @@
 #define SY_HISTORY_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,8 +80,23 @@ typedef struct sy_history {
     sy_hist_entry_t *ring;
     uint32_t heap_at; /* its place in the server's heap while it keeps messages */
     bool holds_ref;   /* one reference on topic while it has held messages */
+    /* With a bus (sy_hist_t.sequenced): the epoch and offsets are Redis'
+     * (one sequence per topic across nodes, docs/bus.md), not this node's. */
+    bool remote;
+    /* With a bus: caught up with Redis since this node subscribed (or its
+     * subscription came back); until then new subscriptions wait
+     * (io/sy_park.h). */
+    bool synced;
     struct sy_topic *topic;
 } sy_history_t;
+
+/* Why a history's live subscribers are told their position again
+ * (sy_hist_adopt and sy_hist_localize, SY_CMD_NOTICE): SY_V1_EPOCH, or
+ * SY_V1_TRIMMED for a hole; with the last offset before it. */
+typedef struct sy_hist_change {
+    sy_v1_reason_t reason; /* SY_V1_RECOVERED: no change */
+    uint64_t before;       /* the last offset of the old sequence */
+} sy_hist_change_t;
 
 /* The server's. */
 typedef struct sy_hist {
@@ -96,6 +112,12 @@ typedef struct sy_hist {
      * message: max_bytes drops the oldest message of all in O(log n). */
     struct sy_history **heap;
     uint32_t nheap, heap_cap;
+    /* With a bus: offsets come from Redis (sy_hist_adopt) and histories
+     * must be synced before they serve a subscription (fixed before the
+     * threads start). */
+    bool sequenced;
+    atomic_bool bus_up;     /* the bus is up now: a subscription waits for its topic's sync */
+    struct sy_park *parked; /* subscriptions waiting for a sync (io/sy_park.h), under lock */
 } sy_hist_t;
 
 sy_err_t sy_hist_init(sy_hist_t *g, const sy_hist_conf_t *conf);
@@ -125,15 +147,28 @@ bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t n
  * *frames (one reference each; NULL when none) and *n. Else the reason. */
 sy_v1_reason_t sy_hist_replay(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t since, uint64_t head,
                               size_t budget, int64_t now_ms, sy_refbuf_t ***frames, size_t *n);
+/* Locked. Makes h ready to keep the message at offset in epoch, both
+ * Redis' (with a bus): a history in another epoch (or this node's own)
+ * starts again at offset; a hole (offset > last + 1) empties it. *change
+ * says what live subscribers must be told (SY_V1_RECOVERED: nothing).
+ * False when offset is not new (the message is a duplicate: skip it).
+ * Then sy_history_next gives offset. */
+bool sy_hist_adopt(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t offset, sy_hist_change_t *change);
+/* Locked. A publish of this node's own while the bus cannot sequence it:
+ * a history in Redis' epoch moves to a new epoch of this node's (offsets
+ * go on from last), so that no offset means two messages. *change as
+ * above. */
+void sy_hist_localize(sy_hist_t *g, sy_history_t *h, sy_hist_change_t *change);
+/* Locked. Redis has (epoch, last) for h's topic after a sync (its stream's
+ * entries were adopted before): a history behind it starts after last in
+ * that epoch (*change: a hole or a new epoch); then h is synced. */
+void sy_hist_synced(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t last, sy_hist_change_t *change);
+/* Locked. True when a subscription to h's topic must wait for its sync. */
+bool sy_hist_needs_sync(const sy_hist_t *g, const sy_history_t *h);
 /* Drops what ttl expired from every topic's history and gives back the
  * topic references of the empty ones (IO thread 0, about once a second;
  * takes the registry's lock, then this one). */
 void sy_hist_sweep(sy_hist_t *g, struct sy_topics *topics, int64_t now_ms);
-/* Every history may have a hole (the bus may have missed messages: one of
- * its subscribing connections went down): each gets a new epoch and keeps
- * nothing older, so a resume from before fails "epoch" instead of
- * skipping what was missed. Takes the registry's lock, then this one. */
-void sy_hist_gap(sy_hist_t *g, struct sy_topics *topics);
 /* Messages and bytes kept now. */
 void sy_hist_totals(sy_hist_t *g, size_t *count, size_t *bytes);
 /* Frees a history (its topic is being freed): empty, or the whole server

@@ -14,6 +14,7 @@
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
 #include "io/sy_conn.h"
+#include "io/sy_park.h"
 #include "io/sy_reclaim.h"
 #include "io/sy_resume.h"
 #include "io/sy_upgrade.h"
@@ -152,6 +153,8 @@ static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
     else if (cmd->type == SY_CMD_SUBSCRIBE)
         sy_free(cmd->pos);
 }
+
+void sy_io_cmd_discard(sy_io_t *io, sy_cmd_t *cmd) { cmd_release(io, cmd); }
 
 static void io_free(sy_io_t *io) {
     /* The poller first: its descriptors leave it before they are closed
@@ -537,6 +540,19 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
     }
 }
 
+/* A notice to the topic's symphony.v1 subscribers of this thread. */
+static void do_notice(sy_io_t *io, sy_cmd_t *cmd) {
+    sy_topic_slot_t *slot = &cmd->topic->slots[io->ctx.index];
+    uint32_t queued = 0;
+    for (uint32_t i = 0; i < slot->nsubs; i++) {
+        sy_conn_t *c = io->slots.conns[slot->subs[i]];
+        if (c->v1 && sy_conn_push(io, c, cmd->buf, false))
+            queued++;
+    }
+    if (queued > 0)
+        sy_refbuf_ref(cmd->buf, queued);
+}
+
 /* Begins this thread's stop: no more accepting, a close handshake (1001) to
  * every open connection with deadline_ms > 0, or every connection closed
  * now. */
@@ -575,6 +591,9 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
     switch (cmd->type) {
     case SY_CMD_PUBLISH:
         do_publish(io, cmd);
+        break;
+    case SY_CMD_NOTICE:
+        do_notice(io, cmd);
         break;
     case SY_CMD_SEND:
         if (c != NULL && c->v1) {
@@ -700,8 +719,17 @@ static void sweep(sy_io_t *io) {
     if (io->ctx.index == 0) {
         (void)sy_alloc_decay_all();
         /* Topics' history: what ttl expired goes, and idle topics with it. */
-        if (sy_hist_default_on(&io->ctx.shared->hist) || io->ctx.shared->history_used)
-            sy_hist_sweep(&io->ctx.shared->hist, &io->ctx.shared->topics, io->ctx.now_ms);
+        sy_hist_t *g = &io->ctx.shared->hist;
+        if (sy_hist_default_on(g) || io->ctx.shared->history_used)
+            sy_hist_sweep(g, &io->ctx.shared->topics, io->ctx.now_ms);
+        /* Subscriptions that waited too long for their topic's sync are
+         * served from what this node has (io/sy_park.h). */
+        if (g->sequenced) {
+            sy_hist_lock(g);
+            sy_park_t *failed = sy_park_settle(g, NULL, io->ctx.now_ms - SY_PARK_MAX_MS);
+            sy_hist_unlock(g);
+            sy_park_discard(failed);
+        }
     }
     sy_deflate_trim(&io->ctx.deflate, io->ctx.now_ms);
     settle_awaiting(io);

@@ -98,6 +98,8 @@ typedef enum sy_cmd_type {
                            (sy_server_adopt) with buf: the bytes read before */
     SY_CMD_OWNER_DONE,  /* arg.seq: the owner handled that batch, and every command
                            it queued before this one is done (connections await it) */
+    SY_CMD_NOTICE,      /* topic, buf: a symphony.v1 notice for the topic's symphony.v1
+                           subscribers (its sequence changed: sy_history.h) */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
@@ -153,6 +155,10 @@ void sy_io_join(sy_io_t *io);
 /* Frees a thread never started or joined. NULL is a no-op. */
 void sy_io_destroy(sy_io_t *io);
 
+/* Gives back what a command that will not be queued holds (its buffers,
+ * topic references and interest, accept, position) as io's thread would.
+ * Any thread. */
+void sy_io_cmd_discard(sy_io_t *io, sy_cmd_t *cmd);
 /* Queues a command and wakes the thread. 0, or ENOMEM, or EPIPE when the
  * thread has ended (the caller still owns the references then). */
 sy_err_t sy_io_push(sy_io_t *io, const sy_cmd_t *cmd);

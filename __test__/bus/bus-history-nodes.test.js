@@ -1,0 +1,74 @@
+'use strict';
+// History across nodes (docs/bus.md, "History across nodes"): with a bus,
+// a topic's offsets are Redis' (one script numbers, keeps and publishes
+// each message), so every node delivers the same (epoch, offset) for the
+// same message, a client resumes on any node, and a node that missed bus
+// messages fills the hole from the topic's Redis stream.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const WebSocket = require('ws');
+const { startRedis } = require('../helpers/redis');
+const { startNode, closeAll } = require('../helpers/bus-nodes');
+const { connectV1 } = require('../helpers/v1');
+const { waitFor } = require('../helpers/raw');
+const { startBalancer } = require('../helpers/balancer');
+
+test.after(closeAll);
+
+const HISTORY = { size: 5000, ttl: 300 };
+
+async function nodes(n, redis, extra = {}) {
+  const config = { history: HISTORY, bus: { url: redis.url, backoff: { min: 50, max: 200 } }, ...extra };
+  const out = [];
+  for (let i = 0; i < n; i++) out.push(await startNode(config));
+  for (const node of out) await node.waitBus('up', 10000);
+  return out;
+}
+
+/** Offsets of a v1 client's messages of topic, as Numbers. */
+const offsets = (c, topic) => c.messages(topic).map((f) => Number(f.offset));
+const payloads = (c, topic) => c.messages(topic).map((f) => f.payload.toString());
+
+/** Asserts that list is from, from + 1, ..., each once. */
+function consecutive(list, from, what) {
+  for (let i = 0; i < list.length; i++) {
+    if (list[i] !== from + i) assert.fail(`${what}: offset ${list[i]} at ${i}, expected ${from + i} (${JSON.stringify(list.slice(Math.max(0, i - 3), i + 3))})`);
+  }
+}
+
+test('one sequence per topic: every node delivers the same offsets, epoch and order', { timeout: 60000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const [a, b, c] = await nodes(3, redis);
+  const clients = [];
+  for (const node of [a, b, c]) {
+    const cl = await connectV1(`ws://127.0.0.1:${node.port}/?topics=feed`);
+    await cl.until((x) => x.notices('subscribed').length === 1, 10000, 'subscribed');
+    clients.push(cl);
+  }
+  const epochs = clients.map((cl) => cl.notices('subscribed')[0].epoch);
+  // Publishes alternate between the three nodes, each awaited: one order.
+  const sent = [];
+  for (let i = 0; i < 30; i++) {
+    const node = [a, b, c][i % 3];
+    sent.push(`m${i}`);
+    await node.publish('feed', `m${i}`);
+  }
+  for (const cl of clients) await cl.until((x) => x.messages('feed').length === 30, 10000, '30 messages');
+  const first = offsets(clients[0], 'feed');
+  consecutive(first, first[0], 'node a');
+  for (const cl of clients) {
+    assert.deepEqual(offsets(cl, 'feed'), first, 'the same offsets on every node');
+    assert.deepEqual(payloads(cl, 'feed'), sent, 'the same order on every node');
+  }
+  // The epoch the notices gave before the first publish (none in Redis
+  // yet: each node's own) is replaced by Redis' at the first message,
+  // which every client is told: one epoch everywhere after it.
+  const latest = clients.map((cl) => cl.notices('subscribed').at(-1).epoch);
+  assert.equal(new Set(latest).size, 1, `one epoch: ${latest} (at subscribe: ${epochs})`);
+  // Redis holds the sequence: the meta hash's offset is the last one delivered.
+  assert.equal(Number(await redis.cli('HGET', '{symphony:feed}:meta', 'o')), first.at(-1));
+  assert.equal(await redis.cli('HGET', '{symphony:feed}:meta', 'e'), latest[0]);
+  assert.equal(Number(await redis.cli('XLEN', '{symphony:feed}:stream')), 30);
+  for (const cl of clients) cl.ws.terminate();
+});

@@ -1,0 +1,52 @@
+/*
+ * sy_park — subscriptions that wait for their topic's sync (docs/bus.md,
+ * "History across nodes"). With a bus, a topic's offsets are Redis', and a
+ * node that has just subscribed to a topic (or whose subscription came
+ * back after an outage) reads what Redis' stream has before it serves a
+ * subscription from its history. A subscription (SY_CMD_SUBSCRIBE with a
+ * position, or an SY_CMD_ACCEPT whose topics have history) made meanwhile
+ * waits here, its interest counted (so the bus subscribes) and its
+ * command not queued yet. Its heads are read, and the command queued,
+ * under the history lock once every topic it names is synced: the
+ * exactness argument of io/sy_history.h holds as for a command queued at
+ * once. A wait ends anyway when the bus goes down or after
+ * SY_PARK_MAX_MS: the subscription is then served from what this node has.
+ *
+ * Threads: every function with the history lock held (sy_hist_lock),
+ * from any thread (the owner's subscriptions, the bus thread's syncs, IO
+ * thread 0's sweep); sy_park_discard without it.
+ *
+ * Ownership: a parked command keeps its references (topics, interest,
+ * positions, the accept); a command that could not be queued comes back
+ * to the caller, for sy_park_discard after the lock.
+ *
+ * Errors: sy_park_or_push returns 0 or the errno value of the queueing
+ * (the caller keeps the command's references then).
+ */
+#ifndef SY_PARK_H
+#define SY_PARK_H
+
+#include <stdint.h>
+
+#include "base/sy_errors.h"
+#include "io/sy_history.h"
+#include "io/sy_io.h"
+
+/* A wait for a sync ends after this long, synced or not. */
+#define SY_PARK_MAX_MS 5000
+
+typedef struct sy_park sy_park_t;
+
+/* Locked. Queues cmd (SY_CMD_SUBSCRIBE with pos, or SY_CMD_ACCEPT with
+ * heads) to io with its heads read now, or parks it while one of its
+ * topics needs a sync (sy_hist_needs_sync). 0 or an errno value. */
+sy_err_t sy_park_or_push(sy_hist_t *g, sy_io_t *io, sy_cmd_t *cmd, int64_t now_ms);
+/* Locked. The waits on t are over (t synced; NULL: every wait parked at or
+ * before until_ms): each command is queued, or parks on another topic of
+ * its own that needs a sync. Returns those that could not be queued. */
+sy_park_t *sy_park_settle(sy_hist_t *g, struct sy_topic *t, int64_t until_ms);
+/* Gives back what the commands of list hold (not under the lock: it may
+ * free topics). */
+void sy_park_discard(sy_park_t *list);
+
+#endif
