@@ -320,7 +320,7 @@ static bool with_history(sy_server_t *s, sy_topic_t *t) {
  * subscribers are told their new position before what follows, in the
  * same order as the topic's publishes (sy_history.h). */
 static void announce(sy_server_t *s, sy_topic_t *t, const sy_history_t *h, const sy_hist_change_t *change) {
-    if (change->reason == SY_V1_RECOVERED)
+    if (!change->changed)
         return;
     sy_v1_subscribed_t n = {.topic = t->name,
                             .topic_len = t->name_len,
@@ -375,7 +375,7 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
     sy_hist_lock(g);
     sy_history_t *h = sy_hist_of(g, t, true);
     bool keep = h != NULL && h->size > 0;
-    sy_hist_change_t change = {.reason = SY_V1_RECOVERED};
+    sy_hist_change_t change = {.changed = false};
     if (keep && at != NULL) {
         if (!sy_hist_adopt(g, h, at->epoch, at->offset, &change)) {
             sy_hist_unlock(g);

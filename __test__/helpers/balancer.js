@@ -9,12 +9,17 @@ const net = require('node:net');
 
 /**
  * Starts a balancer on 127.0.0.1 in front of ports (backend 0 current).
- * Resolves { port, moveTo(i), connections(), close() }.
+ * Resolves { port, moveTo(i), hold(on), cut(), connections(), close() }.
  */
 async function startBalancer(ports) {
   let current = 0;
+  let held = false;
   const open = new Set();
   const server = net.createServer((client) => {
+    if (held) {
+      client.destroy();
+      return;
+    }
     const upstream = net.connect({ host: '127.0.0.1', port: ports[current] });
     const pair = { client, upstream };
     open.add(pair);
@@ -40,6 +45,15 @@ async function startBalancer(ports) {
     moveTo(i) {
       if (!(i >= 0 && i < ports.length)) throw new RangeError(`no backend ${i}`);
       current = i;
+      for (const { client, upstream } of open) {
+        client.destroy();
+        upstream.destroy();
+      }
+      open.clear();
+    },
+    /** While held, new connections are closed at once (and cut() closes the open ones): an outage. */
+    hold(on) { held = on; },
+    cut() {
       for (const { client, upstream } of open) {
         client.destroy();
         upstream.destroy();

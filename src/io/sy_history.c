@@ -307,7 +307,10 @@ void sy_hist_sweep(sy_hist_t *g, sy_topics_t *topics, int64_t now_ms) {
 /* h's sequence goes on in epoch after last (nothing kept from before). */
 static void restart(sy_hist_t *g, sy_history_t *h, uint64_t epoch, bool remote, uint64_t last, sy_hist_change_t *change,
                     sy_v1_reason_t why) {
-    change->reason = why;
+    change->changed = true;
+    /* Nothing numbered before, and the new sequence starts at its
+     * beginning: a subscriber at 0 missed nothing. */
+    change->reason = h->last == 0 && last == 0 ? SY_V1_RECOVERED : why;
     change->before = h->last;
     empty(g, h);
     h->epoch = epoch;
@@ -317,7 +320,7 @@ static void restart(sy_hist_t *g, sy_history_t *h, uint64_t epoch, bool remote, 
 }
 
 bool sy_hist_adopt(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t offset, sy_hist_change_t *change) {
-    change->reason = SY_V1_RECOVERED;
+    *change = (sy_hist_change_t){.reason = SY_V1_RECOVERED};
     if (!h->remote || h->epoch != epoch) {
         restart(g, h, epoch, true, offset - 1, change, SY_V1_EPOCH);
         return true;
@@ -330,13 +333,13 @@ bool sy_hist_adopt(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t offse
 }
 
 void sy_hist_localize(sy_hist_t *g, sy_history_t *h, sy_hist_change_t *change) {
-    change->reason = SY_V1_RECOVERED;
+    *change = (sy_hist_change_t){.reason = SY_V1_RECOVERED};
     if (h->remote)
         restart(g, h, sy_random_u64(), false, h->last, change, SY_V1_EPOCH);
 }
 
 void sy_hist_synced(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t last, sy_hist_change_t *change) {
-    change->reason = SY_V1_RECOVERED;
+    *change = (sy_hist_change_t){.reason = SY_V1_RECOVERED};
     if (epoch != 0) {
         if (!h->remote || h->epoch != epoch)
             restart(g, h, epoch, true, last, change, SY_V1_EPOCH);

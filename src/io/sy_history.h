@@ -90,12 +90,15 @@ typedef struct sy_history {
     struct sy_topic *topic;
 } sy_history_t;
 
-/* Why a history's live subscribers are told their position again
- * (sy_hist_adopt and sy_hist_localize, SY_CMD_NOTICE): SY_V1_EPOCH, or
- * SY_V1_TRIMMED for a hole; with the last offset before it. */
+/* When a history's live subscribers are told their position again
+ * (sy_hist_adopt, sy_hist_localize, sy_hist_synced; SY_CMD_NOTICE): its
+ * sequence changed, and why they may have missed messages (SY_V1_EPOCH,
+ * SY_V1_TRIMMED for a hole), or SY_V1_RECOVERED when they missed nothing
+ * (a new epoch that starts where the old one was, at 0). */
 typedef struct sy_hist_change {
-    sy_v1_reason_t reason; /* SY_V1_RECOVERED: no change */
-    uint64_t before;       /* the last offset of the old sequence */
+    bool changed;
+    sy_v1_reason_t reason;
+    uint64_t before; /* the last offset of the old sequence */
 } sy_hist_change_t;
 
 /* The server's. */
