@@ -125,3 +125,139 @@ test('clients move between three nodes while two nodes publish 1,000 messages/s:
     assert.deepEqual(failed, [], `client ${i}: every resume recovered`);
   }
 });
+
+/** A v1 client on node, subscribed to topic and past its subscribed notice. */
+async function v1On(node, topic, since) {
+  const cl = await connectV1(`ws://127.0.0.1:${node.port}/?topics=${topic}`, since ? { since } : {});
+  await cl.until((x) => x.notices('subscribed').length >= 1, 10000, `subscribed on ${node.port}`);
+  return cl;
+}
+
+/** Waits until every node has its channels subscribed (confirmed by Redis) again. */
+async function resubscribed(list, n = 1) {
+  for (const node of list) await waitFor(async () => (await node.stats()).bus.channels >= n, 15000, 'resubscribed');
+}
+
+test('Redis killed and restarted without persistence: a new epoch, live clients told (recovered: false), then live', { timeout: 60000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const [a, b] = await nodes(2, redis);
+  const ca = await v1On(a, 'feed');
+  const cb = await v1On(b, 'feed');
+  for (let i = 0; i < 5; i++) await b.publish('feed', `m${i}`);
+  for (const cl of [ca, cb]) await cl.until((x) => x.messages('feed').length === 5, 10000, 'm0..m4');
+  const before = ca.notices('subscribed').at(-1).epoch;
+  const fromA = a.busEvents.length;
+  const fromB = b.busEvents.length;
+  await redis.kill9();
+  await a.waitBus('down', 10000, fromA);
+  await b.waitBus('down', 10000, fromB);
+  await redis.restart();
+  await a.waitBus('up', 15000, fromA);
+  await b.waitBus('up', 15000, fromB);
+  await resubscribed([a, b]);
+  // Redis has no sequence for the topic any more: the next publish starts one.
+  await a.publish('feed', 'm5');
+  for (const cl of [ca, cb]) {
+    await cl.until((x) => x.messages('feed').length === 6, 10000, 'm5 live');
+    const told = cl.notices('subscribed').at(-1);
+    assert.equal(told.recovered, false, JSON.stringify(told));
+    assert.equal(told.reason, 'epoch');
+    assert.notEqual(told.epoch, before, 'a new epoch');
+    assert.equal(told.offset, '0');
+    // The notice came before m5, and m5 is the new epoch's first offset.
+    const frames = cl.frames.filter((f) => f.kind === 'p' || (f.kind === 'c' && f.notice.type === 'subscribed'));
+    assert.equal(frames.at(-2).kind, 'c');
+    assert.equal(Number(cl.messages('feed').at(-1).offset), 1);
+    assert.equal(cl.messages('feed').at(-1).payload.toString(), 'm5');
+  }
+  // A resume from the old epoch, on either node, is told so.
+  const old = [{ epoch: before, offset: '5', topic: 'feed' }];
+  for (const node of [a, b]) {
+    const cl = await v1On(node, 'feed', old);
+    const n = cl.notices('subscribed')[0];
+    assert.equal(n.recovered, false);
+    assert.equal(n.reason, 'epoch');
+    cl.ws.terminate();
+  }
+  ca.ws.terminate();
+  cb.ws.terminate();
+});
+
+test('Redis killed and restarted with AOF: the same epoch goes on, no client is told of a loss', { timeout: 60000 }, async (t) => {
+  const redis = await startRedis({ t, args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
+  const [a, b] = await nodes(2, redis);
+  const ca = await v1On(a, 'feed');
+  for (let i = 0; i < 5; i++) await b.publish('feed', `m${i}`);
+  await ca.until((x) => x.messages('feed').length === 5, 10000, 'm0..m4');
+  const epoch = ca.notices('subscribed').at(-1).epoch;
+  const fromA = a.busEvents.length;
+  const fromB = b.busEvents.length;
+  await redis.kill9();
+  await a.waitBus('down', 10000, fromA);
+  await redis.restart();
+  await a.waitBus('up', 15000, fromA);
+  await b.waitBus('up', 15000, fromB);
+  await resubscribed([a, b]);
+  for (let i = 5; i < 10; i++) await b.publish('feed', `m${i}`);
+  await ca.until((x) => x.messages('feed').length === 10, 10000, 'm5..m9');
+  consecutive(offsets(ca, 'feed'), 1, 'one sequence across the restart');
+  assert.deepEqual(ca.notices('subscribed').filter((n) => n.recovered === false), [], 'no loss announced');
+  assert.equal(ca.notices('subscribed').at(-1).epoch, epoch);
+  // A client that left at m2 resumes on b (which had no client) from the stream.
+  const cl = await v1On(b, 'feed', [{ epoch, offset: '3', topic: 'feed' }]);
+  await cl.until((x) => x.messages('feed').length === 7, 10000, 'the replay of 4..10');
+  assert.equal(cl.notices('subscribed')[0].recovered, true);
+  consecutive(offsets(cl, 'feed'), 4, 'replayed on b');
+  cl.ws.terminate();
+  ca.ws.terminate();
+});
+
+test("a node's bus connections cut for 3 s while another node publishes: it fills the hole from the stream, its clients see no gap", { timeout: 60000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const proxy = await startBalancer([redis.port]);
+  t.after(() => proxy.close());
+  const config = { history: HISTORY, bus: { backoff: { min: 50, max: 200 } } };
+  const a = await startNode({ ...config, bus: { ...config.bus, url: `redis://127.0.0.1:${proxy.port}` } });
+  const b = await startNode({ ...config, bus: { ...config.bus, url: redis.url } });
+  await a.waitBus('up');
+  await b.waitBus('up');
+  const ca = await v1On(a, 'feed');
+  const cb = await v1On(b, 'feed');
+  for (let i = 0; i < 10; i++) await b.publish('feed', `m${i}`);
+  await ca.until((x) => x.messages('feed').length === 10, 10000, 'm0..m9 on a');
+  const from = a.busEvents.length;
+  proxy.hold(true);
+  proxy.cut();
+  await a.waitBus('down', 10000, from);
+  // 3 s of publishes on b while a cannot hear them (300 at 100/s).
+  await b.stream('feed', { count: 300, rate: 100, prefix: 'cut' });
+  proxy.hold(false);
+  await a.waitBus('up', 15000, from);
+  await ca.until((x) => x.messages('feed').length === 310, 15000, 'the hole filled');
+  await cb.until((x) => x.messages('feed').length === 310, 15000, 'b live');
+  consecutive(offsets(ca, 'feed'), 1, 'a after the outage');
+  assert.deepEqual(payloads(ca, 'feed'), payloads(cb, 'feed'), 'what a delivers is what b delivered');
+  assert.deepEqual(ca.notices('subscribed').filter((n) => n.recovered === false), [], 'no loss announced');
+  // Then live again on a.
+  await b.publish('feed', 'after');
+  await ca.until((x) => x.messages('feed').length === 311, 10000, 'live after');
+  ca.ws.terminate();
+  cb.ws.terminate();
+});
+
+test('another program publishes with history through the documented script (redis-cli EVAL)', { timeout: 30000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const [a] = await nodes(1, redis);
+  const ca = await v1On(a, 'prices');
+  const script = require('node:fs').readFileSync(require('node:path').join(__dirname, '../../docs/bus-publish.lua'), 'utf8');
+  for (const v of ['101.5', '101.75']) {
+    await redis.cli('EVAL', script, '2', '{symphony:prices}:stream', '{symphony:prices}:meta',
+      'symphony:prices', v, '100', '300000', '00000000c0ffee01');
+  }
+  await ca.until((x) => x.messages('prices').length === 2, 10000, 'both');
+  assert.deepEqual(payloads(ca, 'prices'), ['101.5', '101.75']);
+  assert.deepEqual(offsets(ca, 'prices'), [1, 2]);
+  assert.equal(ca.notices('subscribed').at(-1).epoch, '00000000c0ffee01');
+  assert.equal(await redis.cli('XLEN', '{symphony:prices}:stream'), '2');
+  ca.ws.terminate();
+});

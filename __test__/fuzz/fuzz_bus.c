@@ -3,13 +3,18 @@
  *     never reads past it (ASan); a delivered payload lies inside the
  *     message; an envelope from this node is never delivered; a message
  *     without the 0xF5 mark is delivered whole.
+ *     The same bytes as a channel message with a position (0xF6, the
+ *     epoch, the offset: src/bus/sy_bus_seq.c): read only when well formed,
+ *     the body inside the message; a header written back reads the same.
  *   - first byte odd: the rest is RESP (2 or 3) from a "cluster node",
  *     parsed by hiredis' reader, each reply given to sy_bus_map_read (the
  *     CLUSTER SLOTS reply, src/bus/sy_bus_map.c): every slot names a node of
  *     the map or none; complete means none is missing; the nodes are
- *     distinct and at most one per range.
+ *     distinct and at most one per range. Each reply is also read as the
+ *     history sync's answer (sy_bus_seq_sync_reply, every entry walked).
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,7 @@
 #include "bus/sy_bus_env.h"
 #include "bus/sy_bus_link.h"
 #include "bus/sy_bus_map.h"
+#include "bus/sy_bus_seq.h"
 #include "bus/sy_redis_alloc.h"
 
 #define REQUIRE(c) do { if (!(c)) abort(); } while (0)
@@ -50,6 +56,43 @@ static void envelope(const uint8_t *p, size_t n) {
     REQUIRE(sy_bus_env_read(mine, sizeof(mine), NODE + 1, &m) == SY_BUS_ENV_DELIVER && m.from == NODE);
 }
 
+static void positioned(const uint8_t *p, size_t n) {
+    uint64_t epoch, offset;
+    const uint8_t *body;
+    size_t len;
+    if (!sy_bus_seq_read(p, n, &epoch, &offset, &body, &len))
+        return;
+    REQUIRE(n > 0 && p[0] == SY_BUS_SEQ_MAGIC && epoch != 0 && offset != 0);
+    REQUIRE(body >= p + 19 && body + len == p + n);
+    char again[64];
+    int k = snprintf(again, sizeof(again), "%c%016llx%llu:", (char)SY_BUS_SEQ_MAGIC, (unsigned long long)epoch,
+                     (unsigned long long)offset);
+    uint64_t e2, o2;
+    const uint8_t *b2;
+    size_t l2;
+    REQUIRE(sy_bus_seq_read((const uint8_t *)again, (size_t)k, &e2, &o2, &b2, &l2));
+    REQUIRE(e2 == epoch && o2 == offset && l2 == 0);
+}
+
+static void sync_answer(const redisReply *reply) {
+    uint64_t epoch, last;
+    const redisReply *entries;
+    if (!sy_bus_seq_sync_reply(reply, &epoch, &last, &entries))
+        return;
+    REQUIRE(entries->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < entries->elements; i++) {
+        uint64_t offset;
+        const uint8_t *body;
+        size_t len;
+        if (sy_bus_seq_entry(entries, i, &offset, &body, &len))
+            REQUIRE(offset != 0 && (len == 0 || body != NULL));
+    }
+    uint64_t offset;
+    const uint8_t *body;
+    size_t len;
+    REQUIRE(!sy_bus_seq_entry(entries, entries->elements, &offset, &body, &len));
+}
+
 static void slot_map(const uint8_t *p, size_t n) {
     redisReader *r = redisReaderCreate();
     REQUIRE(r != NULL);
@@ -59,6 +102,7 @@ static void slot_map(const uint8_t *p, size_t n) {
             void *reply = NULL;
             if (redisReaderGetReply(r, &reply) != REDIS_OK || reply == NULL)
                 break;
+            sync_answer(reply);
             sy_bus_map_t m;
             if (sy_bus_map_read(&m, reply, "asked") == 0) {
                 const redisReply *rr = reply;
@@ -90,8 +134,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (size == 0)
         return 0;
-    if ((data[0] & 1) == 0)
+    if ((data[0] & 1) == 0) {
         envelope(data + 1, size - 1);
+        positioned(data + 1, size - 1);
+    }
     else
         slot_map(data + 1, size - 1);
     return 0;
