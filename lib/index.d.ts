@@ -189,6 +189,9 @@ export interface BusStats {
   reconnects: number;
   subscribeCommands: number;
   mapRefreshes: number;
+  syncs: number;
+  filled: number;
+  renewals: number;
   bufferedBytes: number;
   channels: number;
 }

@@ -541,7 +541,23 @@ static void bus_history_unsynced(void *ctx, const char *topic, size_t len) {
     sy_topic_release(&s->shared.topics, t);
 }
 
+static bool bus_history_differs(void *ctx, const char *topic, size_t topic_len, uint64_t epoch, uint64_t offset,
+                                const void *data, size_t len) {
+    sy_server_t *s = ctx;
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    if (t == NULL)
+        return false;
+    sy_hist_t *g = &s->shared.hist;
+    sy_hist_lock(g);
+    sy_history_t *h = sy_hist_of(g, t, false);
+    bool differs = h != NULL && h->remote && h->epoch == epoch && sy_hist_differs(h, offset, data, len);
+    sy_hist_unlock(g);
+    sy_topic_release(&s->shared.topics, t);
+    return differs;
+}
+
 static const sy_bus_history_ops_t bus_history_ops = {.size = bus_history_size,
+                                                     .differs = bus_history_differs,
                                                      .deliver = bus_history_deliver,
                                                      .synced = bus_history_synced,
                                                      .unsynced = bus_history_unsynced};

@@ -8,7 +8,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const WebSocket = require('ws');
-const { startRedis } = require('../helpers/redis');
+const { startRedis, poll } = require('../helpers/redis');
 const { startNode, closeAll } = require('../helpers/bus-nodes');
 const { connectV1 } = require('../helpers/v1');
 const { waitFor } = require('../helpers/raw');
@@ -57,9 +57,18 @@ test('one sequence per topic: every node delivers the same offsets, epoch and or
   for (const cl of clients) await cl.until((x) => x.messages('feed').length === 30, 10000, '30 messages');
   const first = offsets(clients[0], 'feed');
   consecutive(first, first[0], 'node a');
+  // Three publishers have no common order (each node's bus thread sends
+  // when it runs), but Redis' order is everyone's: one order on every node,
+  // each publisher's own kept.
+  const order = payloads(clients[0], 'feed');
+  assert.deepEqual([...order].sort(), [...sent].sort(), 'every message once');
+  for (let k = 0; k < 3; k++) {
+    const mine = order.filter((p) => Number(p.slice(1)) % 3 === k);
+    assert.deepEqual(mine, sent.filter((p) => Number(p.slice(1)) % 3 === k), `publisher ${k}'s order`);
+  }
   for (const cl of clients) {
     assert.deepEqual(offsets(cl, 'feed'), first, 'the same offsets on every node');
-    assert.deepEqual(payloads(cl, 'feed'), sent, 'the same order on every node');
+    assert.deepEqual(payloads(cl, 'feed'), order, 'the same order on every node');
   }
   // The epoch the notices gave before the first publish (none in Redis
   // yet: each node's own) is replaced by Redis' at the first message,
@@ -135,7 +144,7 @@ async function v1On(node, topic, since) {
 
 /** Waits until every node has its channels subscribed (confirmed by Redis) again. */
 async function resubscribed(list, n = 1) {
-  for (const node of list) await waitFor(async () => (await node.stats()).bus.channels >= n, 15000, 'resubscribed');
+  for (const node of list) await poll(async () => (await node.stats()).bus.channels >= n, { timeoutMs: 15000, what: 'resubscribed' });
 }
 
 test('Redis killed and restarted without persistence: a new epoch, live clients told (recovered: false), then live', { timeout: 60000 }, async (t) => {
@@ -197,7 +206,7 @@ test('Redis killed and restarted with AOF: the same epoch goes on, no client is 
   await redis.restart();
   await a.waitBus('up', 15000, fromA);
   await b.waitBus('up', 15000, fromB);
-  await resubscribed([a, b]);
+  await resubscribed([a]);
   for (let i = 5; i < 10; i++) await b.publish('feed', `m${i}`);
   await ca.until((x) => x.messages('feed').length === 10, 10000, 'm5..m9');
   consecutive(offsets(ca, 'feed'), 1, 'one sequence across the restart');
@@ -233,7 +242,10 @@ test("a node's bus connections cut for 3 s while another node publishes: it fill
   await b.stream('feed', { count: 300, rate: 100, prefix: 'cut' });
   proxy.hold(false);
   await a.waitBus('up', 15000, from);
-  await ca.until((x) => x.messages('feed').length === 310, 15000, 'the hole filled');
+  await ca.until((x) => x.messages('feed').length === 310, 15000, 'the hole filled').catch(async (err) => {
+    err.message += ` (a: ${ca.messages('feed').length} messages, bus ${JSON.stringify((await a.stats()).bus)}, last frames ${JSON.stringify(ca.frames.slice(-3).map((f) => f.notice || [String(f.offset), String(f.payload)]))}; events ${JSON.stringify(a.busEvents.map((e) => e.state))})`;
+    throw err;
+  });
   await cb.until((x) => x.messages('feed').length === 310, 15000, 'b live');
   consecutive(offsets(ca, 'feed'), 1, 'a after the outage');
   assert.deepEqual(payloads(ca, 'feed'), payloads(cb, 'feed'), 'what a delivers is what b delivered');
@@ -260,4 +272,58 @@ test('another program publishes with history through the documented script (redi
   assert.equal(ca.notices('subscribed').at(-1).epoch, '00000000c0ffee01');
   assert.equal(await redis.cli('XLEN', '{symphony:prices}:stream'), '2');
   ca.ws.terminate();
+});
+
+test('offsets given twice (a failover that lost writes, made by hand): the nodes that saw the lost ones start a new epoch, clients are told', { timeout: 30000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const [a, b] = await nodes(2, redis);
+  const ca = await v1On(a, 'feed');
+  const cb = await v1On(b, 'feed');
+  for (let i = 1; i <= 5; i++) await b.publish('feed', `m${i}`);
+  for (const cl of [ca, cb]) await cl.until((x) => x.messages('feed').length === 5, 10000, 'm1..m5');
+  const epoch = ca.notices('subscribed').at(-1).epoch;
+  const seen = [ca, cb].map((cl) => cl.notices('subscribed').length);
+  // What a replica promoted without the primary's last two writes holds.
+  await redis.cli('HSET', '{symphony:feed}:meta', 'o', '3');
+  await redis.cli('XDEL', '{symphony:feed}:stream', '4-0', '5-0');
+  await redis.cli('XSETID', '{symphony:feed}:stream', '3-0');
+  await a.publish('feed', 'x4'); // offset 4 again, another message
+  for (const [i, [name, cl, node]] of [['a', ca, a], ['b', cb, b]].entries()) {
+    await cl.until((x) => x.notices('subscribed').length > seen[i], 10000, `${name} told`).catch(async (err) => {
+      err.message += ` (bus: ${JSON.stringify((await node.stats()).bus)}, meta: ${await redis.cli('HGETALL', '{symphony:feed}:meta')}, frames: ${JSON.stringify(cl.frames.slice(-3).map((f) => f.notice || [String(f.offset), String(f.payload)]))})`;
+      throw err;
+    });
+    const told = cl.notices('subscribed').at(-1);
+    assert.equal(told.recovered, false, JSON.stringify(told));
+    assert.equal(told.reason, 'epoch');
+    assert.notEqual(told.epoch, epoch);
+    await poll(async () => (await node.stats()).bus.syncs >= 2, { timeoutMs: 10000, what: `${name} synced again` });
+  }
+  const renewed = (await a.stats()).bus.renewals + (await b.stats()).bus.renewals;
+  assert.ok(renewed >= 1 && renewed <= 2, `renewals: ${renewed}`);
+  assert.notEqual(await redis.cli('HGET', '{symphony:feed}:meta', 'e'), epoch);
+  // Live again, in the new epoch, on both.
+  await b.publish('feed', 'm6');
+  for (const cl of [ca, cb]) {
+    await cl.until((x) => payloads(x, 'feed').includes('m6'), 10000, 'm6').catch(async (err) => {
+      err.message += ` (a: ${JSON.stringify((await a.stats()).bus)}, b: ${JSON.stringify((await b.stats()).bus)}, meta: ${await redis.cli('HGETALL', '{symphony:feed}:meta')}, frames: ${JSON.stringify(cl.frames.slice(-4).map((f) => f.notice || [String(f.offset), String(f.payload)]))})`;
+      throw err;
+    });
+    assert.ok(!payloads(cl, 'feed').includes('x4'), 'the repeated offset was not delivered as if it followed');
+    assert.equal(Number(cl.messages('feed').at(-1).offset), 5);
+  }
+  ca.ws.terminate();
+  cb.ws.terminate();
+});
+
+test('docs/bus-publish.lua is the script the bus runs (src/bus/sy_bus_seq.c)', () => {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const c = fs.readFileSync(path.join(__dirname, '../../src/bus/sy_bus_seq.c'), 'utf8');
+  const m = /sy_bus_seq_publish_lua\[\] =\n([\s\S]*?);\n/.exec(c);
+  assert.ok(m, 'the script in sy_bus_seq.c');
+  // The C string literals, joined and unescaped (\\ \n \' only, and \246 as Lua writes it).
+  const body = [...m[1].matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((x) => x[1]).join('')
+    .replace(/\\(\\|n|')/g, (_, ch) => (ch === 'n' ? '\n' : ch));
+  assert.equal(fs.readFileSync(path.join(__dirname, '../../docs/bus-publish.lua'), 'utf8'), body);
 });

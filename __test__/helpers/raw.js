@@ -34,11 +34,12 @@ function connect(port) {
 }
 
 function waitFor(pred, ms = 5000, what = 'condition') {
+  // pred may be async: its promise is awaited (a pending promise is not "true").
   return new Promise((resolve, reject) => {
     const start = Date.now();
-    const tick = () => {
+    const tick = async () => {
       let v;
-      try { v = pred(); } catch (e) { reject(e); return; }
+      try { v = await pred(); } catch (e) { reject(e); return; }
       if (v) resolve(v);
       else if (Date.now() - start > ms) reject(new Error(`timed out waiting for ${what}`));
       else setTimeout(tick, 10);

@@ -117,7 +117,7 @@ typedef struct sy_bus_opts {
     X(ignored, "ignored", "symphony_bus_ignored_total", "counter", \
       "Messages from Redis ignored: outside the prefix, over maxPayload, or a broken envelope.") \
     X(late, "late", "symphony_bus_late_total", "counter", \
-      "Messages from Redis dropped because a newer one of the same publisher and topic came first (a failover or slot migration reordered them).") \
+      "Messages from Redis dropped because a newer one of the same publisher and topic came first (a failover or slot migration reordered them), or (history) an offset delivered already.") \
     X(errors, "errors", "symphony_bus_errors_total", "counter", \
       "Error replies from Redis.") \
     X(reconnects, "reconnects", "symphony_bus_reconnects_total", "counter", \
@@ -128,6 +128,12 @@ typedef struct sy_bus_opts {
       "Cluster slot maps read (CLUSTER SLOTS).") \
     X(buffered_bytes, "bufferedBytes", "symphony_bus_buffered_bytes", "gauge", \
       "Bytes of bus publishes queued or sent toward Redis and not yet acknowledged.") \
+    X(syncs, "syncs", "symphony_bus_syncs_total", "counter", \
+      "Topics with history read from Redis (at their subscription, or after a hole): history across nodes.") \
+    X(filled, "filled", "symphony_bus_filled_total", "counter", \
+      "Messages of topics with history this node missed live and delivered from Redis' stream.") \
+    X(renewals, "renewals", "symphony_bus_renewals_total", "counter", \
+      "Epochs this node renewed in Redis after an offset came twice with different messages (a failover lost writes).") \
     X(channels, "channels", "symphony_bus_channels", "gauge", \
       "Channels this node is subscribed to (confirmed by Redis).")
 /* clang-format on */
@@ -169,6 +175,11 @@ typedef struct sy_bus_history_ops {
     /* The topic's subscription went (its link dropped, or its slot moved):
      * messages may pass unseen until its next sync. */
     void (*unsynced)(void *ctx, const char *topic, size_t len);
+    /* A message at an offset delivered already: true when the server kept
+     * a different message there (Redis gave the offset twice: a failover
+     * lost writes), and the bus then starts a new epoch in Redis. */
+    bool (*differs)(void *ctx, const char *topic, size_t len, uint64_t epoch, uint64_t offset, const void *data,
+                    size_t data_len);
 } sy_bus_history_ops_t;
 /* Sets the history callbacks (before sy_bus_start; ops is copied). */
 void sy_bus_set_history(sy_bus_t *b, const sy_bus_history_ops_t *ops, void *ctx);

@@ -109,8 +109,9 @@ struct sy_bus {
     sy_bus_subs_t subs;     /* the subscriptions that follow local interest */
     bool ever_up;
     uint64_t epoch_rng; /* new epochs' candidates (xorshift, seeded at random) */
-    char **resync;      /* topics whose sync failed: tried again next turn */
+    char **resync;      /* topics whose sync could not be sent or failed: tried again at resync_at */
     size_t nresync, resync_cap;
+    int64_t resync_at;
     char err[SY_BUS_HOST_MAX + SY_BUS_ERRLEN + 16]; /* why the bus is down: "host:port: reason" */
 };
 

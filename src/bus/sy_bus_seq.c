@@ -9,14 +9,18 @@
 
 /* clang-format off */
 const char sy_bus_seq_publish_lua[] =
-    "local e = redis.call('HGET', KEYS[2], 'e')\n"
-    "if not e then\n"
+    "local m = redis.call('HMGET', KEYS[2], 'e', 'o')\n"
+    "local e, o = m[1], string.format('%d', (tonumber(m[2]) or 0) + 1)\n"
+    "local added = false\n"
+    "if e then\n"
+    "  added = type(redis.pcall('XADD', KEYS[1], 'MAXLEN', ARGV[3], o .. '-0', 'm', ARGV[2])) == 'string'\n"
+    "end\n"
+    "if not added then\n"
     "  e = ARGV[5]\n"
     "  redis.call('DEL', KEYS[1])\n"
-    "  redis.call('HSET', KEYS[2], 'e', e)\n"
+    "  redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], o .. '-0', 'm', ARGV[2])\n"
     "end\n"
-    "local o = string.format('%d', redis.call('HINCRBY', KEYS[2], 'o', 1))\n"
-    "redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], o .. '-0', 'm', ARGV[2])\n"
+    "redis.call('HSET', KEYS[2], 'e', e, 'o', o)\n"
     "if ARGV[4] ~= '0' then\n"
     "  redis.call('PEXPIRE', KEYS[1], ARGV[4])\n"
     "  redis.call('PEXPIRE', KEYS[2], ARGV[4])\n"
@@ -31,6 +35,11 @@ const char sy_bus_seq_sync_lua[] =
     "if m[1] ~= ARGV[3] then after = '0' end\n"
     "local r = redis.call('XRANGE', KEYS[1], '(' .. after .. '-0', '+', 'COUNT', ARGV[2])\n"
     "return {m[1], m[2] or '0', r}\n";
+const char sy_bus_seq_renew_lua[] =
+    "if redis.call('HGET', KEYS[2], 'e') ~= ARGV[1] then return 0 end\n"
+    "redis.call('HSET', KEYS[2], 'e', ARGV[2])\n"
+    "redis.call('DEL', KEYS[1])\n"
+    "return 1\n";
 /* clang-format on */
 
 void sy_bus_script_init(sy_bus_script_t *s, const char *body) {

@@ -8,10 +8,12 @@
  * epoch (`e`, 16 hex digits) and the last offset (`o`), and a stream
  * `<base>:stream` of the last `size` messages, each with the ID
  * `<offset>-0` and one field `m` (the envelope and payload, as published).
- * One script (SY_BUS_SEQ_PUBLISH) gives the next offset, appends, trims,
- * sets both keys' expiry, and publishes on the channel, atomically; when
- * the hash is missing (never used, expired, or Redis lost it) it starts a
- * new epoch (the publisher's random candidate) and drops the stream. The
+ * One script (sy_bus_seq_publish_lua) gives the next offset, appends,
+ * trims, sets both keys' expiry, and publishes on the channel, atomically
+ * (it writes nothing before the append has succeeded); when the hash is
+ * missing (never used, expired, or Redis lost it), or the stream is ahead
+ * of it (the keys disagree), it starts a new epoch (the publisher's random
+ * candidate) on a new stream; offsets go on from the hash's. The
  * channel message is the header "\xF6<epoch><offset>:" and the body.
  * Another script (SY_BUS_SEQ_SYNC) reads the hash and the stream after an
  * offset in one step: what a node fills a hole with.
@@ -58,6 +60,12 @@ extern const char sy_bus_seq_publish_lua[];
  * epoch changed). Returns { epoch or "", last offset, entries }. */
 extern const char sy_bus_seq_sync_lua[];
 
+/* KEYS[1] stream, KEYS[2] meta; ARGV[1] the epoch a node found repeated
+ * offsets in, ARGV[2] a new one: when the topic is still in ARGV[1], it
+ * moves to ARGV[2] (offsets go on) and the stream is dropped. Returns 1
+ * when it did. */
+extern const char sy_bus_seq_renew_lua[];
+
 /* A script's SHA-1 in hex, as EVALSHA takes it. */
 typedef struct sy_bus_script {
     const char *body;
@@ -96,7 +104,6 @@ typedef struct sy_bus_seq_chan {
     bool history;         /* a topic with history: synced and followed */
     bool syncing;         /* a sync is on its way */
     bool again;           /* sync again when it answers (messages were lost meanwhile) */
-    bool stale;           /* the subscription went: sync once it is back */
     sy_bus_seq_msg_t *head, *tail;
     size_t bytes;
 } sy_bus_seq_chan_t;

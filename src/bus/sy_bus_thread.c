@@ -54,6 +54,16 @@ static bool in_order(sy_bus_t *b, const char *topic, size_t len, uint64_t from, 
 /* ---- history across nodes (sy_bus_seq.h) ------------------------- */
 
 static void start_sync(sy_bus_t *b, sy_bus_chan_t *c);
+static void retry_later(sy_bus_t *b, char *name);
+static void renew_epoch(sy_bus_t *b, sy_bus_chan_t *c, uint64_t epoch);
+
+/* A new epoch's candidate (xorshift; used only where the topic has none). */
+static uint64_t epoch_candidate(sy_bus_t *b) {
+    b->epoch_rng ^= b->epoch_rng << 13;
+    b->epoch_rng ^= b->epoch_rng >> 7;
+    b->epoch_rng ^= b->epoch_rng << 17;
+    return b->epoch_rng | 1;
+}
 
 /* Hands a message of Redis' sequence to the server: body is what the
  * publisher gave the script (an envelope, or another program's bytes). */
@@ -91,13 +101,70 @@ static void seq_message(sy_bus_t *b, sy_bus_chan_t *c, uint64_t epoch, uint64_t 
         return;
     }
     if (q->epoch == epoch && offset <= q->last) {
-        sy_bus_count(&b->c.late, 1); /* delivered already (a sync read it first) */
+        /* Delivered already (a sync read it first), unless the server kept
+         * another message there: Redis gave the offset twice (a failover
+         * lost writes). The topic then moves to a new epoch, for all. */
+        sy_bus_env_msg_t m;
+        if (b->hist.differs != NULL && sy_bus_env_read(body, len, 0, &m) != SY_BUS_ENV_BAD &&
+            b->hist.differs(b->hist_ctx, c->name, c->len, epoch, offset, m.payload, m.len))
+            renew_epoch(b, c, epoch);
+        else
+            sy_bus_count(&b->c.late, 1);
         return;
     }
     /* A jump, or a new epoch: what is missing comes from the stream first. */
     if (!sy_bus_seq_wait(q, epoch, offset, body, len, b->max_buffer))
         q->again = true;
     start_sync(b, c);
+}
+
+/* The renewal's answer (priv: the topic's name, allocated): the topic syncs
+ * (in its new epoch, whoever renewed it). */
+static void on_renewed(redisAsyncContext *ac, void *r, void *priv) {
+    sy_bus_link_t *l = ac->data;
+    sy_bus_t *b = l->ctx;
+    redisReply *reply = r;
+    char *name = priv;
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+        sy_bus_count(&b->c.errors, 1);
+    sy_bus_chan_t *c = sy_bus_chan_find(&b->chans, name, strlen(name));
+    sy_free(name);
+    if (c != NULL) {
+        c->seq.syncing = false; /* a sync that found Redis behind waits for this one */
+        start_sync(b, c);
+    }
+}
+
+/* Offsets of epoch repeated on c's topic: a new epoch in Redis (if no node
+ * did it first), then a sync. */
+static void renew_epoch(sy_bus_t *b, sy_bus_chan_t *c, uint64_t epoch) {
+    char *key = sy_bus_chan_key(&b->chans, c->name, c->len);
+    char *stream, *meta;
+    size_t stream_len, meta_len;
+    char *keys =
+        key != NULL ? sy_bus_seq_keys(key, b->prefix_len + c->len, &stream, &stream_len, &meta, &meta_len) : NULL;
+    sy_free(key);
+    char *name = sy_malloc(c->len + 1);
+    redisAsyncContext *ac = c->shard != NULL ? sy_bus_link_ac(&c->shard->pub) : NULL;
+    if (keys == NULL || name == NULL || ac == NULL) {
+        sy_free(keys);
+        sy_free(name);
+        c->seq.syncing = false; /* the next repeated offset or sync tries again */
+        return;
+    }
+    memcpy(name, c->name, c->len);
+    name[c->len] = '\0';
+    sy_bus_count(&b->c.renewals, 1);
+    char old[17], fresh[17];
+    (void)snprintf(old, sizeof(old), "%016llx", (unsigned long long)epoch);
+    (void)snprintf(fresh, sizeof(fresh), "%016llx", (unsigned long long)(epoch_candidate(b)));
+    const char *argv[] = {"EVAL", sy_bus_seq_renew_lua, "2", stream, meta, old, fresh};
+    size_t lens[] = {4, strlen(sy_bus_seq_renew_lua), 1, stream_len, meta_len, 16, 16};
+    if (redisAsyncCommandArgv(ac, on_renewed, name, 7, argv, lens) != REDIS_OK) {
+        sy_free(name);
+        c->seq.syncing = false;
+    }
+    sy_free(keys);
 }
 
 /* The sync's answer (priv: the topic's name, NUL-terminated, allocated). */
@@ -121,20 +188,7 @@ static void on_sync(redisAsyncContext *ac, void *r, void *priv) {
             if (reply->type == REDIS_REPLY_ERROR)
                 snprintf(b->err, sizeof(b->err), "%s:%u: %s", l->host, (unsigned)l->port, reply->str);
         }
-        q->syncing = false;
-        /* Tried again next turn (the channel's messages keep waiting). */
-        if (b->nresync == b->resync_cap) {
-            size_t cap = b->resync_cap ? b->resync_cap * 2 : 16;
-            char **a = sy_realloc(b->resync, cap * sizeof(*a));
-            if (a == NULL) {
-                sy_free(name);
-                return; /* synced at its next resubscription or jump */
-            }
-            b->resync = a;
-            b->resync_cap = cap;
-        }
-        b->resync[b->nresync++] = name;
-        q->syncing = true; /* its messages keep waiting until then */
+        retry_later(b, name); /* its messages keep waiting until then */
         return;
     }
     sy_free(name);
@@ -142,6 +196,9 @@ static void on_sync(redisAsyncContext *ac, void *r, void *priv) {
      * position (this node's subscribers missed them), else history only
      * (the node has just subscribed: they are older than its subscribers). */
     bool live = q->epoch != 0;
+    /* Redis is behind what this node delivered, in the same epoch: it gave
+     * (or will give) those offsets again (a failover lost writes). */
+    bool behind = epoch != 0 && q->epoch == epoch && last < q->last;
     for (size_t i = 0; epoch != 0 && i < entries->elements; i++) {
         uint64_t offset;
         const uint8_t *body;
@@ -153,13 +210,20 @@ static void on_sync(redisAsyncContext *ac, void *r, void *priv) {
         if (q->epoch == epoch && offset <= q->last)
             continue;
         seq_deliver(b, c, epoch, offset, body, len, live);
+        if (live)
+            sy_bus_count(&b->c.filled, 1);
         q->epoch = epoch;
         q->last = offset;
     }
-    if (epoch != 0) {
+    if (behind) {
+        renew_epoch(b, c, epoch); /* then syncs again, in the new epoch (its messages keep waiting) */
+        return;
+    }
+    if (epoch != 0 && q->epoch != epoch) { /* a new epoch, nothing of it in the stream (trimmed, or renewed) */
         q->epoch = epoch;
-        if (q->last < last || q->epoch != epoch)
-            q->last = last;
+        q->last = last;
+    } else if (epoch != 0 && q->last < last) { /* the stream did not go as far as Redis' last */
+        q->last = last;
     }
     b->hist.synced(b->hist_ctx, c->name, c->len, epoch, last);
     q->syncing = false;
@@ -211,10 +275,12 @@ static void start_sync(sy_bus_t *b, sy_bus_chan_t *c) {
         name[c->len] = '\0';
     }
     if (name == NULL || ac == NULL) {
+        /* Its connection is not up (yet): tried again shortly. */
         sy_free(keys);
-        sy_free(name);
-        q->syncing = false;
-        q->stale = true; /* synced when its subscription is (back) in place */
+        if (name != NULL)
+            retry_later(b, name);
+        else
+            q->syncing = false; /* out of memory: at its next jump or resubscription */
         return;
     }
     /* EVAL (the body) the first time on each connection would cost a
@@ -223,11 +289,10 @@ static void start_sync(sy_bus_t *b, sy_bus_chan_t *c) {
     lens[0] = 4;
     argv[1] = b->sync_script.body;
     lens[1] = strlen(b->sync_script.body);
-    if (redisAsyncCommandArgv(ac, on_sync, name, 8, argv, lens) != REDIS_OK) {
-        sy_free(name);
-        q->syncing = false;
-        q->stale = true;
-    }
+    if (redisAsyncCommandArgv(ac, on_sync, name, 8, argv, lens) != REDIS_OK)
+        retry_later(b, name);
+    else
+        sy_bus_count(&b->c.syncs, 1);
     sy_free(keys);
 }
 
@@ -237,10 +302,8 @@ static void seq_subscribed(sy_bus_t *b, sy_bus_chan_t *c) {
         return;
     if (!c->seq.history)
         c->seq.history = b->hist.size(b->hist_ctx, c->name, c->len) > 0;
-    if (c->seq.history) {
-        c->seq.stale = false;
+    if (c->seq.history)
         start_sync(b, c);
-    }
 }
 
 /* The channel's subscription went: messages may pass unseen until it is
@@ -248,11 +311,32 @@ static void seq_subscribed(sy_bus_t *b, sy_bus_chan_t *c) {
 static void seq_lost(sy_bus_t *b, sy_bus_chan_t *c) {
     if (!c->seq.history || b->hist.unsynced == NULL)
         return;
-    c->seq.stale = true;
     b->hist.unsynced(b->hist_ctx, c->name, c->len);
 }
 
-/* Syncs whose Redis command failed, tried again. */
+/* Syncs that could not be sent (their connection was not up) or failed,
+ * tried again: the channel's name, and when. */
+#define RESYNC_MS 50
+
+static void retry_later(sy_bus_t *b, char *name) {
+    if (b->nresync == b->resync_cap) {
+        size_t cap = b->resync_cap ? b->resync_cap * 2 : 16;
+        char **a = sy_realloc(b->resync, cap * sizeof(*a));
+        if (a == NULL) {
+            sy_bus_chan_t *c = sy_bus_chan_find(&b->chans, name, strlen(name));
+            if (c != NULL)
+                c->seq.syncing = false; /* out of memory: at its next jump or resubscription */
+            sy_free(name);
+            return;
+        }
+        b->resync = a;
+        b->resync_cap = cap;
+    }
+    if (b->nresync == 0)
+        b->resync_at = sy_clock_ms() + RESYNC_MS;
+    b->resync[b->nresync++] = name;
+}
+
 static void run_resync(sy_bus_t *b) {
     size_t n = b->nresync;
     char **names = b->resync;
@@ -263,9 +347,7 @@ static void run_resync(sy_bus_t *b) {
         if (c != NULL && c->seq.syncing) {
             c->seq.syncing = false;
             if (c->confirmed)
-                start_sync(b, c);
-            else
-                c->seq.stale = true; /* at its resubscription */
+                start_sync(b, c); /* else at its resubscription */
         }
         sy_free(names[i]);
     }
@@ -460,14 +542,10 @@ static int send_seq(sy_bus_t *b, redisAsyncContext *ac, sy_bus_msg_t *m) {
     char *keys = sy_bus_seq_keys(m->data, m->channel_len, &stream, &stream_len, &meta, &meta_len);
     if (keys == NULL)
         return REDIS_ERR;
-    /* A new epoch's candidate: used only when the topic has none in Redis. */
-    b->epoch_rng ^= b->epoch_rng << 13;
-    b->epoch_rng ^= b->epoch_rng >> 7;
-    b->epoch_rng ^= b->epoch_rng << 17;
     char size[16], ttl[24], epoch[17];
     int size_len = snprintf(size, sizeof(size), "%u", m->hist_size);
     int ttl_len = snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)m->ttl_s * 1000u);
-    (void)snprintf(epoch, sizeof(epoch), "%016llx", (unsigned long long)(b->epoch_rng | 1));
+    (void)snprintf(epoch, sizeof(epoch), "%016llx", (unsigned long long)epoch_candidate(b));
     const sy_bus_script_t *sc = &b->publish_script;
     const char *argv[] = {m->eval ? "EVAL" : "EVALSHA",
                           m->eval ? sc->body : sc->sha,
@@ -549,6 +627,10 @@ void *sy_bus_thread_main(void *arg) {
         int64_t due = sy_bus_subs_run(&b->subs, now);
         if (due < next)
             next = due;
+        if (b->nresync > 0 && now >= b->resync_at)
+            run_resync(b);
+        if (b->nresync > 0 && b->resync_at < next)
+            next = b->resync_at;
         update_state(b);
         if (stopping && (sy_bus_shards_idle(&b->shards) || now >= stop_deadline))
             break;
@@ -573,8 +655,6 @@ void *sy_bus_thread_main(void *arg) {
         bool stop;
         take_work(b, &msgs, &edges, &nedges, &stop);
         apply_edges(b, edges, nedges);
-        if (b->nresync > 0)
-            run_resync(b);
         while (msgs != NULL) {
             sy_bus_msg_t *m = msgs;
             msgs = m->next;

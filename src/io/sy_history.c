@@ -349,6 +349,21 @@ void sy_hist_synced(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t last
     h->synced = true;
 }
 
+bool sy_hist_differs(const sy_history_t *h, uint64_t offset, const void *data, size_t len) {
+    if (h->count == 0 || offset < h->first || offset > h->first + h->count - 1)
+        return false;
+    const sy_refbuf_t *f = h->ring[(h->head + (uint32_t)(offset - h->first)) % h->cap].frame;
+    /* The kept frame (never the compressed twin) carries the symphony.v1
+     * header ("p<id>,<offset>\n"), then the message. */
+    const uint8_t *p = sy_refbuf_payload(f);
+    size_t n = sy_refbuf_payload_len(f);
+    const uint8_t *nl = memchr(p, '\n', n < SY_V1_HEADER_MAX ? n : SY_V1_HEADER_MAX);
+    if (nl == NULL)
+        return false;
+    size_t kept = n - (size_t)(nl + 1 - p);
+    return kept != len || (len > 0 && memcmp(nl + 1, data, len) != 0);
+}
+
 bool sy_hist_needs_sync(const sy_hist_t *g, const sy_history_t *h) {
     return g->sequenced && h != NULL && h->size > 0 && !h->synced &&
            atomic_load_explicit(&g->bus_up, memory_order_relaxed);

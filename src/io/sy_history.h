@@ -166,6 +166,9 @@ void sy_hist_localize(sy_hist_t *g, sy_history_t *h, sy_hist_change_t *change);
  * entries were adopted before): a history behind it starts after last in
  * that epoch (*change: a hole or a new epoch); then h is synced. */
 void sy_hist_synced(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t last, sy_hist_change_t *change);
+/* Locked. True when h keeps, at offset, a message other than data[0..len)
+ * (false when it keeps nothing there: it cannot tell). */
+bool sy_hist_differs(const sy_history_t *h, uint64_t offset, const void *data, size_t len);
 /* Locked. True when a subscription to h's topic must wait for its sync. */
 bool sy_hist_needs_sync(const sy_hist_t *g, const sy_history_t *h);
 /* Drops what ttl expired from every topic's history and gives back the
