@@ -18,7 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/sy_cidr.h"
+
 typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1 } sy_slow_policy_t;
+
+/* The PROXY protocol on the listener (io/sy_peer.h): off, required before
+ * every connection's first byte, or optional (a connection that does not
+ * start with one is plain). */
+typedef enum { SY_PROXY_OFF = 0, SY_PROXY_REQUIRED = 1, SY_PROXY_OPTIONAL = 2 } sy_proxy_mode_t;
+#define SY_PROXY_FROM_MAX 64 /* ranges in proxy_from */
 
 typedef struct sy_io_opts {
     const char *host;        /* numeric address or name to bind; copied */
@@ -31,23 +39,26 @@ typedef struct sy_io_opts {
                                 bursts of as many; more: close 1008. 0: no limit */
     size_t max_backpressure; /* queued bytes per connection before the policy */
     sy_slow_policy_t slow_consumer;
-    unsigned idle_timeout_s;      /* 0: none */
-    unsigned handshake_timeout_s; /* complete upgrade request within this */
-    unsigned close_timeout_s;     /* wait this long for the peer's close reply */
-    size_t max_head_bytes;        /* request line + headers; default 8192 */
-    unsigned max_headers;         /* default 64 */
-    unsigned backlog;             /* listen() backlog */
-    uint32_t max_connections;     /* per server; 0: no limit beyond the fd limit */
-    size_t max_event_bytes;       /* per IO thread: stop reading clients while the owner
+    unsigned idle_timeout_s;                 /* 0: none */
+    unsigned handshake_timeout_s;            /* complete upgrade request within this */
+    unsigned close_timeout_s;                /* wait this long for the peer's close reply */
+    size_t max_head_bytes;                   /* request line + headers; default 8192 */
+    unsigned max_headers;                    /* default 64 */
+    unsigned backlog;                        /* listen() backlog */
+    uint32_t max_connections;                /* per server; 0: no limit beyond the fd limit */
+    size_t max_event_bytes;                  /* per IO thread: stop reading clients while the owner
                                      holds this many bytes of undelivered events */
-    bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
-    bool reclaim;                 /* memory policy: give memory back after a drop (sy_reclaim.h) */
-    bool compression;             /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
-    unsigned compress_level;      /* 1..9 */
-    size_t compress_threshold;    /* payloads below this many bytes always go plain */
-    uint32_t history_size;        /* messages kept per topic by default; 0: no history (sy_history.h) */
-    uint32_t history_ttl_s;       /* none kept longer; 0: no limit */
-    size_t history_max_bytes;     /* all topics' history together; 0: no limit */
+    bool upgrade_handler;                    /* ask the owner about each upgrade (SY_EV_UPGRADE) */
+    bool reclaim;                            /* memory policy: give memory back after a drop (sy_reclaim.h) */
+    bool compression;                        /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
+    unsigned compress_level;                 /* 1..9 */
+    size_t compress_threshold;               /* payloads below this many bytes always go plain */
+    uint32_t history_size;                   /* messages kept per topic by default; 0: no history (sy_history.h) */
+    uint32_t history_ttl_s;                  /* none kept longer; 0: no limit */
+    size_t history_max_bytes;                /* all topics' history together; 0: no limit */
+    uint8_t proxy_protocol;                  /* sy_proxy_mode_t, for the listener's connections only */
+    uint8_t proxy_from_n;                    /* ranges in proxy_from; 0: a header is accepted from any source */
+    sy_cidr_t proxy_from[SY_PROXY_FROM_MAX]; /* the sources a PROXY header is accepted from */
 } sy_io_opts_t;
 
 #endif
