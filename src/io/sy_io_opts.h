@@ -39,26 +39,30 @@ typedef struct sy_io_opts {
                                 bursts of as many; more: close 1008. 0: no limit */
     size_t max_backpressure; /* queued bytes per connection before the policy */
     sy_slow_policy_t slow_consumer;
-    unsigned idle_timeout_s;                 /* 0: none */
-    unsigned handshake_timeout_s;            /* complete upgrade request within this */
-    unsigned close_timeout_s;                /* wait this long for the peer's close reply */
-    size_t max_head_bytes;                   /* request line + headers; default 8192 */
-    unsigned max_headers;                    /* default 64 */
-    unsigned backlog;                        /* listen() backlog */
-    uint32_t max_connections;                /* per server; 0: no limit beyond the fd limit */
-    size_t max_event_bytes;                  /* per IO thread: stop reading clients while the owner
+    unsigned idle_timeout_s;      /* 0: none */
+    unsigned handshake_timeout_s; /* complete upgrade request within this */
+    unsigned close_timeout_s;     /* wait this long for the peer's close reply */
+    size_t max_head_bytes;        /* request line + headers; default 8192 */
+    unsigned max_headers;         /* default 64 */
+    unsigned backlog;             /* listen() backlog */
+    uint32_t max_connections;     /* per server; 0: no limit beyond the fd limit */
+    size_t max_event_bytes;       /* per IO thread: stop reading clients while the owner
                                      holds this many bytes of undelivered events */
-    bool upgrade_handler;                    /* ask the owner about each upgrade (SY_EV_UPGRADE) */
-    bool reclaim;                            /* memory policy: give memory back after a drop (sy_reclaim.h) */
-    bool compression;                        /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
-    unsigned compress_level;                 /* 1..9 */
-    size_t compress_threshold;               /* payloads below this many bytes always go plain */
-    uint32_t history_size;                   /* messages kept per topic by default; 0: no history (sy_history.h) */
-    uint32_t history_ttl_s;                  /* none kept longer; 0: no limit */
-    size_t history_max_bytes;                /* all topics' history together; 0: no limit */
-    uint8_t proxy_protocol;                  /* sy_proxy_mode_t, for the listener's connections only */
-    uint8_t proxy_from_n;                    /* ranges in proxy_from; 0: a header is accepted from any source */
-    sy_cidr_t proxy_from[SY_PROXY_FROM_MAX]; /* the sources a PROXY header is accepted from */
+    bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
+    bool reclaim;                 /* memory policy: give memory back after a drop (sy_reclaim.h) */
+    bool compression;             /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
+    unsigned compress_level;      /* 1..9 */
+    size_t compress_threshold;    /* payloads below this many bytes always go plain */
+    uint32_t history_size;        /* messages kept per topic by default; 0: no history (sy_history.h) */
+    uint32_t history_ttl_s;       /* none kept longer; 0: no limit */
+    size_t history_max_bytes;     /* all topics' history together; 0: no limit */
+
+    /* The PROXY protocol (the listener's connections only): proxy_protocol
+     * is a sy_proxy_mode_t; a header is accepted from the proxy_from_n
+     * ranges of proxy_from (0: from any source). */
+    uint8_t proxy_protocol;
+    uint8_t proxy_from_n;
+    sy_cidr_t proxy_from[SY_PROXY_FROM_MAX];
 } sy_io_opts_t;
 
 #endif
