@@ -455,18 +455,19 @@ static bool opt_int(napi_env env, napi_value obj, sy_option_t opt, int64_t *out)
            sy_napi_get_int64(env, v, OPTIONS[opt].name, OPTIONS[opt].min, OPTIONS[opt].max, out);
 }
 
-/* opts.proxyProtocol (0 off, 1 required, 2 optional) and
- * opts.proxyProtocolFrom (null, or an array of at most SY_PROXY_FROM_MAX
- * addresses or CIDR ranges) into o. */
+/* opts.proxyProtocol (0 off, 1 required, 2 optional; undefined: off) and
+ * opts.proxyProtocolFrom (null or undefined, or an array of at most
+ * SY_PROXY_FROM_MAX addresses or CIDR ranges) into o. */
 static bool proxy_options(napi_env env, napi_value obj, sy_server_opts_t *o) {
     napi_value v;
-    int64_t mode;
-    if (!opt_get(env, obj, "proxyProtocol", &v) || !sy_napi_get_int64(env, v, "proxyProtocol", 0, 2, &mode) ||
-        !opt_get(env, obj, "proxyProtocolFrom", &v))
+    napi_valuetype t;
+    int64_t mode = 0;
+    if (!opt_get(env, obj, "proxyProtocol", &v) || !sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t != napi_undefined && !sy_napi_get_int64(env, v, "proxyProtocol", 0, 2, &mode))
         return false;
     o->proxy_protocol = (uint8_t)mode;
-    napi_valuetype t;
-    if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+    if (!opt_get(env, obj, "proxyProtocolFrom", &v) || !sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
         return false;
     if (t == napi_null || t == napi_undefined)
         return true;
