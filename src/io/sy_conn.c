@@ -131,10 +131,14 @@ void sy_conn_enter(sy_io_t *io, sy_conn_t *c, sy_conn_state_t st) {
     sy_io_update_poll(io, c);
 }
 
+size_t sy_conn_size(const sy_conn_t *c) { return sizeof(*c) + (c->has_peer ? sizeof(sy_peer_addr_t) : 0); }
+
 sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out) {
-    sy_conn_t *c = sy_calloc(1, sizeof(*c));
+    bool has_peer = sy_io_ctx(io)->shared->opts.proxy_protocol != SY_PROXY_OFF;
+    sy_conn_t *c = sy_calloc(1, sizeof(*c) + (has_peer ? sizeof(sy_peer_addr_t) : 0));
     if (c == NULL)
         return ENOMEM;
+    c->has_peer = has_peer;
     int rc = sy_stream_open(&c->stream, sy_io_ctx(io)->shared->transport, sy_io_ctx(io)->shared->transport_arg, fd);
     if (rc != 0) {
         sy_free(c);
@@ -148,8 +152,9 @@ sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out) {
 }
 
 void sy_conn_start(sy_io_t *io, sy_conn_t *c) {
-    sy_peer_of_fd(c->stream.fd, &c->peer);
-    if (c->listener && sy_io_ctx(io)->shared->opts.proxy_protocol != SY_PROXY_OFF) {
+    if (c->has_peer)
+        sy_peer_of_fd(c->stream.fd, &c->peer[0]);
+    if (c->listener && c->has_peer) {
         sy_conn_enter(io, c, SY_CONN_PROXY);
         return;
     }
@@ -182,7 +187,7 @@ sy_conn_t *sy_conn_compact(sy_conn_t *c, unsigned *moved) {
     }
     if (!sy_alloc_should_move(c))
         return c;
-    sy_conn_t *n = sy_alloc_move(c, sizeof(*c));
+    sy_conn_t *n = sy_alloc_move(c, sy_conn_size(c));
     if (n == NULL)
         return c;
     (*moved)++;

@@ -170,7 +170,8 @@ typedef struct sy_conn {
     bool v1 : 1;         /* speaks symphony.v1 (proto/sy_v1.h): positions, notices, resumes */
     bool ctl_wait : 1;   /* its control replies back up: not read until they are written */
     bool listener : 1;   /* accepted by the server's own listener (not adopted from Node) */
-    bool proxied : 1;    /* peer came from a PROXY protocol header (io/sy_peer.h) */
+    bool proxied : 1;    /* its peer[] came from a PROXY protocol header (io/sy_peer.h) */
+    bool has_peer : 1;   /* peer[0] exists (a server with proxyProtocol) */
     uint8_t zwin;        /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint8_t close_reason_len;
     uint16_t close_code;
@@ -184,7 +185,6 @@ typedef struct sy_conn {
                                time, in µs of the thread's clock, wrapping */
     int64_t last_rx_ms;
     int64_t deadline_ms; /* 0: none */
-    sy_peer_addr_t peer; /* the client's address, final once it leaves PROXY (sy_peer_final) */
 
     uint8_t *rbuf; /* bytes read and not yet consumed: the request head (kept
                          while UPGRADING), then incomplete frames. From OPEN on
@@ -204,7 +204,15 @@ typedef struct sy_conn {
     struct sy_conn *next_dirty;  /* io->dirty */
     struct sy_conn *next_dead;   /* io->dead */
     struct sy_conn *next_paused; /* io->paused */
+    /* On a server with proxyProtocol only (has_peer): the client's address,
+     * the socket's until a PROXY header names another, final from
+     * sy_peer_final on. A server without it keeps no address (the socket
+     * has it: sy_peer_get), so its connections stay in their size class. */
+    sy_peer_addr_t peer[];
 } sy_conn_t;
+
+/* The bytes of c's allocation (sy_conn_new's, with peer[] or without). */
+size_t sy_conn_size(const sy_conn_t *c);
 
 /* A new connection on an accepted socket over the server's transport, in
  * SY_CONN_HTTP until sy_conn_start. Takes over fd on success. 0 or an errno

@@ -44,6 +44,13 @@ void sy_peer_format(const sy_peer_addr_t *a, char *addr, size_t addr_cap, char *
     (void)snprintf(port, port_cap, "%u", (unsigned)a->port);
 }
 
+void sy_peer_get(const sy_conn_t *c, sy_peer_addr_t *out) {
+    if (c->has_peer)
+        *out = c->peer[0];
+    else
+        sy_peer_of_fd(c->stream.fd, out);
+}
+
 /* Takes n bytes the peek saw off the socket. False when they were not all
  * there (they were: the socket is broken). */
 static bool take(int fd, uint8_t *scratch, size_t n) {
@@ -73,16 +80,17 @@ static void header_read(sy_io_t *io, sy_conn_t *c, const sy_proxy_t *p, size_t h
         return;
     }
     c->rlen = 0;
-    if (o->proxy_from_n > 0 && !sy_cidr_any(o->proxy_from, o->proxy_from_n, c->peer.family, c->peer.addr)) {
+    sy_peer_addr_t *peer = &c->peer[0]; /* the socket's so far (sy_conn_start) */
+    if (o->proxy_from_n > 0 && !sy_cidr_any(o->proxy_from, o->proxy_from_n, peer->family, peer->addr)) {
         sy_stat_inc(&sy_io_ctx(io)->stats.proxy_untrusted);
         sy_conn_destroy(io, c, 1006);
         return;
     }
     sy_stat_inc(&sy_io_ctx(io)->stats.proxy_headers);
     if (!p->keep) {
-        c->peer.family = p->family;
-        c->peer.port = p->src_port;
-        memcpy(c->peer.addr, p->src, sizeof(c->peer.addr));
+        peer->family = p->family;
+        peer->port = p->src_port;
+        memcpy(peer->addr, p->src, sizeof(peer->addr));
         c->proxied = true;
     }
     sy_peer_final(io, c);

@@ -1,9 +1,9 @@
 /*
- * sy_peer — who a connection's client is. A connection's address
- * (sy_conn_t.peer) starts as its socket's peer; on a listener with
- * proxyProtocol, the connection first reads the PROXY protocol header a
- * load balancer puts before the client's bytes (proto/sy_proxy.h), and the
- * header's source address replaces it. sy_peer_final is the one moment
+ * sy_peer — who a connection's client is: its socket's peer, or, on a
+ * listener with proxyProtocol, the source address of the PROXY protocol
+ * header a load balancer puts before the client's bytes (proto/sy_proxy.h),
+ * kept in the connection (sy_conn_t.peer[0], which only a server with
+ * proxyProtocol allocates; sy_peer_get reads either). sy_peer_final is the one moment
  * the address becomes final, for every connection (the listener's, with
  * or without a header, and those adopted from Node): what the owner's
  * onUpgrade, the limits and the counters see from then on.
@@ -53,10 +53,14 @@ void sy_peer_of_fd(int fd, sy_peer_addr_t *out);
  * as IPv6 text, as Node's sockets show it. */
 void sy_peer_format(const sy_peer_addr_t *a, char *addr, size_t addr_cap, char *port, size_t port_cap);
 
+/* c's client address: peer[0] when the connection has one, else its
+ * socket's peer (a system call). */
+void sy_peer_get(const sy_conn_t *c, sy_peer_addr_t *out);
+
 /* SY_CONN_PROXY: the socket is readable. */
 void sy_peer_on_readable(sy_io_t *io, sy_conn_t *c);
 
-/* THE moment c's client address is final (c->peer: the PROXY header's
+/* THE moment c's client address is final (sy_peer_get: the PROXY header's
  * source, or the socket's peer). Called exactly once per connection: by
  * sy_conn_start for a connection without a PROXY phase, by
  * sy_peer_on_readable when the header is read (or, optional, is not

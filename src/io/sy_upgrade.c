@@ -59,7 +59,9 @@ static bool path_allowed(sy_io_t *io, const char *target, size_t len) {
 #define SY_UPGRADE_FIXED_PARTS 5
 static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req) {
     char addr[INET6_ADDRSTRLEN], port[8], sock_addr[INET6_ADDRSTRLEN], sock_port[8];
-    sy_peer_format(&c->peer, addr, sizeof(addr), port, sizeof(port));
+    sy_peer_addr_t peer;
+    sy_peer_get(c, &peer);
+    sy_peer_format(&peer, addr, sizeof(addr), port, sizeof(port));
     if (c->proxied) {
         sy_peer_addr_t s;
         sy_peer_of_fd(c->stream.fd, &s);
