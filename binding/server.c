@@ -13,6 +13,7 @@
 
 #include "base/sy_alloc.h"
 #include "io/sy_deflate.h"
+#include "proto/sy_cidr.h"
 #include "proto/sy_since.h"
 #include "proto/sy_ws_frame.h"
 #include "sy_napi.h"
@@ -454,6 +455,59 @@ static bool opt_int(napi_env env, napi_value obj, sy_option_t opt, int64_t *out)
            sy_napi_get_int64(env, v, OPTIONS[opt].name, OPTIONS[opt].min, OPTIONS[opt].max, out);
 }
 
+/* opts.proxyProtocol (0 off, 1 required, 2 optional; undefined: off) and
+ * opts.proxyProtocolFrom (null or undefined, or an array of at most
+ * SY_PROXY_FROM_MAX addresses or CIDR ranges) into o. */
+static bool proxy_options(napi_env env, napi_value obj, sy_server_opts_t *o) {
+    napi_value v;
+    napi_valuetype t;
+    int64_t mode = 0;
+    if (!opt_get(env, obj, "proxyProtocol", &v) || !sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t != napi_undefined && !sy_napi_get_int64(env, v, "proxyProtocol", 0, 2, &mode))
+        return false;
+    o->proxy_protocol = (uint8_t)mode;
+    if (!opt_get(env, obj, "proxyProtocolFrom", &v) || !sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t == napi_null || t == napi_undefined)
+        return true;
+    bool is_array = false;
+    uint32_t n = 0;
+    if (!sy_napi_ok(env, napi_is_array(env, v, &is_array), "napi_is_array"))
+        return false;
+    if (!is_array) {
+        sy_napi_throw_type(env, "proxyProtocolFrom", "an array of addresses or CIDR ranges, or null");
+        return false;
+    }
+    if (!sy_napi_ok(env, napi_get_array_length(env, v, &n), "napi_get_array_length"))
+        return false;
+    if (n > SY_PROXY_FROM_MAX) {
+        sy_napi_throw_range(env, "proxyProtocolFrom", "at most 64 entries");
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        napi_value e;
+        char text[SY_CIDR_TEXT_MAX + 1];
+        size_t len = 0;
+        if (!sy_napi_ok(env, napi_get_element(env, v, i, &e), "napi_get_element") ||
+            !sy_napi_ok(env, napi_typeof(env, e, &t), "napi_typeof"))
+            return false;
+        if (t != napi_string) {
+            sy_napi_throw_type(env, "proxyProtocolFrom", "an array of strings");
+            return false;
+        }
+        if (!sy_napi_ok(env, napi_get_value_string_utf8(env, e, text, sizeof(text), &len),
+                        "napi_get_value_string_utf8"))
+            return false;
+        if (len >= SY_CIDR_TEXT_MAX || sy_cidr_parse(text, len, &o->proxy_from[i]) != 0) {
+            sy_napi_throw_range(env, "proxyProtocolFrom", "addresses or CIDR ranges (10.0.0.0/8, 2001:db8::/32)");
+            return false;
+        }
+    }
+    o->proxy_from_n = (uint8_t)n;
+    return true;
+}
+
 /* serverCreate(opts) -> handle. The events' callback is given to
  * serverListen, which keeps it in the thread-safe function. */
 static napi_value server_create(napi_env env, napi_callback_info info) {
@@ -514,6 +568,11 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .history_ttl_s = (uint32_t)h_ttl,
         .history_max_bytes = (size_t)h_bytes,
     };
+    if (!proxy_options(env, argv[0], &o)) {
+        sy_free(host);
+        sy_free(path);
+        return NULL;
+    }
     sy_bserver_t *b = sy_calloc(1, sizeof(*b));
     char err[SY_ERRLEN] = "out of memory";
     if (b != NULL)

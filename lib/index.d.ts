@@ -13,8 +13,15 @@ export interface UpgradeRequest {
   headers: Record<string, string>;
   /** Name, value, name, value... as received. */
   rawHeaders: string[];
+  /** The client's address: the PROXY protocol header's source when the
+   * listener reads one (proxyProtocol), else the socket's peer; then, with
+   * trustProxy, the client a trusted proxy forwarded (Forwarded / X-Forwarded-For). */
   remoteAddress: string;
+  /** Its port; 0 when a trusted proxy forwarded the address without one. */
   remotePort: number;
+  /** The TCP peer of the socket itself (the load balancer's, behind one). */
+  socketAddress: string;
+  socketPort: number;
   /** Subprotocols offered in Sec-WebSocket-Protocol, in order. */
   protocols: string[];
   origin: string | null;
@@ -127,6 +134,19 @@ export interface ServerOptions {
   bus?: BusOptions | null;
   /** Per-topic history and recovery (docs/history.md); off by default. */
   history?: boolean | HistoryOptions;
+  /** The PROXY protocol (v1 and v2) before every connection on symphony's own
+   * listener: false (default), true (required: a connection without one is
+   * closed) or 'optional'. Not with noServer. */
+  proxyProtocol?: boolean | 'optional';
+  /** The sources a PROXY header is accepted from: addresses or CIDR ranges
+   * (at most 64). Default null: any source (the listener must then be
+   * reachable only by the load balancer). */
+  proxyProtocolFrom?: string[] | null;
+  /** req.remoteAddress from Forwarded / X-Forwarded-For when the immediate peer
+   * (the socket's, or the PROXY header's source) is trusted: false (default),
+   * true (any), a number of hops, or addresses / CIDR ranges / 'loopback' /
+   * 'linklocal' / 'uniquelocal' (an array or a comma-separated string). */
+  trustProxy?: boolean | number | string | string[];
 }
 
 export interface BusOptions {
@@ -254,6 +274,12 @@ export interface ThreadStats {
   tlsFailures: number;
   /** Handshake steps left for the next loop turn (the per-turn handshake budget). */
   tlsDeferred: number;
+  /** Connections whose PROXY protocol header was accepted (LOCAL ones included). */
+  proxyHeaders: number;
+  /** Connections closed for a PROXY protocol header that was bad, truncated or missing. */
+  proxyRejects: number;
+  /** Connections closed for a PROXY protocol header from a source not in proxyProtocolFrom. */
+  proxyUntrusted: number;
   /** Open connections that negotiated permessage-deflate. */
   deflateConnections: number;
   /** Messages compressed (once per publish, shared by its subscribers). */

@@ -9,6 +9,7 @@ const { binding } = require('./native');
 const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue, integer } = require('./errors');
 const { exposition } = require('./metrics');
 const { busOption, nativeBusOptions, Bus, update: busUpdate } = require('./bus');
+const { proxyProtocolOptions, trustProxyOption, clientAddress } = require('./proxy');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server.c): checked here first only to name the user's option.
@@ -72,6 +73,15 @@ const DEFAULTS = Object.freeze({
   // true (HISTORY_DEFAULTS), or { size, ttl, maxBytes }. Off by default:
   // a topic without history costs what it did before.
   history: false,
+  // The PROXY protocol (v1 and v2) before every connection's first byte on
+  // symphony's own listener: false, true (required) or 'optional'; and the
+  // sources a header is accepted from (addresses/CIDR ranges; null: any, the
+  // listener being reachable only by the proxy). README, "Behind a load balancer".
+  proxyProtocol: false,
+  proxyProtocolFrom: null,
+  // req.remoteAddress from Forwarded / X-Forwarded-For when the immediate
+  // peer is trusted: false, true, a number of hops, or addresses/CIDR ranges.
+  trustProxy: false,
 });
 
 // history: true. size: messages kept per topic; ttl: seconds (0: no age
@@ -135,6 +145,8 @@ function normalizeOptions(options) {
   }
   o.bus = busOption(o.bus);
   o.history = historyOption(o.history, 'options.history');
+  proxyProtocolOptions(o); // checked now, given to the binding by the constructor
+  trustProxyOption(o.trustProxy);
   return o;
 }
 
@@ -305,9 +317,9 @@ function validSendCode(code) {
     (code >= 3000 && code <= 4999);
 }
 
-function parseRequest(parts) {
-  const [url, remoteAddress, remotePort] = parts;
-  const rawHeaders = parts.slice(3);
+function parseRequest(parts, trust) {
+  const [url, peerAddress, peerPort, socketAddress, socketPort] = parts;
+  const rawHeaders = parts.slice(5);
   const headers = Object.create(null);
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const k = rawHeaders[i].toLowerCase();
@@ -318,12 +330,18 @@ function parseRequest(parts) {
   // The client's resume positions (docs/protocol.md, sy.since): the native
   // upgrade refused malformed ones before asking, so this is an array.
   const since = binding.parseSince(url);
+  // The client: the PROXY header's source or the socket's peer, then, with
+  // trustProxy, what trusted proxies forwarded (lib/proxy.js).
+  const peer = { address: peerAddress, port: Number(peerPort) };
+  const client = trust ? clientAddress(trust, peer, headers) : peer;
   return {
     url,
     headers,
     rawHeaders,
-    remoteAddress,
-    remotePort: Number(remotePort),
+    remoteAddress: client.address,
+    remotePort: client.port,
+    socketAddress,
+    socketPort: Number(socketPort),
     protocols,
     origin: headers.origin ?? null,
     since: Array.isArray(since) ? since : [],
@@ -360,6 +378,7 @@ class Topic {
 class Server extends EventEmitter {
   #handle;
   #opts;
+  #trust = null; // options.trustProxy, compiled (lib/proxy.js)
   #state = 'new'; // new -> listening -> closing -> closed
   // publish() and send() queue without waking the IO threads; one wake-up at
   // the end of the turn (a microtask) hands them the turn's messages at once.
@@ -379,6 +398,8 @@ class Server extends EventEmitter {
     super();
     this.#opts = normalizeOptions(options);
     const o = this.#opts;
+    this.#trust = trustProxyOption(o.trustProxy);
+    const proxy = proxyProtocolOptions(o);
     this.#handle = binding.serverCreate({
       host: o.host,
       port: o.port,
@@ -405,6 +426,8 @@ class Server extends EventEmitter {
       historySize: o.history.size,
       historyTtl: o.history.ttl,
       historyMaxBytes: o.history.maxBytes,
+      proxyProtocol: proxy.mode,
+      proxyProtocolFrom: proxy.from,
     });
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
@@ -576,7 +599,7 @@ class Server extends EventEmitter {
         // An error that escapes the answer (an 'error' listener that throws)
         // is an uncaught exception, as a throwing listener of the other
         // events is: rethrown from a next tick, never an unhandled rejection.
-        this.#upgrade(id, parseRequest(payload)).catch((err) => process.nextTick(() => { throw err; }));
+        this.#upgrade(id, parseRequest(payload, this.#trust)).catch((err) => process.nextTick(() => { throw err; }));
         break;
       case EV_FAILED: {
         // An IO thread could not go on (its poller failed for good): it has

@@ -87,7 +87,7 @@ const FOLDERS = Object.keys(LAYERS);
 // Headers private to their folder (only its own files include them).
 const PRIVATE = {
   'io/sy_io_struct.h': 'io', 'io/sy_io_thread.h': 'io', 'io/sy_conn.h': 'io', 'io/sy_upgrade.h': 'io',
-  'io/sy_reclaim.h': 'io',
+  'io/sy_reclaim.h': 'io', 'io/sy_peer.h': 'io',
   'bus/sy_bus_int.h': 'bus', 'bus/sy_bus_shard.h': 'bus', 'bus/sy_bus_subs.h': 'bus', 'bus/sy_bus_chan.h': 'bus',
   'bus/sy_bus_order.h': 'bus',
 };

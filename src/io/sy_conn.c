@@ -12,6 +12,7 @@
 #include "base/sy_buf.h"
 #include "base/sy_clock.h"
 #include "io/sy_deflate.h"
+#include "io/sy_peer.h"
 #include "io/sy_resume.h"
 #include "io/sy_upgrade.h"
 #include "net/sy_poll.h"
@@ -31,6 +32,7 @@ static uint16_t close_code_or(const sy_conn_t *c, uint16_t code) { return c->clo
 static int64_t deadline_of(const sy_io_t *io, const sy_conn_t *c, sy_conn_state_t st) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
     switch (st) {
+    case SY_CONN_PROXY:
     case SY_CONN_HANDSHAKE:
         return sy_io_ctx(io)->now_ms + (int64_t)o->handshake_timeout_s * 1000;
     case SY_CONN_HTTP:
@@ -64,8 +66,9 @@ uint32_t sy_conn_interest(const sy_conn_t *c) {
  * connection is in renews its deadline and interest (allowed where listed).
  * DEAD is final: entering anything from it changes nothing. */
 static const uint16_t transitions[SY_CONN_STATES] = {
-    [SY_CONN_HTTP] = TO(SY_CONN_HTTP) | TO(SY_CONN_HANDSHAKE) | TO(SY_CONN_UPGRADING) | TO(SY_CONN_OPEN) |
-                     TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
+    [SY_CONN_HTTP] = TO(SY_CONN_HTTP) | TO(SY_CONN_PROXY) | TO(SY_CONN_HANDSHAKE) | TO(SY_CONN_UPGRADING) |
+                     TO(SY_CONN_OPEN) | TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
+    [SY_CONN_PROXY] = TO(SY_CONN_HANDSHAKE) | TO(SY_CONN_HTTP) | TO(SY_CONN_DEAD),
     [SY_CONN_HANDSHAKE] = TO(SY_CONN_HTTP) | TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
     [SY_CONN_UPGRADING] = TO(SY_CONN_OPEN) | TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
     [SY_CONN_OPEN] = TO(SY_CONN_AWAIT_OWNER) | TO(SY_CONN_CLOSING) | TO(SY_CONN_FLUSH_CLOSE) | TO(SY_CONN_DEAD),
@@ -103,15 +106,11 @@ static inline void check_transition(sy_conn_state_t from, sy_conn_state_t to) {
 
 const char *sy_conn_state_name(sy_conn_state_t st) {
     static const char *const names[SY_CONN_STATES] = {
-        [SY_CONN_HTTP] = "HTTP",
-        [SY_CONN_HANDSHAKE] = "HANDSHAKE",
-        [SY_CONN_UPGRADING] = "UPGRADING",
-        [SY_CONN_OPEN] = "OPEN",
-        [SY_CONN_AWAIT_OWNER] = "AWAIT_OWNER",
-        [SY_CONN_CLOSING] = "CLOSING",
-        [SY_CONN_FLUSH_CLOSE] = "FLUSH_CLOSE",
-        [SY_CONN_DRAINING] = "DRAINING",
-        [SY_CONN_DEAD] = "DEAD",
+        [SY_CONN_HTTP] = "HTTP",         [SY_CONN_HANDSHAKE] = "HANDSHAKE",
+        [SY_CONN_PROXY] = "PROXY",       [SY_CONN_UPGRADING] = "UPGRADING",
+        [SY_CONN_OPEN] = "OPEN",         [SY_CONN_AWAIT_OWNER] = "AWAIT_OWNER",
+        [SY_CONN_CLOSING] = "CLOSING",   [SY_CONN_FLUSH_CLOSE] = "FLUSH_CLOSE",
+        [SY_CONN_DRAINING] = "DRAINING", [SY_CONN_DEAD] = "DEAD",
     };
     return st < SY_CONN_STATES ? names[st] : "?";
 }
@@ -132,10 +131,14 @@ void sy_conn_enter(sy_io_t *io, sy_conn_t *c, sy_conn_state_t st) {
     sy_io_update_poll(io, c);
 }
 
+size_t sy_conn_size(const sy_conn_t *c) { return sizeof(*c) + (c->has_peer ? sizeof(sy_peer_addr_t) : 0); }
+
 sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out) {
-    sy_conn_t *c = sy_calloc(1, sizeof(*c));
+    bool has_peer = sy_io_ctx(io)->shared->opts.proxy_protocol != SY_PROXY_OFF;
+    sy_conn_t *c = sy_calloc(1, sizeof(*c) + (has_peer ? sizeof(sy_peer_addr_t) : 0));
     if (c == NULL)
         return ENOMEM;
+    c->has_peer = has_peer;
     int rc = sy_stream_open(&c->stream, sy_io_ctx(io)->shared->transport, sy_io_ctx(io)->shared->transport_arg, fd);
     if (rc != 0) {
         sy_free(c);
@@ -149,7 +152,19 @@ sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out) {
 }
 
 void sy_conn_start(sy_io_t *io, sy_conn_t *c) {
+    if (c->has_peer)
+        sy_peer_of_fd(c->stream.fd, &c->peer[0]);
+    if (c->listener && c->has_peer) {
+        sy_conn_enter(io, c, SY_CONN_PROXY);
+        return;
+    }
+    sy_peer_final(io, c);
+}
+
+void sy_conn_begin(sy_io_t *io, sy_conn_t *c) {
     sy_conn_enter(io, c, c->stream.ops->handshake_first ? SY_CONN_HANDSHAKE : SY_CONN_HTTP);
+    if (c->state == SY_CONN_HTTP && c->rlen > 0)
+        sy_upgrade_request(io, c); /* bytes of a false PROXY start (sy_peer.h) */
 }
 
 void sy_conn_free(sy_conn_t *c) {
@@ -172,7 +187,7 @@ sy_conn_t *sy_conn_compact(sy_conn_t *c, unsigned *moved) {
     }
     if (!sy_alloc_should_move(c))
         return c;
-    sy_conn_t *n = sy_alloc_move(c, sizeof(*c));
+    sy_conn_t *n = sy_alloc_move(c, sy_conn_size(c));
     if (n == NULL)
         return c;
     (*moved)++;
@@ -898,6 +913,10 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         handshake_step(io, c, true);
         return;
     }
+    if (c->state == SY_CONN_PROXY) {
+        sy_peer_on_readable(io, c);
+        return;
+    }
     if (c->ctl_wait)
         return; /* until its control replies are written (queue_control) */
     if (sy_io_ctx(io)->reads_paused && c->state == SY_CONN_OPEN) {
@@ -961,6 +980,8 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
     if (sy_conn_before_open((sy_conn_state_t)c->state)) {
         if (now >= c->deadline_ms) {
             sy_stat_inc(&sy_io_ctx(io)->stats.timeouts);
+            if (c->state == SY_CONN_PROXY)
+                sy_stat_inc(&sy_io_ctx(io)->stats.proxy_rejects); /* a header cut short, or none */
             sy_conn_destroy(io, c, 1006);
         }
         return;

@@ -30,8 +30,10 @@
  * The transitions (sy_conn.c's table; testing builds check every one),
  * besides any state -> DEAD (closed now):
  *
- *   HTTP         -> HANDSHAKE or HTTP (sy_conn_start), UPGRADING (asking the
- *                   owner), OPEN (101 sent), FLUSH_CLOSE (an HTTP error answer)
+ *   HTTP         -> PROXY, HANDSHAKE or HTTP (sy_conn_start), UPGRADING
+ *                   (asking the owner), OPEN (101 sent), FLUSH_CLOSE (an HTTP
+ *                   error answer)
+ *   PROXY        -> HANDSHAKE or HTTP (the header read: sy_peer_final)
  *   HANDSHAKE    -> HTTP, FLUSH_CLOSE
  *   UPGRADING    -> OPEN (accepted), FLUSH_CLOSE (refused)
  *   OPEN         -> AWAIT_OWNER, CLOSING, FLUSH_CLOSE
@@ -100,6 +102,7 @@
 typedef enum sy_conn_state {
     SY_CONN_HTTP = 0,
     SY_CONN_HANDSHAKE,
+    SY_CONN_PROXY,
     SY_CONN_UPGRADING,
     SY_CONN_OPEN,
     SY_CONN_AWAIT_OWNER,
@@ -110,9 +113,10 @@ typedef enum sy_conn_state {
     SY_CONN_STATES /* how many */
 } sy_conn_state_t;
 
-/* The states before OPEN: the transport handshake and the upgrade. */
+/* The states before OPEN: the PROXY header, the transport handshake and
+ * the upgrade. */
 static inline bool sy_conn_before_open(sy_conn_state_t st) {
-    return st == SY_CONN_HANDSHAKE || st == SY_CONN_HTTP || st == SY_CONN_UPGRADING;
+    return st == SY_CONN_PROXY || st == SY_CONN_HANDSHAKE || st == SY_CONN_HTTP || st == SY_CONN_UPGRADING;
 }
 /* The states in which the owner may send to it (its id is live:
  * sy_io_set_live, sy_io_is_open). */
@@ -127,6 +131,15 @@ const char *sy_conn_state_name(sy_conn_state_t st);
  * asked to make (each is also printed). The C tests assert 0. */
 unsigned sy_conn_illegal_transitions(void);
 #endif
+
+/* A client's address, compact (a connection keeps one): family 4 or 6 (0:
+ * not known), the port in host order, the address in network order (IPv4
+ * in the first 4 bytes). */
+typedef struct sy_peer_addr {
+    uint8_t family;
+    uint16_t port;
+    uint8_t addr[16];
+} sy_peer_addr_t;
 
 typedef struct sy_sub {
     sy_topic_t *topic; /* one reference */
@@ -156,6 +169,9 @@ typedef struct sy_conn {
     bool close_echo : 1; /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
     bool v1 : 1;         /* speaks symphony.v1 (proto/sy_v1.h): positions, notices, resumes */
     bool ctl_wait : 1;   /* its control replies back up: not read until they are written */
+    bool listener : 1;   /* accepted by the server's own listener (not adopted from Node) */
+    bool proxied : 1;    /* its peer[] came from a PROXY protocol header (io/sy_peer.h) */
+    bool has_peer : 1;   /* peer[0] exists (a server with proxyProtocol) */
     uint8_t zwin;        /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint8_t close_reason_len;
     uint16_t close_code;
@@ -188,16 +204,30 @@ typedef struct sy_conn {
     struct sy_conn *next_dirty;  /* io->dirty */
     struct sy_conn *next_dead;   /* io->dead */
     struct sy_conn *next_paused; /* io->paused */
+    /* On a server with proxyProtocol only (has_peer): the client's address,
+     * the socket's until a PROXY header names another, final from
+     * sy_peer_final on. A server without it keeps no address (the socket
+     * has it: sy_peer_get), so its connections stay in their size class. */
+    sy_peer_addr_t peer[];
 } sy_conn_t;
 
+/* The bytes of c's allocation (sy_conn_new's, with peer[] or without). */
+size_t sy_conn_size(const sy_conn_t *c);
+
 /* A new connection on an accepted socket over the server's transport, in
- * SY_CONN_HANDSHAKE (a transport with a handshake) or SY_CONN_HTTP. Takes
- * over fd on success. 0 or an errno value (ENOMEM; fd is the caller's then).
- * The caller gives it a slot, then calls sy_conn_start. */
+ * SY_CONN_HTTP until sy_conn_start. Takes over fd on success. 0 or an errno
+ * value (ENOMEM; fd is the caller's then). The caller gives it a slot, sets
+ * `listener` when its own listener accepted it, then calls sy_conn_start. */
 sy_err_t sy_conn_new(sy_io_t *io, int fd, sy_conn_t **out);
 /* Enters the first state (deadline and poll interest): after sy_io has
- * registered it. */
+ * registered it. PROXY for a listener's connection when the server reads
+ * PROXY protocol headers; else the address is final now (sy_peer_final),
+ * then HANDSHAKE or HTTP (sy_conn_begin). */
 void sy_conn_start(sy_io_t *io, sy_conn_t *c);
+/* The client's address is final: enters the transport's handshake, or HTTP
+ * (with bytes already in rbuf: handled as if read now). Only sy_peer_final
+ * calls it. */
+void sy_conn_begin(sy_io_t *io, sy_conn_t *c);
 
 /* The one way a connection changes state: derives the deadline and the
  * poll interest, and publishes whether it is open (sy_io_set_live). */

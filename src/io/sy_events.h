@@ -96,7 +96,8 @@ typedef void (*sy_batch_fn)(void *ctx, sy_batch_t *batch);
 
 /* Upgrade payload layout, written with sy_batch_addv pieces: a sequence of
  * strings, each as u32 length (native endian) then bytes:
- *   url, remote address, remote port (decimal), then name/value pairs of
- *   every header in order. */
+ *   url, the client's address, its port (decimal: both final, io/sy_peer.h),
+ *   the socket's peer address and port (a proxy's, when a PROXY header named
+ *   the client), then name/value pairs of every header in order. */
 
 #endif

@@ -432,7 +432,9 @@ static void settle_awaiting(sy_io_t *io) {
 
 static size_t live_conns(sy_io_t *io) { return sy_slots_used(&io->slots); }
 
-struct sy_conn *sy_io_adopt(sy_io_t *io, int fd) {
+/* sy_io_adopt, and for the listener's sockets (listener: a PROXY header
+ * may come first, sy_peer.h). */
+static struct sy_conn *adopt(sy_io_t *io, int fd, bool listener) {
     sy_conn_t *c = NULL;
     if (io->stopping || sy_conn_new(io, fd, &c) != 0) {
         (void)close(fd);
@@ -443,11 +445,16 @@ struct sy_conn *sy_io_adopt(sy_io_t *io, int fd) {
         sy_conn_free(c);
     } else {
         sy_reclaim_note_count(&io->reclaim, (uint32_t)live_conns(io));
+        c->listener = listener;
         sy_conn_start(io, c);
         return c;
     }
     atomic_fetch_sub_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
     return NULL;
+}
+
+struct sy_conn *sy_io_adopt(sy_io_t *io, int fd) {
+    return adopt(io, fd, false);
 }
 
 static void accept_some(sy_io_t *io) {
@@ -483,12 +490,12 @@ static void accept_some(sy_io_t *io) {
         atomic_fetch_add_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
         unsigned t = io->ctx.shared->next_thread++ % io->ctx.shared->nthreads;
         if (t == io->ctx.index) {
-            (void)sy_io_adopt(io, fd);
+            (void)adopt(io, fd, true);
             continue;
         }
         sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .arg.fd = fd};
         if (sy_io_push(io->ctx.shared->ios[t], &cmd) != 0)
-            (void)sy_io_adopt(io, fd); /* the other queue is out of memory or closed: keep it here */
+            (void)adopt(io, fd, true); /* the other queue is out of memory or closed: keep it here */
     }
 }
 
@@ -659,8 +666,8 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         begin_stop(io, cmd->arg.deadline_ms);
         break;
     case SY_CMD_ADOPT: {
-        sy_conn_t *k = sy_io_adopt(io, cmd->arg.fd);
-        cmd->arg.fd = -1; /* adopted (or closed): nothing to release */
+        sy_conn_t *k = adopt(io, cmd->arg.fd, cmd->buf == NULL); /* no bytes: the listener's */
+        cmd->arg.fd = -1;                                        /* adopted (or closed): nothing to release */
         if (k != NULL && cmd->buf != NULL)
             sy_conn_feed(io, k, cmd->buf->data, cmd->buf->len);
         break;

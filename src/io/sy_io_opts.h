@@ -18,7 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/sy_cidr.h"
+
 typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1 } sy_slow_policy_t;
+
+/* The PROXY protocol on the listener (io/sy_peer.h): off, required before
+ * every connection's first byte, or optional (a connection that does not
+ * start with one is plain). */
+typedef enum { SY_PROXY_OFF = 0, SY_PROXY_REQUIRED = 1, SY_PROXY_OPTIONAL = 2 } sy_proxy_mode_t;
+#define SY_PROXY_FROM_MAX 64 /* ranges in proxy_from */
 
 typedef struct sy_io_opts {
     const char *host;        /* numeric address or name to bind; copied */
@@ -48,6 +56,13 @@ typedef struct sy_io_opts {
     uint32_t history_size;        /* messages kept per topic by default; 0: no history (sy_history.h) */
     uint32_t history_ttl_s;       /* none kept longer; 0: no limit */
     size_t history_max_bytes;     /* all topics' history together; 0: no limit */
+
+    /* The PROXY protocol (the listener's connections only): proxy_protocol
+     * is a sy_proxy_mode_t; a header is accepted from the proxy_from_n
+     * ranges of proxy_from (0: from any source). */
+    uint8_t proxy_protocol;
+    uint8_t proxy_from_n;
+    sy_cidr_t proxy_from[SY_PROXY_FROM_MAX];
 } sy_io_opts_t;
 
 #endif

@@ -101,6 +101,12 @@
       "TLS handshakes failed (not TLS, unsupported version, bad record, closed).") \
     X(tls_deferred, "tlsDeferred", SY_STAT_SUM, "symphony_tls_deferred_total", "counter", 1, \
       "TLS handshake steps left for the next loop turn (per-turn budget).") \
+    X(proxy_headers, "proxyHeaders", SY_STAT_SUM, "symphony_proxy_headers_total", "counter", 1, \
+      "Connections whose PROXY protocol header was accepted (LOCAL ones included).") \
+    X(proxy_rejects, "proxyRejects", SY_STAT_SUM, "symphony_proxy_rejects_total", "counter", 1, \
+      "Connections closed for a PROXY protocol header that was bad, truncated (the handshake timeout) or missing.") \
+    X(proxy_untrusted, "proxyUntrusted", SY_STAT_SUM, "symphony_proxy_untrusted_total", "counter", 1, \
+      "Connections closed for a PROXY protocol header from a source not in proxyProtocolFrom.") \
     X(deflate_connections, "deflateConnections", SY_STAT_SUM, "symphony_deflate_connections", "gauge", 1, \
       "Open connections that negotiated permessage-deflate.") \
     X(compressed, "compressed", SY_STAT_SUM, "symphony_compressed_messages_total", "counter", 1, \

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "base/sy_alloc.h"
+#include "io/sy_peer.h"
 #include "io/sy_resume.h"
 #include "proto/sy_handshake.h"
 #include "proto/sy_http.h"
@@ -51,40 +52,44 @@ static bool path_allowed(sy_io_t *io, const char *target, size_t len) {
     return plen == sy_io_ctx(io)->shared->path_len && memcmp(target, path, plen) == 0;
 }
 
-/* SY_EV_UPGRADE: url, remote address, remote port, then every header's
- * name and value, each a u32 length and its bytes (sy_events.h). */
+/* SY_EV_UPGRADE: url, the client's address and port (final: sy_peer.h),
+ * the socket's peer address and port (the proxy's when a PROXY header
+ * named the client; the same otherwise), then every header's name and
+ * value, each a u32 length and its bytes (sy_events.h). */
+#define SY_UPGRADE_FIXED_PARTS 5
 static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req) {
-    char addr[INET6_ADDRSTRLEN] = "", port[8] = "";
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    if (getpeername(c->stream.fd, (struct sockaddr *)&ss, &sl) == 0) {
-        if (ss.ss_family == AF_INET) {
-            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-            inet_ntop(AF_INET, &a->sin_addr, addr, sizeof(addr));
-            snprintf(port, sizeof(port), "%u", (unsigned)ntohs(a->sin_port));
-        } else if (ss.ss_family == AF_INET6) {
-            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-            inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
-            snprintf(port, sizeof(port), "%u", (unsigned)ntohs(a->sin6_port));
-        }
+    char addr[INET6_ADDRSTRLEN], port[8], sock_addr[INET6_ADDRSTRLEN], sock_port[8];
+    sy_peer_addr_t peer;
+    sy_peer_get(c, &peer);
+    sy_peer_format(&peer, addr, sizeof(addr), port, sizeof(port));
+    if (c->proxied) {
+        sy_peer_addr_t s;
+        sy_peer_of_fd(c->stream.fd, &s);
+        sy_peer_format(&s, sock_addr, sizeof(sock_addr), sock_port, sizeof(sock_port));
+    } else {
+        memcpy(sock_addr, addr, sizeof(addr));
+        memcpy(sock_port, port, sizeof(port));
     }
-    size_t n = 3 + 2 * req->num_headers;
-    const void *parts[2 * (3 + 2 * SY_MAX_HEADERS_CAP)];
-    size_t lens[2 * (3 + 2 * SY_MAX_HEADERS_CAP)];
-    uint32_t sizes[3 + 2 * SY_MAX_HEADERS_CAP];
-    const char *strs[3 + 2 * SY_MAX_HEADERS_CAP];
-    size_t slens[3 + 2 * SY_MAX_HEADERS_CAP];
+    enum { MAXP = SY_UPGRADE_FIXED_PARTS + 2 * SY_MAX_HEADERS_CAP };
+    size_t n = SY_UPGRADE_FIXED_PARTS + 2 * req->num_headers;
+    const void *parts[2 * MAXP];
+    size_t lens[2 * MAXP];
+    uint32_t sizes[MAXP];
+    const char *strs[MAXP];
+    size_t slens[MAXP];
     strs[0] = req->target;
     slens[0] = req->target_len;
     strs[1] = addr;
-    slens[1] = strlen(addr);
     strs[2] = port;
-    slens[2] = strlen(port);
+    strs[3] = sock_addr;
+    strs[4] = sock_port;
+    for (size_t i = 1; i < SY_UPGRADE_FIXED_PARTS; i++)
+        slens[i] = strlen(strs[i]);
     for (size_t i = 0; i < req->num_headers; i++) {
-        strs[3 + 2 * i] = req->headers[i].name;
-        slens[3 + 2 * i] = req->headers[i].name_len;
-        strs[4 + 2 * i] = req->headers[i].value;
-        slens[4 + 2 * i] = req->headers[i].value_len;
+        strs[SY_UPGRADE_FIXED_PARTS + 2 * i] = req->headers[i].name;
+        slens[SY_UPGRADE_FIXED_PARTS + 2 * i] = req->headers[i].name_len;
+        strs[SY_UPGRADE_FIXED_PARTS + 1 + 2 * i] = req->headers[i].value;
+        slens[SY_UPGRADE_FIXED_PARTS + 1 + 2 * i] = req->headers[i].value_len;
     }
     for (size_t i = 0; i < n; i++) {
         sizes[i] = (uint32_t)slens[i];
