@@ -7,10 +7,9 @@
 // chromium is missing.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const http = require('node:http');
 const crypto = require('node:crypto');
 const { launch } = require('../helpers/chromium');
-const { html } = require('../helpers/browser-page');
+const { html, servePage } = require('../helpers/browser-page');
 const { startServer, closeAll } = require('../helpers/server');
 const { waitFor } = require('../helpers/raw');
 
@@ -38,21 +37,17 @@ let web, browser, page, server, url, id;
 const echoes = []; // { data, isBinary } of every message event, in order
 
 test.before(async () => {
-  web = http.createServer((req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(html);
-  });
-  await new Promise((resolve) => web.listen(0, '127.0.0.1', resolve));
+  web = await servePage(html);
   ({ server, url } = await startServer({ compression: true, maxPayload: 4 << 20 }));
   server.on('message', (conn, data, isBinary) => echoes.push({ conn, data, isBinary }));
   browser = await launch();
-  page = await browser.newPage(`http://127.0.0.1:${web.address().port}/`);
+  page = await browser.newPage(web.url);
 });
 
 test.after(async () => {
   if (browser) await browser.close();
   await closeAll();
-  if (web) await new Promise((resolve) => web.close(resolve));
+  if (web) await web.close();
 });
 
 test('Chromium offers permessage-deflate and accepts the server\'s answer', T, async () => {

@@ -21,13 +21,10 @@
 // Fails (does not skip) when chromium is missing.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const http = require('node:http');
 const net = require('node:net');
-const fs = require('node:fs');
 const { once } = require('node:events');
 const { Server } = require('../..');
-const { launch } = require('../helpers/chromium');
-const { mjsPath } = require('../../scripts/client-cjs');
+const { openPage, WAITS } = require('../helpers/browser-page');
 
 const RATE = 1000; // messages per second
 const CUTS = 30; // connections cut per chaos run (proxy cuts and terminates)
@@ -56,8 +53,7 @@ const between = (lo, hi) => lo + Math.floor(random() * (hi - lo + 1));
 const page = `<!doctype html><html><head><meta charset="utf-8"><title>symphony recovery</title>
 <script type="module">
 import { SymphonyClient } from '/symphony-client.mjs';
-let waiters = [];
-const wake = () => { for (const w of waiters.slice()) w(); };
+${WAITS}
 window.S = null;
 window.start = (url) => {
   if (window.client) window.client.close();
@@ -98,13 +94,6 @@ window.summary = () => {
   return JSON.stringify({ count: S.seqs.length, last: S.last, opens: S.opens, state: window.client.state,
     recovered: S.recovered.slice(-5), directs: S.directs.length, states: S.states.slice(-8), stats: window.client.stats() });
 };
-window.until = (cond, ms, what) => new Promise((resolve, reject) => {
-  const check = () => { if (cond()) { done(); resolve(true); } };
-  const done = () => { clearTimeout(timer); waiters = waiters.filter((w) => w !== check); };
-  const timer = setTimeout(() => { done(); reject(new Error('timed out after ' + ms + ' ms waiting for ' + what + ': ' + summary())); }, ms);
-  waiters.push(check);
-  check();
-});
 window.ready = true;
 </script></head><body>recovery</body></html>`;
 
@@ -317,34 +306,19 @@ function notARun(xs, first, last) {
   return null;
 }
 
-let web, browser, tab;
+let opened, tab;
 const servers = new Set();
 const proxies = new Set();
 
 test.before(async () => {
-  const source = fs.readFileSync(mjsPath);
-  web = http.createServer((req, res) => {
-    if (req.url === '/symphony-client.mjs') {
-      res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' });
-      res.end(source);
-    } else {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      res.end(page);
-    }
-  });
-  web.listen(0, '127.0.0.1');
-  await once(web, 'listening');
-  browser = await launch();
-  tab = await browser.newPage(`http://127.0.0.1:${web.address().port}/`);
-  // The module script runs after the load may be reported: wait for it.
-  await tab.evaluate('new Promise((r) => { const f = () => (window.ready ? r(true) : setTimeout(f, 10)); f(); })');
+  opened = await openPage(page);
+  tab = opened.tab;
 });
 
 test.after(async () => {
-  if (browser) await browser.close();
+  if (opened) await opened.close();
   for (const p of proxies) await p.close();
   await Promise.all([...servers].map((s) => s.close()));
-  if (web) await new Promise((resolve) => web.close(resolve));
 });
 
 async function startPage(proxy) {

@@ -7,10 +7,7 @@
 // Fails (does not skip) when chromium is missing.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const http = require('node:http');
-const fs = require('node:fs');
-const { launch } = require('../helpers/chromium');
-const { mjsPath } = require('../../scripts/client-cjs');
+const { openPage } = require('../helpers/browser-page');
 const { EPOCH_A, startServer, notice } = require('./helpers');
 
 const page = `<!doctype html><html><head><meta charset="utf-8"><title>symphony client</title>
@@ -37,34 +34,20 @@ window.take = async (n) => {
 window.ready = true;
 </script></head><body>client</body></html>`;
 
-let web, browser, tab, ws;
+let opened, tab, ws;
 
 test.before(async () => {
-  const source = fs.readFileSync(mjsPath);
-  web = http.createServer((req, res) => {
-    if (req.url === '/symphony-client.mjs') {
-      res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' });
-      res.end(source);
-    } else {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      res.end(page);
-    }
-  });
-  await new Promise((resolve) => web.listen(0, '127.0.0.1', resolve));
   ws = await startServer();
-  browser = await launch();
-  tab = await browser.newPage(`http://127.0.0.1:${web.address().port}/`);
+  opened = await openPage(page);
+  tab = opened.tab;
 });
 
 test.after(async () => {
-  if (browser) await browser.close();
+  if (opened) await opened.close();
   if (ws) await ws.close();
-  if (web) await new Promise((resolve) => web.close(resolve));
 });
 
 test('Chromium imports the one file; messages, positions and a resume', { timeout: 30000 }, async () => {
-  // The module script runs after the page's load may be reported: wait for it.
-  await tab.evaluate('new Promise((r) => { const f = () => (window.ready ? r(true) : setTimeout(f, 10)); f(); })');
   await tab.evaluate(`start(${JSON.stringify(ws.url + '?room=1')})`);
   const first = await ws.connections.at(0);
   assert.equal(first.protocol, 'symphony.v1');
