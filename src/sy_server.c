@@ -719,6 +719,11 @@ sy_err_t sy_server_topic_history(sy_server_t *s, sy_topic_t *t, uint32_t size, u
     sy_err_t rc = sy_hist_configure(g, t, size, ttl_s, sy_clock_ms());
     sy_hist_unlock(g);
     atomic_store(&s->shared.history_used, true);
+    /* With a bus, a topic subscribed already syncs now (its subscriptions
+     * would wait for a sync that its subscription's confirmation did not
+     * start: it had no history then). */
+    if (rc == 0 && size > 0 && s->bus != NULL)
+        sy_bus_edge(s->bus, t);
     return rc;
 }
 

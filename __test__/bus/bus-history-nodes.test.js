@@ -327,3 +327,31 @@ test('docs/bus-publish.lua is the script the bus runs (src/bus/sy_bus_seq.c)', (
     .replace(/\\(\\|n|')/g, (_, ch) => (ch === 'n' ? '\n' : ch));
   assert.equal(fs.readFileSync(path.join(__dirname, '../../docs/bus-publish.lua'), 'utf8'), body);
 });
+
+test('a topic given history while its node is subscribed already syncs at once; its new subscribers get Redis\' position', { timeout: 30000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const config = { bus: { url: redis.url, backoff: { min: 50, max: 200 } } }; // no history by default
+  const a = await startNode(config);
+  const b = await startNode(config);
+  await a.waitBus('up');
+  await b.waitBus('up');
+  const plain = await connectV1(`ws://127.0.0.1:${a.port}/?topics=late`);
+  await plain.until((x) => x.notices('subscribed').length === 1, 10000, 'subscribed without history');
+  await resubscribed([a]);
+  assert.equal((await a.stats()).bus.syncs, 0);
+  await b.topic('late', { size: 10, ttl: 60 });
+  await a.topic('late', { size: 10, ttl: 60 });
+  await poll(async () => (await a.stats()).bus.syncs === 1, { timeoutMs: 10000, what: 'a synced the topic' });
+  await b.publish('late', 'first'); // numbered in Redis
+  await plain.until((x) => x.messages('late').length === 1, 10000, 'first, live on a');
+  // A new subscriber on a starts at Redis' position (the message before it is in a's history).
+  const epoch = await redis.cli('HGET', '{symphony:late}:meta', 'e');
+  const cl = await v1On(a, 'late', [{ epoch, offset: '0', topic: 'late' }]);
+  const n = cl.notices('subscribed')[0];
+  assert.equal(n.epoch, epoch);
+  assert.equal(n.recovered, true, JSON.stringify(n));
+  await cl.until((x) => x.messages('late').length === 1, 10000, 'the replay of the first message');
+  assert.equal(payloads(cl, 'late')[0], 'first');
+  cl.ws.terminate();
+  plain.ws.terminate();
+});

@@ -16,6 +16,8 @@
 //   <- { type: 'stream', id, topic, count, rate, prefix }
 //        publishes prefix + 0 .. prefix + (count - 1) at about rate per second
 //        (a batch every 10 ms), then -> { type: 'streamed', id, count }
+//   <- { type: 'topic', id, name, history } server.topic(name, { history }) (the handle kept)
+//                                  -> { type: 'topic', id }
 //   <- { type: 'stats', id }       -> { type: 'stats', id, stats }
 //   <- { type: 'close', id }       -> { type: 'closed', id }, then exit 0
 //   -> { type: 'bus', state, error: { message, code } or null }   (each bus state change, when server.bus exists)
@@ -70,6 +72,7 @@ async function main() {
     server.bus.on('state', (state, err) => forward(state, err));
     for (const state of ['connecting', 'up', 'down']) server.bus.on(state, (err) => forward(state, err));
   }
+  const handles = [];
   let closing = false;
   const close = async () => {
     if (closing) return;
@@ -108,6 +111,10 @@ async function main() {
           send({ type: 'streamed', id: msg.id, count: i });
           break;
         }
+        case 'topic':
+          handles.push(server.topic(msg.name, { history: msg.history }));
+          send({ type: 'topic', id: msg.id });
+          break;
         case 'stats':
           send({ type: 'stats', id: msg.id, stats: server.stats() });
           break;

@@ -128,6 +128,9 @@ async function startNode(config = {}, { timeoutMs = 10000, env = {} } = {}) {
   node.stream = async (topic, { count, rate, prefix }, ms = 60000) =>
     (await request({ type: 'stream', topic, count, rate, prefix }, ms, `stream to ${topic}`)).count;
 
+  /** server.topic(name, { history }) on the node (its handle kept there). */
+  node.topic = async (name, history, ms = 5000) => { await request({ type: 'topic', name, history }, ms, `topic ${name}`); };
+
   /** server.stats() of the node. */
   node.stats = async (ms = 5000) => (await request({ type: 'stats' }, ms, 'stats')).stats;
 

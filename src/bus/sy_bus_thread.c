@@ -606,6 +606,12 @@ static void apply_edges(sy_bus_t *b, sy_topic_t **edges, size_t n) {
     for (size_t i = 0; i < n; i++) {
         sy_topic_t *t = edges[i];
         sy_bus_subs_want(&b->subs, t->name, t->name_len, sy_topic_wanted(t));
+        /* A topic given history while subscribed already (sy_bus_edge from
+         * sy_server_topic_history): synced now rather than at its next
+         * subscription. */
+        sy_bus_chan_t *c = sy_bus_chan_find(&b->chans, t->name, t->name_len);
+        if (c != NULL && c->confirmed && !c->seq.history)
+            seq_subscribed(b, c);
         sy_topic_release(b->topics, t);
     }
     sy_free(edges);
