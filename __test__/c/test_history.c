@@ -5,7 +5,9 @@
  * frame), every replay reason and the replayed frames' references,
  * sy_hist_configure growing and shrinking a wrapped ring, the sweep giving
  * back an empty history's topic reference (the topic is freed; made again,
- * it has another epoch), and the server's teardown with messages kept.
+ * it has another epoch), the server's teardown with messages kept, and
+ * history across nodes (Redis' positions adopted, holes, epochs, this
+ * node's own numbering, a sync's answer, repeated offsets told apart).
  * Frames are raw buffers whose first bytes name their offset; the
  * sanitizers and valgrind see a reference kept or dropped too often. */
 #include <inttypes.h>
@@ -19,6 +21,8 @@
 #include "check.h"
 #include "io/sy_history.h"
 #include "io/sy_topic.h"
+#include "proto/sy_v1.h"
+#include "proto/sy_ws_frame.h"
 
 #define OVER SY_HIST_ENTRY_OVERHEAD
 
@@ -625,7 +629,98 @@ static void test_max_bytes_many(void) {
     sy_hist_destroy(&g);
 }
 
+/* A kept frame as the server keeps it: the symphony.v1 frame of payload at off. */
+static void keep_v1(sy_hist_t *g, sy_history_t *h, const char *payload) {
+    uint64_t off = sy_history_next(h);
+    sy_refbuf_t *f = sy_v1_publish_frame(SY_WS_OP_TEXT, 7, true, off, payload, strlen(payload), false);
+    CHECK(f != NULL && sy_hist_append(g, h, f, 0));
+    sy_refbuf_release(f);
+}
+
+/* History across nodes (a bus): Redis' positions adopted (a new epoch, the
+ * next offset, a duplicate, a hole), this node's own numbering while the
+ * bus is down, a sync's answer (a new epoch, a stream behind Redis' last,
+ * none), repeated offsets told apart by their bytes, and when a
+ * subscription waits for a sync. */
+static void test_sequence(void) {
+    sy_topics_t r;
+    sy_hist_t g;
+    CHECK_EQ(sy_topics_init(&r, 1), 0);
+    CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 8}), 0);
+    g.sequenced = true;
+    atomic_store(&g.bus_up, true);
+    sy_topic_t *t = sy_topic_acquire(&r, "s", 1, true);
+    sy_hist_lock(&g);
+    sy_history_t *h = t != NULL ? sy_hist_of(&g, t, true) : NULL;
+    CHECK(h != NULL);
+    if (h == NULL) {
+        sy_hist_unlock(&g);
+        return;
+    }
+    sy_hist_change_t ch;
+    const uint64_t E = 0xe1, E2 = 0xe2, E3 = 0xe3;
+    CHECK(sy_hist_needs_sync(&g, h)); /* new: not synced yet */
+    /* Redis' first message: a new epoch that starts where this one stood (0). */
+    CHECK(sy_hist_adopt(&g, h, E, 1, &ch));
+    CHECK(ch.changed && ch.reason == SY_V1_RECOVERED && ch.before == 0);
+    CHECK(h->remote && h->epoch == E);
+    keep_v1(&g, h, "a");
+    CHECK(sy_hist_adopt(&g, h, E, 2, &ch));
+    CHECK(!ch.changed);
+    keep_v1(&g, h, "b");
+    CHECK_EQU(h->last, 2);
+    CHECK(!sy_hist_adopt(&g, h, E, 2, &ch)); /* delivered already */
+    CHECK(!sy_hist_adopt(&g, h, E, 1, &ch));
+    /* The same offset with other bytes: Redis gave it twice. */
+    CHECK(!sy_hist_differs(h, 2, "b", 1));
+    CHECK(sy_hist_differs(h, 2, "c", 1));
+    CHECK(sy_hist_differs(h, 2, "bb", 2));
+    CHECK(!sy_hist_differs(h, 9, "x", 1)); /* not kept: cannot tell */
+    /* A hole: the history starts again after it. */
+    CHECK(sy_hist_adopt(&g, h, E, 5, &ch));
+    CHECK(ch.changed && ch.reason == SY_V1_TRIMMED && ch.before == 2);
+    CHECK_EQU(h->count, 0);
+    CHECK_EQU(h->first, 5);
+    keep_v1(&g, h, "e");
+    CHECK_EQU(h->last, 5);
+    /* Another epoch of Redis'. */
+    CHECK(sy_hist_adopt(&g, h, E2, 7, &ch));
+    CHECK(ch.changed && ch.reason == SY_V1_EPOCH && ch.before == 5);
+    CHECK(h->epoch == E2 && h->last == 6 && h->first == 7 && h->count == 0);
+    keep_v1(&g, h, "g");
+    /* The bus is down: this node numbers its own, in an epoch of its own. */
+    sy_hist_localize(&g, h, &ch);
+    CHECK(ch.changed && ch.reason == SY_V1_EPOCH && ch.before == 7);
+    CHECK(!h->remote && h->epoch != E2 && h->last == 7 && h->count == 0);
+    sy_hist_localize(&g, h, &ch);
+    CHECK(!ch.changed); /* its own already */
+    keep_v1(&g, h, "h");
+    /* A sync: Redis says (E3, 20). */
+    sy_hist_synced(&g, h, E3, 20, &ch);
+    CHECK(ch.changed && ch.reason == SY_V1_EPOCH && ch.before == 8);
+    CHECK(h->remote && h->epoch == E3 && h->last == 20 && h->count == 0 && h->synced);
+    CHECK(!sy_hist_needs_sync(&g, h));
+    /* Redis went further than its stream could give: a hole at the end. */
+    sy_hist_synced(&g, h, E3, 25, &ch);
+    CHECK(ch.changed && ch.reason == SY_V1_TRIMMED && h->last == 25);
+    /* Redis has no sequence: nothing changes. */
+    sy_hist_synced(&g, h, 0, 0, &ch);
+    CHECK(!ch.changed && h->epoch == E3 && h->last == 25);
+    /* Its subscription went: subscriptions wait, but only while the bus is up. */
+    h->synced = false;
+    CHECK(sy_hist_needs_sync(&g, h));
+    atomic_store(&g.bus_up, false);
+    CHECK(!sy_hist_needs_sync(&g, h));
+    sy_hist_unlock(&g);
+    sy_topic_release(&r, t);
+    sweep(&g, &r, 0);
+    CHECK_EQU(sy_topics_count(&r), 0);
+    sy_topics_destroy(&r);
+    sy_hist_destroy(&g);
+}
+
 int main(void) {
+    test_sequence();
     test_offsets_and_size();
     test_ttl_and_sweep();
     test_max_bytes();
