@@ -927,6 +927,18 @@ void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
         sy_io_batch_done(s->io[t], bytes, seq);
 }
 
+/* The bus has stopped: no sync comes any more, so subscriptions waiting
+ * for one go to their threads now (which close them with the rest, or,
+ * ended already, give their references back). */
+static void unpark_all(sy_server_t *s) {
+    sy_hist_t *g = &s->shared.hist;
+    atomic_store(&g->bus_up, false);
+    sy_hist_lock(g);
+    sy_park_t *failed = sy_park_settle(g, NULL, INT64_MAX);
+    sy_hist_unlock(g);
+    sy_park_discard(failed);
+}
+
 void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {
     if (!s->listening)
         return;
@@ -934,8 +946,10 @@ void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {
         return;
     /* The bus first: nothing arrives from Redis once the IO threads stop,
      * and what was published before this is sent (briefly waited for). */
-    if (s->bus != NULL)
+    if (s->bus != NULL) {
         sy_bus_stop(s->bus, SY_SERVER_BUS_FLUSH_MS);
+        unpark_all(s);
+    }
     s->shutting_down = true;
     for (unsigned i = 0; i < s->shared.nthreads; i++) {
         sy_cmd_t cmd = {.type = SY_CMD_STOP, .arg.deadline_ms = deadline_ms};
@@ -955,6 +969,7 @@ void sy_server_destroy(sy_server_t *s) {
         return;
     if (s->bus != NULL) {
         sy_bus_stop(s->bus, 0);
+        unpark_all(s);
         s->shared.topics.on_edge = NULL;
     }
     if (s->listening)

@@ -119,7 +119,7 @@ typedef struct sy_bus_opts {
     X(late, "late", "symphony_bus_late_total", "counter", \
       "Messages from Redis dropped because a newer one of the same publisher and topic came first (a failover or slot migration reordered them), or (history) an offset delivered already.") \
     X(errors, "errors", "symphony_bus_errors_total", "counter", \
-      "Error replies from Redis.") \
+      "Error replies from Redis that failed a publish, a sync or a map read (a MOVED or ASK that was followed is not one).") \
     X(reconnects, "reconnects", "symphony_bus_reconnects_total", "counter", \
       "Times the bus came back up after being down.") \
     X(subscribe_commands, "subscribeCommands", "symphony_bus_subscribe_commands_total", "counter", \

@@ -38,14 +38,16 @@
 /* A publish on its way to Redis: the channel, the envelope, the payload,
  * contiguous. Its size (the whole allocation) counts in buffered_bytes
  * until Redis answers. */
-/* A publish that Redis answers with MOVED is sent again to the node it
- * names, at most this many times (as cluster clients follow redirections). */
-#define SY_BUS_REDIRECTS_MAX 2
+/* A publish that Redis answers with MOVED or ASK is sent again to the node
+ * it names (or, when the bus has no connection to that node yet, after the
+ * next map read), at most this many times (as cluster clients follow
+ * redirections). */
+#define SY_BUS_REDIRECTS_MAX 5
 
 typedef struct sy_bus_msg {
     struct sy_bus_msg *next;
     size_t size;
-    unsigned redirects; /* MOVED replies followed so far (SY_BUS_REDIRECTS_MAX) */
+    unsigned redirects; /* MOVED / ASK replies followed so far (SY_BUS_REDIRECTS_MAX) */
     uint32_t hist_size; /* > 0: a topic with history (sy_bus_seq.h): the publish script */
     uint32_t ttl_s;
     bool eval;          /* send the script's body (Redis answered NOSCRIPT) */
@@ -108,8 +110,9 @@ struct sy_bus {
     sy_bus_chans_t chans;   /* the channels: subscriptions (subs), publishers' order (receiving) */
     sy_bus_subs_t subs;     /* the subscriptions that follow local interest */
     bool ever_up;
-    uint64_t epoch_rng; /* new epochs' candidates (xorshift, seeded at random) */
-    char **resync;      /* topics whose sync could not be sent or failed: tried again at resync_at */
+    uint64_t epoch_rng;                 /* new epochs' candidates (xorshift, seeded at random) */
+    sy_bus_msg_t *parked, *parked_tail; /* redirected to a node not in the map yet: sent after the next map read */
+    char **resync;                      /* topics whose sync could not be sent or failed: tried again at resync_at */
     size_t nresync, resync_cap;
     int64_t resync_at;
     char err[SY_BUS_HOST_MAX + SY_BUS_ERRLEN + 16]; /* why the bus is down: "host:port: reason" */

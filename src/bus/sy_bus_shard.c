@@ -253,23 +253,27 @@ void sy_bus_shards_commit(sy_bus_shards_t *sh, sy_bus_shard_set_t *next) {
  * rather than to the old owner until the map is read again (a map read
  * answered by a node that has not heard of the move yet could otherwise
  * keep them going to the old owner, each one dropped). */
-void sy_bus_shards_moved(sy_bus_shards_t *sh, const char *err) {
+sy_bus_shard_t *sy_bus_shards_redirect(sy_bus_shards_t *sh, const char *err) {
     unsigned slot = 0;
     int at = 0;
-    if (sh->set.slot == NULL || sscanf(err, "MOVED %u %n", &slot, &at) != 1 || at == 0 || slot >= SY_SLOTS)
-        return;
-    const char *addr = err + at;
+    bool moved = strncmp(err, "MOVED ", 6) == 0;
+    if (sh->set.slot == NULL || (!moved && strncmp(err, "ASK ", 4) != 0) ||
+        sscanf(err + (moved ? 6 : 4), "%u %n", &slot, &at) != 1 || at == 0 || slot >= SY_SLOTS)
+        return NULL;
+    const char *addr = err + (moved ? 6 : 4) + at;
     const char *colon = strrchr(addr, ':'); /* the last one: an IPv6 host has its own */
     char *end = NULL;
     unsigned long port = colon != NULL ? strtoul(colon + 1, &end, 10) : 0;
     if (colon == NULL || end == colon + 1 || *end != '\0' || port == 0 || port > 65535)
-        return;
+        return NULL;
     size_t hlen = (size_t)(colon - addr);
     for (unsigned i = 0; i < sh->set.n; i++) {
         sy_bus_shard_t *s = sh->set.shards[i];
         if (s != NULL && s->pub.port == port && strlen(s->pub.host) == hlen && memcmp(s->pub.host, addr, hlen) == 0) {
-            sh->set.slot[slot] = s;
-            return;
+            if (moved)
+                sh->set.slot[slot] = s;
+            return s;
         }
     }
+    return NULL;
 }

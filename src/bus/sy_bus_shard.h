@@ -12,7 +12,7 @@
  * whose host:port stays keep their connections; new ones start
  * connecting), sy_bus_shards_commit installs it and closes the shards
  * left out. A MOVED reply points its slot at the named shard at once
- * (sy_bus_shards_moved). The map is read again when wanted
+ * (sy_bus_shards_redirect). The map is read again when wanted
  * (sy_bus_shards_want_map), every 500 ms while the bus is not up, and
  * every 5 s otherwise.
  *
@@ -134,8 +134,11 @@ bool sy_bus_shard_set_has(const sy_bus_shard_set_t *set, const sy_bus_shard_t *s
 /* Installs next (taken over) as the current set; shards no longer in it
  * are closed (their pending publishes count as dropped) and freed. */
 void sy_bus_shards_commit(sy_bus_shards_t *sh, sy_bus_shard_set_t *next);
-/* A MOVED reply ("MOVED <slot> <host>:<port>") names the slot's owner now:
- * when that is one of the shards, the slot's publishes go there at once. */
-void sy_bus_shards_moved(sy_bus_shards_t *sh, const char *err);
+/* A redirection ("MOVED <slot> <host>:<port>" or "ASK <slot> <host>:<port>"):
+ * the shard at host:port, or NULL when it is none of the shards (a replica
+ * promoted since the map was read) or err is neither. A MOVED also points
+ * the slot there, so that the slot's publishes go there at once; an ASK
+ * (a slot migrating) names the node for this one command only. */
+sy_bus_shard_t *sy_bus_shards_redirect(sy_bus_shards_t *sh, const char *err);
 
 #endif

@@ -401,12 +401,31 @@ static void on_smessage(sy_bus_t *b, redisReply *r) {
 
 /* ---- the links' callbacks ------------------------------------------- */
 
+static void send_parked(sy_bus_t *b);
+
 static void link_up(void *ctx, sy_bus_link_t *l) {
     sy_bus_t *b = ctx;
     if (l->role == SY_BUS_ROLE_CFG)
         return; /* the loop sends CLUSTER SLOTS when the map is wanted */
     if (l->role == SY_BUS_ROLE_SUB)
         sy_bus_subs_link_up(&b->subs);
+    /* The publish script, loaded on each new publishing connection before
+     * any publish: a Redis that never ran it (a replica promoted by a
+     * failover: scripts replicate as their effects; the target of a slot
+     * migration; a restart) would answer the first EVALSHAs NOSCRIPT, and
+     * their resends would go behind newer publishes of the same topic:
+     * out of order. The reply does not matter (NOSCRIPT stays the
+     * fallback). */
+    redisAsyncContext *ac = l->role == SY_BUS_ROLE_PUB ? sy_bus_link_ac(l) : NULL;
+    if (ac != NULL && b->hist.size != NULL)
+        (void)redisAsyncCommand(ac, NULL, NULL, "SCRIPT LOAD %s", b->publish_script.body);
+    if (l->role != SY_BUS_ROLE_PUB)
+        return;
+    send_parked(b);
+    /* A sync goes on the publishing connection: syncs that could not be
+     * sent while it was down (retry_later) go now, not at their timer. */
+    if (b->nresync > 0)
+        run_resync(b);
 }
 
 /* True for Redis' answer to a subscription on a node that no longer
@@ -417,6 +436,8 @@ static bool redirected(const char *err) { return strncmp(err, "MOVED ", 6) == 0 
 
 static void link_down(void *ctx, sy_bus_link_t *l, const char *err) {
     sy_bus_t *b = ctx;
+    if (l->role == SY_BUS_ROLE_PUB)
+        send_parked(b); /* those waiting for this connection: elsewhere now, or dropped */
     if (!(l->role == SY_BUS_ROLE_SUB && redirected(err)))
         snprintf(b->err, sizeof(b->err), "%s:%u: %s", l->host, (unsigned)l->port, err);
     if (l->role == SY_BUS_ROLE_CFG) {
@@ -493,14 +514,39 @@ static void on_slots(redisAsyncContext *ac, void *r, void *priv) {
     sy_bus_shards_commit(&b->shards, &next);
     if (!b->shards.set.complete)
         snprintf(b->err, sizeof(b->err), "the cluster's slot map does not cover every slot");
+    send_parked(b);
 }
 
 /* ---- publishing ----------------------------------------------------- */
 
 static void send_msg(sy_bus_t *b, sy_bus_msg_t *m);
+static void send_to(sy_bus_t *b, sy_bus_msg_t *m, sy_bus_shard_t *s, bool asking);
+
+/* Keeps m until the next map read (its redirection named a node the bus
+ * has no connection to: a replica promoted by a failover). In order: the
+ * publishes of a slot that follow it are redirected the same way. */
+static void park(sy_bus_t *b, sy_bus_msg_t *m) {
+    m->next = NULL;
+    if (b->parked_tail != NULL)
+        b->parked_tail->next = m;
+    else
+        b->parked = m;
+    b->parked_tail = m;
+}
+
+/* The parked publishes, sent where the map now says (on_slots). */
+static void send_parked(sy_bus_t *b) {
+    sy_bus_msg_t *m = b->parked;
+    b->parked = b->parked_tail = NULL;
+    while (m != NULL) {
+        sy_bus_msg_t *next = m->next;
+        send_msg(b, m);
+        m = next;
+    }
+}
 
 /* Redis' answer to a publish (priv: the message, kept until now so that a
- * MOVED can be followed). */
+ * MOVED or an ASK can be followed). */
 static void on_published(redisAsyncContext *ac, void *r, void *priv) {
     sy_bus_link_t *l = ac->data;
     sy_bus_t *b = l->ctx;
@@ -517,21 +563,31 @@ static void on_published(redisAsyncContext *ac, void *r, void *priv) {
         return;
     }
     if (m->hist_size > 0 && !m->eval && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-        m->eval = true; /* this Redis has not seen the script: its body once */
+        m->eval = true; /* this Redis has not seen the script (SCRIPT FLUSH): its body once */
         send_msg(b, m);
+        return;
+    }
+    bool moved = strncmp(reply->str, "MOVED ", 6) == 0, ask = strncmp(reply->str, "ASK ", 4) == 0;
+    if (moved || ask)
+        sy_bus_shards_want_map(&b->shards);
+    if ((moved || ask) && m->redirects < SY_BUS_REDIRECTS_MAX) {
+        /* MOVED: the slot has a new owner (a migration done, a failover);
+         * ASK: the slot is migrating and this command's keys have gone to
+         * the node named, which takes it after ASKING. Not an error: the
+         * publish goes on there, in its order (the publishes behind it on
+         * this connection are redirected the same way, in turn). */
+        m->redirects++;
+        sy_bus_shard_t *s = sy_bus_shards_redirect(&b->shards, reply->str);
+        if (s != NULL) {
+            send_to(b, m, s, ask);
+        } else {
+            if (moved)
+                sy_bus_shards_want_map_from(&b->shards, l->owner); /* it knows the new owner */
+            park(b, m);
+        }
         return;
     }
     sy_bus_count(&b->c.errors, 1);
-    if (strncmp(reply->str, "MOVED", 5) == 0 || strncmp(reply->str, "ASK", 3) == 0)
-        sy_bus_shards_want_map(&b->shards);
-    if (strncmp(reply->str, "MOVED ", 6) == 0 && m->redirects < SY_BUS_REDIRECTS_MAX) {
-        /* The slot has moved: its new owner gets it (sy_bus_shards_moved
-         * points the slot there when that node is one of the shards). */
-        sy_bus_shards_moved(&b->shards, reply->str);
-        m->redirects++;
-        send_msg(b, m);
-        return;
-    }
     sy_bus_msg_drop(b, m);
 }
 
@@ -572,17 +628,32 @@ static int send_seq(sy_bus_t *b, redisAsyncContext *ac, sy_bus_msg_t *m) {
     return rc;
 }
 
-static void send_msg(sy_bus_t *b, sy_bus_msg_t *m) {
-    sy_bus_shard_t *s = sy_bus_shards_publish_target(&b->shards, m->data, m->channel_len);
+/* Sends m on s's publishing connection (asking: ASKING first, on the same
+ * connection, so that Redis takes the next command for a slot it imports). */
+static void send_to(sy_bus_t *b, sy_bus_msg_t *m, sy_bus_shard_t *s, bool asking) {
     redisAsyncContext *ac = s != NULL ? sy_bus_link_ac(&s->pub) : NULL;
+    if (ac == NULL && s != NULL &&
+        (m->redirects > 0 || s->pub.state == SY_LINK_CONNECTING || s->pub.state == SY_LINK_HELLO)) {
+        /* Redirected, or its slot's shard is connecting (new in the map: a
+         * replica promoted): sent when that connection is up, or dropped
+         * if it fails (link_up, link_down). */
+        park(b, m);
+        return;
+    }
     int rc = REDIS_ERR;
-    if (ac != NULL)
+    if (ac != NULL && asking)
+        rc = redisAsyncCommand(ac, NULL, NULL, "ASKING");
+    if (ac != NULL && (rc == REDIS_OK || !asking))
         rc = m->hist_size > 0 ? send_seq(b, ac, m)
                               : redisAsyncCommand(ac, on_published, m, "SPUBLISH %b %b", m->data, m->channel_len,
                                                   m->data + m->channel_len, m->body_len);
     if (rc != REDIS_OK)
         sy_bus_msg_drop(b, m);
     /* else kept (and counted in buffered_bytes) until Redis answers */
+}
+
+static void send_msg(sy_bus_t *b, sy_bus_msg_t *m) {
+    send_to(b, m, sy_bus_shards_publish_target(&b->shards, m->data, m->channel_len), false);
 }
 
 /* ---- the loop ------------------------------------------------------- */
@@ -638,7 +709,7 @@ void *sy_bus_thread_main(void *arg) {
         if (b->nresync > 0 && b->resync_at < next)
             next = b->resync_at;
         update_state(b);
-        if (stopping && (sy_bus_shards_idle(&b->shards) || now >= stop_deadline))
+        if (stopping && ((sy_bus_shards_idle(&b->shards) && b->parked == NULL) || now >= stop_deadline))
             break;
         int timeout = -1;
         if (next != INT64_MAX)
@@ -672,6 +743,12 @@ void *sy_bus_thread_main(void *arg) {
         }
     }
     /* Closing: pending publishes' callbacks run (as dropped), then the links go. */
+    while (b->parked != NULL) {
+        sy_bus_msg_t *m = b->parked;
+        b->parked = m->next;
+        sy_bus_msg_drop(b, m);
+    }
+    b->parked_tail = NULL;
     sy_bus_shards_close(&b->shards);
     return NULL;
 }
