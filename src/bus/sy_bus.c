@@ -80,7 +80,6 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     b->node = sy_random_u64();
     b->epoch_rng = sy_random_u64() | 1;
     sy_bus_script_init(&b->publish_script, sy_bus_seq_publish_lua);
-    sy_bus_script_init(&b->sync_script, sy_bus_seq_sync_lua);
     b->cluster = o->cluster;
     b->prefix_len = o->prefix_len;
     b->max_buffer = o->max_buffer;

@@ -95,8 +95,8 @@ struct sy_bus {
     atomic_int state;          /* sy_bus_state_t */
     sy_bus_history_ops_t hist; /* fixed before the thread starts (sy_bus_set_history) */
     void *hist_ctx;
-    sy_bus_script_t publish_script, sync_script;
-    uint64_t seq; /* this node's publishes, numbered from 1 (under lock) */
+    sy_bus_script_t publish_script; /* EVALSHA's (sy_bus_seq.h) */
+    uint64_t seq;                   /* this node's publishes, numbered from 1 (under lock) */
     sy_bus_counters_t c;
 
     /* The thread. */

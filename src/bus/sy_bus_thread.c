@@ -135,36 +135,51 @@ static void on_renewed(redisAsyncContext *ac, void *r, void *priv) {
     }
 }
 
+/* What a script about c's topic needs: its keys in Redis, and its name (a
+ * NUL-terminated copy, the reply's priv). */
+typedef struct topic_keys {
+    char *keys, *stream, *meta, *name;
+    size_t stream_len, meta_len;
+} topic_keys_t;
+
+/* False when out of memory (nothing to free then). */
+static bool topic_keys(sy_bus_t *b, const sy_bus_chan_t *c, topic_keys_t *k) {
+    *k = (topic_keys_t){0};
+    char *key = sy_bus_chan_key(&b->chans, c->name, c->len);
+    if (key != NULL)
+        k->keys = sy_bus_seq_keys(key, b->prefix_len + c->len, &k->stream, &k->stream_len, &k->meta, &k->meta_len);
+    sy_free(key);
+    k->name = sy_malloc(c->len + 1);
+    if (k->keys == NULL || k->name == NULL) {
+        sy_free(k->keys);
+        sy_free(k->name);
+        return false;
+    }
+    memcpy(k->name, c->name, c->len);
+    k->name[c->len] = '\0';
+    return true;
+}
+
 /* Offsets of epoch repeated on c's topic: a new epoch in Redis (if no node
  * did it first), then a sync. */
 static void renew_epoch(sy_bus_t *b, sy_bus_chan_t *c, uint64_t epoch) {
-    char *key = sy_bus_chan_key(&b->chans, c->name, c->len);
-    char *stream, *meta;
-    size_t stream_len, meta_len;
-    char *keys =
-        key != NULL ? sy_bus_seq_keys(key, b->prefix_len + c->len, &stream, &stream_len, &meta, &meta_len) : NULL;
-    sy_free(key);
-    char *name = sy_malloc(c->len + 1);
+    topic_keys_t k;
     redisAsyncContext *ac = c->shard != NULL ? sy_bus_link_ac(&c->shard->pub) : NULL;
-    if (keys == NULL || name == NULL || ac == NULL) {
-        sy_free(keys);
-        sy_free(name);
+    if (ac == NULL || !topic_keys(b, c, &k)) {
         c->seq.syncing = false; /* the next repeated offset or sync tries again */
         return;
     }
-    memcpy(name, c->name, c->len);
-    name[c->len] = '\0';
     sy_bus_count(&b->c.renewals, 1);
     char old[17], fresh[17];
     (void)snprintf(old, sizeof(old), "%016llx", (unsigned long long)epoch);
-    (void)snprintf(fresh, sizeof(fresh), "%016llx", (unsigned long long)(epoch_candidate(b)));
-    const char *argv[] = {"EVAL", sy_bus_seq_renew_lua, "2", stream, meta, old, fresh};
-    size_t lens[] = {4, strlen(sy_bus_seq_renew_lua), 1, stream_len, meta_len, 16, 16};
-    if (redisAsyncCommandArgv(ac, on_renewed, name, 7, argv, lens) != REDIS_OK) {
-        sy_free(name);
+    (void)snprintf(fresh, sizeof(fresh), "%016llx", (unsigned long long)epoch_candidate(b));
+    const char *argv[] = {"EVAL", sy_bus_seq_renew_lua, "2", k.stream, k.meta, old, fresh};
+    size_t lens[] = {4, strlen(sy_bus_seq_renew_lua), 1, k.stream_len, k.meta_len, 16, 16};
+    if (redisAsyncCommandArgv(ac, on_renewed, k.name, 7, argv, lens) != REDIS_OK) {
+        sy_free(k.name);
         c->seq.syncing = false;
     }
-    sy_free(keys);
+    sy_free(k.keys);
 }
 
 /* The sync's answer (priv: the topic's name, NUL-terminated, allocated). */
@@ -252,48 +267,39 @@ static void start_sync(sy_bus_t *b, sy_bus_chan_t *c) {
     }
     q->syncing = true;
     q->again = false;
-    char *name = sy_malloc(c->len + 1);
-    char *key = sy_bus_chan_key(&b->chans, c->name, c->len);
-    char *stream, *meta;
-    size_t stream_len, meta_len;
-    char *keys =
-        key != NULL ? sy_bus_seq_keys(key, b->prefix_len + c->len, &stream, &stream_len, &meta, &meta_len) : NULL;
-    sy_free(key);
-    sy_bus_shard_t *s = keys == NULL       ? NULL
-                        : c->shard != NULL ? c->shard
-                                           : sy_bus_shards_sub_target(&b->shards, c->slot);
+    topic_keys_t k;
+    if (!topic_keys(b, c, &k)) {
+        q->syncing = false; /* out of memory: at its next jump or resubscription */
+        return;
+    }
+    sy_bus_shard_t *s = c->shard != NULL ? c->shard : sy_bus_shards_sub_target(&b->shards, c->slot);
     redisAsyncContext *ac = s != NULL ? sy_bus_link_ac(&s->pub) : NULL;
+    if (ac == NULL) {
+        sy_free(k.keys);
+        retry_later(b, k.name); /* its connection is not up (yet) */
+        return;
+    }
     char after[24], count[16], epoch[17] = "";
     int after_len = snprintf(after, sizeof(after), "%llu", (unsigned long long)(q->epoch != 0 ? q->last : 0));
     int count_len = snprintf(count, sizeof(count), "%u", b->hist.size(b->hist_ctx, c->name, c->len) + 1u);
     if (q->epoch != 0)
         (void)snprintf(epoch, sizeof(epoch), "%016llx", (unsigned long long)q->epoch);
-    const char *argv[] = {"EVALSHA", b->sync_script.sha, "2", stream, meta, after, count, epoch};
-    size_t lens[] = {7, 40, 1, stream_len, meta_len, (size_t)after_len, (size_t)count_len, strlen(epoch)};
-    if (name != NULL) {
-        memcpy(name, c->name, c->len);
-        name[c->len] = '\0';
-    }
-    if (name == NULL || ac == NULL) {
-        /* Its connection is not up (yet): tried again shortly. */
-        sy_free(keys);
-        if (name != NULL)
-            retry_later(b, name);
-        else
-            q->syncing = false; /* out of memory: at its next jump or resubscription */
-        return;
-    }
-    /* EVAL (the body) the first time on each connection would cost a
-     * round trip per NOSCRIPT: the sync is rare, so it sends the body. */
-    argv[0] = "EVAL";
-    lens[0] = 4;
-    argv[1] = b->sync_script.body;
-    lens[1] = strlen(b->sync_script.body);
-    if (redisAsyncCommandArgv(ac, on_sync, name, 8, argv, lens) != REDIS_OK)
-        retry_later(b, name);
+    /* The script's body (EVAL), not its SHA-1: a sync is rare, and a
+     * NOSCRIPT would cost a round trip. */
+    const char *argv[] = {"EVAL", sy_bus_seq_sync_lua, "2", k.stream, k.meta, after, count, epoch};
+    size_t lens[] = {4,
+                     strlen(sy_bus_seq_sync_lua),
+                     1,
+                     k.stream_len,
+                     k.meta_len,
+                     (size_t)after_len,
+                     (size_t)count_len,
+                     strlen(epoch)};
+    if (redisAsyncCommandArgv(ac, on_sync, k.name, 8, argv, lens) != REDIS_OK)
+        retry_later(b, k.name);
     else
         sy_bus_count(&b->c.syncs, 1);
-    sy_free(keys);
+    sy_free(k.keys);
 }
 
 /* The channel's subscription is in place: a topic with history syncs. */
@@ -522,9 +528,10 @@ static void on_slots(redisAsyncContext *ac, void *r, void *priv) {
 static void send_msg(sy_bus_t *b, sy_bus_msg_t *m);
 static void send_to(sy_bus_t *b, sy_bus_msg_t *m, sy_bus_shard_t *s, bool asking);
 
-/* Keeps m until the next map read (its redirection named a node the bus
- * has no connection to: a replica promoted by a failover). In order: the
- * publishes of a slot that follow it are redirected the same way. */
+/* Keeps m until the next map read or publishing connection (its
+ * redirection named a node the bus has no connection to: a replica
+ * promoted by a failover). In order: every publish after it waits behind
+ * it (send_to). */
 static void park(sy_bus_t *b, sy_bus_msg_t *m) {
     m->next = NULL;
     if (b->parked_tail != NULL)
@@ -631,6 +638,13 @@ static int send_seq(sy_bus_t *b, redisAsyncContext *ac, sy_bus_msg_t *m) {
 /* Sends m on s's publishing connection (asking: ASKING first, on the same
  * connection, so that Redis takes the next command for a slot it imports). */
 static void send_to(sy_bus_t *b, sy_bus_msg_t *m, sy_bus_shard_t *s, bool asking) {
+    if (b->parked != NULL) {
+        /* Publishes wait already: this one goes after them, or it could
+         * pass one of its own topic (a publisher's order; the wait is a
+         * map read or a connection, during a failover or a migration). */
+        park(b, m);
+        return;
+    }
     redisAsyncContext *ac = s != NULL ? sy_bus_link_ac(&s->pub) : NULL;
     if (ac == NULL && s != NULL &&
         (m->redirects > 0 || s->pub.state == SY_LINK_CONNECTING || s->pub.state == SY_LINK_HELLO)) {
