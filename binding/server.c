@@ -33,7 +33,7 @@
 /* The numeric options serverCreate takes (and serverClose's deadline), by
  * their names in lib/server.js's options, with the ranges checked here;
  * exported as binding.constants.options, which lib/server.js checks against
- * first for friendlier messages. (slowConsumer, 0 or 1 here, is a string in
+ * first for friendlier messages. (slowConsumer, 0 to 2 here, is a string in
  * JS and is not listed.) */
 /* clang-format off */
 #define SY_OPTION_LIST(X) \
@@ -468,7 +468,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     if (!opt_int(env, argv[0], OPT_port, &port) || !opt_int(env, argv[0], OPT_threads, &threads) ||
         !opt_int(env, argv[0], OPT_maxPayload, &max_payload) || !opt_int(env, argv[0], OPT_maxBackpressure, &max_bp) ||
         !opt_int(env, argv[0], OPT_maxFragments, &max_frags) || !opt_int(env, argv[0], OPT_controlRate, &ctl_rate) ||
-        !opt_get(env, argv[0], "slowConsumer", &v) || !sy_napi_get_int64(env, v, "slowConsumer", 0, 1, &slow) ||
+        !opt_get(env, argv[0], "slowConsumer", &v) || !sy_napi_get_int64(env, v, "slowConsumer", 0, 2, &slow) ||
         !opt_int(env, argv[0], OPT_idleTimeout, &idle) || !opt_int(env, argv[0], OPT_handshakeTimeout, &hs) ||
         !opt_int(env, argv[0], OPT_closeTimeout, &close_to) || !opt_int(env, argv[0], OPT_maxHeaderSize, &head) ||
         !opt_int(env, argv[0], OPT_maxHeaders, &headers) || !opt_int(env, argv[0], OPT_backlog, &backlog) ||
@@ -496,7 +496,9 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .max_fragments = (uint32_t)max_frags,
         .control_rate = (uint32_t)ctl_rate,
         .max_backpressure = (size_t)max_bp,
-        .slow_consumer = slow ? SY_SLOW_CLOSE : SY_SLOW_DROP,
+        .slow_consumer = slow == 2   ? SY_SLOW_CONFLATE
+                         : slow == 1 ? SY_SLOW_CLOSE
+                                     : SY_SLOW_DROP,
         .idle_timeout_s = (unsigned)idle,
         .handshake_timeout_s = (unsigned)hs,
         .close_timeout_s = (unsigned)close_to,

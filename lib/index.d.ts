@@ -87,8 +87,10 @@ export interface ServerOptions {
   controlRate?: number;
   /** Bytes queued per connection before the slow-consumer policy. Default 1 MiB. */
   maxBackpressure?: number;
-  /** 'drop': skip messages for it (counted); 'close': close 1008. Default 'drop'. */
-  slowConsumer?: 'drop' | 'close';
+  /** 'drop': skip messages for it (counted); 'close': close 1008; 'conflate': each topic's newest message
+   * takes the place of its older one still queued (counted in conflated), send() is dropped as with 'drop'.
+   * Default 'drop'. */
+  slowConsumer?: 'drop' | 'close' | 'conflate';
   /** Seconds without traffic before 1001 (a ping goes out at half). 0: never. Default 120. */
   idleTimeout?: number;
   /** Seconds for a complete upgrade request. Default 10. */
@@ -210,6 +212,7 @@ export interface ThreadStats {
   bytesOut: number;
   dropped: number;
   slowCloses: number;
+  conflated: number;
   handshakeRejects: number;
   protocolErrors: number;
   /** Times a connection was not read because its control replies (pongs) waited to be written: a client

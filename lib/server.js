@@ -22,6 +22,9 @@ const {
 // src/proto/sy_v1.h; the same words symphony.v1 clients get).
 const RECOVERY_REASONS = ['', 'epoch', 'trimmed', 'future', 'too-large', 'no-history', 'memory', 'not-symphony.v1'];
 
+// The slow-consumer policies, as the binding numbers them (sy_slow_policy_t).
+const SLOW_CONSUMER = Object.freeze({ __proto__: null, drop: 0, close: 1, conflate: 2 });
+
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
   port: 0,
@@ -118,8 +121,8 @@ function normalizeOptions(options) {
   } else {
     option(o, 'maxFragments');
   }
-  if (o.slowConsumer !== 'drop' && o.slowConsumer !== 'close') {
-    throw invalidArgValue('options.slowConsumer', "must be 'drop' or 'close'", o.slowConsumer);
+  if (!Object.hasOwn(SLOW_CONSUMER, o.slowConsumer)) {
+    throw invalidArgValue('options.slowConsumer', "must be 'drop', 'close' or 'conflate'", o.slowConsumer);
   }
   for (const key of ['idleTimeout', 'handshakeTimeout', 'closeTimeout', 'maxHeaderSize', 'maxHeaders', 'backlog',
     'maxConnections', 'maxEventBytes', 'closeDeadline']) option(o, key);
@@ -388,7 +391,7 @@ class Server extends EventEmitter {
       maxFragments: o.maxFragments,
       controlRate: o.controlRate,
       maxBackpressure: o.maxBackpressure,
-      slowConsumer: o.slowConsumer === 'close' ? 1 : 0,
+      slowConsumer: SLOW_CONSUMER[o.slowConsumer],
       idleTimeout: o.idleTimeout,
       handshakeTimeout: o.handshakeTimeout,
       closeTimeout: o.closeTimeout,

@@ -11,6 +11,7 @@
 #include "base/sy_alloc.h"
 #include "base/sy_buf.h"
 #include "base/sy_clock.h"
+#include "io/sy_conflate.h"
 #include "io/sy_deflate.h"
 #include "io/sy_resume.h"
 #include "io/sy_upgrade.h"
@@ -295,7 +296,7 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
             sy_stat_inc(&sy_io_ctx(io)->stats.slow_closes);
             sy_conn_fail(io, c, 1008, "slow consumer");
         } else {
-            sy_stat_inc(&sy_io_ctx(io)->stats.dropped);
+            sy_stat_inc(&sy_io_ctx(io)->stats.dropped); /* 'drop', and what is not a topic's under 'conflate' */
         }
         return false;
     }
@@ -306,6 +307,12 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
     sy_stat_inc(&sy_io_ctx(io)->stats.messages_out);
     sy_io_mark_dirty(io, c);
     return true;
+}
+
+bool sy_conn_publish(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, sy_topic_t *t) {
+    if (sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CONFLATE)
+        return sy_conflate_push(io, c, m, t);
+    return sy_conn_push(io, c, m, false);
 }
 
 sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
@@ -340,6 +347,7 @@ static void want_writable(sy_io_t *io, sy_conn_t *c, bool want) {
 static void after_flush(sy_io_t *io, sy_conn_t *c) {
     if (pending(c) > 0)
         return;
+    sy_conflate_reset(c);
     if (c->hit_limit && c->state == SY_CONN_OPEN) {
         c->hit_limit = false;
         sy_io_emit(io, sy_conn_id(io, c), SY_EV_DRAIN, 0, 0, NULL, 0);
@@ -455,6 +463,7 @@ bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     }
     c->subs[c->nsubs].topic = t;
     c->subs[c->nsubs].index = index;
+    c->subs[c->nsubs].cq = 0;
     c->nsubs++;
     return true;
 }

@@ -18,7 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1 } sy_slow_policy_t;
+/* What a connection over max_backpressure gets: new messages dropped,
+ * closed (1008), or each topic's newest message (io/sy_conflate.h). */
+typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1, SY_SLOW_CONFLATE = 2 } sy_slow_policy_t;
 
 typedef struct sy_io_opts {
     const char *host;        /* numeric address or name to bind; copied */
