@@ -411,6 +411,10 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
             ok = ok && napi_create_uint32(env, ((uint32_t)ev.code << 2) | (ev.flags & 3u), &argv[2]) == napi_ok &&
                  napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
             break;
+        case SY_EV_TOPIC: /* flags (SY_EV_TOPIC_ON), topic */
+            ok = ok && napi_create_uint32(env, ev.flags, &argv[2]) == napi_ok &&
+                 napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
+            break;
         default: /* CLOSE: code, reason; DRAIN */
             ok = ok && napi_create_uint32(env, ev.code, &argv[2]) == napi_ok &&
                  napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
@@ -853,6 +857,53 @@ static napi_value server_subscribers(napi_env env, napi_callback_info info) {
     return make_int(env, (int64_t)n);
 }
 
+/* serverTopicApplied(handle, topic) -> this node's applied subscriptions of
+ * topic (the count SY_EV_TOPIC follows) */
+static napi_value server_topic_applied(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    sy_bserver_t *b;
+    sy_bytes_t topic;
+    if (!server_args(env, info, 2, argv, &b) || !get_topic(env, argv[1], &topic))
+        return NULL;
+    unsigned n = sy_server_topic_applied(b->srv, topic.data, topic.len);
+    sy_free(topic.owned);
+    return make_int(env, (int64_t)n);
+}
+
+/* serverTopicEvents(handle, on) -> with on, the topics that have applied
+ * subscriptions now (after the switch: an edge after it is an event) */
+static napi_value server_topic_events(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    sy_bserver_t *b;
+    bool on;
+    if (!server_args(env, info, 2, argv, &b) || !sy_napi_get_bool(env, argv[1], "on", &on))
+        return NULL;
+    sy_server_topic_events(b->srv, on);
+    napi_value arr = NULL;
+    if (!sy_napi_ok(env, napi_create_array(env, &arr), "napi_create_array"))
+        return NULL;
+    if (!on)
+        return arr;
+    sy_topic_count_t *list;
+    size_t n;
+    if (sy_server_topic_list(b->srv, &list, &n) != 0) {
+        sy_napi_throw_oom(env, NULL);
+        return NULL;
+    }
+    bool ok = true;
+    uint32_t k = 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        napi_value name;
+        if (list[i].applied == 0)
+            continue;
+        ok = sy_napi_ok(env, napi_create_string_utf8(env, list[i].name, list[i].len, &name),
+                        "napi_create_string_utf8") &&
+             sy_napi_ok(env, napi_set_element(env, arr, k++, name), "napi_set_element");
+    }
+    sy_free(list);
+    return ok ? arr : NULL;
+}
+
 /* serverTopics(handle) -> [name, subscribers, name, subscribers, ...] */
 static napi_value server_topics(napi_env env, napi_callback_info info) {
     napi_value argv[1];
@@ -1261,6 +1312,7 @@ static const struct {
     SY_CONSTANT(EV_CLOSED),         SY_CONSTANT(EV_OPEN_DEFLATE),
     SY_CONSTANT(SEND_BINARY),       SY_CONSTANT(SEND_COMPRESS),
     SY_CONSTANT(SEND_LOCAL),        SY_CONSTANT(EV_RECOVERY),
+    SY_CONSTANT(EV_TOPIC),
 };
 #undef SY_CONSTANT
 
@@ -1308,6 +1360,8 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "parseSince", parse_since, NULL) &&
            sy_napi_set_function(env, exports, "serverSubscribers", server_subscribers, NULL) &&
            sy_napi_set_function(env, exports, "serverTopics", server_topics, NULL) &&
+           sy_napi_set_function(env, exports, "serverTopicApplied", server_topic_applied, NULL) &&
+           sy_napi_set_function(env, exports, "serverTopicEvents", server_topic_events, NULL) &&
            sy_napi_set_function(env, exports, "serverEnd", server_end, NULL) &&
            sy_napi_set_function(env, exports, "serverTerminate", server_terminate, NULL) &&
            sy_napi_set_function(env, exports, "serverAccept", server_accept, NULL) &&

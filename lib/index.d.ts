@@ -403,6 +403,12 @@ export class Server extends EventEmitter {
   on(event: 'message', listener: (id: ConnectionId, data: Buffer, isBinary: boolean) => void): this;
   on(event: 'close', listener: (id: ConnectionId, code: number, reason: string) => void): this;
   on(event: 'drain', listener: (id: ConnectionId) => void): this;
+  /**
+   * This node's subscriptions of topic went from none to some (active true: uWebSockets.js' subscription at
+   * newCount 1 / oldCount 0, socket.io's 'create-room') or from some to none (false: 'delete-room'). Per topic the
+   * events alternate; reported from the first listener on (topics active then: only their end).
+   */
+  on(event: 'subscription', listener: (topic: string, active: boolean) => void): this;
   on(event: 'listening', listener: (address: { host: string; port: number }) => void): this;
   /**
    * An onUpgrade that threw or returned a bad answer, or an IO thread that

@@ -441,6 +441,13 @@ void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total) {
 
 /* ---- subscriptions ----------------------------------------------------- */
 
+/* One subscription of t more or less on the node; at a 0 <-> 1 edge the
+ * owner hears of it when it asked (SY_EV_TOPIC). */
+static void count_sub(sy_io_t *io, sy_topic_t *t, bool add) {
+    if (sy_topic_count_sub(t, add) && atomic_load_explicit(&sy_io_ctx(io)->shared->topic_events, memory_order_relaxed))
+        sy_io_emit(io, 0, SY_EV_TOPIC, add ? SY_EV_TOPIC_ON : 0, 0, t->name, t->name_len);
+}
+
 bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     bool ok = c->state == SY_CONN_OPEN || c->state == SY_CONN_UPGRADING;
     for (uint32_t i = 0; ok && i < c->nsubs; i++)
@@ -465,6 +472,7 @@ bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     c->subs[c->nsubs].index = index;
     c->subs[c->nsubs].cq = 0;
     c->nsubs++;
+    count_sub(io, t, true);
     return true;
 }
 
@@ -484,6 +492,7 @@ static void remove_sub(sy_io_t *io, sy_conn_t *c, uint32_t i, bool notify) {
         }
     }
     c->subs[i] = c->subs[--c->nsubs];
+    count_sub(io, t, false);
     sy_topic_drop_interest(&sy_io_ctx(io)->shared->topics, t, sy_io_ctx(io)->index);
 }
 
