@@ -24,6 +24,8 @@ const SPEC = {
   // binary: `size` bytes starting with the 8-byte due time; json: a ~630 B
   // trade message per topic (bench/servers/json-trade.js; `size` is ignored), text
   payload: { env: 'PAYLOAD', def: 'binary', values: ['binary', 'json'] },
+  // fanout-server.js: symphony's slowConsumer policy (the slow phase's arms)
+  'slow-consumer': { env: 'SLOW_CONSUMER', def: 'drop', values: ['drop', 'close', 'conflate'] },
   // permessage-deflate: 1 = on (each server's way), with this threshold (B)
   deflate: { env: 'DEFLATE', def: 0, min: 0, max: 1 },
   threshold: { env: 'DEFLATE_THRESHOLD', def: 128, min: 0, max: 1 << 24 },
