@@ -106,7 +106,7 @@ Populations and timing:
   --history-size N       history phase: symphony's history size per topic (default 2000)
   --history-window S     history phase: the live window (default 10; quick 4)
   --slow-normal N        slow phase (opt-in): normal connections (default 10000; quick 500)
-  --slow-clients N       slow phase: slow connections, reading at 10% of their topic's rate (default 100; quick 20)
+  --slow-clients N       slow phase: slow connections on every topic, reading 10% of it (default 100; quick 20)
   --slow-window S        slow phase: the measured window (default 30; quick 10)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
@@ -216,8 +216,7 @@ function preset(name) {
     history: { clients: 10000, peerClients: 2000, topics: 10, rate: 10, outageRate: 100, outage: 5, size: 2000, ttl: 60, payload: 80,
       settle: 3, window: 10, resumeBound: 240, tail: 3, pending: 200, freshMs: 250, fillTopics: 100, fillPerTopic: 5000 },
     // slow clients among normal ones: 10 topics of 10 msg/s × 4 KiB (1,000 normal subscribers each: 100,000
-    // deliveries/s), maxBackpressure 64 KiB (so that a queue, not the kernel's buffers, is what a slow client
-    // waits behind within a minute), the slow ones reading 10% of their topic's bytes
+    // deliveries/s); the slow ones on every topic (410 KB/s), reading 10% of it; maxBackpressure 64 KiB
     slow: { normal: 10000, slow: 100, topics: 10, rate: 10, size: 4096, maxBackpressure: 64 * 1024, readPct: 10, ramp: 2000,
       settle: 20, window: 30, quiet: 2, catchupBound: 120 },
     measure: 2,
@@ -745,7 +744,7 @@ function brief(phase, f) {
   if (phase === 'slow') {
     return `${f.policy}: ${k(f.normal)} normal p99 ${k(f.normalP99Ms, 1)} ms (${k(f.normalDeliveredPct, 1)}%); ${k(f.slow)} slow: `
       + `${k(f.slowReceivedPct, 1)}% received, staleness p50 ${k(f.ageP50MsMedian)} ms, closed ${k(f.slowClosed)}, `
-      + `at the end ${k(f.upToDate)} up to date (behind median ${k(f.behindMedian)}); allocated ${k(f.allocatedMedianKiB / 1024, 1)} MiB, `
+      + `at the end ${k(f.upToDate)} of ${k(f.pairs)} (client, topic) up to date (behind median ${k(f.behindMedian)}); allocated ${k(f.allocatedMedianKiB / 1024, 1)} MiB, `
       + `RSS ${k(f.rssMedianKiB / 1024, 1)} MiB; conflated ${k(f.conflated)}, dropped ${k(f.dropped)}`;
   }
   if (phase === 'soak') {

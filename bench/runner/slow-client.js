@@ -3,10 +3,10 @@
 // connections on raw sockets that read at most `read-rate` bytes/s each
 // (a token bucket, 20 ticks a second, socket.read(n) in paused mode: what is
 // not read stays in Node's buffer (one read's worth), then the kernel's, then
-// the server's queue), each subscribed by fanout-server.js to one topic. The
-// messages are the harness's binary payloads with --seq 1: bytes 0..7 the
-// due time (process.hrtime.bigint(), LE), 8..15 the topic's sequence number
-// (from 1).
+// the server's queue), each subscribed by fanout-server.js to every topic
+// (--all-topics-from). The messages are the harness's binary payloads with
+// --seq 1: bytes 0..7 the due time (process.hrtime.bigint(), LE), 8..15 the
+// topic's sequence number (from 1), 16..19 the topic's index.
 //
 //   node bench/runner/slow-client.js --port P --count N --read-rate B
 //
@@ -16,9 +16,10 @@
 //   report   the counters                      -> {"ev":"report", ...}
 //   exit
 // Every second (once connected): {"ev":"tick","t":s,"ageMs":{p50,p90,max},"open":N,...}:
-// ageMs is, over the open clients, now minus the due time of the newest
-// message each holds (how stale its view is); a client closed by the server
-// keeps its last value and counts in "closed" instead.
+// ageMs is, over the (open client, topic) pairs, now minus the due time of
+// the newest message of that topic the client holds (how stale its view of
+// the topic is); a client closed by the server keeps its last values and
+// counts in "closed" instead.
 
 const net = require('node:net');
 const crypto = require('node:crypto');
@@ -49,8 +50,9 @@ class SlowClient {
     this.bytes = 0;
     this.gaps = 0; // sequence jumps (messages it never got)
     this.skipped = 0; // messages skipped in those jumps
-    this.lastSeq = 0n;
-    this.newestDue = 0n;
+    this.backwards = 0; // a topic's sequence number going back (never expected)
+    this.lastSeq = new Map(); // topic index -> its newest sequence number held
+    this.newestDue = new Map(); // topic index -> that message's due time
     this.buf = Buffer.alloc(0);
     this.budget = 0;
     this.head = '';
@@ -131,16 +133,22 @@ class SlowClient {
         this.closeCode = len >= 2 ? p.readUInt16BE(0) : 1005;
         continue;
       }
-      if (op !== 2 || len < 16) continue;
+      if (op !== 2 || len < 20) continue;
       this.msgs++;
       const due = p.readBigUInt64LE(0);
       const seq = p.readBigUInt64LE(8);
-      if (this.lastSeq > 0n && seq > this.lastSeq + 1n) {
+      const g = p.readUInt32LE(16);
+      const last = this.lastSeq.get(g) ?? 0n;
+      if (last > 0n && seq > last + 1n) {
         this.gaps++;
-        this.skipped += Number(seq - this.lastSeq - 1n);
+        this.skipped += Number(seq - last - 1n);
       }
-      if (seq > this.lastSeq) this.lastSeq = seq;
-      if (due > this.newestDue) this.newestDue = due;
+      if (seq <= last) {
+        this.backwards++;
+        continue;
+      }
+      this.lastSeq.set(g, seq);
+      this.newestDue.set(g, due);
     }
   }
 }
@@ -156,7 +164,8 @@ function pct(sorted, q) {
 
 function ages() {
   const t = nowNs();
-  const a = clients.filter((c) => c.open && c.newestDue > 0n).map((c) => Number(t - c.newestDue) / 1e6).sort((x, y) => x - y);
+  const a = clients.filter((c) => c.open).flatMap((c) => [...c.newestDue.values()].map((d) => Number(t - d) / 1e6))
+    .sort((x, y) => x - y);
   return { p50: pct(a, 0.5), p90: pct(a, 0.9), max: a.length ? a[a.length - 1] : null, n: a.length };
 }
 
@@ -173,8 +182,10 @@ function counters() {
     bytes: sum('bytes'),
     gaps: sum('gaps'),
     skipped: sum('skipped'),
-    // per client: its topic's newest sequence number and due time it holds (as decimal strings)
-    newest: clients.map((c) => ({ seq: String(c.lastSeq), due: String(c.newestDue), open: c.open })),
+    backwards: sum('backwards'),
+    // per (client, topic): the newest sequence number and due time it holds (decimal strings)
+    newest: clients.flatMap((c) => [...c.lastSeq.keys()].map((g) => ({ g, seq: String(c.lastSeq.get(g)),
+      due: String(c.newestDue.get(g)), open: c.open }))),
     ageMs: ages(),
   };
 }

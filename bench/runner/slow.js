@@ -7,8 +7,9 @@
 // --slow-consumer P --max-backpressure B): connection n subscribes topic
 // t<n % topics>, each topic gets `rate` messages/s of `size` bytes.
 //  1. `normal` connections from loadgen (they read everything), then `slow`
-//     connections from bench/runner/slow-client.js, each reading at most
-//     `readPct`% of its topic's bytes per second (rate × (size + 2)); rate 0;
+//     connections from bench/runner/slow-client.js, subscribed to every topic
+//     (--all-topics-from) and each reading at most `readPct`% of the bytes
+//     published to it per second (topics × rate × (size + 4)); rate 0;
 //  2. traffic at `rate`/s per topic; `settle` s (the slow clients' kernel
 //     buffers and then their queues fill), then a window of `window` s:
 //     the normal clients' due-time latency (loadgen's marks), the server's
@@ -17,8 +18,8 @@
 //     message each holds), what they received;
 //  3. rate 0, the slow clients read as fast as they can (catch-up) until
 //     none got a byte for `quiet` s (bounded): what each holds at the end,
-//     its topic's last sequence number minus its newest (messages behind)
-//     and the age of its newest value at the moment the traffic stopped;
+//     per topic: the topic's last sequence number minus the newest it holds
+//     (messages behind) and that value's age when the traffic stopped;
 //  4. everything stopped by PID.
 
 const path = require('node:path');
@@ -53,19 +54,19 @@ async function slow(ctx, arm, repeat) {
   const { withServer } = require('./phases');
   const c = ctx.cfg.slow;
   const info = { phase: 'slow', arm: arm.name, repeat };
-  const readRate = Math.max(1, Math.round((c.readPct / 100) * c.rate * (c.size + (c.size > 125 ? 4 : 2))));
+  const readRate = Math.max(1, Math.round((c.readPct / 100) * c.topics * c.rate * (c.size + (c.size > 125 ? 4 : 2))));
   const bound = Math.ceil(60 + (3 * c.normal) / c.ramp + c.settle + c.window + c.catchupBound + 60);
   const notes = [];
   return withServer(ctx, info, {
     arm, threads: ctx.cfg.threads, topics: c.topics, size: c.size, rate: 0, duration: bound, statsInterval: 1,
     maxBackpressure: c.maxBackpressure, cpus: ctx.cpus.server, traffic: 'on', gate: 'none',
-    extraArgs: ['--seq', '1', '--slow-consumer', arm.slowConsumer],
+    extraArgs: ['--seq', '1', '--slow-consumer', arm.slowConsumer, '--all-topics-from', String(c.normal + 1)],
   }, async (server, smp, run) => {
     run.mark(`ramp: ${c.normal} normal connections`);
     const lg = run.loadgen({ connections: c.normal, rampPerSec: c.ramp, duration: bound, seq: true });
     await lg.waitSettled(30 + (3 * c.normal) / c.ramp);
     if (lg.openNow() < c.normal) throw new Error(`ramp: ${lg.openNow()} of ${c.normal} normal connections open`);
-    run.mark(`slow clients: ${c.slow}, reading ${readRate} B/s each (${c.readPct}% of their topic)`);
+    run.mark(`slow clients: ${c.slow} on every topic, reading ${readRate} B/s each (${c.readPct}% of what is published to them)`);
     const cl = new Child('slow clients', process.execPath, [CLIENT, '--port', String(server.port), '--count', String(c.slow),
       '--read-rate', String(readRate)], { cpus: ctx.cpus.loadgen });
     ctx.live.add(cl);
@@ -108,6 +109,7 @@ async function slow(ctx, arm, repeat) {
       const final = await server.control('mark');
       const published = final.published;
       const lastSeq = Math.round(published / c.topics); // every topic got as many (rounds of every topic)
+      const pairs = c.slow * c.topics;
 
       // The window's slices of the series.
       const inWindow = (x) => x.rt >= w0.t && x.rt <= w1.t;
@@ -120,7 +122,7 @@ async function slow(ctx, arm, repeat) {
       const ageAtStopMs = end.newest.map((x) => (x.due === '0' ? null : Number(stopNs - BigInt(x.due)) / 1e6));
       const T = w1.t - w0.t;
       const cpuS = w0.proc && w1.proc ? w1.proc.cpuS - w0.proc.cpuS : null;
-      const slowExpected = (c.rate * c.slow * T);
+      const slowExpected = c.rate * c.topics * c.slow * T;
       const slowGot = (wTicks.length >= 2 ? wTicks[wTicks.length - 1].msgs - wTicks[0].msgs : null);
       return {
         figures: {
@@ -155,9 +157,12 @@ async function slow(ctx, arm, repeat) {
           slowCloseCodes: end.closeCodes,
           slowMsgsInWindow: slowGot,
           slowMsgsPerClientPerS: finite(slowGot) ? slowGot / c.slow / T : null,
+          pairs,
+          pairsHeld: end.newest.length,
           slowReceivedPct: finite(slowGot) ? (100 * slowGot) / slowExpected : null,
           slowGaps: end.gaps,
           slowSkipped: end.skipped,
+          slowBackwards: end.backwards,
           // staleness over the window: per second, the median and p90 over the slow clients still open
           ageP50MsMedian: median(wTicks.map((t) => t.ageMs.p50)),
           ageP90MsMedian: median(wTicks.map((t) => t.ageMs.p90)),
@@ -167,7 +172,7 @@ async function slow(ctx, arm, repeat) {
           lastSeq,
           behindMedian: median(behind),
           behindMax: maxOf(behind),
-          upToDate: behind.filter((b) => b === 0).length,
+          upToDate: behind.filter((b) => b === 0).length, // (client, topic) pairs holding the topic's last message
           ageAtStopMsMedian: median(ageAtStopMs),
           ageAtStopMsP90: quantile(ageAtStopMs, 0.9),
           catchupS: now() - tStop,

@@ -10,7 +10,7 @@
 //        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
 //        [--stats-interval 0] [--payload binary|json] [--deflate 0|1]
 //        [--threshold 128] [--seq 0|1] [--bus-url redis://127.0.0.1:P]
-//        [--handles 1|0] [--slow-consumer drop|close|conflate]
+//        [--handles 1|0] [--slow-consumer drop|close|conflate] [--all-topics-from N]
 //
 // Each option can also come from the environment: PORT, THREADS, TOPICS,
 // SIZE, RATE, DURATION, MAX_BACKPRESSURE, STATS_INTERVAL (the command line
@@ -83,7 +83,8 @@ serve('fanout-server', async (o, run) => {
   let subscribeFailed = 0;
   const closes = {};
   server.on('open', (id) => {
-    if (!server.subscribe(id, topics[opened % o.topics])) subscribeFailed++;
+    const all = o['all-topics-from'] > 0 && opened + 1 >= o['all-topics-from'];
+    for (const t of all ? topics : [topics[opened % o.topics]]) if (!server.subscribe(id, t)) subscribeFailed++;
     opened++;
   });
   server.on('close', (id, code) => {
