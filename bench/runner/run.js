@@ -21,6 +21,7 @@ const { fdLimits, fdCount } = require('./sample');
 const phases = require('./phases');
 const report = require('./report');
 const { writeHistory } = require('./history-report');
+const { writeSlow } = require('./slow-report');
 const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
@@ -192,7 +193,7 @@ function preset(name) {
       history: { clients: 1000, peerClients: 500, topics: 10, rate: 10, outageRate: 100, outage: 5, size: 2000, ttl: 60, payload: 80,
         settle: 2, window: 4, resumeBound: 120, tail: 2, pending: 200, freshMs: 250, fillTopics: 10, fillPerTopic: 10000 },
       slow: { normal: 500, slow: 20, topics: 10, rate: 10, size: 4096, maxBackpressure: 64 * 1024, readPct: 10, ramp: 5000,
-        settle: 15, window: 10, quiet: 2, catchupBound: 60 },
+        settle: 30, window: 10, quiet: 2, catchupBound: 60 },
       measure: 1,
     };
   }
@@ -218,7 +219,7 @@ function preset(name) {
     // slow clients among normal ones: 10 topics of 10 msg/s × 4 KiB (1,000 normal subscribers each: 100,000
     // deliveries/s); the slow ones on every topic (410 KB/s), reading 10% of it; maxBackpressure 64 KiB
     slow: { normal: 10000, slow: 100, topics: 10, rate: 10, size: 4096, maxBackpressure: 64 * 1024, readPct: 10, ramp: 2000,
-      settle: 20, window: 30, quiet: 2, catchupBound: 120 },
+      settle: 40, window: 30, quiet: 2, catchupBound: 120 },
     measure: 2,
   };
 }
@@ -668,6 +669,8 @@ async function main() {
   fs.writeFileSync(path.join(outDir, 'results.json'), `${JSON.stringify({ ...res, gates: out.gates, targets: out.targets, oddSummary: res.oddSummary,
     baselineComparison: out.baselineComparison }, null, 1)}\n`);
   log(`report: ${path.join(outDir, 'report.md')} (${fmt(meta.elapsedS / 60, 1)} min)`);
+  const slowMd = writeSlow(outDir, res);
+  if (slowMd) log(`slow phase: ${slowMd}`);
   const historyTargets = writeHistory(outDir, res);
   if (historyTargets) {
     log(`history phase: ${path.join(outDir, 'summary.md')}, history.json, history.svg; its targets (reported, not gates):`);
@@ -700,6 +703,7 @@ function rebuild(dir) {
   fs.writeFileSync(path.join(dir, 'report.md'), out.md);
   for (const [name, svg] of Object.entries(out.charts)) fs.writeFileSync(path.join(dir, name), svg);
   writeHistory(dir, res);
+  writeSlow(dir, res);
   process.stderr.write(`bench: rebuilt ${path.join(dir, 'report.md')} and ${Object.keys(out.charts).length} charts\n`);
   for (const g of out.gates) process.stderr.write(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}\n`);
   return 0;
