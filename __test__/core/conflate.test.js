@@ -54,14 +54,14 @@ async function setup(extra = {}) {
 
 /** Publishes rounds of numbered values to every topic, each chunk after the fast client has all before it, until
  * enough were conflated; samples the native memory whenever the fast client has caught up. */
-async function publishUntilConflated(server, fastGot, base, wanted) {
+async function publishUntilConflated(server, fastGot, base, wanted, topics = TOPICS) {
   let n = 0;
   let peak = 0;
   for (let chunk = 0; chunk < MAX_CHUNKS && server.stats().conflated < wanted; chunk++) {
     for (let r = 0; r < ROUNDS_PER_CHUNK; r++, n++) {
-      for (let ti = 0; ti < TOPICS.length; ti++) server.publish(TOPICS[ti], value(ti, n), { binary: true });
+      for (let ti = 0; ti < topics.length; ti++) server.publish(topics[ti], value(ti, n), { binary: true });
     }
-    const sent = n * TOPICS.length;
+    const sent = n * topics.length;
     if (fastGot.length < sent) await new Promise((resolve) => { fastGot.waiting = { count: sent, resolve }; });
     fastGot.waiting = null;
     // Only the slow client's queue still holds frames now.
@@ -169,4 +169,38 @@ test('past twice maxBackpressure (the newest value of very many topics) the slow
   slow.resume();
   assert.equal((await done).code, 1008);
   assert.equal(server.stats().conflated > 0, true);
+});
+
+test('a symphony.v1 client sees a conflated topic\'s offsets jump, increasing, ending at the topic\'s last', { timeout: 120000 }, async () => {
+  const { server, url } = await startServer({ threads: 1, maxBackpressure: CAP, slowConsumer: 'conflate', history: { size: 10 } });
+  const ids = [];
+  server.on('open', (id) => ids.push(id));
+  const fast = await client(url);
+  const slow = await client(url, 'symphony.v1');
+  await waitFor(() => ids.length === 2, 5000, 'both opens');
+  const fastGot = [];
+  fastGot.waiting = null;
+  fast.on('message', (d) => {
+    fastGot.push(parse(d));
+    if (fastGot.waiting && fastGot.length >= fastGot.waiting.count) fastGot.waiting.resolve();
+  });
+  const offsets = [];
+  slow.on('message', (d) => {
+    const text = d.toString('latin1');
+    const m = /^p\d+,(\d+)\n/.exec(text);
+    if (m) offsets.push(Number(m[1]));
+  });
+  server.subscribe(ids[0], 'h');
+  server.subscribe(ids[1], 'h');
+  slow.pause();
+  await publishUntilConflated(server, fastGot, allocator.stats().allocated, 100, ['h']);
+  const last = server.position('h').offset;
+  const drained = new Promise((resolve) => server.once('drain', resolve));
+  slow.resume();
+  await waitFor(() => offsets.includes(last), 20000, 'the last offset');
+  await drained;
+  for (let i = 1; i < offsets.length; i++) assert.ok(offsets[i] > offsets[i - 1], `${offsets[i - 1]} then ${offsets[i]}`);
+  assert.equal(offsets[offsets.length - 1], last);
+  assert.ok(offsets.some((o, i) => i > 0 && o > offsets[i - 1] + 1), 'a jump');
+  assert.ok(offsets.length < last);
 });
