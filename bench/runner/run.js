@@ -192,7 +192,7 @@ function preset(name) {
         warmup: 1, settle: 1, window: 3, ramp: 5000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
       history: { clients: 1000, peerClients: 500, topics: 10, rate: 10, outageRate: 100, outage: 5, size: 2000, ttl: 60, payload: 80,
         settle: 2, window: 4, resumeBound: 120, tail: 2, pending: 200, freshMs: 250, fillTopics: 10, fillPerTopic: 10000 },
-      slow: { normal: 500, slow: 20, topics: 10, rate: 10, size: 4096, maxBackpressure: 64 * 1024, readPct: 10, ramp: 5000,
+      slow: { normal: 500, slow: 20, topics: 50, rate: 2, size: 4096, maxBackpressure: 256 * 1024, readPct: 10, ramp: 5000,
         settle: 30, window: 10, quiet: 2, catchupBound: 60 },
       measure: 1,
     };
@@ -216,9 +216,10 @@ function preset(name) {
     // the outage at 100/s per topic for 5 s: ~500 missed per client; socket.io at `peerClients`
     history: { clients: 10000, peerClients: 2000, topics: 10, rate: 10, outageRate: 100, outage: 5, size: 2000, ttl: 60, payload: 80,
       settle: 3, window: 10, resumeBound: 240, tail: 3, pending: 200, freshMs: 250, fillTopics: 100, fillPerTopic: 5000 },
-    // slow clients among normal ones: 10 topics of 10 msg/s × 4 KiB (1,000 normal subscribers each: 100,000
-    // deliveries/s); the slow ones on every topic (410 KB/s), reading 10% of it; maxBackpressure 64 KiB
-    slow: { normal: 10000, slow: 100, topics: 10, rate: 10, size: 4096, maxBackpressure: 64 * 1024, readPct: 10, ramp: 2000,
+    // slow clients among normal ones: 50 topics of 2 msg/s × 4 KiB (200 normal subscribers each: 20,000
+    // deliveries/s, what 2 shared vCPUs serve with loadgen beside); the slow ones on every topic (410 KB/s),
+    // reading 10% of it; maxBackpressure 256 KiB (the newest message of 50 topics is 200 KiB)
+    slow: { normal: 10000, slow: 100, topics: 50, rate: 2, size: 4096, maxBackpressure: 256 * 1024, readPct: 10, ramp: 2000,
       settle: 40, window: 30, quiet: 2, catchupBound: 120 },
     measure: 2,
   };

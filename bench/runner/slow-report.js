@@ -46,10 +46,10 @@ function writeSlow(dir, res) {
     `| figure | ${arms.join(' | ')} |`,
     `| --- | ${arms.map(() => '--:').join(' | ')} |`,
   ];
-  for (const [name, f, digits] of ROWS) {
+  for (const [name, f, digits] of [...ROWS, ['the machine\'s load average (1 min) at the run\'s start', (_, r) => r.loadavg, 1]]) {
     const cells = arms.map((a) => fmtRange(summarize(runs.filter((r) => r.arm === a).map((r) => {
       try {
-        return f(r.figures);
+        return f(r.figures, r);
       } catch {
         return null;
       }
