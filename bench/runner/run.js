@@ -109,6 +109,7 @@ Populations and timing:
   --slow-normal N        slow phase (opt-in): normal connections (default 10000; quick 500)
   --slow-clients N       slow phase: slow connections on every topic, reading 10% of it (default 100; quick 20)
   --slow-window S        slow phase: the measured window (default 30; quick 10)
+  --slow-settle S        slow phase: traffic before the window (default 40; quick 30)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -146,7 +147,7 @@ function parseArgs(argv) {
     'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
     'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
     'publish-refine', 'publish-window', 'publish-p99', 'history-clients', 'history-peer-clients', 'history-rate', 'history-outage-rate',
-    'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window']);
+    'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window', 'slow-settle']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
@@ -441,6 +442,7 @@ async function main() {
   cfg.slow.normal = int(o, 'slow-normal', 1, 1e6) ?? cfg.slow.normal;
   cfg.slow.slow = int(o, 'slow-clients', 1, 10000) ?? cfg.slow.slow;
   cfg.slow.window = num(o, 'slow-window', 1, 3600) ?? cfg.slow.window;
+  cfg.slow.settle = num(o, 'slow-settle', 0, 3600) ?? cfg.slow.settle;
   const ramp = num(o, 'ramp', 1, 1e6);
   if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = cfg.publish.ramp = ramp;
   cfg.cpu.rampTrafficOff = true; // the cpu phase ramps with the traffic gate off
