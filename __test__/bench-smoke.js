@@ -332,7 +332,7 @@ test('bench --baseline: the twin arms, their checkout, the build check', () => {
   const names = (l) => selectArms(l, [], base).arms.map((a) => a.name);
   assert.deepEqual(names(null), ['jemalloc', 'base-jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'base-jemalloc-tls', 'ws-tls',
     'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'symphony-bus', 'symphony-local', 'ws-redis',
-    'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio']);
+    'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio', 'slow-drop', 'slow-close', 'slow-conflate']);
   assert.deepEqual(selectArms(null, [], base).notes, ['arm uws left out: no --uws-path', 'arm uws-deflate left out: no --uws-path',
     'arm uws-redis left out: no --uws-path']);
   assert.throws(() => selectArms(['uws'], [], null), /needs --uws-path/);
