@@ -4,7 +4,8 @@
 // populations; the TLS arm's parked and handshakes phases; the JSON shape
 // with permessage-deflate (symphony's and ws's, loadgen inflating); the bus
 // phase (3 processes over a Redis the runner starts: symphony's bus, no bus,
-// the ws + redis relay); the publish-heavy phase (N topics x 1 subscriber). It checks the shape of what the runner writes (files, table
+// the ws + redis relay); the publish-heavy phase (N topics x 1 subscriber); the slow
+// phase (slow clients under each slowConsumer policy). It checks the shape of what the runner writes (files, table
 // rows for both arms, the gates printed), not the numbers.
 
 const test = require('node:test');
@@ -247,6 +248,39 @@ test('bench/runner/run.js --quick publish: publish-heavy, N topics x 1 subscribe
   }
 });
 
+test('bench/runner/run.js --quick slow: slow clients under drop, close and conflate', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-slow-'));
+  try {
+    const r = await run(['--quick', '--repeats', '1', '--phases', 'slow', '--slow-normal', '50', '--slow-clients', '4',
+      '--slow-settle', '4', '--slow-window', '2', '--out', out], RUN_BOUND_S);
+    assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
+    const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
+    for (const policy of ['drop', 'close', 'conflate']) {
+      const runs = res.runs.filter((x) => x.phase === 'slow' && x.arm === `slow-${policy}`);
+      assert.equal(runs.length, 1, `${policy}: ${runs.length} runs`);
+      assert.equal(runs[0].error, undefined, `${policy} failed: ${runs[0].error}`);
+      const f = runs[0].figures;
+      assert.equal(f.policy, policy);
+      assert.equal(f.normalOpen, 50);
+      assert.equal(f.pairs, 4 * f.topics);
+      for (const k of ['normalP99Ms', 'allocatedMaxKiB', 'rssMedianKiB', 'ageP50MsMedian']) assert.ok(Number.isFinite(f[k]), `${policy}: ${k} ${f[k]}`);
+      assert.equal(f.normalGaps, 0, `${policy}: the normal clients miss nothing`);
+      assert.equal(f.slowBackwards, 0, `${policy}: no topic goes back`);
+      if (policy !== 'conflate') assert.equal(f.conflated, 0);
+      if (policy === 'conflate') {
+        // whatever was conflated, once caught up every (client, topic) holds the topic's last message
+        assert.equal(f.dropped, 0);
+        assert.equal(f.upToDate, f.pairs, `conflate: ${f.upToDate} of ${f.pairs} up to date`);
+      }
+    }
+    const md = fs.readFileSync(path.join(out, 'slow.md'), 'utf8');
+    assert.match(md, /^\| figure \| slow-drop \| slow-close \| slow-conflate \|$/m);
+    assert.match(md, /^\| messages replaced \(conflated\) \|/m);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
 test('bench/runner/publish.js: the order of the rate points and the capacity', () => {
   const { nextRate, capacityOf } = require('../bench/runner/publish');
   const c = { sweep: [50, 60, 70, 80, 100], points: [50, 100], refine: 1 };
@@ -298,7 +332,7 @@ test('bench --baseline: the twin arms, their checkout, the build check', () => {
   const names = (l) => selectArms(l, [], base).arms.map((a) => a.name);
   assert.deepEqual(names(null), ['jemalloc', 'base-jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'base-jemalloc-tls', 'ws-tls',
     'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'symphony-bus', 'symphony-local', 'ws-redis',
-    'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio']);
+    'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio', 'slow-drop', 'slow-close', 'slow-conflate']);
   assert.deepEqual(selectArms(null, [], base).notes, ['arm uws left out: no --uws-path', 'arm uws-deflate left out: no --uws-path',
     'arm uws-redis left out: no --uws-path']);
   assert.throws(() => selectArms(['uws'], [], null), /needs --uws-path/);

@@ -34,7 +34,7 @@
 /* The numeric options serverCreate takes (and serverClose's deadline), by
  * their names in lib/server.js's options, with the ranges checked here;
  * exported as binding.constants.options, which lib/server.js checks against
- * first for friendlier messages. (slowConsumer, 0 or 1 here, is a string in
+ * first for friendlier messages. (slowConsumer, 0 to 2 here, is a string in
  * JS and is not listed.) */
 /* clang-format off */
 #define SY_OPTION_LIST(X) \
@@ -412,6 +412,10 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
             ok = ok && napi_create_uint32(env, ((uint32_t)ev.code << 2) | (ev.flags & 3u), &argv[2]) == napi_ok &&
                  napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
             break;
+        case SY_EV_TOPIC: /* flags (SY_EV_TOPIC_ON), topic */
+            ok = ok && napi_create_uint32(env, ev.flags, &argv[2]) == napi_ok &&
+                 napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
+            break;
         default: /* CLOSE: code, reason; DRAIN */
             ok = ok && napi_create_uint32(env, ev.code, &argv[2]) == napi_ok &&
                  napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
@@ -522,7 +526,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     if (!opt_int(env, argv[0], OPT_port, &port) || !opt_int(env, argv[0], OPT_threads, &threads) ||
         !opt_int(env, argv[0], OPT_maxPayload, &max_payload) || !opt_int(env, argv[0], OPT_maxBackpressure, &max_bp) ||
         !opt_int(env, argv[0], OPT_maxFragments, &max_frags) || !opt_int(env, argv[0], OPT_controlRate, &ctl_rate) ||
-        !opt_get(env, argv[0], "slowConsumer", &v) || !sy_napi_get_int64(env, v, "slowConsumer", 0, 1, &slow) ||
+        !opt_get(env, argv[0], "slowConsumer", &v) || !sy_napi_get_int64(env, v, "slowConsumer", 0, 2, &slow) ||
         !opt_int(env, argv[0], OPT_idleTimeout, &idle) || !opt_int(env, argv[0], OPT_handshakeTimeout, &hs) ||
         !opt_int(env, argv[0], OPT_closeTimeout, &close_to) || !opt_int(env, argv[0], OPT_maxHeaderSize, &head) ||
         !opt_int(env, argv[0], OPT_maxHeaders, &headers) || !opt_int(env, argv[0], OPT_backlog, &backlog) ||
@@ -550,7 +554,9 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .max_fragments = (uint32_t)max_frags,
         .control_rate = (uint32_t)ctl_rate,
         .max_backpressure = (size_t)max_bp,
-        .slow_consumer = slow ? SY_SLOW_CLOSE : SY_SLOW_DROP,
+        .slow_consumer = slow == 2   ? SY_SLOW_CONFLATE
+                         : slow == 1 ? SY_SLOW_CLOSE
+                                     : SY_SLOW_DROP,
         .idle_timeout_s = (unsigned)idle,
         .handshake_timeout_s = (unsigned)hs,
         .close_timeout_s = (unsigned)close_to,
@@ -908,6 +914,53 @@ static napi_value server_subscribers(napi_env env, napi_callback_info info) {
     unsigned n = sy_server_subscribers(b->srv, topic.data, topic.len);
     sy_free(topic.owned);
     return make_int(env, (int64_t)n);
+}
+
+/* serverTopicApplied(handle, topic) -> this node's applied subscriptions of
+ * topic (the count SY_EV_TOPIC follows) */
+static napi_value server_topic_applied(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    sy_bserver_t *b;
+    sy_bytes_t topic;
+    if (!server_args(env, info, 2, argv, &b) || !get_topic(env, argv[1], &topic))
+        return NULL;
+    unsigned n = sy_server_topic_applied(b->srv, topic.data, topic.len);
+    sy_free(topic.owned);
+    return make_int(env, (int64_t)n);
+}
+
+/* serverTopicEvents(handle, on) -> with on, the topics that have applied
+ * subscriptions now (after the switch: an edge after it is an event) */
+static napi_value server_topic_events(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    sy_bserver_t *b;
+    bool on;
+    if (!server_args(env, info, 2, argv, &b) || !sy_napi_get_bool(env, argv[1], "on", &on))
+        return NULL;
+    sy_server_topic_events(b->srv, on);
+    napi_value arr = NULL;
+    if (!sy_napi_ok(env, napi_create_array(env, &arr), "napi_create_array"))
+        return NULL;
+    if (!on)
+        return arr;
+    sy_topic_count_t *list;
+    size_t n;
+    if (sy_server_topic_list(b->srv, &list, &n) != 0) {
+        sy_napi_throw_oom(env, NULL);
+        return NULL;
+    }
+    bool ok = true;
+    uint32_t k = 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        napi_value name;
+        if (list[i].applied == 0)
+            continue;
+        ok = sy_napi_ok(env, napi_create_string_utf8(env, list[i].name, list[i].len, &name),
+                        "napi_create_string_utf8") &&
+             sy_napi_ok(env, napi_set_element(env, arr, k++, name), "napi_set_element");
+    }
+    sy_free(list);
+    return ok ? arr : NULL;
 }
 
 /* serverTopics(handle) -> [name, subscribers, name, subscribers, ...] */
@@ -1318,6 +1371,7 @@ static const struct {
     SY_CONSTANT(EV_CLOSED),         SY_CONSTANT(EV_OPEN_DEFLATE),
     SY_CONSTANT(SEND_BINARY),       SY_CONSTANT(SEND_COMPRESS),
     SY_CONSTANT(SEND_LOCAL),        SY_CONSTANT(EV_RECOVERY),
+    SY_CONSTANT(EV_TOPIC),
 };
 #undef SY_CONSTANT
 
@@ -1365,6 +1419,8 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "parseSince", parse_since, NULL) &&
            sy_napi_set_function(env, exports, "serverSubscribers", server_subscribers, NULL) &&
            sy_napi_set_function(env, exports, "serverTopics", server_topics, NULL) &&
+           sy_napi_set_function(env, exports, "serverTopicApplied", server_topic_applied, NULL) &&
+           sy_napi_set_function(env, exports, "serverTopicEvents", server_topic_events, NULL) &&
            sy_napi_set_function(env, exports, "serverEnd", server_end, NULL) &&
            sy_napi_set_function(env, exports, "serverTerminate", server_terminate, NULL) &&
            sy_napi_set_function(env, exports, "serverAccept", server_accept, NULL) &&

@@ -361,6 +361,9 @@ class SymphonyClient extends Emitter {
         // Cannot happen on one connection (docs/protocol.md); dropped so the
         // application never sees a message twice.
         if (kept && kept.epoch === sub.epoch && offset <= kept.offset) { this._stats.duplicates++; return; }
+        // A jump forward (the server's slowConsumer 'conflate' replaced older
+        // messages with this newer one) is taken as it is: the position is the
+        // newest offset held, and a resume asks for what comes after it.
         if (kept && kept.epoch === sub.epoch) kept.offset = offset;
         else this._pos.set(sub.topic, { epoch: sub.epoch, offset });
       }

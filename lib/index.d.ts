@@ -94,8 +94,10 @@ export interface ServerOptions {
   controlRate?: number;
   /** Bytes queued per connection before the slow-consumer policy. Default 1 MiB. */
   maxBackpressure?: number;
-  /** 'drop': skip messages for it (counted); 'close': close 1008. Default 'drop'. */
-  slowConsumer?: 'drop' | 'close';
+  /** 'drop': skip messages for it (counted); 'close': close 1008; 'conflate': each topic's newest message
+   * takes the place of its older one still queued (counted in conflated), send() is dropped as with 'drop'.
+   * Default 'drop'. */
+  slowConsumer?: 'drop' | 'close' | 'conflate';
   /** Seconds without traffic before 1001 (a ping goes out at half). 0: never. Default 120. */
   idleTimeout?: number;
   /** Seconds for a complete upgrade request. Default 10. */
@@ -233,6 +235,7 @@ export interface ThreadStats {
   bytesOut: number;
   dropped: number;
   slowCloses: number;
+  conflated: number;
   handshakeRejects: number;
   protocolErrors: number;
   /** Times a connection was not read because its control replies (pongs) waited to be written: a client
@@ -429,6 +432,12 @@ export class Server extends EventEmitter {
   on(event: 'message', listener: (id: ConnectionId, data: Buffer, isBinary: boolean) => void): this;
   on(event: 'close', listener: (id: ConnectionId, code: number, reason: string) => void): this;
   on(event: 'drain', listener: (id: ConnectionId) => void): this;
+  /**
+   * This node's subscriptions of topic went from none to some (active true: uWebSockets.js' subscription at
+   * newCount 1 / oldCount 0, socket.io's 'create-room') or from some to none (false: 'delete-room'). Per topic the
+   * events alternate; reported from the first listener on (topics active then: only their end).
+   */
+  on(event: 'subscription', listener: (topic: string, active: boolean) => void): this;
   on(event: 'listening', listener: (address: { host: string; port: number }) => void): this;
   /**
    * An onUpgrade that threw or returned a bad answer, or an IO thread that

@@ -16,12 +16,15 @@ const { proxyProtocolOptions, trustProxyOption, clientAddress } = require('./pro
 const {
   options: RANGES, TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
-  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY,
+  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC,
 } = binding.constants;
 
 // Why a resume did not recover, by the native code (sy_v1_reason_t in
 // src/proto/sy_v1.h; the same words symphony.v1 clients get).
 const RECOVERY_REASONS = ['', 'epoch', 'trimmed', 'future', 'too-large', 'no-history', 'memory', 'not-symphony.v1'];
+
+// The slow-consumer policies, as the binding numbers them (sy_slow_policy_t).
+const SLOW_CONSUMER = Object.freeze({ __proto__: null, drop: 0, close: 1, conflate: 2 });
 
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
@@ -128,8 +131,8 @@ function normalizeOptions(options) {
   } else {
     option(o, 'maxFragments');
   }
-  if (o.slowConsumer !== 'drop' && o.slowConsumer !== 'close') {
-    throw invalidArgValue('options.slowConsumer', "must be 'drop' or 'close'", o.slowConsumer);
+  if (!Object.hasOwn(SLOW_CONSUMER, o.slowConsumer)) {
+    throw invalidArgValue('options.slowConsumer', "must be 'drop', 'close' or 'conflate'", o.slowConsumer);
   }
   for (const key of ['idleTimeout', 'handshakeTimeout', 'closeTimeout', 'maxHeaderSize', 'maxHeaders', 'backlog',
     'maxConnections', 'maxEventBytes', 'closeDeadline']) option(o, key);
@@ -393,9 +396,20 @@ class Server extends EventEmitter {
   #bus = null;
   // Resumes decided at an accept, until its 'open' (EV_RECOVERY comes first).
   #recovering = new Map();
+  // While 'subscription' has a listener: the topics reported active (their
+  // last event said true). null: no listener, and the IO threads report no edges.
+  #active = null;
 
   constructor(options) {
     super();
+    // 'subscription' costs nothing until someone listens: the IO threads
+    // report topics' 0 <-> 1 edges only from the first listener to the last.
+    this.on('newListener', (event) => {
+      if (event === 'subscription' && this.#active === null) this.#topicEvents(true);
+    });
+    this.on('removeListener', (event) => {
+      if (event === 'subscription' && this.listenerCount('subscription') === 0) this.#topicEvents(false);
+    });
     this.#opts = normalizeOptions(options);
     const o = this.#opts;
     this.#trust = trustProxyOption(o.trustProxy);
@@ -409,7 +423,7 @@ class Server extends EventEmitter {
       maxFragments: o.maxFragments,
       controlRate: o.controlRate,
       maxBackpressure: o.maxBackpressure,
-      slowConsumer: o.slowConsumer === 'close' ? 1 : 0,
+      slowConsumer: SLOW_CONSUMER[o.slowConsumer],
       idleTimeout: o.idleTimeout,
       handshakeTimeout: o.handshakeTimeout,
       closeTimeout: o.closeTimeout,
@@ -560,8 +574,35 @@ class Server extends EventEmitter {
     return this.#state === 'listening' && !this.#opts.noServer ? { host: this.#opts.host, port: this.#port } : null;
   }
 
+  #topicEvents(on) {
+    if (this.#state === 'closed') {
+      this.#active = on ? new Set() : null;
+      return;
+    }
+    // Switched on first, then the topics active now: an edge after the
+    // switch comes as an EV_TOPIC event, one before it is in the list.
+    const now = binding.serverTopicEvents(this.#handle, on);
+    this.#active = on ? new Set(now) : null;
+  }
+
+  // An IO thread saw a topic's applied subscriptions go 0 -> 1 or 1 -> 0.
+  // Threads' events may arrive in any order, so the count is read again now
+  // and compared with what was last reported: the events of a topic
+  // alternate and the last one says where it is.
+  #topicEdge(topic) {
+    if (this.#active === null) return;
+    const now = binding.serverTopicApplied(this.#handle, topic) > 0;
+    if (now === this.#active.has(topic)) return;
+    if (now) this.#active.add(topic);
+    else this.#active.delete(topic);
+    this.emit('subscription', topic, now);
+  }
+
   #dispatch(type, id, code, payload) {
     switch (type) {
+      case EV_TOPIC:
+        this.#topicEdge(payload);
+        break;
       case EV_MESSAGE:
         this.emit('message', id, payload, code === 1);
         break;
@@ -614,6 +655,13 @@ class Server extends EventEmitter {
       case EV_CLOSED:
         this.#state = 'closed';
         this.#userData.clear();
+        // Every subscription has ended (the threads' events said so already,
+        // unless one was lost for lack of memory).
+        if (this.#active !== null) {
+          const left = [...this.#active];
+          this.#active.clear();
+          for (const topic of left) this.emit('subscription', topic, false);
+        }
         if (this.#closed) this.#closed.resolve();
         break;
       default:

@@ -851,6 +851,19 @@ unsigned sy_server_subscribers(sy_server_t *s, const char *topic, size_t topic_l
     return n;
 }
 
+unsigned sy_server_topic_applied(sy_server_t *s, const char *topic, size_t topic_len) {
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    if (t == NULL)
+        return 0;
+    unsigned n = sy_topic_subscribers(t);
+    sy_topic_release(&s->shared.topics, t);
+    return n;
+}
+
+void sy_server_topic_events(sy_server_t *s, bool on) {
+    atomic_store_explicit(&s->shared.topic_events, on, memory_order_seq_cst);
+}
+
 /* sy_server_topic_list's walk: sizes first, then the copy. */
 typedef struct topic_list {
     sy_topic_count_t *items;
@@ -869,8 +882,10 @@ static void list_topic(void *ctx, sy_topic_t *t) {
     if (l->n == l->cap || l->name_bytes + t->name_len > l->name_cap)
         return; /* made since the sizing pass: left out */
     memcpy(l->names + l->name_bytes, t->name, t->name_len);
-    l->items[l->n++] = (sy_topic_count_t){
-        .name = l->names + l->name_bytes, .len = t->name_len, .subscribers = sy_topic_total_interest(t)};
+    l->items[l->n++] = (sy_topic_count_t){.name = l->names + l->name_bytes,
+                                          .len = t->name_len,
+                                          .subscribers = sy_topic_total_interest(t),
+                                          .applied = sy_topic_subscribers(t)};
     l->name_bytes += t->name_len;
 }
 

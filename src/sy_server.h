@@ -162,12 +162,21 @@ size_t sy_server_topic_count(sy_server_t *s);
  * the call that made them, less those ended); 0 for no such topic. Any
  * thread. */
 unsigned sy_server_subscribers(sy_server_t *s, const char *topic, size_t topic_len);
+/* Subscriptions of topic the IO threads have applied now (0 for no such
+ * topic): the count whose 0 <-> 1 edges SY_EV_TOPIC reports. Any thread. */
+unsigned sy_server_topic_applied(sy_server_t *s, const char *topic, size_t topic_len);
+/* From now on (on) the IO threads report each topic's 0 <-> 1 edges of
+ * that count as SY_EV_TOPIC events (io/sy_events.h), or no more (off).
+ * Any thread; an edge racing the switch may or may not be reported (read
+ * the count). */
+void sy_server_topic_events(sy_server_t *s, bool on);
 /* One topic of sy_server_topic_list: its name (in the list's block) and
  * subscribers. */
 typedef struct sy_topic_count {
     const char *name;
     size_t len;
     unsigned subscribers;
+    unsigned applied; /* subscriptions the IO threads have applied (sy_server_topic_applied) */
 } sy_topic_count_t;
 /* Every live topic and its subscribers, in one block the caller frees with
  * sy_free (*out NULL when there is none). 0 or ENOMEM. Any thread (the

@@ -67,6 +67,16 @@ static void test_topics(void) {
     CHECK_EQU(atomic_load(&a->refs), 1);
     CHECK(a->slots[1].subs == NULL); /* an empty list gives its array back */
     CHECK_EQU(a->slots[0].nsubs, 0);
+    /* Applied subscriptions: true exactly at the 0 -> 1 and 1 -> 0 edges. */
+    CHECK_EQU(sy_topic_subscribers(a), 0);
+    CHECK(sy_topic_count_sub(a, true));
+    CHECK(!sy_topic_count_sub(a, true));
+    CHECK_EQU(sy_topic_subscribers(a), 2);
+    CHECK(!sy_topic_count_sub(a, false));
+    CHECK(sy_topic_count_sub(a, false));
+    CHECK(sy_topic_count_sub(a, true));
+    CHECK(sy_topic_count_sub(a, false));
+    CHECK_EQU(sy_topic_subscribers(a), 0);
     sy_topic_release(&r, a);
     CHECK_EQU(sy_topics_count(&r), 0);
     sy_topics_destroy(&r);

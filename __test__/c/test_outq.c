@@ -1,6 +1,6 @@
 /* sy_outq: the send queue on its own (no sockets): order, partial writes,
  * pinning, clearing, the ring's growth and wrap-around, iovec and copy
- * views, and that every reference is released (the sanitizers and valgrind
+ * views, ids and replacement (the conflate policy's), and that every reference is released (the sanitizers and valgrind
  * see a leak or a double release). */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -57,7 +57,7 @@ static void test_order_and_partial(void) {
     /* The array stays until shrunk. */
     CHECK(q.ring != NULL);
     sy_outq_shrink(&q);
-    CHECK(q.ring == NULL && q.cap == 0);
+    CHECK(q.ring == NULL && q.lgcap == 0);
     sy_outq_free(&q);
 }
 
@@ -81,7 +81,7 @@ static void test_growth_and_wrap(void) {
         sy_outq_consume(&q, take);
         written += take;
         CHECK_EQU(sy_outq_bytes(&q), elen - written);
-        CHECK((q.cap & (q.cap - 1)) == 0);
+        CHECK(q.lgcap == 0 || (q.lgcap >= 3 && q.len <= (1u << q.lgcap)));
     }
     sy_outq_free(&q);
     CHECK(q.ring == NULL && q.len == 0 && q.bytes == 0);
@@ -226,6 +226,59 @@ static void test_own_entries(void) {
     CHECK_EQU(sy_outq_own_bytes(&q), 0);
 }
 
+/* Ids name entries in push order across consumes, growth and wrap-around;
+ * a replacement takes only an entry still queued, shared, not pinned and
+ * not started, and releases the buffer it replaces. */
+static void test_ids_and_replace(void) {
+    sy_outq_t q = {0};
+    CHECK_EQ(sy_outq_push(&q, buf_of('h', 4)), 0); /* the 101 */
+    sy_outq_pin(&q);
+    CHECK(sy_outq_replaceable(&q, sy_outq_last_id(&q)) == NULL); /* pinned */
+    sy_outq_consume(&q, 4);
+    bool replaced;
+    CHECK_EQ(sy_outq_push_own(&q, buf_of('p', 2), true, &replaced), 0);
+    CHECK(sy_outq_replaceable(&q, sy_outq_last_id(&q)) == NULL); /* own */
+    CHECK_EQ(sy_outq_push(&q, buf_of('a', 3)), 0);
+    uint32_t a = sy_outq_last_id(&q);
+    CHECK_EQ(sy_outq_push(&q, buf_of('b', 3)), 0);
+    uint32_t b = sy_outq_last_id(&q);
+    CHECK(b == a + 1);
+    sy_refbuf_t *a2 = buf_of('A', 5);
+    CHECK(sy_outq_replace(&q, a, a2)); /* releases the 'a' buffer (the sanitizers see a leak otherwise) */
+    CHECK_EQU(sy_outq_bytes(&q), 2 + 5 + 3);
+    char out[64];
+    size_t n = gather(&q, out, sizeof(out));
+    CHECK(n == 10 && memcmp(out, "ppAAAAAbbb", 10) == 0);
+    /* Started: the head entry partly written is not replaced. */
+    sy_outq_consume(&q, 3); /* the pong and one byte of A */
+    sy_refbuf_t *x = buf_of('x', 1);
+    CHECK(!sy_outq_replace(&q, a, x));
+    CHECK(sy_outq_replace(&q, b, x));
+    n = gather(&q, out, sizeof(out));
+    CHECK(n == 5 && memcmp(out, "AAAAx", 5) == 0);
+    /* Written: its id names nothing any more. */
+    sy_outq_consume(&q, 4);
+    x = buf_of('y', 1);
+    CHECK(!sy_outq_replace(&q, a, x));
+    sy_refbuf_release(x);
+    sy_outq_consume(&q, 1);
+    /* Around the ring and through its growth: the id keeps naming its entry. */
+    uint32_t keep = 0;
+    for (int i = 0; i < 3000; i++) {
+        CHECK_EQ(sy_outq_push(&q, buf_of('s', 1)), 0);
+        if (i == 100)
+            keep = sy_outq_last_id(&q);
+        if (i % 7 == 6 && i < 90)
+            sy_outq_consume(&q, 3);
+    }
+    CHECK(sy_outq_replace(&q, keep, buf_of('K', 2)));
+    char big[256];
+    n = sy_outq_copy(&q, (uint8_t *)big, sizeof(big));
+    size_t before = (size_t)(keep - q.seq);
+    CHECK(n == sizeof(big) && before < sizeof(big) - 2 && memcmp(big + before - 1, "sKKs", 4) == 0);
+    sy_outq_free(&q);
+}
+
 int main(void) {
     test_order_and_partial();
     test_growth_and_wrap();
@@ -233,5 +286,6 @@ int main(void) {
     test_shared_references();
     test_iov_limit();
     test_own_entries();
+    test_ids_and_replace();
     return check_report("outq");
 }

@@ -100,7 +100,7 @@ test('stats() has every counter, per thread and in the totals (sum or max)', asy
 
 test('constants: frozen, and the event codes distinct', () => {
   assert.ok(Object.isFrozen(constants) && Object.isFrozen(constants.options));
-  const ev = ['EV_UPGRADE', 'EV_OPEN', 'EV_MESSAGE', 'EV_CLOSE', 'EV_DRAIN', 'EV_CLOSED'].map((k) => constants[k]);
+  const ev = ['EV_UPGRADE', 'EV_OPEN', 'EV_MESSAGE', 'EV_CLOSE', 'EV_DRAIN', 'EV_CLOSED', 'EV_RECOVERY', 'EV_TOPIC'].map((k) => constants[k]);
   assert.ok(ev.every(Number.isInteger));
   assert.equal(new Set(ev).size, ev.length);
   assert.equal(constants.CLOSE_REASON_MAX_LEN, 123, 'a control frame\'s 125 bytes less the code');

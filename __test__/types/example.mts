@@ -44,6 +44,8 @@ server.on('close', (id, code, reason) => {
   console.log(`closed ${id}: ${code} ${reason}`);
 });
 server.on('drain', (id) => server.subscribe(id, 'prices'));
+server.on('subscription', (topic, active) => console.log(`${topic}: ${active ? 'first subscriber' : 'none left'}`));
+new Server({ slowConsumer: 'conflate' });
 server.on('error', (err) => console.error(err.code, err.thread, err.errno, err.message));
 
 const web = http.createServer((req, res) => res.end('ok'));
@@ -115,7 +117,7 @@ console.log(explain(new LoadError('none', [{ path: '/x.node', error: 'not found'
 // What the types refuse.
 // @ts-expect-error an unknown option
 new Server({ prot: 80 });
-// @ts-expect-error slowConsumer is 'drop' or 'close'
+// @ts-expect-error slowConsumer is 'drop', 'close' or 'conflate'
 new Server({ slowConsumer: 'evict' });
 // @ts-expect-error compression levels are numbers
 new Server({ compression: { level: 'max' } });

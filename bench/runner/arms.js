@@ -201,6 +201,18 @@ const BUILTIN = {
     peer: true,
     phases: ['history'],
   },
+  // The slow phase: slow clients among normal ones, one arm per slowConsumer
+  // policy, the default build otherwise. Only the slow phase runs them.
+  ...Object.fromEntries(['drop', 'close', 'conflate'].map((policy) => [`slow-${policy}`, {
+    name: `slow-${policy}`,
+    what: `default build, slowConsumer '${policy}'`,
+    script: FANOUT,
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    slowConsumer: policy,
+    phases: ['slow'],
+  }])),
   socketio: {
     name: 'socketio',
     what: 'socket.io 4.8 (websocket transport), connectionStateRecovery { maxDisconnectionDuration: 60000 }, socket.io-client 4.8 clients',
@@ -228,7 +240,8 @@ const BUILTIN = {
 
 const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'ws-tls',
   'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'uws', 'uws-deflate',
-  'symphony-bus', 'symphony-local', 'ws-redis', 'uws-redis', 'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio'];
+  'symphony-bus', 'symphony-local', 'ws-redis', 'uws-redis', 'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio',
+  'slow-drop', 'slow-close', 'slow-conflate'];
 
 /** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak
  * arms), handshakes (TLS arms), json (json arms) and publish (publish arms). */

@@ -361,4 +361,4 @@ function maxOf(clients, key) {
   return m;
 }
 
-module.exports = { history };
+module.exports = { history, Child };

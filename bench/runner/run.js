@@ -21,10 +21,11 @@ const { fdLimits, fdCount } = require('./sample');
 const phases = require('./phases');
 const report = require('./report');
 const { writeHistory } = require('./history-report');
+const { writeSlow } = require('./slow-report');
 const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history'];
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history', 'slow'];
 // bus (issue 12: several processes over Redis) and publish (issue 14:
 // publish-heavy, N topics x 1 subscriber, with a capacity sweep) are opt-in:
 // --phases bus, --phases publish
@@ -105,6 +106,10 @@ Populations and timing:
   --history-outage S     history phase: seconds the clients are away (default 5)
   --history-size N       history phase: symphony's history size per topic (default 2000)
   --history-window S     history phase: the live window (default 10; quick 4)
+  --slow-normal N        slow phase (opt-in): normal connections (default 10000; quick 500)
+  --slow-clients N       slow phase: slow connections on every topic, reading 10% of it (default 100; quick 20)
+  --slow-window S        slow phase: the measured window (default 30; quick 10)
+  --slow-settle S        slow phase: traffic before the window (default 40; quick 30)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -142,7 +147,7 @@ function parseArgs(argv) {
     'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
     'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
     'publish-refine', 'publish-window', 'publish-p99', 'history-clients', 'history-peer-clients', 'history-rate', 'history-outage-rate',
-    'history-outage', 'history-size', 'history-window']);
+    'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window', 'slow-settle']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
@@ -188,6 +193,8 @@ function preset(name) {
         warmup: 1, settle: 1, window: 3, ramp: 5000, p99BoundMs: 50, minDeliveredPct: 99, drainBound: 10 },
       history: { clients: 1000, peerClients: 500, topics: 10, rate: 10, outageRate: 100, outage: 5, size: 2000, ttl: 60, payload: 80,
         settle: 2, window: 4, resumeBound: 120, tail: 2, pending: 200, freshMs: 250, fillTopics: 10, fillPerTopic: 10000 },
+      slow: { normal: 500, slow: 20, topics: 50, rate: 2, size: 4096, maxBackpressure: 256 * 1024, readPct: 10, ramp: 5000,
+        settle: 30, window: 10, quiet: 2, catchupBound: 60 },
       measure: 1,
     };
   }
@@ -210,6 +217,11 @@ function preset(name) {
     // the outage at 100/s per topic for 5 s: ~500 missed per client; socket.io at `peerClients`
     history: { clients: 10000, peerClients: 2000, topics: 10, rate: 10, outageRate: 100, outage: 5, size: 2000, ttl: 60, payload: 80,
       settle: 3, window: 10, resumeBound: 240, tail: 3, pending: 200, freshMs: 250, fillTopics: 100, fillPerTopic: 5000 },
+    // slow clients among normal ones: 50 topics of 2 msg/s × 4 KiB (200 normal subscribers each: 20,000
+    // deliveries/s, what 2 shared vCPUs serve with loadgen beside); the slow ones on every topic (410 KB/s),
+    // reading 10% of it; maxBackpressure 256 KiB (the newest message of 50 topics is 200 KiB)
+    slow: { normal: 10000, slow: 100, topics: 50, rate: 2, size: 4096, maxBackpressure: 256 * 1024, readPct: 10, ramp: 2000,
+      settle: 40, window: 30, quiet: 2, catchupBound: 120 },
     measure: 2,
   };
 }
@@ -427,6 +439,10 @@ async function main() {
   cfg.history.outage = num(o, 'history-outage', 0.5, 55) ?? cfg.history.outage;
   cfg.history.size = int(o, 'history-size', 600, 1e7) ?? cfg.history.size;
   cfg.history.window = num(o, 'history-window', 1, 3600) ?? cfg.history.window;
+  cfg.slow.normal = int(o, 'slow-normal', 1, 1e6) ?? cfg.slow.normal;
+  cfg.slow.slow = int(o, 'slow-clients', 1, 10000) ?? cfg.slow.slow;
+  cfg.slow.window = num(o, 'slow-window', 1, 3600) ?? cfg.slow.window;
+  cfg.slow.settle = num(o, 'slow-settle', 0, 3600) ?? cfg.slow.settle;
   const ramp = num(o, 'ramp', 1, 1e6);
   if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = cfg.publish.ramp = ramp;
   cfg.cpu.rampTrafficOff = true; // the cpu phase ramps with the traffic gate off
@@ -621,7 +637,7 @@ async function main() {
   const runs = [];
   const tStart = now();
   const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json, bus: phases.bus,
-    publish: phases.publish, history: require('./history').history };
+    publish: phases.publish, history: require('./history').history, slow: require('./slow').slow };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
     const phaseArms = arms.filter((a) => phasesOf(a).includes(phase));
@@ -656,6 +672,8 @@ async function main() {
   fs.writeFileSync(path.join(outDir, 'results.json'), `${JSON.stringify({ ...res, gates: out.gates, targets: out.targets, oddSummary: res.oddSummary,
     baselineComparison: out.baselineComparison }, null, 1)}\n`);
   log(`report: ${path.join(outDir, 'report.md')} (${fmt(meta.elapsedS / 60, 1)} min)`);
+  const slowMd = writeSlow(outDir, res);
+  if (slowMd) log(`slow phase: ${slowMd}`);
   const historyTargets = writeHistory(outDir, res);
   if (historyTargets) {
     log(`history phase: ${path.join(outDir, 'summary.md')}, history.json, history.svg; its targets (reported, not gates):`);
@@ -688,6 +706,7 @@ function rebuild(dir) {
   fs.writeFileSync(path.join(dir, 'report.md'), out.md);
   for (const [name, svg] of Object.entries(out.charts)) fs.writeFileSync(path.join(dir, name), svg);
   writeHistory(dir, res);
+  writeSlow(dir, res);
   process.stderr.write(`bench: rebuilt ${path.join(dir, 'report.md')} and ${Object.keys(out.charts).length} charts\n`);
   for (const g of out.gates) process.stderr.write(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}\n`);
   return 0;
@@ -728,6 +747,12 @@ function brief(phase, f) {
       + (st ? `; storm: ${k(st.replayed)} replayed, all live in ${k(st.allLiveS, 2)} s, ${k(st.cpuUsPerReplayed, 2)} µs CPU/replayed above baseline`
         + ` (raw ${k(st.cpuUsPerReplayedRaw, 2)}), gaps ${k(st.gaps + st.offsetGaps)}, dups ${k(st.dups + st.offsetDups)}, not recovered ${k(st.notRecovered)}, peak RSS ${k(f.peakRssKiB / 1024, 1)} MiB` : '')
       + (f.memory ? `; memory: frame ${k(f.memory.frameBytes, 1)} B, allocator ${k(f.memory.allocatorBytesPerMsg, 1)} B/msg, RSS ${k(f.memory.rssBytesPerMsg, 1)} B/msg` : '');
+  }
+  if (phase === 'slow') {
+    return `${f.policy}: ${k(f.normal)} normal p99 ${k(f.normalP99Ms, 1)} ms (${k(f.normalDeliveredPct, 1)}%); ${k(f.slow)} slow: `
+      + `${k(f.slowReceivedPct, 1)}% received, staleness p50 ${k(f.ageP50MsMedian)} ms, closed ${k(f.slowClosed)}, `
+      + `at the end ${k(f.upToDate)} of ${k(f.pairs)} (client, topic) up to date (behind median ${k(f.behindMedian)}); allocated ${k(f.allocatedMedianKiB / 1024, 1)} MiB, `
+      + `RSS ${k(f.rssMedianKiB / 1024, 1)} MiB; conflated ${k(f.conflated)}, dropped ${k(f.dropped)}`;
   }
   if (phase === 'soak') {
     return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;

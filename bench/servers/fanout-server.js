@@ -10,7 +10,7 @@
 //        [--size 256] [--rate 100] [--duration 30] [--max-backpressure B]
 //        [--stats-interval 0] [--payload binary|json] [--deflate 0|1]
 //        [--threshold 128] [--seq 0|1] [--bus-url redis://127.0.0.1:P]
-//        [--handles 1|0]
+//        [--handles 1|0] [--slow-consumer drop|close|conflate] [--all-topics-from N]
 //
 // Each option can also come from the environment: PORT, THREADS, TOPICS,
 // SIZE, RATE, DURATION, MAX_BACKPRESSURE, STATS_INTERVAL (the command line
@@ -68,6 +68,7 @@ serve('fanout-server', async (o, run) => {
     port: o.port,
     threads: o.threads,
     maxBackpressure: o['max-backpressure'],
+    slowConsumer: o['slow-consumer'],
     tls: benchTls(), // BENCH_TLS=ecdsa|rsa: wss:// on symphony's private OpenSSL
     ...(o.deflate ? { compression: { threshold: o.threshold, level: 6 } } : {}),
     ...(o['bus-url'] ? { bus: { url: o['bus-url'] } } : {}),
@@ -82,7 +83,8 @@ serve('fanout-server', async (o, run) => {
   let subscribeFailed = 0;
   const closes = {};
   server.on('open', (id) => {
-    if (!server.subscribe(id, topics[opened % o.topics])) subscribeFailed++;
+    const all = o['all-topics-from'] > 0 && opened + 1 >= o['all-topics-from'];
+    for (const t of all ? topics : [topics[opened % o.topics]]) if (!server.subscribe(id, t)) subscribeFailed++;
     opened++;
   });
   server.on('close', (id, code) => {
@@ -105,13 +107,15 @@ serve('fanout-server', async (o, run) => {
     statsLine() {
       const st = server.stats();
       if (!st) return null;
-      return { connections: st.connections, messagesOut: st.messagesOut, dropped: st.dropped, reclaims: st.reclaims,
+      return { connections: st.connections, messagesOut: st.messagesOut, dropped: st.dropped, slowCloses: st.slowCloses,
+        conflated: st.conflated, reclaims: st.reclaims,
         reclaimMoved: st.reclaimMoved, reclaimMaxUs: st.reclaimMaxMicros, reclaimUs: st.reclaimMicros, ...deflateStats(st),
         ...(st.bus ? { bus: st.bus } : {}), ...memory() };
     },
     mark() {
       const st = server.stats() || {};
-      return { connections: st.connections, messagesOut: st.messagesOut, dropped: st.dropped, bus: st.bus || null };
+      return { connections: st.connections, messagesOut: st.messagesOut, dropped: st.dropped, slowCloses: st.slowCloses,
+        conflated: st.conflated, bus: st.bus || null };
     },
     stats: () => server.stats(),
     close: () => server.close(),

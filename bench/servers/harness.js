@@ -24,6 +24,12 @@ const SPEC = {
   // binary: `size` bytes starting with the 8-byte due time; json: a ~630 B
   // trade message per topic (bench/servers/json-trade.js; `size` is ignored), text
   payload: { env: 'PAYLOAD', def: 'binary', values: ['binary', 'json'] },
+  // fanout-server.js: symphony's slowConsumer policy (the slow phase's arms)
+  'slow-consumer': { env: 'SLOW_CONSUMER', def: 'drop', values: ['drop', 'close', 'conflate'] },
+  // fanout-server.js: connections from this one on (in open order, from 1)
+  // subscribe to every topic instead of one (the slow phase's slow
+  // clients); 0: none
+  'all-topics-from': { env: 'ALL_TOPICS_FROM', def: 0, min: 0, max: 1e7 },
   // permessage-deflate: 1 = on (each server's way), with this threshold (B)
   deflate: { env: 'DEFLATE', def: 0, min: 0, max: 1 },
   threshold: { env: 'DEFLATE_THRESHOLD', def: 128, min: 0, max: 1 << 24 },
@@ -172,7 +178,8 @@ function createSchedule({ rate: rate0, topics, stagger }) {
  * `fresh` (a server that keeps the Buffer queued, like ws), else one buffer
  * rewritten (symphony and uWS copy it). With `seq`, bytes 8..15 are the
  * topic's sequence number (uint64 LE, from 1: one more each call for that
- * topic). JSON: the topic's trade feed.
+ * topic), and with `size` 20 or more bytes 16..19 the topic's index
+ * (uint32 LE). JSON: the topic's trade feed.
  */
 function createPayloads(o, fresh) {
   if (o.payload === 'json') {
@@ -188,6 +195,7 @@ function createPayloads(o, fresh) {
       const buf = fresh ? Buffer.allocUnsafe(o.size).fill(0x61) : shared;
       buf.writeBigUInt64LE(dueNs, 0);
       if (seqs) buf.writeBigUInt64LE(++seqs[g], 8);
+      if (seqs && o.size >= 20) buf.writeUInt32LE(g, 16);
       return buf;
     },
   };

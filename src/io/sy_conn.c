@@ -11,6 +11,7 @@
 #include "base/sy_alloc.h"
 #include "base/sy_buf.h"
 #include "base/sy_clock.h"
+#include "io/sy_conflate.h"
 #include "io/sy_deflate.h"
 #include "io/sy_peer.h"
 #include "io/sy_resume.h"
@@ -310,7 +311,7 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
             sy_stat_inc(&sy_io_ctx(io)->stats.slow_closes);
             sy_conn_fail(io, c, 1008, "slow consumer");
         } else {
-            sy_stat_inc(&sy_io_ctx(io)->stats.dropped);
+            sy_stat_inc(&sy_io_ctx(io)->stats.dropped); /* 'drop', and what is not a topic's under 'conflate' */
         }
         return false;
     }
@@ -321,6 +322,12 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
     sy_stat_inc(&sy_io_ctx(io)->stats.messages_out);
     sy_io_mark_dirty(io, c);
     return true;
+}
+
+bool sy_conn_publish(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, sy_topic_t *t) {
+    if (sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CONFLATE)
+        return sy_conflate_push(io, c, m, t);
+    return sy_conn_push(io, c, m, false);
 }
 
 sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
@@ -355,6 +362,7 @@ static void want_writable(sy_io_t *io, sy_conn_t *c, bool want) {
 static void after_flush(sy_io_t *io, sy_conn_t *c) {
     if (pending(c) > 0)
         return;
+    sy_conflate_reset(c);
     if (c->hit_limit && c->state == SY_CONN_OPEN) {
         c->hit_limit = false;
         sy_io_emit(io, sy_conn_id(io, c), SY_EV_DRAIN, 0, 0, NULL, 0);
@@ -448,6 +456,13 @@ void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total) {
 
 /* ---- subscriptions ----------------------------------------------------- */
 
+/* One subscription of t more or less on the node; at a 0 <-> 1 edge the
+ * owner hears of it when it asked (SY_EV_TOPIC). */
+static void count_sub(sy_io_t *io, sy_topic_t *t, bool add) {
+    if (sy_topic_count_sub(t, add) && atomic_load_explicit(&sy_io_ctx(io)->shared->topic_events, memory_order_relaxed))
+        sy_io_emit(io, 0, SY_EV_TOPIC, add ? SY_EV_TOPIC_ON : 0, 0, t->name, t->name_len);
+}
+
 bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     bool ok = c->state == SY_CONN_OPEN || c->state == SY_CONN_UPGRADING;
     for (uint32_t i = 0; ok && i < c->nsubs; i++)
@@ -470,7 +485,9 @@ bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     }
     c->subs[c->nsubs].topic = t;
     c->subs[c->nsubs].index = index;
+    c->subs[c->nsubs].cq = 0;
     c->nsubs++;
+    count_sub(io, t, true);
     return true;
 }
 
@@ -490,6 +507,7 @@ static void remove_sub(sy_io_t *io, sy_conn_t *c, uint32_t i, bool notify) {
         }
     }
     c->subs[i] = c->subs[--c->nsubs];
+    count_sub(io, t, false);
     sy_topic_drop_interest(&sy_io_ctx(io)->shared->topics, t, sy_io_ctx(io)->index);
 }
 

@@ -144,6 +144,8 @@ typedef struct sy_peer_addr {
 typedef struct sy_sub {
     sy_topic_t *topic; /* one reference */
     uint32_t index;    /* position in topic->slots[thread].subs */
+    uint32_t cq;       /* while conflating: 1 + the queue id of the topic's newest
+                          queued message (sy_outq_last_id); 0: none (io/sy_conflate.h) */
 } sy_sub_t;
 
 /* The longest close reason kept for the owner's close event (a close
@@ -172,6 +174,9 @@ typedef struct sy_conn {
     bool listener : 1;   /* accepted by the server's own listener (not adopted from Node) */
     bool proxied : 1;    /* its peer[] came from a PROXY protocol header (io/sy_peer.h) */
     bool has_peer : 1;   /* peer[0] exists (a server with proxyProtocol) */
+    bool conflating : 1; /* slowConsumer 'conflate': went over the limit since its queue
+                            was last empty; its subscriptions track their newest
+                            queued message (io/sy_conflate.h) */
     uint8_t zwin;        /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint8_t close_reason_len;
     uint16_t close_code;
@@ -267,6 +272,12 @@ void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total);
  * queue_control). Never frees the connection and never removes it from a
  * subscriber array (a publish walks them). */
 bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control);
+
+/* Queues a published frame m of topic t (c is subscribed to t): under the
+ * 'conflate' policy (io/sy_conflate.h) a newer message of t may take the
+ * place of a queued one; under the others, sy_conn_push. The same
+ * references as sy_conn_push. */
+bool sy_conn_publish(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, sy_topic_t *t);
 
 /* The upgrade succeeded (sy_upgrade): the 101 is queued. Opens the
  * connection, tells the owner, and handles bytes that followed the request. */

@@ -50,11 +50,17 @@ typedef enum sy_event_type {
     SY_EV_RECOVERY = 8, /* a resume's result (io/sy_resume.h): flags SY_EV_RECOVERED,
                            code = the reason (sy_v1_reason_t), payload: the topic;
                            at an accept, before SY_EV_OPEN */
+    SY_EV_TOPIC = 9,    /* the node's subscriptions of a topic went 0 -> 1 (flags
+                           SY_EV_TOPIC_ON) or 1 -> 0, on this thread; payload: the
+                           topic. Only while the owner asked (topic_events, sy_io.h);
+                           threads' edges may arrive in any order: the owner reads
+                           the count again (sy_server_topic_subscribers) */
 } sy_event_type_t;
 
 #define SY_EV_OPEN_DEFLATE 1u     /* SY_EV_OPEN: permessage-deflate was negotiated */
 #define SY_EV_RECOVERED 1u        /* SY_EV_RECOVERY: the resume recovered */
 #define SY_EV_RECOVERY_AT_OPEN 2u /* SY_EV_RECOVERY: decided at the accept (SY_EV_OPEN follows) */
+#define SY_EV_TOPIC_ON 1u         /* SY_EV_TOPIC: 0 -> 1 */
 
 /* One event as stored: header, then len payload bytes, padded to 8. */
 typedef struct sy_event {

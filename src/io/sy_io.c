@@ -530,7 +530,7 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
                 continue; /* no plain frame (only symphony.v1 subscribers were counted), or no memory */
         }
         sy_refbuf_t *m = sy_conn_frame_for(io, c, frames[f]);
-        if (sy_conn_push(io, c, m, false)) {
+        if (sy_conn_publish(io, c, m, cmd->topic)) {
             if (m == frames[f]) {
                 queued[f]++;
             } else {

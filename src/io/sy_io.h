@@ -81,6 +81,7 @@ typedef struct sy_io_shared {
     void *transport_arg;
     sy_deflate_once_t deflate_once; /* where IO threads wait for a frame's compressed twin */
     bool try_uring;                 /* send with io_uring where the kernel lets us (SYMPHONY_IO_URING not "0") */
+    atomic_bool topic_events;       /* the owner hears of topics' 0 <-> 1 edges (SY_EV_TOPIC) */
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {

@@ -20,7 +20,9 @@
 
 #include "proto/sy_cidr.h"
 
-typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1 } sy_slow_policy_t;
+/* What a connection over max_backpressure gets: new messages dropped,
+ * closed (1008), or each topic's newest message (io/sy_conflate.h). */
+typedef enum { SY_SLOW_DROP = 0, SY_SLOW_CLOSE = 1, SY_SLOW_CONFLATE = 2 } sy_slow_policy_t;
 
 /* The PROXY protocol on the listener (io/sy_peer.h): off, required before
  * every connection's first byte, or optional (a connection that does not

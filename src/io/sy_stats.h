@@ -57,6 +57,8 @@
       "Messages skipped for slow consumers.") \
     X(slow_closes, "slowCloses", SY_STAT_SUM, "symphony_slow_consumer_closes_total", "counter", 1, \
       "Connections closed as slow consumers (1008).") \
+    X(conflated, "conflated", SY_STAT_SUM, "symphony_messages_conflated_total", "counter", 1, \
+      "Queued messages replaced by a newer message of their topic for a slow consumer (slowConsumer 'conflate').") \
     X(handshake_rejects, "handshakeRejects", SY_STAT_SUM, "symphony_handshake_rejects_total", "counter", 1, \
       "Upgrade requests answered with an HTTP error.") \
     X(protocol_errors, "protocolErrors", SY_STAT_SUM, "symphony_protocol_errors_total", "counter", 1, \

@@ -83,6 +83,7 @@ sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool 
             atomic_init(&t->v1, 0);
             atomic_init(&t->hist, NULL);
             atomic_init(&t->held, false);
+            atomic_init(&t->subs, 0);
             t->id = ++r->next_id;
             t->nthreads = r->nthreads;
             t->slots = slots;
@@ -147,6 +148,14 @@ void sy_topic_set_held(sy_topics_t *r, sy_topic_t *t, bool held) {
     if (atomic_exchange_explicit(&t->held, held, memory_order_acq_rel) != held && r->on_edge != NULL)
         r->on_edge(r->edge_ctx, t);
 }
+
+bool sy_topic_count_sub(sy_topic_t *t, bool add) {
+    if (add)
+        return atomic_fetch_add_explicit(&t->subs, 1, memory_order_acq_rel) == 0;
+    return atomic_fetch_sub_explicit(&t->subs, 1, memory_order_acq_rel) == 1;
+}
+
+unsigned sy_topic_subscribers(const sy_topic_t *t) { return atomic_load_explicit(&t->subs, memory_order_acquire); }
 
 unsigned sy_topic_interest(const sy_topic_t *t, unsigned thread) {
     return atomic_load_explicit(&t->slots[thread].count, memory_order_relaxed);

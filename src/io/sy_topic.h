@@ -67,6 +67,7 @@ typedef struct sy_topic {
     atomic_uint v1; /* subscriptions of symphony.v1 connections (a publish builds their frame when > 0) */
     struct sy_history *_Atomic hist; /* its history (io/sy_history.h), set under the history lock; NULL: none */
     atomic_bool held;                /* its history keeps messages: the bus stays subscribed without interest */
+    atomic_uint subs;                /* subscriptions applied on every IO thread (sy_topic_count_sub) */
     sy_topic_slot_t *slots;          /* [nthreads] */
     size_t name_len;
     char name[];
@@ -121,6 +122,16 @@ bool sy_topic_wanted(const sy_topic_t *t);
 /* Sets held and, when it changed, calls the edge callback (the bus reads
  * sy_topic_wanted again). The caller holds a reference on t. */
 void sy_topic_set_held(sy_topics_t *r, sy_topic_t *t, bool held);
+
+/* The node's subscriptions of t (applied, all IO threads together) went
+ * up (add) or down by one: the caller counts each subscription it adds to
+ * or removes from a subscriber array. True when that took the count from
+ * 0 to 1 or from 1 to 0 (the owner's 'subscription' event, io/sy_events.h;
+ * edges on different threads may be seen in any order: read
+ * sy_topic_subscribers again). Any thread. */
+bool sy_topic_count_sub(sy_topic_t *t, bool add);
+/* That count now. Any thread. */
+unsigned sy_topic_subscribers(const sy_topic_t *t);
 
 /* Adds slot to thread's subscriber array; *index: its position. 0 or ENOMEM.
  * IO thread `thread` only. */

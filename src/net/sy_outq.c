@@ -7,13 +7,14 @@
 
 #include "base/sy_alloc.h"
 
-#define SY_OUTQ_MIN 8
+#define SY_OUTQ_MIN_LG 3 /* 8 entries */
 
 /* An own entry is marked in its ring cell by the pointer's low bit (a
  * refbuf is at least 8-byte aligned); at() gives the buffer either way. */
 #define OWN_BIT ((uintptr_t)1)
 
-static sy_refbuf_t **cell(const sy_outq_t *q, uint32_t i) { return &q->ring[(q->head + i) & (q->cap - 1)]; }
+static uint32_t cap_of(const sy_outq_t *q) { return q->lgcap ? (uint32_t)1 << q->lgcap : 0; }
+static sy_refbuf_t **cell(const sy_outq_t *q, uint32_t i) { return &q->ring[(q->head + i) & (cap_of(q) - 1)]; }
 static bool is_own(const sy_outq_t *q, uint32_t i) { return ((uintptr_t)*cell(q, i) & OWN_BIT) != 0; }
 static sy_refbuf_t *at(const sy_outq_t *q, uint32_t i) { return (sy_refbuf_t *)((uintptr_t)*cell(q, i) & ~OWN_BIT); }
 
@@ -29,10 +30,11 @@ static void forget(sy_outq_t *q, uint32_t i) {
 }
 
 static sy_err_t grow(sy_outq_t *q) {
-    if (q->len == q->cap) {
-        uint32_t cap = q->cap ? q->cap * 2 : SY_OUTQ_MIN;
-        if (cap <= q->cap)
+    if (q->len == cap_of(q)) {
+        uint8_t lg = q->lgcap ? q->lgcap + 1 : SY_OUTQ_MIN_LG;
+        if (lg > 31)
             return ENOMEM;
+        uint32_t cap = (uint32_t)1 << lg;
         sy_refbuf_t **ring = sy_malloc((size_t)cap * sizeof(*ring));
         if (ring == NULL)
             return ENOMEM;
@@ -40,7 +42,7 @@ static sy_err_t grow(sy_outq_t *q) {
             ring[i] = *cell(q, i);
         sy_free(q->ring);
         q->ring = ring;
-        q->cap = cap;
+        q->lgcap = lg;
         q->head = 0;
     }
     return 0;
@@ -78,7 +80,25 @@ sy_err_t sy_outq_push_own(sy_outq_t *q, sy_refbuf_t *b, bool replace, bool *repl
     return 0;
 }
 
-void sy_outq_pin(sy_outq_t *q) { q->pinned = q->len; }
+const sy_refbuf_t *sy_outq_replaceable(const sy_outq_t *q, uint32_t id) {
+    uint32_t i = id - q->seq;
+    if (i >= q->len || i < q->pinned || (i == 0 && q->off > 0) || is_own(q, i))
+        return NULL;
+    return at(q, i);
+}
+
+bool sy_outq_replace(sy_outq_t *q, uint32_t id, sy_refbuf_t *b) {
+    if (sy_outq_replaceable(q, id) == NULL)
+        return false;
+    uint32_t i = id - q->seq;
+    sy_refbuf_t *old = at(q, i);
+    q->bytes = q->bytes - old->len + b->len;
+    *cell(q, i) = b;
+    sy_refbuf_release(old);
+    return true;
+}
+
+void sy_outq_pin(sy_outq_t *q) { q->pinned = q->len < UINT16_MAX ? (uint16_t)q->len : UINT16_MAX; }
 
 void sy_outq_clear(sy_outq_t *q, bool keep_head) {
     uint32_t keep = 0;
@@ -151,8 +171,9 @@ void sy_outq_consume(sy_outq_t *q, size_t n) {
         forget(q, 0);
         if (q->repl > 0)
             q->repl--; /* the entries move up one */
-        q->head = (q->head + 1) & (q->cap - 1);
+        q->head = (q->head + 1) & (cap_of(q) - 1);
         q->len--;
+        q->seq++;
         if (q->pinned > 0)
             q->pinned--;
         sy_refbuf_release(b);
@@ -163,7 +184,7 @@ void sy_outq_shrink(sy_outq_t *q) {
     if (q->len == 0 && q->ring != NULL) {
         sy_free(q->ring);
         q->ring = NULL;
-        q->cap = 0;
+        q->lgcap = 0;
         q->head = 0;
     }
 }

@@ -18,6 +18,12 @@
  * bytes. One own entry at a time may be replaceable: the next push_own
  * with replace takes its place (releasing it) while none of it is written.
  *
+ * Ids (sy_outq_last_id): every entry has a 32-bit id, its number in push
+ * order, good while it is queued, so that a caller can name one entry
+ * later (sy_outq_replace: the conflate policy keeps a topic's newest
+ * message that way). Ids go on from the head: those of entries dropped by
+ * sy_outq_clear are given again to the next pushes.
+ *
  * Zero-initialised is an empty queue.
  *
  * Threads: the owner of the queue only (the IO thread that owns its
@@ -30,7 +36,8 @@
  * into the queued buffers and are good until the next consume, clear or
  * free; sy_outq_copy copies into the caller's dst.
  *
- * Errors: sy_outq_push returns 0 or ENOMEM; sy_outq_iov returns the count it
+ * Errors: sy_outq_push returns 0 or ENOMEM; sy_outq_replace answers whether
+ * it replaced; sy_outq_iov returns the count it
  * filled, an int (a named exception of base/sy_errors.h); the rest cannot
  * fail.
  */
@@ -46,14 +53,16 @@
 #include "base/sy_refbuf.h"
 
 typedef struct sy_outq {
-    sy_refbuf_t **ring;      /* each entry holds one reference */
-    uint32_t head, len, cap; /* cap: 0 or a power of two */
-    uint32_t pinned;         /* head entries sy_outq_clear(keep_head) keeps */
-    size_t off;              /* bytes of the head entry already written */
-    size_t bytes;            /* bytes queued and not yet written */
-    uint32_t own;            /* memory of the own entries queued (sy_outq_push_own): a few
+    sy_refbuf_t **ring; /* each entry holds one reference */
+    uint32_t head, len;
+    uint32_t seq;    /* the id of the head entry (ids number the entries in push order) */
+    uint16_t pinned; /* head entries sy_outq_clear(keep_head) keeps */
+    uint8_t lgcap;   /* the ring holds 1 << lgcap entries; 0: no ring */
+    size_t off;      /* bytes of the head entry already written */
+    size_t bytes;    /* bytes queued and not yet written */
+    uint32_t own;    /* memory of the own entries queued (sy_outq_push_own): a few
                                 control frames */
-    uint32_t repl;           /* 1 + the replaceable entry's index; 0: none */
+    uint32_t repl;   /* 1 + the replaceable entry's index; 0: none */
 } sy_outq_t;
 
 static inline bool sy_outq_empty(const sy_outq_t *q) { return q->len == 0; }
@@ -64,6 +73,15 @@ static inline size_t sy_outq_own_bytes(const sy_outq_t *q) { return q->own; }
 /* Appends b, taking over the caller's reference. 0 or ENOMEM (the caller
  * keeps its reference). */
 sy_err_t sy_outq_push(sy_outq_t *q, sy_refbuf_t *b);
+/* The id of the newest entry (the queue must not be empty). */
+static inline uint32_t sy_outq_last_id(const sy_outq_t *q) { return q->seq + q->len - 1; }
+/* Entry id when sy_outq_replace could replace it now (NULL: it could not). */
+const sy_refbuf_t *sy_outq_replaceable(const sy_outq_t *q, uint32_t id);
+/* Puts b, a shared buffer, in the place of entry id, taking over the
+ * caller's reference, when that entry is still queued, is shared (not own
+ * or pinned) and none of it is written; the old buffer is released. True
+ * when replaced; false: nothing changed (the caller keeps its reference). */
+bool sy_outq_replace(sy_outq_t *q, uint32_t id, sy_refbuf_t *b);
 /* Appends b as an own entry (see above), taking over the caller's
  * reference. With replace, b takes the place of the replaceable entry
  * instead when it is still queued and none of it is written (that one is
