@@ -9,6 +9,7 @@ const { binding } = require('./native');
 const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue, integer } = require('./errors');
 const { exposition } = require('./metrics');
 const { busOption, nativeBusOptions, Bus, update: busUpdate } = require('./bus');
+const { LIMIT_DEFAULTS, limitOptions, nativeLimitOptions } = require('./limits');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server.c): checked here first only to name the user's option.
@@ -46,6 +47,8 @@ const DEFAULTS = Object.freeze({
   maxHeaders: 64,
   backlog: 511,
   maxConnections: 0,
+  // Per client address and per connection's inbound rate (lib/limits.js).
+  ...LIMIT_DEFAULTS,
   maxEventBytes: 64 << 20,
   closeDeadline: 2000,
   // The memory policy (docs/memory.md): after a thread's connections
@@ -135,6 +138,7 @@ function normalizeOptions(options) {
   }
   o.bus = busOption(o.bus);
   o.history = historyOption(o.history, 'options.history');
+  limitOptions(o);
   return o;
 }
 
@@ -405,6 +409,7 @@ class Server extends EventEmitter {
       historySize: o.history.size,
       historyTtl: o.history.ttl,
       historyMaxBytes: o.history.maxBytes,
+      ...nativeLimitOptions(o),
     });
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');

@@ -13,6 +13,8 @@
 
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
+#include "io/sy_addrlimit.h"
+#include "io/sy_admit.h"
 #include "io/sy_conn.h"
 #include "io/sy_reclaim.h"
 #include "io/sy_resume.h"
@@ -173,6 +175,7 @@ static void io_free(sy_io_t *io) {
     sy_free(io->ctx.stream_scratch);
     sy_deflate_free(&io->ctx.deflate);
     sy_free(io->awaiting);
+    sy_rate_waits_free(&io->rate_waits);
     sy_batch_free(io->batch);
     if (io->listen_fd >= 0)
         (void)close(io->listen_fd);
@@ -284,6 +287,20 @@ void sy_io_forget(sy_io_t *io, sy_conn_t *c) {
     unpause(io, c);
     c->next_dead = io->dead;
     io->dead = c;
+}
+
+void sy_io_rate_wait(sy_io_t *io, sy_conn_t *c, int64_t due_ms) {
+    (void)sy_rate_waits_push(&io->rate_waits, sy_conn_id(io, c), due_ms); /* out of memory: the sweep */
+}
+
+/* The connections whose inbound rate has room again. */
+static void resume_rate_waits(sy_io_t *io) {
+    uint64_t id;
+    while (sy_rate_waits_pop_due(&io->rate_waits, io->ctx.now_ms, &id)) {
+        sy_conn_t *c = conn_at(io, sy_id_slot(id), sy_id_gen(id));
+        if (c != NULL)
+            sy_conn_rate_resume(io, c);
+    }
 }
 
 void sy_io_pause(sy_io_t *io, sy_conn_t *c) {
@@ -440,6 +457,10 @@ struct sy_conn *sy_io_adopt(sy_io_t *io, int fd) {
         sy_conn_free(c);
     } else {
         sy_reclaim_note_count(&io->reclaim, (uint32_t)live_conns(io));
+        /* The peer's address is final here (io/sy_admit.h): refused, it is
+         * answered and closed now, before its request is read. */
+        if (!sy_admit(io, c, NULL, 0))
+            return NULL;
         sy_conn_start(io, c);
         return c;
     }
@@ -702,6 +723,9 @@ static void sweep(sy_io_t *io) {
         /* Topics' history: what ttl expired goes, and idle topics with it. */
         if (sy_hist_default_on(&io->ctx.shared->hist) || io->ctx.shared->history_used)
             sy_hist_sweep(&io->ctx.shared->hist, &io->ctx.shared->topics, io->ctx.now_ms);
+        /* Addresses with no connection whose rate went idle. */
+        if (io->ctx.shared->addrs != NULL)
+            sy_addrlimit_sweep(io->ctx.shared->addrs, io->ctx.now_ms * 1000000);
     }
     sy_deflate_trim(&io->ctx.deflate, io->ctx.now_ms);
     settle_awaiting(io);
@@ -790,7 +814,9 @@ static void *io_main(void *arg) {
             wait = io->stop_deadline_ms - io->ctx.now_ms;
         if (wait < 0)
             wait = 0;
-        if (io->dirty != NULL || (sy_reclaim_pending(&io->reclaim) && !io->stopping))
+        if (sy_rate_waits_next(&io->rate_waits) - io->ctx.now_ms < wait)
+            wait = sy_rate_waits_next(&io->rate_waits) - io->ctx.now_ms;
+        if (wait < 0 || io->dirty != NULL || (sy_reclaim_pending(&io->reclaim) && !io->stopping))
             wait = 0;
         int n = 0;
         int rc = sy_poll_wait(io->poll, events, 256, (int)wait, &n);
@@ -808,6 +834,7 @@ static void *io_main(void *arg) {
             on_event(io, &events[i], &commands);
         if (commands)
             run_commands(io);
+        resume_rate_waits(io);
         sy_io_flush_dirty(io);
         if (io->ctx.now_ms >= io->next_sweep_ms) {
             sweep(io);
@@ -836,6 +863,7 @@ static void *io_main(void *arg) {
     }
     /* The compressor's memory is in this thread's arena: freed first. */
     sy_deflate_free(&io->ctx.deflate);
+    sy_rate_waits_free(&io->rate_waits);
     sy_io_sends_close(io);
     /* Give the arena's pages back (this thread's connections are gone) and
      * the arena to the pool, for the next IO thread. */
