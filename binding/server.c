@@ -55,9 +55,9 @@
     X(addressPrefixV4, 1, 32) \
     X(addressPrefixV6, 1, 64) \
     X(maxMessagesPerSecond, 0, (int64_t)1 << 32) \
-    X(messageBurst, 0, (int64_t)1 << 38) \
+    X(messageBurst, 1, (int64_t)1 << 38) \
     X(maxBytesPerSecond, 0, (int64_t)1 << 32) \
-    X(byteBurst, 0, (int64_t)1 << 38) \
+    X(byteBurst, 1, (int64_t)1 << 38) \
     X(rateLimitGrace, 0, 60000) \
     X(maxEventBytes, 65536, (int64_t)1 << 40) \
     X(compressLevel, SY_DEFLATE_LEVEL_MIN, SY_DEFLATE_LEVEL_MAX) \

@@ -44,9 +44,6 @@ function limitOptions(o) {
     'rateLimitGrace']) {
     integer(`options.${key}`, o[key], RANGES[key].min, RANGES[key].max);
   }
-  if (o.rateLimitGrace > BURST_MAX_SECONDS * 1000) {
-    throw outOfRange('options.rateLimitGrace', `an integer >= 0 and <= ${BURST_MAX_SECONDS * 1000}`, o.rateLimitGrace);
-  }
   o.addressPrefix = prefixOption(o.addressPrefix);
   o.messageBurst = burstOption(o, 'messageBurst', 'maxMessagesPerSecond');
   o.byteBurst = burstOption(o, 'byteBurst', 'maxBytesPerSecond');
@@ -70,9 +67,10 @@ function prefixOption(value) {
   return Object.freeze(p);
 }
 
-/** A burst: null → the rate (one second's worth); at most a minute's worth. */
+/** A burst: null → the rate (one second's worth; 1 when there is no rate,
+ * where it is not used); at most a minute's worth. */
 function burstOption(o, key, rateKey) {
-  if (o[key] === null) return o[rateKey];
+  if (o[key] === null) return o[rateKey] || 1;
   integer(`options.${key}`, o[key], 1, RANGES[key].max);
   if (o[rateKey] > 0 && o[key] > o[rateKey] * BURST_MAX_SECONDS) {
     throw outOfRange(`options.${key}`, `an integer >= 1 and <= ${BURST_MAX_SECONDS} seconds' worth of ${rateKey} ` +
@@ -89,9 +87,9 @@ function nativeLimitOptions(o) {
     addressPrefixV4: o.addressPrefix.v4,
     addressPrefixV6: o.addressPrefix.v6,
     maxMessagesPerSecond: o.maxMessagesPerSecond,
-    messageBurst: o.maxMessagesPerSecond > 0 ? o.messageBurst : 0,
+    messageBurst: o.messageBurst,
     maxBytesPerSecond: o.maxBytesPerSecond,
-    byteBurst: o.maxBytesPerSecond > 0 ? o.byteBurst : 0,
+    byteBurst: o.byteBurst,
     rateLimit: o.rateLimit === 'close' ? 1 : 0,
     rateLimitGrace: o.rateLimitGrace,
   };

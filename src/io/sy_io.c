@@ -475,15 +475,20 @@ static void accept_some(sy_io_t *io) {
         if ((err == EMFILE || err == ENFILE) && io->spare_fd >= 0) {
             /* Out of descriptors: free the spare one, accept and close at
              * once, so the client learns now instead of waiting in the
-             * backlog; then take the spare back. */
+             * backlog; then take the spare back. accept4 says EMFILE before
+             * it looks at the backlog: EAGAIN now means nobody else waits,
+             * and the level-triggered listener calls again when one does. */
             (void)close(io->spare_fd);
-            if (sy_sock_accept(io->listen_fd, false, &fd) == 0) {
+            int again = sy_sock_accept(io->listen_fd, false, &fd);
+            if (again == 0) {
                 (void)close(fd);
                 sy_stat_inc(&io->ctx.stats.accept_rejects);
             }
             io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            if (fd >= 0)
+            if (again == 0)
                 continue;
+            if ((again == EAGAIN || again == EWOULDBLOCK) && io->spare_fd >= 0)
+                return;
             err = EMFILE;
         }
         if (err != 0) {
@@ -729,6 +734,8 @@ static void sweep(sy_io_t *io) {
     }
     sy_deflate_trim(&io->ctx.deflate, io->ctx.now_ms);
     settle_awaiting(io);
+    if (io->spare_fd < 0 && io->listen_fd >= 0) /* another thread took it back then */
+        io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
         if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG) == 0)
             io->listen_paused = false;
