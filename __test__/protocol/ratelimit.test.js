@@ -117,6 +117,29 @@ test('maxConnectionsPerAddress: 503 before onUpgrade, at once, per address; a fr
   await waitFor(() => held() - base < 256 * 1024, 5000, 'the memory to come back');
 });
 
+test('IPv6: an address is its /64 (::1 here); the limit and the table work the same', async () => {
+  const { server, port } = await startServer({ host: '::1', threads: 1, maxConnectionsPerAddress: 1 });
+  const up = async () => {
+    const sock = net.connect({ port, host: '::1' });
+    const st = { sock, data: Buffer.alloc(0), ended: false };
+    sock.on('data', (d) => { st.data = Buffer.concat([st.data, d]); });
+    sock.on('close', () => { st.ended = true; });
+    sock.on('error', () => {});
+    sock.write(request('/'));
+    await waitFor(() => st.data.indexOf('\r\n\r\n') >= 0, 5000, 'a response over IPv6');
+    return st;
+  };
+  const first = await up();
+  assert.equal(statusOf(first.data.toString('latin1')), 101);
+  const second = await up();
+  assert.equal(statusOf(second.data.toString('latin1')), 503);
+  await waitFor(() => second.ended, 5000, 'the refused socket closed');
+  assert.equal(server.stats().addresses, 1);
+  assert.equal(server.stats().addressRejects, 1);
+  first.sock.destroy();
+  await waitFor(() => server.stats().addresses === 0, 5000, 'an empty table');
+});
+
 test('upgradeRatePerAddress: 429 with Retry-After over the rate, counted; other addresses are not charged', async () => {
   const RATE = 5;
   const { server, port, url } = await startServer({ threads: 1, upgradeRatePerAddress: RATE });
