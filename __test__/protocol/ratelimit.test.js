@@ -11,7 +11,7 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const { allocator } = require('../..');
 const { startServer, client, nextMessage, healthy, closeAll } = require('../helpers/server');
-const { request, frame, closeFrom, waitFor, statusOf } = require('../helpers/raw');
+const { request, frame, parseFrames, closeFrom, waitFor, statusOf } = require('../helpers/raw');
 
 test.afterEach(closeAll);
 
@@ -277,6 +277,26 @@ test('maxMessagesPerSecond, pause: a flood is read at the rate, in order, nothin
   await waitFor(() => held() - base < 256 * 1024, 5000, 'the memory to come back');
   assert.equal(await healthy(server, url), 'still here');
   by.ws.terminate();
+});
+
+test('maxMessagesPerSecond: control frames are not held back or charged; a client paused for data still gets its pongs once read', async () => {
+  const { server, port } = await startServer({ threads: 1, maxMessagesPerSecond: 1, messageBurst: 1 });
+  const a = await attacker(server, port, '127.0.2.5');
+  const got = [];
+  server.on('message', (id, data) => { if (id === a.id) got.push(data.toString()); });
+  // One message (the burst), then pings: each answered, none counted.
+  a.st.sock.write(Buffer.concat([frame(1, 'm0'), ...Array.from({ length: 5 }, (_, k) => frame(9, `p${k}`))]));
+  await waitFor(() => parseFrames(a.st.data).filter((f) => f.opcode === 10).length === 5, 5000, 'five pongs');
+  assert.deepEqual(got, ['m0']);
+  assert.equal(server.stats().rateWaits, 0, 'pings did not pause it');
+  // A second message waits for its token (about a second); a ping behind
+  // it waits with it (the connection is not read), then both go through.
+  a.st.sock.write(Buffer.concat([frame(1, 'm1'), frame(9, 'late')]));
+  await waitFor(() => server.stats().rateWaits === 1, 5000, 'the pause');
+  await waitFor(() => got.length === 2, 5000, 'the second message after its wait');
+  await waitFor(() => parseFrames(a.st.data).some((f) => f.opcode === 10 && f.payload.toString() === 'late'), 5000, 'the late pong');
+  assert.deepEqual(got, ['m0', 'm1']);
+  a.st.sock.destroy();
 });
 
 test('maxBytesPerSecond, pause: large messages are held back by their bytes, delivered whole', async () => {

@@ -627,42 +627,43 @@ static bool within_limits(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f) {
     return true;
 }
 
-/* Both inbound buckets let one more frame in (`extra`: ticks past the burst). */
-static bool rate_has_room(const sy_io_t *io, const sy_conn_t *c, uint32_t extra) {
+/* Both inbound buckets let frame f in (`extra`: ticks past the burst): its
+ * payload's bytes, and a message when it ends one. */
+static bool rate_fits(const sy_io_t *io, const sy_conn_t *c, const sy_ws_frame_t *f, uint32_t now, uint32_t extra) {
     const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
-    uint32_t now = sy_rate_now(sy_io_ctx(io)->now_ms);
-    return sy_rate_room(&sh->in_msgs, c->in_msg_tat, now, extra) &&
-           sy_rate_room(&sh->in_bytes, c->in_byte_tat, now, extra);
+    return sy_rate_fits(&sh->in_msgs, c->in_msg_tat, now, f->fin ? 1 : 0, extra) &&
+           sy_rate_fits(&sh->in_bytes, c->in_byte_tat, now, f->payload_len, extra);
 }
 
-/* Not read until its buckets have room: the frame that found them full
- * stays in rbuf, TCP pushes back on the peer, and sy_io calls
- * sy_conn_rate_resume when they have room (or the sweep does, should the
- * thread's list be out of memory). */
-static void rate_pause(sy_io_t *io, sy_conn_t *c, uint32_t now) {
+/* Not read until frame f fits its buckets: f and what follows stay in rbuf,
+ * TCP pushes back on the peer, and sy_io calls sy_conn_rate_resume when the
+ * wait is over (f is checked again then). The thread's list out of memory:
+ * closed 1011. */
+static void rate_pause(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint32_t now) {
     const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
-    /* Each pause lists c once; an entry that comes due finds it resumed
-     * already (by the sweep) or with room, never to be listed again. */
-    uint32_t a = sy_rate_wait_ms(&sh->in_msgs, c->in_msg_tat, now);
-    uint32_t b = sy_rate_wait_ms(&sh->in_bytes, c->in_byte_tat, now);
+    uint32_t a = sy_rate_wait_ms(&sh->in_msgs, c->in_msg_tat, now, f->fin ? 1 : 0);
+    uint32_t b = sy_rate_wait_ms(&sh->in_bytes, c->in_byte_tat, now, f->payload_len);
+    if (sy_io_rate_wait(io, c, sy_io_ctx(io)->now_ms + (a > b ? a : b)) != 0) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
     c->rate_wait = true;
     sy_stat_inc(&sy_io_ctx(io)->stats.rate_waits);
-    sy_io_rate_wait(io, c, sy_io_ctx(io)->now_ms + (a > b ? a : b));
     sy_io_update_poll(io, c);
 }
 
 /* The inbound rate (maxMessagesPerSecond, maxBytesPerSecond), checked before
  * a whole data frame is handled: true to go on, the frame charged (its
- * payload's bytes; a message when it is the last frame of one). When a
- * bucket is full: with rateLimit 'pause', c waits (rate_pause) and false;
- * with 'close', a bucket more than the grace past its burst closes c
+ * payload's bytes; a message when it is the last frame of one). When it
+ * does not fit: with rateLimit 'pause', c waits (rate_pause) and false; with
+ * 'close', a frame that does not fit even the grace past the burst closes c
  * (1008, after the owner's replies) and false. */
 static bool within_rate(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f) {
     const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
-    if (!sh->rate_on || c->state != SY_CONN_OPEN)
-        return true;
+    if (!sh->rate_on || c->state != SY_CONN_OPEN || SY_WS_OP_IS_CONTROL(f->opcode))
+        return true; /* control frames are controlRate's */
     uint32_t now = sy_rate_now(sy_io_ctx(io)->now_ms);
-    if (rate_has_room(io, c, sh->opts.rate_close ? sh->rate_grace : 0)) {
+    if (rate_fits(io, c, f, now, sh->opts.rate_close ? sh->rate_grace : 0)) {
         if (f->fin)
             c->in_msg_tat = sy_rate_charge(&sh->in_msgs, c->in_msg_tat, now, 1);
         c->in_byte_tat = sy_rate_charge(&sh->in_bytes, c->in_byte_tat, now, f->payload_len);
@@ -671,7 +672,7 @@ static bool within_rate(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f) {
     if (sh->opts.rate_close)
         policy_close(io, c, &sy_io_ctx(io)->stats.rate_closes, "rate limit exceeded");
     else
-        rate_pause(io, c, now);
+        rate_pause(io, c, f, now);
     return false;
 }
 
@@ -1078,19 +1079,14 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
     uint32_t now_us = (uint32_t)(now * 1000);
     if ((int32_t)(c->ctl_tat_us - now_us) < 0)
         c->ctl_tat_us = now_us;
-    /* So do the inbound buckets; and a connection the thread's list could
-     * not hold (out of memory) is resumed here. */
+    /* So do the inbound buckets. */
     uint32_t ticks = sy_rate_now(now);
     c->in_msg_tat = sy_rate_current(c->in_msg_tat, ticks);
     c->in_byte_tat = sy_rate_current(c->in_byte_tat, ticks);
-    if (c->rate_wait)
-        sy_conn_rate_resume(io, c);
 }
 
 void sy_conn_rate_resume(sy_io_t *io, sy_conn_t *c) {
-    /* Due at the first millisecond with room (rounded up), so it has room:
-     * should it not, the sweep comes back to it. */
-    if (!c->rate_wait || c->state != SY_CONN_OPEN || !rate_has_room(io, c, 0))
+    if (!c->rate_wait || c->state != SY_CONN_OPEN)
         return;
     c->rate_wait = false;
     sy_io_update_poll(io, c);

@@ -288,9 +288,9 @@ void sy_conn_owner_caught_up(sy_io_t *io, sy_conn_t *c);
 /* True while the owner has not handled c's last message event. */
 bool sy_conn_owner_behind(const sy_io_t *io, const sy_conn_t *c);
 
-/* Its inbound buckets have room again (sy_io's list of waiting connections
- * came due): reads again and handles the frames that waited. No-op unless
- * it waits (rate_wait); still full, it waits again. */
+/* Its wait for its inbound rate is over (sy_io's list of waiting
+ * connections came due): reads again and handles the frames that waited,
+ * the first one checked again. No-op unless it waits (rate_wait). */
 void sy_conn_rate_resume(sy_io_t *io, sy_conn_t *c);
 
 /* Timeouts, pings, and giving back idle buffers; called about once a second. */

@@ -289,8 +289,8 @@ void sy_io_forget(sy_io_t *io, sy_conn_t *c) {
     io->dead = c;
 }
 
-void sy_io_rate_wait(sy_io_t *io, sy_conn_t *c, int64_t due_ms) {
-    (void)sy_rate_waits_push(&io->rate_waits, sy_conn_id(io, c), due_ms); /* out of memory: the sweep */
+sy_err_t sy_io_rate_wait(sy_io_t *io, sy_conn_t *c, int64_t due_ms) {
+    return sy_rate_waits_push(&io->rate_waits, sy_conn_id(io, c), due_ms);
 }
 
 /* The connections whose inbound rate has room again. */

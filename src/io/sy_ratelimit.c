@@ -20,28 +20,43 @@ sy_err_t sy_rate_init(sy_rate_t *r, uint64_t per_s, uint64_t burst) {
     return 0;
 }
 
-uint32_t sy_rate_charge(const sy_rate_t *r, uint32_t tat, uint32_t now, uint64_t n) {
+uint64_t sy_rate_cost(const sy_rate_t *r, uint64_t n) {
     if (r->per_s == 0)
-        return tat;
-    uint64_t ahead = sy_rate_ahead(tat, now);
+        return 0;
     /* n * ticks-per-second / per_s, rounded to the nearest tick; n is first
      * capped where the cost would pass the cap anyway, so the product stays
      * below 2^63 (per_s <= 2^32, so n < 2^39, times 2^24). */
-    uint64_t cost = SY_RATE_AHEAD_MAX;
-    if (n < r->per_s * 128)
-        cost = (n * SY_RATE_TICKS_PER_S + r->per_s / 2) / r->per_s;
-    uint64_t next = ahead + cost;
+    if (n >= r->per_s * 128)
+        return SY_RATE_AHEAD_MAX;
+    uint64_t cost = (n * SY_RATE_TICKS_PER_S + r->per_s / 2) / r->per_s;
+    return cost < SY_RATE_AHEAD_MAX ? cost : SY_RATE_AHEAD_MAX;
+}
+
+/* The cost n units need to find in the bucket: theirs, or the whole burst. */
+static uint64_t needed(const sy_rate_t *r, uint64_t n) {
+    uint64_t cost = sy_rate_cost(r, n);
+    return cost < r->limit ? cost : r->limit;
+}
+
+bool sy_rate_fits(const sy_rate_t *r, uint32_t tat, uint32_t now, uint64_t n, uint32_t extra) {
+    return r->per_s == 0 || (uint64_t)sy_rate_ahead(tat, now) + needed(r, n) <= (uint64_t)r->limit + extra;
+}
+
+uint32_t sy_rate_charge(const sy_rate_t *r, uint32_t tat, uint32_t now, uint64_t n) {
+    if (r->per_s == 0)
+        return tat;
+    uint64_t next = sy_rate_ahead(tat, now) + sy_rate_cost(r, n);
     if (next > SY_RATE_AHEAD_MAX)
         next = SY_RATE_AHEAD_MAX;
     return now + (uint32_t)next;
 }
 
-uint32_t sy_rate_wait_ms(const sy_rate_t *r, uint32_t tat, uint32_t now) {
-    if (sy_rate_room(r, tat, now, 0))
+uint32_t sy_rate_wait_ms(const sy_rate_t *r, uint32_t tat, uint32_t now, uint64_t n) {
+    if (sy_rate_fits(r, tat, now, n, 0))
         return 0;
-    /* Room once ahead < limit: after ahead - limit + 1 ticks. */
-    uint32_t ticks = sy_rate_ahead(tat, now) - r->limit + 1;
-    return (ticks + SY_RATE_TICKS_PER_MS - 1) / SY_RATE_TICKS_PER_MS;
+    /* They fit once ahead <= limit - needed: after this many ticks. */
+    uint64_t ticks = sy_rate_ahead(tat, now) - (r->limit - needed(r, n));
+    return (uint32_t)((ticks + SY_RATE_TICKS_PER_MS - 1) / SY_RATE_TICKS_PER_MS);
 }
 
 /* ---- the waiting connections: a binary min-heap by due time ---------------- */

@@ -6,12 +6,13 @@
  *
  * A bucket is its theoretical arrival time (tat): the time at which it
  * would be full again. A unit (a message, a byte) costs the bucket's period
- * (a second / the rate); a bucket with `limit` ticks of burst lets a unit in
- * while tat - now < limit, and charging it moves tat on by its cost (from
- * now when tat is past). So the check comes before the charge: a message
- * larger than the burst gets in when the bucket has any room, and the wait
- * after it pays it back: on average the rate holds exactly, and no message
- * is ever refused for its size alone.
+ * (a second / the rate); a bucket with `limit` ticks of burst lets n units
+ * in when tat - now + their cost <= limit, and charging them moves tat on by
+ * their cost (from now when tat is past): exactly a token bucket of `burst`
+ * tokens. n units that cost more than the whole burst (a message larger
+ * than byteBurst) get in when the bucket is full, and the wait after them
+ * pays them back: on average the rate holds, and no message is ever
+ * refused for its size alone.
  *
  * Time is in ticks of 1/16 µs (SY_RATE_TICKS_PER_MS) on 32 bits, compared
  * by difference: a wrap takes 268 s. A bucket never runs more than
@@ -67,17 +68,19 @@ static inline uint32_t sy_rate_ahead(uint32_t tat, uint32_t now) {
     return d > 0 ? (uint32_t)d : 0;
 }
 
-/* True when the bucket lets one more unit in: it is less than its burst
- * (plus `extra` ticks) ahead. An unlimited rate always does. */
-static inline bool sy_rate_room(const sy_rate_t *r, uint32_t tat, uint32_t now, uint32_t extra) {
-    return r->per_s == 0 || (uint64_t)sy_rate_ahead(tat, now) < (uint64_t)r->limit + extra;
-}
+/* What n units cost, in ticks (at most SY_RATE_AHEAD_MAX; 0 unlimited). */
+uint64_t sy_rate_cost(const sy_rate_t *r, uint64_t n);
+
+/* True when the bucket lets n more units in: their cost (or the whole
+ * burst, when they cost more) fits within the burst plus `extra` ticks. An
+ * unlimited rate always does. */
+bool sy_rate_fits(const sy_rate_t *r, uint32_t tat, uint32_t now, uint64_t n, uint32_t extra);
 
 /* The bucket's time after n more units (tat itself when unlimited). */
 uint32_t sy_rate_charge(const sy_rate_t *r, uint32_t tat, uint32_t now, uint64_t n);
 
-/* Milliseconds until the bucket has room again (0: it has). */
-uint32_t sy_rate_wait_ms(const sy_rate_t *r, uint32_t tat, uint32_t now);
+/* Milliseconds until n more units fit (0: they do), rounded up. */
+uint32_t sy_rate_wait_ms(const sy_rate_t *r, uint32_t tat, uint32_t now, uint64_t n);
 
 /* A past tat brought up to now (what the sweep does once a second). */
 static inline uint32_t sy_rate_current(uint32_t tat, uint32_t now) { return (int32_t)(tat - now) < 0 ? now : tat; }
