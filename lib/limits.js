@@ -67,10 +67,9 @@ function prefixOption(value) {
   return Object.freeze(p);
 }
 
-/** A burst: null → the rate (one second's worth; 1 when there is no rate,
- * where it is not used); at most a minute's worth. */
+/** A burst: null (one second's worth of the rate), or 1 to a minute's worth. */
 function burstOption(o, key, rateKey) {
-  if (o[key] === null) return o[rateKey] || 1;
+  if (o[key] === null) return null;
   integer(`options.${key}`, o[key], 1, RANGES[key].max);
   if (o[rateKey] > 0 && o[key] > o[rateKey] * BURST_MAX_SECONDS) {
     throw outOfRange(`options.${key}`, `an integer >= 1 and <= ${BURST_MAX_SECONDS} seconds' worth of ${rateKey} ` +
@@ -87,9 +86,9 @@ function nativeLimitOptions(o) {
     addressPrefixV4: o.addressPrefix.v4,
     addressPrefixV6: o.addressPrefix.v6,
     maxMessagesPerSecond: o.maxMessagesPerSecond,
-    messageBurst: o.messageBurst,
+    messageBurst: o.messageBurst ?? (o.maxMessagesPerSecond || 1), // 1: unused without a rate
     maxBytesPerSecond: o.maxBytesPerSecond,
-    byteBurst: o.byteBurst,
+    byteBurst: o.byteBurst ?? (o.maxBytesPerSecond || 1),
     rateLimit: o.rateLimit === 'close' ? 1 : 0,
     rateLimitGrace: o.rateLimitGrace,
   };

@@ -479,7 +479,7 @@ static void accept_some(sy_io_t *io) {
              * it looks at the backlog: EAGAIN now means nobody else waits,
              * and the level-triggered listener calls again when one does. */
             (void)close(io->spare_fd);
-            int again = sy_sock_accept(io->listen_fd, false, &fd);
+            sy_err_t again = sy_sock_accept(io->listen_fd, false, &fd);
             if (again == 0) {
                 (void)close(fd);
                 sy_stat_inc(&io->ctx.stats.accept_rejects);
@@ -734,7 +734,9 @@ static void sweep(sy_io_t *io) {
     }
     sy_deflate_trim(&io->ctx.deflate, io->ctx.now_ms);
     settle_awaiting(io);
-    if (io->spare_fd < 0 && io->listen_fd >= 0) /* another thread took it back then */
+    /* The spare descriptor could not be taken back after a refusal (another
+     * thread had just taken the one freed): again now. */
+    if (io->spare_fd < 0 && io->listen_fd >= 0)
         io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
         if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG) == 0)
