@@ -51,6 +51,15 @@
     X(maxHeaders, 1, 256) \
     X(backlog, 1, 65535) \
     X(maxConnections, 0, UINT32_MAX) \
+    X(maxConnectionsPerAddress, 0, UINT32_MAX) \
+    X(upgradeRatePerAddress, 0, 1000000) \
+    X(addressPrefixV4, 1, 32) \
+    X(addressPrefixV6, 1, 64) \
+    X(maxMessagesPerSecond, 0, (int64_t)1 << 32) \
+    X(messageBurst, 1, (int64_t)1 << 38) \
+    X(maxBytesPerSecond, 0, (int64_t)1 << 32) \
+    X(byteBurst, 1, (int64_t)1 << 38) \
+    X(rateLimitGrace, 0, 60000) \
     X(maxEventBytes, 65536, (int64_t)1 << 40) \
     X(compressLevel, SY_DEFLATE_LEVEL_MIN, SY_DEFLATE_LEVEL_MAX) \
     X(compressThreshold, 0, (int64_t)1 << 40) \
@@ -512,6 +521,32 @@ static bool proxy_options(napi_env env, napi_value obj, sy_server_opts_t *o) {
     return true;
 }
 
+/* The limits per address and per connection's inbound rate (rateLimit:
+ * 0 pause, 1 close) into o. The binding's ranges are checked here; how
+ * long a burst may last is sy_server_create's to check. */
+static bool limit_opts(napi_env env, napi_value obj, sy_server_opts_t *o) {
+    int64_t per_addr, upg_rate, v4, v6, msgs, msg_burst, bytes, byte_burst, close, grace;
+    napi_value v;
+    if (!opt_int(env, obj, OPT_maxConnectionsPerAddress, &per_addr) ||
+        !opt_int(env, obj, OPT_upgradeRatePerAddress, &upg_rate) || !opt_int(env, obj, OPT_addressPrefixV4, &v4) ||
+        !opt_int(env, obj, OPT_addressPrefixV6, &v6) || !opt_int(env, obj, OPT_maxMessagesPerSecond, &msgs) ||
+        !opt_int(env, obj, OPT_messageBurst, &msg_burst) || !opt_int(env, obj, OPT_maxBytesPerSecond, &bytes) ||
+        !opt_int(env, obj, OPT_byteBurst, &byte_burst) || !opt_int(env, obj, OPT_rateLimitGrace, &grace) ||
+        !opt_get(env, obj, "rateLimit", &v) || !sy_napi_get_int64(env, v, "rateLimit", 0, 1, &close))
+        return false;
+    o->max_conns_per_address = (uint32_t)per_addr;
+    o->upgrade_rate_per_address = (uint32_t)upg_rate;
+    o->address_prefix_v4 = (uint8_t)v4;
+    o->address_prefix_v6 = (uint8_t)v6;
+    o->max_messages_per_s = (uint64_t)msgs;
+    o->message_burst = (uint64_t)msg_burst;
+    o->max_bytes_per_s = (uint64_t)bytes;
+    o->byte_burst = (uint64_t)byte_burst;
+    o->rate_close = close != 0;
+    o->rate_grace_ms = (uint32_t)grace;
+    return true;
+}
+
 /* serverCreate(opts) -> handle. The events' callback is given to
  * serverListen, which keeps it in the thread-safe function. */
 static napi_value server_create(napi_env env, napi_callback_info info) {
@@ -574,7 +609,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .history_ttl_s = (uint32_t)h_ttl,
         .history_max_bytes = (size_t)h_bytes,
     };
-    if (!proxy_options(env, argv[0], &o)) {
+    if (!proxy_options(env, argv[0], &o) || !limit_opts(env, argv[0], &o)) {
         sy_free(host);
         sy_free(path);
         return NULL;
@@ -1197,6 +1232,7 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
     sy_server_history_totals(b->srv, &h_count, &h_bytes);
     if (!thread_stats_object(env, &sum, &total) || !set_u64(env, total, "topics", sy_server_topic_count(b->srv)) ||
         !set_u64(env, total, "historyMessages", h_count) || !set_u64(env, total, "historyBytes", h_bytes) ||
+        !set_u64(env, total, "addresses", sy_server_address_count(b->srv)) ||
         !sy_napi_set_value(env, total, "threads", arr))
         return NULL;
     return total;

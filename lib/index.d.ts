@@ -112,6 +112,27 @@ export interface ServerOptions {
   backlog?: number;
   /** Upgrades refused with 503 above this many sockets. 0: no limit. Default 0. */
   maxConnections?: number;
+  /** Open connections per client address (addressPrefix); more are answered 503 and closed by the IO
+   * thread before onUpgrade (addressRejects). 0: no limit. Default 0. */
+  maxConnectionsPerAddress?: number;
+  /** New connections per second per client address, in bursts of as many; more are answered 429 with
+   * Retry-After (upgradeRateRejects). 0: no limit. Default 0. */
+  upgradeRatePerAddress?: number;
+  /** What names a client address: its first v4 (1-32) or v6 (1-64) bits. Default { v4: 32, v6: 64 }. */
+  addressPrefix?: { v4?: number; v6?: number };
+  /** Data messages a connection may send per second, in bursts of messageBurst. 0: no limit. Default 0. */
+  maxMessagesPerSecond?: number;
+  /** Payload bytes (as on the wire) a connection may send per second, in bursts of byteBurst. 0: no limit. Default 0. */
+  maxBytesPerSecond?: number;
+  /** Burst of maxMessagesPerSecond (at most 60 seconds' worth). null: one second's worth. */
+  messageBurst?: number | null;
+  /** Burst of maxBytesPerSecond (at most 60 seconds' worth). null: one second's worth. */
+  byteBurst?: number | null;
+  /** Over the inbound rate: 'pause' (not read until within it: TCP pushes back; rateWaits) or 'close'
+   * (1008 'rate limit exceeded' once more than rateLimitGrace ms ahead; rateCloses). Default 'pause'. */
+  rateLimit?: 'pause' | 'close';
+  /** rateLimit 'close': how far ahead of its rate (ms, 0-60000) a client may get before it is closed. Default 1000. */
+  rateLimitGrace?: number;
   /** Per IO thread: stop reading from clients while JS has this many bytes of
    * events (messages) not yet delivered; resume below a quarter. Default 64 MiB. */
   maxEventBytes?: number;
@@ -245,6 +266,14 @@ export interface ThreadStats {
   fragmentCloses: number;
   /** Connections closed (1008) for control frames over controlRate per second. */
   controlRateCloses: number;
+  /** Times a connection was not read while over maxMessagesPerSecond or maxBytesPerSecond (rateLimit 'pause'). */
+  rateWaits: number;
+  /** Connections closed (1008, 'rate limit exceeded') over their inbound rate (rateLimit 'close'). */
+  rateCloses: number;
+  /** Connections refused (503) at maxConnectionsPerAddress, before onUpgrade. */
+  addressRejects: number;
+  /** Connections refused (429, Retry-After) over upgradeRatePerAddress, before onUpgrade. */
+  upgradeRateRejects: number;
   timeouts: number;
   oomCloses: number;
   eventsLost: number;
@@ -330,6 +359,8 @@ export interface ServerStats extends ThreadStats {
   historyMessages: number;
   /** Their bytes: the frames plus 64 per message (what history.maxBytes caps). */
   historyBytes: number;
+  /** Client addresses in the per-address table (with connections, or a rate of new ones not yet idle); 0 without per-address limits. */
+  addresses: number;
   threads: IoThreadStats[];
   /** The bus' counters; null without a bus. */
   bus: BusStats | null;

@@ -68,6 +68,7 @@ function exposition(stats, labels = {}) {
       ]));
     }
     family(lines, 'symphony_topics', 'gauge', 'Topics with at least one subscriber or pending publish.', [[labels, stats.topics]]);
+    family(lines, 'symphony_addresses', 'gauge', 'Client addresses in the per-address table (with connections, or a rate of new ones not yet idle).', [[labels, stats.addresses]]);
     family(lines, 'symphony_history_messages', 'gauge', "Messages kept in topics' history.", [[labels, stats.historyMessages]]);
     family(lines, 'symphony_history_bytes', 'gauge', "Bytes of topics' history (frames plus 64 per message).", [[labels, stats.historyBytes]]);
     if (stats.bus) {

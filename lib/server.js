@@ -10,6 +10,7 @@ const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue, in
 const { exposition } = require('./metrics');
 const { busOption, nativeBusOptions, Bus, update: busUpdate } = require('./bus');
 const { proxyProtocolOptions, trustProxyOption, clientAddress } = require('./proxy');
+const { LIMIT_DEFAULTS, limitOptions, nativeLimitOptions } = require('./limits');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server.c): checked here first only to name the user's option.
@@ -50,6 +51,8 @@ const DEFAULTS = Object.freeze({
   maxHeaders: 64,
   backlog: 511,
   maxConnections: 0,
+  // Per client address and per connection's inbound rate (lib/limits.js).
+  ...LIMIT_DEFAULTS,
   maxEventBytes: 64 << 20,
   closeDeadline: 2000,
   // The memory policy (docs/memory.md): after a thread's connections
@@ -150,6 +153,7 @@ function normalizeOptions(options) {
   o.history = historyOption(o.history, 'options.history');
   proxyProtocolOptions(o); // checked now, given to the binding by the constructor
   trustProxyOption(o.trustProxy);
+  limitOptions(o);
   return o;
 }
 
@@ -442,6 +446,7 @@ class Server extends EventEmitter {
       historyMaxBytes: o.history.maxBytes,
       proxyProtocol: proxy.mode,
       proxyProtocolFrom: proxy.from,
+      ...nativeLimitOptions(o),
     });
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');

@@ -16,6 +16,7 @@
 #include "base/sy_refbuf.h"
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_env.h"
+#include "io/sy_addrlimit.h"
 #include "io/sy_io.h"
 #include "io/sy_park.h"
 #include "io/sy_topic.h"
@@ -44,6 +45,36 @@ struct sy_server {
 #endif
     sy_io_t *io[]; /* NULL until the threads are made */
 };
+
+/* The limits per address and per connection's inbound rate, from the
+ * options: 0, or EINVAL/ENOMEM with a message in err. */
+static int limits_init(sy_io_shared_t *sh, char *err, size_t errlen) {
+    const sy_io_opts_t *o = &sh->opts;
+    if (sy_rate_init(&sh->in_msgs, o->max_messages_per_s, o->message_burst) != 0 ||
+        sy_rate_init(&sh->in_bytes, o->max_bytes_per_s, o->byte_burst) != 0 ||
+        o->rate_grace_ms > SY_RATE_BURST_MAX_MS) {
+        snprintf(err, errlen, "a burst or grace of the inbound rate lasts more than %u s, or a rate is out of range",
+                 SY_RATE_BURST_MAX_MS / 1000);
+        return EINVAL;
+    }
+    sh->rate_on = sh->in_msgs.per_s > 0 || sh->in_bytes.per_s > 0;
+    sh->rate_grace = o->rate_grace_ms * SY_RATE_TICKS_PER_MS;
+    if (o->max_conns_per_address == 0 && o->upgrade_rate_per_address == 0)
+        return 0;
+    sy_addrlimit_conf_t c = {.max_conns = o->max_conns_per_address,
+                             .rate = o->upgrade_rate_per_address,
+                             .v4_prefix = o->address_prefix_v4 ? o->address_prefix_v4 : 32,
+                             .v6_prefix = o->address_prefix_v6 ? o->address_prefix_v6 : 64};
+    if (c.v4_prefix > 32 || c.v6_prefix > 64) {
+        snprintf(err, errlen, "address prefixes are 1..32 (IPv4) and 1..64 (IPv6)");
+        return EINVAL;
+    }
+    if ((sh->addrs = sy_addrlimit_create(&c)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return ENOMEM;
+    }
+    return 0;
+}
 
 sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch, void *ctx, char *err, size_t errlen) {
     if (opts->threads < 1 || opts->threads > SY_SERVER_MAX_THREADS) {
@@ -92,6 +123,10 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
     s->shared.opts.host = s->host;
     s->shared.opts.path = s->path;
     s->shared.path_len = s->path ? strlen(s->path) : 0;
+    if (limits_init(&s->shared, err, errlen) != 0) {
+        sy_server_destroy(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -842,6 +877,8 @@ unsigned sy_server_threads(sy_server_t *s) { return s->shared.nthreads; }
 
 size_t sy_server_topic_count(sy_server_t *s) { return sy_topics_count(&s->shared.topics); }
 
+size_t sy_server_address_count(sy_server_t *s) { return sy_addrlimit_count(s->shared.addrs); }
+
 unsigned sy_server_subscribers(sy_server_t *s, const char *topic, size_t topic_len) {
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
     if (t == NULL)
@@ -996,6 +1033,7 @@ void sy_server_destroy(sy_server_t *s) {
     sy_topics_destroy(&s->shared.topics); /* and their history */
     sy_hist_destroy(&s->shared.hist);
     sy_deflate_once_destroy(&s->shared.deflate_once);
+    sy_addrlimit_destroy(s->shared.addrs);
 #ifdef SY_WITH_TLS
     if (sy_server_tls(s))
         sy_tls_source_destroy(&s->tls);

@@ -158,6 +158,10 @@ bool sy_server_is_open(sy_server_t *s, uint64_t id);
 void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_stats_t *out);
 unsigned sy_server_threads(sy_server_t *s);
 size_t sy_server_topic_count(sy_server_t *s);
+/* Client addresses in the per-address table now (0 without per-address
+ * limits): those with connections, or whose rate of new ones is not idle.
+ * Any thread. */
+size_t sy_server_address_count(sy_server_t *s);
 /* Subscribers of topic on this node now (subscriptions made, counted at
  * the call that made them, less those ended); 0 for no such topic. Any
  * thread. */

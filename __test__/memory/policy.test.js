@@ -259,6 +259,7 @@ test('metrics() is valid Prometheus text and its values match stats()', { timeou
   assert.equal(one('symphony_topics', {})[0].value, stats.topics);
   assert.equal(one('symphony_history_messages', {})[0].value, stats.historyMessages);
   assert.equal(one('symphony_history_bytes', {})[0].value, stats.historyBytes);
+  assert.equal(one('symphony_addresses', {})[0].value, stats.addresses);
   for (const s of samples) assert.equal(s.labels.service, 'feed \\"1\\"', 'constant labels on every sample, escaped');
   const a = allocator.stats();
   const allocated = one('symphony_allocator_allocated_bytes', {});

@@ -71,7 +71,7 @@ test('stats() has every counter, per thread and in the totals (sum or max)', asy
   const clients = await Promise.all([client(url), client(url), client(url)]);
   await waitFor(() => server.stats().connections === 3, 5000, 'open');
   const s = server.stats();
-  assert.deepEqual(Object.keys(s).sort(), [...names, 'topics', 'historyMessages', 'historyBytes', 'threads', 'bus'].sort());
+  assert.deepEqual(Object.keys(s).sort(), [...names, 'topics', 'historyMessages', 'historyBytes', 'addresses', 'threads', 'bus'].sort());
   assert.equal(s.bus, null, 'no bus');
   assert.equal(s.threads.length, 2);
   for (const t of s.threads) assert.deepEqual(Object.keys(t).sort(), [...names, 'arena', 'connArena'].sort());
@@ -114,15 +114,18 @@ function nativeOptions(over = {}) {
     slowConsumer: 0, idleTimeout: 120, handshakeTimeout: 10, closeTimeout: 5, maxHeaderSize: 8192,
     maxHeaders: 64, backlog: 511, maxConnections: 0, maxEventBytes: 64 << 20, upgradeHandler: false,
     reclaim: true, compression: false, compressLevel: 6, compressThreshold: 128, historySize: 0, historyTtl: 0,
-    historyMaxBytes: 0, ...over,
+    historyMaxBytes: 0, maxConnectionsPerAddress: 0, upgradeRatePerAddress: 0, addressPrefixV4: 32,
+    addressPrefixV6: 64, maxMessagesPerSecond: 0, messageBurst: 1, maxBytesPerSecond: 0, byteBurst: 1, rateLimit: 0,
+    rateLimitGrace: 1000, ...over,
   };
 }
 
 // Native options that are nested in lib/'s: compression: { level, threshold },
-// history: { size, ttl, maxBytes }.
+// history: { size, ttl, maxBytes }, addressPrefix: { v4, v6 }.
 const NESTED = {
   compressLevel: ['compression', 'level'], compressThreshold: ['compression', 'threshold'],
   historySize: ['history', 'size'], historyTtl: ['history', 'ttl'], historyMaxBytes: ['history', 'maxBytes'],
+  addressPrefixV4: ['addressPrefix', 'v4'], addressPrefixV6: ['addressPrefix', 'v6'],
 };
 const jsOptions = (key, v) => (NESTED[key] ? { [NESTED[key][0]]: { [NESTED[key][1]]: v } } : { [key]: v });
 const jsName = (key) => (NESTED[key] ? `options\\.${NESTED[key][0]}\\.${NESTED[key][1]}` : `options\\.${key}`);
@@ -133,7 +136,8 @@ test('constants.options: lib/ and the binding accept the same ranges', () => {
   assert.deepEqual(keys.sort(), ['backlog', 'closeDeadline', 'closeTimeout', 'compressLevel', 'compressThreshold',
     'handshakeTimeout', 'historyMaxBytes', 'historySize', 'historyTtl', 'idleTimeout', 'maxBackpressure',
     'maxConnections', 'maxEventBytes', 'maxHeaderSize', 'maxHeaders', 'maxPayload', 'port', 'threads',
-    'maxFragments', 'controlRate'].sort());
+    'maxFragments', 'controlRate', 'maxConnectionsPerAddress', 'upgradeRatePerAddress', 'addressPrefixV4',
+    'addressPrefixV6', 'maxMessagesPerSecond', 'messageBurst', 'maxBytesPerSecond', 'byteBurst', 'rateLimitGrace'].sort());
   for (const [key, { min, max }] of Object.entries(constants.options)) {
     for (const bad of [min - 1, max + 1]) {
       assert.throws(() => new Server(jsOptions(key, bad)), { name: 'RangeError', message: new RegExp(`${jsName(key)}.*>= ${min} and <= ${max}`) });

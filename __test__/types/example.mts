@@ -18,6 +18,15 @@ const options: ServerOptions = {
   compression: { threshold: 256, level: 4 },
   history: { size: 500, ttl: 300, maxBytes: 32 << 20 },
   maxFragments: null,
+  maxConnectionsPerAddress: 50,
+  upgradeRatePerAddress: 10,
+  addressPrefix: { v6: 56 },
+  maxMessagesPerSecond: 20,
+  messageBurst: null,
+  maxBytesPerSecond: 64 << 10,
+  byteBurst: 256 << 10,
+  rateLimit: 'pause',
+  rateLimitGrace: 500,
   onUpgrade: async (req: UpgradeRequest): Promise<UpgradeResult> => {
     for (const { topic, epoch, offset } of req.since) console.log(topic, epoch.length, offset);
     const user = req.headers.cookie?.match(/user=(\w+)/)?.[1];
@@ -78,6 +87,7 @@ server.end(1, 4000, 'bye');
 const user: unknown = server.getUserData(1);
 const stats: ServerStats | null = server.stats();
 if (stats) console.log(delivered, user, stats.connections, stats.threads[0]?.arena, stats.compressed, stats.topics);
+if (stats) console.log(stats.addresses, stats.addressRejects, stats.upgradeRateRejects, stats.rateWaits, stats.threads[0]?.rateCloses);
 const text: string = server.metrics({ service: 'feed' });
 console.log(text.length, server.options.noServer, server.options.compression, server.address()?.port);
 
@@ -121,6 +131,10 @@ new Server({ prot: 80 });
 new Server({ slowConsumer: 'evict' });
 // @ts-expect-error compression levels are numbers
 new Server({ compression: { level: 'max' } });
+// @ts-expect-error rateLimit is 'pause' or 'close'
+new Server({ rateLimit: 'drop' });
+// @ts-expect-error addressPrefix has v4 and v6 only
+new Server({ addressPrefix: { v5: 8 } });
 // @ts-expect-error a topic is a string
 server.publish(1, 'x');
 // @ts-expect-error ids are numbers

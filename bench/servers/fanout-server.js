@@ -17,6 +17,10 @@
 // wins).
 // BENCH_SYMPHONY_ROOT=DIR loads symphony from DIR (its lib/ and its native
 // builds: a baseline checkout) instead of this repository.
+// BENCH_LIMITS=1 turns every native limit per address and per connection on
+// (LIMITS below), each set high enough never to refuse or pause anyone: what
+// the limits cost when they hold nobody back (the arm `--arm-env
+// limits=BENCH_LIMITS=1`; README, "Limits per address and per connection").
 // stdout: {"port":N,"symphony":{root,native,allocator}} once listening (what
 // was loaded, from where); on exit one JSON line with what was
 // published, server.stats() (taken just before close) and memory (the
@@ -62,6 +66,13 @@ function memory() {
   return memoryKiB({ name: allocator.name, ...allocator.stats(), pages });
 }
 
+const LIMITS = {
+  maxConnectionsPerAddress: 1000000,
+  upgradeRatePerAddress: 1000000,
+  maxMessagesPerSecond: 1000000,
+  maxBytesPerSecond: 2 ** 32,
+};
+
 serve('fanout-server', async (o, run) => {
   const server = new Server({
     host: '127.0.0.1',
@@ -72,6 +83,7 @@ serve('fanout-server', async (o, run) => {
     tls: benchTls(), // BENCH_TLS=ecdsa|rsa: wss:// on symphony's private OpenSSL
     ...(o.deflate ? { compression: { threshold: o.threshold, level: 6 } } : {}),
     ...(o['bus-url'] ? { bus: { url: o['bus-url'] } } : {}),
+    ...(process.env.BENCH_LIMITS === '1' ? LIMITS : {}),
   });
   if (o['bus-url']) {
     // A build without the bus would ignore the option and serve alone: no run.

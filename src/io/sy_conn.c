@@ -11,9 +11,11 @@
 #include "base/sy_alloc.h"
 #include "base/sy_buf.h"
 #include "base/sy_clock.h"
+#include "io/sy_admit.h"
 #include "io/sy_conflate.h"
 #include "io/sy_deflate.h"
 #include "io/sy_peer.h"
+#include "io/sy_ratelimit.h"
 #include "io/sy_resume.h"
 #include "io/sy_upgrade.h"
 #include "net/sy_poll.h"
@@ -22,6 +24,12 @@
 #include "proto/sy_ws_msg.h"
 
 #define SY_HANDSHAKE_TURN_US 4000 /* transport handshake work per IO loop turn */
+
+#if UINTPTR_MAX == UINT64_MAX
+/* One jemalloc size class per parked connection (sy_conn.h): a field that
+ * does not fit must say what it costs. */
+_Static_assert(sizeof(sy_conn_t) == 224, "sy_conn_t is 224 bytes on 64-bit systems");
+#endif
 
 uint64_t sy_conn_id(const sy_io_t *io, const sy_conn_t *c) { return sy_id_make(sy_io_ctx(io)->index, c->slot, c->gen); }
 
@@ -54,7 +62,7 @@ static int64_t deadline_of(const sy_io_t *io, const sy_conn_t *c, sy_conn_state_
 
 uint32_t sy_conn_interest(const sy_conn_t *c) {
     uint32_t ev = 0;
-    if (c->state != SY_CONN_UPGRADING && c->state != SY_CONN_AWAIT_OWNER && !c->paused && !c->ctl_wait)
+    if (c->state != SY_CONN_UPGRADING && c->state != SY_CONN_AWAIT_OWNER && !c->paused && !c->ctl_wait && !c->rate_wait)
         ev |= SY_POLL_IN;
     if (c->want_out)
         ev |= SY_POLL_OUT;
@@ -127,6 +135,8 @@ void sy_conn_enter(sy_io_t *io, sy_conn_t *c, sy_conn_state_t st) {
     if (st == SY_CONN_DEAD)
         return;
     c->deadline_ms = deadline_of(io, c, st);
+    if (st != SY_CONN_OPEN)
+        c->rate_wait = false; /* the inbound rate is OPEN's: a close reply is read at once */
     if (st == SY_CONN_OPEN)
         sy_io_set_live(io, c->slot, c->gen);
     sy_io_update_poll(io, c);
@@ -536,6 +546,7 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
     sy_stream_shut(&c->stream);
     sy_conn_unsubscribe_all(io, c);
     sy_outq_clear(&c->outq, false);
+    sy_admit_release(io, c);
     if (c->opened) {
         sy_io_emit(io, sy_conn_id(io, c), SY_EV_CLOSE, 0, close_code_or(c, code), c->close_reason, c->close_reason_len);
         sy_stat_inc(&sy_io_ctx(io)->stats.closed);
@@ -647,6 +658,55 @@ static bool within_limits(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f) {
         return false;
     }
     return true;
+}
+
+/* Both inbound buckets let frame f in (`extra`: ticks past the burst): its
+ * payload's bytes, and a message when it ends one. */
+static bool rate_fits(const sy_io_t *io, const sy_conn_t *c, const sy_ws_frame_t *f, uint32_t now, uint32_t extra) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    return sy_rate_fits(&sh->in_msgs, c->in_msg_tat, now, f->fin ? 1 : 0, extra) &&
+           sy_rate_fits(&sh->in_bytes, c->in_byte_tat, now, f->payload_len, extra);
+}
+
+/* Not read until frame f fits its buckets: f and what follows stay in rbuf,
+ * TCP pushes back on the peer, and sy_io calls sy_conn_rate_resume when the
+ * wait is over (f is checked again then). The thread's list out of memory:
+ * closed 1011. */
+static void rate_pause(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f, uint32_t now) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    uint32_t a = sy_rate_wait_ms(&sh->in_msgs, c->in_msg_tat, now, f->fin ? 1 : 0);
+    uint32_t b = sy_rate_wait_ms(&sh->in_bytes, c->in_byte_tat, now, f->payload_len);
+    if (sy_io_rate_wait(io, c, sy_io_ctx(io)->now_ms + (a > b ? a : b)) != 0) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    c->rate_wait = true;
+    sy_stat_inc(&sy_io_ctx(io)->stats.rate_waits);
+    sy_io_update_poll(io, c);
+}
+
+/* The inbound rate (maxMessagesPerSecond, maxBytesPerSecond), checked before
+ * a whole data frame is handled: true to go on, the frame charged (its
+ * payload's bytes; a message when it is the last frame of one). When it
+ * does not fit: with rateLimit 'pause', c waits (rate_pause) and false; with
+ * 'close', a frame that does not fit even the grace past the burst closes c
+ * (1008, after the owner's replies) and false. */
+static bool within_rate(sy_io_t *io, sy_conn_t *c, const sy_ws_frame_t *f) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    if (!sh->rate_on || c->state != SY_CONN_OPEN || SY_WS_OP_IS_CONTROL(f->opcode))
+        return true; /* control frames are controlRate's */
+    uint32_t now = sy_rate_now(sy_io_ctx(io)->now_ms);
+    if (rate_fits(io, c, f, now, sh->opts.rate_close ? sh->rate_grace : 0)) {
+        if (f->fin)
+            c->in_msg_tat = sy_rate_charge(&sh->in_msgs, c->in_msg_tat, now, 1);
+        c->in_byte_tat = sy_rate_charge(&sh->in_bytes, c->in_byte_tat, now, f->payload_len);
+        return true;
+    }
+    if (sh->opts.rate_close)
+        policy_close(io, c, &sy_io_ctx(io)->stats.rate_closes, "rate limit exceeded");
+    else
+        rate_pause(io, c, f, now);
+    return false;
 }
 
 /* A compressed message, whole, at p[0..n) with SY_INFLATE_TAIL writable
@@ -822,6 +882,11 @@ static size_t ws_process(sy_io_t *io, sy_conn_t *c, uint8_t *buf, size_t len) {
                 return len;
             break;
         }
+        if (!within_rate(io, c, &f)) {
+            if (c->rate_wait)
+                break; /* this frame and the rest wait in rbuf */
+            return len;
+        }
         if (!within_limits(io, c, &f))
             return len;
         uint8_t *p = buf + pos + h;
@@ -906,7 +971,8 @@ void sy_conn_opened(sy_io_t *io, sy_conn_t *c, const char *protocol, size_t prot
     sy_outq_pin(&c->outq);
     c->opened = true;
     c->last_rx_ms = sy_io_ctx(io)->now_ms;
-    c->ctl_tat_us = (uint32_t)(sy_io_ctx(io)->now_ms * 1000); /* a full burst of control frames */
+    c->ctl_tat_us = (uint32_t)(sy_io_ctx(io)->now_ms * 1000);            /* a full burst of control frames */
+    c->in_msg_tat = c->in_byte_tat = sy_rate_now(sy_io_ctx(io)->now_ms); /* and of messages */
     sy_conn_enter(io, c, SY_CONN_OPEN);
     sy_stat_inc(&sy_io_ctx(io)->stats.opened);
     sy_stat_inc(&sy_io_ctx(io)->stats.connections);
@@ -935,8 +1001,8 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
         sy_peer_on_readable(io, c);
         return;
     }
-    if (c->ctl_wait)
-        return; /* until its control replies are written (queue_control) */
+    if (c->ctl_wait || c->rate_wait)
+        return; /* until its control replies are written (queue_control), or its rate has room */
     if (sy_io_ctx(io)->reads_paused && c->state == SY_CONN_OPEN) {
         sy_io_pause(io, c);
         return;
@@ -1052,4 +1118,17 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
     uint32_t now_us = (uint32_t)(now * 1000);
     if ((int32_t)(c->ctl_tat_us - now_us) < 0)
         c->ctl_tat_us = now_us;
+    /* So do the inbound buckets. */
+    uint32_t ticks = sy_rate_now(now);
+    c->in_msg_tat = sy_rate_current(c->in_msg_tat, ticks);
+    c->in_byte_tat = sy_rate_current(c->in_byte_tat, ticks);
+}
+
+void sy_conn_rate_resume(sy_io_t *io, sy_conn_t *c) {
+    if (!c->rate_wait || c->state != SY_CONN_OPEN)
+        return;
+    c->rate_wait = false;
+    sy_io_update_poll(io, c);
+    if (c->rlen > 0)
+        ws_consume(io, c, c->rbuf, c->rlen); /* what waited: it may wait again */
 }

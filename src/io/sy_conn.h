@@ -155,39 +155,48 @@ typedef struct sy_sub {
 typedef struct sy_conn {
     sy_stream_t stream;
     uint32_t slot, gen;
-    uint8_t state;
-    uint8_t msg_op;      /* opcode of the fragmented message being assembled */
-    uint8_t poll_ev;     /* interest registered with the poller (SY_POLL_*) */
-    bool in_msg : 1;     /* a fragmented message is open */
-    bool opened : 1;     /* the owner saw SY_EV_OPEN (so it must see SY_EV_CLOSE) */
-    bool dirty : 1;      /* on io->dirty */
-    bool want_out : 1;   /* waiting for writability */
-    bool paused : 1;     /* on io->paused */
-    bool hit_limit : 1;  /* the backpressure limit was hit: emit DRAIN when empty */
-    bool ping_sent : 1;  /* an idle ping is out */
-    bool broken : 1;     /* the poller refused it: destroyed at the end of the turn */
-    bool deflate : 1;    /* permessage-deflate negotiated (sy_pmd.h) */
-    bool msg_z : 1;      /* the fragmented message being assembled is compressed */
-    bool close_echo : 1; /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
-    bool v1 : 1;         /* speaks symphony.v1 (proto/sy_v1.h): positions, notices, resumes */
-    bool ctl_wait : 1;   /* its control replies back up: not read until they are written */
-    bool listener : 1;   /* accepted by the server's own listener (not adopted from Node) */
-    bool proxied : 1;    /* its peer[] came from a PROXY protocol header (io/sy_peer.h) */
-    bool has_peer : 1;   /* peer[0] exists (a server with proxyProtocol) */
-    bool conflating : 1; /* slowConsumer 'conflate': went over the limit since its queue
-                            was last empty; its subscriptions track their newest
-                            queued message (io/sy_conflate.h) */
-    uint8_t zwin;        /* lg2 of the client's inflate window when it limited it; 0: not limited */
-    uint8_t close_reason_len;
+    /* 224 bytes in all, one jemalloc size class (checked in sy_conn.c):
+     * the small fields below are packed, the times are 32-bit. */
     uint16_t close_code;
+    uint8_t state : 4;      /* sy_conn_state_t */
+    uint8_t poll_ev : 4;    /* interest registered with the poller (SY_POLL_*) */
+    uint8_t msg_op : 4;     /* opcode of the fragmented message being assembled */
+    uint8_t zwin : 4;       /* lg2 of the client's inflate window when it limited it; 0: not limited */
+    uint8_t utf8 : 4;       /* UTF-8 state of the text message being assembled (also
+                              over the checked part of a frame still arriving; sy_utf8's
+                              states fit in 4 bits) */
+    uint8_t listener : 1;   /* accepted by the server's own listener (not adopted from Node) */
+    uint8_t proxied : 1;    /* its peer[] came from a PROXY protocol header (io/sy_peer.h) */
+    uint8_t has_peer : 1;   /* peer[0] exists (a server with proxyProtocol) */
+    uint8_t conflating : 1; /* slowConsumer 'conflate': went over the limit since its queue
+                               was last empty; its subscriptions track their newest
+                               queued message (io/sy_conflate.h) */
+    uint8_t close_reason_len;
+    bool in_msg : 1;        /* a fragmented message is open */
+    bool opened : 1;        /* the owner saw SY_EV_OPEN (so it must see SY_EV_CLOSE) */
+    bool dirty : 1;         /* on io->dirty */
+    bool want_out : 1;      /* waiting for writability */
+    bool paused : 1;        /* on io->paused */
+    bool hit_limit : 1;     /* the backpressure limit was hit: emit DRAIN when empty */
+    bool ping_sent : 1;     /* an idle ping is out */
+    bool broken : 1;        /* the poller refused it: destroyed at the end of the turn */
+    bool deflate : 1;       /* permessage-deflate negotiated (sy_pmd.h) */
+    bool msg_z : 1;         /* the fragmented message being assembled is compressed */
+    bool close_echo : 1;    /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
+    bool v1 : 1;            /* speaks symphony.v1 (proto/sy_v1.h): positions, notices, resumes */
+    bool ctl_wait : 1;      /* its control replies back up: not read until they are written */
+    bool rate_wait : 1;     /* over its inbound rate: not read until its buckets have room */
+    bool addr_held : 1;     /* counted in the server's address table (io/sy_admit.h) */
+    bool addr_v6 : 1;       /* addr_bits is an IPv6 prefix (else an IPv4 address) */
     uint32_t msg_frags;     /* frames of the message being received so far */
-    uint32_t utf8;          /* UTF-8 state of the text message being assembled (also
-                         over the checked part of a frame still arriving) */
     uint32_t frame_checked; /* payload bytes of the incomplete frame at the head of
                                rbuf already unmasked (and UTF-8 checked, for text) */
     uint32_t msg_seq;       /* the event batch that holds its last message (sy_io.h) */
     uint32_t ctl_tat_us;    /* control frames' rate (GCRA): their theoretical arrival
                                time, in µs of the thread's clock, wrapping */
+    uint32_t in_msg_tat;    /* the inbound messages' and bytes' buckets (GCRA,
+                               io/sy_ratelimit.h): ticks of the thread's clock, wrapping */
+    uint32_t in_byte_tat;
     int64_t last_rx_ms;
     int64_t deadline_ms; /* 0: none */
 
@@ -206,9 +215,15 @@ typedef struct sy_conn {
 
     char *close_reason; /* reason for the owner's SY_EV_CLOSE (close_reason_len bytes) */
 
-    struct sy_conn *next_dirty;  /* io->dirty */
-    struct sy_conn *next_dead;   /* io->dead */
-    struct sy_conn *next_paused; /* io->paused */
+    struct sy_conn *next_dirty; /* io->dirty */
+    /* A connection is on one of these lists at most: sy_io_forget takes it
+     * off the paused list before it goes on the dead one, and a dead one is
+     * never paused. */
+    union {
+        struct sy_conn *next_dead;   /* io->dead */
+        struct sy_conn *next_paused; /* io->paused */
+    };
+    uint64_t addr_bits; /* its address's key in the table (addr_held) */
     /* On a server with proxyProtocol only (has_peer): the client's address,
      * the socket's until a PROXY header names another, final from
      * sy_peer_final on. A server without it keeps no address (the socket
@@ -314,6 +329,11 @@ void sy_conn_unsubscribe_all(sy_io_t *io, sy_conn_t *c);
 void sy_conn_owner_caught_up(sy_io_t *io, sy_conn_t *c);
 /* True while the owner has not handled c's last message event. */
 bool sy_conn_owner_behind(const sy_io_t *io, const sy_conn_t *c);
+
+/* Its wait for its inbound rate is over (sy_io's list of waiting
+ * connections came due): reads again and handles the frames that waited,
+ * the first one checked again. No-op unless it waits (rate_wait). */
+void sy_conn_rate_resume(sy_io_t *io, sy_conn_t *c);
 
 /* Timeouts, pings, and giving back idle buffers; called about once a second. */
 void sy_conn_sweep(sy_io_t *io, sy_conn_t *c);

@@ -13,6 +13,7 @@
 
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
+#include "io/sy_addrlimit.h"
 #include "io/sy_conn.h"
 #include "io/sy_park.h"
 #include "io/sy_reclaim.h"
@@ -176,6 +177,7 @@ static void io_free(sy_io_t *io) {
     sy_free(io->ctx.stream_scratch);
     sy_deflate_free(&io->ctx.deflate);
     sy_free(io->awaiting);
+    sy_rate_waits_free(&io->rate_waits);
     sy_batch_free(io->batch);
     if (io->listen_fd >= 0)
         (void)close(io->listen_fd);
@@ -287,6 +289,20 @@ void sy_io_forget(sy_io_t *io, sy_conn_t *c) {
     unpause(io, c);
     c->next_dead = io->dead;
     io->dead = c;
+}
+
+sy_err_t sy_io_rate_wait(sy_io_t *io, sy_conn_t *c, int64_t due_ms) {
+    return sy_rate_waits_push(&io->rate_waits, sy_conn_id(io, c), due_ms);
+}
+
+/* The connections whose inbound rate has room again. */
+static void resume_rate_waits(sy_io_t *io) {
+    uint64_t id;
+    while (sy_rate_waits_pop_due(&io->rate_waits, io->ctx.now_ms, &id)) {
+        sy_conn_t *c = conn_at(io, sy_id_slot(id), sy_id_gen(id));
+        if (c != NULL)
+            sy_conn_rate_resume(io, c);
+    }
 }
 
 void sy_io_pause(sy_io_t *io, sy_conn_t *c) {
@@ -464,15 +480,20 @@ static void accept_some(sy_io_t *io) {
         if ((err == EMFILE || err == ENFILE) && io->spare_fd >= 0) {
             /* Out of descriptors: free the spare one, accept and close at
              * once, so the client learns now instead of waiting in the
-             * backlog; then take the spare back. */
+             * backlog; then take the spare back. accept4 says EMFILE before
+             * it looks at the backlog: EAGAIN now means nobody else waits,
+             * and the level-triggered listener calls again when one does. */
             (void)close(io->spare_fd);
-            if (sy_sock_accept(io->listen_fd, false, &fd) == 0) {
+            sy_err_t again = sy_sock_accept(io->listen_fd, false, &fd);
+            if (again == 0) {
                 (void)close(fd);
                 sy_stat_inc(&io->ctx.stats.accept_rejects);
             }
             io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            if (fd >= 0)
+            if (again == 0)
                 continue;
+            if ((again == EAGAIN || again == EWOULDBLOCK) && io->spare_fd >= 0)
+                return;
             err = EMFILE;
         }
         if (err != 0) {
@@ -737,9 +758,16 @@ static void sweep(sy_io_t *io) {
             sy_hist_unlock(g);
             sy_park_discard(failed);
         }
+        /* Addresses with no connection whose rate went idle. */
+        if (io->ctx.shared->addrs != NULL)
+            sy_addrlimit_sweep(io->ctx.shared->addrs, io->ctx.now_ms * 1000000);
     }
     sy_deflate_trim(&io->ctx.deflate, io->ctx.now_ms);
     settle_awaiting(io);
+    /* The spare descriptor could not be taken back after a refusal (another
+     * thread had just taken the one freed): again now. */
+    if (io->spare_fd < 0 && io->listen_fd >= 0)
+        io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
         if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG) == 0)
             io->listen_paused = false;
@@ -825,7 +853,9 @@ static void *io_main(void *arg) {
             wait = io->stop_deadline_ms - io->ctx.now_ms;
         if (wait < 0)
             wait = 0;
-        if (io->dirty != NULL || (sy_reclaim_pending(&io->reclaim) && !io->stopping))
+        if (sy_rate_waits_next(&io->rate_waits) - io->ctx.now_ms < wait)
+            wait = sy_rate_waits_next(&io->rate_waits) - io->ctx.now_ms;
+        if (wait < 0 || io->dirty != NULL || (sy_reclaim_pending(&io->reclaim) && !io->stopping))
             wait = 0;
         int n = 0;
         int rc = sy_poll_wait(io->poll, events, 256, (int)wait, &n);
@@ -843,6 +873,7 @@ static void *io_main(void *arg) {
             on_event(io, &events[i], &commands);
         if (commands)
             run_commands(io);
+        resume_rate_waits(io);
         sy_io_flush_dirty(io);
         if (io->ctx.now_ms >= io->next_sweep_ms) {
             sweep(io);
@@ -871,6 +902,7 @@ static void *io_main(void *arg) {
     }
     /* The compressor's memory is in this thread's arena: freed first. */
     sy_deflate_free(&io->ctx.deflate);
+    sy_rate_waits_free(&io->rate_waits);
     sy_io_sends_close(io);
     /* Give the arena's pages back (this thread's connections are gone) and
      * the arena to the pool, for the next IO thread. */

@@ -55,6 +55,7 @@
 #include "io/sy_events.h"
 #include "io/sy_history.h"
 #include "io/sy_io_opts.h"
+#include "io/sy_ratelimit.h"
 #include "io/sy_stats.h"
 #include "io/sy_topic.h"
 #include "net/sy_stream.h"
@@ -82,6 +83,13 @@ typedef struct sy_io_shared {
     sy_deflate_once_t deflate_once; /* where IO threads wait for a frame's compressed twin */
     bool try_uring;                 /* send with io_uring where the kernel lets us (SYMPHONY_IO_URING not "0") */
     atomic_bool topic_events;       /* the owner hears of topics' 0 <-> 1 edges (SY_EV_TOPIC) */
+    /* The limits per address (NULL: none; io/sy_addrlimit.h) and per
+     * connection's inbound rate (rate_on: either bucket is on; rate_grace:
+     * close's grace in ticks), made from opts by sy_server_create. */
+    struct sy_addrlimit *addrs;
+    sy_rate_t in_msgs, in_bytes;
+    uint32_t rate_grace;
+    bool rate_on;
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {

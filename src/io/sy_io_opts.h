@@ -48,16 +48,31 @@ typedef struct sy_io_opts {
     unsigned max_headers;         /* default 64 */
     unsigned backlog;             /* listen() backlog */
     uint32_t max_connections;     /* per server; 0: no limit beyond the fd limit */
-    size_t max_event_bytes;       /* per IO thread: stop reading clients while the owner
+    /* Per client address (io/sy_addrlimit.h, io/sy_admit.h): open
+     * connections, and new ones per second in bursts of as many; 0: no
+     * limit. The address is cut to its first v4/v6 prefix bits. */
+    uint32_t max_conns_per_address;
+    uint32_t upgrade_rate_per_address;
+    uint8_t address_prefix_v4; /* 1..32 */
+    uint8_t address_prefix_v6; /* 1..64 */
+    /* Inbound, per connection (io/sy_ratelimit.h): messages and payload
+     * bytes per second (0: no limit), in bursts of *_burst (0: a second's
+     * worth). Over them, reading pauses until they have room; rate_close:
+     * the connection is closed (1008) once more than rate_grace_ms ahead. */
+    uint64_t max_messages_per_s, message_burst;
+    uint64_t max_bytes_per_s, byte_burst;
+    bool rate_close;
+    uint32_t rate_grace_ms;
+    size_t max_event_bytes;    /* per IO thread: stop reading clients while the owner
                                      holds this many bytes of undelivered events */
-    bool upgrade_handler;         /* ask the owner about each upgrade (SY_EV_UPGRADE) */
-    bool reclaim;                 /* memory policy: give memory back after a drop (sy_reclaim.h) */
-    bool compression;             /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
-    unsigned compress_level;      /* 1..9 */
-    size_t compress_threshold;    /* payloads below this many bytes always go plain */
-    uint32_t history_size;        /* messages kept per topic by default; 0: no history (sy_history.h) */
-    uint32_t history_ttl_s;       /* none kept longer; 0: no limit */
-    size_t history_max_bytes;     /* all topics' history together; 0: no limit */
+    bool upgrade_handler;      /* ask the owner about each upgrade (SY_EV_UPGRADE) */
+    bool reclaim;              /* memory policy: give memory back after a drop (sy_reclaim.h) */
+    bool compression;          /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
+    unsigned compress_level;   /* 1..9 */
+    size_t compress_threshold; /* payloads below this many bytes always go plain */
+    uint32_t history_size;     /* messages kept per topic by default; 0: no history (sy_history.h) */
+    uint32_t history_ttl_s;    /* none kept longer; 0: no limit */
+    size_t history_max_bytes;  /* all topics' history together; 0: no limit */
 
     /* The PROXY protocol (the listener's connections only): proxy_protocol
      * is a sy_proxy_mode_t; a header is accepted from the proxy_from_n

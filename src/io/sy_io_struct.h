@@ -70,10 +70,11 @@ struct sy_io {
 
     sy_slots_t slots; /* connections by slot; live generations readable by the owner */
 
-    struct sy_conn *dirty;  /* connections to flush this turn */
-    struct sy_conn *dead;   /* closed this turn, freed at its end */
-    struct sy_conn *paused; /* not read while the owner is behind on events */
-    sy_io_sends_t sends;    /* how the dirty list is written */
+    struct sy_conn *dirty;      /* connections to flush this turn */
+    struct sy_conn *dead;       /* closed this turn, freed at its end */
+    struct sy_conn *paused;     /* not read while the owner is behind on events */
+    sy_rate_waits_t rate_waits; /* not read until their inbound rate has room (by id) */
+    sy_io_sends_t sends;        /* how the dirty list is written */
 
     sy_batch_t *batch;
     atomic_size_t event_bytes; /* in batches the owner has not given back */

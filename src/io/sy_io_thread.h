@@ -66,6 +66,9 @@ typedef struct sy_io_ctx {
  * (stopping, out of memory, out of slots): the socket is closed then and
  * shared->connections given back (the caller counted it). */
 struct sy_conn *sy_io_adopt(sy_io_t *io, int fd);
+/* Lists c (rate_wait) to be resumed at due_ms (sy_conn_rate_resume): 0, or
+ * ENOMEM (not listed: the caller closes it). */
+sy_err_t sy_io_rate_wait(sy_io_t *io, struct sy_conn *c, int64_t due_ms);
 /* Publishes whether the connection in slot is open (gen) or not (0). */
 void sy_io_set_live(sy_io_t *io, uint32_t slot, uint32_t gen);
 /* A destroyed connection: gives its slot back, unlinks it from the paused

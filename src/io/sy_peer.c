@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "base/sy_buf.h"
+#include "io/sy_admit.h"
 #include "proto/sy_cidr.h"
 #include "proto/sy_proxy.h"
 
@@ -150,6 +151,29 @@ void sy_peer_on_readable(sy_io_t *io, sy_conn_t *c) {
 }
 
 void sy_peer_final(sy_io_t *io, sy_conn_t *c) {
-    /* Admission by address goes here (it closes c to refuse it). */
+    /* Admission by address (io/sy_admit.h): the PROXY header's address when
+     * one came, else the socket's. Refused, c is answered and closed. */
+    struct sockaddr_storage ss;
+    socklen_t len = 0;
+    if (c->proxied) {
+        sy_peer_addr_t a;
+        sy_peer_get(c, &a);
+        memset(&ss, 0, sizeof(ss));
+        if (a.family == 4) {
+            struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+            in->sin_family = AF_INET;
+            in->sin_port = htons(a.port);
+            memcpy(&in->sin_addr, a.addr, 4);
+            len = sizeof(*in);
+        } else if (a.family == 6) {
+            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+            in6->sin6_family = AF_INET6;
+            in6->sin6_port = htons(a.port);
+            memcpy(&in6->sin6_addr, a.addr, 16);
+            len = sizeof(*in6);
+        }
+    }
+    if (!sy_admit(io, c, len > 0 ? (const struct sockaddr *)&ss : NULL, len))
+        return;
     sy_conn_begin(io, c);
 }

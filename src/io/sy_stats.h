@@ -69,6 +69,14 @@
       "Connections closed (1008) for a message in more than maxFragments frames.") \
     X(control_rate_closes, "controlRateCloses", SY_STAT_SUM, "symphony_control_rate_closes_total", "counter", 1, \
       "Connections closed (1008) for control frames over controlRate per second.") \
+    X(rate_waits, "rateWaits", SY_STAT_SUM, "symphony_rate_waits_total", "counter", 1, \
+      "Times a connection was not read while over maxMessagesPerSecond or maxBytesPerSecond.") \
+    X(rate_closes, "rateCloses", SY_STAT_SUM, "symphony_rate_closes_total", "counter", 1, \
+      "Connections closed (1008) over maxMessagesPerSecond or maxBytesPerSecond (rateLimit 'close').") \
+    X(address_rejects, "addressRejects", SY_STAT_SUM, "symphony_address_rejects_total", "counter", 1, \
+      "Connections refused (503) at maxConnectionsPerAddress.") \
+    X(upgrade_rate_rejects, "upgradeRateRejects", SY_STAT_SUM, "symphony_upgrade_rate_rejects_total", "counter", 1, \
+      "Connections refused (429) over upgradeRatePerAddress.") \
     X(timeouts, "timeouts", SY_STAT_SUM, "symphony_timeouts_total", "counter", 1, \
       "Handshake and idle timeouts.") \
     X(oom_closes, "oomCloses", SY_STAT_SUM, "symphony_oom_closes_total", "counter", 1, \
