@@ -232,10 +232,10 @@ export interface BusStats {
   reconnects: number;
   subscribeCommands: number;
   mapRefreshes: number;
+  bufferedBytes: number;
   syncs: number;
   filled: number;
   renewals: number;
-  bufferedBytes: number;
   channels: number;
 }
 
