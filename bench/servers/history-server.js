@@ -206,6 +206,13 @@ async function socketio() {
     const { createAdapter } = require('@socket.io/redis-streams-adapter');
     redisClient = createClient({ url: o['bus-url'] });
     redisClient.on('error', () => {}); // it reconnects by itself; the runner watches the clients
+    // The adapter's own commands can time out under load (the redis client's
+    // TimeoutError, unhandled in the adapter): said on stderr (a note of the
+    // run), not a crash that would end the node mid-run.
+    let timeouts = 0;
+    process.on('unhandledRejection', (err) => {
+      if (timeouts++ < 5) process.stderr.write(`history-server: unhandled rejection in the adapter: ${err && err.name}: ${err && err.message}\n`);
+    });
     await redisClient.connect();
     adapterOpt = { adapter: createAdapter(redisClient, { maxLen: o.size * o.topics }) };
   }
