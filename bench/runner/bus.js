@@ -80,7 +80,8 @@ async function waitSubscribed(port, channels, want, bound, every = 0.01) {
 /**
  * The history arm's restart, counted against Redis' own streams: for each
  * topic, node 0's sequence numbers published from mark m0 to m2 (seq0, seq2:
- * its last per topic) and how many of them Redis' stream holds. A message
+ * its last per topic; from the last one before m0 that the stream holds) and
+ * how many of them Redis' stream holds. A message
  * that is not there (node 0 published it while its bus was down) cannot
  * reach nodes 1..; each of their subscribers of the topic counts it as a gap.
  */
@@ -93,15 +94,17 @@ async function historyAccount(redis, c, perNode, seq0, seq2, fOut, fAfter) {
   try {
     for (let g = 0; g < c.topics; g++) {
       const entries = await client.command(['XRANGE', `{symphony:t${g}}:stream`, '-', '+'], 10);
-      let n = 0;
-      for (const [, fields] of entries || []) {
-        // field m: the node's 18-byte envelope (0xF5 ...), then the payload: due time, sequence number
+      // field m: the node's 18-byte envelope (0xF5 ...), then the payload: due time, sequence number
+      const seqs = (entries || []).map(([, fields]) => {
         const m = fields[1];
         const p = m[0] === 0xf5 ? 18 : 0;
-        const sq = m.length >= p + 16 ? Number(m.readBigUInt64LE(p + 8)) : 0;
-        if (sq > seq0[g] && sq <= seq2[g]) n++;
-      }
-      published.push(seq2[g] - seq0[g]);
+        return m.length >= p + 16 ? Number(m.readBigUInt64LE(p + 8)) : 0;
+      });
+      // from the last message before m0 that Redis holds: a publish in flight at m0 that never
+      // reached Redis (the kill follows m0) is in the interval's gaps, so it is counted here too
+      const lo = seqs.reduce((a, sq) => (sq <= seq0[g] && sq > a ? sq : a), 0);
+      const n = seqs.filter((sq) => sq > lo && sq <= seq2[g]).length;
+      published.push(seq2[g] - lo);
       inStream.push(n);
     }
   } finally {

@@ -264,7 +264,8 @@ async function history(ctx, arm, repeat) {
       const tr = now();
       const pr = { cpuS: cpuAll() };
       const clr = clientCpu();
-      const recon = clients.map((cl) => cl.waitFor((j) => j.ev === 'reconnected' && j.rt >= tr, c.resumeBound, 'reconnected'));
+      // caught at once: a process still reconnecting at the bound must not be an unhandled rejection
+      const recon = clients.map((cl) => cl.waitFor((j) => j.ev === 'reconnected' && j.rt >= tr, c.resumeBound, 'reconnected').catch(() => ({})));
       // one node: the same server; several: node 2 (the clients were on node 1)
       for (const cl of clients) cl.send(`reconnect ${back.seq.join(',')}${nodes > 2 ? ` ${hellos[2].port}` : ''}`);
       let st = null;
@@ -282,7 +283,7 @@ async function history(ctx, arm, repeat) {
       const pd = { cpuS: cpuAll() };
       const cld = clientCpu();
       const sEnd = await markNodes();
-      const reconnected = sumClients(await Promise.all(recon.map((p) => p.catch(() => ({})))));
+      const reconnected = sumClients(await Promise.all(recon));
       const tLive = st.live >= n ? monoToNow(st.maxLive) : null;
       const tCaught = st.caught >= n ? monoToNow(st.maxCaught) : null;
       const tConn = monoToNow(st.maxConn);
