@@ -132,6 +132,23 @@ const BUILTIN = {
     bus: 'native',
     phases: ['bus'],
   },
+  // issue 24: the same nodes with history on every topic: Redis numbers each
+  // publish (one script: offset, XADD, SPUBLISH) and every node, the
+  // publisher's too, delivers when Redis brings it back; Redis keeps an
+  // append-only file (appendfsync everysec), so the kill -9 of the restart
+  // step keeps the sequence and the nodes fill what they missed from it.
+  'symphony-bus-history': {
+    name: 'symphony-bus-history',
+    what: 'symphony-bus with history { size: 1000, ttl: 60 } on every topic (offsets from Redis), Redis with AOF (appendfsync everysec)',
+    script: FANOUT,
+    gate: 'symphony',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    bus: 'native',
+    history: { size: 1000, ttl: 60 },
+    aof: 'everysec',
+    phases: ['bus'],
+  },
   'symphony-local': {
     name: 'symphony-local',
     what: 'default build, no bus: every process publishes its share to its own subscribers (the same deliveries without Redis)',
@@ -225,6 +242,34 @@ const BUILTIN = {
     peer: true,
     phases: ['history'],
   },
+  // issue 24: the storm across nodes. Three servers over one Redis (AOF);
+  // node 0 publishes, the clients are on node 1 and resume on node 2.
+  'sy-history-nodes': {
+    name: 'sy-history-nodes',
+    what: 'sy-history on 3 nodes over one Redis (bus: { url }, AOF everysec): node 0 publishes, clients on node 1 resume on node 2 (sy.since)',
+    script: path.join(SERVERS, 'history-server.js'),
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    impl: 'symphony',
+    history: true,
+    peer: true,
+    nodes: 3,
+    phases: ['history'],
+  },
+  'socketio-nodes': {
+    name: 'socketio-nodes',
+    what: 'socketio on 3 nodes over one Redis (@socket.io/redis-streams-adapter, AOF everysec): node 0 emits, clients on node 1 recover on node 2',
+    script: path.join(SERVERS, 'history-server.js'),
+    gate: 'none',
+    env: {},
+    allocator: null,
+    impl: 'socketio',
+    history: true,
+    peer: true,
+    nodes: 3,
+    phases: ['history'],
+  },
   'uws-deflate': {
     name: 'uws-deflate',
     what: 'uWebSockets.js pub/sub, compression SHARED_COMPRESSOR (no threshold; peer)',
@@ -240,7 +285,7 @@ const BUILTIN = {
 
 const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'ws-tls',
   'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'uws', 'uws-deflate',
-  'symphony-bus', 'symphony-local', 'ws-redis', 'uws-redis', 'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio',
+  'symphony-bus', 'symphony-bus-history', 'symphony-local', 'ws-redis', 'uws-redis', 'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio',
   'slow-drop', 'slow-close', 'slow-conflate'];
 
 /** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak

@@ -29,6 +29,20 @@
 //     every node again; the loadgens' marks say when deliveries to nodes
 //     1.. resumed and whether any message came twice;
 //  6. everything stopped by PID (loadgens, servers, Redis).
+//
+// The history arm (symphony-bus-history, issue 24): the servers get
+// --history-size/--history-ttl (every topic has history: Redis numbers each
+// publish, every node delivers what Redis brings back), Redis keeps an AOF.
+// The loadgens' clients do not ask for symphony.v1, so they see the payloads
+// (and their sequence numbers) as in the other arms. At the restart, what a
+// client of nodes 1.. could not get is counted from Redis itself: a message
+// node 0 published while its bus was down is delivered to node 0's clients
+// only (a node-local epoch) and never reaches Redis' stream; so after the
+// restart the runner reads every topic's stream (XRANGE) and counts, per
+// topic, the sequence numbers published over the restart that are not in
+// it. missed = the gaps of nodes 1..'s clients - (those messages x each
+// node's subscribers of the topic): a message that Redis kept and a client
+// did not get.
 
 const { ServerProc, Loadgen } = require('./procs');
 const { wrongBuild } = require('./arms');
@@ -61,6 +75,55 @@ async function waitSubscribed(port, channels, want, bound, every = 0.01) {
   } finally {
     if (client) client.close();
   }
+}
+
+/**
+ * The history arm's restart, counted against Redis' own streams: for each
+ * topic, node 0's sequence numbers published from mark m0 to m2 (seq0, seq2:
+ * its last per topic; from the last one before m0 that the stream holds) and
+ * how many of them Redis' stream holds. A message
+ * that is not there (node 0 published it while its bus was down) cannot
+ * reach nodes 1..; each of their subscribers of the topic counts it as a gap.
+ */
+async function historyAccount(redis, c, perNode, seq0, seq2, fOut, fAfter) {
+  if (!Array.isArray(seq0) || !Array.isArray(seq2)) return { error: 'node 0 gave no sequence numbers' };
+  const client = await RespClient.connect(redis.port, 2);
+  client.raw = true;
+  const published = [];
+  const inStream = [];
+  try {
+    for (let g = 0; g < c.topics; g++) {
+      const entries = await client.command(['XRANGE', `{symphony:t${g}}:stream`, '-', '+'], 10);
+      // field m: the node's 18-byte envelope (0xF5 ...), then the payload: due time, sequence number
+      const seqs = (entries || []).map(([, fields]) => {
+        const m = fields[1];
+        const p = m[0] === 0xf5 ? 18 : 0;
+        return m.length >= p + 16 ? Number(m.readBigUInt64LE(p + 8)) : 0;
+      });
+      // from the last message before m0 that Redis holds: a publish in flight at m0 that never
+      // reached Redis (the kill follows m0) is in the interval's gaps, so it is counted here too
+      const lo = seqs.reduce((a, sq) => (sq <= seq0[g] && sq > a ? sq : a), 0);
+      const n = seqs.filter((sq) => sq > lo && sq <= seq2[g]).length;
+      published.push(seq2[g] - lo);
+      inStream.push(n);
+    }
+  } finally {
+    client.close();
+  }
+  const subsOf = (g) => Math.floor((perNode - g - 1) / c.topics) + 1; // connection n subscribes topic n % topics
+  const notInRedis = published.map((n, g) => n - inStream[g]);
+  const undeliverable = notInRedis.reduce((a, n, g) => a + n * subsOf(g), 0); // per node 1..
+  const gaps = fOut.map((x, k) => x.gaps + fAfter[k].gaps);
+  const missedByNode = gaps.map((x, k) => (k === 0 ? x : x - undeliverable));
+  return {
+    published: published.reduce((a, b) => a + b, 0),
+    inRedis: inStream.reduce((a, b) => a + b, 0),
+    notInRedis: notInRedis.reduce((a, b) => a + b, 0),
+    undeliverablePerNode: undeliverable,
+    gapsByNode: gaps,
+    missedByNode,
+    missed: missedByNode.reduce((a, b) => a + b, 0),
+  };
 }
 
 async function bus(ctx, arm, repeat) {
@@ -108,7 +171,7 @@ async function bus(ctx, arm, repeat) {
   try {
     if (withBus) {
       mark('redis');
-      redis = await RedisProc.start({ bin: c.redisServer, cpus: ctx.cpus.server, log: redisLog });
+      redis = await RedisProc.start({ bin: c.redisServer, cpus: ctx.cpus.server, log: redisLog, aof: arm.aof || null });
       ctx.live.add(redis);
       const r0 = { pid: redis.pid, t0: now() };
       redisSampler = new Sampler(redis.pid, { hz: ctx.cfg.sampleHz, onSample: (s) => ctx.rec.sample(info('redis'), r0, s) });
@@ -119,7 +182,8 @@ async function bus(ctx, arm, repeat) {
       const s = new ServerProc({
         arm, threads: c.threads, topics: c.topics, size: c.size, rate: 0, duration: bound, statsInterval: 1,
         cpus: ctx.cpus.server, traffic: 'on', gate: 'none',
-        extraArgs: ['--seq', '1', '--stagger', '1', ...(withBus ? ['--bus-url', redis.url] : [])],
+        extraArgs: ['--seq', '1', '--stagger', '1', ...(withBus ? ['--bus-url', redis.url] : []),
+          ...(arm.history ? ['--history-size', String(arm.history.size), '--history-ttl', String(arm.history.ttl)] : [])],
       });
       servers.push(s);
       ctx.live.add(s);
@@ -241,6 +305,9 @@ async function bus(ctx, arm, repeat) {
         redisCpuS,
         redisCores: finite(redisCpuS) ? redisCpuS / T : null,
         redisCpuSPer1M: per1M(redisCpuS),
+        // Redis' CPU per message node 0 sent it (a script call with history, an SPUBLISH without)
+        redisCpuUsPerPublish: finite(redisCpuS) && delta(w0.ctl[0], w1.ctl[0], (x) => busOf(x).published) > 0
+          ? (redisCpuS / delta(w0.ctl[0], w1.ctl[0], (x) => busOf(x).published)) * 1e6 : null,
         cpuSPer1MWithRedis: per1M(finite(cpuS) ? cpuS + (finite(redisCpuS) ? redisCpuS : 0) : null),
         loadgenCores: f.reduce((a, x) => a + x.cpu, 0) / T,
         busReceived: w1.ctl.map((r, k) => delta(w0.ctl[k], r, (x) => busOf(x).received)),
@@ -285,6 +352,8 @@ async function bus(ctx, arm, repeat) {
       const downSeen = servers.map((s) => s.busEvents.some((x) => x.busEvent === 'down' && x.at >= tKill - 0.001));
       const ups = servers.map((s) => firstAfter(s, 'up'));
       const sum = (list, k) => list.reduce((a, x) => a + x[k], 0);
+      const counter = (name) => m2.ctl.map((r, k) => delta(m0.ctl[k], r, (x) => busOf(x)[name]));
+      const accounted = arm.history ? await historyAccount(redis, c, perNode, m0.ctl[0].seq, m2.ctl[0].seq, fOut, fAfter) : null;
       restart = {
         outageS: tBack - tKill,
         resubscribeS: sub ? sub.t - tBack : null,
@@ -305,6 +374,12 @@ async function bus(ctx, arm, repeat) {
         busReconnects: m2.ctl.map((r, k) => delta(m0.ctl[k], r, (x) => busOf(x).reconnects)),
         afterP99Ms: Math.max(...fAfter.map((x) => (finite(x.p99Ms) ? x.p99Ms : 0))),
         afterMaxMs: Math.max(...fAfter.map((x) => (finite(x.maxMs) ? x.maxMs : 0))),
+        gapsByNode: fOut.map((x, k) => x.gaps + fAfter[k].gaps),
+        busSyncs: counter('syncs'),
+        busFilled: counter('filled'),
+        busRenewals: counter('renewals'),
+        busLate: counter('late'),
+        history: accounted,
       };
       if (!sub) notes.push(`restart: not every channel subscribed by ${nodes} nodes within ${c.resubBound} s of Redis answering again`);
     }

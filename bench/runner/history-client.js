@@ -14,7 +14,10 @@
 // socket.io-client 4.8 (websocket transport, reconnection off: the runner says
 // when), which keeps its own pid/offset and sends them on reconnect.
 //
-// stdin lines: connect | cut | reconnect <seq per topic, comma-separated> | mark | exit.
+// stdin lines: connect | cut | reconnect <seq per topic, comma-separated> [port] | mark | exit.
+// reconnect with a port resumes on that server (another node over the same
+// Redis, issue 24): symphony sends its sy.since there; socket.io's manager
+// is pointed there and sends its pid/offset.
 // stdout: one JSON line per command when it is done ({"ev":...}); times are
 // process.hrtime.bigint() (CLOCK_MONOTONIC ns, the runner's clock too).
 
@@ -289,7 +292,7 @@ function snapshot() {
 }
 
 readline.createInterface({ input: process.stdin }).on('line', async (line) => {
-  const [word, arg] = line.trim().split(/\s+/);
+  const [word, arg, arg2] = line.trim().split(/\s+/);
   if (word === 'connect') {
     const failures = await openAll();
     out('connected', { failures, ...snapshot() });
@@ -305,7 +308,9 @@ readline.createInterface({ input: process.stdin }).on('line', async (line) => {
     out('cut', snapshot());
   } else if (word === 'reconnect') {
     const targets = (arg || '').split(',').map(Number);
+    if (arg2) o.port = Number(arg2);
     for (const c of clients) {
+      if (arg2 && o.impl === 'socketio' && c.sock) c.sock.io.uri = `ws://127.0.0.1:${o.port}`;
       c.resuming = true;
       c.caughtT = 0;
       c.liveT = 0;

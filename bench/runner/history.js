@@ -24,11 +24,20 @@
 //  5. (the history arm) fill: messages into fresh topics with no subscriber:
 //     the allocator's and the process's bytes per kept message;
 //  6. everything stopped by PID.
+//
+// The arms with `nodes` (issue 24: history across nodes): one Redis (AOF,
+// appendfsync everysec) and `nodes` servers over it (symphony: bus: { url };
+// socket.io: @socket.io/redis-streams-adapter). Node 0 publishes and has no
+// clients; the clients connect to node 1 and, at the storm, reconnect to
+// node 2 with their positions (a node that had no subscriber of their
+// topics: symphony fills from Redis' stream, socket.io restores the session
+// from Redis). Server CPU is every node's together (Redis' apart).
 
 const path = require('node:path');
 const readline = require('node:readline');
 const { spawn } = require('node:child_process');
 const { Sampler, readProc } = require('./sample');
+const { RedisProc } = require('./redis');
 const { now, sleep, finite, monoToNow, within } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
@@ -129,17 +138,51 @@ async function history(ctx, arm, repeat) {
   const env = { ...process.env, ...arm.env };
   for (const k of ['SYMPHONY_NATIVE', 'BENCH_SYMPHONY_ROOT', 'LD_PRELOAD', 'MALLOC_CONF', 'SY_JE_MALLOC_CONF']) if (!(k in arm.env)) delete env[k];
   const bound = 60 + 3 * n / 100 + c.settle + c.window + c.outage + c.resumeBound + c.tail + 60;
-  const server = new Child(`${arm.name} server`, process.execPath, [SERVER, '--impl', arm.impl, '--history', arm.history ? '1' : '0',
-    '--size', String(c.size), '--ttl', String(c.ttl), '--topics', String(c.topics), '--rate', '0', '--payload', String(c.payload),
-    '--threads', String(ctx.cfg.cpuThreads), '--duration', String(Math.ceil(bound))], { cpus: ctx.cpus.server, env });
-  const t0Server = now();
-  ctx.live.add(server);
+  const nodes = arm.nodes || 1;
   const clients = [];
   const notes = [];
+  const servers = [];
+  const redisLog = [];
+  let redis = null;
   const sampler = { stop() {}, samples: [] };
   let smp = sampler;
+  let server = null;
   try {
-    const hello = await server.waitFor((j) => typeof j.port === 'number', 30, 'port');
+    if (nodes > 1) {
+      redis = await RedisProc.start({ cpus: ctx.cpus.server, log: redisLog, aof: 'everysec' });
+      ctx.live.add(redis);
+    }
+    for (let k = 0; k < nodes; k++) {
+      const s = new Child(`${arm.name} server${nodes > 1 ? ` ${k}` : ''}`, process.execPath, [SERVER, '--impl', arm.impl, '--history', arm.history ? '1' : '0',
+        '--size', String(c.size), '--ttl', String(c.ttl), '--topics', String(c.topics), '--rate', '0', '--payload', String(c.payload),
+        '--threads', String(ctx.cfg.cpuThreads), '--duration', String(Math.ceil(bound)), ...(redis ? ['--bus-url', redis.url] : [])],
+      { cpus: ctx.cpus.server, env });
+      servers.push(s);
+      ctx.live.add(s);
+    }
+    server = servers[0];
+    const t0Server = now();
+    const hellos = await Promise.all(servers.map((s) => s.waitFor((j) => typeof j.port === 'number', 30, 'port')));
+    const hello = hellos[nodes > 1 ? 1 : 0]; // the clients' first node
+    if (nodes > 1) {
+      const t1 = now() + 20;
+      for (;;) {
+        const st = await Promise.all(servers.map((s) => s.ask('mark')));
+        if (st.every((x) => x.busState === 'up')) break;
+        if (now() > t1) throw new Error(`${arm.name}: the nodes' Redis not up within 20 s (${st.map((x) => x.busState).join(', ')})`);
+        await sleep(0.05);
+      }
+    }
+    const cpuAll = () => servers.reduce((a, s) => a + ((readProc(s.pid) || {}).cpuS || 0), 0);
+    const redisCpu = () => (redis ? (readProc(redis.pid) || {}).cpuS || 0 : 0);
+    // node 0's counters (seq, published), the replay counters of every node summed
+    const markNodes = async () => {
+      const all = await Promise.all(servers.map((s) => s.ask('mark')));
+      const m = { ...all[0] };
+      for (const k of ['replays', 'replayed', 'recovered', 'restoreFailed']) m[k] = all.reduce((a, x) => a + (x[k] || 0), 0);
+      m.perNode = all;
+      return m;
+    };
     if (arm.impl === 'symphony' && (!hello.symphony || !hello.symphony.native || !hello.symphony.native.startsWith(path.join(BENCH, '..')))) {
       throw new Error(`${arm.name}: loaded ${hello.symphony && hello.symphony.native}, not this checkout's build`);
     }
@@ -169,10 +212,10 @@ async function history(ctx, arm, repeat) {
     // 1. connect, no traffic
     mark(`connect: ${n} clients (${procs} processes)`);
     const tc0 = now();
-    const pc0 = readProc(server.pid);
+    const pc0 = { cpuS: cpuAll() };
     const con = await all('connect', 'connected', 60 + n / 20);
     const tc1 = now();
-    const pc1 = readProc(server.pid);
+    const pc1 = { cpuS: cpuAll() };
     if (con.open < n) throw new Error(`connect: ${con.open} of ${n} open`);
     const connectS = tc1 - tc0;
     const cpuPerConn = (pc1.cpuS - pc0.cpuS) / n;
@@ -181,9 +224,9 @@ async function history(ctx, arm, repeat) {
     mark(`live: ${c.rate} msg/s per topic × ${c.topics} topics, ${n / c.topics} subscribers each`);
     await server.ask(`rate ${c.rate}`);
     await sleep(c.settle);
-    const w0 = { t: now(), p: readProc(server.pid), cl: clientCpu(), c: await all('mark', 'mark', 30), s: await server.ask('mark') };
+    const w0 = { t: now(), p: { ...readProc(server.pid), cpuS: cpuAll() }, r: redisCpu(), cl: clientCpu(), c: await all('mark', 'mark', 30), s: await markNodes() };
     await sleep(c.window);
-    const w1 = { t: now(), p: readProc(server.pid), cl: clientCpu(), c: await all('mark', 'mark', 30), s: await server.ask('mark') };
+    const w1 = { t: now(), p: { ...readProc(hellos.length > 1 ? servers[1].pid : server.pid), cpuS: cpuAll() }, r: redisCpu(), cl: clientCpu(), c: await all('mark', 'mark', 30), s: await markNodes() };
     const T = w1.t - w0.t;
     const delivered = w1.c.msgs - w0.c.msgs;
     const liveCpu = w1.p.cpuS - w0.p.cpuS;
@@ -199,8 +242,10 @@ async function history(ctx, arm, repeat) {
       clientCores: (w1.cl - w0.cl) / T,
       rssKiB: w1.p.rssKiB,
       gapsDups: w1.c.gaps + w1.c.dups + w1.c.offGaps + w1.c.offDups,
+      ...(redis ? { redisCores: (w1.r - w0.r) / T, redisUsPerPublish: ((w1.r - w0.r) / Math.max(1, w1.s.published - w0.s.published)) * 1e6,
+        cpuSPer1MWithRedis: ((liveCpu + w1.r - w0.r) / delivered) * 1e6 } : {}),
     };
-    const fig = { impl: arm.impl, history: !!arm.history, clients: n, topics: c.topics, rate: c.rate, payload: c.payload, size: c.size, ttl: c.ttl,
+    const fig = { impl: arm.impl, history: !!arm.history, nodes, clients: n, topics: c.topics, rate: c.rate, payload: c.payload, size: c.size, ttl: c.ttl,
       clientProcs: procs, connectS, cpuPerConnMs: cpuPerConn * 1e3, live, pin: { server: ctx.cpus.server || null, clients: ctx.cpus.loadgen || null } };
 
     if (storm) {
@@ -208,24 +253,26 @@ async function history(ctx, arm, repeat) {
       mark(`cut: ${n} clients close; ${c.outageRate} msg/s per topic for ${c.outage} s`);
       const cut = await all('cut', 'cut', 60);
       if (cut.open) notes.push(`cut: ${cut.open} clients still open`);
-      const s0 = await server.ask('mark');
+      const s0 = await markNodes();
       await server.ask(`rate ${c.outageRate}`);
       await sleep(c.outage);
       const back = await server.ask(`rate ${c.rate}`);
-      const sCut = await server.ask('mark');
+      const sCut = await markNodes();
       const missedPerClient = (sCut.published - s0.published) / c.topics;
       // 4. the storm
       mark(`reconnect: ${n} clients with their positions (~${Math.round(missedPerClient)} missed each)`);
       const tr = now();
-      const pr = readProc(server.pid);
+      const pr = { cpuS: cpuAll() };
       const clr = clientCpu();
-      const recon = clients.map((cl) => cl.waitFor((j) => j.ev === 'reconnected' && j.rt >= tr, c.resumeBound, 'reconnected'));
-      for (const cl of clients) cl.send(`reconnect ${back.seq.join(',')}`);
+      // caught at once: a process still reconnecting at the bound must not be an unhandled rejection
+      const recon = clients.map((cl) => cl.waitFor((j) => j.ev === 'reconnected' && j.rt >= tr, c.resumeBound, 'reconnected').catch(() => ({})));
+      // one node: the same server; several: node 2 (the clients were on node 1)
+      for (const cl of clients) cl.send(`reconnect ${back.seq.join(',')}${nodes > 2 ? ` ${hellos[2].port}` : ''}`);
       let st = null;
       let peakKiB = 0;
       for (;;) {
         await sleep(0.25);
-        const s = readProc(server.pid);
+        const s = readProc(servers[nodes > 2 ? 2 : 0].pid);
         if (s) peakKiB = Math.max(peakKiB, s.rssKiB);
         st = await all('mark', 'mark', 30);
         ctx.status.step = `resume: ${st.open}/${n} open, ${st.caught} caught up, ${st.live} live, ${st.msgs} msgs`;
@@ -233,10 +280,10 @@ async function history(ctx, arm, repeat) {
         if (st.live >= n || now() - tr > c.resumeBound) break;
       }
       const td = now();
-      const pd = readProc(server.pid);
+      const pd = { cpuS: cpuAll() };
       const cld = clientCpu();
-      const sEnd = await server.ask('mark');
-      const reconnected = sumClients(await Promise.all(recon.map((p) => p.catch(() => ({})))));
+      const sEnd = await markNodes();
+      const reconnected = sumClients(await Promise.all(recon));
       const tLive = st.live >= n ? monoToNow(st.maxLive) : null;
       const tCaught = st.caught >= n ? monoToNow(st.maxCaught) : null;
       const tConn = monoToNow(st.maxConn);
@@ -252,7 +299,7 @@ async function history(ctx, arm, repeat) {
       mark(`tail: ${c.tail} s live`);
       await sleep(c.tail);
       const fin = await all('mark', 'mark', 30);
-      const sFin = await server.ask('mark');
+      const sFin = await markNodes();
       fig.storm = {
         outageS: c.outage,
         outageRate: c.outageRate,
@@ -297,6 +344,8 @@ async function history(ctx, arm, repeat) {
         historyMessages: sFin.historyMessages,
         historyBytes: sFin.historyBytes,
         socketioStoredPackets: sFin.storedPackets ?? null,
+        resumedOnNode: nodes > 2 ? 2 : 0,
+        busByNode: nodes > 1 ? sFin.perNode.map((x) => x.bus || null) : null,
       };
       if (st.live < n) notes.push(`resume: only ${st.live} of ${n} clients live after ${c.resumeBound} s`);
     } else {
@@ -305,7 +354,7 @@ async function history(ctx, arm, repeat) {
     }
 
     // 6. the history's memory per kept message (a server with history only)
-    if (arm.fill && arm.history) {
+    if (arm.fill && arm.history && nodes === 1) {
       mark(`fill: ${c.fillTopics} topics × ${c.fillPerTopic} messages of ${c.payload} B, no subscriber`);
       await server.ask('rate 0');
       await sleep(0.5);
@@ -342,12 +391,19 @@ async function history(ctx, arm, repeat) {
       ctx.live.delete(cl);
       for (const l of cl.odd) notes.push(`${cl.name}: ${l}`);
     }
-    server.send('');
-    await server.stop(15);
+    for (const [k, s] of servers.entries()) {
+      s.send('');
+      await s.stop(15);
+      ctx.live.delete(s);
+      for (const l of s.odd) notes.push(`server${nodes > 1 ? ` ${k}` : ''}: ${l}`);
+      ctx.rec.event(info, { ev: 'server-final', node: k, pid: s.pid, final: s.lines.find((j) => j.final) || null });
+    }
     smp.stop();
-    ctx.live.delete(server);
-    for (const l of server.odd) notes.push(`server: ${l}`);
-    ctx.rec.event(info, { ev: 'server-final', pid: server.pid, final: server.lines.find((j) => j.final) || null });
+    if (redis) {
+      await redis.stop();
+      ctx.live.delete(redis);
+    }
+    for (const l of redisLog) notes.push(l);
   }
 }
 

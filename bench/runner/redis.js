@@ -1,6 +1,6 @@
 'use strict';
 // The bus phase's Redis: Debian's redis-server, started by the runner on a
-// free port of 127.0.0.1 with persistence off, stopped (or killed -9 and
+// free port of 127.0.0.1 with persistence off (the history arms: AOF), stopped (or killed -9 and
 // started again on the same port) by its PID; and a minimal RESP2 client for
 // the runner's own questions to it (PING, PUBSUB NUMSUB / SHARDNUMSUB), so
 // that watching Redis costs nothing that the arms under test depend on.
@@ -44,8 +44,9 @@ function encode(args) {
   return Buffer.concat(parts.map((p) => (Buffer.isBuffer(p) ? p : Buffer.from(p))));
 }
 
-/** Parses one reply at buf[i..]: [value, next index], or null when incomplete. */
-function parse(buf, i) {
+/** Parses one reply at buf[i..]: [value, next index], or null when incomplete.
+ * raw: bulk strings as Buffers (binary stream entries), else UTF-8 strings. */
+function parse(buf, i, raw = false) {
   const eol = buf.indexOf('\r\n', i);
   if (eol < 0) return null;
   const type = String.fromCharCode(buf[i]);
@@ -58,7 +59,7 @@ function parse(buf, i) {
     const n = Number(line);
     if (n < 0) return [null, next];
     if (buf.length < next + n + 2) return null;
-    return [buf.toString('utf8', next, next + n), next + n + 2];
+    return [raw ? Buffer.from(buf.subarray(next, next + n)) : buf.toString('utf8', next, next + n), next + n + 2];
   }
   if (type === '*') {
     const n = Number(line);
@@ -66,7 +67,7 @@ function parse(buf, i) {
     const out = [];
     let j = next;
     for (let k = 0; k < n; k++) {
-      const r = parse(buf, j);
+      const r = parse(buf, j, raw);
       if (!r) return null;
       out.push(r[0]);
       j = r[1];
@@ -99,6 +100,7 @@ class RespClient {
 
   constructor(sock) {
     this.sock = sock;
+    this.raw = false; // true: bulk strings come back as Buffers
     this.buf = Buffer.alloc(0);
     this.waiting = [];
     this.closed = false;
@@ -106,7 +108,7 @@ class RespClient {
     sock.on('data', (d) => {
       this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d;
       for (;;) {
-        const r = parse(this.buf, 0);
+        const r = parse(this.buf, 0, this.raw);
         if (!r) break;
         this.buf = this.buf.subarray(r[1]);
         const w = this.waiting.shift();
@@ -142,11 +144,15 @@ class RespClient {
 
 // ---- the server process ------------------------------------------------------------
 
-/** redis-server on 127.0.0.1:port, persistence off, in its own temporary folder. */
+/** redis-server on 127.0.0.1:port, persistence off (or, with `aof`, the
+ * append-only file with that appendfsync: 'always' | 'everysec', so a
+ * restart after kill -9 keeps what it acknowledged), in its own temporary
+ * folder (kept across restarts: the AOF is read back). */
 class RedisProc {
   /** Starts one on a free port (or `port`); resolves once it answers PING. */
-  static async start({ port = null, bin = 'redis-server', cpus = null, log = null } = {}) {
+  static async start({ port = null, bin = 'redis-server', cpus = null, log = null, aof = null } = {}) {
     const r = new RedisProc(bin, port || await freePort(), cpus, log);
+    r.aof = aof;
     try {
       await r.launch();
     } catch (err) {
@@ -166,6 +172,7 @@ class RedisProc {
     this.pid = null;
     this.exited = null;
     this.restarts = 0;
+    this.aof = null;
   }
 
   get url() {
@@ -178,7 +185,8 @@ class RedisProc {
 
   /** Spawns redis-server and waits until it answers PING (bounded); resolves with the runner time it first did. */
   async launch(bound = 10) {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    const persist = this.aof ? ['--appendonly', 'yes', '--appendfsync', this.aof] : ['--appendonly', 'no'];
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...persist,
       '--daemonize', 'no', '--dir', this.dir, '--loglevel', 'warning', '--logfile', ''];
     const [cmd, argv] = this.cpus ? ['taskset', ['-c', this.cpus, this.bin, ...args]] : [this.bin, args];
     const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -733,7 +733,8 @@ function brief(phase, f) {
       + ` (+Redis ${k(x.redisCpuSPer1M, 2)}), p99 same ${k(x.same.p99Ms, 2)} / cross ${x.cross ? k(x.cross.p99Ms, 2) : '–'} ms`;
     const r = f.restart;
     return `${k(f.heldMin)} held; ${f.windows.map(w).join('; ')}`
-      + `${r ? `; Redis restart: resubscribed ${k(r.resubscribeS === null ? null : r.resubscribeS * 1000)} ms, delivering again ${k(r.resumedS === null ? null : r.resumedS * 1000)} ms, dups ${k(r.dups + r.back)}` : ''}`;
+      + `${r ? `; Redis restart: resubscribed ${k(r.resubscribeS === null ? null : r.resubscribeS * 1000)} ms, delivering again ${k(r.resumedS === null ? null : r.resumedS * 1000)} ms, dups ${k(r.dups + r.back)}`
+        + `${r.history ? `, missed ${k(r.history.missed)} (not in Redis: ${k(r.history.notInRedis)} of ${k(r.history.published)} published)` : ''}` : ''}`;
   }
   if (phase === 'publish') {
     const cap = f.capacity;

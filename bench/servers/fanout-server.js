@@ -11,6 +11,7 @@
 //        [--stats-interval 0] [--payload binary|json] [--deflate 0|1]
 //        [--threshold 128] [--seq 0|1] [--bus-url redis://127.0.0.1:P]
 //        [--handles 1|0] [--slow-consumer drop|close|conflate] [--all-topics-from N]
+//        [--history-size N] [--history-ttl S]
 //
 // Each option can also come from the environment: PORT, THREADS, TOPICS,
 // SIZE, RATE, DURATION, MAX_BACKPRESSURE, STATS_INTERVAL (the command line
@@ -43,6 +44,11 @@
 // number after the due time (loadgen --seq checks it). The runner's control
 // lines ("ctl rate R", "ctl mark": harness.js handleControl)
 // change the rate and read the counters.
+// --history-size N (N > 0) gives every topic history { size: N, ttl:
+// --history-ttl } (with --bus-url: numbered by Redis, docs/bus.md "History
+// across nodes"); clients that do not ask for symphony.v1 get the payloads
+// as without it, so loadgen --seq checks them the same way. "ctl mark" then
+// carries the last sequence number published per topic (`seq`).
 // The command line, the schedule, the stats and control lines and the final
 // line are harness.js's, shared with ws-server.js and uws-server.js.
 
@@ -84,6 +90,7 @@ serve('fanout-server', async (o, run) => {
     ...(o.deflate ? { compression: { threshold: o.threshold, level: 6 } } : {}),
     ...(o['bus-url'] ? { bus: { url: o['bus-url'] } } : {}),
     ...(process.env.BENCH_LIMITS === '1' ? LIMITS : {}),
+    ...(o['history-size'] > 0 ? { history: { size: o['history-size'], ttl: o['history-ttl'] } } : {}),
   });
   if (o['bus-url']) {
     // A build without the bus would ignore the option and serve alone: no run.
@@ -107,7 +114,7 @@ serve('fanout-server', async (o, run) => {
   process.stdout.write(`${JSON.stringify({ port, symphony: { root: ROOT, native: allocator.nativePath, allocator: allocator.name } })}\n`);
 
   // publish() copies the payload: the binary one is one buffer, rewritten.
-  const { binary, payloadFor } = createPayloads(o, false);
+  const { binary, payloadFor, seqs } = createPayloads(o, false);
   // Topic handles (server.topic(name): no lookup per publish) where the
   // build has them and --handles is 1 (the default).
   const handles = o.handles && typeof server.topic === 'function' ? topics.map((name) => server.topic(name)) : null;
@@ -127,7 +134,7 @@ serve('fanout-server', async (o, run) => {
     mark() {
       const st = server.stats() || {};
       return { connections: st.connections, messagesOut: st.messagesOut, dropped: st.dropped, slowCloses: st.slowCloses,
-        conflated: st.conflated, bus: st.bus || null };
+        conflated: st.conflated, bus: st.bus || null, seq: seqs() };
     },
     stats: () => server.stats(),
     close: () => server.close(),

@@ -53,6 +53,10 @@ const SPEC = {
   // fanout-server.js: 1 publishes through topic handles (server.topic(name))
   // where the build has them; 0 through server.publish(name, ...)
   handles: { env: 'HANDLES', def: 1, min: 0, max: 1 },
+  // fanout-server.js: history { size, ttl } on every topic (0: no history);
+  // with --bus-url the offsets are Redis' (docs/bus.md, "History across nodes")
+  'history-size': { env: 'HISTORY_SIZE', def: 0, min: 0, max: 1e7 },
+  'history-ttl': { env: 'HISTORY_TTL', def: 60, min: 0, max: 86400 },
 };
 const FRACTIONAL = new Set(['rate', 'duration', 'stats-interval']);
 
@@ -191,6 +195,8 @@ function createPayloads(o, fresh) {
   const seqs = o.seq ? new Array(o.topics).fill(0n) : null;
   return {
     binary: true,
+    // the last sequence number given per topic (null without --seq)
+    seqs: () => (seqs ? seqs.map(Number) : null),
     payloadFor(g, dueNs) {
       const buf = fresh ? Buffer.allocUnsafe(o.size).fill(0x61) : shared;
       buf.writeBigUInt64LE(dueNs, 0);

@@ -5,7 +5,15 @@
 //
 //   node bench/servers/history-server.js --impl symphony|socketio [--history 1|0]
 //        [--size 2000] [--ttl 60] [--topics 10] [--rate 0] [--payload 80]
-//        [--threads 1] [--duration 600]
+//        [--threads 1] [--duration 600] [--bus-url redis://127.0.0.1:P]
+//
+// --bus-url makes it one node of several over one Redis (issue 24): symphony
+// with bus: { url } (history's offsets are then Redis', the same on every
+// node: a client resumes on any node); socket.io with
+// @socket.io/redis-streams-adapter (every emit through one Redis stream,
+// XADD then XREAD by every node, maxLen = size x topics so it keeps what
+// symphony keeps; its sessions in Redis: a client recovers on any node).
+// The runner has one node publish; the others deliver what comes through Redis.
 //
 // Topics t0..t<topics-1> (socket.io: rooms). A client names its topic in the
 // query string (?t=t3); symphony subscribes it at the accept (onUpgrade's
@@ -31,11 +39,11 @@ const path = require('node:path');
 const readline = require('node:readline');
 
 function parseArgs(argv) {
-  const o = { impl: 'symphony', history: 1, size: 2000, ttl: 60, topics: 10, rate: 0, payload: 80, threads: 1, duration: 600, port: 0 };
+  const o = { impl: 'symphony', history: 1, size: 2000, ttl: 60, topics: 10, rate: 0, payload: 80, threads: 1, duration: 600, port: 0, 'bus-url': '' };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${argv[i]}`);
-    o[k] = k === 'impl' ? argv[i + 1] : Number(argv[i + 1]);
+    o[k] = typeof o[k] === 'string' ? argv[i + 1] : Number(argv[i + 1]);
   }
   return o;
 }
@@ -119,6 +127,7 @@ async function symphony() {
     port: o.port,
     threads: o.threads,
     history: o.history ? { size: o.size, ttl: o.ttl, maxBytes: 0 } : false,
+    ...(o['bus-url'] ? { bus: { url: o['bus-url'] } } : {}),
     onUpgrade: (req) => {
       const q = req.url.indexOf('?');
       const t = q >= 0 ? new URLSearchParams(req.url.slice(q + 1)).get('t') : null;
@@ -152,6 +161,8 @@ async function symphony() {
         recoveryFailed: Object.fromEntries(Object.entries(st).filter(([k]) => k.startsWith('recoveryFailed'))),
         historyMessages: st.historyMessages,
         historyBytes: st.historyBytes,
+        bus: st.bus || null,
+        busState: server.bus ? server.bus.state : null,
         recoveries,
         reasons,
         allocator: mem(),
@@ -188,7 +199,25 @@ async function socketio() {
   const http = require('node:http');
   const { Server } = require('socket.io');
   const httpServer = http.createServer();
+  let redisClient = null;
+  let adapterOpt = {};
+  if (o['bus-url']) {
+    const { createClient } = require('redis');
+    const { createAdapter } = require('@socket.io/redis-streams-adapter');
+    redisClient = createClient({ url: o['bus-url'] });
+    redisClient.on('error', () => {}); // it reconnects by itself; the runner watches the clients
+    // The adapter's own commands can time out under load (the redis client's
+    // TimeoutError, unhandled in the adapter): said on stderr (a note of the
+    // run), not a crash that would end the node mid-run.
+    let timeouts = 0;
+    process.on('unhandledRejection', (err) => {
+      if (timeouts++ < 5) process.stderr.write(`history-server: unhandled rejection in the adapter: ${err && err.name}: ${err && err.message}\n`);
+    });
+    await redisClient.connect();
+    adapterOpt = { adapter: createAdapter(redisClient, { maxLen: o.size * o.topics }) };
+  }
   const io = new Server(httpServer, {
+    ...adapterOpt,
     transports: ['websocket'],
     serveClient: false,
     connectionStateRecovery: { maxDisconnectionDuration: 60000, skipMiddlewares: true },
@@ -233,12 +262,13 @@ async function socketio() {
       storedPackets: adapter.packets ? adapter.packets.length : null,
       sessions: adapter.sessions ? adapter.sessions.size : null,
       socketio: version,
+      busState: redisClient ? (redisClient.isReady ? 'up' : 'down') : null,
     }),
     fill: () => ({ error: 'fill: symphony only' }),
     close: () => new Promise((resolve) => {
       io.close(() => resolve());
       setTimeout(resolve, 2000).unref();
-    }),
+    }).then(() => (redisClient ? redisClient.disconnect().catch(() => {}) : null)),
   };
 }
 
