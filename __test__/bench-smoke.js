@@ -331,7 +331,7 @@ test('bench --baseline: the twin arms, their checkout, the build check', () => {
   const base = baselineCheckout(root); // this checkout as its own baseline: no second build needed
   const names = (l) => selectArms(l, [], base).arms.map((a) => a.name);
   assert.deepEqual(names(null), ['jemalloc', 'base-jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'base-jemalloc-tls', 'ws-tls',
-    'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'symphony-bus', 'symphony-local', 'ws-redis',
+    'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'symphony-bus', 'symphony-bus-history', 'symphony-local', 'ws-redis',
     'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio', 'slow-drop', 'slow-close', 'slow-conflate']);
   assert.deepEqual(selectArms(null, [], base).notes, ['arm uws left out: no --uws-path', 'arm uws-deflate left out: no --uws-path',
     'arm uws-redis left out: no --uws-path']);

@@ -591,7 +591,13 @@ static bool bus_history_differs(void *ctx, const char *topic, size_t topic_len, 
     return differs;
 }
 
+static void bus_history_undelivered(void *ctx, const char *topic, size_t len, const void *data, size_t data_len,
+                                    unsigned env) {
+    deliver_from_bus(ctx, topic, len, data, data_len, env); /* numbered here (publish_local) */
+}
+
 static const sy_bus_history_ops_t bus_history_ops = {.size = bus_history_size,
+                                                     .undelivered = bus_history_undelivered,
                                                      .differs = bus_history_differs,
                                                      .deliver = bus_history_deliver,
                                                      .synced = bus_history_synced,

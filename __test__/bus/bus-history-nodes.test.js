@@ -355,3 +355,30 @@ test('a topic given history while its node is subscribed already syncs at once; 
   cl.ws.terminate();
   plain.ws.terminate();
 });
+
+test('a publish in flight when its Redis connection goes is delivered to the node\'s own subscribers (an epoch of its own, told)', { timeout: 30000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const proxy = await startBalancer([redis.port]);
+  t.after(() => proxy.close());
+  const a = await startNode({ history: HISTORY, bus: { url: `redis://127.0.0.1:${proxy.port}`, backoff: { min: 50, max: 200 } } });
+  await a.waitBus('up');
+  const ca = await v1On(a, 'feed');
+  await a.publish('feed', 'm1');
+  await ca.until((x) => x.messages('feed').length === 1, 10000, 'm1 through Redis');
+  const seen = ca.notices('subscribed').length;
+  proxy.stall(); // what a sends from now on never reaches Redis
+  await a.publish('feed', 'm2');
+  await poll(async () => (await a.stats()).bus.bufferedBytes > 0, { timeoutMs: 10000, what: 'm2 in flight' });
+  const from = a.busEvents.length;
+  proxy.hold(true);
+  proxy.cut(); // the connection goes before Redis answered
+  await a.waitBus('down', 10000, from);
+  await ca.until((x) => payloads(x, 'feed').includes('m2'), 10000, 'm2 delivered here all the same');
+  const told = ca.notices('subscribed').slice(seen);
+  assert.equal(told.length, 1, JSON.stringify(told));
+  assert.equal(told[0].reason, 'epoch', 'an epoch of its own, told before m2');
+  assert.equal(told[0].recovered, false);
+  assert.equal((await a.stats()).bus.dropped, 1, 'the bus copy counted as dropped');
+  proxy.hold(false);
+  ca.ws.terminate();
+});

@@ -9,7 +9,7 @@ const net = require('node:net');
 
 /**
  * Starts a balancer on 127.0.0.1 in front of ports (backend 0 current).
- * Resolves { port, moveTo(i), hold(on), cut(), connections(), close() }.
+ * Resolves { port, moveTo(i), stall(), hold(on), cut(), connections(), close() }.
  */
 async function startBalancer(ports) {
   let current = 0;
@@ -50,6 +50,10 @@ async function startBalancer(ports) {
         upstream.destroy();
       }
       open.clear();
+    },
+    /** Open connections stop forwarding what clients send (a request in flight that never arrives). */
+    stall() {
+      for (const { client, upstream } of open) client.unpipe(upstream);
     },
     /** While held, new connections are closed at once (and cut() closes the open ones): an outage. */
     hold(on) { held = on; },

@@ -180,6 +180,10 @@ typedef struct sy_bus_history_ops {
      * lost writes), and the bus then starts a new epoch in Redis. */
     bool (*differs)(void *ctx, const char *topic, size_t len, uint64_t epoch, uint64_t offset, const void *data,
                     size_t data_len);
+    /* A publish of this node's to a topic with history that Redis will not
+     * deliver (its connection went before it answered, or an error): for
+     * this node's subscribers, numbered by the server itself. */
+    void (*undelivered)(void *ctx, const char *topic, size_t len, const void *data, size_t data_len, unsigned flags);
 } sy_bus_history_ops_t;
 /* Sets the history callbacks (before sy_bus_start; ops is copied). */
 void sy_bus_set_history(sy_bus_t *b, const sy_bus_history_ops_t *ops, void *ctx);

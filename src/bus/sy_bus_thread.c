@@ -552,6 +552,25 @@ static void send_parked(sy_bus_t *b) {
     }
 }
 
+/* A publish that Redis will not deliver (its connection went, an error):
+ * dropped, and a topic with history's message is delivered to this node's
+ * subscribers all the same (the server numbers it in an epoch of its own),
+ * as a publish made while the bus is down: its node delivers only what
+ * Redis brings back, so without this its own subscribers would lose it
+ * too. (If Redis ran the script before its connection went, other nodes
+ * may have it: a message to this node's subscribers twice, once in each
+ * epoch, is the price of not losing it.) */
+static void publish_failed(sy_bus_t *b, sy_bus_msg_t *m) {
+    if (m->hist_size > 0 && b->hist.undelivered != NULL) {
+        sy_bus_env_msg_t e;
+        const uint8_t *body = (const uint8_t *)m->data + m->channel_len;
+        if (sy_bus_env_read(body, m->body_len, 0, &e) != SY_BUS_ENV_BAD)
+            b->hist.undelivered(b->hist_ctx, m->data + b->prefix_len, m->channel_len - b->prefix_len, e.payload, e.len,
+                                e.flags);
+    }
+    sy_bus_msg_drop(b, m);
+}
+
 /* Redis' answer to a publish (priv: the message, kept until now so that a
  * MOVED or an ASK can be followed). */
 static void on_published(redisAsyncContext *ac, void *r, void *priv) {
@@ -560,7 +579,7 @@ static void on_published(redisAsyncContext *ac, void *r, void *priv) {
     redisReply *reply = r;
     sy_bus_msg_t *m = priv;
     if (reply == NULL) {
-        sy_bus_msg_drop(b, m); /* the connection went before Redis answered */
+        publish_failed(b, m); /* the connection went before Redis answered */
         return;
     }
     if (reply->type != REDIS_REPLY_ERROR) {
@@ -595,7 +614,7 @@ static void on_published(redisAsyncContext *ac, void *r, void *priv) {
         return;
     }
     sy_bus_count(&b->c.errors, 1);
-    sy_bus_msg_drop(b, m);
+    publish_failed(b, m);
 }
 
 /* The publish script's call for m (a topic with history). */
@@ -662,7 +681,7 @@ static void send_to(sy_bus_t *b, sy_bus_msg_t *m, sy_bus_shard_t *s, bool asking
                               : redisAsyncCommand(ac, on_published, m, "SPUBLISH %b %b", m->data, m->channel_len,
                                                   m->data + m->channel_len, m->body_len);
     if (rc != REDIS_OK)
-        sy_bus_msg_drop(b, m);
+        publish_failed(b, m);
     /* else kept (and counted in buffered_bytes) until Redis answers */
 }
 
