@@ -382,3 +382,26 @@ test('a publish in flight when its Redis connection goes is delivered to the nod
   proxy.hold(false);
   ca.ws.terminate();
 });
+
+test('a message a node cannot deliver (over its maxPayload) is a hole its subscribers are told of, never skipped silently', { timeout: 30000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const [a] = await nodes(1, redis, { maxPayload: 64 });
+  const ca = await v1On(a, 'feed');
+  const script = require('node:fs').readFileSync(require('node:path').join(__dirname, '../../docs/bus-publish.lua'), 'utf8');
+  const publish = (v) => redis.cli('EVAL', script, '2', '{symphony:feed}:stream', '{symphony:feed}:meta',
+    'symphony:feed', v, '100', '300000', '00000000c0ffee02');
+  await publish('one');
+  await ca.until((x) => x.messages('feed').length === 1, 10000, 'one');
+  const seen = ca.notices('subscribed').length;
+  await publish('x'.repeat(100)); // offset 2: over maxPayload on this node
+  await publish('three');
+  await ca.until((x) => x.messages('feed').length === 2, 10000, 'three');
+  const told = ca.notices('subscribed').slice(seen);
+  assert.equal(told.length, 1, JSON.stringify(told));
+  assert.equal(told[0].recovered, false);
+  assert.equal(told[0].reason, 'trimmed');
+  assert.equal(told[0].offset, '2', 'the position after the hole');
+  assert.deepEqual(offsets(ca, 'feed'), [1, 3]);
+  assert.equal((await a.stats()).bus.ignored, 1);
+  ca.ws.terminate();
+});

@@ -71,12 +71,11 @@ static void seq_deliver(sy_bus_t *b, sy_bus_chan_t *c, uint64_t epoch, uint64_t 
                         bool live) {
     sy_bus_env_msg_t m;
     if (sy_bus_env_read(body, len, 0, &m) == SY_BUS_ENV_BAD || m.len > b->max_payload) {
-        /* Unusable, but its offset is taken: what follows is not a hole. */
+        /* Unusable (a broken envelope, over maxPayload): not delivered, so
+         * the server sees a hole at the next offset and tells the topic's
+         * subscribers ("trimmed") rather than skip it silently. */
         sy_bus_count(&b->c.ignored, 1);
-        m.payload = body;
-        m.len = 0;
-        m.flags = 0;
-        live = false;
+        return;
     }
     if (live)
         sy_bus_count(&b->c.received, 1);
