@@ -6,41 +6,13 @@
 // checks that memory comes back once the attackers are gone.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { allocator } = require('../..');
-const { startServer, client, nextMessage, healthy, closeAll } = require('../helpers/server');
+const { startServer, healthy, closeAll } = require('../helpers/server');
+const { held, bystander, served } = require('../helpers/bystander');
 const { open, frame, parseFrames, closeFrom, waitFor } = require('../helpers/raw');
 
 test.afterEach(closeAll);
 
-// What symphony holds: allocated less jemalloc's thread caches (as
-// __test__/memory reads it).
-const held = () => { const a = allocator.stats(); return a.allocated - a.cached; };
 const MiB = 1024 * 1024;
-
-/** A bystander: a ws client subscribed to `topic`, on the same IO thread. */
-async function bystander(server, url, topic) {
-  const ids = [];
-  const onOpen = (id) => ids.push(id);
-  server.on('open', onOpen);
-  const ws = await client(url);
-  await waitFor(() => ids.length > 0, 5000, 'the bystander\'s open event');
-  server.off('open', onOpen);
-  server.subscribe(ids[0], topic);
-  return { ws, id: ids[0] };
-}
-
-/** The bystander receives a publish while the attack goes on (waits for the
- * event, bounded); returns how long it took, for the log. */
-async function served(server, by, topic, what) {
-  const t0 = process.hrtime.bigint();
-  const got = nextMessage(by.ws);
-  server.publish(topic, `tick ${t0}`);
-  let timer;
-  const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: the bystander got no publish within 5 s`)), 5000); });
-  const m = await Promise.race([got, late]).finally(() => clearTimeout(timer));
-  assert.equal(m.data.toString(), `tick ${t0}`);
-  return Number(process.hrtime.bigint() - t0) / 1e6;
-}
 
 /** n pings whose payloads are their numbers (4 bytes), masked with a zero
  * key (a valid mask), built at once. */

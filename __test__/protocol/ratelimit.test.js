@@ -9,13 +9,12 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { allocator } = require('../..');
-const { startServer, client, nextMessage, healthy, closeAll } = require('../helpers/server');
+const { startServer, healthy, closeAll } = require('../helpers/server');
+const { held, bystander, served } = require('../helpers/bystander');
 const { request, frame, parseFrames, closeFrom, waitFor, statusOf } = require('../helpers/raw');
 
 test.afterEach(closeAll);
 
-const held = () => { const a = allocator.stats(); return a.allocated - a.cached; };
 
 /** A raw socket from localAddress that collects what the server sends. */
 function connectFrom(port, localAddress) {
@@ -42,29 +41,6 @@ async function upgradeFrom(port, localAddress) {
   st.body = st.data.subarray(end + 4);
   st.data = st.body;
   return st;
-}
-
-/** A bystander: a ws client subscribed to `topic` (from 127.0.0.1). */
-async function bystander(server, url, topic) {
-  const ids = [];
-  const onOpen = (id) => ids.push(id);
-  server.on('open', onOpen);
-  const ws = await client(url);
-  await waitFor(() => ids.length > 0, 5000, 'the bystander\'s open event');
-  server.off('open', onOpen);
-  server.subscribe(ids[0], topic);
-  return { ws, id: ids[0] };
-}
-
-/** The bystander receives a publish (bounded wait for the event). */
-async function served(server, by, topic, what) {
-  const text = `tick ${process.hrtime.bigint()}`;
-  const got = nextMessage(by.ws);
-  server.publish(topic, text);
-  let timer;
-  const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: the bystander got no publish within 5 s`)), 5000); });
-  const m = await Promise.race([got, late]).finally(() => clearTimeout(timer));
-  assert.equal(m.data.toString(), text);
 }
 
 test('maxConnectionsPerAddress: 503 before onUpgrade, at once, per address; a freed slot is taken again', async () => {
