@@ -609,12 +609,8 @@ static void bus_state(void *ctx, sy_bus_state_t state, const char *err) {
     sy_server_t *s = ctx;
     sy_hist_t *g = &s->shared.hist;
     atomic_store(&g->bus_up, state == SY_BUS_UP);
-    if (state != SY_BUS_UP) {
-        sy_hist_lock(g);
-        sy_park_t *failed = sy_park_settle(g, NULL, INT64_MAX);
-        sy_hist_unlock(g);
-        sy_park_discard(failed);
-    }
+    if (state != SY_BUS_UP)
+        sy_park_expire(g, INT64_MAX); /* no sync comes while it is down */
     s->bus_on_state(s->bus_state_ctx, state, err);
 }
 
@@ -989,12 +985,8 @@ void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
  * for one go to their threads now (which close them with the rest, or,
  * ended already, give their references back). */
 static void unpark_all(sy_server_t *s) {
-    sy_hist_t *g = &s->shared.hist;
-    atomic_store(&g->bus_up, false);
-    sy_hist_lock(g);
-    sy_park_t *failed = sy_park_settle(g, NULL, INT64_MAX);
-    sy_hist_unlock(g);
-    sy_park_discard(failed);
+    atomic_store(&s->shared.hist.bus_up, false);
+    sy_park_expire(&s->shared.hist, INT64_MAX);
 }
 
 void sy_server_shutdown(sy_server_t *s, unsigned deadline_ms) {

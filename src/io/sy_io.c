@@ -752,12 +752,8 @@ static void sweep(sy_io_t *io) {
             sy_hist_sweep(g, &io->ctx.shared->topics, io->ctx.now_ms);
         /* Subscriptions that waited too long for their topic's sync are
          * served from what this node has (io/sy_park.h). */
-        if (g->sequenced) {
-            sy_hist_lock(g);
-            sy_park_t *failed = sy_park_settle(g, NULL, io->ctx.now_ms - SY_PARK_MAX_MS);
-            sy_hist_unlock(g);
-            sy_park_discard(failed);
-        }
+        if (g->sequenced)
+            sy_park_expire(g, io->ctx.now_ms - SY_PARK_MAX_MS);
         /* Addresses with no connection whose rate went idle. */
         if (io->ctx.shared->addrs != NULL)
             sy_addrlimit_sweep(io->ctx.shared->addrs, io->ctx.now_ms * 1000000);

@@ -89,6 +89,13 @@ sy_park_t *sy_park_settle(sy_hist_t *g, sy_topic_t *t, int64_t until_ms) {
     return failed;
 }
 
+void sy_park_expire(sy_hist_t *g, int64_t until_ms) {
+    sy_hist_lock(g);
+    sy_park_t *failed = sy_park_settle(g, NULL, until_ms);
+    sy_hist_unlock(g);
+    sy_park_discard(failed);
+}
+
 void sy_park_discard(sy_park_t *list) {
     while (list != NULL) {
         sy_park_t *p = list;

@@ -12,9 +12,10 @@
  * once. A wait ends anyway when the bus goes down or after
  * SY_PARK_MAX_MS: the subscription is then served from what this node has.
  *
- * Threads: every function with the history lock held (sy_hist_lock),
+ * Threads: every function but sy_park_expire and sy_park_discard with the
+ * history lock held (sy_hist_lock),
  * from any thread (the owner's subscriptions, the bus thread's syncs, IO
- * thread 0's sweep); sy_park_discard without it.
+ * thread 0's sweep); those two without it.
  *
  * Ownership: a parked command keeps its references (topics, interest,
  * positions, the accept); a command that could not be queued comes back
@@ -45,6 +46,10 @@ sy_err_t sy_park_or_push(sy_hist_t *g, sy_io_t *io, sy_cmd_t *cmd, int64_t now_m
  * before until_ms): each command is queued, or parks on another topic of
  * its own that needs a sync. Returns those that could not be queued. */
 sy_park_t *sy_park_settle(sy_hist_t *g, struct sy_topic *t, int64_t until_ms);
+/* Takes the lock: every wait parked at or before until_ms ends (the
+ * sweep's SY_PARK_MAX_MS; INT64_MAX: all, the bus is down or stopped);
+ * their commands are queued, or discarded when they cannot be. */
+void sy_park_expire(sy_hist_t *g, int64_t until_ms);
 /* Gives back what the commands of list hold (not under the lock: it may
  * free topics). */
 void sy_park_discard(sy_park_t *list);
