@@ -405,3 +405,21 @@ test('a message a node cannot deliver (over its maxPayload) is a hole its subscr
   assert.equal((await a.stats()).bus.ignored, 1);
   ca.ws.terminate();
 });
+
+test('SCRIPT FLUSH under a running node: its next publish is answered NOSCRIPT, sent with the script\'s body, delivered in order', { timeout: 30000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const [a] = await nodes(1, redis);
+  const ca = await v1On(a, 'feed');
+  await a.publish('feed', 'm1');
+  await ca.until((x) => x.messages('feed').length === 1, 10000, 'm1');
+  await redis.cli('SCRIPT', 'FLUSH');
+  await a.publish('feed', 'm2');
+  await a.publish('feed', 'm3');
+  await ca.until((x) => x.messages('feed').length === 3, 10000, 'm2, m3 after NOSCRIPT');
+  assert.deepEqual(payloads(ca, 'feed'), ['m1', 'm2', 'm3']);
+  consecutive(offsets(ca, 'feed'), 1, 'one sequence');
+  const bus = (await a.stats()).bus;
+  assert.equal(bus.errors, 0, 'NOSCRIPT is followed, not an error');
+  assert.equal(bus.dropped, 0);
+  ca.ws.terminate();
+});
