@@ -42,6 +42,13 @@ struct sy_server;
  * undefined, or NULL with an exception pending. */
 napi_value sy_binding_bus_set(napi_env env, struct sy_server *srv, napi_value opts, napi_value fn,
                               napi_threadsafe_function *tsfn);
+/* serverBusCall(handle, id, route, args): one Redis command on the bus'
+ * connections (sy_bus_call; route null: args[0] published on the nodes'
+ * control channel, sy_bus_ctl_publish); its reply reaches onState as ('reply', id,
+ * encoded bytes). Returns true when queued, false without a bus or when
+ * it stops. */
+napi_value sy_binding_bus_call(napi_env env, struct sy_server *srv, napi_threadsafe_function tsfn, napi_value id,
+                               napi_value route, napi_value args);
 /* stats().bus: its counters and state, or null without a bus. */
 napi_value sy_binding_bus_stats(napi_env env, struct sy_server *srv);
 /* exports.busStatFields: [{ name, metric, type, help }], frozen. */

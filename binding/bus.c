@@ -13,35 +13,138 @@
 
 static const char *const STATE_NAMES[] = {"connecting", "up", "down"};
 
-/* What crosses from the bus thread to JS: a state change. */
+/* What crosses from the bus thread to JS: a state change, a message on
+ * the nodes' control channel, or a call's reply (sy_bus_call.h). */
+typedef enum { NOTE_STATE, NOTE_CTL, NOTE_REPLY } note_kind_t;
+
 typedef struct bus_note {
-    sy_bus_state_t state;
-    char err[];
+    note_kind_t kind;
+    sy_bus_state_t state; /* NOTE_STATE */
+    double id;            /* NOTE_REPLY: the call's */
+    size_t len;           /* bytes (NOTE_STATE: the reason, NUL-terminated) */
+    uint8_t bytes[];
 } bus_note_t;
 
-static void on_state(void *ctx, sy_bus_state_t state, const char *err) {
-    napi_threadsafe_function tsfn = ctx;
-    size_t len = strlen(err);
+static void post(napi_threadsafe_function tsfn, note_kind_t kind, sy_bus_state_t state, double id, const void *p,
+                 size_t len) {
     bus_note_t *n = sy_malloc(sizeof(*n) + len + 1);
     if (n == NULL)
-        return; /* the state is still in stats().bus */
-    n->state = state;
-    memcpy(n->err, err, len + 1);
+        return; /* a state is still in stats().bus; a reply is lost (the call's promise has its deadline in JS) */
+    *n = (bus_note_t){.kind = kind, .state = state, .id = id, .len = len};
+    if (len > 0)
+        memcpy(n->bytes, p, len);
+    n->bytes[len] = 0;
     if (napi_call_threadsafe_function(tsfn, n, napi_tsfn_nonblocking) != napi_ok)
         sy_free(n);
 }
 
+static void on_state(void *ctx, sy_bus_state_t state, const char *err) {
+    post(ctx, NOTE_STATE, state, 0, err, strlen(err));
+}
+
+static void on_ctl(void *ctx, const void *data, size_t len) { post(ctx, NOTE_CTL, 0, 0, data, len); }
+
+/* A call's context: where its reply goes. */
+typedef struct bus_call_ctx {
+    napi_threadsafe_function tsfn;
+    double id;
+} bus_call_ctx_t;
+
+static void on_reply(void *ctx, uint8_t *reply, size_t len) {
+    bus_call_ctx_t *c = ctx;
+    post(c->tsfn, NOTE_REPLY, 0, c->id, reply, len);
+    sy_free(reply);
+    sy_free(c);
+}
+
+/* onState(kind, a, b): ('state', name, reason), ('ctl', Buffer), ('reply', id, Buffer). */
 static void call_js(napi_env env, napi_value fn, void *context, void *data) {
     (void)context;
     bus_note_t *n = data;
     if (env != NULL) {
-        napi_value argv[2], undefined;
-        if (napi_create_string_utf8(env, STATE_NAMES[n->state], NAPI_AUTO_LENGTH, &argv[0]) == napi_ok &&
-            napi_create_string_utf8(env, n->err, NAPI_AUTO_LENGTH, &argv[1]) == napi_ok &&
-            napi_get_undefined(env, &undefined) == napi_ok)
-            (void)napi_call_function(env, undefined, fn, 2, argv, NULL);
+        napi_value argv[3], undefined;
+        static const char *const KINDS[] = {"state", "ctl", "reply"};
+        bool ok = napi_create_string_utf8(env, KINDS[n->kind], NAPI_AUTO_LENGTH, &argv[0]) == napi_ok &&
+                  napi_get_undefined(env, &undefined) == napi_ok;
+        size_t argc = 3;
+        if (ok && n->kind == NOTE_STATE)
+            ok = napi_create_string_utf8(env, STATE_NAMES[n->state], NAPI_AUTO_LENGTH, &argv[1]) == napi_ok &&
+                 napi_create_string_utf8(env, (const char *)n->bytes, n->len, &argv[2]) == napi_ok;
+        else if (ok && n->kind == NOTE_CTL) {
+            ok = napi_create_buffer_copy(env, n->len, n->bytes, NULL, &argv[1]) == napi_ok;
+            argc = 2;
+        } else if (ok)
+            ok = napi_create_double(env, n->id, &argv[1]) == napi_ok &&
+                 napi_create_buffer_copy(env, n->len, n->bytes, NULL, &argv[2]) == napi_ok;
+        if (ok)
+            (void)napi_call_function(env, undefined, fn, argc, argv, NULL);
     }
     sy_free(n);
+}
+
+/* A JS string's UTF-8 bytes, sy_malloc'ed (NUL-terminated; *len without it). */
+static bool get_utf8(napi_env env, napi_value v, const char *name, char **out, size_t *len) {
+    napi_valuetype t;
+    *out = NULL;
+    if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    if (t != napi_string) {
+        sy_napi_throw_type(env, name, "a string");
+        return false;
+    }
+    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, len), "napi_get_value_string_utf8"))
+        return false;
+    *out = sy_malloc(*len + 1);
+    if (*out == NULL) {
+        sy_napi_throw_oom(env, NULL);
+        return false;
+    }
+    return sy_napi_ok(env, napi_get_value_string_utf8(env, v, *out, *len + 1, len), "napi_get_value_string_utf8");
+}
+
+napi_value sy_binding_bus_call(napi_env env, sy_server_t *srv, napi_threadsafe_function tsfn, napi_value id_v,
+                               napi_value route_v, napi_value args_v) {
+    sy_bus_t *bus = sy_server_bus(srv);
+    double id = 0;
+    uint32_t n = 0;
+    bool is = false;
+    napi_value result = NULL;
+    char *route = NULL, *argv[SY_BUS_CALL_ARGS_MAX] = {0};
+    size_t route_len = 0, lens[SY_BUS_CALL_ARGS_MAX];
+    napi_valuetype rt;
+    if (!sy_napi_ok(env, napi_get_value_double(env, id_v, &id), "napi_get_value_double") ||
+        !sy_napi_ok(env, napi_typeof(env, route_v, &rt), "napi_typeof") ||
+        (rt != napi_null && !get_utf8(env, route_v, "route", &route, &route_len)) ||
+        !sy_napi_ok(env, napi_is_array(env, args_v, &is), "napi_is_array") ||
+        !sy_napi_ok(env, napi_get_array_length(env, args_v, &n), "napi_get_array_length"))
+        goto done;
+    if (!is || n == 0 || n > SY_BUS_CALL_ARGS_MAX) {
+        sy_napi_throw_type(env, "args", "an array of 1 to 64 strings");
+        goto done;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        napi_value v;
+        if (!sy_napi_ok(env, napi_get_element(env, args_v, i, &v), "napi_get_element") ||
+            !get_utf8(env, v, "args", &argv[i], &lens[i]))
+            goto done;
+    }
+    bool queued = false;
+    bus_call_ctx_t *c = bus != NULL && tsfn != NULL ? sy_malloc(sizeof(*c)) : NULL;
+    if (c != NULL) {
+        *c = (bus_call_ctx_t){.tsfn = tsfn, .id = id};
+        /* route null: the control channel; args: [message] */
+        queued = route == NULL
+                     ? sy_bus_ctl_publish(bus, argv[0], lens[0], on_reply, c) == 0
+                     : sy_bus_call(bus, route, route_len, n, (const char *const *)argv, lens, on_reply, c) == 0;
+        if (!queued)
+            sy_free(c);
+    }
+    result = sy_napi_make_bool(env, queued);
+done:
+    for (uint32_t i = 0; i < n && i < SY_BUS_CALL_ARGS_MAX; i++)
+        sy_free(argv[i]);
+    sy_free(route);
+    return result;
 }
 
 /* An array of strings or numbers of length n into out (strings: sy_malloc'ed). */
@@ -182,7 +285,9 @@ napi_value sy_binding_bus_set(napi_env env, sy_server_t *srv, napi_value opts, n
     /* The bus never keeps the process alive by itself (the server does). */
     (void)napi_unref_threadsafe_function(env, *tsfn);
     char err[SY_ERRLEN] = "";
-    if (sy_server_set_bus(srv, &o, on_state, *tsfn, err, sizeof(err)) != 0) {
+    if (sy_server_set_bus(srv, &o, on_state, *tsfn, err, sizeof(err)) == 0)
+        sy_bus_set_ctl(sy_server_bus(srv), on_ctl, *tsfn);
+    else {
         (void)napi_release_threadsafe_function(*tsfn, napi_tsfn_abort);
         *tsfn = NULL;
         char msg[SY_ERRLEN + 32];

@@ -1341,6 +1341,15 @@ static napi_value server_set_bus(napi_env env, napi_callback_info info) {
     return sy_binding_bus_set(env, b->srv, argv[1], argv[2], &b->bus_tsfn);
 }
 
+/* serverBusCall(handle, id, route, args) -> boolean (binding/bus.c) */
+static napi_value server_bus_call(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    sy_bserver_t *b;
+    if (!server_args(env, info, 4, argv, &b))
+        return NULL;
+    return sy_binding_bus_call(env, b->srv, b->bus_tsfn, argv[1], argv[2], argv[3]);
+}
+
 /* serverBusStats(handle) -> { state, counters... } or null */
 static napi_value server_bus_stats(napi_env env, napi_callback_info info) {
     napi_value argv[1];
@@ -1464,6 +1473,7 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverStats", server_stats, NULL) &&
            sy_napi_set_function(env, exports, "serverSetBus", server_set_bus, NULL) &&
            sy_napi_set_function(env, exports, "serverBusStats", server_bus_stats, NULL) &&
+           sy_napi_set_function(env, exports, "serverBusCall", server_bus_call, NULL) &&
 #ifdef SY_WITH_TLS
            sy_napi_set_function(env, exports, "serverSetTls", server_set_tls, NULL) &&
 #endif

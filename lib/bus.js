@@ -7,6 +7,7 @@
 const { EventEmitter } = require('node:events');
 const tls = require('node:tls');
 const { SymphonyError, invalidArgType, invalidArgValue, outOfRange, integer } = require('./errors');
+const { BusCallError, decodeReply } = require('./presence');
 
 const BUS_DEFAULTS = Object.freeze({
   url: null,               // 'redis://[user:pass@]host:port[/db]', or a list of seeds (Redis Cluster)
@@ -176,6 +177,10 @@ class BusError extends SymphonyError {
 }
 
 const update = Symbol('update');
+// The server's side of the bus object: calls, control messages, counts.
+const attach = Symbol('attach');
+const call = Symbol('call');
+const ctl = Symbol('ctl');
 
 /**
  * server.bus: the bus' state ('connecting' until it is first up or first
@@ -186,10 +191,61 @@ class Bus extends EventEmitter {
   #state = 'connecting';
   #error = null;
   #options;
+  #native = null;    // (id, route, args) -> boolean: binding.serverBusCall
+  #presence = null;  // lib/presence.js: control messages, counts
+  #calls = new Map(); // id -> { resolve, reject }
+  #nextCall = 1;
 
   constructor(options) {
     super();
     this.#options = options;
+  }
+
+  [attach](native, presence) {
+    this.#native = native;
+    this.#presence = presence;
+  }
+
+  /** One Redis command on the bus' connections (routed by route's slot; null: the control channel). */
+  [call](route, args) {
+    return new Promise((resolve, reject) => {
+      const id = this.#nextCall++;
+      if (this.#native === null || !this.#native(id, route, args)) {
+        reject(new BusCallError('ERR_BUS_DOWN', 'symphony: the bus is stopping or not set'));
+        return;
+      }
+      this.#calls.set(id, { resolve, reject });
+    });
+  }
+
+  [ctl](message) { return this[call](null, [message]); }
+
+  /** This node's id in presence entries and events. */
+  get node() { return this.#presence === null ? null : this.#presence.node; }
+
+  /**
+   * The subscribers of topic on every node of the bus (this one too): every
+   * node is asked over Redis and answers. Rejects with ERR_BUS_TIMEOUT when
+   * some do not answer within options.timeout ms (default 2000), or
+   * ERR_BUS_DOWN when the bus is not up.
+   */
+  subscribers(topic, options) {
+    if (typeof topic !== 'string' || topic.length === 0) return Promise.reject(invalidArgType('topic', 'a non-empty string', topic));
+    let timeout = 2000;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') return Promise.reject(invalidArgType('options', 'an object', options));
+      if (options.timeout !== undefined) {
+        try {
+          integer('options.timeout', options.timeout, 1, 3600000);
+        } catch (err) {
+          return Promise.reject(err);
+        }
+        timeout = options.timeout;
+      }
+    }
+    if (this.#presence === null) return Promise.reject(new BusCallError('ERR_BUS_DOWN', 'symphony: the server is not running'));
+    if (this.#state !== 'up') return Promise.reject(new BusCallError('ERR_BUS_DOWN', 'symphony: subscribers(): the bus is not up'));
+    return this.#presence.subscribers(topic, timeout);
   }
 
   get state() { return this.#state; }
@@ -204,7 +260,35 @@ class Bus extends EventEmitter {
     };
   }
 
-  [update](state, message) {
+  [update](kind, a, b) {
+    if (kind === 'ctl') {
+      this.#presence?.control(a);
+      return;
+    }
+    if (kind === 'reply') {
+      const c = this.#calls.get(a);
+      if (c === undefined) return;
+      this.#calls.delete(a);
+      let v;
+      try {
+        v = decodeReply(b);
+      } catch (err) {
+        c.reject(err);
+        return;
+      }
+      if (v instanceof BusCallError) {
+        // A reply that never came (the connection went, the bus stopped) is ERR_BUS_DOWN.
+        if (/^[a-z]/.test(v.message)) v.code = 'ERR_BUS_DOWN';
+        c.reject(v);
+      } else {
+        c.resolve(v);
+      }
+      return;
+    }
+    this.#state0(a, b);
+  }
+
+  #state0(state, message) {
     if (state === this.#state) return;
     this.#state = state;
     this.#error = state === 'down' ? new BusError(message || 'the bus is down') : null;
@@ -214,4 +298,4 @@ class Bus extends EventEmitter {
   }
 }
 
-module.exports = { BUS_DEFAULTS, busOption, nativeBusOptions, Bus, BusError, update };
+module.exports = { BUS_DEFAULTS, busOption, nativeBusOptions, Bus, BusError, update, attach, call, ctl };

@@ -8,7 +8,8 @@ const os = require('node:os');
 const { binding } = require('./native');
 const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue, integer } = require('./errors');
 const { exposition } = require('./metrics');
-const { busOption, nativeBusOptions, Bus, update: busUpdate } = require('./bus');
+const { busOption, nativeBusOptions, Bus, update: busUpdate, attach: busAttach, call: busCall, ctl: busCtl } = require('./bus');
+const { presenceOption, infoText, Presence } = require('./presence');
 const { proxyProtocolOptions, trustProxyOption, clientAddress } = require('./proxy');
 const { LIMIT_DEFAULTS, limitOptions, nativeLimitOptions } = require('./limits');
 
@@ -88,6 +89,10 @@ const DEFAULTS = Object.freeze({
   // req.remoteAddress from Forwarded / X-Forwarded-For when the immediate
   // peer is trusted: false, true, a number of hops, or addresses/CIDR ranges.
   trustProxy: false,
+  // Who is subscribed to a topic, with each connection's info (onUpgrade's
+  // result.presence), on every node (with a bus, kept in Redis): false,
+  // true, or { topics: true | (topic) => boolean, ttl, maxInfo }. README, "Presence".
+  presence: false,
 });
 
 // history: true. size: messages kept per topic; ttl: seconds (0: no age
@@ -151,6 +156,7 @@ function normalizeOptions(options) {
   }
   o.bus = busOption(o.bus);
   o.history = historyOption(o.history, 'options.history');
+  o.presence = presenceOption(o.presence);
   proxyProtocolOptions(o); // checked now, given to the binding by the constructor
   trustProxyOption(o.trustProxy);
   limitOptions(o);
@@ -398,6 +404,8 @@ class Server extends EventEmitter {
   #closed = null;
   #userData = new Map();
   #bus = null;
+  #presence; // lib/presence.js
+  #presenceInfo = new Map(); // id -> its presence info (JSON text), when onUpgrade gave one
   // Resumes decided at an accept, until its 'open' (EV_RECOVERY comes first).
   #recovering = new Map();
   // While 'subscription' has a listener: the topics reported active (their
@@ -452,10 +460,19 @@ class Server extends EventEmitter {
       this.#applyTls(o.tls, 'options.tls');
       o.tls = tlsSummary(o.tls);
     }
+    const bus = o.bus === null ? null : {
+      call: (route, args) => this.#bus[busCall](route, args),
+      ctl: (message) => this.#bus[busCtl](message),
+    };
+    this.#presence = new Presence(o.presence, {
+      prefix: o.bus?.prefix ?? '', bus, emit: (...args) => this.emit(...args), report: (err) => this.#report(err),
+      local: (topic) => this.subscribers(topic),
+    });
     if (o.bus !== null) {
       this.#bus = new Bus(o.bus);
+      this.#bus[busAttach]((id, route, args) => binding.serverBusCall(this.#handle, id, route, args), this.#presence);
       try {
-        binding.serverSetBus(this.#handle, nativeBusOptions(o.bus), (state, message) => this.#bus[busUpdate](state, message));
+        binding.serverSetBus(this.#handle, nativeBusOptions(o.bus), (kind, a, b) => this.#bus[busUpdate](kind, a, b));
       } catch (err) {
         if (err.code === 'ERR_SYMPHONY_TLS') throw new TlsError(err.message.replace('symphony: bus.tls:', 'symphony: options.bus.tls:'));
         throw err;
@@ -635,6 +652,8 @@ class Server extends EventEmitter {
       }
       case EV_CLOSE:
         this.#userData.delete(id);
+        this.#presenceInfo.delete(id);
+        this.#presence.closed(id);
         this.#recovering.delete(id);
         this.emit('close', id, code, payload);
         break;
@@ -707,8 +726,14 @@ class Server extends EventEmitter {
         const headers = headerLines(result.headers, 'onUpgrade result headers');
         const compress = result.compress ?? true;
         if (typeof compress !== 'boolean') throw invalidArgType('onUpgrade result compress', 'of type boolean', compress);
+        const info = result.presence !== undefined ? infoText(result.presence, this.#presence.maxInfo) : null;
         if (result.data !== undefined) this.#userData.set(id, result.data);
-        if (!binding.serverAccept(this.#handle, id, protocol, headers, topics, compress)) this.#userData.delete(id);
+        if (binding.serverAccept(this.#handle, id, protocol, headers, topics, compress)) {
+          if (info !== null) this.#presenceInfo.set(id, info);
+          for (const topic of topics) this.#presence.join(id, topic, info ?? 'null');
+        } else {
+          this.#userData.delete(id);
+        }
       } else {
         throw invalidArgType('onUpgrade result', 'a boolean or an object', result);
       }
@@ -763,12 +788,17 @@ class Server extends EventEmitter {
   topic(name, options) {
     checkTopic(name);
     let history;
+    let presence;
     if (options !== undefined) {
       if (options === null || typeof options !== 'object') throw invalidArgType('options', 'an object', options);
       for (const k of Object.keys(options)) {
-        if (k !== 'history') throw invalidArgValue(`options.${k}`, 'is not a known topic option', k);
+        if (k !== 'history' && k !== 'presence') throw invalidArgValue(`options.${k}`, 'is not a known topic option', k);
       }
       if (options.history !== undefined) history = historyOption(options.history, 'options.history', TOPIC_HISTORY_KEYS);
+      if (options.presence !== undefined) {
+        if (typeof options.presence !== 'boolean') throw invalidArgType('options.presence', 'of type boolean', options.presence);
+        presence = options.presence;
+      }
     }
     if (this.#state === 'closed' || this.#state === 'closing') {
       throw new SymphonyError('ERR_SERVER_NOT_RUNNING', 'symphony: topic: the server is closed');
@@ -777,6 +807,9 @@ class Server extends EventEmitter {
     // The override lives with the topic: while this handle (or a
     // subscriber, or a kept message) holds it.
     if (history !== undefined) binding.serverTopicHistory(this.#handle, handle, history.size, history.ttl);
+    // Presence is decided when a connection subscribes: those subscribed
+    // already are not listed (give it before the first subscription).
+    if (presence !== undefined) this.#presence.setTopic(name, presence);
     return new Topic(name, (data, options) => this.#publishTo(binding.serverPublishTopic, handle, data, options),
       () => this.position(name));
   }
@@ -866,16 +899,38 @@ class Server extends EventEmitter {
       // not publish 2^53 messages): the largest exact offset stands for
       // them and gets the same answer, 'future'.
       const offset = Math.min(since.offset, Number.MAX_SAFE_INTEGER);
-      return binding.serverSubscribeSince(this.#handle, id, topic, since.epoch, offset);
+      const ok = binding.serverSubscribeSince(this.#handle, id, topic, since.epoch, offset);
+      if (ok) this.#presence.join(id, topic, this.#presenceInfo.get(id) ?? 'null');
+      return ok;
     }
-    return binding.serverSubscribe(this.#handle, id, topic);
+    const ok = binding.serverSubscribe(this.#handle, id, topic);
+    if (ok) this.#presence.join(id, topic, this.#presenceInfo.get(id) ?? 'null');
+    return ok;
   }
 
   unsubscribe(id, topic) {
     checkId(id);
     checkTopic(topic);
     if (this.#state !== 'listening') return false;
-    return binding.serverUnsubscribe(this.#handle, id, topic);
+    const ok = binding.serverUnsubscribe(this.#handle, id, topic);
+    if (ok) this.#presence.leave(id, topic);
+    return ok;
+  }
+
+  /**
+   * Who is subscribed to topic (a topic with presence): [{ node, id, info }]
+   * for every connection, on every node with a bus (read from Redis; a
+   * node that died is left out after options.presence.ttl), this node's
+   * without. [] for a topic without presence.
+   */
+  presence(topic) {
+    try {
+      checkTopic(topic);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (this.#state !== 'listening') return Promise.resolve([]);
+    return this.#presence.list(topic);
   }
 
   /** Starts the close handshake. */
@@ -933,7 +988,14 @@ class Server extends EventEmitter {
     this.#closed = { promise, resolve };
     if (this.#state === 'listening') {
       this.#state = 'closing';
-      binding.serverClose(this.#handle, this.#opts.closeDeadline);
+      // This node's presence entries leave Redis (and every node is told)
+      // while the bus still runs (for at most closeDeadline ms).
+      let timer;
+      const deadline = new Promise((r) => { timer = setTimeout(r, this.#opts.closeDeadline); });
+      Promise.race([this.#presence.close(), deadline]).finally(() => {
+        clearTimeout(timer);
+        binding.serverClose(this.#handle, this.#opts.closeDeadline);
+      });
     } else {
       this.#state = 'closed';
       resolve();

@@ -640,6 +640,8 @@ sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_
     return 0;
 }
 
+sy_bus_t *sy_server_bus(sy_server_t *s) { return s->bus; }
+
 bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out) {
     if (s->bus == NULL)
         return false;

@@ -93,6 +93,9 @@ sy_err_t sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len);
  * (freed on failure too). 0, or EINVAL with a message in err. */
 sy_err_t sy_server_set_bus(sy_server_t *s, const sy_bus_opts_t *o, sy_bus_state_fn on_state, void *ctx, char *err,
                            size_t errlen);
+/* The server's bus (sy_bus.h), or NULL. For the owner's calls of sy_bus.h
+ * (sy_bus_set_ctl before the start; sy_bus_call, sy_bus_node_id). */
+sy_bus_t *sy_server_bus(sy_server_t *s);
 /* The bus' counters and state: false when the server has no bus. Any thread. */
 bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out);
 

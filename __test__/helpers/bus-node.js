@@ -19,6 +19,12 @@
 //   <- { type: 'topic', id, name, history } server.topic(name, { history }) (the handle kept)
 //                                  -> { type: 'topic', id }
 //   <- { type: 'stats', id }       -> { type: 'stats', id, stats }
+//   <- { type: 'presence', id, topic } -> { type: 'presence', id, entries } (server.presence)
+//   <- { type: 'subscribers', id, topic, timeout } -> { type: 'subscribers', id, count } (server.bus.subscribers)
+//   <- { type: 'subscribe', id, conn, topic } / { type: 'unsubscribe', ... } -> { type: ..., id, ok }
+//   -> { type: 'presence-event', event: 'join' | 'leave', topic, entry, reason }
+//   -> { type: 'open', conn, url } each connection's id as it opens
+// A URL's presence=<JSON> query parameter is the connection's presence info.
 //   <- { type: 'close', id }       -> { type: 'closed', id }, then exit 0
 //   -> { type: 'bus', state, error: { message, code } or null }   (each bus state change, when server.bus exists)
 //   -> { type: 'error', error: { message, code } }                 (the server's 'error' events)
@@ -49,8 +55,15 @@ async function main() {
     port: 0,
     threads: 1,
     ...config,
-    onUpgrade: (req) => ({ topics: topicsOf(req.url) }),
+    onUpgrade: (req) => {
+      const info = new URL(req.url, 'http://localhost').searchParams.get('presence');
+      return info === null ? { topics: topicsOf(req.url) } : { topics: topicsOf(req.url), presence: JSON.parse(info) };
+    },
   });
+  server.on('open', (conn, info) => send({ type: 'open', conn, data: info.data ?? null }));
+  for (const event of ['join', 'leave']) {
+    server.on(event, (topic, entry, reason) => send({ type: 'presence-event', event, topic, entry, reason: reason ?? null }));
+  }
   server.on('error', (err) => send({ type: 'error', error: errorInfo(err) }));
   // server.bus exists once the bus is built (issue 12); without it this
   // runner serves the local fan-out only.
@@ -112,11 +125,21 @@ async function main() {
           break;
         }
         case 'topic':
-          handles.push(server.topic(msg.name, { history: msg.history }));
+          handles.push(server.topic(msg.name, msg.presence === undefined ? { history: msg.history } : { history: msg.history, presence: msg.presence }));
           send({ type: 'topic', id: msg.id });
           break;
         case 'stats':
           send({ type: 'stats', id: msg.id, stats: server.stats() });
+          break;
+        case 'presence':
+          send({ type: 'presence', id: msg.id, entries: await server.presence(msg.topic) });
+          break;
+        case 'subscribers':
+          send({ type: 'subscribers', id: msg.id, count: await server.bus.subscribers(msg.topic, { timeout: msg.timeout ?? 2000 }) });
+          break;
+        case 'subscribe':
+        case 'unsubscribe':
+          send({ type: msg.type, id: msg.id, ok: server[msg.type](msg.conn, msg.topic) });
           break;
         case 'close':
           await close();

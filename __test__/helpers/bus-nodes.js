@@ -52,6 +52,8 @@ async function startNode(config = {}, { timeoutMs = 10000, env = {} } = {}) {
   let seq = 0;
   const waiting = new Map(); // id -> { resolve, reject }
   const busEvents = [];
+  const presenceEvents = []; // { event, topic, entry, reason }
+  const opened = [];         // connection ids, in the order they opened
   const errors = [];
   const busWaiters = new Set();
   let exitInfo = null;
@@ -75,6 +77,8 @@ async function startNode(config = {}, { timeoutMs = 10000, env = {} } = {}) {
     child,
     busEvents,
     busState: null,
+    presenceEvents,
+    opened,
     errors,
     exited,
     get alive() { return exitInfo === null; },
@@ -94,6 +98,10 @@ async function startNode(config = {}, { timeoutMs = 10000, env = {} } = {}) {
       node.busState = msg.state;
       busEvents.push({ state: msg.state, error: msg.error, at: Date.now() });
       for (const w of busWaiters) w();
+    } else if (msg.type === 'presence-event') {
+      presenceEvents.push(msg);
+    } else if (msg.type === 'open') {
+      opened.push(msg.conn);
     } else if (msg.type === 'error' && msg.id === undefined) {
       errors.push(msg.error);
     } else if (msg.id !== undefined && waiting.has(msg.id)) {
@@ -130,6 +138,17 @@ async function startNode(config = {}, { timeoutMs = 10000, env = {} } = {}) {
 
   /** server.topic(name, { history }) on the node (its handle kept there). */
   node.topic = async (name, history, ms = 5000) => { await request({ type: 'topic', name, history }, ms, `topic ${name}`); };
+
+  /** server.presence(topic) on the node. */
+  node.presence = async (topic, ms = 5000) => (await request({ type: 'presence', topic }, ms, `presence ${topic}`)).entries;
+  /** server.bus.subscribers(topic) on the node. */
+  node.subscribersAll = async (topic, timeout, ms = 10000) =>
+    (await request({ type: 'subscribers', topic, timeout }, ms, `subscribers ${topic}`)).count;
+  /** server.subscribe / unsubscribe(conn, topic) on the node. */
+  node.subscribe = async (conn, topic, ms = 5000) => (await request({ type: 'subscribe', conn, topic }, ms, 'subscribe')).ok;
+  node.unsubscribe = async (conn, topic, ms = 5000) => (await request({ type: 'unsubscribe', conn, topic }, ms, 'unsubscribe')).ok;
+  /** server.topic(name, { presence }) on the node. */
+  node.presenceTopic = async (name, presence, ms = 5000) => { await request({ type: 'topic', name, presence }, ms, `topic ${name}`); };
 
   /** server.stats() of the node. */
   node.stats = async (ms = 5000) => (await request({ type: 'stats' }, ms, 'stats')).stats;

@@ -146,6 +146,11 @@ void sy_bus_destroy(sy_bus_t *b) {
         b->qhead = m->next;
         sy_bus_msg_drop(b, m);
     }
+    while (b->chead != NULL) {
+        sy_bus_call_t *c = b->chead;
+        b->chead = c->next;
+        sy_bus_call_end(c, NULL, "the bus stopped");
+    }
     for (size_t i = 0; i < b->nedges; i++)
         sy_topic_release(b->topics, b->edges[i]);
     sy_free(b->edges);
@@ -181,6 +186,55 @@ void sy_bus_msg_drop(sy_bus_t *b, sy_bus_msg_t *m) {
 void sy_bus_set_history(sy_bus_t *b, const sy_bus_history_ops_t *ops, void *ctx) {
     b->hist = *ops;
     b->hist_ctx = ctx;
+}
+
+void sy_bus_set_ctl(sy_bus_t *b, sy_bus_ctl_fn fn, void *ctx) {
+    b->ctl = fn;
+    b->ctl_ctx = ctx;
+}
+
+void sy_bus_node_id(const sy_bus_t *b, char out[17]) {
+    (void)snprintf(out, 17, "%016llx", (unsigned long long)b->node);
+}
+
+sy_err_t sy_bus_call(sy_bus_t *b, const char *route, size_t route_len, unsigned argc, const char *const *argv,
+                     const size_t *lens, sy_bus_call_fn done, void *ctx) {
+    if (argc == 0 || argc > SY_BUS_CALL_ARGS_MAX)
+        return EINVAL;
+    sy_bus_call_t *c = sy_bus_call_new(route, route_len, argc, argv, lens, done, ctx);
+    if (c == NULL)
+        return ENOMEM;
+    pthread_mutex_lock(&b->lock);
+    if (b->stop) {
+        pthread_mutex_unlock(&b->lock);
+        sy_free(c);
+        return ESHUTDOWN;
+    }
+    if (b->ctail != NULL)
+        b->ctail->next = c;
+    else
+        b->chead = c;
+    b->ctail = c;
+    bool need_wake = !b->woken;
+    b->woken = true;
+    pthread_mutex_unlock(&b->lock);
+    if (need_wake)
+        wake(b);
+    return 0;
+}
+
+sy_err_t sy_bus_ctl_publish(sy_bus_t *b, const void *data, size_t len, sy_bus_call_fn done, void *ctx) {
+    size_t channel_len = b->prefix_len + SY_BUS_CTL_NAME_LEN;
+    char *channel = sy_malloc(channel_len);
+    if (channel == NULL)
+        return ENOMEM;
+    memcpy(channel, b->prefix, b->prefix_len);
+    memcpy(channel + b->prefix_len, SY_BUS_CTL_NAME, SY_BUS_CTL_NAME_LEN);
+    const char *argv[] = {"SPUBLISH", channel, data};
+    size_t lens[] = {8, channel_len, len};
+    sy_err_t rc = sy_bus_call(b, channel, channel_len, 3, argv, lens, done, ctx);
+    sy_free(channel);
+    return rc;
 }
 
 bool sy_bus_is_up(sy_bus_t *b) { return atomic_load_explicit(&b->state, memory_order_relaxed) == SY_BUS_UP; }

@@ -72,6 +72,7 @@
 #include <stdint.h>
 
 #include "base/sy_errors.h"
+#include "bus/sy_bus_call.h"
 #include "io/sy_topic.h"
 
 #define SY_BUS_MAX_SEEDS 64
@@ -206,6 +207,28 @@ sy_err_t sy_bus_publish(sy_bus_t *b, const char *topic, size_t topic_len, const 
  * sy_bus_publish. */
 sy_err_t sy_bus_publish_seq(sy_bus_t *b, const char *topic, size_t topic_len, const void *data, size_t len,
                             unsigned flags, uint32_t size, uint32_t ttl_s);
+/* Node-to-node messages (docs/bus.md, "Presence and counts across
+ * nodes"): every node subscribes a control channel of its own (prefix +
+ * SY_BUS_CTL_NAME, a name no topic can have: topics are UTF-8) while it
+ * runs; what arrives on it is handed to fn as it came (bus thread; data
+ * is the bus', valid during the call). Set before sy_bus_start; NULL
+ * fn: the channel is not subscribed. */
+typedef void (*sy_bus_ctl_fn)(void *ctx, const void *data, size_t len);
+void sy_bus_set_ctl(sy_bus_t *b, sy_bus_ctl_fn fn, void *ctx);
+/* Queues one Redis command (argv[0..argc), 1..SY_BUS_CALL_ARGS_MAX
+ * arguments, copied) for the bus thread, sent to the node that serves
+ * route[0..route_len)'s slot (sy_bus_call.h); done gets the encoded reply
+ * on the bus thread, once, whatever happens (an error reply when the bus
+ * is not up, or stops first). 0, EINVAL (argc), ENOMEM, or ESHUTDOWN (the
+ * bus is stopping: done is not called). */
+sy_err_t sy_bus_call(sy_bus_t *b, const char *route, size_t route_len, unsigned argc, const char *const *argv,
+                     const size_t *lens, sy_bus_call_fn done, void *ctx);
+/* Publishes data[0..len) on the nodes' control channel (a call: done
+ * gets SPUBLISH's reply, the number of nodes subscribed to it, or an
+ * error). Errors as sy_bus_call. */
+sy_err_t sy_bus_ctl_publish(sy_bus_t *b, const void *data, size_t len, sy_bus_call_fn done, void *ctx);
+/* The bus' node id (the envelope's), as 16 hex digits and a NUL. */
+void sy_bus_node_id(const sy_bus_t *b, char out[17]);
 /* True while the bus is up (a relaxed read). */
 bool sy_bus_is_up(sy_bus_t *b);
 /* The topics' edge hook (sy_topic_edge_fn): ctx is the bus. */

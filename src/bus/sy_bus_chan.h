@@ -32,6 +32,17 @@
 
 struct sy_bus_shard;
 
+/* The nodes' control channel's name after the prefix (sy_bus_set_ctl): a
+ * byte no UTF-8 text has, so no topic's. Not counted as a topic's
+ * channel in the channels gauge. */
+#define SY_BUS_CTL_NAME \
+    "\xff"              \
+    "nodes"
+#define SY_BUS_CTL_NAME_LEN 6
+static inline bool sy_bus_chan_is_ctl(const char *name, size_t len) {
+    return len == SY_BUS_CTL_NAME_LEN && (unsigned char)name[0] == 0xffu;
+}
+
 typedef struct sy_bus_chan {
     sy_strmap_node_t node;
     unsigned slot; /* Redis Cluster's slot of prefix + name (sy_slot.h) */

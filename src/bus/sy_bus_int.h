@@ -86,13 +86,16 @@ struct sy_bus {
     /* Shared with the owner's thread and the topics' hook. */
     pthread_mutex_t lock;
     bool lock_ok;
-    sy_bus_msg_t *qhead, *qtail; /* under lock */
-    sy_topic_t **edges;          /* under lock: topics whose interest crossed 0 (a reference each) */
+    sy_bus_msg_t *qhead, *qtail;  /* under lock */
+    sy_bus_call_t *chead, *ctail; /* under lock: calls (sy_bus_call.h) for the bus thread */
+    sy_topic_t **edges;           /* under lock: topics whose interest crossed 0 (a reference each) */
     size_t nedges, edges_cap;
-    bool stop;                 /* under lock */
-    bool woken;                /* under lock: the wake fd was written and not yet drained */
-    unsigned flush_ms;         /* under lock */
-    atomic_int state;          /* sy_bus_state_t */
+    bool stop;         /* under lock */
+    bool woken;        /* under lock: the wake fd was written and not yet drained */
+    unsigned flush_ms; /* under lock */
+    atomic_int state;  /* sy_bus_state_t */
+    sy_bus_ctl_fn ctl; /* fixed before the thread starts (sy_bus_set_ctl) */
+    void *ctl_ctx;
     sy_bus_history_ops_t hist; /* fixed before the thread starts (sy_bus_set_history) */
     void *hist_ctx;
     sy_bus_script_t publish_script; /* EVALSHA's (sy_bus_seq.h) */

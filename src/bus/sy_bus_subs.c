@@ -55,11 +55,17 @@ static void mark_dirty(sy_bus_subs_t *s, sy_bus_chan_t *c) {
     s->dirty[s->ndirty++] = c;
 }
 
+/* The channels gauge counts topics' channels (not the control channel's). */
+static void count_chan(sy_bus_subs_t *s, const sy_bus_chan_t *c, uint64_t n) {
+    if (!sy_bus_chan_is_ctl(c->name, c->len))
+        count(s->channels, n);
+}
+
 /* The subscription on c's shard is gone (its link dropped, or Redis said
  * so): nothing to undo there. */
 static void chan_lost(sy_bus_subs_t *s, sy_bus_chan_t *c) {
     if (c->confirmed)
-        count(s->channels, (uint64_t)-1);
+        count_chan(s, c, (uint64_t)-1);
     c->sent = false;
     c->confirmed = false;
     c->shard = NULL;
@@ -99,7 +105,7 @@ sy_bus_subs_event_t sy_bus_subs_push(sy_bus_subs_t *s, const sy_bus_shard_t *sha
     if (subscribe) {
         if (c->sent && c->shard == shard && !c->confirmed) {
             c->confirmed = true;
-            count(s->channels, 1);
+            count_chan(s, c, 1);
             return SY_BUS_SUBS_CONFIRMED;
         }
         return SY_BUS_SUBS_NONE;
@@ -196,7 +202,7 @@ static void send_actions(sy_bus_subs_t *s, action_t *a, size_t n) {
                 c->shard = a[k].shard;
             } else if (rc == 0) {
                 if (c->confirmed)
-                    count(s->channels, (uint64_t)-1);
+                    count_chan(s, c, (uint64_t)-1);
                 c->unsubs++;
                 c->sent = false;
                 c->confirmed = false;

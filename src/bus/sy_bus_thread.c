@@ -366,6 +366,12 @@ static void on_smessage(sy_bus_t *b, redisReply *r) {
         sy_bus_count(&b->c.ignored, 1);
         return;
     }
+    if (ch->len == b->prefix_len + SY_BUS_CTL_NAME_LEN &&
+        memcmp(ch->str + b->prefix_len, SY_BUS_CTL_NAME, SY_BUS_CTL_NAME_LEN) == 0) {
+        if (b->ctl != NULL)
+            b->ctl(b->ctl_ctx, msg->str, msg->len);
+        return;
+    }
     uint64_t epoch, offset;
     const uint8_t *body;
     size_t body_len;
@@ -688,14 +694,68 @@ static void send_msg(sy_bus_t *b, sy_bus_msg_t *m) {
     send_to(b, m, sy_bus_shards_publish_target(&b->shards, m->data, m->channel_len), false);
 }
 
+/* ---- the owner's calls (sy_bus_call.h) ------------------------------ */
+
+static void send_call(sy_bus_t *b, sy_bus_call_t *c, sy_bus_shard_t *s, bool asking);
+
+static void on_called(redisAsyncContext *ac, void *r, void *priv) {
+    sy_bus_link_t *l = ac->data;
+    sy_bus_t *b = l->ctx;
+    redisReply *reply = r;
+    sy_bus_call_t *c = priv;
+    if (reply == NULL) {
+        sy_bus_call_end(c, NULL, "the connection to Redis went before it answered");
+        return;
+    }
+    bool moved = reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "MOVED ", 6) == 0;
+    bool ask = reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "ASK ", 4) == 0;
+    if ((moved || ask) && c->redirects < SY_BUS_REDIRECTS_MAX) {
+        sy_bus_shards_want_map(&b->shards);
+        sy_bus_shard_t *s = sy_bus_shards_redirect(&b->shards, reply->str);
+        if (s != NULL) {
+            c->redirects++;
+            send_call(b, c, s, ask);
+            return;
+        }
+    }
+    sy_bus_call_end(c, reply, NULL);
+}
+
+/* Sends c on s's publishing connection (asking: ASKING first). */
+static void send_call(sy_bus_t *b, sy_bus_call_t *c, sy_bus_shard_t *s, bool asking) {
+    (void)b;
+    redisAsyncContext *ac = s != NULL ? sy_bus_link_ac(&s->pub) : NULL;
+    if (ac == NULL) {
+        sy_bus_call_end(c, NULL, "the bus is not connected to the Redis node that serves this key");
+        return;
+    }
+    int rc = asking ? redisAsyncCommand(ac, NULL, NULL, "ASKING") : REDIS_OK;
+    if (rc == REDIS_OK)
+        rc = redisAsyncCommandArgv(ac, on_called, c, (int)c->argc, c->argv, c->lens);
+    if (rc != REDIS_OK)
+        sy_bus_call_end(c, NULL, "the command could not be sent to Redis");
+}
+
+static void run_calls(sy_bus_t *b, sy_bus_call_t *c) {
+    while (c != NULL) {
+        sy_bus_call_t *next = c->next;
+        c->next = NULL;
+        send_call(b, c, sy_bus_shards_publish_target(&b->shards, sy_bus_call_route(c), c->route_len), false);
+        c = next;
+    }
+}
+
 /* ---- the loop ------------------------------------------------------- */
 
 static void drain_wake(sy_bus_t *b) { sy_wake_drain(&b->wake); }
 
-static void take_work(sy_bus_t *b, sy_bus_msg_t **msgs, sy_topic_t ***edges, size_t *nedges, bool *stop) {
+static void take_work(sy_bus_t *b, sy_bus_msg_t **msgs, sy_bus_call_t **calls, sy_topic_t ***edges, size_t *nedges,
+                      bool *stop) {
     pthread_mutex_lock(&b->lock);
     *msgs = b->qhead;
     b->qhead = b->qtail = NULL;
+    *calls = b->chead;
+    b->chead = b->ctail = NULL;
     *edges = b->edges;
     *nedges = b->nedges;
     b->edges = NULL;
@@ -729,6 +789,8 @@ void *sy_bus_thread_main(void *arg) {
         snprintf(b->err, sizeof(b->err), "out of memory");
         set_state(b, SY_BUS_DOWN);
     }
+    if (b->ctl != NULL) /* the nodes' control channel, for as long as the bus runs */
+        sy_bus_subs_want(&b->subs, SY_BUS_CTL_NAME, SY_BUS_CTL_NAME_LEN, true);
     for (;;) {
         int64_t now = sy_clock_ms();
         int64_t next = sy_bus_shards_tick(&b->shards, now);
@@ -759,16 +821,18 @@ void *sy_bus_thread_main(void *arg) {
                 sy_bus_link_ready((sy_bus_link_t *)(uintptr_t)ev[i].tag, ev[i].events);
         }
         sy_bus_msg_t *msgs;
+        sy_bus_call_t *calls;
         sy_topic_t **edges;
         size_t nedges;
         bool stop;
-        take_work(b, &msgs, &edges, &nedges, &stop);
+        take_work(b, &msgs, &calls, &edges, &nedges, &stop);
         apply_edges(b, edges, nedges);
         while (msgs != NULL) {
             sy_bus_msg_t *m = msgs;
             msgs = m->next;
             send_msg(b, m);
         }
+        run_calls(b, calls);
         if (stop && !stopping) {
             stopping = true;
             stop_deadline = sy_clock_ms() + b->flush_ms;

@@ -1,0 +1,598 @@
+'use strict';
+// Presence and subscriber counts across nodes (docs/bus.md, "Presence and
+// counts across nodes"; README, "Presence").
+//
+// A topic with presence lists who is subscribed to it, with each
+// connection's presence info (onUpgrade's result.presence). On one node the
+// list is kept here; with a bus it is kept in Redis, per topic and node, in
+// the topic's cluster slot (the hash tag history uses):
+//
+//   <base>:presence          a sorted set: node id -> until (ms, Redis' clock)
+//   <base>:presence:<node>   a hash: connection id -> info (JSON)
+//
+// where <base> is {<prefix><topic>} (or <prefix><topic> itself when it has a
+// hash tag). Each node writes its own entries (a script per topic and turn:
+// the turn's joins and leaves at once), renews its `until` every ttl/3, and a
+// node that finds another's `until` past removes that node's entries and
+// tells every node they left (reason 'expired'): a node that died leaves
+// within ttl + ttl/3. Joins and leaves reach every node as 'join' and
+// 'leave' events through the nodes' control channel (binding/bus.c,
+// sy_bus_set_ctl), which also carries the subscriber-count requests.
+
+const crypto = require('node:crypto');
+const { SymphonyError, invalidArgType, invalidArgValue, integer } = require('./errors');
+
+const PRESENCE_DEFAULTS = Object.freeze({
+  topics: true,    // which topics keep presence: true (every topic), or (topic) => boolean
+  ttl: 15000,      // ms: a node's entries outlive it by at most this (+ ttl/3)
+  maxInfo: 4096,   // bytes of a connection's presence info (JSON)
+});
+
+/** options.presence → { topics, ttl, maxInfo } or null (off). */
+function presenceOption(v) {
+  if (v === undefined || v === null || v === false) return null;
+  if (v === true) return PRESENCE_DEFAULTS;
+  if (typeof v !== 'object' || Array.isArray(v)) throw invalidArgType('options.presence', 'a boolean or an object', v);
+  for (const k of Object.keys(v)) {
+    if (!(k in PRESENCE_DEFAULTS)) throw invalidArgValue(`options.presence.${k}`, 'is not a known presence option', k);
+  }
+  const o = { ...PRESENCE_DEFAULTS, ...v };
+  if (o.topics !== true && typeof o.topics !== 'function') {
+    throw invalidArgType('options.presence.topics', 'true or a function (topic) => boolean', o.topics);
+  }
+  integer('options.presence.ttl', o.ttl, 1000, 86400000);
+  integer('options.presence.maxInfo', o.maxInfo, 2, 1 << 20);
+  return Object.freeze(o);
+}
+
+/** A connection's presence info as JSON text (null when none was given). */
+function infoText(value, max) {
+  if (value === undefined) return 'null';
+  let s;
+  try {
+    s = JSON.stringify(value);
+  } catch (err) {
+    throw invalidArgValue('onUpgrade result presence', `is not JSON-serializable (${err.message})`, value);
+  }
+  if (s === undefined) throw invalidArgValue('onUpgrade result presence', 'is not JSON-serializable', value);
+  if (Buffer.byteLength(s) > max) {
+    throw invalidArgValue('onUpgrade result presence', `is over options.presence.maxInfo (${max} bytes as JSON)`, s.length);
+  }
+  return s;
+}
+
+/** A Redis error reply, or a call that got none (the bus down, stopping). */
+class BusCallError extends SymphonyError {
+  constructor(code, message) {
+    super(code, message);
+    this.name = 'SymphonyBusCallError';
+  }
+}
+
+/**
+ * A reply as binding/bus.c encodes it (src/bus/sy_bus_call.h): strings as
+ * UTF-8 text, integers as numbers, nil as null, arrays as arrays, an error
+ * reply as a BusCallError (code ERR_BUS_REPLY).
+ */
+function decodeReply(buf) {
+  let at = 0;
+  const need = (n) => {
+    if (at + n > buf.length) throw new BusCallError('ERR_BUS_REPLY', 'symphony: a truncated reply from the bus');
+  };
+  const value = () => {
+    need(1);
+    const tag = buf[at++];
+    switch (tag) {
+      case 0x73: // 's'
+      case 0x65: { // 'e'
+        need(4);
+        const n = buf.readUInt32LE(at);
+        at += 4;
+        need(n);
+        const s = buf.toString('utf8', at, at + n);
+        at += n;
+        return tag === 0x73 ? s : new BusCallError('ERR_BUS_REPLY', s);
+      }
+      case 0x69: { // 'i'
+        need(8);
+        const v = buf.readBigInt64LE(at);
+        at += 8;
+        return Number(v);
+      }
+      case 0x6e: // 'n'
+        return null;
+      case 0x61: { // 'a'
+        need(4);
+        const n = buf.readUInt32LE(at);
+        at += 4;
+        const a = [];
+        for (let i = 0; i < n; i++) a.push(value());
+        return a;
+      }
+      default:
+        throw new BusCallError('ERR_BUS_REPLY', `symphony: an unknown tag ${tag} in a reply from the bus`);
+    }
+  };
+  if (buf.length === 0) return new BusCallError('ERR_BUS_REPLY', 'symphony: no reply (out of memory)');
+  return value();
+}
+
+/** Whether a channel name has a Redis Cluster hash tag ({…} non-empty). */
+function hasTag(s) {
+  const open = s.indexOf('{');
+  if (open < 0) return false;
+  const close = s.indexOf('}', open + 1);
+  return close > open + 1;
+}
+
+/** The topic's presence keys: [sorted set, this node's hash key prefix]. */
+function presenceKeys(prefix, topic) {
+  const channel = prefix + topic;
+  const base = !hasTag(channel) && !channel.includes('}') ? `{${channel}}` : channel;
+  return `${base}:presence`;
+}
+
+class Script {
+  constructor(body) {
+    this.body = body;
+    this.sha = crypto.createHash('sha1').update(body).digest('hex');
+  }
+}
+
+const NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+// Removes the nodes whose time is past (not ARGV[1], the caller) and
+// returns their entries as { node, id, info, ... }.
+const PURGE = `local purged = {}
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+for _, n in ipairs(dead) do
+  if n ~= ARGV[1] then
+    local k = KEYS[1] .. ':' .. n
+    local e = redis.call('HGETALL', k)
+    for i = 1, #e, 2 do
+      purged[#purged + 1] = n
+      purged[#purged + 1] = e[i]
+      purged[#purged + 1] = e[i + 1]
+    end
+    redis.call('DEL', k)
+    redis.call('ZREM', KEYS[1], n)
+  end
+end
+`;
+
+// KEYS[1]: the sorted set. ARGV: node, ttl, reset (1: drop the node's
+// entries first), nadd, then nadd (id, info) pairs, then ids to remove.
+// Returns the node's entries now.
+const WRITE = new Script(`${NOW}local k = KEYS[1] .. ':' .. ARGV[1]
+if ARGV[3] == '1' then redis.call('DEL', k) end
+local nadd = tonumber(ARGV[4])
+local i = 5
+if nadd > 0 then
+  local kv = {}
+  for j = 1, nadd do
+    kv[#kv + 1] = ARGV[i]
+    kv[#kv + 1] = ARGV[i + 1]
+    i = i + 2
+  end
+  redis.call('HSET', k, unpack(kv))
+end
+if i <= #ARGV then redis.call('HDEL', k, unpack(ARGV, i)) end
+local have = redis.call('HLEN', k)
+local ttl = tonumber(ARGV[2])
+if have > 0 then
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+  redis.call('PEXPIRE', k, ttl * 2)
+  redis.call('PEXPIRE', KEYS[1], ttl * 2)
+else
+  redis.call('ZREM', KEYS[1], ARGV[1])
+end
+return have
+`);
+
+// The node's renewal: KEYS[1], ARGV: node, ttl. Returns { entries the
+// node has in Redis, { purged: node, id, info, ... } }.
+const RENEW = new Script(`${NOW}${PURGE}local k = KEYS[1] .. ':' .. ARGV[1]
+local have = redis.call('HLEN', k)
+local ttl = tonumber(ARGV[2])
+if have > 0 then
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+  redis.call('PEXPIRE', k, ttl * 2)
+  redis.call('PEXPIRE', KEYS[1], ttl * 2)
+end
+return { have, purged }
+`);
+
+// Every live node's entries: KEYS[1], ARGV: ''. Returns { { node, id,
+// info, ... }, { purged ... } }.
+const READ = new Script(`${NOW}${PURGE}local out = {}
+for _, n in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local e = redis.call('HGETALL', KEYS[1] .. ':' .. n)
+  for i = 1, #e, 2 do
+    out[#out + 1] = n
+    out[#out + 1] = e[i]
+    out[#out + 1] = e[i + 1]
+  end
+end
+return { out, purged }
+`);
+
+// Every live node's count of entries: KEYS[1]. Returns the sum.
+const COUNT = new Script(`${NOW}${PURGE}local sum = 0
+for _, n in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  sum = sum + redis.call('HLEN', KEYS[1] .. ':' .. n)
+end
+return sum
+`);
+
+// At most this many (id, info) pairs per script call (the bus' calls take
+// up to 64 arguments).
+const PAIRS_PER_CALL = 28;
+
+/**
+ * The presence of one server's topics: this node's entries, their copy in
+ * Redis (with a bus), the events, and the count requests.
+ */
+class Presence {
+  #opts;
+  #node;
+  #prefix;
+  #bus;       // { call(route, args) -> Promise, ctl(message) -> Promise } or null
+  #emit;      // (event, ...args) on the server
+  #report;    // (err) the server's error reporting
+  #local;     // (topic) -> this node's subscribers
+  #overrides = new Map(); // topic -> boolean (server.topic(name, { presence }))
+  #mine = new Map();      // topic -> Map id -> info text: this node's entries
+  #byConn = new Map();    // id -> Set of topics with an entry of id's
+  #pending = new Map();   // topic -> { add: Map id -> info, remove: Map id -> info, reset }
+  #flushQueued = false;
+  #timer = null;
+  #counts = new Map();    // request id -> { expect, got: Map node -> n, resolve, reject, timer }
+  #closed = false;
+
+  constructor(opts, { prefix, bus, emit, report, local }) {
+    this.#opts = opts;
+    this.#node = crypto.randomBytes(8).toString('hex');
+    this.#prefix = prefix;
+    this.#bus = bus;
+    this.#emit = emit;
+    this.#report = report;
+    this.#local = local;
+  }
+
+  /** This node's id in presence entries and events. */
+  get node() { return this.#node; }
+
+  /** Presence is on for this server (options.presence, or a topic's own). */
+  get enabled() { return this.#opts !== null; }
+
+  /** server.topic(name, { presence }) */
+  setTopic(topic, on) {
+    this.#overrides.set(topic, on);
+  }
+
+  /** Whether topic keeps presence. */
+  has(topic) {
+    const o = this.#overrides.get(topic);
+    if (o !== undefined) return o;
+    if (this.#opts === null) return false;
+    return this.#opts.topics === true || this.#opts.topics(topic) === true;
+  }
+
+  get maxInfo() { return (this.#opts ?? PRESENCE_DEFAULTS).maxInfo; }
+
+  get #ttl() { return (this.#opts ?? PRESENCE_DEFAULTS).ttl; }
+
+  /** Connection id subscribed to topic (its info: JSON text). */
+  join(id, topic, info) {
+    if (this.#closed || !this.has(topic)) return;
+    let entries = this.#mine.get(topic);
+    if (entries === undefined) {
+      entries = new Map();
+      this.#mine.set(topic, entries);
+    }
+    if (entries.has(id)) return;
+    entries.set(id, info);
+    let topics = this.#byConn.get(id);
+    if (topics === undefined) {
+      topics = new Set();
+      this.#byConn.set(id, topics);
+    }
+    topics.add(topic);
+    this.#change(topic, id, info, true);
+  }
+
+  /** Connection id left topic (unsubscribed). */
+  leave(id, topic) {
+    const entries = this.#mine.get(topic);
+    const info = entries?.get(id);
+    if (info === undefined) return;
+    entries.delete(id);
+    if (entries.size === 0) this.#mine.delete(topic);
+    const topics = this.#byConn.get(id);
+    topics?.delete(topic);
+    if (topics?.size === 0) this.#byConn.delete(id);
+    this.#change(topic, id, info, false);
+  }
+
+  /** Connection id closed: it leaves every topic. */
+  closed(id) {
+    const topics = this.#byConn.get(id);
+    if (topics === undefined) return;
+    for (const topic of [...topics]) this.leave(id, topic);
+  }
+
+  #change(topic, id, info, joined) {
+    if (this.#bus === null) {
+      this.#emit(joined ? 'join' : 'leave', topic, { node: this.#node, id, info: JSON.parse(info) }, joined ? undefined : 'left');
+      return;
+    }
+    let p = this.#pending.get(topic);
+    if (p === undefined) {
+      p = { add: new Map(), remove: new Map(), reset: false };
+      this.#pending.set(topic, p);
+    }
+    if (joined) {
+      if (p.remove.has(id)) p.remove.delete(id); // left and came back in one turn: still there
+      else p.add.set(id, info);
+    } else if (p.add.has(id)) {
+      p.add.delete(id); // joined and left in one turn: never written
+    } else {
+      p.remove.set(id, info);
+    }
+    this.#queueFlush();
+    this.#arm();
+  }
+
+  #queueFlush() {
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    setImmediate(() => {
+      this.#flushQueued = false;
+      this.#flush();
+    });
+  }
+
+  #flush() {
+    const pending = this.#pending;
+    this.#pending = new Map();
+    for (const [topic, p] of pending) {
+      if (p.add.size === 0 && p.remove.size === 0 && !p.reset) continue;
+      this.#write(topic, p).catch((err) => {
+        // Not written (the bus down, Redis' error): this node's entries of
+        // topic are written whole at the next renewal (reset).
+        this.#markReset(topic);
+        if (err.code !== 'ERR_BUS_DOWN') this.#report(err);
+      });
+    }
+  }
+
+  #markReset(topic) {
+    let p = this.#pending.get(topic);
+    if (p === undefined) {
+      p = { add: new Map(), remove: new Map(), reset: false };
+      this.#pending.set(topic, p);
+    }
+    p.reset = true;
+  }
+
+  async #write(topic, p) {
+    const key = presenceKeys(this.#prefix, topic);
+    const ttl = String(this.#ttl);
+    let add = [...p.add];
+    let remove = [...p.remove.keys()];
+    if (p.reset) {
+      // Whole: what this node has now (its joins not yet announced, or
+      // announced while Redis lost them: announced again).
+      add = [...(this.#mine.get(topic) ?? new Map())];
+      remove = [];
+    }
+    let first = true;
+    do {
+      const chunkAdd = add.splice(0, PAIRS_PER_CALL);
+      const chunkRemove = remove.splice(0, Math.max(0, PAIRS_PER_CALL * 2 - chunkAdd.length * 2));
+      const args = [this.#node, ttl, first && p.reset ? '1' : '0', String(chunkAdd.length)];
+      for (const [id, info] of chunkAdd) args.push(String(id), info);
+      for (const id of chunkRemove) args.push(String(id));
+      await this.#eval(WRITE, key, args);
+      first = false;
+    } while (add.length > 0 || remove.length > 0);
+    const joins = p.reset ? [...(this.#mine.get(topic) ?? new Map())] : [...p.add];
+    const leaves = p.reset ? [] : [...p.remove];
+    if (joins.length > 0 || leaves.length > 0) {
+      await this.#announce({ t: 'presence', topic, node: this.#node, join: joins, leave: leaves, reason: 'left' });
+    }
+  }
+
+  #announce(event) {
+    return this.#bus.ctl(JSON.stringify(event));
+  }
+
+  async #eval(script, key, args) {
+    try {
+      return await this.#bus.call(key, ['EVALSHA', script.sha, '1', key, ...args]);
+    } catch (err) {
+      if (err.code === 'ERR_BUS_REPLY' && err.message.startsWith('NOSCRIPT')) {
+        return this.#bus.call(key, ['EVAL', script.body, '1', key, ...args]);
+      }
+      throw err;
+    }
+  }
+
+  // The renewal timer runs while this node has entries (with a bus).
+  #arm() {
+    if (this.#timer !== null || this.#bus === null || this.#closed) return;
+    const ttl = this.#ttl;
+    this.#timer = setInterval(() => this.#renew(), Math.max(250, Math.floor(ttl / 3)));
+    this.#timer.unref();
+  }
+
+  #renew() {
+    if (this.#mine.size === 0 && this.#pending.size === 0) {
+      clearInterval(this.#timer);
+      this.#timer = null;
+      return;
+    }
+    const ttl = String(this.#ttl);
+    for (const topic of this.#mine.keys()) {
+      if (this.#pending.get(topic)?.reset) continue; // written whole at this flush
+      const key = presenceKeys(this.#prefix, topic);
+      this.#eval(RENEW, key, [this.#node, ttl]).then(([have, purged]) => {
+        this.#expired(topic, purged);
+        // Redis does not hold what this node has (Redis restarted, or this
+        // node was taken for dead and removed): written whole again.
+        const now = this.#mine.get(topic);
+        if (now !== undefined && have !== now.size && !this.#pending.has(topic)) {
+          this.#markReset(topic);
+          this.#queueFlush();
+        }
+      }, (err) => {
+        this.#markReset(topic);
+        if (err.code !== 'ERR_BUS_DOWN') this.#report(err);
+      });
+    }
+    if (this.#pending.size > 0) this.#queueFlush();
+  }
+
+  // Entries a script removed (their node's time was past): every node is told.
+  #expired(topic, purged) {
+    if (!Array.isArray(purged) || purged.length === 0) return;
+    const byNode = new Map();
+    for (let i = 0; i + 2 < purged.length; i += 3) {
+      const list = byNode.get(purged[i]) ?? [];
+      list.push([Number(purged[i + 1]), purged[i + 2]]);
+      byNode.set(purged[i], list);
+    }
+    for (const [node, leave] of byNode) {
+      this.#announce({ t: 'presence', topic, node, join: [], leave, reason: 'expired' }).catch(() => {});
+    }
+  }
+
+  /** Every entry of topic: this node's without a bus, else every live node's from Redis. */
+  async list(topic) {
+    if (this.#bus === null) {
+      return [...(this.#mine.get(topic) ?? new Map())].map(([id, info]) => ({ node: this.#node, id, info: JSON.parse(info) }));
+    }
+    const [flat, purged] = await this.#eval(READ, presenceKeys(this.#prefix, topic), ['']);
+    this.#expired(topic, purged);
+    const out = [];
+    for (let i = 0; i + 2 < flat.length; i += 3) out.push({ node: flat[i], id: Number(flat[i + 1]), info: parseInfo(flat[i + 2]) });
+    return out;
+  }
+
+  /** How many entries topic has on every live node (one script, no list). */
+  async count(topic) {
+    if (this.#bus === null) return this.#mine.get(topic)?.size ?? 0;
+    return this.#eval(COUNT, presenceKeys(this.#prefix, topic), ['']);
+  }
+
+  /**
+   * The subscribers of topic on every node: a request on the control
+   * channel, which every node answers (Redis says how many got it).
+   */
+  subscribers(topic, timeout) {
+    if (this.#bus === null) return Promise.resolve(this.#local(topic));
+    const req = crypto.randomBytes(6).toString('hex');
+    return new Promise((resolve, reject) => {
+      const c = { expect: null, got: new Map(), resolve, reject, timer: null };
+      c.timer = setTimeout(() => {
+        this.#counts.delete(req);
+        const err = new SymphonyError('ERR_BUS_TIMEOUT',
+          `symphony: subscribers(${JSON.stringify(topic)}): ${c.got.size} of ${c.expect ?? '?'} nodes answered within ${timeout} ms`);
+        err.answered = c.got.size;
+        err.expected = c.expect;
+        reject(err);
+      }, timeout);
+      this.#counts.set(req, c);
+      this.#announce({ t: 'count?', topic, node: this.#node, req }).then((n) => {
+        c.expect = n;
+        this.#settle(req);
+      }, (err) => {
+        clearTimeout(c.timer);
+        this.#counts.delete(req);
+        reject(err);
+      });
+    });
+  }
+
+  #settle(req) {
+    const c = this.#counts.get(req);
+    if (c === undefined || c.expect === null || c.got.size < c.expect) return;
+    clearTimeout(c.timer);
+    this.#counts.delete(req);
+    let sum = 0;
+    for (const n of c.got.values()) sum += n;
+    c.resolve(sum);
+  }
+
+  /** A message on the nodes' control channel (every node gets every one). */
+  control(buf) {
+    let m;
+    try {
+      m = JSON.parse(buf.toString('utf8'));
+    } catch {
+      return; // not ours (another program on the channel): ignored
+    }
+    if (m === null || typeof m !== 'object' || typeof m.topic !== 'string' && m.t !== 'count') return;
+    switch (m.t) {
+      case 'presence':
+        if (typeof m.node !== 'string') return;
+        for (const e of Array.isArray(m.join) ? m.join : []) {
+          if (Array.isArray(e)) this.#emit('join', m.topic, { node: m.node, id: Number(e[0]), info: parseInfo(e[1]) });
+        }
+        for (const e of Array.isArray(m.leave) ? m.leave : []) {
+          if (Array.isArray(e)) {
+            this.#emit('leave', m.topic, { node: m.node, id: Number(e[0]), info: parseInfo(e[1]) },
+              m.reason === 'expired' ? 'expired' : 'left');
+          }
+        }
+        break;
+      case 'count?':
+        if (typeof m.node !== 'string' || typeof m.req !== 'string' || this.#closed) return;
+        this.#announce({ t: 'count', to: m.node, req: m.req, node: this.#node, n: this.#local(m.topic) }).catch(() => {});
+        break;
+      case 'count': {
+        if (m.to !== this.#node || typeof m.req !== 'string' || typeof m.node !== 'string' || !Number.isSafeInteger(m.n)) return;
+        const c = this.#counts.get(m.req);
+        if (c === undefined) return;
+        c.got.set(m.node, m.n);
+        this.#settle(m.req);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  /**
+   * The server is closing: this node's entries leave Redis (and every node
+   * is told) before the bus stops. Resolves when written (or failed).
+   */
+  async close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    for (const c of this.#counts.values()) clearTimeout(c.timer);
+    const mine = this.#mine;
+    this.#mine = new Map();
+    this.#byConn.clear();
+    this.#pending.clear();
+    if (this.#bus === null) return;
+    const ttl = String(this.#ttl);
+    await Promise.allSettled([...mine].map(async ([topic, entries]) => {
+      await this.#eval(WRITE, presenceKeys(this.#prefix, topic), [this.#node, ttl, '1', '0']);
+      await this.#announce({ t: 'presence', topic, node: this.#node, join: [], leave: [...entries], reason: 'left' });
+    }));
+  }
+}
+
+function parseInfo(s) {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return null;
+  }
+}
+
+module.exports = { PRESENCE_DEFAULTS, presenceOption, infoText, Presence, BusCallError, decodeReply, presenceKeys };
