@@ -35,6 +35,9 @@ export type UpgradeResult =
   | {
       topics?: string[];
       data?: unknown;
+      /** The connection's presence info (JSON-serializable, at most presence.maxInfo bytes as JSON),
+       * listed by server.presence() and given in 'join' / 'leave' for topics with presence. Default null. */
+      presence?: unknown;
       /** One of req.protocols, or false for none. Default: the first offered. */
       protocol?: string | false;
       headers?: Record<string, string | string[]>;
@@ -157,6 +160,8 @@ export interface ServerOptions {
   bus?: BusOptions | null;
   /** Per-topic history and recovery (docs/history.md); off by default. */
   history?: boolean | HistoryOptions;
+  /** Who is subscribed to which topic, on every node with a bus (README, "Presence"). Default false. */
+  presence?: boolean | PresenceOptions;
   /** The PROXY protocol (v1 and v2) before every connection on symphony's own
    * listener: false (default), true (required: a connection without one is
    * closed) or 'optional'. Not with noServer. */
@@ -170,6 +175,25 @@ export interface ServerOptions {
    * true (any), a number of hops, or addresses / CIDR ranges / 'loopback' /
    * 'linklocal' / 'uniquelocal' (an array or a comma-separated string). */
   trustProxy?: boolean | number | string | string[];
+}
+
+export interface PresenceOptions {
+  /** Which topics keep presence: true (every topic, the default) or a predicate; server.topic(name, { presence }) overrides it. */
+  topics?: true | ((topic: string) => boolean);
+  /** ms: with a bus, a node that died is left out after at most ttl + ttl/3 (its entries expire; 'leave' with reason 'expired'). Default 15000. */
+  ttl?: number;
+  /** Bytes of a connection's presence info as JSON. Default 4096. */
+  maxInfo?: number;
+}
+
+/** One connection on a topic with presence. */
+export interface PresenceEntry {
+  /** The node it is on (server.bus.node on that node). */
+  node: string;
+  /** Its connection id on that node. */
+  id: ConnectionId;
+  /** onUpgrade's result.presence, or null. */
+  info: unknown;
 }
 
 export interface BusOptions {
@@ -215,6 +239,14 @@ export interface Bus extends EventEmitter {
   readonly error: BusError | null;
   /** The options in effect, without credentials. */
   readonly options: Omit<Required<BusOptions>, 'url' | 'tls'> & { url: string | string[]; tls: boolean; seeds: { host: string; port: number }[] };
+  /** This node's id in presence entries (PresenceEntry.node). */
+  readonly node: string;
+  /**
+   * The subscribers of topic on every node (this one too): each node is asked over Redis and answers.
+   * Rejects with code 'ERR_BUS_TIMEOUT' when a node does not answer within options.timeout ms (default 2000),
+   * 'ERR_BUS_DOWN' when the bus is not up.
+   */
+  subscribers(topic: string, options?: { timeout?: number }): Promise<number>;
   on(event: 'up', listener: () => void): this;
   on(event: 'down', listener: (err: BusError) => void): this;
   on(event: 'state', listener: (state: BusState, err: BusError | null) => void): this;
@@ -436,7 +468,9 @@ export class Server extends EventEmitter {
    * A handle on a topic: its publish() skips the name's lookup. The topic's
    * entry (~100 bytes) stays while the handle lives. Throws on a closed server.
    */
-  topic(name: string, options?: { history?: boolean | { size?: number; ttl?: number } }): Topic;
+  topic(name: string, options?: { history?: boolean | { size?: number; ttl?: number }; presence?: boolean }): Topic;
+  /** Who is subscribed to topic (a topic with presence): every node's connections with a bus, this node's without. */
+  presence(topic: string): Promise<PresenceEntry[]>;
   /** This node's subscribers of topic now (0: none). */
   subscribers(topic: string): number;
   /** Every topic this node has now, with its subscribers. */
@@ -470,6 +504,10 @@ export class Server extends EventEmitter {
    */
   on(event: 'subscription', listener: (topic: string, active: boolean) => void): this;
   on(event: 'listening', listener: (address: { host: string; port: number }) => void): this;
+  /** A connection subscribed to a topic with presence (on any node, with a bus). */
+  on(event: 'join', listener: (topic: string, entry: PresenceEntry) => void): this;
+  /** A connection left a topic with presence: 'left' (unsubscribed, closed, its node closed) or 'expired' (its node died). */
+  on(event: 'leave', listener: (topic: string, entry: PresenceEntry, reason: 'left' | 'expired') => void): this;
   /**
    * An onUpgrade that threw or returned a bad answer, or an IO thread that
    * stopped because its poller failed (err.code 'ERR_SYMPHONY_IO_THREAD',

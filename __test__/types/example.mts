@@ -4,7 +4,7 @@
 import http from 'node:http';
 import {
   Server, allocator, SymphonyError, TlsError, LoadError,
-  type ConnectionId, type ServerOptions, type UpgradeRequest, type UpgradeResult, type ServerStats,
+  type ConnectionId, type ServerOptions, type UpgradeRequest, type UpgradeResult, type ServerStats, type PresenceEntry,
 } from 'symphony-ws';
 
 // One port with node:http: no listener of symphony's own.
@@ -55,6 +55,13 @@ server.on('close', (id, code, reason) => {
 server.on('drain', (id) => server.subscribe(id, 'prices'));
 server.on('subscription', (topic, active) => console.log(`${topic}: ${active ? 'first subscriber' : 'none left'}`));
 new Server({ slowConsumer: 'conflate' });
+const rooms = new Server({ presence: { topics: (t) => t.startsWith('room:'), ttl: 10000 }, bus: { url: 'redis://127.0.0.1:6379' } });
+rooms.topic('room:lobby', { presence: true });
+rooms.on('join', (topic, entry) => console.log(topic, entry.node, entry.id, entry.info));
+rooms.on('leave', (topic, entry, reason: 'left' | 'expired') => console.log(topic, entry.id, reason));
+const who: PresenceEntry[] = await rooms.presence('room:lobby');
+const everywhere: number = await rooms.bus!.subscribers('room:lobby', { timeout: 1000 });
+console.log(who.length, everywhere, rooms.bus!.node);
 server.on('error', (err) => console.error(err.code, err.thread, err.errno, err.message));
 
 const web = http.createServer((req, res) => res.end('ok'));

@@ -1,0 +1,206 @@
+'use strict';
+// Presence and subscriber counts across nodes (docs/bus.md, "Presence and
+// counts across nodes"): who is subscribed to a topic, on every node, kept
+// in Redis per topic and node; join and leave events on every node; a dead
+// node's entries expire; server.bus.subscribers() asks every node.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const WebSocket = require('ws');
+const { startRedis, startCluster, poll } = require('../helpers/redis');
+const { startNode, closeAll, connectClient } = require('../helpers/bus-nodes');
+
+test.after(closeAll);
+
+const TTL = 1500; // ms: a dead node's entries go within TTL + TTL / 3
+
+async function nodes(n, url, extra = {}) {
+  const config = { presence: { ttl: TTL }, bus: { url, backoff: { min: 50, max: 200 } }, ...extra };
+  const out = [];
+  for (let i = 0; i < n; i++) out.push(await startNode(config));
+  for (const node of out) await node.waitBus('up', 15000);
+  return out;
+}
+
+/** A ws client of port subscribed to topics at its upgrade, with presence info (JSON-able). */
+function member(port, topics, info) {
+  const q = encodeURIComponent(topics.join(','));
+  const url = `ws://127.0.0.1:${port}/?topics=${q}&presence=${encodeURIComponent(JSON.stringify(info))}`;
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+  });
+}
+
+const closeWs = (ws) => new Promise((resolve) => {
+  if (ws.readyState === WebSocket.CLOSED) resolve();
+  else {
+    ws.once('close', resolve);
+    ws.close();
+  }
+});
+
+const users = (entries) => entries.map((e) => e.info?.user).sort();
+const events = (node, event, topic) => node.presenceEvents.filter((e) => e.event === event && e.topic === topic);
+
+test('three nodes: every node lists every member with its info, and hears every join and leave', { timeout: 60000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const list = await nodes(3, redis.url);
+  const ws = [];
+  for (const [i, node] of list.entries()) ws.push(await member(node.port, ['room'], { user: `u${i}` }));
+  for (const node of list) {
+    await poll(async () => events(node, 'join', 'room').length === 3, { what: '3 joins on every node' });
+    assert.deepEqual(users(events(node, 'join', 'room').map((e) => e.entry)), ['u0', 'u1', 'u2']);
+    assert.deepEqual(users(await node.presence('room')), ['u0', 'u1', 'u2']);
+  }
+  // Each entry names its node and its connection there.
+  const entries = await list[0].presence('room');
+  for (const [i, node] of list.entries()) {
+    const e = entries.find((x) => x.info.user === `u${i}`);
+    assert.equal(e.id, node.opened[0]);
+    assert.equal(list.filter((n) => n !== node).every((n) => n.presenceEvents.some((x) => x.entry.node === e.node)), true);
+  }
+  assert.equal(new Set(entries.map((e) => e.node)).size, 3);
+
+  // A client that closes leaves, on every node (reason 'left').
+  await closeWs(ws[1]);
+  for (const node of list) {
+    await poll(async () => events(node, 'leave', 'room').length === 1, { what: 'a leave on every node' });
+    const [leave] = events(node, 'leave', 'room');
+    assert.equal(leave.entry.info.user, 'u1');
+    assert.equal(leave.reason, 'left');
+    assert.deepEqual(users(await node.presence('room')), ['u0', 'u2']);
+  }
+
+  // server.unsubscribe leaves; server.subscribe joins with the connection's info.
+  const conn = list[2].opened[0];
+  assert.equal(await list[2].unsubscribe(conn, 'room'), true);
+  await poll(async () => events(list[0], 'leave', 'room').length === 2, { what: 'unsubscribe heard' });
+  assert.deepEqual(users(await list[0].presence('room')), ['u0']);
+  assert.equal(await list[2].subscribe(conn, 'room'), true);
+  assert.equal(await list[2].subscribe(conn, 'other'), true);
+  await poll(async () => events(list[0], 'join', 'room').length === 4, { what: 'subscribe heard' });
+  assert.deepEqual(users(await list[0].presence('room')), ['u0', 'u2']);
+  assert.deepEqual(users(await list[0].presence('other')), ['u2']);
+
+  // A node that closes takes its entries with it, and says so.
+  const before = events(list[1], 'leave', 'room').length;
+  await list[0].close();
+  await poll(async () => events(list[1], 'leave', 'room').length === before + 1, { what: 'the closed node\'s leave' });
+  assert.equal(events(list[1], 'leave', 'room').at(-1).entry.info.user, 'u0');
+  assert.deepEqual(users(await list[1].presence('room')), ['u2']);
+  for (const w of ws) await closeWs(w);
+});
+
+test('a node killed with kill -9: its entries expire, and the live nodes are told (reason expired)', { timeout: 60000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const [a, b, c] = await nodes(3, redis.url);
+  const wa = await member(a.port, ['room'], { user: 'a' });
+  const wc = await member(c.port, ['room', 'lobby'], { user: 'c' });
+  const wb = [];
+  for (let i = 0; i < 5; i++) wb.push(await member(b.port, ['room', 'lobby'], { user: `b${i}` }));
+  await poll(async () => (await a.presence('room')).length === 7, { what: '7 in room' });
+  await b.kill9();
+  // Within TTL + TTL / 3 another node's renewal removes b's entries and
+  // tells every node; nobody read the list meanwhile.
+  for (const node of [a, c]) {
+    await poll(async () => events(node, 'leave', 'room').length === 5 && events(node, 'leave', 'lobby').length === 5,
+      { timeoutMs: 15000, what: 'b\'s 10 entries expired' });
+    for (const e of [...events(node, 'leave', 'room'), ...events(node, 'leave', 'lobby')]) {
+      assert.equal(e.reason, 'expired');
+      assert.match(e.entry.info.user, /^b\d$/);
+    }
+  }
+  assert.deepEqual(users(await a.presence('room')), ['a', 'c']);
+  assert.deepEqual(users(await c.presence('lobby')), ['c']);
+  // Nothing of b's left in Redis: the sorted sets name a and c only.
+  const keys = (await redis.call('KEYS', '*presence*')).sort();
+  assert.deepEqual(keys.filter((k) => !k.endsWith(':presence')).length, 3); // a's room, c's room and lobby
+  for (const w of [wa, wc]) await closeWs(w);
+});
+
+test('subscriber counts across nodes: every node answers; a node that does not answer fails the count', { timeout: 60000 }, async (t) => {
+  const redis = await startRedis({ t });
+  // Counts do not need presence.
+  const list = await nodes(3, redis.url, { presence: false });
+  const [a, b, c] = list;
+  const clients = [];
+  for (let i = 0; i < 2; i++) clients.push(await connectClient(a.port, ['feed']));
+  for (let i = 0; i < 3; i++) clients.push(await connectClient(b.port, ['feed', 'other']));
+  for (const node of list) {
+    assert.equal(await node.subscribersAll('feed'), 5);
+    assert.equal(await node.subscribersAll('other'), 3);
+    assert.equal(await node.subscribersAll('nobody'), 0);
+  }
+  await clients[0].closeAndWait();
+  await clients[4].closeAndWait();
+  await poll(async () => (await c.subscribersAll('feed')) === 3, { what: 'counts follow closes' });
+  assert.equal(await c.subscribersAll('other'), 2);
+
+  // A node that is alive for Redis but does not answer (stopped): the
+  // count fails with ERR_BUS_TIMEOUT rather than say a wrong number.
+  process.kill(b.pid, 'SIGSTOP');
+  try {
+    await assert.rejects(a.subscribersAll('feed', 300), (err) => err.code === 'ERR_BUS_TIMEOUT' && /2 of 3 nodes/.test(err.message));
+  } finally {
+    process.kill(b.pid, 'SIGCONT');
+  }
+  assert.equal(await a.subscribersAll('feed'), 3);
+
+  // Strangers on the control channel: garbage, a reply to nobody, a
+  // request with a bad shape. Ignored; every node goes on answering.
+  const ctl = 'symphony:\xffnodes';
+  for (const m of ['not json', '{"t":"count","to":"x","req":"y","node":"z","n":5}', '{"t":"count?"}', '[1,2]', 'null',
+    '{"t":"presence","topic":"feed","node":7}']) {
+    await redis.cli('SPUBLISH', ctl, m);
+  }
+  for (const node of list) assert.equal(await node.subscribersAll('feed'), 3);
+  for (const node of list) assert.deepEqual(node.errors, []);
+  for (const cl of clients) await cl.closeAndWait();
+});
+
+test('Redis restarted without persistence: each node writes its entries again; counts and presence fail while it is down', { timeout: 60000 }, async (t) => {
+  const redis = await startRedis({ t });
+  const [a, b] = await nodes(2, redis.url);
+  const wa = await member(a.port, ['room'], { user: 'a' });
+  const wb = await member(b.port, ['room'], { user: 'b' });
+  await poll(async () => (await a.presence('room')).length === 2, { what: '2 in room' });
+  await redis.kill9();
+  await a.waitBus('down', 10000);
+  await assert.rejects(a.presence('room'), (err) => err.code === 'ERR_BUS_DOWN');
+  await assert.rejects(a.subscribersAll('room'), (err) => err.code === 'ERR_BUS_DOWN');
+  const from = a.busEvents.length;
+  await redis.restart();
+  await a.waitBus('up', 15000, from);
+  // The renewal finds Redis without this node's entries and writes them whole.
+  await poll(async () => users(await b.presence('room')).join() === 'a,b', { timeoutMs: 15000, what: 'entries written again' });
+  assert.equal(await b.subscribersAll('room'), 2);
+  for (const w of [wa, wb]) await closeWs(w);
+});
+
+test('a Redis Cluster: presence and counts across 3 nodes, a node killed with kill -9', { timeout: 120000 }, async (t) => {
+  const cluster = await startCluster({ t });
+  const list = await nodes(3, cluster.urls);
+  const topics = ['room:1', 'room:2', '{tag}:a', '{tag}:b'];
+  const ws = [];
+  for (const [i, node] of list.entries()) ws.push(await member(node.port, topics, { user: `u${i}` }));
+  for (const topic of topics) {
+    await poll(async () => (await list[0].presence(topic)).length === 3, { what: `3 in ${topic}` });
+    for (const node of list) {
+      assert.deepEqual(users(await node.presence(topic)), ['u0', 'u1', 'u2']);
+      assert.equal(await node.subscribersAll(topic), 3);
+      await poll(async () => events(node, 'join', topic).length === 3, { what: `3 joins of ${topic}` });
+    }
+  }
+  await list[1].kill9();
+  for (const topic of topics) {
+    for (const node of [list[0], list[2]]) {
+      await poll(async () => events(node, 'leave', topic).length === 1, { timeoutMs: 15000, what: `u1 expired from ${topic}` });
+      assert.equal(events(node, 'leave', topic)[0].reason, 'expired');
+    }
+    assert.deepEqual(users(await list[2].presence(topic)), ['u0', 'u2']);
+    assert.equal(await list[0].subscribersAll(topic), 2);
+  }
+  for (const w of ws) await closeWs(w);
+});
