@@ -135,7 +135,6 @@ function presenceKeys(prefix, topic) {
 class Script {
   constructor(body) {
     this.body = body;
-    this.sha = crypto.createHash('sha1').update(body).digest('hex');
   }
 }
 
@@ -387,16 +386,18 @@ class Presence {
       add = [...(this.#mine.get(topic) ?? new Map())];
       remove = [];
     }
-    let first = true;
+    // Every chunk is queued now, in order (one connection per slot keeps
+    // it): a later turn's write of the topic cannot land between two.
+    const calls = [];
     do {
       const chunkAdd = add.splice(0, PAIRS_PER_CALL);
       const chunkRemove = remove.splice(0, Math.max(0, PAIRS_PER_CALL * 2 - chunkAdd.length * 2));
-      const args = [this.#node, ttl, first && p.reset ? '1' : '0', String(chunkAdd.length)];
+      const args = [this.#node, ttl, calls.length === 0 && p.reset ? '1' : '0', String(chunkAdd.length)];
       for (const [id, info] of chunkAdd) args.push(String(id), info);
       for (const id of chunkRemove) args.push(String(id));
-      await this.#eval(WRITE, key, args);
-      first = false;
+      calls.push(this.#eval(WRITE, key, args));
     } while (add.length > 0 || remove.length > 0);
+    await Promise.all(calls);
     const joins = p.reset ? [...(this.#mine.get(topic) ?? new Map())] : [...p.add];
     const leaves = p.reset ? [] : [...p.remove];
     if (joins.length > 0 || leaves.length > 0) {
@@ -408,15 +409,10 @@ class Presence {
     return this.#bus.ctl(JSON.stringify(event));
   }
 
-  async #eval(script, key, args) {
-    try {
-      return await this.#bus.call(key, ['EVALSHA', script.sha, '1', key, ...args]);
-    } catch (err) {
-      if (err.code === 'ERR_BUS_REPLY' && err.message.startsWith('NOSCRIPT')) {
-        return this.#bus.call(key, ['EVAL', script.body, '1', key, ...args]);
-      }
-      throw err;
-    }
+  // EVAL with the body each time (Redis caches it by its SHA): no NOSCRIPT
+  // resend that could land behind later calls of the same topic.
+  #eval(script, key, args) {
+    return this.#bus.call(key, ['EVAL', script.body, '1', key, ...args]);
   }
 
   // The renewal timer runs while this node has entries (with a bus).

@@ -101,6 +101,15 @@ test('a node killed with kill -9: its entries expire, and the live nodes are tol
   const wb = [];
   for (let i = 0; i < 5; i++) wb.push(await member(b.port, ['room', 'lobby'], { user: `b${i}` }));
   await poll(async () => (await a.presence('room')).length === 7, { what: '7 in room' });
+  // b's entries count until a time (Redis' clock) at most ttl ahead: they
+  // cannot outlive b by more than ttl (plus a renewal period, ttl / 3, for
+  // another node to notice).
+  const bNode = (await a.presence('room')).find((e) => e.info.user === 'b0').node;
+  const until = Number(await redis.call('ZSCORE', '{symphony:room}:presence', bNode));
+  const [sec, usec] = await redis.call('TIME');
+  const left = until - (Number(sec) * 1000 + Math.floor(Number(usec) / 1000));
+  assert.ok(left > 0 && left <= TTL, `b's entries count for ${left} ms more (ttl ${TTL})`);
+  const killedAt = Date.now();
   await b.kill9();
   // Within TTL + TTL / 3 another node's renewal removes b's entries and
   // tells every node; nobody read the list meanwhile.
@@ -112,6 +121,7 @@ test('a node killed with kill -9: its entries expire, and the live nodes are tol
       assert.match(e.entry.info.user, /^b\d$/);
     }
   }
+  t.diagnostic(`b's entries expired and were announced ${Date.now() - killedAt} ms after kill -9 (ttl ${TTL})`);
   assert.deepEqual(users(await a.presence('room')), ['a', 'c']);
   assert.deepEqual(users(await c.presence('lobby')), ['c']);
   // Nothing of b's left in Redis: the sorted sets name a and c only.
@@ -165,7 +175,9 @@ test('Redis restarted without persistence: each node writes its entries again; c
   const [a, b] = await nodes(2, redis.url);
   const wa = await member(a.port, ['room'], { user: 'a' });
   const wb = await member(b.port, ['room'], { user: 'b' });
-  await poll(async () => (await a.presence('room')).length === 2, { what: '2 in room' });
+  // Many at once: written in several script calls (28 entries each).
+  const many = await Promise.all(Array.from({ length: 60 }, (_, i) => member(b.port, ['room'], { user: `m${i}` })));
+  await poll(async () => (await a.presence('room')).length === 62, { what: '62 in room' });
   await redis.kill9();
   await a.waitBus('down', 10000);
   await assert.rejects(a.presence('room'), (err) => err.code === 'ERR_BUS_DOWN');
@@ -174,9 +186,13 @@ test('Redis restarted without persistence: each node writes its entries again; c
   await redis.restart();
   await a.waitBus('up', 15000, from);
   // The renewal finds Redis without this node's entries and writes them whole.
-  await poll(async () => users(await b.presence('room')).join() === 'a,b', { timeoutMs: 15000, what: 'entries written again' });
-  assert.equal(await b.subscribersAll('room'), 2);
-  for (const w of [wa, wb]) await closeWs(w);
+  await poll(async () => (await b.presence('room')).length === 62, { timeoutMs: 15000, what: 'entries written again' });
+  const all = users(await a.presence('room'));
+  assert.deepEqual(all.slice(0, 2), ['a', 'b']);
+  assert.equal(new Set(all).size, 62);
+  assert.equal(await b.subscribersAll('room'), 62);
+  for (const w of [wa, wb, ...many]) await closeWs(w);
+  await poll(async () => (await a.presence('room')).length === 0, { what: 'all left' });
 });
 
 test('a Redis Cluster: presence and counts across 3 nodes, a node killed with kill -9', { timeout: 120000 }, async (t) => {
