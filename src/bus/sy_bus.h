@@ -59,6 +59,11 @@
  * outlive the bus. A topic given to sy_bus_edge is referenced
  * (sy_topic_ref) until the bus thread has read its interest.
  *
+ * Sentinel: with o->sentinels, the one Redis is the primary that Redis
+ * Sentinel names (sy_bus_sentinel.h): asked of the sentinels in turn, checked
+ * with ROLE, followed when a data connection drops or a sentinel says
+ * +switch-master.
+ *
  * Errors: sy_bus_create returns NULL with a message in err; sy_bus_start
  * and sy_bus_publish an errno value; Redis' failures reach the owner as
  * states (on_state, with the reason) and counters (sy_bus_stats), never
@@ -83,9 +88,18 @@ typedef enum sy_bus_state {
 } sy_bus_state_t;
 
 typedef struct sy_bus_opts {
-    const char *const *hosts; /* seeds (one without cluster); copied */
+    const char *const *hosts; /* seeds (one without cluster; none with sentinels); copied */
     const uint16_t *ports;
-    unsigned nseeds; /* 1..SY_BUS_MAX_SEEDS */
+    unsigned nseeds; /* 1..SY_BUS_MAX_SEEDS (0 with sentinels) */
+    /* Redis Sentinel (not with cluster): the sentinels, the primary's name
+     * (1..SY_BUS_SENTINEL_NAME_MAX bytes, no space) and the sentinels' own
+     * credentials (NULL: none); copied. user/pass/tls are the data nodes'
+     * (tls applies to the sentinels too). nsentinels 0: no Sentinel. */
+    const char *const *sentinel_hosts;
+    const uint16_t *sentinel_ports;
+    unsigned nsentinels; /* 0..SY_BUS_MAX_SEEDS */
+    const char *sentinel_name;
+    const char *sentinel_user, *sentinel_pass;
     bool cluster;
     const char *user;   /* NULL: the default user; copied */
     const char *pass;   /* NULL: no AUTH; copied */
