@@ -10,7 +10,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { Server } = require('../..');
-const { poll, numSub } = require('../helpers/redis');
+const { poll, numSub, respClient } = require('../helpers/redis');
 const { startSentinels } = require('../helpers/sentinel');
 const { startNode, connectClient, closeAll } = require('../helpers/bus-nodes');
 const { connectV1 } = require('../helpers/v1');
@@ -28,6 +28,21 @@ async function upNodes(set, n, extra) {
   for (let i = 0; i < n; i++) nodes.push(await startNode(config(set, extra)));
   for (const node of nodes) await node.waitBus('up', 15000);
   return nodes;
+}
+
+/**
+ * RESP3 clients on every sentinel subscribed to +switch-master: switched()
+ * resolves to the time of the first sentinel's event (the one that led the
+ * failover says it first).
+ */
+async function watchSwitch(t, sentinels) {
+  const cs = await Promise.all(sentinels.map((s) => respClient(s.port)));
+  t.after(() => { for (const c of cs) c.close(); });
+  await Promise.all(cs.map((c) => c.call('SUBSCRIBE', '+switch-master')));
+  return {
+    switched: () => Promise.any(cs.map((c) => c.waitPush((p) => p[0] === 'message', 60000, '+switch-master')))
+      .then(() => Math.min(...cs.map((c) => c.pushes.find((p) => p[0] === 'message')?.at ?? Infinity))),
+  };
 }
 
 /** Publishes `${i}/${n}` from every node i to topic, one at a time each, paced; stop() ends them. */
@@ -126,7 +141,9 @@ test('through Sentinel: two nodes on the primary it names deliver each other\'s 
   const cb = await connectClient(b.port, ['chat']);
   await poll(async () => (await numSub(set.primary, 'symphony:chat')) === 2, { what: 'both nodes subscribed on the primary' });
   assert.equal(await numSub(set.replica, 'symphony:chat'), 0, 'nothing subscribed on the replica');
+  // Each crossing awaited: two nodes' publishes have no common order.
   await a.publish('chat', 'from-a');
+  await cb.waitFor(1);
   await b.publish('chat', 'from-b');
   await ca.waitFor(2);
   await cb.waitFor(2);
@@ -159,6 +176,7 @@ test('SENTINEL FAILOVER while two nodes publish with history: both follow the ne
     await poll(() => clients.every((c, i) => c.messages('feed').length >= from[i] + n),
       { what: `${n} more messages on every client (${what})`, timeoutMs: 30000, intervalMs: 20 });
   };
+  const watch = await watchSwitch(t, set.sentinels);
   const load = publishers(nodes, 'feed');
   let moved;
   const marks = nodes.map((n) => n.busEvents.length);
@@ -175,7 +193,7 @@ test('SENTINEL FAILOVER while two nodes publish with history: both follow the ne
     }
     const up = Math.max(...nodes.map((n, i) => n.busEvents.slice(marks[i]).filter((e) => e.state === 'up').at(-1)?.at ?? switched));
     t.diagnostic(`SENTINEL FAILOVER to every sentinel naming the new primary: ${switched - started} ms; ` +
-      `to both nodes up on it: ${up - started} ms`);
+      `to both nodes up on it: ${up - started} ms (${up - await watch.switched()} ms after +switch-master)`);
     await progress(30, 'after the failover');
   } finally {
     await load.stop();
@@ -219,15 +237,19 @@ test('kill -9 of the primary: Sentinel promotes the replica, the bus is up on it
   const cb = await connectClient(b.port, ['x']);
   await poll(async () => (await numSub(set.primary, 'symphony:x')) === 2, { what: 'subscriptions on the primary' });
   const marks = [a.busEvents.length, b.busEvents.length];
+  const watch = await watchSwitch(t, set.sentinels);
   const killed = Date.now();
   await set.primary.kill9();
   const downs = [await a.waitBus('down', 10000, marks[0]), await b.waitBus('down', 10000, marks[1])];
   for (const d of downs) assert.match(d.error.message, new RegExp(`127\\.0\\.0\\.1:${set.primary.port}: `));
   const ups = [await a.waitBus('up', 60000, marks[0]), await b.waitBus('up', 60000, marks[1])];
-  t.diagnostic(`kill -9 of the primary to both nodes up on the promoted replica: ${Math.max(...ups.map((u) => u.at)) - killed} ms`);
+  const up = Math.max(...ups.map((u) => u.at));
+  t.diagnostic(`kill -9 of the primary to both nodes up on the promoted replica: ${up - killed} ms ` +
+    `(${up - await watch.switched()} ms after +switch-master)`);
   assert.equal(await set.master(), set.replica.port, 'Sentinel promoted the replica');
   await poll(async () => (await numSub(set.replica, 'symphony:x')) === 2, { what: 'subscriptions on the new primary' });
   await a.publish('x', 'after-a');
+  await cb.waitFor(1, 10000);
   await b.publish('x', 'after-b');
   await ca.waitFor(2, 10000);
   await cb.waitFor(2, 10000);

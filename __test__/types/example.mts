@@ -55,6 +55,16 @@ server.on('close', (id, code, reason) => {
 server.on('drain', (id) => server.subscribe(id, 'prices'));
 server.on('subscription', (topic, active) => console.log(`${topic}: ${active ? 'first subscriber' : 'none left'}`));
 new Server({ slowConsumer: 'conflate' });
+const viaSentinel = new Server({
+  bus: { sentinels: ['redis://127.0.0.1:26379', { host: '127.0.0.1', port: 26380 }], name: 'mymaster', url: 'redis://:pw@primary' },
+});
+const sentinelNames: string[] = viaSentinel.bus?.options.sentinels?.map((s) => `${s.host}:${s.port}`) ?? [];
+console.log(sentinelNames, viaSentinel.bus?.options.name);
+new Server({ bus: { url: 'redis://127.0.0.1:6379', prefix: 'app:' } });
+// @ts-expect-error Sentinel watches one primary: no cluster
+new Server({ bus: { sentinels: ['redis://127.0.0.1:26379'], name: 'mymaster', cluster: true } });
+// @ts-expect-error sentinels need the primary's name
+new Server({ bus: { sentinels: ['redis://127.0.0.1:26379'] } });
 server.on('error', (err) => console.error(err.code, err.thread, err.errno, err.message));
 
 const web = http.createServer((req, res) => res.end('ok'));
