@@ -447,6 +447,31 @@ static void test_live(void) {
             sy_topic_drop_interest(&n.topics, t, 0);
         node_free(&n);
 
+        /* A sentinel that names a replica (its view stale): ROLE says so,
+         * the bus stays down and asks again; named right, it is up. */
+        /* (Once Sentinel has made the old primary a replica: it closes that
+         * node's client connections as it does.) */
+        CHECK(wait_reply_has(primary, "INFO %s", "replication", "master_link_status:up", 30000));
+        char cmd[160];
+        snprintf(cmd, sizeof(cmd), "SENTINEL MONITOR stale 127.0.0.1 %d 1", primary); /* a replica now */
+        r = command(sentinel, cmd, NULL);
+        CHECK(r != NULL && r->type == REDIS_REPLY_STATUS);
+        if (r != NULL)
+            freeReplyObject(r);
+        node_t st;
+        CHECK(node_init(&st, &sentinel, 1, "stale"));
+        CHECK(wait_state(&st, SY_BUS_DOWN, 10000));
+        CHECK(err_has(&st, "not the primary (ROLE: slave); asking Sentinel again"));
+        r = command(sentinel, "SENTINEL REMOVE %s", "stale");
+        if (r != NULL)
+            freeReplyObject(r);
+        snprintf(cmd, sizeof(cmd), "SENTINEL MONITOR stale 127.0.0.1 %d 1", replica); /* the primary */
+        r = command(sentinel, cmd, NULL);
+        if (r != NULL)
+            freeReplyObject(r);
+        CHECK(wait_state(&st, SY_BUS_UP, 10000));
+        node_free(&st);
+
         /* A name the sentinel does not know. */
         node_t u;
         CHECK(node_init(&u, &sentinel, 1, "nosuch"));

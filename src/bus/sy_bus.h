@@ -43,7 +43,8 @@
  * The files of src/bus: sy_bus.c (this API, the owner's side) and
  * sy_bus_thread.c (the bus thread: its loop, the links' callbacks,
  * SPUBLISH) share the struct in sy_bus_int.h; below them sy_bus_shard
- * (shards, the slot map), sy_bus_subs (subscriptions and their batches),
+ * (shards, the slot map), sy_bus_sentinel and sy_bus_sentinel_reply
+ * (where Sentinel says the primary is), sy_bus_subs (subscriptions and their batches),
  * sy_bus_chan (the channel table), sy_bus_order (each publisher's order),
  * sy_bus_link (one Redis connection), sy_bus_env, sy_bus_map and sy_slot
  * (what goes over the wire), sy_redis_alloc (hiredis' memory).
