@@ -230,6 +230,37 @@ test('SENTINEL FAILOVER while two nodes publish with history: both follow the ne
   for (const s of stats) assert.equal(s.bus.state, 'up');
 });
 
+test('SENTINEL FAILOVER with nothing in flight: the replica had every write, the epoch goes on', { timeout: 90000 }, async (t) => {
+  const set = await startSentinels({ t });
+  const nodes = await upNodes(set, 2, { history: HISTORY });
+  const clients = [];
+  for (const node of nodes) {
+    const c = await connectV1(`ws://127.0.0.1:${node.port}/?topics=calm`);
+    await c.until((x) => x.notices('subscribed').length === 1, 15000, 'subscribed');
+    clients.push(c);
+  }
+  t.after(() => { for (const c of clients) c.ws.terminate(); });
+  await poll(async () => (await numSub(set.primary, 'symphony:calm')) === 2, { what: 'both nodes subscribed on the primary' });
+  for (let i = 0; i < 20; i++) await nodes[i % 2].publish('calm', `before-${i}`);
+  await poll(() => clients.every((c) => c.messages('calm').length === 20), { what: '20 messages on every client' });
+  // The replica has it all before the failover starts.
+  const offset = async (r) => /master_repl_offset:(\d+)/.exec(await r.call('INFO', 'replication'))[1];
+  await poll(async () => (await offset(set.primary)) === (await offset(set.replica)), { what: 'the replica caught up' });
+  const { to } = await set.failover();
+  await poll(async () => (await numSub(set.byPort(to), 'symphony:calm')) === 2, { what: 'both nodes subscribed on the new primary' });
+  await poll(async () => (await Promise.all(nodes.map((n) => n.stats()))).every((s) => s.bus.state === 'up'), { what: 'both buses up' });
+  for (let i = 0; i < 20; i++) await nodes[i % 2].publish('calm', `after-${i}`);
+  await poll(() => clients.every((c) => c.messages('calm').length === 40), { what: '40 messages on every client' });
+  const epoch = await set.byPort(to).cli('HGET', '{symphony:calm}:meta', 'e');
+  for (const [i, c] of clients.entries()) {
+    const w = walk(c, 'calm', `client of node ${i}`);
+    assert.deepEqual(w.epochs, [epoch], `client of node ${i}: one epoch, Redis' on the new primary`);
+    assert.deepEqual(w.lost, [], `client of node ${i}: nothing announced lost`);
+    assert.deepEqual(c.messages('calm').map((f) => Number(f.offset)), Array.from({ length: 40 }, (_, k) => k + 1));
+  }
+  for (const s of await Promise.all(nodes.map((n) => n.stats()))) assert.equal(s.bus.renewals, 0);
+});
+
 test('kill -9 of the primary: Sentinel promotes the replica, the bus is up on it again and delivering', { timeout: 90000 }, async (t) => {
   const set = await startSentinels({ t });
   const [a, b] = await upNodes(set, 2);
