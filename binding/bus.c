@@ -156,6 +156,50 @@ static bool get_array(napi_env env, napi_value obj, const char *key, uint32_t *n
            sy_napi_ok(env, napi_get_array_length(env, *arr, n), "napi_get_array_length");
 }
 
+/* opts[hkey] and opts[pkey], two arrays of n hosts and ports (0..64), into
+ * *hosts (sy_malloc'ed strings, n + 1 slots) and *ports. false: thrown
+ * (what was copied is the caller's to free, *n kept). */
+static bool get_addrs(napi_env env, napi_value opts, const char *hkey, const char *pkey, const char *name, uint32_t *n,
+                      char ***hosts, uint16_t **ports) {
+    napi_value hosts_v, ports_v, v;
+    uint32_t nh = 0, np = 0;
+    *n = 0;
+    if (!get_array(env, opts, hkey, &nh, &hosts_v) || !get_array(env, opts, pkey, &np, &ports_v))
+        return false;
+    if (nh != np || nh > SY_BUS_MAX_SEEDS) {
+        sy_napi_throw_type(env, name, "0 to 64 Redis addresses");
+        return false;
+    }
+    *hosts = sy_calloc(nh + 1, sizeof(**hosts));
+    *ports = sy_calloc(nh + 1, sizeof(**ports));
+    if (*hosts == NULL || *ports == NULL) {
+        sy_napi_throw_oom(env, NULL);
+        return false;
+    }
+    *n = nh;
+    for (uint32_t i = 0; i < nh; i++) {
+        int64_t p;
+        if (!sy_napi_ok(env, napi_get_element(env, hosts_v, i, &v), "napi_get_element") ||
+            !sy_napi_get_string(env, v, name, &(*hosts)[i]) ||
+            !sy_napi_ok(env, napi_get_element(env, ports_v, i, &v), "napi_get_element") ||
+            !sy_napi_get_int64(env, v, name, 1, 65535, &p))
+            return false;
+        if ((*hosts)[i] == NULL) {
+            sy_napi_throw_type(env, name, "a host");
+            return false;
+        }
+        (*ports)[i] = (uint16_t)p;
+    }
+    return true;
+}
+
+static void free_addrs(char **hosts, uint16_t *ports, uint32_t n) {
+    for (uint32_t i = 0; hosts != NULL && i < n; i++)
+        sy_free(hosts[i]);
+    sy_free(hosts);
+    sy_free(ports);
+}
+
 static bool get_named_int(napi_env env, napi_value obj, const char *key, int64_t min, int64_t max, int64_t *out) {
     napi_value v;
     return sy_napi_ok(env, napi_get_named_property(env, obj, key, &v), "napi_get_named_property") &&
@@ -216,38 +260,24 @@ static bool get_tls(napi_env env, napi_value opts, sy_bus_opts_t *o) {
 
 napi_value sy_binding_bus_set(napi_env env, sy_server_t *srv, napi_value opts, napi_value fn,
                               napi_threadsafe_function *tsfn) {
-    napi_value hosts_v, ports_v, v, name, result = NULL;
-    uint32_t nh = 0, np = 0;
+    napi_value v, name, result = NULL;
+    uint32_t nh = 0, ns = 0;
     int64_t max_buffer, connect_timeout, bmin, bmax;
     bool cluster = false;
-    char *prefix = NULL, *user = NULL, *pass = NULL;
-    char **hosts = NULL;
-    uint16_t *ports = NULL;
-    if (!get_array(env, opts, "hosts", &nh, &hosts_v) || !get_array(env, opts, "ports", &np, &ports_v))
-        return NULL;
-    if (nh == 0 || nh != np || nh > SY_BUS_MAX_SEEDS) {
-        sy_napi_throw_type(env, "bus.url", "1 to 64 Redis addresses");
-        return NULL;
-    }
-    hosts = sy_calloc(nh, sizeof(*hosts));
-    ports = sy_calloc(nh, sizeof(*ports));
-    if (hosts == NULL || ports == NULL) {
-        sy_napi_throw_oom(env, NULL);
+    char *prefix = NULL, *user = NULL, *pass = NULL, *sname = NULL, *suser = NULL, *spass = NULL;
+    char **hosts = NULL, **shosts = NULL;
+    uint16_t *ports = NULL, *sports = NULL;
+    if (!get_addrs(env, opts, "hosts", "ports", "bus.url", &nh, &hosts, &ports) ||
+        !get_addrs(env, opts, "sentinelHosts", "sentinelPorts", "bus.sentinels", &ns, &shosts, &sports))
+        goto done;
+    if ((nh == 0) == (ns == 0)) {
+        sy_napi_throw_type(env, "bus.url", "1 to 64 Redis addresses, or sentinels");
         goto done;
     }
-    for (uint32_t i = 0; i < nh; i++) {
-        int64_t p;
-        if (!sy_napi_ok(env, napi_get_element(env, hosts_v, i, &v), "napi_get_element") ||
-            !sy_napi_get_string(env, v, "bus.url", &hosts[i]) ||
-            !sy_napi_ok(env, napi_get_element(env, ports_v, i, &v), "napi_get_element") ||
-            !sy_napi_get_int64(env, v, "bus.url", 1, 65535, &p))
-            goto done;
-        if (hosts[i] == NULL) {
-            sy_napi_throw_type(env, "bus.url", "a host");
-            goto done;
-        }
-        ports[i] = (uint16_t)p;
-    }
+    if (!sy_napi_get_named_string(env, opts, "sentinelName", &sname) ||
+        !sy_napi_get_named_string(env, opts, "sentinelUser", &suser) ||
+        !sy_napi_get_named_string(env, opts, "sentinelPass", &spass))
+        goto done;
     if (!sy_napi_ok(env, napi_get_named_property(env, opts, "cluster", &v), "napi_get_named_property") ||
         !sy_napi_get_bool(env, v, "bus.cluster", &cluster) || !sy_napi_get_named_string(env, opts, "prefix", &prefix) ||
         !sy_napi_get_named_string(env, opts, "user", &user) || !sy_napi_get_named_string(env, opts, "pass", &pass) ||
@@ -263,6 +293,12 @@ napi_value sy_binding_bus_set(napi_env env, sy_server_t *srv, napi_value opts, n
     sy_bus_opts_t o = {.hosts = (const char *const *)hosts,
                        .ports = ports,
                        .nseeds = nh,
+                       .sentinel_hosts = (const char *const *)shosts,
+                       .sentinel_ports = sports,
+                       .nsentinels = ns,
+                       .sentinel_name = sname,
+                       .sentinel_user = suser,
+                       .sentinel_pass = spass,
                        .cluster = cluster,
                        .user = user,
                        .pass = pass,
@@ -297,10 +333,11 @@ napi_value sy_binding_bus_set(napi_env env, sy_server_t *srv, napi_value opts, n
     }
     (void)napi_get_undefined(env, &result);
 done:
-    for (uint32_t i = 0; hosts != NULL && i < nh; i++)
-        sy_free(hosts[i]);
-    sy_free(hosts);
-    sy_free(ports);
+    free_addrs(hosts, ports, nh);
+    free_addrs(shosts, sports, ns);
+    sy_free(sname);
+    sy_free(suser);
+    sy_free(spass);
     sy_free(prefix);
     sy_free(user);
     sy_free(pass);

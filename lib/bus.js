@@ -12,6 +12,11 @@ const { BusCallError, decodeReply } = require('./presence');
 const BUS_DEFAULTS = Object.freeze({
   url: null,               // 'redis://[user:pass@]host:port[/db]', or a list of seeds (Redis Cluster)
   cluster: null,           // default: true when url is a list
+  // Redis Sentinel: the sentinels ('redis://[user:pass@]host[:26379]' or
+  // { host, port }) and the name of the primary they watch; url (optional)
+  // then gives only the data nodes' credentials and redis:// or rediss://.
+  sentinels: null,
+  name: null,
   prefix: 'symphony:',     // channel = prefix + topic
   maxBuffer: 16 << 20,     // bytes of publishes toward Redis not yet acknowledged; past it they are dropped
   connectTimeout: 2000,    // ms
@@ -27,7 +32,7 @@ const TLS_KEYS = new Set(['ca', 'cert', 'key', 'passphrase', 'servername', 'reje
 const BACKOFF_KEYS = new Set(['min', 'max']);
 
 /** One redis:// URL as { host, port, user, pass }. */
-function parseUrl(name, s) {
+function parseUrl(name, s, defaultPort = 6379) {
   if (typeof s !== 'string') throw invalidArgType(name, 'a redis:// URL string', s);
   let u;
   try {
@@ -43,11 +48,62 @@ function parseUrl(name, s) {
   // accepted (URLs are often shared with other clients) and has no effect.
   if (!/^\d{1,5}$/.test(db)) throw invalidArgValue(name, 'has a path that is not a database number', s);
   const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
-  const port = u.port === '' ? 6379 : Number(u.port);
+  const port = u.port === '' ? defaultPort : Number(u.port);
   const user = u.username === '' ? null : decodeURIComponent(u.username);
   const pass = u.password === '' ? null : decodeURIComponent(u.password);
   if (user !== null && pass === null) throw invalidArgValue(name, 'has a user name but no password', s);
   return { host, port, user, pass, tls: u.protocol === 'rediss:' };
+}
+
+/** One entry of options.bus.sentinels: a URL, or { host, port } (port default 26379). */
+function parseSentinel(name, v) {
+  if (typeof v === 'string') return parseUrl(name, v, 26379);
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    throw invalidArgType(name, 'a redis:// URL string or a { host, port } object', v);
+  }
+  for (const k of Object.keys(v)) {
+    if (k !== 'host' && k !== 'port') throw invalidArgValue(`${name}.${k}`, 'is not a known sentinel option (host, port)', k);
+  }
+  if (typeof v.host !== 'string' || v.host === '') throw invalidArgType(`${name}.host`, 'a non-empty string', v.host);
+  const port = v.port ?? 26379;
+  integer(`${name}.port`, port, 1, 65535);
+  return { host: v.host, port, user: null, pass: null, tls: false, object: true };
+}
+
+/** options.bus.sentinels and .name (with .url and .cluster) as { sentinels, name, data }, or null without sentinels. */
+function sentinelOption(o) {
+  if (o.sentinels === null) {
+    if (o.name !== null) throw invalidArgValue('options.bus.name', 'names a Sentinel primary, which needs options.bus.sentinels', o.name);
+    return null;
+  }
+  if (!Array.isArray(o.sentinels)) throw invalidArgType('options.bus.sentinels', 'an array of redis:// URLs or { host, port } objects', o.sentinels);
+  if (o.sentinels.length === 0 || o.sentinels.length > 64) throw outOfRange('options.bus.sentinels', '1 to 64 sentinels', o.sentinels.length);
+  const sentinels = o.sentinels.map((v, i) => parseSentinel(`options.bus.sentinels[${i}]`, v));
+  if (o.cluster === true) throw invalidArgValue('options.bus.cluster', 'is true with sentinels (Sentinel watches one primary; a Redis Cluster fails over by itself)', o.cluster);
+  if (Array.isArray(o.url)) throw invalidArgValue('options.bus.url', 'is a list with sentinels (the sentinels name the one primary)', o.url.length);
+  if (typeof o.name !== 'string') throw invalidArgType('options.bus.name', 'a string (the primary\'s name in Sentinel, as in `sentinel monitor <name>`)', o.name);
+  if (Buffer.byteLength(o.name) === 0 || Buffer.byteLength(o.name) > 128) throw outOfRange('options.bus.name', '1 to 128 bytes', Buffer.byteLength(o.name));
+  if (/[\s\0]/.test(o.name)) throw invalidArgValue('options.bus.name', 'has a space or a control character', o.name);
+  const urls = sentinels.filter((x) => !x.object);
+  for (const x of urls) {
+    if (x.user !== urls[0].user || x.pass !== urls[0].pass) {
+      throw invalidArgValue('options.bus.sentinels', 'gives different credentials for different sentinels', 'sentinels');
+    }
+  }
+  // The data nodes: the url's credentials and scheme (its host is not
+  // used: the sentinels name the primary), else none and the sentinels' scheme.
+  const data = o.url === null ? null : parseUrl('options.bus.url', o.url);
+  const tlsOn = data !== null ? data.tls : urls.some((x) => x.tls);
+  if (urls.some((x) => x.tls !== tlsOn)) {
+    throw invalidArgValue('options.bus.sentinels', 'mixes redis:// and rediss:// (the sentinels and the data nodes share one TLS setting)', 'sentinels');
+  }
+  return {
+    sentinels: sentinels.map(({ host, port }) => Object.freeze({ host, port })),
+    name: o.name,
+    user: urls.length ? urls[0].user : null,
+    pass: urls.length ? urls[0].pass : null,
+    data: data ?? { host: null, port: null, user: null, pass: null, tls: tlsOn },
+  };
 }
 
 /** A PEM option (string, Buffer, TypedArray, or a list of them) as one string. */
@@ -102,10 +158,12 @@ function busOption(value) {
   }
   const o = { ...BUS_DEFAULTS };
   for (const [k, v] of Object.entries(value)) if (v !== undefined) o[k] = v;
+  const sentinel = sentinelOption(o);
   const urls = Array.isArray(o.url) ? o.url : [o.url];
-  if (o.url === null) throw invalidArgType('options.bus.url', 'a redis:// URL or a list of them', o.url);
+  if (o.url === null && sentinel === null) throw invalidArgType('options.bus.url', 'a redis:// URL or a list of them (or give sentinels)', o.url);
   if (urls.length === 0 || urls.length > 64) throw outOfRange('options.bus.url', '1 to 64 URLs', urls.length);
-  const seeds = urls.map((u, i) => parseUrl(Array.isArray(o.url) ? `options.bus.url[${i}]` : 'options.bus.url', u));
+  const seeds = sentinel !== null ? [sentinel.data] :
+    urls.map((u, i) => parseUrl(Array.isArray(o.url) ? `options.bus.url[${i}]` : 'options.bus.url', u));
   if (o.cluster === null) o.cluster = Array.isArray(o.url);
   if (typeof o.cluster !== 'boolean') throw invalidArgType('options.bus.cluster', 'of type boolean', o.cluster);
   if (!o.cluster && seeds.length !== 1) {
@@ -138,8 +196,11 @@ function busOption(value) {
     return x.href.replace(/\/$/, '');
   };
   return Object.freeze({
-    url: Array.isArray(o.url) ? Object.freeze(o.url.map(redact)) : redact(o.url),
+    url: o.url === null ? null : Array.isArray(o.url) ? Object.freeze(o.url.map(redact)) : redact(o.url),
     cluster: o.cluster,
+    sentinels: sentinel && Object.freeze(sentinel.sentinels),
+    name: sentinel && sentinel.name,
+    [nativeSentinel]: sentinel,
     prefix: o.prefix,
     maxBuffer: o.maxBuffer,
     connectTimeout: o.connectTimeout,
@@ -152,10 +213,17 @@ function busOption(value) {
 
 /** What serverSetBus reads (binding/bus.c). */
 const nativeTls = Symbol('tls');
+const nativeSentinel = Symbol('sentinel');
 function nativeBusOptions(o) {
+  const st = o[nativeSentinel];
   return {
-    hosts: o.seeds.map((s) => s.host),
-    ports: o.seeds.map((s) => s.port),
+    hosts: st ? [] : o.seeds.map((s) => s.host),
+    ports: st ? [] : o.seeds.map((s) => s.port),
+    sentinelHosts: st ? st.sentinels.map((s) => s.host) : [],
+    sentinelPorts: st ? st.sentinels.map((s) => s.port) : [],
+    sentinelName: st ? st.name : null,
+    sentinelUser: st ? st.user : null,
+    sentinelPass: st ? st.pass : null,
     cluster: o.cluster,
     prefix: o.prefix,
     user: o.seeds[0].user,
@@ -256,7 +324,10 @@ class Bus extends EventEmitter {
     const o = this.#options;
     return {
       url: o.url, cluster: o.cluster, prefix: o.prefix, maxBuffer: o.maxBuffer, connectTimeout: o.connectTimeout,
-      backoff: o.backoff, tls: o.tls, seeds: o.seeds.map((s) => ({ host: s.host, port: s.port })),
+      backoff: o.backoff, tls: o.tls,
+      seeds: o.sentinels ? [] : o.seeds.map((s) => ({ host: s.host, port: s.port })),
+      sentinels: o.sentinels ? o.sentinels.map((s) => ({ host: s.host, port: s.port })) : null,
+      name: o.name,
     };
   }
 

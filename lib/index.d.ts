@@ -196,11 +196,31 @@ export interface PresenceEntry {
   info: unknown;
 }
 
-export interface BusOptions {
+/** options.bus: one Redis or a Redis Cluster (url), or a primary that Redis Sentinel names (sentinels and name). */
+export type BusOptions = BusCommonOptions & (BusRedisOptions | BusSentinelOptions);
+
+export interface BusRedisOptions {
   /** 'redis://[user:password@]host:port[/db]', or a list of seeds of a Redis Cluster. */
   url: string | string[];
   /** Redis Cluster (slot map, SPUBLISH to the channel's shard). Default: url is a list. */
   cluster?: boolean;
+  sentinels?: null;
+  name?: null;
+}
+
+/** Redis Sentinel (docs/bus.md, "Redis Sentinel"). */
+export interface BusSentinelOptions {
+  /** The sentinels: 'redis://[user:password@]host[:port]' (their own credentials; port default 26379) or { host, port }. 1 to 64. */
+  sentinels: (string | { host: string; port?: number })[];
+  /** The primary's name in Sentinel (`sentinel monitor <name> ...`): 1 to 128 bytes, no space. */
+  name: string;
+  /** The data nodes' credentials and redis:// or rediss:// (the host is not used: Sentinel names it). Default: none. */
+  url?: string | null;
+  /** Not with sentinels. */
+  cluster?: false | null;
+}
+
+export interface BusCommonOptions {
   /** channel = prefix + topic. Default 'symphony:'. */
   prefix?: string;
   /** Bytes of publishes toward Redis not yet acknowledged; past it they are dropped (counted). Default 16 MiB. */
@@ -238,7 +258,17 @@ export interface Bus extends EventEmitter {
   /** Why it is down, else null. */
   readonly error: BusError | null;
   /** The options in effect, without credentials. */
-  readonly options: Omit<Required<BusOptions>, 'url' | 'tls'> & { url: string | string[]; tls: boolean; seeds: { host: string; port: number }[] };
+  readonly options: Omit<Required<BusCommonOptions>, 'tls'> & {
+    /** null with sentinels and no url. */
+    url: string | string[] | null;
+    cluster: boolean;
+    tls: boolean;
+    /** The Redis addresses given (none with sentinels). */
+    seeds: { host: string; port: number }[];
+    /** Redis Sentinel: the sentinels and the primary's name; else null. */
+    sentinels: { host: string; port: number }[] | null;
+    name: string | null;
+  };
   /** This node's id in presence entries (PresenceEntry.node). */
   readonly node: string;
   /**

@@ -11,8 +11,13 @@
  *     CLUSTER SLOTS reply, src/bus/sy_bus_map.c): every slot names a node of
  *     the map or none; complete means none is missing; the nodes are
  *     distinct and at most one per range. Each reply is also read as the
- *     history sync's answer (sy_bus_seq_sync_reply, every entry walked).
+ *     history sync's answer (sy_bus_seq_sync_reply, every entry walked)
+ *     and as Redis Sentinel's answers (src/bus/sy_bus_sentinel_reply.c):
+ *     an address has a host of printable bytes and a port 1..65535; the
+ *     same for a +switch-master event, whose text (the even branch's
+ *     bytes too) is read as the event of primary "mymaster".
  */
+#define _GNU_SOURCE /* memmem */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -25,6 +30,7 @@
 #include "bus/sy_bus_env.h"
 #include "bus/sy_bus_link.h"
 #include "bus/sy_bus_map.h"
+#include "bus/sy_bus_sentinel_reply.h"
 #include "bus/sy_bus_seq.h"
 #include "bus/sy_redis_alloc.h"
 
@@ -93,6 +99,31 @@ static void sync_answer(const redisReply *reply) {
     REQUIRE(!sy_bus_seq_entry(entries, entries->elements, &offset, &body, &len));
 }
 
+static void addr_ok(const sy_bus_sentinel_addr_t *a) {
+    size_t len = strnlen(a->host, sizeof(a->host));
+    REQUIRE(len > 0 && len < sizeof(a->host) && a->port > 0);
+    for (size_t i = 0; i < len; i++)
+        REQUIRE((unsigned char)a->host[i] > ' ' && (unsigned char)a->host[i] != 0x7f);
+}
+
+static void sentinel_answers(const redisReply *reply) {
+    sy_bus_sentinel_addr_t a;
+    if (sy_bus_sentinel_read_addr(reply, &a) == SY_SENTINEL_ADDR)
+        addr_ok(&a);
+    sy_bus_sentinel_role_t role = sy_bus_sentinel_read_role(reply);
+    REQUIRE(role == SY_ROLE_PRIMARY || role == SY_ROLE_OTHER || role == SY_ROLE_MALFORMED);
+    if (sy_bus_sentinel_read_event(reply, "mymaster", 8, &a))
+        addr_ok(&a);
+}
+
+static void switch_text(const uint8_t *p, size_t n) {
+    sy_bus_sentinel_addr_t a;
+    if (sy_bus_sentinel_read_switch((const char *)p, n, "mymaster", 8, &a)) {
+        REQUIRE(n > 8 && memmem(p, n, "mymaster", 8) != NULL);
+        addr_ok(&a);
+    }
+}
+
 static void slot_map(const uint8_t *p, size_t n) {
     redisReader *r = redisReaderCreate();
     REQUIRE(r != NULL);
@@ -103,6 +134,7 @@ static void slot_map(const uint8_t *p, size_t n) {
             if (redisReaderGetReply(r, &reply) != REDIS_OK || reply == NULL)
                 break;
             sync_answer(reply);
+            sentinel_answers(reply);
             sy_bus_map_t m;
             if (sy_bus_map_read(&m, reply, "asked") == 0) {
                 const redisReply *rr = reply;
@@ -137,6 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if ((data[0] & 1) == 0) {
         envelope(data + 1, size - 1);
         positioned(data + 1, size - 1);
+        switch_text(data + 1, size - 1);
     }
     else
         slot_map(data + 1, size - 1);

@@ -89,7 +89,7 @@ const PRIVATE = {
   'io/sy_io_struct.h': 'io', 'io/sy_io_thread.h': 'io', 'io/sy_conn.h': 'io', 'io/sy_upgrade.h': 'io',
   'io/sy_reclaim.h': 'io', 'io/sy_peer.h': 'io',
   'bus/sy_bus_int.h': 'bus', 'bus/sy_bus_shard.h': 'bus', 'bus/sy_bus_subs.h': 'bus', 'bus/sy_bus_chan.h': 'bus',
-  'bus/sy_bus_order.h': 'bus',
+  'bus/sy_bus_order.h': 'bus', 'bus/sy_bus_sentinel.h': 'bus',
 };
 
 /**

@@ -62,6 +62,16 @@ rooms.on('leave', (topic, entry, reason: 'left' | 'expired') => console.log(topi
 const who: PresenceEntry[] = await rooms.presence('room:lobby');
 const everywhere: number = await rooms.bus!.subscribers('room:lobby', { timeout: 1000 });
 console.log(who.length, everywhere, rooms.bus!.node);
+const viaSentinel = new Server({
+  bus: { sentinels: ['redis://127.0.0.1:26379', { host: '127.0.0.1', port: 26380 }], name: 'mymaster', url: 'redis://:pw@primary' },
+});
+const sentinelNames: string[] = viaSentinel.bus?.options.sentinels?.map((s) => `${s.host}:${s.port}`) ?? [];
+console.log(sentinelNames, viaSentinel.bus?.options.name);
+new Server({ bus: { url: 'redis://127.0.0.1:6379', prefix: 'app:' } });
+// @ts-expect-error Sentinel watches one primary: no cluster
+new Server({ bus: { sentinels: ['redis://127.0.0.1:26379'], name: 'mymaster', cluster: true } });
+// @ts-expect-error sentinels need the primary's name
+new Server({ bus: { sentinels: ['redis://127.0.0.1:26379'] } });
 server.on('error', (err) => console.error(err.code, err.thread, err.errno, err.message));
 
 const web = http.createServer((req, res) => res.end('ok'));

@@ -31,10 +31,21 @@ static void wake(sy_bus_t *b) { sy_wake_signal(&b->wake); }
 sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deliver_fn deliver, void *deliver_ctx,
                         sy_bus_state_fn on_state, void *state_ctx, char *err, size_t errlen) {
     bool bad = false;
-    if (o->nseeds == 0 || o->nseeds > SY_BUS_MAX_SEEDS || (!o->cluster && o->nseeds != 1)) {
+    size_t name_len = o->sentinel_name != NULL ? strlen(o->sentinel_name) : 0;
+    if (o->nsentinels > 0) {
+        if (o->nsentinels > SY_BUS_MAX_SEEDS || o->cluster || o->nseeds != 0) {
+            snprintf(err, errlen, "Sentinel needs 1..%u sentinels, no Redis address and no cluster", SY_BUS_MAX_SEEDS);
+            bad = true;
+        } else if (name_len == 0 || name_len > SY_BUS_SENTINEL_NAME_MAX || strpbrk(o->sentinel_name, " \t\r\n")) {
+            snprintf(err, errlen, "the Sentinel primary's name must be 1..%u bytes without spaces",
+                     SY_BUS_SENTINEL_NAME_MAX);
+            bad = true;
+        }
+    } else if (o->nseeds == 0 || o->nseeds > SY_BUS_MAX_SEEDS || (!o->cluster && o->nseeds != 1)) {
         snprintf(err, errlen, "the bus needs one Redis (or 1..%u cluster seeds)", SY_BUS_MAX_SEEDS);
         bad = true;
-    } else if (o->backoff_min_ms == 0 || o->backoff_max_ms < o->backoff_min_ms || o->connect_timeout_ms == 0) {
+    }
+    if (!bad && (o->backoff_min_ms == 0 || o->backoff_max_ms < o->backoff_min_ms || o->connect_timeout_ms == 0)) {
         snprintf(err, errlen, "bad bus timing options");
         bad = true;
     }
@@ -50,8 +61,8 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     b->tls_free = o->tls_free;
     sy_wake_init(&b->wake);
     b->nseeds = o->nseeds;
-    b->hosts = sy_calloc(o->nseeds, sizeof(*b->hosts));
-    b->ports = sy_calloc(o->nseeds, sizeof(*b->ports));
+    b->hosts = sy_calloc(o->nseeds ? o->nseeds : 1, sizeof(*b->hosts)); /* none with Sentinel */
+    b->ports = sy_calloc(o->nseeds ? o->nseeds : 1, sizeof(*b->ports));
     b->prefix = dup_str(o->prefix, o->prefix_len);
     bool ok = b->hosts != NULL && b->ports != NULL && b->prefix != NULL;
     if (ok)
@@ -64,6 +75,21 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
         ok = (b->user = dup_str(o->user, strlen(o->user))) != NULL;
     if (ok && o->pass != NULL)
         ok = (b->pass = dup_str(o->pass, strlen(o->pass))) != NULL;
+    if (ok && o->nsentinels > 0) {
+        b->nsentinels = o->nsentinels;
+        b->sentinel_hosts = sy_calloc(o->nsentinels, sizeof(*b->sentinel_hosts));
+        b->sentinel_ports = sy_calloc(o->nsentinels, sizeof(*b->sentinel_ports));
+        ok = b->sentinel_hosts != NULL && b->sentinel_ports != NULL &&
+             (b->sentinel_name = dup_str(o->sentinel_name, name_len)) != NULL;
+        for (unsigned i = 0; ok && i < o->nsentinels; i++) {
+            ok = (b->sentinel_hosts[i] = dup_str(o->sentinel_hosts[i], strlen(o->sentinel_hosts[i]))) != NULL;
+            b->sentinel_ports[i] = o->sentinel_ports[i];
+        }
+        if (ok && o->sentinel_user != NULL)
+            ok = (b->sentinel_user = dup_str(o->sentinel_user, strlen(o->sentinel_user))) != NULL;
+        if (ok && o->sentinel_pass != NULL)
+            ok = (b->sentinel_pass = dup_str(o->sentinel_pass, strlen(o->sentinel_pass))) != NULL;
+    }
     if (ok) {
         b->poll = sy_poll_create();
         ok = b->poll != NULL && sy_wake_open(&b->wake) == 0 &&
@@ -94,7 +120,21 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
                                     .tls_attach = o->tls != NULL ? o->tls_attach : NULL,
                                     .tls = o->tls,
                                     .tls_error = o->tls != NULL ? o->tls_error : NULL};
+    b->sentinel_lconf = b->lconf;
+    b->sentinel_lconf.user = b->sentinel_user;
+    b->sentinel_lconf.pass = b->sentinel_pass;
+    if (b->nsentinels > 0)
+        sy_bus_sentinel_init(&b->sentinel, &(sy_bus_sentinel_conf_t){.hosts = b->sentinel_hosts,
+                                                                     .ports = b->sentinel_ports,
+                                                                     .n = b->nsentinels,
+                                                                     .name = b->sentinel_name,
+                                                                     .ops = &sy_bus_thread_ops,
+                                                                     .ctx = b,
+                                                                     .lconf = &b->sentinel_lconf,
+                                                                     .poll = b->poll,
+                                                                     .seed = (uint32_t)(b->node >> 17)});
     sy_bus_shards_init(&b->shards, &(sy_bus_shards_conf_t){.cluster = b->cluster,
+                                                           .sentinel = b->nsentinels > 0,
                                                            .hosts = b->hosts,
                                                            .ports = b->ports,
                                                            .nseeds = b->nseeds,
@@ -169,6 +209,14 @@ void sy_bus_destroy(sy_bus_t *b) {
     sy_free(b->ports);
     sy_free(b->user);
     sy_free(b->pass);
+    if (b->sentinel_hosts != NULL)
+        for (unsigned i = 0; i < b->nsentinels; i++)
+            sy_free(b->sentinel_hosts[i]);
+    sy_free(b->sentinel_hosts);
+    sy_free(b->sentinel_ports);
+    sy_free(b->sentinel_name);
+    sy_free(b->sentinel_user);
+    sy_free(b->sentinel_pass);
     sy_free(b->prefix);
     if (b->tls != NULL && b->tls_free != NULL)
         b->tls_free(b->tls);

@@ -43,7 +43,8 @@
  * The files of src/bus: sy_bus.c (this API, the owner's side) and
  * sy_bus_thread.c (the bus thread: its loop, the links' callbacks,
  * SPUBLISH) share the struct in sy_bus_int.h; below them sy_bus_shard
- * (shards, the slot map), sy_bus_subs (subscriptions and their batches),
+ * (shards, the slot map), sy_bus_sentinel and sy_bus_sentinel_reply
+ * (where Sentinel says the primary is), sy_bus_subs (subscriptions and their batches),
  * sy_bus_chan (the channel table), sy_bus_order (each publisher's order),
  * sy_bus_link (one Redis connection), sy_bus_env, sy_bus_map and sy_slot
  * (what goes over the wire), sy_redis_alloc (hiredis' memory).
@@ -58,6 +59,11 @@
  * over. topics and the callbacks' contexts are the caller's and must
  * outlive the bus. A topic given to sy_bus_edge is referenced
  * (sy_topic_ref) until the bus thread has read its interest.
+ *
+ * Sentinel: with o->sentinels, the one Redis is the primary that Redis
+ * Sentinel names (sy_bus_sentinel.h): asked of the sentinels in turn, checked
+ * with ROLE, followed when a data connection drops or a sentinel says
+ * +switch-master.
  *
  * Errors: sy_bus_create returns NULL with a message in err; sy_bus_start
  * and sy_bus_publish an errno value; Redis' failures reach the owner as
@@ -84,9 +90,18 @@ typedef enum sy_bus_state {
 } sy_bus_state_t;
 
 typedef struct sy_bus_opts {
-    const char *const *hosts; /* seeds (one without cluster); copied */
+    const char *const *hosts; /* seeds (one without cluster; none with sentinels); copied */
     const uint16_t *ports;
-    unsigned nseeds; /* 1..SY_BUS_MAX_SEEDS */
+    unsigned nseeds; /* 1..SY_BUS_MAX_SEEDS (0 with sentinels) */
+    /* Redis Sentinel (not with cluster): the sentinels, the primary's name
+     * (1..SY_BUS_SENTINEL_NAME_MAX bytes, no space) and the sentinels' own
+     * credentials (NULL: none); copied. user/pass/tls are the data nodes'
+     * (tls applies to the sentinels too). nsentinels 0: no Sentinel. */
+    const char *const *sentinel_hosts;
+    const uint16_t *sentinel_ports;
+    unsigned nsentinels; /* 0..SY_BUS_MAX_SEEDS */
+    const char *sentinel_name;
+    const char *sentinel_user, *sentinel_pass;
     bool cluster;
     const char *user;   /* NULL: the default user; copied */
     const char *pass;   /* NULL: no AUTH; copied */

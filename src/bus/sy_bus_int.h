@@ -29,6 +29,7 @@
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_chan.h"
 #include "bus/sy_bus_link.h"
+#include "bus/sy_bus_sentinel.h"
 #include "bus/sy_bus_seq.h"
 #include "bus/sy_bus_shard.h"
 #include "bus/sy_bus_subs.h"
@@ -69,6 +70,11 @@ struct sy_bus {
     unsigned nseeds;
     bool cluster;
     char *user, *pass;
+    char **sentinel_hosts; /* nsentinels > 0: Redis Sentinel names the primary */
+    uint16_t *sentinel_ports;
+    unsigned nsentinels;
+    char *sentinel_name, *sentinel_user, *sentinel_pass;
+    sy_bus_link_conf_t sentinel_lconf;
     char *prefix;
     size_t prefix_len;
     size_t max_buffer, max_payload;
@@ -109,9 +115,10 @@ struct sy_bus {
     sy_wake_t wake; /* net/sy_wake.h */
 
     /* Bus thread only. */
-    sy_bus_shards_t shards; /* the connections, the slot map */
-    sy_bus_chans_t chans;   /* the channels: subscriptions (subs), publishers' order (receiving) */
-    sy_bus_subs_t subs;     /* the subscriptions that follow local interest */
+    sy_bus_shards_t shards;     /* the connections, the slot map */
+    sy_bus_sentinel_t sentinel; /* nsentinels > 0: where the primary is */
+    sy_bus_chans_t chans;       /* the channels: subscriptions (subs), publishers' order (receiving) */
+    sy_bus_subs_t subs;         /* the subscriptions that follow local interest */
     bool ever_up;
     uint64_t epoch_rng;                 /* new epochs' candidates (xorshift, seeded at random) */
     sy_bus_msg_t *parked, *parked_tail; /* redirected to a node not in the map yet: sent after the next map read */

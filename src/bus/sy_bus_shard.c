@@ -45,6 +45,8 @@ void sy_bus_shards_init(sy_bus_shards_t *sh, const sy_bus_shards_conf_t *conf) {
 
 sy_err_t sy_bus_shards_start(sy_bus_shards_t *sh) {
     const sy_bus_shards_conf_t *c = &sh->conf;
+    if (c->sentinel)
+        return 0; /* sy_bus_shards_place, at Sentinel's first answer */
     if (!c->cluster) {
         sy_bus_shard_t **one = sy_calloc(1, sizeof(*one));
         if (one == NULL || (one[0] = shard_new(sh, c->hosts[0], c->ports[0])) == NULL) {
@@ -59,6 +61,35 @@ sy_err_t sy_bus_shards_start(sy_bus_shards_t *sh) {
     sh->cfg_next = 1;
     sh->map_wanted = true;
     sy_bus_link_connect(&sh->cfg);
+    return 0;
+}
+
+/* Moves l to host:port: down now (with why), then connecting there. */
+static void move_link(sy_bus_link_t *l, const char *host, uint16_t port, const char *why) {
+    sy_bus_link_fail(l, why, true); /* no-op when it is down already */
+    snprintf(l->host, sizeof(l->host), "%s", host);
+    l->port = port;
+    sy_bus_link_connect(l);
+}
+
+sy_err_t sy_bus_shards_place(sy_bus_shards_t *sh, const char *host, uint16_t port, const char *why, bool *moved) {
+    *moved = false;
+    if (sh->set.n == 0) {
+        sy_bus_shard_t **one = sy_calloc(1, sizeof(*one));
+        if (one == NULL || (one[0] = shard_new(sh, host, port)) == NULL) {
+            sy_free(one);
+            return ENOMEM;
+        }
+        sh->set = (sy_bus_shard_set_t){.shards = one, .n = 1, .complete = true};
+        *moved = true;
+        return 0;
+    }
+    sy_bus_shard_t *s = sh->set.shards[0];
+    if (s->pub.port == port && strcmp(s->pub.host, host) == 0)
+        return 0;
+    move_link(&s->pub, host, port, why);
+    move_link(&s->sub, host, port, why);
+    *moved = true;
     return 0;
 }
 

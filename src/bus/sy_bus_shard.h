@@ -5,6 +5,8 @@
  * shard and the control connection that reads it.
  *
  * Standalone: one shard, the one seed, made by sy_bus_shards_start.
+ * Sentinel: one shard too, made (and moved) by sy_bus_shards_place at the
+ * address Sentinel gives (sy_bus_sentinel.h); none before the first.
  * Cluster: the map comes from CLUSTER SLOTS on the control link (to a seed,
  * then any known node, round robin, each time that link goes down). A map
  * is applied in two steps so that the channels can follow it in between
@@ -62,6 +64,7 @@ typedef struct sy_bus_shard_set {
 
 typedef struct sy_bus_shards_conf {
     bool cluster;
+    bool sentinel;      /* the one shard's address comes from sy_bus_shards_place */
     char *const *hosts; /* the seeds */
     const uint16_t *ports;
     unsigned nseeds;
@@ -86,11 +89,20 @@ typedef struct sy_bus_shards {
 /* Remembers conf; no connection yet. */
 void sy_bus_shards_init(sy_bus_shards_t *sh, const sy_bus_shards_conf_t *conf);
 /* Starts connecting: the one shard (standalone), or the control link
- * (cluster; shards follow the map). 0 or ENOMEM. */
+ * (cluster; shards follow the map); with Sentinel, nothing yet. 0 or
+ * ENOMEM. */
 sy_err_t sy_bus_shards_start(sy_bus_shards_t *sh);
 /* Closes every link (pending publishes' reply callbacks run with a NULL
  * reply) and frees the shards and the map. No link callback runs. */
 void sy_bus_shards_close(sy_bus_shards_t *sh);
+
+/* Sentinel: the one shard's primary is at host:port. Makes the shard when
+ * there is none (0, or ENOMEM); when it is elsewhere, moves its links: each
+ * goes down (ops->down with why, its pending publishes' callbacks run with
+ * a NULL reply) and connects to host:port at once. 0 when nothing changed
+ * too; *moved says whether it did. Not from a callback of the shard's own
+ * links. */
+sy_err_t sy_bus_shards_place(sy_bus_shards_t *sh, const char *host, uint16_t port, const char *why, bool *moved);
 
 /* Runs the links' timers; returns the next deadline (ms) or INT64_MAX. */
 int64_t sy_bus_shards_tick(sy_bus_shards_t *sh, int64_t now);

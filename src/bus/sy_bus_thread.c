@@ -34,9 +34,16 @@ static void set_state(sy_bus_t *b, sy_bus_state_t st) {
 }
 
 static void update_state(sy_bus_t *b) {
-    if (sy_bus_shards_up(&b->shards))
+    bool sentinel = b->nsentinels > 0;
+    if (sy_bus_shards_up(&b->shards) && (!sentinel || b->sentinel.verified)) {
         set_state(b, SY_BUS_UP);
-    else if (b->err[0] != '\0')
+        return;
+    }
+    /* Every sentinel failed: that is why, whatever a data link last said. */
+    const char *why = sentinel ? sy_bus_sentinel_why(&b->sentinel) : NULL;
+    if (why != NULL)
+        snprintf(b->err, sizeof(b->err), "%s", why);
+    if (b->err[0] != '\0')
         set_state(b, SY_BUS_DOWN);
 }
 
@@ -414,10 +421,25 @@ static void on_smessage(sy_bus_t *b, redisReply *r) {
 
 static void send_parked(sy_bus_t *b);
 
+static void on_role(redisAsyncContext *ac, void *r, void *priv);
+
 static void link_up(void *ctx, sy_bus_link_t *l) {
     sy_bus_t *b = ctx;
     if (l->role == SY_BUS_ROLE_CFG)
         return; /* the loop sends CLUSTER SLOTS when the map is wanted */
+    if (l->role == SY_BUS_ROLE_SENTINEL || l->role == SY_BUS_ROLE_WATCH) {
+        sy_bus_sentinel_up(&b->sentinel, l); /* the loop asks for the primary */
+        return;
+    }
+    /* Sentinel: the address it gave is checked before the bus is up (a
+     * sentinel's view can be stale); ROLE goes first on this connection. */
+    if (l->role == SY_BUS_ROLE_PUB && b->nsentinels > 0) {
+        redisAsyncContext *rac = sy_bus_link_ac(l);
+        if (rac == NULL || redisAsyncCommand(rac, on_role, NULL, "ROLE") != REDIS_OK) {
+            sy_bus_link_fail(l, "out of memory", false);
+            return;
+        }
+    }
     if (l->role == SY_BUS_ROLE_SUB)
         sy_bus_subs_link_up(&b->subs);
     /* The publish script, loaded on each new publishing connection before
@@ -447,6 +469,15 @@ static bool redirected(const char *err) { return strncmp(err, "MOVED ", 6) == 0 
 
 static void link_down(void *ctx, sy_bus_link_t *l, const char *err) {
     sy_bus_t *b = ctx;
+    if (l->role == SY_BUS_ROLE_SENTINEL || l->role == SY_BUS_ROLE_WATCH) {
+        sy_bus_sentinel_down(&b->sentinel, l, err); /* the next sentinel; the bus' state follows the data links */
+        return;
+    }
+    if (b->nsentinels > 0) {
+        sy_bus_sentinel_want(&b->sentinel); /* a failover, maybe: where is the primary now? */
+        if (l->role == SY_BUS_ROLE_PUB)
+            b->sentinel.verified = false;
+    }
     if (l->role == SY_BUS_ROLE_PUB)
         send_parked(b); /* those waiting for this connection: elsewhere now, or dropped */
     if (!(l->role == SY_BUS_ROLE_SUB && redirected(err)))
@@ -526,6 +557,59 @@ static void on_slots(redisAsyncContext *ac, void *r, void *priv) {
     if (!b->shards.set.complete)
         snprintf(b->err, sizeof(b->err), "the cluster's slot map does not cover every slot");
     send_parked(b);
+}
+
+/* ---- Redis Sentinel (sy_bus_sentinel.h) ------------------------------ */
+
+/* A sentinel's answer: the data links go to the primary it names (moved
+ * there when elsewhere; checked with ROLE once up). */
+static void on_master(redisAsyncContext *ac, void *r, void *priv) {
+    (void)priv;
+    sy_bus_link_t *l = ac->data;
+    sy_bus_t *b = l->ctx;
+    sy_bus_sentinel_addr_t a;
+    if (!sy_bus_sentinel_answered(&b->sentinel, r, &a))
+        return;
+    char why[SY_BUS_HOST_MAX + 64];
+    snprintf(why, sizeof(why), "Sentinel: the primary is now %s:%u", a.host, (unsigned)a.port);
+    bool moved = false;
+    if (sy_bus_shards_place(&b->shards, a.host, a.port, why, &moved) != 0) {
+        snprintf(b->err, sizeof(b->err), "out of memory");
+        sy_bus_sentinel_want(&b->sentinel); /* placed at the next answer */
+    } else if (moved) {
+        b->sentinel.verified = false;
+    }
+}
+
+/* ROLE on the publishing connection, the first command after HELLO. */
+static void on_role(redisAsyncContext *ac, void *r, void *priv) {
+    (void)priv;
+    sy_bus_link_t *l = ac->data;
+    sy_bus_t *b = l->ctx;
+    redisReply *reply = r;
+    if (reply == NULL || l->ac != ac)
+        return; /* the connection is going away */
+    sy_bus_sentinel_role_t role = sy_bus_sentinel_read_role(reply);
+    if (role == SY_ROLE_PRIMARY) {
+        b->sentinel.verified = true;
+        b->sentinel.role_delay = 0;
+        send_parked(b); /* held until now (send_to) */
+        return;
+    }
+    /* Not the primary (a sentinel's stale view, a failover under way):
+     * both data links go, and come back where Sentinel says, after a
+     * delay that doubles while this goes on. */
+    char why[SY_BUS_ERRLEN];
+    if (role == SY_ROLE_OTHER)
+        snprintf(why, sizeof(why), "not the primary (ROLE: %.*s); asking Sentinel again", (int)reply->element[0]->len,
+                 reply->element[0]->str);
+    else
+        snprintf(why, sizeof(why), "ROLE failed: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "no role");
+    unsigned delay = sy_bus_sentinel_role_delay(&b->sentinel);
+    sy_bus_shard_t *s = l->owner;
+    s->pub.delay_ms = s->sub.delay_ms = delay;
+    sy_bus_link_fail(&s->sub, why, false);
+    sy_bus_link_fail(&s->pub, why, false);
 }
 
 /* ---- publishing ----------------------------------------------------- */
@@ -678,6 +762,12 @@ static void send_to(sy_bus_t *b, sy_bus_msg_t *m, sy_bus_shard_t *s, bool asking
         park(b, m);
         return;
     }
+    if (ac != NULL && b->nsentinels > 0 && !b->sentinel.verified) {
+        /* Sentinel's primary, not checked with ROLE yet: sent once it is
+         * (on_role), or dropped if that connection fails. */
+        park(b, m);
+        return;
+    }
     int rc = REDIS_ERR;
     if (ac != NULL && asking)
         rc = redisAsyncCommand(ac, NULL, NULL, "ASKING");
@@ -791,10 +881,18 @@ void *sy_bus_thread_main(void *arg) {
     }
     if (b->ctl != NULL) /* the nodes' control channel, for as long as the bus runs */
         sy_bus_subs_want(&b->subs, SY_BUS_CTL_NAME, SY_BUS_CTL_NAME_LEN, true);
+    if (b->nsentinels > 0)
+        sy_bus_sentinel_start(&b->sentinel);
     for (;;) {
         int64_t now = sy_clock_ms();
         int64_t next = sy_bus_shards_tick(&b->shards, now);
         sy_bus_shards_read_map(&b->shards, now, atomic_load(&b->state) == SY_BUS_UP, on_slots);
+        if (b->nsentinels > 0) {
+            int64_t t = sy_bus_sentinel_tick(&b->sentinel, now);
+            if (t < next)
+                next = t;
+            sy_bus_sentinel_ask(&b->sentinel, now, atomic_load(&b->state) == SY_BUS_UP, on_master);
+        }
         int64_t due = sy_bus_subs_run(&b->subs, now);
         if (due < next)
             next = due;
@@ -845,6 +943,8 @@ void *sy_bus_thread_main(void *arg) {
         sy_bus_msg_drop(b, m);
     }
     b->parked_tail = NULL;
+    if (b->nsentinels > 0)
+        sy_bus_sentinel_close(&b->sentinel);
     sy_bus_shards_close(&b->shards);
     return NULL;
 }
