@@ -244,6 +244,7 @@ class Presence {
   #mine = new Map();      // topic -> Map id -> info text: this node's entries
   #byConn = new Map();    // id -> Set of topics with an entry of id's
   #pending = new Map();   // topic -> { add: Map id -> info, remove: Map id -> info, reset }
+  #inRedis = new Map();   // topic -> Set of ids: this node's entries in Redis once its queued writes are done
   #flushQueued = false;
   #timer = null;
   #counts = new Map();    // request id -> { expect, got: Map node -> n, resolve, reject, timer }
@@ -378,14 +379,19 @@ class Presence {
   async #write(topic, p) {
     const key = presenceKeys(this.#prefix, topic);
     const ttl = String(this.#ttl);
-    let add = [...p.add];
-    let remove = [...p.remove.keys()];
-    if (p.reset) {
-      // Whole: what this node has now (its joins not yet announced, or
-      // announced while Redis lost them: announced again).
-      add = [...(this.#mine.get(topic) ?? new Map())];
-      remove = [];
-    }
+    // Whole (reset): what this node has now (its joins not yet announced,
+    // or announced while Redis lost them: announced again).
+    const whole = p.reset ? [...(this.#mine.get(topic) ?? new Map())] : null;
+    let add = whole !== null ? [...whole] : [...p.add];
+    let remove = whole !== null ? [] : [...p.remove.keys()];
+    // What Redis holds of this node's once the writes queued so far are
+    // done: what a renewal's answer is compared with.
+    let held = this.#inRedis.get(topic);
+    if (whole !== null || held === undefined) held = new Set();
+    for (const [id] of add) held.add(id);
+    for (const id of remove) held.delete(id);
+    if (held.size > 0) this.#inRedis.set(topic, held);
+    else this.#inRedis.delete(topic);
     // Every chunk is queued now, in order (one connection per slot keeps
     // it): a later turn's write of the topic cannot land between two.
     const calls = [];
@@ -398,8 +404,8 @@ class Presence {
       calls.push(this.#eval(WRITE, key, args));
     } while (add.length > 0 || remove.length > 0);
     await Promise.all(calls);
-    const joins = p.reset ? [...(this.#mine.get(topic) ?? new Map())] : [...p.add];
-    const leaves = p.reset ? [] : [...p.remove];
+    const joins = whole ?? [...p.add];
+    const leaves = [...p.remove]; // a reset removed them too (its DEL)
     if (joins.length > 0 || leaves.length > 0) {
       await this.#announce({ t: 'presence', topic, node: this.#node, join: joins, leave: leaves, reason: 'left' });
     }
@@ -433,12 +439,14 @@ class Presence {
     for (const topic of this.#mine.keys()) {
       if (this.#pending.get(topic)?.reset) continue; // written whole at this flush
       const key = presenceKeys(this.#prefix, topic);
+      // Calls of one topic run in order: the answer counts what the writes
+      // queued before it left (not those queued after).
+      const expect = this.#inRedis.get(topic)?.size ?? 0;
       this.#eval(RENEW, key, [this.#node, ttl]).then(([have, purged]) => {
         this.#expired(topic, purged);
-        // Redis does not hold what this node has (Redis restarted, or this
+        // Redis does not hold what this node wrote (Redis restarted, or this
         // node was taken for dead and removed): written whole again.
-        const now = this.#mine.get(topic);
-        if (now !== undefined && have !== now.size && !this.#pending.has(topic)) {
+        if (have !== expect && this.#mine.has(topic) && !this.#pending.get(topic)?.reset) {
           this.#markReset(topic);
           this.#queueFlush();
         }
@@ -574,6 +582,7 @@ class Presence {
     this.#mine = new Map();
     this.#byConn.clear();
     this.#pending.clear();
+    this.#inRedis.clear();
     if (this.#bus === null) return;
     const ttl = String(this.#ttl);
     await Promise.allSettled([...mine].map(async ([topic, entries]) => {

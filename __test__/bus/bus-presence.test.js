@@ -220,3 +220,44 @@ test('a Redis Cluster: presence and counts across 3 nodes, a node killed with ki
   }
   for (const w of ws) await closeWs(w);
 });
+
+test('churn across renewals: every join and every leave is announced once', { timeout: 90000 }, async (t) => {
+  const redis = await startRedis({ t });
+  // A short ttl: renewals (every ttl / 3) run while joins and leaves are written.
+  const [a, b] = await nodes(2, redis.url, { presence: { ttl: 1000 } });
+  const open = [];
+  let opened = 0;
+  for (let round = 0; round < 12; round++) {
+    // Redis holds writes a moment: renewals and writes queue up behind it
+    // (a renewal's answer must be compared with what was written before it).
+    await redis.call('CLIENT', 'PAUSE', '400', 'WRITE');
+    const batch = await Promise.all(Array.from({ length: 50 }, (_, i) => member(b.port, ['room', `r${i % 3}`], { user: `x${round}-${i}` })));
+    opened += batch.length;
+    open.push(...batch);
+    // Half of the open ones go while the next batch comes.
+    for (const ws of open.splice(0, Math.floor(open.length / 2))) ws.close();
+    // Let a renewal fall in between: wait for b's own join events of this batch.
+    await poll(async () => events(b, 'join', 'room').length >= opened, { what: `round ${round}'s joins heard` });
+  }
+  for (const ws of open) ws.close();
+  for (const node of [a, b]) {
+    for (const topic of ['room', 'r0', 'r1', 'r2']) {
+      const want = topic === 'room' ? opened : undefined;
+      await poll(async () => {
+        const j = events(node, 'join', topic).length;
+        const l = events(node, 'leave', topic).length;
+        return j > 0 && j === l && (want === undefined || j >= want);
+      }, { timeoutMs: 20000, what: `every leave of ${topic} heard (joins ${events(node, 'join', topic).length}, leaves ${events(node, 'leave', topic).length})` });
+      const key = (e) => `${e.entry.node}/${e.entry.id}`;
+      const joins = events(node, 'join', topic).map(key);
+      const leaves = events(node, 'leave', topic).map(key);
+      assert.equal(new Set(joins).size, joins.length, `${topic}: a join announced twice`);
+      assert.equal(new Set(leaves).size, leaves.length, `${topic}: a leave announced twice`);
+      assert.deepEqual([...leaves].sort(), [...joins].sort());
+      for (const e of events(node, 'leave', topic)) assert.equal(e.reason, 'left');
+    }
+    assert.equal(events(node, 'join', 'room').length, opened);
+  }
+  assert.deepEqual(await a.presence('room'), []);
+  assert.deepEqual(await redis.call('KEYS', '*presence*'), []);
+});
