@@ -419,9 +419,11 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
     } else if (keep && g->sequenced) {
         sy_hist_localize(g, h, &change); /* numbered here: never in Redis' epoch */
     }
-    if (keep)
-        announce(s, t, h, &change);
     bool live = at == NULL || at->live;
+    if (keep && live)
+        announce(s, t, h, &change);
+    else if (keep)
+        sy_hist_defer(h, &change); /* told at the sync's end, at its position */
     uint64_t offset = keep ? sy_history_next(h) : 0;
     sy_refbuf_t *v1 = NULL;
     if (keep || (live && atomic_load_explicit(&t->v1, memory_order_relaxed) > 0))

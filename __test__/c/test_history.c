@@ -706,6 +706,24 @@ static void test_sequence(void) {
     /* Redis has no sequence: nothing changes. */
     sy_hist_synced(&g, h, 0, 0, &ch);
     CHECK(!ch.changed && h->epoch == E3 && h->last == 25);
+    /* A sync's entries kept for history only (older than the live
+     * subscribers, who stand at 25 of E3): their change is deferred, and
+     * the sync's end tells the position after them, never "recovered"
+     * (the subscribers never got them), from where they stood. */
+    const uint64_t E4 = 0xe4;
+    CHECK(sy_hist_adopt(&g, h, E4, 1, &ch));
+    CHECK(ch.changed && ch.before == 25);
+    sy_hist_defer(h, &ch);
+    keep_v1(&g, h, "1");
+    CHECK(sy_hist_adopt(&g, h, E4, 2, &ch));
+    sy_hist_defer(h, &ch); /* no change: nothing deferred */
+    keep_v1(&g, h, "2");
+    sy_hist_synced(&g, h, E4, 2, &ch);
+    CHECK(ch.changed && ch.reason == SY_V1_EPOCH && ch.before == 25 && h->last == 2 && h->count == 2);
+    sy_hist_synced(&g, h, E4, 2, &ch);
+    CHECK(!ch.changed);                   /* told once */
+    sy_hist_synced(&g, h, 0xe5, 30, &ch); /* another epoch: nothing kept */
+    CHECK(ch.changed && ch.reason == SY_V1_EPOCH && h->count == 0);
     /* Its subscription went: subscriptions wait, but only while the bus is up. */
     h->synced = false;
     CHECK(sy_hist_needs_sync(&g, h));

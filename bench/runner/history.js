@@ -173,7 +173,8 @@ async function history(ctx, arm, repeat) {
         await sleep(0.05);
       }
     }
-    const cpuAll = () => servers.reduce((a, s) => a + ((readProc(s.pid) || {}).cpuS || 0), 0);
+    const cpuEach = () => servers.map((s) => (readProc(s.pid) || {}).cpuS || 0);
+    const cpuAll = () => cpuEach().reduce((a, x) => a + x, 0);
     const redisCpu = () => (redis ? (readProc(redis.pid) || {}).cpuS || 0 : 0);
     // node 0's counters (seq, published), the replay counters of every node summed
     const markNodes = async () => {
@@ -224,9 +225,9 @@ async function history(ctx, arm, repeat) {
     mark(`live: ${c.rate} msg/s per topic × ${c.topics} topics, ${n / c.topics} subscribers each`);
     await server.ask(`rate ${c.rate}`);
     await sleep(c.settle);
-    const w0 = { t: now(), p: { ...readProc(server.pid), cpuS: cpuAll() }, r: redisCpu(), cl: clientCpu(), c: await all('mark', 'mark', 30), s: await markNodes() };
+    const w0 = { t: now(), e: cpuEach(), p: { ...readProc(server.pid), cpuS: cpuAll() }, r: redisCpu(), cl: clientCpu(), c: await all('mark', 'mark', 30), s: await markNodes() };
     await sleep(c.window);
-    const w1 = { t: now(), p: { ...readProc(hellos.length > 1 ? servers[1].pid : server.pid), cpuS: cpuAll() }, r: redisCpu(), cl: clientCpu(), c: await all('mark', 'mark', 30), s: await markNodes() };
+    const w1 = { t: now(), e: cpuEach(), p: { ...readProc(hellos.length > 1 ? servers[1].pid : server.pid), cpuS: cpuAll() }, r: redisCpu(), cl: clientCpu(), c: await all('mark', 'mark', 30), s: await markNodes() };
     const T = w1.t - w0.t;
     const delivered = w1.c.msgs - w0.c.msgs;
     const liveCpu = w1.p.cpuS - w0.p.cpuS;
@@ -237,6 +238,7 @@ async function history(ctx, arm, repeat) {
       expectedPerS: c.rate * n,
       deliveredPct: (100 * delivered) / (c.rate * n * T),
       serverCores: liveCpu / T,
+      nodeCores: w1.e.map((x, k) => (x - w0.e[k]) / T), // each node's (node 0 publishes)
       cpuUsPerMsg: (liveCpu / delivered) * 1e6,
       cpuSPer1M: (liveCpu / delivered) * 1e6,
       clientCores: (w1.cl - w0.cl) / T,

@@ -20,7 +20,8 @@
 // topics, so a sy.since position resumes by itself), socket.io joins the room
 // in 'connection' unless the socket was recovered (its rooms came back).
 // The topics take turns: message m goes to topic m % topics, due at
-// start + (m + 1) / (rate × topics); a 1 ms timer publishes what has come due.
+// start + (m + 1) / (rate × topics); a timer set for the next due time
+// publishes what has come due (none at rate 0).
 // Each message is text: its topic's sequence number (12 digits, from 1), '|',
 // its due time (process.hrtime.bigint(), CLOCK_MONOTONIC ns), '|', padding to
 // --payload bytes. symphony: topic handles, handle.publish(string);
@@ -72,15 +73,29 @@ async function main() {
   else throw new Error(`--impl symphony|socketio (got ${o.impl})`);
 
   // The schedule: message m (from the last rate change) due at start + (m + 1) / total.
+  // One timer, set for the next message's due time, and none at rate 0: a
+  // node that does not publish (nodes 1.. across nodes) runs no timer, and
+  // the publisher wakes once per message (a 1 ms poll before: ~0.03-0.05 of
+  // a core per process, the same in every arm, which was ~40% of symphony's
+  // three nodes' CPU in the live window across nodes and none of a
+  // server's work: bench/results/2026-12-02-history-nodes-cpu).
   let total = 0;
   let start = mono();
   let m = 0;
+  let timer = null;
+  const schedule = () => {
+    clearTimeout(timer);
+    timer = null;
+    if (total <= 0) return;
+    const nextNs = start + BigInt(Math.round(((m + 1) / total) * 1e9));
+    timer = setTimeout(run, Math.max(0, Math.ceil(Number(nextNs - mono()) / 1e6)));
+  };
   const setRate = (r) => {
     total = r * o.topics;
     start = mono();
     m = 0;
+    schedule();
   };
-  setRate(o.rate);
   const tick = () => {
     if (total <= 0) return;
     const t = mono();
@@ -94,7 +109,11 @@ async function main() {
       published++;
     }
   };
-  const timer = setInterval(tick, 1);
+  const run = () => {
+    tick();
+    schedule();
+  };
+  setRate(o.rate);
 
   readline.createInterface({ input: process.stdin }).on('line', (line) => {
     const [word, ...args] = line.trim().split(/\s+/);
@@ -109,7 +128,8 @@ async function main() {
     }
   });
   const stop = async () => {
-    clearInterval(timer);
+    clearTimeout(timer);
+    total = 0;
     const last = impl.mark();
     await impl.close();
     process.stdout.write(`${JSON.stringify({ final: true, published, seq, ...last })}\n`);

@@ -338,6 +338,11 @@ void sy_hist_localize(sy_hist_t *g, sy_history_t *h, sy_hist_change_t *change) {
         restart(g, h, sy_random_u64(), false, h->last, change, SY_V1_EPOCH);
 }
 
+void sy_hist_defer(sy_history_t *h, const sy_hist_change_t *change) {
+    if (change->changed && !h->untold.changed)
+        h->untold = *change; /* the first: its before is the subscribers' */
+}
+
 void sy_hist_synced(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t last, sy_hist_change_t *change) {
     *change = (sy_hist_change_t){.reason = SY_V1_RECOVERED};
     if (epoch != 0) {
@@ -345,6 +350,12 @@ void sy_hist_synced(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t last
             restart(g, h, epoch, true, last, change, SY_V1_EPOCH);
         else if (h->last < last)
             restart(g, h, epoch, true, last, change, SY_V1_TRIMMED);
+    }
+    if (h->untold.changed) {
+        bool hole = h->untold.reason == SY_V1_TRIMMED && (!change->changed || change->reason == SY_V1_TRIMMED);
+        *change = (sy_hist_change_t){
+            .changed = true, .reason = hole ? SY_V1_TRIMMED : SY_V1_EPOCH, .before = h->untold.before};
+        h->untold = (sy_hist_change_t){.changed = false};
     }
     h->synced = true;
 }

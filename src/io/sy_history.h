@@ -71,6 +71,17 @@ typedef struct sy_hist_conf {
 typedef struct sy_hist_entry sy_hist_entry_t; /* a ring slot: the frame, when, its order */
 
 /* One topic's history. */
+/* When a history's live subscribers are told their position again
+ * (sy_hist_adopt, sy_hist_localize, sy_hist_synced; SY_CMD_NOTICE): its
+ * sequence changed, and why they may have missed messages (SY_V1_EPOCH,
+ * SY_V1_TRIMMED for a hole), or SY_V1_RECOVERED when they missed nothing
+ * (a new epoch that starts where the old one was, at 0). */
+typedef struct sy_hist_change {
+    bool changed;
+    sy_v1_reason_t reason;
+    uint64_t before; /* the last offset of the old sequence */
+} sy_hist_change_t;
+
 typedef struct sy_history {
     uint64_t epoch;
     uint64_t last;  /* the last offset given (0: none yet) */
@@ -87,19 +98,11 @@ typedef struct sy_history {
      * subscription came back); until then new subscriptions wait
      * (io/sy_park.h). */
     bool synced;
+    /* With a bus: a change that a sync's entries made while they were kept
+     * for history only (sy_hist_defer), told at the sync's end. */
+    sy_hist_change_t untold;
     struct sy_topic *topic;
 } sy_history_t;
-
-/* When a history's live subscribers are told their position again
- * (sy_hist_adopt, sy_hist_localize, sy_hist_synced; SY_CMD_NOTICE): its
- * sequence changed, and why they may have missed messages (SY_V1_EPOCH,
- * SY_V1_TRIMMED for a hole), or SY_V1_RECOVERED when they missed nothing
- * (a new epoch that starts where the old one was, at 0). */
-typedef struct sy_hist_change {
-    bool changed;
-    sy_v1_reason_t reason;
-    uint64_t before; /* the last offset of the old sequence */
-} sy_hist_change_t;
 
 /* The server's. */
 typedef struct sy_hist {
@@ -162,9 +165,17 @@ bool sy_hist_adopt(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t offse
  * go on from last), so that no offset means two messages. *change as
  * above. */
 void sy_hist_localize(sy_hist_t *g, sy_history_t *h, sy_hist_change_t *change);
+/* Locked. change was made by an entry kept for history only (a sync's,
+ * older than the live subscribers, sy_hist_adopt): told by the sync's
+ * sy_hist_synced, at the position the sync leaves, rather than now at
+ * the entry's (from which the subscribers would expect the entries). */
+void sy_hist_defer(sy_history_t *h, const sy_hist_change_t *change);
 /* Locked. Redis has (epoch, last) for h's topic after a sync (its stream's
  * entries were adopted before): a history behind it starts after last in
- * that epoch (*change: a hole or a new epoch); then h is synced. */
+ * that epoch (*change: a hole or a new epoch), and a change deferred by
+ * the entries is told (SY_V1_EPOCH or SY_V1_TRIMMED, never
+ * SY_V1_RECOVERED: the subscribers never got the entries); then h is
+ * synced. */
 void sy_hist_synced(sy_hist_t *g, sy_history_t *h, uint64_t epoch, uint64_t last, sy_hist_change_t *change);
 /* Locked. True when h keeps, at offset, a message other than data[0..len)
  * (false when it keeps nothing there: it cannot tell). */
