@@ -119,6 +119,7 @@ Populations and timing:
   --presence-queries K   presence phase: calls of server.presence / server.bus.subscribers per
                          measurement (default 500; quick 200)
   --presence-hold S      presence phase: seconds every entry is held (the renewals; default 6)
+  --presence-ttl MS      presence phase: options.presence.ttl (default 15000: a renewal every 5 s)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -157,7 +158,7 @@ function parseArgs(argv) {
     'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
     'publish-refine', 'publish-window', 'publish-p99', 'history-clients', 'history-peer-clients', 'history-rate', 'history-outage-rate',
     'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window', 'slow-settle',
-    'presence-connections', 'presence-rooms', 'presence-queries', 'presence-hold']);
+    'presence-connections', 'presence-rooms', 'presence-queries', 'presence-hold', 'presence-ttl']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
@@ -463,6 +464,9 @@ async function main() {
   cfg.presence.rooms = int(o, 'presence-rooms', 1, 1e5) ?? cfg.presence.rooms;
   cfg.presence.queries = int(o, 'presence-queries', 1, 1e6) ?? cfg.presence.queries;
   cfg.presence.hold = num(o, 'presence-hold', 0.5, 3600) ?? cfg.presence.hold;
+  cfg.presence.ttl = int(o, 'presence-ttl', 1000, 86400000) ?? cfg.presence.ttl;
+  // the hold sees every node renew every room at least once
+  if (o['presence-hold'] === undefined) cfg.presence.hold = Math.max(cfg.presence.hold, cfg.presence.ttl / 3000 + 1);
   if (cfg.presence.rooms > cfg.presence.connections) throw new Error('--presence-rooms must be at most --presence-connections');
   const ramp = num(o, 'ramp', 1, 1e6);
   if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = cfg.publish.ramp = ramp;
