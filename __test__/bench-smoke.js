@@ -5,7 +5,8 @@
 // with permessage-deflate (symphony's and ws's, loadgen inflating); the bus
 // phase (3 processes over a Redis the runner starts: symphony's bus, no bus,
 // the ws + redis relay); the publish-heavy phase (N topics x 1 subscriber); the slow
-// phase (slow clients under each slowConsumer policy). It checks the shape of what the runner writes (files, table
+// phase (slow clients under each slowConsumer policy); the presence phase (joins and
+// leaves over 3 nodes and one Redis, presence on and off). It checks the shape of what the runner writes (files, table
 // rows for both arms, the gates printed), not the numbers.
 
 const test = require('node:test');
@@ -281,6 +282,49 @@ test('bench/runner/run.js --quick slow: slow clients under drop, close and confl
   }
 });
 
+test('bench/runner/run.js --quick presence: joins and leaves over 3 nodes and one Redis, presence on and off', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-presence-'));
+  try {
+    const r = await run(['--quick', '--repeats', '1', '--phases', 'presence', '--presence-connections', '60', '--presence-rooms', '4',
+      '--presence-queries', '10', '--presence-hold', '0.5', '--out', out], RUN_BOUND_S);
+    assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
+    const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
+    for (const arm of ['sy-presence', 'sy-nopresence']) {
+      const runs = res.runs.filter((x) => x.phase === 'presence' && x.arm === arm);
+      assert.equal(runs.length, 1, `${arm}: ${runs.length} runs`);
+      assert.equal(runs[0].error, undefined, `${arm} failed: ${runs[0].error}`);
+      const f = runs[0].figures;
+      const on = arm === 'sy-presence';
+      assert.equal(f.presence, on);
+      assert.equal(f.connections, 60);
+      for (const k of ['connectionsPerS', 'nodesCpuUsPer', 'redisCpuUsPer']) assert.ok(Number.isFinite(f.open[k]), `${arm} open: ${k} ${f.open[k]}`);
+      assert.ok(Number.isFinite(f.close.closesPerS), `${arm} close: closesPerS ${f.close.closesPerS}`);
+      // every node heard all 60 joins (and leaves), none by expiry; Redis kept an entry a connection, then none
+      if (on) {
+        assert.deepEqual(f.open.joinsHeard, [60, 60, 60]);
+        assert.ok(f.open.joinsPerS > 0 && f.close.leavesPerS > 0);
+        assert.ok(f.open.scriptCalls > 0 && f.open.presenceBytesPerEntry > 0, `${arm}: scripts ${f.open.scriptCalls}, bytes ${f.open.presenceBytesPerEntry}`);
+        assert.equal(f.open.presenceKeys, 4 * 4); // per room: the sorted set and a hash per node
+        assert.deepEqual(f.queries.presenceSeq.entries, { min: 15, max: 15 });
+        assert.equal(f.queries.presenceSeq.failed, 0);
+      } else {
+        assert.equal(f.open.joinsHeard, null);
+        assert.equal(f.open.scriptCalls, 0);
+        assert.equal(f.open.presenceKeys, 0);
+      }
+      assert.equal(f.close.presenceKeysAfter, 0);
+      assert.equal(f.close.expired, 0);
+      assert.deepEqual(f.queries.subscribers.counts, { min: 15, max: 15 });
+      assert.equal(f.queries.subscribers.failed, 0);
+    }
+    const md = fs.readFileSync(path.join(out, 'presence.md'), 'utf8');
+    assert.match(md, /^\| figure \| sy-presence \| sy-nopresence \|$/m);
+    assert.match(md, /^\| connections\/s \| [0-9,]+ \| [0-9,]+ \| [0-9.]+ \|/m);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
 test('bench/runner/publish.js: the order of the rate points and the capacity', () => {
   const { nextRate, capacityOf } = require('../bench/runner/publish');
   const c = { sweep: [50, 60, 70, 80, 100], points: [50, 100], refine: 1 };
@@ -332,7 +376,7 @@ test('bench --baseline: the twin arms, their checkout, the build check', () => {
   const names = (l) => selectArms(l, [], base).arms.map((a) => a.name);
   assert.deepEqual(names(null), ['jemalloc', 'base-jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'base-jemalloc-tls', 'ws-tls',
     'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'symphony-bus', 'symphony-bus-history', 'symphony-local', 'ws-redis',
-    'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio', 'slow-drop', 'slow-close', 'slow-conflate']);
+    'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio', 'slow-drop', 'slow-close', 'slow-conflate', 'sy-presence', 'sy-nopresence']);
   assert.deepEqual(selectArms(null, [], base).notes, ['arm uws left out: no --uws-path', 'arm uws-deflate left out: no --uws-path',
     'arm uws-redis left out: no --uws-path']);
   assert.throws(() => selectArms(['uws'], [], null), /needs --uws-path/);

@@ -270,6 +270,31 @@ const BUILTIN = {
     nodes: 3,
     phases: ['history'],
   },
+  // The presence phase (issue 26): 3 nodes over one Redis
+  // (bench/servers/presence-server.js), presence on and off; the same
+  // connections, rooms and clients. Only the presence phase runs them.
+  'sy-presence': {
+    name: 'sy-presence',
+    what: 'default build, 3 nodes over one Redis (bus: { url }), presence: { ttl: 15000 }, each connection in one room with { user }',
+    script: path.join(SERVERS, 'presence-server.js'),
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    impl: 'symphony',
+    presence: true,
+    phases: ['presence'],
+  },
+  'sy-nopresence': {
+    name: 'sy-nopresence',
+    what: 'sy-presence with presence: false (the same bus, rooms and clients): what the connections cost without presence',
+    script: path.join(SERVERS, 'presence-server.js'),
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    impl: 'symphony',
+    presence: false,
+    phases: ['presence'],
+  },
   'uws-deflate': {
     name: 'uws-deflate',
     what: 'uWebSockets.js pub/sub, compression SHARED_COMPRESSOR (no threshold; peer)',
@@ -286,7 +311,7 @@ const BUILTIN = {
 const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls', 'ws-tls',
   'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'uws', 'uws-deflate',
   'symphony-bus', 'symphony-bus-history', 'symphony-local', 'ws-redis', 'uws-redis', 'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio',
-  'slow-drop', 'slow-close', 'slow-conflate'];
+  'slow-drop', 'slow-close', 'slow-conflate', 'sy-presence', 'sy-nopresence'];
 
 /** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak
  * arms), handshakes (TLS arms), json (json arms) and publish (publish arms). */

@@ -22,13 +22,15 @@ const phases = require('./phases');
 const report = require('./report');
 const { writeHistory } = require('./history-report');
 const { writeSlow } = require('./slow-report');
+const { writePresence } = require('./presence-report');
 const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history', 'slow'];
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history', 'slow', 'presence'];
 // bus (issue 12: several processes over Redis) and publish (issue 14:
 // publish-heavy, N topics x 1 subscriber, with a capacity sweep) are opt-in:
-// --phases bus, --phases publish
+// --phases bus, --phases publish; so are slow and presence (issue 26: joins
+// and leaves across nodes, what they and the queries cost Redis)
 // history (issue 23: a reconnect storm with recovery, against socket.io) is in
 // the default run.
 const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'history'];
@@ -41,14 +43,15 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history (default: the
-                         first five and history; bus and publish are opt-in)
+  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history,slow,presence (default:
+                         the first five and history; bus, publish, slow and presence are opt-in)
   --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,
                          ws-deflate,ws-deflate-defaults,uws,uws-deflate,symphony-bus,
                          symphony-local,ws-redis,uws-redis (default: all; the soak runs the
                          symphony arms without TLS; handshakes only the TLS arms; json jemalloc,
                          ws, uws and the *-deflate arms, which run nothing else; bus only the
-                         last four, which run nothing else; publish jemalloc, ws and uws)
+                         last four, which run nothing else; publish jemalloc, ws and uws;
+                         presence sy-presence and sy-nopresence, which run nothing else)
   --uws-path DIR         uWebSockets.js to load for the uws arms (a folder with its package;
                          never a dependency): without it they are left out
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
@@ -110,6 +113,13 @@ Populations and timing:
   --slow-clients N       slow phase: slow connections on every topic, reading 10% of it (default 100; quick 20)
   --slow-window S        slow phase: the measured window (default 30; quick 10)
   --slow-settle S        slow phase: traffic before the window (default 40; quick 30)
+  --presence-connections N  presence phase (opt-in): connections over the 3 nodes (default 20000;
+                         quick 2000)
+  --presence-rooms N     presence phase: rooms, each connection in one (default 100; quick 10)
+  --presence-queries K   presence phase: calls of server.presence / server.bus.subscribers per
+                         measurement (default 500; quick 200)
+  --presence-hold S      presence phase: seconds every entry is held (the renewals; default 6)
+  --presence-ttl MS      presence phase: options.presence.ttl (default 15000: a renewal every 5 s)
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -147,7 +157,8 @@ function parseArgs(argv) {
     'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
     'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
     'publish-refine', 'publish-window', 'publish-p99', 'history-clients', 'history-peer-clients', 'history-rate', 'history-outage-rate',
-    'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window', 'slow-settle']);
+    'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window', 'slow-settle',
+    'presence-connections', 'presence-rooms', 'presence-queries', 'presence-hold', 'presence-ttl']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
@@ -195,6 +206,8 @@ function preset(name) {
         settle: 2, window: 4, resumeBound: 120, tail: 2, pending: 200, freshMs: 250, fillTopics: 10, fillPerTopic: 10000 },
       slow: { normal: 500, slow: 20, topics: 50, rate: 2, size: 4096, maxBackpressure: 256 * 1024, readPct: 10, ramp: 5000,
         settle: 30, window: 10, quiet: 2, catchupBound: 60 },
+      presence: { connections: 2000, nodes: 3, rooms: 10, perProc: 5000, pending: 256, ttl: 15000, threads: 1, hold: 6, queries: 200,
+        concurrency: 16, openBound: 60, stall: 5 },
       measure: 1,
     };
   }
@@ -222,6 +235,10 @@ function preset(name) {
     // reading 10% of it; maxBackpressure 256 KiB (the newest message of 50 topics is 200 KiB)
     slow: { normal: 10000, slow: 100, topics: 50, rate: 2, size: 4096, maxBackpressure: 256 * 1024, readPct: 10, ramp: 2000,
       settle: 40, window: 30, quiet: 2, catchupBound: 120 },
+    // issue 26: 20,000 connections over 3 nodes, 100 rooms of 200 members; presence' default ttl (renewal every 5 s);
+    // hold 6 s: every node renews every room at least once
+    presence: { connections: 20000, nodes: 3, rooms: 100, perProc: 5000, pending: 256, ttl: 15000, threads: 1, hold: 6, queries: 500,
+      concurrency: 16, openBound: 120, stall: 10 },
     measure: 2,
   };
 }
@@ -443,6 +460,14 @@ async function main() {
   cfg.slow.slow = int(o, 'slow-clients', 1, 10000) ?? cfg.slow.slow;
   cfg.slow.window = num(o, 'slow-window', 1, 3600) ?? cfg.slow.window;
   cfg.slow.settle = num(o, 'slow-settle', 0, 3600) ?? cfg.slow.settle;
+  cfg.presence.connections = int(o, 'presence-connections', 3, 1e6) ?? cfg.presence.connections;
+  cfg.presence.rooms = int(o, 'presence-rooms', 1, 1e5) ?? cfg.presence.rooms;
+  cfg.presence.queries = int(o, 'presence-queries', 1, 1e6) ?? cfg.presence.queries;
+  cfg.presence.hold = num(o, 'presence-hold', 0.5, 3600) ?? cfg.presence.hold;
+  cfg.presence.ttl = int(o, 'presence-ttl', 1000, 86400000) ?? cfg.presence.ttl;
+  // the hold sees every node renew every room at least once
+  if (o['presence-hold'] === undefined) cfg.presence.hold = Math.max(cfg.presence.hold, cfg.presence.ttl / 3000 + 1);
+  if (cfg.presence.rooms > cfg.presence.connections) throw new Error('--presence-rooms must be at most --presence-connections');
   const ramp = num(o, 'ramp', 1, 1e6);
   if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = cfg.publish.ramp = ramp;
   cfg.cpu.rampTrafficOff = true; // the cpu phase ramps with the traffic gate off
@@ -470,9 +495,9 @@ async function main() {
   // The bus phase: Redis and the redis npm client, checked before anything runs.
   const busArms = phaseList.includes('bus') ? arms.filter((a) => phasesOf(a).includes('bus')) : [];
   let redis = null;
-  if (busArms.some((a) => a.bus)) {
+  if (busArms.some((a) => a.bus) || phaseList.includes('presence')) {
     redis = redisVersion(cfg.bus.redisServer);
-    if (!redis) throw new Error(`the bus phase needs ${cfg.bus.redisServer} (Debian: apt-get install redis-server; or --redis-server PATH)`);
+    if (!redis) throw new Error(`the bus and presence phases need ${cfg.bus.redisServer} (Debian: apt-get install redis-server; or --redis-server PATH)`);
   }
   if (busArms.some((a) => a.bus === 'relay')) {
     try {
@@ -517,14 +542,15 @@ async function main() {
   const soakPeak = phaseList.includes('soak') ? cfg.soak.peak : 0;
   const busPerNode = phaseList.includes('bus') ? cfg.bus.connections : 0;
   const pubConns = phaseList.includes('publish') ? cfg.publish.connections : 0;
-  const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections, cfg.json.connections, busPerNode, pubConns)));
+  const presPerNode = phaseList.includes('presence') ? Math.ceil(cfg.presence.connections / cfg.presence.nodes) : 0;
+  const reserve = Math.max(200, Math.ceil(0.03 * Math.max(soakPeak, ...cfg.parked.levels, cfg.cpu.connections, cfg.json.connections, busPerNode, pubConns, presPerNode)));
   const serverCap = probe.soft - probe.idleFds - reserve;
   const lgHard = self.hard;
   cfg.shardMax = int(o, 'loadgen-max', 10, 1e6) ?? Math.max(100, lgHard - 8 - reserve);
   let populationNote = `the server's open-file limit is ${fmt(probe.soft)} (hard ${fmt(probe.hard)}), ${probe.idleFds} in use at idle; `
     + `with ${reserve} kept spare for churn and closing sockets, one server process holds at most ${fmt(serverCap)} connections`;
   const wanted = Math.max(phaseList.includes('parked') ? cfg.parked.levels[cfg.parked.levels.length - 1] : 0, soakPeak,
-    phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0, busPerNode, pubConns);
+    phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0, busPerNode, pubConns, presPerNode);
   if (presetName === 'full' && wanted > serverCap) {
     throw new Error(`--full needs ${fmt(wanted)} connections in one server process, but its open-file limit allows ${fmt(serverCap)} here `
       + `(soft ${probe.soft}, hard ${probe.hard}; raising it needs CAP_SYS_RESOURCE or a higher hard limit: ulimit -Hn). `
@@ -556,6 +582,10 @@ async function main() {
   if (phaseList.includes('publish')) {
     const p = cap(cfg.publish.connections, 'publish connections (= topics)');
     cfg.publish.connections = cfg.publish.topics = p;
+  }
+  if (phaseList.includes('presence') && presPerNode > serverCap) {
+    cfg.presence.connections = serverCap * cfg.presence.nodes;
+    capped.push(`presence connections ${fmt(presPerNode * cfg.presence.nodes)} → ${fmt(cfg.presence.connections)}`);
   }
   populationNote += capped.length ? `; **capped**: ${capped.join('; ')}.` : `; the populations asked for (largest ${fmt(wanted)}) fit, nothing capped.`;
   if (cfg.shardMax < wanted) populationNote += ` loadgen is sharded: at most ${fmt(cfg.shardMax)} connections per process.`;
@@ -637,7 +667,8 @@ async function main() {
   const runs = [];
   const tStart = now();
   const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json, bus: phases.bus,
-    publish: phases.publish, history: require('./history').history, slow: require('./slow').slow };
+    publish: phases.publish, history: require('./history').history, slow: require('./slow').slow,
+    presence: require('./presence').presence };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
     const phaseArms = arms.filter((a) => phasesOf(a).includes(phase));
@@ -674,6 +705,8 @@ async function main() {
   log(`report: ${path.join(outDir, 'report.md')} (${fmt(meta.elapsedS / 60, 1)} min)`);
   const slowMd = writeSlow(outDir, res);
   if (slowMd) log(`slow phase: ${slowMd}`);
+  const presenceMd = writePresence(outDir, res);
+  if (presenceMd) log(`presence phase: ${presenceMd}`);
   const historyTargets = writeHistory(outDir, res);
   if (historyTargets) {
     log(`history phase: ${path.join(outDir, 'summary.md')}, history.json, history.svg; its targets (reported, not gates):`);
@@ -707,6 +740,7 @@ function rebuild(dir) {
   for (const [name, svg] of Object.entries(out.charts)) fs.writeFileSync(path.join(dir, name), svg);
   writeHistory(dir, res);
   writeSlow(dir, res);
+  writePresence(dir, res);
   process.stderr.write(`bench: rebuilt ${path.join(dir, 'report.md')} and ${Object.keys(out.charts).length} charts\n`);
   for (const g of out.gates) process.stderr.write(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}\n`);
   return 0;
@@ -754,6 +788,17 @@ function brief(phase, f) {
       + `${k(f.slowReceivedPct, 1)}% received, staleness p50 ${k(f.ageP50MsMedian)} ms, closed ${k(f.slowClosed)}, `
       + `at the end ${k(f.upToDate)} of ${k(f.pairs)} (client, topic) up to date (behind median ${k(f.behindMedian)}); allocated ${k(f.allocatedMedianKiB / 1024, 1)} MiB, `
       + `RSS ${k(f.rssMedianKiB / 1024, 1)} MiB; conflated ${k(f.conflated)}, dropped ${k(f.dropped)}`;
+  }
+  if (phase === 'presence') {
+    const op = f.open;
+    const cl = f.close;
+    return `${k(f.connections)} connections over ${f.nodes} nodes, presence ${f.presence ? 'on' : 'off'}: ${k(op.connectionsPerS)} conn/s`
+      + (f.presence ? `, ${k(op.joinsPerS)} joins/s heard by every node, Redis ${k(op.redisUsecPer, 1)} µs/join (${k(op.usedMemoryPerEntry)} B/entry)` : '')
+      + `; close ${k(cl.closesPerS)}/s` + (f.presence ? `, ${k(cl.leavesPerS)} leaves/s, Redis ${k(cl.redisUsecPer, 1)} µs/leave` : '')
+      + `; nodes ${k(op.nodesCpuUsPer)} / ${k(cl.nodesCpuUsPer)} µs CPU per open / close`
+      + (f.queries.presenceSeq ? `; presence() p50/p99 ${k(f.queries.presenceSeq.p50Ms, 2)}/${k(f.queries.presenceSeq.p99Ms, 2)} ms, `
+        + `${k(f.queries.presenceConc.perS)}/s at ${f.queries.presenceConc.what.match(/\d+/)[0]} at once, Redis ${k(f.queries.presenceSeq.redisUsecPerCall, 1)} µs/call` : '')
+      + `; subscribers() p50/p99 ${k(f.queries.subscribers.p50Ms, 2)}/${k(f.queries.subscribers.p99Ms, 2)} ms`;
   }
   if (phase === 'soak') {
     return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;
