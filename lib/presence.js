@@ -224,6 +224,9 @@ end
 return sum
 `);
 
+// Joins and leaves after a write wait this long for the next (ms).
+const FLUSH_WINDOW_MS = 10;
+
 // At most this many (id, info) pairs per script call (the bus' calls take
 // up to 64 arguments).
 const PAIRS_PER_CALL = 28;
@@ -246,6 +249,7 @@ class Presence {
   #pending = new Map();   // topic -> { add: Map id -> info, remove: Map id -> info, reset }
   #inRedis = new Map();   // topic -> Set of ids: this node's entries in Redis once its queued writes are done
   #flushQueued = false;
+  #lastFlush = -Infinity;
   #timer = null;
   #counts = new Map();    // request id -> { expect, got: Map node -> n, resolve, reject, timer }
   #closed = false;
@@ -344,13 +348,21 @@ class Presence {
     this.#arm();
   }
 
+  // The first change after a quiet spell is written at the end of its
+  // turn; the next ones wait for FLUSH_WINDOW_MS after that write, so that
+  // a burst of connections is a few script calls and events per topic, not
+  // one per connection (as the bus batches its subscriptions).
   #queueFlush() {
     if (this.#flushQueued) return;
     this.#flushQueued = true;
-    setImmediate(() => {
+    const run = () => {
       this.#flushQueued = false;
+      this.#lastFlush = performance.now();
       this.#flush();
-    });
+    };
+    const wait = this.#lastFlush + FLUSH_WINDOW_MS - performance.now();
+    if (wait <= 0) setImmediate(run);
+    else setTimeout(run, Math.ceil(wait)).unref();
   }
 
   #flush() {
