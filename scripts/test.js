@@ -168,12 +168,21 @@ if (want('tls') || want('c-valgrind')) {
   ]);
   // The suites against the two builds side by side: they wait on sockets
   // and timers more than they compute, and every suite must pass on a busy
-  // machine anyway (docs/testing.md).
-  const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot', '__test__/'];
-  await together(['jemalloc', 'system'].map((allocator) => [allocator, process.execPath, nodeTest, { SYMPHONY_ALLOCATOR: allocator }]));
+  // machine anyway (docs/testing.md). The Redis bus' and the browser's
+  // suites test what lies between processes (Redis, Chromium), not the
+  // allocator: they run once, against the default build, as a third
+  // stream beside the two.
+  const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot'];
+  const between = (f) => /^__test__[\\/](bus|browser)[\\/]/.test(f);
+  const twice = suites().filter((f) => !between(f));
+  const once = suites().filter(between);
+  await together([
+    ...['jemalloc', 'system'].map((allocator) => [allocator, process.execPath, [...nodeTest, ...twice], { SYMPHONY_ALLOCATOR: allocator }]),
+    ['jemalloc-between', process.execPath, [...nodeTest, ...once], { SYMPHONY_ALLOCATOR: 'jemalloc' }, 'jemalloc'],
+  ]);
   for (const allocator of ['jemalloc', 'system']) {
     if (!testingBuilds[allocator]) continue;
-    step(`${allocator}-testing`, process.execPath, [...nodeTest.slice(0, -1), ...testingSuites],
+    step(`${allocator}-testing`, process.execPath, [...nodeTest, ...testingSuites],
       { SYMPHONY_ALLOCATOR: allocator, SYMPHONY_NATIVE: testingBuilds[allocator] }, allocator);
   }
   // The benchmark runner's shape, once (it runs both allocator arms itself).

@@ -146,7 +146,17 @@ async function startSentinels({ name = 'mymaster', downAfterMs = 1000, failoverT
     async failover(timeoutMs = 30000) {
       const from = await set.master();
       const to = set.nodes.find((n) => n.port !== from).port;
-      await sentinels[0].call('SENTINEL', 'FAILOVER', name);
+      // A sentinel that has not yet read the replica's own INFO answers
+      // NOGOODSLAVE: asked again until it takes the failover.
+      await poll(async () => {
+        try {
+          await sentinels[0].call('SENTINEL', 'FAILOVER', name);
+          return true;
+        } catch (err) {
+          if (/^NOGOODSLAVE/.test(err.message)) return false;
+          throw err;
+        }
+      }, { what: 'a sentinel to take SENTINEL FAILOVER', timeoutMs: 15000, intervalMs: 50 });
       await set.waitMaster(to, timeoutMs);
       return { from, to };
     },
