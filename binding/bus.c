@@ -5,6 +5,7 @@
 #include "addon.h"
 #include "base/sy_alloc.h"
 #include "bus/sy_bus.h"
+#include "bus/sy_bus_seq.h"
 #include "sy_napi.h"
 #include "sy_server.h"
 #ifdef SY_WITH_TLS
@@ -82,26 +83,6 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
     sy_free(n);
 }
 
-/* A JS string's UTF-8 bytes, sy_malloc'ed (NUL-terminated; *len without it). */
-static bool get_utf8(napi_env env, napi_value v, const char *name, char **out, size_t *len) {
-    napi_valuetype t;
-    *out = NULL;
-    if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
-        return false;
-    if (t != napi_string) {
-        sy_napi_throw_type(env, name, "a string");
-        return false;
-    }
-    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v, NULL, 0, len), "napi_get_value_string_utf8"))
-        return false;
-    *out = sy_malloc(*len + 1);
-    if (*out == NULL) {
-        sy_napi_throw_oom(env, NULL);
-        return false;
-    }
-    return sy_napi_ok(env, napi_get_value_string_utf8(env, v, *out, *len + 1, len), "napi_get_value_string_utf8");
-}
-
 napi_value sy_binding_bus_call(napi_env env, sy_server_t *srv, napi_threadsafe_function tsfn, napi_value id_v,
                                napi_value route_v, napi_value args_v) {
     sy_bus_t *bus = sy_server_bus(srv);
@@ -111,10 +92,9 @@ napi_value sy_binding_bus_call(napi_env env, sy_server_t *srv, napi_threadsafe_f
     napi_value result = NULL;
     char *route = NULL, *argv[SY_BUS_CALL_ARGS_MAX] = {0};
     size_t route_len = 0, lens[SY_BUS_CALL_ARGS_MAX];
-    napi_valuetype rt;
+    /* route null: the control channel (sy_bus_ctl_publish), args [message] */
     if (!sy_napi_ok(env, napi_get_value_double(env, id_v, &id), "napi_get_value_double") ||
-        !sy_napi_ok(env, napi_typeof(env, route_v, &rt), "napi_typeof") ||
-        (rt != napi_null && !get_utf8(env, route_v, "route", &route, &route_len)) ||
+        !sy_napi_get_string_len(env, route_v, "route", &route, &route_len) ||
         !sy_napi_ok(env, napi_is_array(env, args_v, &is), "napi_is_array") ||
         !sy_napi_ok(env, napi_get_array_length(env, args_v, &n), "napi_get_array_length"))
         goto done;
@@ -125,14 +105,17 @@ napi_value sy_binding_bus_call(napi_env env, sy_server_t *srv, napi_threadsafe_f
     for (uint32_t i = 0; i < n; i++) {
         napi_value v;
         if (!sy_napi_ok(env, napi_get_element(env, args_v, i, &v), "napi_get_element") ||
-            !get_utf8(env, v, "args", &argv[i], &lens[i]))
+            !sy_napi_get_string_len(env, v, "args", &argv[i], &lens[i]))
             goto done;
+        if (argv[i] == NULL) {
+            sy_napi_throw_type(env, "args", "an array of 1 to 64 strings");
+            goto done;
+        }
     }
     bool queued = false;
     bus_call_ctx_t *c = bus != NULL && tsfn != NULL ? sy_malloc(sizeof(*c)) : NULL;
     if (c != NULL) {
         *c = (bus_call_ctx_t){.tsfn = tsfn, .id = id};
-        /* route null: the control channel; args: [message] */
         queued = route == NULL
                      ? sy_bus_ctl_publish(bus, argv[0], lens[0], on_reply, c) == 0
                      : sy_bus_call(bus, route, route_len, n, (const char *const *)argv, lens, on_reply, c) == 0;
@@ -362,6 +345,40 @@ napi_value sy_binding_bus_stats(napi_env env, sy_server_t *srv) {
     return o;
 }
 
+/* busKeyBase(channel) -> the base of the keys beside channel in Redis
+ * ('{channel}' or 'channel', sy_bus_seq_wrap): presence's keys share the
+ * rule, and the slot, of history's. */
+static napi_value bus_key_base(napi_env env, napi_callback_info info) {
+    napi_value argv[1], out = NULL;
+    size_t argc = 1, len = 0;
+    char *channel = NULL;
+    if (!sy_napi_args(env, info, 1, &argc, argv, NULL) ||
+        !sy_napi_get_string_len(env, argv[0], "channel", &channel, &len))
+        return NULL;
+    if (channel == NULL) {
+        sy_napi_throw_type(env, "channel", "a string");
+        return NULL;
+    }
+    bool wrap = sy_bus_seq_wrap(channel, len);
+    char *base = sy_malloc(len + 2);
+    if (base == NULL)
+        sy_napi_throw_oom(env, NULL);
+    else {
+        size_t n = 0;
+        if (wrap)
+            base[n++] = '{';
+        memcpy(base + n, channel, len);
+        n += len;
+        if (wrap)
+            base[n++] = '}';
+        if (!sy_napi_ok(env, napi_create_string_utf8(env, base, n, &out), "napi_create_string_utf8"))
+            out = NULL;
+    }
+    sy_free(base);
+    sy_free(channel);
+    return out;
+}
+
 bool sy_binding_bus_init(napi_env env, napi_value exports) {
     static const struct {
         const char *name, *metric, *type, *help;
@@ -386,5 +403,6 @@ bool sy_binding_bus_init(napi_env env, napi_value exports) {
             return false;
     }
     return sy_napi_ok(env, napi_object_freeze(env, arr), "napi_object_freeze") &&
-           sy_napi_set_value(env, exports, "busStatFields", arr);
+           sy_napi_set_value(env, exports, "busStatFields", arr) &&
+           sy_napi_set_function(env, exports, "busKeyBase", bus_key_base, NULL);
 }

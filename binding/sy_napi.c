@@ -149,9 +149,15 @@ bool sy_napi_set_function(napi_env env, napi_value obj, const char *key, napi_ca
 }
 
 bool sy_napi_get_string(napi_env env, napi_value v, const char *name, char **out) {
+    size_t len;
+    return sy_napi_get_string_len(env, v, name, out, &len);
+}
+
+bool sy_napi_get_string_len(napi_env env, napi_value v, const char *name, char **out, size_t *out_len) {
     napi_valuetype t;
     size_t len = 0;
     *out = NULL;
+    *out_len = 0;
     if (!sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
         return false;
     if (t == napi_null || t == napi_undefined)
@@ -171,6 +177,7 @@ bool sy_napi_get_string(napi_env env, napi_value v, const char *name, char **out
         *out = NULL;
         return false;
     }
+    *out_len = len;
     return true;
 }
 

@@ -38,6 +38,9 @@ bool sy_napi_get_bool(napi_env env, napi_value v, const char *name, bool *out);
 /* A string copied into *out (sy_malloc'ed, NUL-terminated; the caller
  * frees it), or *out = NULL for null or undefined. */
 bool sy_napi_get_string(napi_env env, napi_value v, const char *name, char **out);
+/* The same, with its length in bytes (0 for null or undefined): the bytes
+ * may hold a NUL of the string's own. */
+bool sy_napi_get_string_len(napi_env env, napi_value v, const char *name, char **out, size_t *len);
 /* The same for obj[key] (key also names it in errors). */
 bool sy_napi_get_named_string(napi_env env, napi_value obj, const char *key, char **out);
 /* A number that is an integer within [min, max]. */

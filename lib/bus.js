@@ -7,7 +7,6 @@
 const { EventEmitter } = require('node:events');
 const tls = require('node:tls');
 const { SymphonyError, invalidArgType, invalidArgValue, outOfRange, integer } = require('./errors');
-const { BusCallError, decodeReply } = require('./presence');
 
 const BUS_DEFAULTS = Object.freeze({
   url: null,               // 'redis://[user:pass@]host:port[/db]', or a list of seeds (Redis Cluster)
@@ -244,6 +243,62 @@ class BusError extends SymphonyError {
   }
 }
 
+/** Redis answered a bus call with an error reply: error.message is Redis' text. */
+class BusReplyError extends SymphonyError {
+  constructor(message) {
+    super('ERR_BUS_REPLY', message);
+    this.name = 'SymphonyBusReplyError';
+  }
+}
+
+/**
+ * A call's reply as binding/bus.c encodes it (src/bus/sy_bus_call.h):
+ * strings as UTF-8 text, integers as numbers, nil as null, arrays as
+ * arrays, an error reply as a BusReplyError, no reply at all as a BusError
+ * (why it got none).
+ */
+function decodeReply(buf) {
+  let at = 0;
+  const need = (n) => {
+    if (at + n > buf.length) throw new BusReplyError('symphony: a truncated reply from the bus');
+  };
+  const text = () => {
+    need(4);
+    const n = buf.readUInt32LE(at);
+    at += 4;
+    need(n);
+    at += n;
+    return buf.toString('utf8', at - n, at);
+  };
+  const value = () => {
+    need(1);
+    const tag = String.fromCharCode(buf[at++]);
+    switch (tag) {
+      case 's': return text();
+      case 'e': return new BusReplyError(text());
+      case 'x': return new BusError(`symphony: ${text()}`);
+      case 'i': {
+        need(8);
+        at += 8;
+        return Number(buf.readBigInt64LE(at - 8));
+      }
+      case 'n': return null;
+      case 'a': {
+        need(4);
+        const n = buf.readUInt32LE(at);
+        at += 4;
+        const a = [];
+        for (let i = 0; i < n; i++) a.push(value());
+        return a;
+      }
+      default:
+        throw new BusReplyError(`symphony: an unknown tag ${JSON.stringify(tag)} in a reply from the bus`);
+    }
+  };
+  if (buf.length === 0) return new BusError('symphony: no reply (out of memory)');
+  return value();
+}
+
 const update = Symbol('update');
 // The server's side of the bus object: calls, control messages, counts.
 const attach = Symbol('attach');
@@ -279,7 +334,7 @@ class Bus extends EventEmitter {
     return new Promise((resolve, reject) => {
       const id = this.#nextCall++;
       if (this.#native === null || !this.#native(id, route, args)) {
-        reject(new BusCallError('ERR_BUS_DOWN', 'symphony: the bus is stopping or not set'));
+        reject(new BusError('symphony: the bus is stopping or not set'));
         return;
       }
       this.#calls.set(id, { resolve, reject });
@@ -311,8 +366,8 @@ class Bus extends EventEmitter {
         timeout = options.timeout;
       }
     }
-    if (this.#presence === null) return Promise.reject(new BusCallError('ERR_BUS_DOWN', 'symphony: the server is not running'));
-    if (this.#state !== 'up') return Promise.reject(new BusCallError('ERR_BUS_DOWN', 'symphony: subscribers(): the bus is not up'));
+    if (this.#presence === null) return Promise.reject(new BusError('symphony: the server is not running'));
+    if (this.#state !== 'up') return Promise.reject(new BusError('symphony: subscribers(): the bus is not up'));
     return this.#presence.subscribers(topic, timeout);
   }
 
@@ -347,19 +402,14 @@ class Bus extends EventEmitter {
         c.reject(err);
         return;
       }
-      if (v instanceof BusCallError) {
-        // A reply that never came (the connection went, the bus stopped) is ERR_BUS_DOWN.
-        if (/^[a-z]/.test(v.message)) v.code = 'ERR_BUS_DOWN';
-        c.reject(v);
-      } else {
-        c.resolve(v);
-      }
+      if (v instanceof Error) c.reject(v);
+      else c.resolve(v);
       return;
     }
-    this.#state0(a, b);
+    this.#setState(a, b);
   }
 
-  #state0(state, message) {
+  #setState(state, message) {
     if (state === this.#state) return;
     this.#state = state;
     this.#error = state === 'down' ? new BusError(message || 'the bus is down') : null;
@@ -369,4 +419,4 @@ class Bus extends EventEmitter {
   }
 }
 
-module.exports = { BUS_DEFAULTS, busOption, nativeBusOptions, Bus, BusError, update, attach, call, ctl };
+module.exports = { BUS_DEFAULTS, busOption, nativeBusOptions, Bus, BusError, BusReplyError, update, attach, call, ctl };

@@ -61,109 +61,43 @@ function infoText(value, max) {
   return s;
 }
 
-/** A Redis error reply, or a call that got none (the bus down, stopping). */
-class BusCallError extends SymphonyError {
-  constructor(code, message) {
-    super(code, message);
-    this.name = 'SymphonyBusCallError';
-  }
-}
-
-/**
- * A reply as binding/bus.c encodes it (src/bus/sy_bus_call.h): strings as
- * UTF-8 text, integers as numbers, nil as null, arrays as arrays, an error
- * reply as a BusCallError (code ERR_BUS_REPLY).
- */
-function decodeReply(buf) {
-  let at = 0;
-  const need = (n) => {
-    if (at + n > buf.length) throw new BusCallError('ERR_BUS_REPLY', 'symphony: a truncated reply from the bus');
-  };
-  const value = () => {
-    need(1);
-    const tag = buf[at++];
-    switch (tag) {
-      case 0x73: // 's'
-      case 0x65: { // 'e'
-        need(4);
-        const n = buf.readUInt32LE(at);
-        at += 4;
-        need(n);
-        const s = buf.toString('utf8', at, at + n);
-        at += n;
-        return tag === 0x73 ? s : new BusCallError('ERR_BUS_REPLY', s);
-      }
-      case 0x69: { // 'i'
-        need(8);
-        const v = buf.readBigInt64LE(at);
-        at += 8;
-        return Number(v);
-      }
-      case 0x6e: // 'n'
-        return null;
-      case 0x61: { // 'a'
-        need(4);
-        const n = buf.readUInt32LE(at);
-        at += 4;
-        const a = [];
-        for (let i = 0; i < n; i++) a.push(value());
-        return a;
-      }
-      default:
-        throw new BusCallError('ERR_BUS_REPLY', `symphony: an unknown tag ${tag} in a reply from the bus`);
-    }
-  };
-  if (buf.length === 0) return new BusCallError('ERR_BUS_REPLY', 'symphony: no reply (out of memory)');
-  return value();
-}
-
-/** Whether a channel name has a Redis Cluster hash tag ({…} non-empty). */
-function hasTag(s) {
-  const open = s.indexOf('{');
-  if (open < 0) return false;
-  const close = s.indexOf('}', open + 1);
-  return close > open + 1;
-}
-
-/** The topic's presence keys: [sorted set, this node's hash key prefix]. */
-function presenceKeys(prefix, topic) {
-  const channel = prefix + topic;
-  const base = !hasTag(channel) && !channel.includes('}') ? `{${channel}}` : channel;
-  return `${base}:presence`;
-}
-
-class Script {
-  constructor(body) {
-    this.body = body;
-  }
-}
-
-const NOW = `local t = redis.call('TIME')
+// What every script starts with: Redis' clock (ms), and two helpers.
+// KEYS[1] is the topic's sorted set (node -> until); KEYS[1]:<node> that
+// node's hash (connection id -> info).
+const LIB = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Appends node n's entries to out as n, id, info, ...
+local function append(out, n)
+  local e = redis.call('HGETALL', KEYS[1] .. ':' .. n)
+  for i = 1, #e, 2 do
+    out[#out + 1] = n
+    out[#out + 1] = e[i]
+    out[#out + 1] = e[i + 1]
+  end
+end
+-- Node n (with entries) counts until ttl from now; its keys outlive that.
+local function stamp(n, ttl)
+  redis.call('ZADD', KEYS[1], now + ttl, n)
+  redis.call('PEXPIRE', KEYS[1] .. ':' .. n, ttl * 2)
+  redis.call('PEXPIRE', KEYS[1], ttl * 2)
+end
 `;
 // Removes the nodes whose time is past (not ARGV[1], the caller) and
-// returns their entries as { node, id, info, ... }.
+// returns their entries in purged.
 const PURGE = `local purged = {}
-local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-for _, n in ipairs(dead) do
+for _, n in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
   if n ~= ARGV[1] then
-    local k = KEYS[1] .. ':' .. n
-    local e = redis.call('HGETALL', k)
-    for i = 1, #e, 2 do
-      purged[#purged + 1] = n
-      purged[#purged + 1] = e[i]
-      purged[#purged + 1] = e[i + 1]
-    end
-    redis.call('DEL', k)
+    append(purged, n)
+    redis.call('DEL', KEYS[1] .. ':' .. n)
     redis.call('ZREM', KEYS[1], n)
   end
 end
 `;
 
-// KEYS[1]: the sorted set. ARGV: node, ttl, reset (1: drop the node's
-// entries first), nadd, then nadd (id, info) pairs, then ids to remove.
-// Returns the node's entries now.
-const WRITE = new Script(`${NOW}local k = KEYS[1] .. ':' .. ARGV[1]
+// A node's writes. ARGV: node, ttl, reset (1: drop the node's entries
+// first), nadd, then nadd (id, info) pairs, then ids to remove. Returns
+// the node's entries now.
+const WRITE = `${LIB}local k = KEYS[1] .. ':' .. ARGV[1]
 if ARGV[3] == '1' then redis.call('DEL', k) end
 local nadd = tonumber(ARGV[4])
 local i = 5
@@ -178,51 +112,22 @@ if nadd > 0 then
 end
 if i <= #ARGV then redis.call('HDEL', k, unpack(ARGV, i)) end
 local have = redis.call('HLEN', k)
-local ttl = tonumber(ARGV[2])
-if have > 0 then
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
-  redis.call('PEXPIRE', k, ttl * 2)
-  redis.call('PEXPIRE', KEYS[1], ttl * 2)
-else
-  redis.call('ZREM', KEYS[1], ARGV[1])
-end
+if have > 0 then stamp(ARGV[1], tonumber(ARGV[2])) else redis.call('ZREM', KEYS[1], ARGV[1]) end
 return have
-`);
+`;
 
-// The node's renewal: KEYS[1], ARGV: node, ttl. Returns { entries the
-// node has in Redis, { purged: node, id, info, ... } }.
-const RENEW = new Script(`${NOW}${PURGE}local k = KEYS[1] .. ':' .. ARGV[1]
-local have = redis.call('HLEN', k)
-local ttl = tonumber(ARGV[2])
-if have > 0 then
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
-  redis.call('PEXPIRE', k, ttl * 2)
-  redis.call('PEXPIRE', KEYS[1], ttl * 2)
-end
+// A node's renewal. ARGV: node, ttl. Returns { the node's entries in
+// Redis, the purged entries }.
+const RENEW = `${LIB}${PURGE}local have = redis.call('HLEN', KEYS[1] .. ':' .. ARGV[1])
+if have > 0 then stamp(ARGV[1], tonumber(ARGV[2])) end
 return { have, purged }
-`);
+`;
 
-// Every live node's entries: KEYS[1], ARGV: ''. Returns { { node, id,
-// info, ... }, { purged ... } }.
-const READ = new Script(`${NOW}${PURGE}local out = {}
-for _, n in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  local e = redis.call('HGETALL', KEYS[1] .. ':' .. n)
-  for i = 1, #e, 2 do
-    out[#out + 1] = n
-    out[#out + 1] = e[i]
-    out[#out + 1] = e[i + 1]
-  end
-end
+// Every live node's entries. ARGV: ''. Returns { entries, purged }.
+const READ = `${LIB}${PURGE}local out = {}
+for _, n in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do append(out, n) end
 return { out, purged }
-`);
-
-// Every live node's count of entries: KEYS[1]. Returns the sum.
-const COUNT = new Script(`${NOW}${PURGE}local sum = 0
-for _, n in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  sum = sum + redis.call('HLEN', KEYS[1] .. ':' .. n)
-end
-return sum
-`);
+`;
 
 // Joins and leaves after a write wait this long for the next (ms).
 const FLUSH_WINDOW_MS = 10;
@@ -238,8 +143,7 @@ const PAIRS_PER_CALL = 28;
 class Presence {
   #opts;
   #node;
-  #prefix;
-  #bus;       // { call(route, args) -> Promise, ctl(message) -> Promise } or null
+  #bus;       // { call(route, args) -> Promise, ctl(message) -> Promise, key(topic) } or null
   #emit;      // (event, ...args) on the server
   #report;    // (err) the server's error reporting
   #local;     // (topic) -> this node's subscribers
@@ -254,10 +158,9 @@ class Presence {
   #counts = new Map();    // request id -> { expect, got: Map node -> n, resolve, reject, timer }
   #closed = false;
 
-  constructor(opts, { prefix, bus, emit, report, local }) {
+  constructor(opts, { bus, emit, report, local }) {
     this.#opts = opts;
     this.#node = crypto.randomBytes(8).toString('hex');
-    this.#prefix = prefix;
     this.#bus = bus;
     this.#emit = emit;
     this.#report = report;
@@ -266,9 +169,6 @@ class Presence {
 
   /** This node's id in presence entries and events. */
   get node() { return this.#node; }
-
-  /** Presence is on for this server (options.presence, or a topic's own). */
-  get enabled() { return this.#opts !== null; }
 
   /** server.topic(name, { presence }) */
   setTopic(topic, on) {
@@ -389,7 +289,7 @@ class Presence {
   }
 
   async #write(topic, p) {
-    const key = presenceKeys(this.#prefix, topic);
+    const key = this.#bus.key(topic);
     const ttl = String(this.#ttl);
     // Whole (reset): what this node has now (its joins not yet announced,
     // or announced while Redis lost them: announced again).
@@ -430,7 +330,7 @@ class Presence {
   // EVAL with the body each time (Redis caches it by its SHA): no NOSCRIPT
   // resend that could land behind later calls of the same topic.
   #eval(script, key, args) {
-    return this.#bus.call(key, ['EVAL', script.body, '1', key, ...args]);
+    return this.#bus.call(key, ['EVAL', script, '1', key, ...args]);
   }
 
   // The renewal timer runs while this node has entries (with a bus).
@@ -450,7 +350,7 @@ class Presence {
     const ttl = String(this.#ttl);
     for (const topic of this.#mine.keys()) {
       if (this.#pending.get(topic)?.reset) continue; // written whole at this flush
-      const key = presenceKeys(this.#prefix, topic);
+      const key = this.#bus.key(topic);
       // Calls of one topic run in order: the answer counts what the writes
       // queued before it left (not those queued after).
       const expect = this.#inRedis.get(topic)?.size ?? 0;
@@ -489,17 +389,11 @@ class Presence {
     if (this.#bus === null) {
       return [...(this.#mine.get(topic) ?? new Map())].map(([id, info]) => ({ node: this.#node, id, info: JSON.parse(info) }));
     }
-    const [flat, purged] = await this.#eval(READ, presenceKeys(this.#prefix, topic), ['']);
+    const [flat, purged] = await this.#eval(READ, this.#bus.key(topic), ['']);
     this.#expired(topic, purged);
     const out = [];
     for (let i = 0; i + 2 < flat.length; i += 3) out.push({ node: flat[i], id: Number(flat[i + 1]), info: parseInfo(flat[i + 2]) });
     return out;
-  }
-
-  /** How many entries topic has on every live node (one script, no list). */
-  async count(topic) {
-    if (this.#bus === null) return this.#mine.get(topic)?.size ?? 0;
-    return this.#eval(COUNT, presenceKeys(this.#prefix, topic), ['']);
   }
 
   /**
@@ -507,7 +401,6 @@ class Presence {
    * channel, which every node answers (Redis says how many got it).
    */
   subscribers(topic, timeout) {
-    if (this.#bus === null) return Promise.resolve(this.#local(topic));
     const req = crypto.randomBytes(6).toString('hex');
     return new Promise((resolve, reject) => {
       const c = { expect: null, got: new Map(), resolve, reject, timer: null };
@@ -598,7 +491,7 @@ class Presence {
     if (this.#bus === null) return;
     const ttl = String(this.#ttl);
     await Promise.allSettled([...mine].map(async ([topic, entries]) => {
-      await this.#eval(WRITE, presenceKeys(this.#prefix, topic), [this.#node, ttl, '1', '0']);
+      await this.#eval(WRITE, this.#bus.key(topic), [this.#node, ttl, '1', '0']);
       await this.#announce({ t: 'presence', topic, node: this.#node, join: [], leave: [...entries], reason: 'left' });
     }));
   }
@@ -612,4 +505,4 @@ function parseInfo(s) {
   }
 }
 
-module.exports = { PRESENCE_DEFAULTS, presenceOption, infoText, Presence, BusCallError, decodeReply, presenceKeys };
+module.exports = { PRESENCE_DEFAULTS, presenceOption, infoText, Presence };

@@ -463,9 +463,11 @@ class Server extends EventEmitter {
     const bus = o.bus === null ? null : {
       call: (route, args) => this.#bus[busCall](route, args),
       ctl: (message) => this.#bus[busCtl](message),
+      // The presence keys of topic: in its slot, by history's rule (sy_bus_seq_wrap).
+      key: (topic) => `${binding.busKeyBase(o.bus.prefix + topic)}:presence`,
     };
     this.#presence = new Presence(o.presence, {
-      prefix: o.bus?.prefix ?? '', bus, emit: (...args) => this.emit(...args), report: (err) => this.#report(err),
+      bus, emit: (...args) => this.emit(...args), report: (err) => this.#report(err),
       local: (topic) => this.subscribers(topic),
     });
     if (o.bus !== null) {

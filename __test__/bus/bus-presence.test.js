@@ -54,6 +54,15 @@ test('three nodes: every node lists every member with its info, and hears every 
     assert.deepEqual(users(events(node, 'join', 'room').map((e) => e.entry)), ['u0', 'u1', 'u2']);
     assert.deepEqual(users(await node.presence('room')), ['u0', 'u1', 'u2']);
   }
+  // The keys sit in the topic's slot by history's rule: {channel} without
+  // a hash tag, the channel itself with one (or with a '}').
+  const tagged = await member(list[0].port, ['room:{7}', 'odd}'], { user: 't' });
+  await poll(async () => (await list[1].presence('room:{7}')).length === 1 && (await list[1].presence('odd}')).length === 1,
+    { what: 'the tagged topics listed' });
+  const keys = (await redis.call('KEYS', '*:presence')).sort();
+  assert.deepEqual(keys, ['symphony:odd}:presence', 'symphony:room:{7}:presence', '{symphony:room}:presence']);
+  await closeWs(tagged);
+  await poll(async () => (await redis.call('KEYS', '*:presence')).length === 1, { what: 'the tagged topics gone' });
   // Each entry names its node and its connection there.
   const entries = await list[0].presence('room');
   for (const [i, node] of list.entries()) {

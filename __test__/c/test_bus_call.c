@@ -81,9 +81,9 @@ static void test_call(void) {
     CHECK(strcmp(sy_bus_call_route(c), "route") == 0 && c->route_len == 5 && c->argc == 4);
     for (int i = 0; i < 4; i++)
         CHECK(c->argv[i] != argv[i] && c->lens[i] == lens[i] && memcmp(c->argv[i], argv[i], lens[i]) == 0);
-    /* Ended without a reply: an error value saying why. */
+    /* Ended without a reply: an x value saying why. */
     sy_bus_call_end(c, NULL, "gone");
-    CHECK(calls == 1 && got_len == 9 && memcmp(got, "e\x04\0\0\0gone", 9) == 0);
+    CHECK(calls == 1 && got_len == 9 && memcmp(got, "x\x04\0\0\0gone", 9) == 0);
     /* Ended with Redis' reply. */
     c = sy_bus_call_new("r", 1, 1, argv, lens, done, &calls);
     redisReply *r = reply_of(":7\r\n", 4);

@@ -28,6 +28,16 @@ static char *dup_str(const char *s, size_t len) {
 
 static void wake(sy_bus_t *b) { sy_wake_signal(&b->wake); }
 
+/* Unlocks b->lock after queueing work for the bus thread, and wakes it
+ * unless a wake-up is on its way already. */
+static void unlock_and_wake(sy_bus_t *b) {
+    bool need_wake = !b->woken;
+    b->woken = true;
+    pthread_mutex_unlock(&b->lock);
+    if (need_wake)
+        wake(b);
+}
+
 sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deliver_fn deliver, void *deliver_ctx,
                         sy_bus_state_fn on_state, void *state_ctx, char *err, size_t errlen) {
     bool bad = false;
@@ -64,7 +74,14 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     b->hosts = sy_calloc(o->nseeds ? o->nseeds : 1, sizeof(*b->hosts)); /* none with Sentinel */
     b->ports = sy_calloc(o->nseeds ? o->nseeds : 1, sizeof(*b->ports));
     b->prefix = dup_str(o->prefix, o->prefix_len);
-    bool ok = b->hosts != NULL && b->ports != NULL && b->prefix != NULL;
+    /* The nodes' control channel (sy_bus_ctl_publish): prefix + its name. */
+    b->ctl_channel_len = o->prefix_len + SY_BUS_CTL_NAME_LEN;
+    b->ctl_channel = sy_malloc(b->ctl_channel_len);
+    if (b->ctl_channel != NULL) {
+        memcpy(b->ctl_channel, o->prefix, o->prefix_len);
+        memcpy(b->ctl_channel + o->prefix_len, SY_BUS_CTL_NAME, SY_BUS_CTL_NAME_LEN);
+    }
+    bool ok = b->hosts != NULL && b->ports != NULL && b->prefix != NULL && b->ctl_channel != NULL;
     if (ok)
         ok = sy_bus_chans_init(&b->chans, b->prefix, o->prefix_len) == 0;
     for (unsigned i = 0; ok && i < o->nseeds; i++) {
@@ -218,6 +235,7 @@ void sy_bus_destroy(sy_bus_t *b) {
     sy_free(b->sentinel_user);
     sy_free(b->sentinel_pass);
     sy_free(b->prefix);
+    sy_free(b->ctl_channel);
     if (b->tls != NULL && b->tls_free != NULL)
         b->tls_free(b->tls);
     if (b->lock_ok)
@@ -263,26 +281,14 @@ sy_err_t sy_bus_call(sy_bus_t *b, const char *route, size_t route_len, unsigned 
     else
         b->chead = c;
     b->ctail = c;
-    bool need_wake = !b->woken;
-    b->woken = true;
-    pthread_mutex_unlock(&b->lock);
-    if (need_wake)
-        wake(b);
+    unlock_and_wake(b);
     return 0;
 }
 
 sy_err_t sy_bus_ctl_publish(sy_bus_t *b, const void *data, size_t len, sy_bus_call_fn done, void *ctx) {
-    size_t channel_len = b->prefix_len + SY_BUS_CTL_NAME_LEN;
-    char *channel = sy_malloc(channel_len);
-    if (channel == NULL)
-        return ENOMEM;
-    memcpy(channel, b->prefix, b->prefix_len);
-    memcpy(channel + b->prefix_len, SY_BUS_CTL_NAME, SY_BUS_CTL_NAME_LEN);
-    const char *argv[] = {"SPUBLISH", channel, data};
-    size_t lens[] = {8, channel_len, len};
-    sy_err_t rc = sy_bus_call(b, channel, channel_len, 3, argv, lens, done, ctx);
-    sy_free(channel);
-    return rc;
+    const char *argv[] = {"SPUBLISH", b->ctl_channel, data};
+    size_t lens[] = {8, b->ctl_channel_len, len};
+    return sy_bus_call(b, b->ctl_channel, b->ctl_channel_len, 3, argv, lens, done, ctx);
 }
 
 bool sy_bus_is_up(sy_bus_t *b) { return atomic_load_explicit(&b->state, memory_order_relaxed) == SY_BUS_UP; }
@@ -328,11 +334,7 @@ static sy_err_t queue_publish(sy_bus_t *b, const char *topic, size_t topic_len, 
     else
         b->qhead = m;
     b->qtail = m;
-    bool need_wake = !b->woken;
-    b->woken = true;
-    pthread_mutex_unlock(&b->lock);
-    if (need_wake)
-        wake(b);
+    unlock_and_wake(b);
     return 0;
 }
 
@@ -363,11 +365,7 @@ void sy_bus_edge(void *ctx, sy_topic_t *t) {
         b->edges_cap = cap;
     }
     b->edges[b->nedges++] = t;
-    bool need_wake = !b->woken;
-    b->woken = true;
-    pthread_mutex_unlock(&b->lock);
-    if (need_wake)
-        wake(b);
+    unlock_and_wake(b);
 }
 
 void sy_bus_stats(sy_bus_t *b, sy_bus_stats_t *out) {

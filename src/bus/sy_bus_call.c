@@ -15,11 +15,16 @@ sy_bus_call_t *sy_bus_call_new(const char *route, size_t route_len, unsigned arg
     size_t total = route_len + 1;
     for (unsigned i = 0; i < argc; i++)
         total += lens[i] + 1;
-    sy_bus_call_t *c = sy_malloc(sizeof(*c) + total);
+    /* One allocation: the struct, argv, lens, then the bytes. */
+    size_t head = sizeof(sy_bus_call_t) + argc * (sizeof(char *) + sizeof(size_t));
+    sy_bus_call_t *c = sy_malloc(head + total);
     if (c == NULL)
         return NULL;
     *c = (sy_bus_call_t){.done = done, .ctx = ctx, .argc = argc, .route_len = route_len};
-    char *p = c->data;
+    c->argv = (const char **)(c + 1);
+    c->lens = (size_t *)(c->argv + argc);
+    c->route = (char *)c + head;
+    char *p = c->route;
     memcpy(p, route, route_len);
     p[route_len] = '\0';
     p += route_len + 1;
@@ -83,11 +88,11 @@ void sy_bus_call_end(sy_bus_call_t *c, const redisReply *r, const char *why) {
     uint8_t *data = NULL;
     size_t len = 0, cap = 0;
     sy_err_t rc =
-        r != NULL ? sy_bus_reply_encode(r, &data, &len, &cap) : put_str(&data, &len, &cap, 'e', why, strlen(why));
+        r != NULL ? sy_bus_reply_encode(r, &data, &len, &cap) : put_str(&data, &len, &cap, 'x', why, strlen(why));
     if (rc != 0) {
         len = 0;
         static const char oom[] = "symphony: out of memory for the reply";
-        if (put_str(&data, &len, &cap, 'e', oom, sizeof(oom) - 1) != 0) {
+        if (put_str(&data, &len, &cap, 'x', oom, sizeof(oom) - 1) != 0) {
             sy_free(data);
             data = NULL;
             len = 0; /* the callee sees an empty reply: nothing could be said */

@@ -17,8 +17,9 @@
  *   'i' i64               an integer (a boolean: 0 or 1)
  *   'n'                   nil
  *   'a' u32 n, n values   an array (a map or a set: its elements in order)
- * A call that gets no reply (the connection went, the bus stopped, the
- * command could not be sent) ends with an 'e' value saying why.
+ *   'x' u32 n, n bytes    no reply: the call ended without one (the
+ *                         connection went, the bus stopped, the command
+ *                         could not be sent), and why
  *
  * Threads: sy_bus_call_new on any thread; the rest on the bus thread (or
  * the owner's once the bus thread ended).
@@ -52,9 +53,9 @@ typedef struct sy_bus_call {
     unsigned redirects;
     unsigned argc;
     size_t route_len;
-    const char *argv[SY_BUS_CALL_ARGS_MAX]; /* into data */
-    size_t lens[SY_BUS_CALL_ARGS_MAX];
-    char data[]; /* the route, then each argument */
+    const char **argv; /* argc, in the same allocation */
+    size_t *lens;
+    char *route; /* then each argument, NUL-terminated */
 } sy_bus_call_t;
 
 /* A call of argc (1..SY_BUS_CALL_ARGS_MAX) arguments routed by
@@ -62,7 +63,7 @@ typedef struct sy_bus_call {
 sy_bus_call_t *sy_bus_call_new(const char *route, size_t route_len, unsigned argc, const char *const *argv,
                                const size_t *lens, sy_bus_call_fn done, void *ctx);
 /* The call's route. */
-static inline const char *sy_bus_call_route(const sy_bus_call_t *c) { return c->data; }
+static inline const char *sy_bus_call_route(const sy_bus_call_t *c) { return c->route; }
 /* Ends c with Redis' reply r, or (r NULL) with an error saying why, and
  * frees it. */
 void sy_bus_call_end(sy_bus_call_t *c, const struct redisReply *r, const char *why);

@@ -101,6 +101,8 @@ struct sy_bus {
     unsigned flush_ms; /* under lock */
     atomic_int state;  /* sy_bus_state_t */
     sy_bus_ctl_fn ctl; /* fixed before the thread starts (sy_bus_set_ctl) */
+    char *ctl_channel; /* prefix + SY_BUS_CTL_NAME */
+    size_t ctl_channel_len;
     void *ctl_ctx;
     sy_bus_history_ops_t hist; /* fixed before the thread starts (sy_bus_set_history) */
     void *hist_ctx;

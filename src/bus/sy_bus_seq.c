@@ -65,10 +65,14 @@ static bool has_tag(const char *channel, size_t len) {
     return close != NULL && close > open + 1;
 }
 
+bool sy_bus_seq_wrap(const char *channel, size_t len) {
+    return !has_tag(channel, len) && memchr(channel, '}', len) == NULL;
+}
+
 char *sy_bus_seq_keys(const char *channel, size_t len, char **stream, size_t *stream_len, char **meta,
                       size_t *meta_len) {
     static const char s_suffix[] = ":stream", m_suffix[] = ":meta";
-    bool wrap = !has_tag(channel, len) && memchr(channel, '}', len) == NULL;
+    bool wrap = sy_bus_seq_wrap(channel, len);
     size_t base = len + (wrap ? 2 : 0);
     *stream_len = base + sizeof(s_suffix) - 1;
     *meta_len = base + sizeof(m_suffix) - 1;

@@ -74,6 +74,11 @@ typedef struct sy_bus_script {
 
 void sy_bus_script_init(sy_bus_script_t *s, const char *body);
 
+/* True when the keys beside channel[0..len) are named `{channel}:...`
+ * (it has no hash tag and no '}'), false for `channel:...`: the one rule
+ * for every key a topic has in Redis (its history's here, its presence's
+ * in lib/presence.js through the binding's busKeyBase). */
+bool sy_bus_seq_wrap(const char *channel, size_t len);
 /* The stream's and the meta hash's names for channel[0..len), in its
  * cluster slot: `channel:stream` when the channel has a hash tag, else
  * `{channel}:stream` (a channel with a '}' and no hash tag gets the
