@@ -1,9 +1,11 @@
 /*
  * redis_proc.h — real redis-server processes for the bus' C tests
- * (test_bus.c, test_bus_cluster.c): free loopback ports, a server started
- * with persistence off and stopped by its PID, a synchronous hiredis
- * connection to it. Static functions: include it from one test file per
- * program.
+ * (test_bus.c, test_bus_cluster.c, test_bus_sentinel.c): free loopback
+ * ports, a server (or a sentinel) started with persistence off and
+ * stopped by its PID, a synchronous hiredis connection to it; and a bus
+ * started as a node of a test (its topics' edge hook pointed at it),
+ * waited for, stopped. Static functions: include it from one test file
+ * per program.
  */
 #ifndef SY_TEST_REDIS_PROC_H
 #define SY_TEST_REDIS_PROC_H
@@ -21,6 +23,9 @@
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
+
+#include "bus/sy_bus.h"
+#include "io/sy_topic.h"
 
 #define REDIS_PROC_MAX_ARGS 24
 
@@ -67,19 +72,10 @@ static redisContext *redis_connect(int port, const char *pass) {
     return c;
 }
 
-/* Starts `redis-server --port PORT --bind 127.0.0.1 --save '' --appendonly
- * no` with the NULL-terminated extra arguments, its output to /dev/null,
- * and waits (up to 5 s) for it to answer PING. The child's pid, or -1
- * (then nothing is left running). */
-static pid_t redis_spawn(int port, const char *pass, const char *const *extra) {
-    char portstr[16];
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    const char *argv[REDIS_PROC_MAX_ARGS] = {"redis-server", "--port", portstr, "--bind", "127.0.0.1",
-                                             "--save", "", "--appendonly", "no"};
-    int argc = 9;
-    for (int i = 0; extra != NULL && extra[i] != NULL && argc < REDIS_PROC_MAX_ARGS - 1; i++)
-        argv[argc++] = extra[i];
-    argv[argc] = NULL;
+/* Runs the NULL-terminated argv (redis-server and its arguments, a
+ * sentinel's too), its output to /dev/null, and waits (up to 5 s) for port
+ * to answer PING. The child's pid, or -1 (then nothing is left running). */
+static pid_t redis_exec(int port, const char *pass, const char *const *argv) {
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -89,7 +85,7 @@ static pid_t redis_spawn(int port, const char *pass, const char *const *extra) {
             dup2(devnull, 1);
             dup2(devnull, 2);
         }
-        execvp("redis-server", (char *const *)argv);
+        execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
     for (int i = 0; i < 200; i++) {
@@ -110,6 +106,31 @@ static pid_t redis_spawn(int port, const char *pass, const char *const *extra) {
     return -1;
 }
 
+/* Starts `redis-server --port PORT --bind 127.0.0.1 --save '' --appendonly
+ * no` with the NULL-terminated extra arguments (redis_exec). */
+static pid_t redis_spawn(int port, const char *pass, const char *const *extra) {
+    char portstr[16];
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    const char *argv[REDIS_PROC_MAX_ARGS] = {"redis-server", "--port", portstr,        "--bind", "127.0.0.1",
+                                             "--save",       "",       "--appendonly", "no"};
+    int argc = 9;
+    for (int i = 0; extra != NULL && extra[i] != NULL && argc < REDIS_PROC_MAX_ARGS - 1; i++)
+        argv[argc++] = extra[i];
+    argv[argc] = NULL;
+    return redis_exec(port, pass, argv);
+}
+
+/* One command (fmt with at most one %s, arg) on a connection of its own to
+ * port, without a password: its reply (freeReplyObject), or NULL. */
+static inline redisReply *redis_command(int port, const char *fmt, const char *arg) {
+    redisContext *c = redis_connect(port, NULL);
+    if (c == NULL)
+        return NULL;
+    redisReply *r = redisCommand(c, fmt, arg);
+    redisFree(c);
+    return r;
+}
+
 /* SIGKILL and wait; *pid becomes 0. */
 static void redis_kill_pid(pid_t *pid) {
     if (*pid > 0) {
@@ -117,6 +138,55 @@ static void redis_kill_pid(pid_t *pid) {
         (void)waitpid(*pid, NULL, 0);
         *pid = 0;
     }
+}
+
+/* A bus of o (the tests' defaults filled in where o leaves 0: prefix
+ * "symphony:", 1 MiB buffers, 1 s connect timeout, 20-200 ms backoff) on
+ * topics, started; NULL (said on stderr) when it cannot be. */
+static inline sy_bus_t *bus_test_start(sy_bus_opts_t o, sy_topics_t *topics, sy_bus_deliver_fn deliver,
+                                       sy_bus_state_fn on_state, void *ctx) {
+    if (o.prefix == NULL) {
+        o.prefix = "symphony:";
+        o.prefix_len = 9;
+    }
+    o.max_buffer = o.max_buffer ? o.max_buffer : 1 << 20;
+    o.max_payload = o.max_payload ? o.max_payload : 1 << 20;
+    o.connect_timeout_ms = o.connect_timeout_ms ? o.connect_timeout_ms : 1000;
+    o.backoff_min_ms = o.backoff_min_ms ? o.backoff_min_ms : 20;
+    o.backoff_max_ms = o.backoff_max_ms ? o.backoff_max_ms : 200;
+    char err[256];
+    sy_bus_t *b = sy_bus_create(&o, topics, deliver, ctx, on_state, ctx, err, sizeof(err));
+    if (b == NULL) {
+        fprintf(stderr, "sy_bus_create: %s\n", err);
+        return NULL;
+    }
+    topics->on_edge = sy_bus_edge;
+    topics->edge_ctx = b;
+    if (sy_bus_start(b) != 0) {
+        sy_bus_destroy(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* Stops and frees a bus of bus_test_start (NULL: nothing). */
+static inline void bus_test_stop(sy_bus_t *b) {
+    if (b == NULL)
+        return;
+    sy_bus_stop(b, 200);
+    sy_bus_destroy(b);
+}
+
+/* Waits up to ms for b's state to be want. */
+static inline bool bus_test_wait_state(sy_bus_t *b, sy_bus_state_t want, int ms) {
+    for (int i = 0; i < ms / 10; i++) {
+        sy_bus_stats_t st;
+        sy_bus_stats(b, &st);
+        if (st.state == want)
+            return true;
+        sleep_ms(10);
+    }
+    return false;
 }
 
 #endif

@@ -26,15 +26,15 @@
 
 #include <hiredis/hiredis.h>
 
-#include "check.h"
-#include "redis_proc.h"
 #include "base/sy_alloc.h"
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_env.h"
 #include "bus/sy_bus_order.h"
 #include "bus/sy_redis_alloc.h"
 #include "bus/sy_slot.h"
+#include "check.h"
 #include "io/sy_topic.h"
+#include "redis_proc.h"
 
 /* ---- a real redis-server ---------------------------------------------- */
 
@@ -128,45 +128,19 @@ static bool node_init(node_t *n, const redis_t *r, const char *pass, size_t max_
         return false;
     const char *host = "127.0.0.1";
     uint16_t port = (uint16_t)r->port;
-    sy_bus_opts_t o = {.hosts = &host,
-                       .ports = &port,
-                       .nseeds = 1,
-                       .pass = pass,
-                       .prefix = "symphony:",
-                       .prefix_len = 9,
-                       .max_buffer = max_buffer,
-                       .max_payload = 1 << 20,
-                       .connect_timeout_ms = 1000,
-                       .backoff_min_ms = 20,
-                       .backoff_max_ms = 200};
-    char err[256];
-    n->bus = sy_bus_create(&o, &n->topics, on_deliver, n, on_state, n, err, sizeof(err));
-    if (n->bus == NULL) {
-        fprintf(stderr, "sy_bus_create: %s\n", err);
-        return false;
-    }
-    n->topics.on_edge = sy_bus_edge;
-    n->topics.edge_ctx = n->bus;
-    return sy_bus_start(n->bus) == 0;
+    n->bus = bus_test_start(
+        (sy_bus_opts_t){.hosts = &host, .ports = &port, .nseeds = 1, .pass = pass, .max_buffer = max_buffer},
+        &n->topics, on_deliver, on_state, n);
+    return n->bus != NULL;
 }
 
 static void node_free(node_t *n) {
-    sy_bus_stop(n->bus, 200);
-    sy_bus_destroy(n->bus);
+    bus_test_stop(n->bus);
     sy_topics_destroy(&n->topics);
     pthread_mutex_destroy(&n->lock);
 }
 
-static bool wait_state(node_t *n, sy_bus_state_t want, int ms) {
-    for (int i = 0; i < ms / 10; i++) {
-        sy_bus_stats_t st;
-        sy_bus_stats(n->bus, &st);
-        if (st.state == want)
-            return true;
-        sleep_ms(10);
-    }
-    return false;
-}
+static bool wait_state(node_t *n, sy_bus_state_t want, int ms) { return bus_test_wait_state(n->bus, want, ms); }
 
 static unsigned got(node_t *n) {
     pthread_mutex_lock(&n->lock);

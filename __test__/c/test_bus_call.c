@@ -12,22 +12,12 @@
 #include "base/sy_alloc.h"
 #include "bus/sy_bus_call.h"
 #include "bus/sy_redis_alloc.h"
+#include "bus_test.h"
 #include "check.h"
-
-static redisReply *reply_of(const char *resp, size_t len) {
-    redisReader *r = redisReaderCreate();
-    if (r == NULL)
-        abort();
-    void *reply = NULL;
-    if (redisReaderFeed(r, resp, len) != REDIS_OK || redisReaderGetReply(r, &reply) != REDIS_OK)
-        reply = NULL;
-    redisReaderFree(r);
-    return reply;
-}
 
 /* RESP in, the encoding out (compared with want[0..want_len)). */
 static bool encodes(const char *resp, size_t resp_len, const void *want, size_t want_len) {
-    redisReply *r = reply_of(resp, resp_len);
+    redisReply *r = resp_reply(resp, resp_len);
     if (r == NULL)
         return false;
     uint8_t *data = NULL;
@@ -86,7 +76,7 @@ static void test_call(void) {
     CHECK(calls == 1 && got_len == 9 && memcmp(got, "x\x04\0\0\0gone", 9) == 0);
     /* Ended with Redis' reply. */
     c = sy_bus_call_new("r", 1, 1, argv, lens, done, &calls);
-    redisReply *r = reply_of(":7\r\n", 4);
+    redisReply *r = resp_reply(":7\r\n", 4);
     CHECK(c != NULL && r != NULL);
     if (c != NULL && r != NULL)
         sy_bus_call_end(c, r, NULL);

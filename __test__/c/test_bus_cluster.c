@@ -23,12 +23,12 @@
 
 #include <hiredis/hiredis.h>
 
-#include "check.h"
-#include "redis_proc.h"
 #include "bus/sy_bus.h"
 #include "bus/sy_redis_alloc.h"
 #include "bus/sy_slot.h"
+#include "check.h"
 #include "io/sy_topic.h"
+#include "redis_proc.h"
 
 #define PRIMARIES 3
 #define TOPICS 12
@@ -37,27 +37,19 @@ static pid_t pids[PRIMARIES];
 static int ports[PRIMARIES];
 static char dir[64];
 
-static redisReply *command(int port, const char *cmd) {
-    redisContext *c = redis_connect(port, NULL);
-    if (c == NULL)
-        return NULL;
-    redisReply *r = redisCommand(c, cmd);
-    redisFree(c);
-    return r;
-}
-
 static bool start_node(int i) {
     char conf[128];
     snprintf(conf, sizeof(conf), "nodes-%d.conf", ports[i]);
-    const char *extra[] = {"--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", conf,
-                           "--cluster-node-timeout", "2000", NULL};
+    const char *extra[] = {
+        "--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", conf, "--cluster-node-timeout",
+        "2000",  NULL};
     pids[i] = redis_spawn(ports[i], NULL, extra);
     return pids[i] > 0;
 }
 
 static bool cluster_ok(void) {
     for (int i = 0; i < PRIMARIES; i++) {
-        redisReply *r = command(ports[i], "CLUSTER INFO");
+        redisReply *r = redis_command(ports[i], "CLUSTER INFO", NULL);
         bool ok = r != NULL && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
         if (r != NULL)
             freeReplyObject(r);
@@ -159,43 +151,20 @@ static bool node_init(node_t *n) {
     /* Two seeds, one of them wrong: the bus moves on to the next. */
     const char *hosts[2] = {"127.0.0.1", "127.0.0.1"};
     uint16_t seed_ports[2] = {1, (uint16_t)ports[1]};
-    sy_bus_opts_t o = {.hosts = hosts,
-                       .ports = seed_ports,
-                       .nseeds = 2,
-                       .cluster = true,
-                       .prefix = "c:",
-                       .prefix_len = 2,
-                       .max_buffer = 1 << 20,
-                       .max_payload = 1 << 20,
-                       .connect_timeout_ms = 1000,
-                       .backoff_min_ms = 20,
-                       .backoff_max_ms = 200};
-    char err[256];
-    n->bus = sy_bus_create(&o, &n->topics, on_deliver, n, on_state, n, err, sizeof(err));
-    if (n->bus == NULL)
-        return false;
-    n->topics.on_edge = sy_bus_edge;
-    n->topics.edge_ctx = n->bus;
-    return sy_bus_start(n->bus) == 0;
+    n->bus = bus_test_start(
+        (sy_bus_opts_t){
+            .hosts = hosts, .ports = seed_ports, .nseeds = 2, .cluster = true, .prefix = "c:", .prefix_len = 2},
+        &n->topics, on_deliver, on_state, n);
+    return n->bus != NULL;
 }
 
 static void node_free(node_t *n) {
-    sy_bus_stop(n->bus, 200);
-    sy_bus_destroy(n->bus);
+    bus_test_stop(n->bus);
     sy_topics_destroy(&n->topics);
     pthread_mutex_destroy(&n->lock);
 }
 
-static bool wait_up(node_t *n, int ms) {
-    for (int i = 0; i < ms / 10; i++) {
-        sy_bus_stats_t st;
-        sy_bus_stats(n->bus, &st);
-        if (st.state == SY_BUS_UP)
-            return true;
-        sleep_ms(10);
-    }
-    return false;
-}
+static bool wait_up(node_t *n, int ms) { return bus_test_wait_state(n->bus, SY_BUS_UP, ms); }
 
 static uint64_t channels(node_t *n) {
     sy_bus_stats_t st;

@@ -38,23 +38,13 @@
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_sentinel_reply.h"
 #include "bus/sy_redis_alloc.h"
+#include "bus_test.h"
 #include "check.h"
 #include "io/sy_topic.h"
 #include "redis_proc.h"
 
-static redisReply *reply_of(const char *resp) {
-    redisReader *r = redisReaderCreate();
-    if (r == NULL)
-        abort();
-    void *reply = NULL;
-    if (redisReaderFeed(r, resp, strlen(resp)) != REDIS_OK || redisReaderGetReply(r, &reply) != REDIS_OK)
-        reply = NULL;
-    redisReaderFree(r);
-    return reply;
-}
-
 static sy_bus_sentinel_answer_t addr_of(const char *resp, sy_bus_sentinel_addr_t *a) {
-    redisReply *r = reply_of(resp);
+    redisReply *r = resp_reply_str(resp);
     CHECK(r != NULL);
     memset(a, 0x5a, sizeof(*a));
     sy_bus_sentinel_answer_t k = sy_bus_sentinel_read_addr(r, a);
@@ -112,7 +102,7 @@ static void test_addr(void) {
 }
 
 static sy_bus_sentinel_role_t role_of(const char *resp) {
-    redisReply *r = reply_of(resp);
+    redisReply *r = resp_reply_str(resp);
     CHECK(r != NULL);
     sy_bus_sentinel_role_t k = sy_bus_sentinel_read_role(r);
     freeReplyObject(r);
@@ -175,7 +165,7 @@ static void test_switch(void) {
 }
 
 static bool event_of(const char *resp, sy_bus_sentinel_addr_t *a) {
-    redisReply *r = reply_of(resp);
+    redisReply *r = resp_reply_str(resp);
     CHECK(r != NULL);
     bool ok = sy_bus_sentinel_read_event(r, "mymaster", 8, a);
     freeReplyObject(r);
@@ -206,18 +196,8 @@ static void test_event(void) {
 
 static char dir[64];
 
-/* A reply to one command on port, or NULL. */
-static redisReply *command(int port, const char *fmt, const char *arg) {
-    redisContext *c = redis_connect(port, NULL);
-    if (c == NULL)
-        return NULL;
-    redisReply *r = redisCommand(c, fmt, arg);
-    redisFree(c);
-    return r;
-}
-
 static bool reply_has(int port, const char *fmt, const char *arg, const char *needle) {
-    redisReply *r = command(port, fmt, arg);
+    redisReply *r = redis_command(port, fmt, arg);
     bool yes = r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB) && strstr(r->str, needle);
     if (r != NULL)
         freeReplyObject(r);
@@ -225,7 +205,7 @@ static bool reply_has(int port, const char *fmt, const char *arg, const char *ne
 }
 
 static long long numsub(int port, const char *channel) {
-    redisReply *r = command(port, "PUBSUB SHARDNUMSUB %s", channel);
+    redisReply *r = redis_command(port, "PUBSUB SHARDNUMSUB %s", channel);
     long long n =
         r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_INTEGER
             ? r->element[1]->integer
@@ -248,30 +228,8 @@ static pid_t sentinel_spawn(int port, int primary) {
             "sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 5000\n",
             port, dir, primary);
     fclose(f);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) {
-            dup2(devnull, 1);
-            dup2(devnull, 2);
-        }
-        execlp("redis-server", "redis-server", conf, "--sentinel", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 200; i++) {
-        redisReply *r = command(port, "PING", NULL);
-        bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-        if (r != NULL)
-            freeReplyObject(r);
-        if (ok)
-            return pid;
-        sleep_ms(25);
-    }
-    kill(pid, SIGKILL);
-    (void)waitpid(pid, NULL, 0);
-    return -1;
+    const char *argv[] = {"redis-server", conf, "--sentinel", NULL};
+    return redis_exec(port, NULL, argv);
 }
 
 typedef struct node {
@@ -308,45 +266,19 @@ static bool node_init(node_t *n, const int *sentinels, unsigned count, const cha
         hosts[i] = "127.0.0.1";
         ports[i] = (uint16_t)sentinels[i];
     }
-    sy_bus_opts_t o = {.sentinel_hosts = hosts,
-                       .sentinel_ports = ports,
-                       .nsentinels = count,
-                       .sentinel_name = name,
-                       .prefix = "symphony:",
-                       .prefix_len = 9,
-                       .max_buffer = 1 << 20,
-                       .max_payload = 1 << 20,
-                       .connect_timeout_ms = 1000,
-                       .backoff_min_ms = 20,
-                       .backoff_max_ms = 200};
-    char err[256];
-    n->bus = sy_bus_create(&o, &n->topics, on_deliver, n, on_state, n, err, sizeof(err));
-    if (n->bus == NULL) {
-        fprintf(stderr, "sy_bus_create: %s\n", err);
-        return false;
-    }
-    n->topics.on_edge = sy_bus_edge;
-    n->topics.edge_ctx = n->bus;
-    return sy_bus_start(n->bus) == 0;
+    n->bus = bus_test_start(
+        (sy_bus_opts_t){.sentinel_hosts = hosts, .sentinel_ports = ports, .nsentinels = count, .sentinel_name = name},
+        &n->topics, on_deliver, on_state, n);
+    return n->bus != NULL;
 }
 
 static void node_free(node_t *n) {
-    sy_bus_stop(n->bus, 200);
-    sy_bus_destroy(n->bus);
+    bus_test_stop(n->bus);
     sy_topics_destroy(&n->topics);
     pthread_mutex_destroy(&n->lock);
 }
 
-static bool wait_state(node_t *n, sy_bus_state_t want, int ms) {
-    for (int i = 0; i < ms / 10; i++) {
-        sy_bus_stats_t st;
-        sy_bus_stats(n->bus, &st);
-        if (st.state == want)
-            return true;
-        sleep_ms(10);
-    }
-    return false;
-}
+static bool wait_state(node_t *n, sy_bus_state_t want, int ms) { return bus_test_wait_state(n->bus, want, ms); }
 
 static unsigned got(node_t *n) {
     pthread_mutex_lock(&n->lock);
@@ -408,7 +340,7 @@ static void test_live(void) {
     CHECK(spid > 0);
     /* The sentinel learns the replica from the primary's INFO. */
     for (int i = 0; spid > 0 && i < 500; i++) {
-        redisReply *r = command(sentinel, "SENTINEL replicas %s", "mymaster");
+        redisReply *r = redis_command(sentinel, "SENTINEL replicas %s", "mymaster");
         bool known = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1;
         if (r != NULL)
             freeReplyObject(r);
@@ -427,7 +359,7 @@ static void test_live(void) {
         if (t != NULL)
             sy_topic_add_interest(&n.topics, t, 0);
         CHECK(wait_numsub(primary, "symphony:news", 1, 10000));
-        redisReply *r = command(primary, "SPUBLISH symphony:news %s", "one");
+        redisReply *r = redis_command(primary, "SPUBLISH symphony:news %s", "one");
         if (r != NULL)
             freeReplyObject(r);
         CHECK(wait_got(&n, 1, 10000));
@@ -436,7 +368,7 @@ static void test_live(void) {
          * NOGOODSLAVE: asked again until it takes the failover. */
         bool started = false;
         for (int i = 0; !started && i < 300; i++) {
-            r = command(sentinel, "SENTINEL FAILOVER %s", "mymaster");
+            r = redis_command(sentinel, "SENTINEL FAILOVER %s", "mymaster");
             started = r != NULL && r->type == REDIS_REPLY_STATUS;
             bool again = r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGOODSLAVE", 11) == 0;
             if (r != NULL)
@@ -448,7 +380,7 @@ static void test_live(void) {
         CHECK(started);
         CHECK(wait_numsub(replica, "symphony:news", 1, 30000));
         CHECK(wait_state(&n, SY_BUS_UP, 10000));
-        r = command(replica, "SPUBLISH symphony:news %s", "two");
+        r = redis_command(replica, "SPUBLISH symphony:news %s", "two");
         if (r != NULL)
             freeReplyObject(r);
         CHECK(wait_got(&n, 2, 10000));
@@ -464,7 +396,7 @@ static void test_live(void) {
         CHECK(wait_reply_has(primary, "INFO %s", "replication", "master_link_status:up", 30000));
         char cmd[160];
         snprintf(cmd, sizeof(cmd), "SENTINEL MONITOR stale 127.0.0.1 %d 1", primary); /* a replica now */
-        r = command(sentinel, cmd, NULL);
+        r = redis_command(sentinel, cmd, NULL);
         CHECK(r != NULL && r->type == REDIS_REPLY_STATUS);
         if (r != NULL)
             freeReplyObject(r);
@@ -472,11 +404,11 @@ static void test_live(void) {
         CHECK(node_init(&st, &sentinel, 1, "stale"));
         CHECK(wait_state(&st, SY_BUS_DOWN, 10000));
         CHECK(err_has(&st, "not the primary (ROLE: slave); asking Sentinel again"));
-        r = command(sentinel, "SENTINEL REMOVE %s", "stale");
+        r = redis_command(sentinel, "SENTINEL REMOVE %s", "stale");
         if (r != NULL)
             freeReplyObject(r);
         snprintf(cmd, sizeof(cmd), "SENTINEL MONITOR stale 127.0.0.1 %d 1", replica); /* the primary */
-        r = command(sentinel, cmd, NULL);
+        r = redis_command(sentinel, cmd, NULL);
         if (r != NULL)
             freeReplyObject(r);
         CHECK(wait_state(&st, SY_BUS_UP, 10000));

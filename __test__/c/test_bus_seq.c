@@ -16,6 +16,7 @@
 #include "base/sy_alloc.h"
 #include "bus/sy_bus_seq.h"
 #include "bus/sy_redis_alloc.h"
+#include "bus_test.h"
 #include "check.h"
 
 static uint8_t *heap(const void *p, size_t n) {
@@ -123,26 +124,14 @@ static void test_read(void) {
     CHECK(!read_is("", 0, 0, 0, NULL, 0));
 }
 
-/* The reply of RESP bytes (one), or NULL. */
-static redisReply *reply_of(const char *resp) {
-    redisReader *r = redisReaderCreate();
-    if (r == NULL)
-        abort();
-    void *reply = NULL;
-    if (redisReaderFeed(r, resp, strlen(resp)) != REDIS_OK || redisReaderGetReply(r, &reply) != REDIS_OK)
-        reply = NULL;
-    redisReaderFree(r);
-    return reply;
-}
-
 static void test_sync_reply(void) {
     uint64_t epoch, last, offset;
     const redisReply *entries;
     const uint8_t *body;
     size_t len;
-    redisReply *r = reply_of("*3\r\n$16\r\n00000000000000aa\r\n$2\r\n12\r\n*2\r\n"
-                             "*2\r\n$4\r\n11-0\r\n*2\r\n$1\r\nm\r\n$3\r\none\r\n"
-                             "*2\r\n$4\r\n12-0\r\n*2\r\n$1\r\nm\r\n$0\r\n\r\n");
+    redisReply *r = resp_reply_str("*3\r\n$16\r\n00000000000000aa\r\n$2\r\n12\r\n*2\r\n"
+                                   "*2\r\n$4\r\n11-0\r\n*2\r\n$1\r\nm\r\n$3\r\none\r\n"
+                                   "*2\r\n$4\r\n12-0\r\n*2\r\n$1\r\nm\r\n$0\r\n\r\n");
     CHECK(r != NULL);
     CHECK(sy_bus_seq_sync_reply(r, &epoch, &last, &entries));
     CHECK_EQ(epoch, 0xaa);
@@ -154,7 +143,7 @@ static void test_sync_reply(void) {
     CHECK(!sy_bus_seq_entry(entries, 2, &offset, &body, &len));
     freeReplyObject(r);
     /* Redis has no sequence for the topic. */
-    r = reply_of("*3\r\n$0\r\n\r\n$1\r\n0\r\n*0\r\n");
+    r = resp_reply_str("*3\r\n$0\r\n\r\n$1\r\n0\r\n*0\r\n");
     CHECK(sy_bus_seq_sync_reply(r, &epoch, &last, &entries) && epoch == 0 && last == 0);
     freeReplyObject(r);
     /* Malformed answers are refused. */
@@ -167,16 +156,16 @@ static void test_sync_reply(void) {
         "-ERR nope\r\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        r = reply_of(bad[i]);
+        r = resp_reply_str(bad[i]);
         CHECK(r == NULL || !sy_bus_seq_sync_reply(r, &epoch, &last, &entries));
         freeReplyObject(r);
     }
     /* Entries that break the form are skipped one by one. */
-    r = reply_of("*3\r\n$16\r\n00000000000000aa\r\n$1\r\n3\r\n*4\r\n"
-                 "*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nm\r\n$1\r\nx\r\n" /* not <offset>-0 */
-                 "*2\r\n$3\r\n0-0\r\n*2\r\n$1\r\nm\r\n$1\r\nx\r\n" /* offset 0 */
-                 "*2\r\n$3\r\n2-0\r\n*1\r\n$1\r\nm\r\n"            /* no value */
-                 "*2\r\n$3\r\n3-0\r\n*2\r\n$1\r\nm\r\n$1\r\nz\r\n");
+    r = resp_reply_str("*3\r\n$16\r\n00000000000000aa\r\n$1\r\n3\r\n*4\r\n"
+                       "*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nm\r\n$1\r\nx\r\n" /* not <offset>-0 */
+                       "*2\r\n$3\r\n0-0\r\n*2\r\n$1\r\nm\r\n$1\r\nx\r\n" /* offset 0 */
+                       "*2\r\n$3\r\n2-0\r\n*1\r\n$1\r\nm\r\n"            /* no value */
+                       "*2\r\n$3\r\n3-0\r\n*2\r\n$1\r\nm\r\n$1\r\nz\r\n");
     CHECK(sy_bus_seq_sync_reply(r, &epoch, &last, &entries));
     for (size_t i = 0; i < 3; i++)
         CHECK(!sy_bus_seq_entry(entries, i, &offset, &body, &len));
