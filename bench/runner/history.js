@@ -111,6 +111,13 @@ class Child {
       await this.exited;
     }
   }
+
+  /** The end of a phase: stopped, no longer the run's to kill, its odd lines in notes as label's. */
+  async retire(ctx, notes, grace = 10, label = this.name) {
+    await this.stop(grace);
+    ctx.live.delete(this);
+    for (const l of this.odd) notes.push(`${label}: ${l}`);
+  }
 }
 
 function sumClients(list) {
@@ -388,16 +395,10 @@ async function history(ctx, arm, repeat) {
     await sleep(0.3);
     return { figures: fig, notes };
   } finally {
-    for (const cl of clients) {
-      await cl.stop(5);
-      ctx.live.delete(cl);
-      for (const l of cl.odd) notes.push(`${cl.name}: ${l}`);
-    }
+    for (const cl of clients) await cl.retire(ctx, notes, 5);
     for (const [k, s] of servers.entries()) {
       s.send('');
-      await s.stop(15);
-      ctx.live.delete(s);
-      for (const l of s.odd) notes.push(`server${nodes > 1 ? ` ${k}` : ''}: ${l}`);
+      await s.retire(ctx, notes, 15, `server${nodes > 1 ? ` ${k}` : ''}`);
       ctx.rec.event(info, { ev: 'server-final', node: k, pid: s.pid, final: s.lines.find((j) => j.final) || null });
     }
     smp.stop();

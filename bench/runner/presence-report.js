@@ -10,6 +10,9 @@ const { summarize, fmt, fmtRange } = require('./util');
 
 const ARMS = ['sy-presence', 'sy-nopresence'];
 
+/** A count each node reported (list), as the mean per node. */
+const perNode = (list, nodes) => list && list.reduce((a, b) => a + b, 0) / nodes;
+
 const ROWS = [
   ['**open**: connections/s (the last 101 read by the clients)', (f) => f.open.connectionsPerS, 0],
   ['open: joins/s heard by every node (N ÷ the last \'join\' event on the slowest node)', (f) => f.open.joinsPerS, 0],
@@ -18,9 +21,9 @@ const ROWS = [
   ['open: nodes\' CPU per connection (µs, 3 nodes together)', (f) => f.open.nodesCpuUsPer, 1],
   ['open: Redis CPU per connection (µs, INFO cpu)', (f) => f.open.redisCpuUsPer, 1],
   ['open: Redis time per connection (µs, INFO commandstats: the nodes\' commands, a script whole)', (f) => f.open.redisUsecPer, 2],
-  ['open: of it scripts (EVALSHA: the joins\' WRITE and the renewals) (µs)', (f) => f.open.scriptUsecPer, 2],
+  ['open: of it scripts (EVAL: the joins\' WRITE and the renewals) (µs)', (f) => f.open.scriptUsecPer, 2],
   ['open: script calls per join (a WRITE takes a turn\'s joins of a room)', (f) => f.open.scriptCallsPer, 3],
-  ['open: joins heard again, per node (a room\'s entries written whole again and announced again)', (f) => f.open.dupJoinsHeard && f.open.dupJoinsHeard.reduce((a, b) => a + b, 0) / f.nodes, 0],
+  ['open: joins heard again, per node (a room\'s entries written whole again and announced again)', (f) => perNode(f.open.dupJoinsHeard, f.nodes), 0],
   ['open: Redis used_memory per entry (B)', (f) => f.open.usedMemoryPerEntry, 0],
   ['open: presence keys\' MEMORY USAGE per entry (B)', (f) => f.open.presenceBytesPerEntry, 1],
   ['open: presence keys in Redis', (f) => f.open.presenceKeys, 0],
@@ -52,10 +55,10 @@ const ROWS = [
   ['close: of it scripts (µs)', (f) => f.close.scriptUsecPer, 2],
   ['close: presence keys left in Redis', (f) => f.close.presenceKeysAfter, 0],
   ['close: leaves by expiry (must be 0)', (f) => f.close.expired, 0],
-  ['joins never heard, per node (0: every node heard every join)', (f) => f.open.joinsMissing && f.open.joinsMissing.reduce((a, b) => a + b, 0) / f.nodes, 0],
-  ['leaves never heard, per node (0: every node heard every leave)', (f) => f.close.leavesMissing && f.close.leavesMissing.reduce((a, b) => a + b, 0) / f.nodes, 0],
-  ['close: leaves heard again, per node', (f) => f.close.dupLeavesHeard && f.close.dupLeavesHeard.reduce((a, b) => a + b, 0) / f.nodes, 0],
-  ['joins heard again by the end (hold, queries and close included), per node', (f) => f.close.dupJoinsHeard && f.close.dupJoinsHeard.reduce((a, b) => a + b, 0) / f.nodes, 0],
+  ['joins never heard, per node (0: every node heard every join)', (f) => perNode(f.open.joinsMissing, f.nodes), 0],
+  ['leaves never heard, per node (0: every node heard every leave)', (f) => perNode(f.close.leavesMissing, f.nodes), 0],
+  ['close: leaves heard again, per node', (f) => perNode(f.close.dupLeavesHeard, f.nodes), 0],
+  ['joins heard again by the end (hold, queries and close included), per node', (f) => perNode(f.close.dupJoinsHeard, f.nodes), 0],
 ];
 
 function cell(runs, arm, f, digits) {
@@ -121,7 +124,7 @@ function writePresence(dir, res) {
       .map(([k, v]) => `${k} ${fmt(v.calls)} calls, ${fmt(v.usec)} µs`).join('; ');
     lines.push('', '## Redis commands (sy-presence, first run)', '',
       'INFO commandstats between the ends of each step. The commands the scripts run (HSET, ZADD, PEXPIRE, TIME, ...) are counted '
-        + 'on their own and again inside the EVALSHA / EVAL that ran them; the figures above count the nodes\' commands only (a script whole).', '',
+        + 'on their own and again inside the EVAL that ran them; the figures above count the nodes\' commands only (a script whole).', '',
       `- open: ${cmds(first.figures.open.commands)}`,
       `- hold (${fmt(first.figures.hold.seconds, 1)} s): ${cmds(first.figures.hold.commands)}`,
       ...(first.figures.queries.presenceSeq ? [`- server.presence(room) × ${first.figures.queries.presenceSeq.calls}: ${cmds(first.figures.queries.presenceSeq.commands)}`] : []),

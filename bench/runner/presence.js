@@ -66,7 +66,7 @@ async function commandStats(cl) {
 }
 
 // The commands presence's scripts call (lib/presence.js): Redis counts them
-// in commandstats as well as the EVALSHA that ran them, whose time includes
+// in commandstats as well as the EVAL that ran them, whose time includes
 // theirs; and the runner's own questions.
 const IN_SCRIPTS = new Set(['time', 'zrangebyscore', 'hgetall', 'del', 'zrem', 'hset', 'hdel', 'hlen', 'zadd', 'pexpire', 'zrange']);
 const RUNNER = new Set(['info', 'dbsize', 'scan', 'memory|usage', 'memory']);
@@ -394,15 +394,9 @@ async function presence(ctx, arm, repeat) {
     for (const cl of clients) cl.send('exit');
     return { figures: fig, notes };
   } finally {
-    for (const cl of clients) {
-      await cl.stop(5);
-      ctx.live.delete(cl);
-      for (const l of cl.odd) notes.push(`${cl.name}: ${l}`);
-    }
+    for (const cl of clients) await cl.retire(ctx, notes, 5);
     for (const s of nodes) {
-      await s.stop(15);
-      ctx.live.delete(s);
-      for (const l of s.odd) notes.push(`${s.name}: ${l}`);
+      await s.retire(ctx, notes, 15);
       ctx.rec.event(info0, { ev: 'server-final', node: s.name, pid: s.pid, final: s.lines.find((j) => j.final) || null });
     }
     if (rc) rc.close();

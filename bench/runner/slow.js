@@ -182,9 +182,7 @@ async function slow(ctx, arm, repeat) {
       };
     } finally {
       cl.send('exit');
-      await cl.stop(5);
-      ctx.live.delete(cl);
-      for (const l of cl.odd) notes.push(`slow clients: ${l}`);
+      await cl.retire(ctx, notes, 5);
     }
   });
 }
