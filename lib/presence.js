@@ -150,6 +150,7 @@ class Presence {
   #overrides = new Map(); // topic -> boolean (server.topic(name, { presence }))
   #mine = new Map();      // topic -> Map id -> info text: this node's entries
   #byConn = new Map();    // id -> Set of topics with an entry of id's
+  #infos = new Map();     // id -> its presence info (JSON text), when onUpgrade gave one
   #pending = new Map();   // topic -> { add: Map id -> info, remove: Map id -> info, reset }
   #inRedis = new Map();   // topic -> Set of ids: this node's entries in Redis once its queued writes are done
   #flushQueued = false;
@@ -188,8 +189,15 @@ class Presence {
   get #ttl() { return (this.#opts ?? PRESENCE_DEFAULTS).ttl; }
 
   /** Connection id subscribed to topic (its info: JSON text). */
-  join(id, topic, info) {
+  /** Connection id was accepted with presence info (JSON text; onUpgrade's result.presence). */
+  accepted(id, info) {
+    this.#infos.set(id, info);
+  }
+
+  /** Connection id subscribed to topic (a topic with presence: it joins, with its info). */
+  join(id, topic) {
     if (this.#closed || !this.has(topic)) return;
+    const info = this.#infos.get(id) ?? 'null';
     let entries = this.#mine.get(topic);
     if (entries === undefined) {
       entries = new Map();
@@ -221,6 +229,7 @@ class Presence {
 
   /** Connection id closed: it leaves every topic. */
   closed(id) {
+    this.#infos.delete(id);
     const topics = this.#byConn.get(id);
     if (topics === undefined) return;
     for (const topic of [...topics]) this.leave(id, topic);
@@ -231,11 +240,7 @@ class Presence {
       this.#emit(joined ? 'join' : 'leave', topic, { node: this.#node, id, info: JSON.parse(info) }, joined ? undefined : 'left');
       return;
     }
-    let p = this.#pending.get(topic);
-    if (p === undefined) {
-      p = { add: new Map(), remove: new Map(), reset: false };
-      this.#pending.set(topic, p);
-    }
+    const p = this.#pendingOf(topic);
     if (joined) {
       if (p.remove.has(id)) p.remove.delete(id); // left and came back in one turn: still there
       else p.add.set(id, info);
@@ -279,13 +284,18 @@ class Presence {
     }
   }
 
-  #markReset(topic) {
+  /** topic's changes not written yet (made empty when there are none). */
+  #pendingOf(topic) {
     let p = this.#pending.get(topic);
     if (p === undefined) {
       p = { add: new Map(), remove: new Map(), reset: false };
       this.#pending.set(topic, p);
     }
-    p.reset = true;
+    return p;
+  }
+
+  #markReset(topic) {
+    this.#pendingOf(topic).reset = true;
   }
 
   async #write(topic, p) {
@@ -486,6 +496,7 @@ class Presence {
     const mine = this.#mine;
     this.#mine = new Map();
     this.#byConn.clear();
+    this.#infos.clear();
     this.#pending.clear();
     this.#inRedis.clear();
     if (this.#bus === null) return;

@@ -405,7 +405,6 @@ class Server extends EventEmitter {
   #userData = new Map();
   #bus = null;
   #presence; // lib/presence.js
-  #presenceInfo = new Map(); // id -> its presence info (JSON text), when onUpgrade gave one
   // Resumes decided at an accept, until its 'open' (EV_RECOVERY comes first).
   #recovering = new Map();
   // While 'subscription' has a listener: the topics reported active (their
@@ -654,7 +653,6 @@ class Server extends EventEmitter {
       }
       case EV_CLOSE:
         this.#userData.delete(id);
-        this.#presenceInfo.delete(id);
         this.#presence.closed(id);
         this.#recovering.delete(id);
         this.emit('close', id, code, payload);
@@ -731,8 +729,8 @@ class Server extends EventEmitter {
         const info = result.presence !== undefined ? infoText(result.presence, this.#presence.maxInfo) : null;
         if (result.data !== undefined) this.#userData.set(id, result.data);
         if (binding.serverAccept(this.#handle, id, protocol, headers, topics, compress)) {
-          if (info !== null) this.#presenceInfo.set(id, info);
-          for (const topic of topics) this.#presence.join(id, topic, info ?? 'null');
+          if (info !== null) this.#presence.accepted(id, info);
+          for (const topic of topics) this.#presence.join(id, topic);
         } else {
           this.#userData.delete(id);
         }
@@ -896,17 +894,13 @@ class Server extends EventEmitter {
       }
     }
     if (this.#state !== 'listening') return false;
-    if (since !== null) {
+    const ok = since !== null
       // Offsets over 2^53 - 1 are past any topic's last one (a topic does
       // not publish 2^53 messages): the largest exact offset stands for
       // them and gets the same answer, 'future'.
-      const offset = Math.min(since.offset, Number.MAX_SAFE_INTEGER);
-      const ok = binding.serverSubscribeSince(this.#handle, id, topic, since.epoch, offset);
-      if (ok) this.#presence.join(id, topic, this.#presenceInfo.get(id) ?? 'null');
-      return ok;
-    }
-    const ok = binding.serverSubscribe(this.#handle, id, topic);
-    if (ok) this.#presence.join(id, topic, this.#presenceInfo.get(id) ?? 'null');
+      ? binding.serverSubscribeSince(this.#handle, id, topic, since.epoch, Math.min(since.offset, Number.MAX_SAFE_INTEGER))
+      : binding.serverSubscribe(this.#handle, id, topic);
+    if (ok) this.#presence.join(id, topic);
     return ok;
   }
 
