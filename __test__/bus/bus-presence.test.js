@@ -178,6 +178,13 @@ test('subscriber counts across nodes: every node answers; a node that does not a
   }
   for (const node of list) assert.equal(await node.subscribersAll('feed'), 3);
   for (const node of list) assert.deepEqual(node.errors, []);
+
+  // Another program broke a topic's presence key (the wrong type): a read
+  // rejects with Redis' own words (ERR_BUS_REPLY); the node goes on.
+  await redis.call('SET', '{symphony:broken}:presence', 'x');
+  await assert.rejects(a.presence('broken'), (err) => err.code === 'ERR_BUS_REPLY' && /WRONGTYPE/.test(err.message));
+  assert.deepEqual(await a.presence('feed'), []); // presence is off on these nodes: nothing listed
+  assert.equal(await a.subscribersAll('feed'), 3);
   for (const cl of clients) await cl.closeAndWait();
 });
 

@@ -90,6 +90,28 @@ test('bad presence options and info: TypeError / RangeError naming them; an over
   const ws = await client(url);
   await waitFor(async () => (await server.presence('a')).length === 1, 5000, 'the good one listed');
   await closeWs(ws);
+  // Info that is not JSON: refused the same way, named.
+  const { server: s2, url: u2 } = await startServer({ presence: true, onUpgrade: () => ({ topics: ['a'], presence: { n: 1n } }) });
+  const errors2 = [];
+  s2.on('error', (err) => errors2.push(err));
+  await assert.rejects(client(u2), /Unexpected server response: 500/);
+  assert.match(errors2[0].message, /onUpgrade result presence.*JSON/);
   // Without a bus there is no count across nodes.
   assert.equal(server.bus, null);
+  await assert.rejects(server.presence(42), { name: 'TypeError', message: /topic/ });
+});
+
+test('server.bus.subscribers(): bad arguments are TypeError / RangeError; a bus not up is ERR_BUS_DOWN', async () => {
+  // A bus toward a port nobody listens on: never up.
+  const server = new Server({ port: 0, bus: { url: 'redis://127.0.0.1:1', backoff: { min: 1000, max: 1000 } } });
+  try {
+    await assert.rejects(server.bus.subscribers(42), { name: 'TypeError', message: /topic/ });
+    await assert.rejects(server.bus.subscribers(''), { name: 'TypeError', message: /topic/ });
+    await assert.rejects(server.bus.subscribers('a', null), { name: 'TypeError', message: /options/ });
+    await assert.rejects(server.bus.subscribers('a', { timeout: 0 }), { name: 'RangeError', message: /options\.timeout/ });
+    await assert.rejects(server.bus.subscribers('a', { timeout: 1.5 }), /options\.timeout/);
+    await assert.rejects(server.bus.subscribers('a'), { code: 'ERR_BUS_DOWN' });
+  } finally {
+    await server.close();
+  }
 });
