@@ -11,6 +11,8 @@
 #                                    permessage-deflate (src/io/sy_deflate.c)
 #   --sy_hiredis_dir=DIR             hiredis' build folder (deps/hiredis.sh): the
 #                                    Redis bus (src/bus/sy_redis_alloc.c routes its memory)
+#   --sy_yyjson_dir=DIR              yyjson's build folder (deps/yyjson.sh): the JSON
+#                                    reader (src/base/sy_json.c routes its memory)
 #   --sy_testing=1                   (scripts/build.js --testing) a testing build:
 #                                    SY_TESTING defined and binding/testing.c
 #                                    compiled (_testAlloc/_testFree and the
@@ -24,13 +26,14 @@
     'sy_openssl_dir%': '',
     'sy_libdeflate_dir%': '',
     'sy_hiredis_dir%': '',
+    'sy_yyjson_dir%': '',
     'sy_testing%': 0,
   },
   'targets': [
     {
       'target_name': 'symphony',
       'sources': ['<!@(ls -1 src/*.c src/base/*.c src/proto/*.c src/net/*.c src/io/*.c src/bus/*.c binding/*.c)'],
-      'include_dirs': ['src', '<(sy_libdeflate_dir)/include', '<(sy_hiredis_dir)/include'],
+      'include_dirs': ['src', '<(sy_libdeflate_dir)/include', '<(sy_hiredis_dir)/include', '<(sy_yyjson_dir)/include'],
       'defines': ['NAPI_VERSION=8', 'SY_LG_PAGE=<(sy_lg_page)'],
       'cflags_c': [
         '-std=c11', '-Wall', '-Wextra', '-Werror', '-O2',
@@ -40,7 +43,7 @@
         '-static-libgcc',
         '-Wl,--version-script=<(module_root_dir)/binding/exports.map',
         '-Wl,-z,now',
-        # No symbol of a static library (jemalloc, OpenSSL, libdeflate, hiredis) is exported.
+        # No symbol of a static library (jemalloc, OpenSSL, libdeflate, hiredis, yyjson) is exported.
         '-Wl,--exclude-libs,ALL',
         # Only what is reached (OpenSSL is built one section per function).
         '-Wl,--gc-sections',
@@ -49,7 +52,7 @@
         # destructors that run at every thread's exit, so its code must stay.
         '-Wl,-z,nodelete',
       ],
-      'libraries': ['<(sy_libdeflate_dir)/libdeflate.a', '<(sy_hiredis_dir)/libhiredis.a', '-lpthread'],
+      'libraries': ['<(sy_libdeflate_dir)/libdeflate.a', '<(sy_hiredis_dir)/libhiredis.a', '<(sy_yyjson_dir)/libyyjson.a', '-lpthread'],
       'conditions': [
         # One poller backend per system (src/net/sy_poll.h).
         ['OS=="linux"', {

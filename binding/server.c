@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/sy_alloc.h"
+#include "io/sy_ask.h"
 #include "io/sy_deflate.h"
 #include "proto/sy_cidr.h"
 #include "proto/sy_since.h"
@@ -66,7 +67,9 @@
     X(closeDeadline, 0, 3600000) \
     X(historySize, 0, 1 << 24) \
     X(historyTtl, 0, 31536000) \
-    X(historyMaxBytes, 0, (int64_t)1 << 40)
+    X(historyMaxBytes, 0, (int64_t)1 << 40) \
+    X(maxSubscriptions, 0, 1 << 24) \
+    X(maxPending, 1, 65535)
 /* clang-format on */
 
 typedef enum {
@@ -371,6 +374,41 @@ static napi_value upgrade_payload(napi_env env, const uint8_t *p, size_t len) {
     return arr;
 }
 
+/* An SY_EV_ASK's strings (io/sy_ask.h) as an array: the rid as a number,
+ * then UTF-8 strings; a publish's or request's payload last, as a Buffer
+ * when it came in a binary frame. */
+static napi_value ask_payload(napi_env env, uint8_t kind, uint16_t code, const uint8_t *p, size_t len) {
+    napi_value arr;
+    if (napi_create_array(env, &arr) != napi_ok)
+        return NULL;
+    size_t pos = 0;
+    uint32_t i = 0;
+    size_t nparts = kind == 's' ? 5 : kind == 'p' ? 3 : 2;
+    while (pos + sizeof(uint32_t) <= len && i < nparts) {
+        uint32_t n;
+        memcpy(&n, p + pos, sizeof(n));
+        pos += sizeof(n);
+        if (n > len - pos)
+            return NULL;
+        napi_value v;
+        napi_status st;
+        if (i == 0) {
+            double rid = 0;
+            for (uint32_t k = 0; k < n; k++)
+                rid = rid * 10 + (p[pos + k] - '0');
+            st = napi_create_double(env, rid, &v);
+        } else if (i == nparts - 1 && kind != 's' && kind != 'u' && (code & SY_ASK_BINARY)) {
+            st = napi_create_buffer_copy(env, n, p + pos, NULL, &v);
+        } else {
+            st = napi_create_string_utf8(env, (const char *)p + pos, n, &v);
+        }
+        if (st != napi_ok || napi_set_element(env, arr, i++, v) != napi_ok)
+            return NULL;
+        pos += n;
+    }
+    return arr;
+}
+
 static void call_js(napi_env env, napi_value fn, void *context, void *data) {
     sy_bserver_t *b = context;
     sy_batch_t *batch = data;
@@ -416,6 +454,10 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
         case SY_EV_UPGRADE:
             ok = ok && napi_get_undefined(env, &argv[2]) == napi_ok &&
                  (argv[3] = upgrade_payload(env, payload, ev.len)) != NULL;
+            break;
+        case SY_EV_ASK: /* (code << 8) | kind, the ask's parts */
+            ok = ok && napi_create_uint32(env, ((uint32_t)ev.code << 8) | ev.flags, &argv[2]) == napi_ok &&
+                 (argv[3] = ask_payload(env, ev.flags, ev.code, payload, ev.len)) != NULL;
             break;
         case SY_EV_RECOVERY: /* (reason << 2) | flags (SY_EV_RECOVERED, SY_EV_RECOVERY_AT_OPEN), topic */
             ok = ok && napi_create_uint32(env, ((uint32_t)ev.code << 2) | (ev.flags & 3u), &argv[2]) == napi_ok &&
@@ -555,7 +597,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     if (!sy_napi_args(env, info, 1, &argc, argv, NULL))
         return NULL;
     int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn, max_ev;
-    int64_t z_level, z_threshold, h_size, h_ttl, h_bytes, max_frags, ctl_rate;
+    int64_t z_level, z_threshold, h_size, h_ttl, h_bytes, max_frags, ctl_rate, max_subs, max_pending;
     napi_value v;
     bool upgrade = false, reclaim = true, compression = false;
     if (!opt_int(env, argv[0], OPT_port, &port) || !opt_int(env, argv[0], OPT_threads, &threads) ||
@@ -572,7 +614,8 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         !opt_int(env, argv[0], OPT_compressLevel, &z_level) ||
         !opt_int(env, argv[0], OPT_compressThreshold, &z_threshold) ||
         !opt_int(env, argv[0], OPT_historySize, &h_size) || !opt_int(env, argv[0], OPT_historyTtl, &h_ttl) ||
-        !opt_int(env, argv[0], OPT_historyMaxBytes, &h_bytes))
+        !opt_int(env, argv[0], OPT_historyMaxBytes, &h_bytes) ||
+        !opt_int(env, argv[0], OPT_maxSubscriptions, &max_subs) || !opt_int(env, argv[0], OPT_maxPending, &max_pending))
         return NULL;
     char *host = NULL, *path = NULL;
     if (!sy_napi_get_named_string(env, argv[0], "host", &host) ||
@@ -608,6 +651,8 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .history_size = (uint32_t)h_size,
         .history_ttl_s = (uint32_t)h_ttl,
         .history_max_bytes = (size_t)h_bytes,
+        .max_subscriptions = (uint32_t)max_subs,
+        .max_pending = (uint32_t)max_pending,
     };
     if (!proxy_options(env, argv[0], &o) || !limit_opts(env, argv[0], &o)) {
         sy_free(host);
@@ -882,6 +927,58 @@ static napi_value server_subscribe_since(napi_env env, napi_callback_info info) 
         return NULL;
     int rc = sy_server_subscribe_since(b->srv, id, topic.data, topic.len, epoch, (uint64_t)offset);
     sy_free(topic.owned);
+    return result_of(env, rc);
+}
+
+/* serverAnswerSubscribe(handle, id, rid, topic, epoch | null, offset, extra)
+ * -> bool: the owner grants a client's subscribe (sy_server.h). */
+static napi_value server_answer_subscribe(napi_env env, napi_callback_info info) {
+    napi_value argv[7];
+    sy_bserver_t *b;
+    uint64_t id, epoch = 0;
+    uint32_t rid;
+    int64_t offset = 0;
+    sy_bytes_t topic, extra;
+    napi_valuetype et;
+    if (!server_args(env, info, 7, argv, &b) || !get_id(env, argv[1], &id) ||
+        !sy_napi_get_uint32(env, argv[2], "rid", &rid) ||
+        !sy_napi_ok(env, napi_typeof(env, argv[4], &et), "napi_typeof"))
+        return NULL;
+    bool resume = et != napi_null && et != napi_undefined;
+    if ((resume && (!get_epoch(env, argv[4], &epoch) ||
+                    !sy_napi_get_int64(env, argv[5], "since.offset", 0, ((int64_t)1 << 53) - 1, &offset))) ||
+        !get_topic(env, argv[3], &topic))
+        return NULL;
+    if (!get_bytes(env, argv[6], "extra", &extra)) {
+        sy_free(topic.owned);
+        return NULL;
+    }
+    int rc = sy_server_answer_subscribe(b->srv, id, rid, topic.data, topic.len, resume, epoch, (uint64_t)offset,
+                                        extra.data, extra.len);
+    sy_free(topic.owned);
+    sy_free(extra.owned);
+    if (rc == EMSGSIZE) {
+        sy_napi_throw_range(env, "extra", "at most 8192 bytes");
+        return NULL;
+    }
+    return result_of(env, rc);
+}
+
+/* serverAnswer(handle, id, rid, frame, binary) -> bool: the owner's answer
+ * to a client's ask, a whole symphony.v2 frame (sy_server.h). */
+static napi_value server_answer(napi_env env, napi_callback_info info) {
+    napi_value argv[5];
+    sy_bserver_t *b;
+    uint64_t id;
+    uint32_t rid;
+    bool binary;
+    sy_bytes_t frame;
+    if (!server_args(env, info, 5, argv, &b) || !get_id(env, argv[1], &id) ||
+        !sy_napi_get_uint32(env, argv[2], "rid", &rid) || !sy_napi_get_bool(env, argv[4], "binary", &binary) ||
+        !get_bytes(env, argv[3], "frame", &frame))
+        return NULL;
+    int rc = sy_server_answer(b->srv, id, rid, frame.data, frame.len, binary);
+    sy_free(frame.owned);
     return result_of(env, rc);
 }
 
@@ -1416,7 +1513,7 @@ static const struct {
     SY_CONSTANT(EV_CLOSED),         SY_CONSTANT(EV_OPEN_DEFLATE),
     SY_CONSTANT(SEND_BINARY),       SY_CONSTANT(SEND_COMPRESS),
     SY_CONSTANT(SEND_LOCAL),        SY_CONSTANT(EV_RECOVERY),
-    SY_CONSTANT(EV_TOPIC),
+    SY_CONSTANT(EV_TOPIC),          SY_CONSTANT(EV_ASK),
 };
 #undef SY_CONSTANT
 
@@ -1459,6 +1556,8 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverSubscribe", server_subscribe, NULL) &&
            sy_napi_set_function(env, exports, "serverUnsubscribe", server_unsubscribe, NULL) &&
            sy_napi_set_function(env, exports, "serverSubscribeSince", server_subscribe_since, NULL) &&
+           sy_napi_set_function(env, exports, "serverAnswerSubscribe", server_answer_subscribe, NULL) &&
+           sy_napi_set_function(env, exports, "serverAnswer", server_answer, NULL) &&
            sy_napi_set_function(env, exports, "serverPosition", server_position, NULL) &&
            sy_napi_set_function(env, exports, "serverTopicHistory", server_topic_history, NULL) &&
            sy_napi_set_function(env, exports, "parseSince", parse_since, NULL) &&

@@ -3,8 +3,10 @@
 // and a page type-check it alike: the WebSocket it needs is described below
 // by the few members it uses.
 
-/** The subprotocol the client offers: 'symphony.v1'. */
+/** The subprotocol the client offers first: 'symphony.v1' (what a server before symphony.v2 takes). */
 export declare const PROTOCOL: 'symphony.v1';
+/** Offered second: symphony.v1 plus what the client asks (subscribe, unsubscribe, publish, request). */
+export declare const PROTOCOL_V2: 'symphony.v2';
 
 /** The few members of a WebSocket that the client uses (browsers' WebSocket, Node's global one, ws). */
 export interface WebSocketLike {
@@ -55,6 +57,62 @@ export interface ClientOptions {
   timers?: { setTimeout?: (fn: () => void, ms: number) => unknown; clearTimeout?: (handle: any) => void };
   /** Positions to resume from (what positions() returned earlier). */
   positions?: Positions;
+  /**
+   * A token (JWT) for a subscription: asked on every resubscribe after a
+   * reconnect, for a subscription given no token, and once more when the
+   * server says a token expired. Its failure is reported ('error',
+   * ERR_GET_TOKEN) and the subscribe goes without a token.
+   */
+  getToken?: (topic: string) => string | Promise<string>;
+}
+
+/** What the server answered no with: code ('forbidden', 'timeout', 'token-expired', 'disconnected', ...) and reason. */
+export declare class AskError extends Error {
+  readonly code: string;
+  readonly reason: string;
+  /** On a subscription's 'refused': it is asked again after this many ms (a transient refusal). */
+  retry?: number;
+}
+
+export type SubscriptionState = 'subscribing' | 'subscribed' | 'unsubscribed';
+
+export interface SubscribeOptions {
+  /** Resume from this position (else from the one the client keeps, if any). */
+  since?: Position | null;
+  /** A token (JWT) the server checks. */
+  token?: string;
+  /** JSON for the server's onSubscribe (e.g. what the client wants to see). */
+  data?: unknown;
+}
+
+export interface SubscriptionInfo {
+  /** Undefined for a topic without history. */
+  epoch: string | undefined;
+  offset: number | undefined;
+  /** When a position was given: whether what was missed was replayed, and why not. */
+  recovered: boolean | undefined;
+  reason: string | undefined;
+  since: number | undefined;
+  /** What the server's onSubscribe granted with ({ data }). */
+  data: unknown;
+}
+
+export interface SubscriptionEvents {
+  message: (data: string | Uint8Array, info: MessageInfo) => void;
+  /** On every (re)subscribe, and again when the topic's sequence changes under it. */
+  subscribed: (info: SubscriptionInfo) => void;
+  /** err.retry set: asked again later; else final (state 'unsubscribed'). */
+  refused: (err: AskError) => void;
+  unsubscribed: (info: { by: 'client' | 'server' }) => void;
+}
+
+export declare class Subscription {
+  readonly topic: string;
+  readonly state: SubscriptionState;
+  on<E extends keyof SubscriptionEvents>(event: E, listener: SubscriptionEvents[E]): this;
+  off<E extends keyof SubscriptionEvents>(event: E, listener: SubscriptionEvents[E]): this;
+  once<E extends keyof SubscriptionEvents>(event: E, listener: SubscriptionEvents[E]): this;
+  unsubscribe(): void;
 }
 
 /** The third argument of 'message'. Both are undefined for a direct message and for a topic without history. */
@@ -100,7 +158,7 @@ export interface ClientStats {
   reconnects: number;
 }
 
-/** An error given to 'error': code 'ERR_WEBSOCKET' (the socket's error) or 'ERR_SUBPROTOCOL' (a plain connection). */
+/** An error given to 'error': 'ERR_WEBSOCKET' (the socket's error), 'ERR_SUBPROTOCOL' (a plain connection), 'ERR_GET_TOKEN', 'ERR_ASK' (the server could not take a frame). */
 export interface ClientError extends Error {
   code: 'ERR_WEBSOCKET' | 'ERR_SUBPROTOCOL' | string;
 }
@@ -128,8 +186,16 @@ export declare class SymphonyClient {
   /** The kept positions (a copy). */
   positions(): Positions;
   stats(): ClientStats;
-  /** Sends as is; false (nothing sent, nothing queued) when not open. */
+  /** Sends as is (on symphony.v2 after "d\n"); false (nothing sent, nothing queued) when not open. */
   send(data: string | ArrayBufferLike | ArrayBufferView | BlobLike): boolean;
+  /** Subscribes (symphony.v2): the same Subscription for the same topic while it lives. */
+  subscribe(topic: string, options?: SubscribeOptions): Subscription;
+  /** The live subscriptions. */
+  subscriptions(): Subscription[];
+  /** Publishes through the server's onPublish: { epoch, offset } on a topic with history, else {}. */
+  publish(topic: string, data: string | ArrayBufferLike | ArrayBufferView): Promise<{ epoch?: string; offset?: number }>;
+  /** The server's onRequest's reply: a JSON value, or a Uint8Array for bytes. */
+  request(data: string | ArrayBufferLike | ArrayBufferView, options?: { timeout?: number }): Promise<unknown>;
   /** Closes for good (no reconnect); 'state' 'closed' is emitted at once. */
   close(code?: number, reason?: string): void;
 }

@@ -13,6 +13,13 @@
 // browsers and in Node alike (binaryType is set to 'arraybuffer').
 
 export const PROTOCOL = 'symphony.v1';
+// symphony.v2: symphony.v1 plus what the client asks (subscribe, unsubscribe,
+// publish, request). Offered after symphony.v1, so that a server that knows
+// only v1 (and takes the first offered) gives a v1 connection.
+export const PROTOCOL_V2 = 'symphony.v2';
+const PROTOCOLS = [PROTOCOL, PROTOCOL_V2];
+// Refusals worth asking again after a backoff (the others are final).
+const TRANSIENT = new Set(['timeout', 'internal', 'too-many-pending', 'pending', 'memory', 'unavailable']);
 
 // The server refuses more sy.since parameters than this (docs/protocol.md);
 // sending more would make every reconnect fail with 400.
@@ -59,6 +66,33 @@ function toBytes(data) {
   }
   // A Blob could only be read asynchronously, which would reorder messages.
   return null;
+}
+
+/** What a server's refusal or error answer becomes: an Error with the server's code and reason. */
+export class AskError extends Error {
+  constructor(code, reason) {
+    super(reason ? `${code}: ${reason}` : code);
+    this.name = 'AskError';
+    this.code = code;
+    this.reason = reason || '';
+  }
+}
+
+/** Bytes of a head (ASCII) and a payload (string or bytes) as one frame's data: a string stays a string. */
+function framed(head, data) {
+  if (typeof data === 'string') return head + data;
+  const bytes = toBytes(data);
+  if (bytes === null) throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'data must be a string, an ArrayBuffer or a typed array');
+  const out = new Uint8Array(head.length + bytes.length);
+  for (let i = 0; i < head.length; i++) out[i] = head.charCodeAt(i);
+  out.set(bytes, head.length);
+  return out;
+}
+
+function checkTopic(topic) {
+  if (typeof topic !== 'string' || topic === '') {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "topic" argument must be a non-empty string');
+  }
 }
 
 /** The tiny event emitter (browsers have no EventEmitter). */
@@ -183,6 +217,34 @@ function baseUrl(url) {
   return { href: u.href, query: own.join('&') };
 }
 
+/**
+ * A subscription the client asked for (client.subscribe): its state
+ * ('subscribing' | 'subscribed' | 'unsubscribed') and events: 'message'
+ * (data, { offset, epoch }), 'subscribed' (info), 'refused' (AskError),
+ * 'unsubscribed' ({ by, code, reason }). Asked again after every reconnect,
+ * from its position, until unsubscribed.
+ */
+export class Subscription extends Emitter {
+  constructor(client, topic, token, data) {
+    super();
+    this.topic = topic;
+    this._client = client;
+    this._token = token;
+    this._data = data;
+    this._state = 'subscribing';
+    this._rid = -1; // the subscribe in flight
+    this._retry = null; // its backoff's timer
+    this._attempt = 0;
+    this._renewed = false; // a fresh token was asked for after 'token-expired'
+  }
+
+  /** 'subscribing' | 'subscribed' | 'unsubscribed' */
+  get state() { return this._state; }
+
+  /** Stops it: no message of the topic follows; 'unsubscribed' ({ by: 'client' }) at once. */
+  unsubscribe() { this._client._unsubscribe(this); }
+}
+
 export class SymphonyClient extends Emitter {
   /**
    * @param {string|URL} url ws:, wss: (or http:, https:, or relative in a page)
@@ -207,6 +269,18 @@ export class SymphonyClient extends Emitter {
     this._attempt = 0; // failed connections since the last open: the backoff's exponent
     this._state = 'connecting';
     this._v1 = false;
+    this._v2 = false;
+    this._getToken = options.getToken;
+    if (this._getToken !== undefined && typeof this._getToken !== 'function') {
+      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.getToken must be a function (topic) => token');
+    }
+    /** topic -> Subscription: what the client asked for and keeps. */
+    this._subs = new Map();
+    /** rid -> { resolve, reject, timer }: publishes and requests waiting for their answer. */
+    this._calls = new Map();
+    /** topic -> unsubscribes in flight: its notices until their answer are stale. */
+    this._leaving = new Map();
+    this._rid = 0;
     this._stats = { messages: 0, duplicates: 0, malformed: 0, unknown: 0, reconnects: 0 };
     // Connecting in a microtask lets the caller add its listeners first (the
     // first 'state' event); not a timer, so an injected timer sees only the
@@ -222,6 +296,8 @@ export class SymphonyClient extends Emitter {
     const since = new URLSearchParams();
     let n = 0;
     for (const [topic, p] of this._pos) {
+      // A subscription's position goes with its subscribe, not in the URL.
+      if (this._subs.has(topic)) continue;
       if (n++ === MAX_SINCE) break;
       since.append('sy.since', `${p.epoch}:${p.offset}:${topic}`);
     }
@@ -242,8 +318,188 @@ export class SymphonyClient extends Emitter {
   send(data) {
     const ws = this._ws;
     if (!ws || this._state !== 'open') return false;
-    ws.send(data);
+    if (!this._v2) ws.send(data);
+    else if (typeof Blob === 'function' && data instanceof Blob) ws.send(new Blob(['d\n', data]));
+    else ws.send(framed('d\n', data));
     return true;
+  }
+
+  /**
+   * Subscribes to topic (symphony.v2): the Subscription, the same one for
+   * the same topic while it lives. options: { since: { epoch, offset }
+   * (resume from there), token (a JWT the server checks), data (JSON for
+   * the server's onSubscribe) }.
+   */
+  subscribe(topic, options = {}) {
+    checkTopic(topic);
+    if (options === null || typeof options !== 'object') {
+      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object');
+    }
+    if (this._state === 'closed') throw argError(Error, 'ERR_CLIENT_CLOSED', 'The client is closed');
+    let sub = this._subs.get(topic);
+    if (sub) return sub;
+    if (options.token !== undefined && (typeof options.token !== 'string' || options.token === '')) {
+      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.token must be a non-empty string');
+    }
+    if (options.since !== undefined && options.since !== null) {
+      const p = readPositions({ [topic]: options.since }).get(topic);
+      this._pos.set(topic, p);
+    }
+    sub = new Subscription(this, topic, options.token, options.data);
+    this._subs.set(topic, sub);
+    if (this._state === 'open') this._ask([sub], false);
+    return sub;
+  }
+
+  /** The live subscriptions (an array). */
+  subscriptions() { return Array.from(this._subs.values()); }
+
+  /**
+   * Publishes data (string or bytes) on topic through the server's
+   * onPublish: resolves with { epoch, offset } (topics with history) or {},
+   * rejects with an AskError (its code: 'forbidden', 'disconnected', ...).
+   */
+  publish(topic, data) {
+    checkTopic(topic);
+    return this._call((rid) => framed(`p${JSON.stringify({ rid, topic })}\n`, data), 0);
+  }
+
+  /**
+   * Asks the server's onRequest: resolves with its reply (JSON value, or a
+   * Uint8Array for bytes), rejects with an AskError ('timeout' after
+   * options.timeout ms, default 30000).
+   */
+  request(data, options = {}) {
+    const timeout = options && options.timeout !== undefined ? options.timeout : 30000;
+    if (typeof timeout !== 'number' || !(timeout > 0 && timeout <= 2147483647)) {
+      throw argError(RangeError, 'ERR_OUT_OF_RANGE', 'options.timeout must be > 0 and <= 2147483647 (ms)');
+    }
+    return this._call((rid) => framed(`r${JSON.stringify({ rid })}\n`, data), timeout);
+  }
+
+  _call(make, timeout) {
+    if (this._state !== 'open' || !this._ws) return Promise.reject(new AskError('disconnected', 'not connected'));
+    if (!this._v2) return Promise.reject(new AskError('unsupported', `the server did not choose ${PROTOCOL_V2}`));
+    const rid = ++this._rid;
+    let frame;
+    try {
+      frame = make(rid);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise((resolve, reject) => {
+      const call = { resolve, reject, timer: null };
+      if (timeout > 0) {
+        call.timer = this._setT(() => {
+          this._calls.delete(rid);
+          reject(new AskError('timeout', `no answer in ${timeout} ms`));
+        }, timeout);
+      }
+      this._calls.set(rid, call);
+      this._ws.send(frame);
+    });
+  }
+
+  _settle(rid, err, value) {
+    const call = this._calls.get(rid);
+    if (!call) return;
+    this._calls.delete(rid);
+    if (call.timer !== null) this._clearT(call.timer);
+    if (err) call.reject(err);
+    else call.resolve(value);
+  }
+
+  /** Asks for subs (one frame; resub after a reconnect), each with a fresh token when getToken says so. */
+  _ask(subs, resub) {
+    if (!this._v2) {
+      // After the caller's listeners are on (subscribe() returns first).
+      if (this._state === 'open') {
+        queueMicrotask(() => {
+          for (const sub of subs) {
+            if (this._subs.get(sub.topic) === sub) this._refused(sub, 'unsupported', `the server did not choose ${PROTOCOL_V2}`);
+          }
+        });
+      }
+      return;
+    }
+    const ws = this._ws;
+    const ask = subs.filter((sub) => this._getToken && (resub || sub._token === undefined || sub._renewed));
+    const send = () => {
+      if (this._ws !== ws || this._state !== 'open') return;
+      const entries = [];
+      for (const sub of subs) {
+        if (this._subs.get(sub.topic) !== sub || sub._state === 'unsubscribed') continue;
+        sub._rid = ++this._rid;
+        sub._state = 'subscribing';
+        const e = { rid: sub._rid, topic: sub.topic };
+        const p = this._pos.get(sub.topic);
+        if (p) e.since = { epoch: p.epoch, offset: String(p.offset) };
+        if (sub._token !== undefined) e.token = sub._token;
+        if (sub._data !== undefined) e.data = sub._data;
+        entries.push(e);
+      }
+      for (let i = 0; i < entries.length; i += MAX_SINCE) {
+        ws.send(`s${JSON.stringify({ subs: entries.slice(i, i + MAX_SINCE), resub })}`);
+      }
+    };
+    if (ask.length === 0) { send(); return; }
+    Promise.all(ask.map((sub) => Promise.resolve().then(() => this._getToken(sub.topic)).then((token) => {
+      sub._token = typeof token === 'string' && token !== '' ? token : undefined;
+    }, (err) => {
+      // No token: asked without one (the server says what it thinks).
+      this._error('ERR_GET_TOKEN', `getToken(${JSON.stringify(sub.topic)}) failed: ${err && err.message}`, { cause: err });
+    }))).then(send);
+  }
+
+  _refused(sub, code, reason) {
+    const err = new AskError(code, reason);
+    if (code === 'token-expired' && this._getToken && !sub._renewed) {
+      // Once with a fresh token; a second expiry is final.
+      sub._renewed = true;
+      this._ask([sub], false);
+      return;
+    }
+    if (TRANSIENT.has(code) && this._state === 'open') {
+      const delay = Math.floor(this._random() * Math.min(this._max, this._min * Math.pow(2, sub._attempt++)));
+      err.retry = delay;
+      sub._retry = this._setT(() => {
+        sub._retry = null;
+        if (this._subs.get(sub.topic) === sub && this._state === 'open') this._ask([sub], false);
+      }, delay);
+      sub._emit('refused', err);
+      return;
+    }
+    sub._state = 'unsubscribed';
+    this._subs.delete(sub.topic);
+    sub._emit('refused', err);
+  }
+
+  _unsubscribe(sub) {
+    if (sub._state === 'unsubscribed' || this._subs.get(sub.topic) !== sub) return;
+    sub._state = 'unsubscribed';
+    this._subs.delete(sub.topic);
+    this._pos.delete(sub.topic);
+    if (sub._retry !== null) { this._clearT(sub._retry); sub._retry = null; }
+    if (this._v2 && this._ws && this._state === 'open') {
+      this._leaving.set(sub.topic, (this._leaving.get(sub.topic) || 0) + 1);
+      this._ws.send(`u${JSON.stringify({ rid: ++this._rid, topic: sub.topic })}`);
+    }
+    sub._emit('unsubscribed', { by: 'client' });
+  }
+
+  /** The connection went: what waited for an answer fails, subscriptions wait for the next one. */
+  _lost(code) {
+    const calls = this._calls;
+    this._calls = new Map();
+    for (const call of calls.values()) {
+      if (call.timer !== null) this._clearT(call.timer);
+      call.reject(new AskError(code, code === 'closed' ? 'the client was closed' : 'the connection was lost'));
+    }
+    this._leaving.clear();
+    for (const sub of this._subs.values()) {
+      if (sub._retry !== null) { this._clearT(sub._retry); sub._retry = null; }
+      if (sub._state === 'subscribed') sub._state = 'subscribing';
+    }
   }
 
   /** Closes for good: no reconnect after it. Emits state 'closed' at once; no event follows. */
@@ -253,6 +509,9 @@ export class SymphonyClient extends Emitter {
     const ws = this._ws;
     this._ws = null;
     this._ids.clear();
+    this._lost('closed');
+    for (const sub of this._subs.values()) sub._state = 'unsubscribed';
+    this._subs.clear();
     if (ws) {
       // No-ops, not null: ws emits 'error' when a connecting socket is
       // closed, and an 'error' without a listener would throw.
@@ -281,7 +540,7 @@ export class SymphonyClient extends Emitter {
     if (this._state !== 'connecting') return; // closed by a listener
     let ws;
     try {
-      ws = new this._WS(url, [PROTOCOL]);
+      ws = new this._WS(url, PROTOCOLS);
     } catch (err) {
       this._error('ERR_WEBSOCKET', `Cannot open a WebSocket: ${err && err.message}`, { cause: err });
       this._retry(1006, '');
@@ -291,7 +550,13 @@ export class SymphonyClient extends Emitter {
     ws.binaryType = 'arraybuffer';
     ws.onopen = () => {
       this._attempt = 0;
-      this._v1 = ws.protocol === PROTOCOL;
+      this._v2 = ws.protocol === PROTOCOL_V2;
+      this._v1 = this._v2 || ws.protocol === PROTOCOL;
+      // The subscriptions are asked for before 'open' is told: one that a
+      // listener of 'open' adds is then asked for once, by subscribe().
+      this._state = 'open';
+      if (this._subs.size > 0) this._ask(Array.from(this._subs.values()), this._opened === true);
+      this._opened = true;
       this._setState('open', { protocol: ws.protocol, plain: !this._v1 });
       if (!this._v1 && this._ws === ws) {
         this._error('ERR_SUBPROTOCOL',
@@ -306,6 +571,7 @@ export class SymphonyClient extends Emitter {
       if (this._ws !== ws) return;
       this._ws = null;
       this._ids.clear();
+      this._lost('disconnected');
       this._retry(ev ? ev.code : 1006, ev ? ev.reason : '');
     };
   }
@@ -335,10 +601,20 @@ export class SymphonyClient extends Emitter {
     if (data.length === 0) { this._stats.malformed++; return; }
     const kind = text ? data.charCodeAt(0) : data[0];
     if (kind === 0x63 /* c */) { this._notice(text ? data.slice(1) : data.subarray(1)); return; }
-    if (kind !== 0x70 /* p */ && kind !== 0x64 /* d */) { this._stats.unknown++; return; }
+    if (kind !== 0x70 /* p */ && kind !== 0x64 /* d */ && (kind !== 0x72 /* r */ || !this._v2)) { this._stats.unknown++; return; }
     const nl = text ? data.slice(0, MAX_HEADER).indexOf('\n') : data.subarray(0, MAX_HEADER).indexOf(0x0a);
     if (nl < 0) { this._stats.malformed++; return; }
     const payload = text ? data.slice(nl + 1) : data.subarray(nl + 1);
+    if (kind === 0x72) {
+      // A reply: r<rid>\n<JSON> (text) or <bytes> (binary).
+      const rid = Number(text ? data.slice(1, nl) : String.fromCharCode.apply(null, data.subarray(1, nl)));
+      let value = payload;
+      if (text) {
+        try { value = JSON.parse(payload); } catch { this._stats.malformed++; return; }
+      }
+      this._settle(rid, null, value);
+      return;
+    }
     if (kind === 0x64) {
       if (nl !== 1) { this._stats.malformed++; return; }
       this._stats.messages++;
@@ -349,6 +625,8 @@ export class SymphonyClient extends Emitter {
     const m = P_HEADER.exec(head);
     const sub = m && this._ids.get(Number(m[1]));
     if (!sub) { this._stats.malformed++; return; }
+    // A topic the client has just left: its last messages are stale.
+    if (sub.stale) return;
     let offset;
     if (m[2] !== undefined) {
       offset = toOffset(m[2]);
@@ -366,7 +644,10 @@ export class SymphonyClient extends Emitter {
       }
     }
     this._stats.messages++;
-    this._emit('message', sub.topic, payload, { offset, epoch: offset === undefined ? undefined : sub.epoch });
+    const info = { offset, epoch: offset === undefined ? undefined : sub.epoch };
+    this._emit('message', sub.topic, payload, info);
+    const mine = this._subs.get(sub.topic);
+    if (mine && this._state !== 'closed') mine._emit('message', payload, info);
   }
 
   _notice(body) {
@@ -379,6 +660,33 @@ export class SymphonyClient extends Emitter {
     }
     if (n === null || typeof n !== 'object' || typeof n.type !== 'string') { this._stats.malformed++; return; }
     const idOk = Number.isInteger(n.id) && n.id >= 0 && n.id <= 0xffffffff;
+    if (n.type === 'published' || n.type === 'error') {
+      if (n.type === 'published') {
+        this._settle(n.rid, null, n.epoch === undefined ? {} : { epoch: n.epoch, offset: toOffset(n.offset) });
+      } else if (this._calls.has(n.rid)) {
+        this._settle(n.rid, new AskError(String(n.code), typeof n.reason === 'string' ? n.reason : ''));
+      } else {
+        // Not a call's: a frame the server could not take (bad-request, unknown-kind).
+        this._error('ERR_ASK', `The server answered ${n.code}: ${n.reason}`, { serverCode: n.code, reason: n.reason });
+      }
+      return;
+    }
+    if (n.type === 'refused') {
+      const sub = typeof n.topic === 'string' ? this._subs.get(n.topic) : undefined;
+      if (sub && sub._rid === n.rid) this._refused(sub, String(n.code), typeof n.reason === 'string' ? n.reason : '');
+      return;
+    }
+    if (this._leaving.has(n.topic)) {
+      // Between an unsubscribe and its answer: what the topic's notices say is stale.
+      if (n.type === 'subscribed' && idOk) this._ids.set(n.id, { topic: n.topic, stale: true });
+      if (n.type === 'unsubscribed') {
+        const left = this._leaving.get(n.topic) - 1;
+        if (left > 0) this._leaving.set(n.topic, left);
+        else this._leaving.delete(n.topic);
+        if (idOk) this._ids.delete(n.id);
+      }
+      return;
+    }
     if (n.type === 'subscribed') {
       if (typeof n.topic !== 'string' || n.topic === '' || !idOk) { this._stats.malformed++; return; }
       const history = n.epoch !== undefined || n.offset !== undefined;
@@ -403,6 +711,20 @@ export class SymphonyClient extends Emitter {
         this._pos.set(n.topic, { epoch, offset });
       }
       this._emit('subscribed', n.topic, { id: n.id, epoch, offset: history ? offset : undefined });
+      const sub = this._subs.get(n.topic);
+      if (sub && this._state !== 'closed') {
+        sub._state = 'subscribed';
+        sub._attempt = 0;
+        sub._renewed = false;
+        sub._emit('subscribed', {
+          epoch,
+          offset: history ? offset : undefined,
+          recovered: hasSince ? n.recovered === true : undefined,
+          reason: hasSince && n.recovered !== true && typeof n.reason === 'string' ? n.reason : undefined,
+          since,
+          data: n.data,
+        });
+      }
       if (hasSince && this._state !== 'closed') {
         this._emit('recovered', n.topic, n.recovered === true, {
           reason: n.recovered === true ? undefined : (typeof n.reason === 'string' ? n.reason : undefined),
@@ -420,6 +742,13 @@ export class SymphonyClient extends Emitter {
       // again (kept ones would otherwise pile up towards the 1,024 limit).
       this._pos.delete(n.topic);
       this._emit('unsubscribed', n.topic);
+      const sub = this._subs.get(n.topic);
+      if (sub && this._state !== 'closed') {
+        // The server ended it (server.unsubscribe()).
+        sub._state = 'unsubscribed';
+        this._subs.delete(n.topic);
+        sub._emit('unsubscribed', { by: 'server' });
+      }
       return;
     }
     // A notice of a later version: ignored, as the protocol says.

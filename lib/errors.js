@@ -34,6 +34,22 @@ class TlsError extends SymphonyError {
   }
 }
 
+/**
+ * An error a client is meant to see: thrown or rejected by onSubscribe,
+ * onPublish or onRequest, its code and message reach the client as they
+ * are (any other error reaches it as 'internal', and the server's 'error').
+ */
+class ClientError extends Error {
+  constructor(code, message = '') {
+    super(message);
+    this.name = 'ClientError';
+    if (typeof code !== 'string' || !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(code)) {
+      throw invalidArgValue('code', 'must be 1 to 64 characters of a-z, 0-9, ".", "_" or "-"', code);
+    }
+    this.code = code;
+  }
+}
+
 function invalidArgType(name, expected, value) {
   const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
   const err = new TypeError(`The "${name}" argument must be ${expected}. Received ${got}`);
@@ -62,4 +78,4 @@ function integer(name, value, min, max) {
   return value;
 }
 
-module.exports = { SymphonyError, LoadError, AllocatorError, TlsError, invalidArgType, outOfRange, invalidArgValue, integer };
+module.exports = { SymphonyError, LoadError, AllocatorError, TlsError, ClientError, invalidArgType, outOfRange, invalidArgValue, integer };

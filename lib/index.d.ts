@@ -162,6 +162,23 @@ export interface ServerOptions {
   history?: boolean | HistoryOptions;
   /** Who is subscribed to which topic, on every node with a bus (README, "Presence"). Default false. */
   presence?: boolean | PresenceOptions;
+  /** A symphony.v2 client's subscribe (README, "Clients subscribe, publish and request"): true grants,
+   * false refuses ('forbidden'), { code, reason } refuses with those, { data } grants and sends data to
+   * the client; or a Promise of one. Runs again on every resubscribe after a reconnect. Default null:
+   * clients' subscribes are refused. */
+  onSubscribe?: ((id: number, topic: string, ask: SubscribeAsk) => AskAnswer | { data?: unknown } | Promise<AskAnswer | { data?: unknown }>) | null;
+  /** A symphony.v2 client's publish: true publishes it (as publish(topic, data)); false / { code, reason } refuse.
+   * data: a string (text frame) or a Buffer (binary). Default null: refused. */
+  onPublish?: ((id: number, topic: string, data: string | Buffer, info: { binary: boolean }) => AskAnswer | Promise<AskAnswer>) | null;
+  /** A symphony.v2 client's request: the reply (a JSON value, or a Buffer / Uint8Array for bytes),
+   * or a throw / rejection (a ClientError's code and message reach the client; others as 'internal'). */
+  onRequest?: ((id: number, data: string | Buffer, info: { binary: boolean }) => unknown) | null;
+  /** A hook not answered after this many ms refuses with 'timeout'. Default 5000. */
+  askTimeout?: number;
+  /** Subscriptions per connection a client may hold and ask for (0: no limit). Default 1024. */
+  maxSubscriptions?: number;
+  /** A client's asks waiting for a hook at once, per connection. Default 16. */
+  maxPending?: number;
   /** The PROXY protocol (v1 and v2) before every connection on symphony's own
    * listener: false (default), true (required: a connection without one is
    * closed) or 'optional'. Not with noServer. */
@@ -319,6 +336,11 @@ export interface ThreadStats {
   dropped: number;
   slowCloses: number;
   conflated: number;
+  askSubscribes: number;
+  askPublishes: number;
+  askRequests: number;
+  askRefused: number;
+  askErrors: number;
   handshakeRejects: number;
   protocolErrors: number;
   /** Times a connection was not read because its control replies (pongs) waited to be written: a client
@@ -623,6 +645,27 @@ export const allocator: {
 
 export class SymphonyError extends Error {
   constructor(code: string, message: string, options?: ErrorOptions);
+  code: string;
+}
+
+/** What onSubscribe is told. */
+export interface SubscribeAsk {
+  /** The position the client resumes from, if it gave one. */
+  since: { epoch: string; offset: number } | null;
+  /** The token the client gave, if any (checked by the application). */
+  token: string | undefined;
+  /** The JSON the client sent with its subscribe. */
+  data: unknown;
+  /** True when the client subscribes again after a reconnect. */
+  resubscribe: boolean;
+}
+
+/** A hook's answer: grant (true), refuse (false: 'forbidden'), or refuse with a code and a reason. */
+export type AskAnswer = boolean | null | undefined | { code: string; reason?: string };
+
+/** An error whose code and message a client is shown (thrown by onSubscribe, onPublish, onRequest). */
+export class ClientError extends Error {
+  constructor(code: string, message?: string);
   code: string;
 }
 

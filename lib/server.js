@@ -12,13 +12,14 @@ const { busOption, nativeBusOptions, Bus, update: busUpdate, attach: busAttach, 
 const { presenceOption, infoText, Presence } = require('./presence');
 const { proxyProtocolOptions, trustProxyOption, clientAddress } = require('./proxy');
 const { LIMIT_DEFAULTS, limitOptions, nativeLimitOptions } = require('./limits');
+const { Asks } = require('./asks');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server.c): checked here first only to name the user's option.
 const {
   options: RANGES, TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
-  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC,
+  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC, EV_ASK,
 } = binding.constants;
 
 // Why a resume did not recover, by the native code (sy_v1_reason_t in
@@ -93,7 +94,29 @@ const DEFAULTS = Object.freeze({
   // result.presence), on every node (with a bus, kept in Redis): false,
   // true, or { topics: true | (topic) => boolean, ttl, maxInfo }. README, "Presence".
   presence: false,
+  // What symphony.v2 clients may ask (docs/protocol.md, "Clients ask";
+  // README, "Clients subscribe, publish and request"): each hook answers
+  // true, false or { code, reason } (onSubscribe may grant with { data }),
+  // at once or as a Promise; onRequest answers the reply. Without a hook, a
+  // client's subscribes and publishes are refused: nothing is open by default.
+  onSubscribe: null,
+  onPublish: null,
+  onRequest: null,
+  // A hook that has not answered after this many ms refuses ('timeout').
+  askTimeout: 5000,
+  // Per connection: subscriptions a client may ask for (server-made ones
+  // count too; 0: no limit), and its asks waiting for a hook at once.
+  maxSubscriptions: 1024,
+  maxPending: 16,
 });
+
+// The subprotocol a connection gets when the application does not choose:
+// symphony.v2 when the client offers it (the client library offers
+// symphony.v1 first, which a server before v2 takes), else the first offered.
+const V2 = 'symphony.v2';
+function defaultProtocol(req) {
+  return req.protocols.includes(V2) ? V2 : req.protocols[0] ?? '';
+}
 
 // history: true. size: messages kept per topic; ttl: seconds (0: no age
 // limit); maxBytes: all topics together, the oldest going first.
@@ -145,6 +168,11 @@ function normalizeOptions(options) {
   for (const key of ['idleTimeout', 'handshakeTimeout', 'closeTimeout', 'maxHeaderSize', 'maxHeaders', 'backlog',
     'maxConnections', 'maxEventBytes', 'closeDeadline']) option(o, key);
   if (typeof o.reclaim !== 'boolean') throw invalidArgType('options.reclaim', 'of type boolean', o.reclaim);
+  for (const key of ['onSubscribe', 'onPublish', 'onRequest']) {
+    if (o[key] !== null && typeof o[key] !== 'function') throw invalidArgType(`options.${key}`, 'a function or null', o[key]);
+  }
+  integer('options.askTimeout', o.askTimeout, 1, 2147483647);
+  for (const key of ['maxSubscriptions', 'maxPending']) option(o, key);
   if (o.onUpgrade !== null && typeof o.onUpgrade !== 'function') {
     throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
   }
@@ -405,6 +433,7 @@ class Server extends EventEmitter {
   #userData = new Map();
   #bus = null;
   #presence; // lib/presence.js
+  #asks; // lib/asks.js
   // Resumes decided at an accept, until its 'open' (EV_RECOVERY comes first).
   #recovering = new Map();
   // While 'subscription' has a listener: the topics reported active (their
@@ -451,6 +480,8 @@ class Server extends EventEmitter {
       historySize: o.history.size,
       historyTtl: o.history.ttl,
       historyMaxBytes: o.history.maxBytes,
+      maxSubscriptions: o.maxSubscriptions,
+      maxPending: o.maxPending,
       proxyProtocol: proxy.mode,
       proxyProtocolFrom: proxy.from,
       ...nativeLimitOptions(o),
@@ -469,6 +500,18 @@ class Server extends EventEmitter {
       bus, emit: (...args) => this.emit(...args), report: (err) => this.#report(err),
       local: (topic) => this.subscribers(topic),
     });
+    this.#asks = new Asks({ onSubscribe: o.onSubscribe, onPublish: o.onPublish, onRequest: o.onRequest }, o.askTimeout, {
+      answer: (id, rid, frame, binary) => {
+        if (this.#state !== 'listening') return;
+        binding.serverAnswer(this.#handle, id, rid, frame, binary);
+        this.#owe();
+      },
+      subscribe: (id, rid, topic, since, extra) => this.#state === 'listening' &&
+        binding.serverAnswerSubscribe(this.#handle, id, rid, topic, since ? since.epoch : null,
+          since ? Math.min(since.offset, Number.MAX_SAFE_INTEGER) : 0, extra),
+      publish: (topic, data) => this.publish(topic, data),
+      position: (topic) => this.position(topic),
+    }, (err) => this.#report(err), this.#presence);
     if (o.bus !== null) {
       this.#bus = new Bus(o.bus);
       this.#bus[busAttach]((id, route, args) => binding.serverBusCall(this.#handle, id, route, args), this.#presence);
@@ -629,6 +672,9 @@ class Server extends EventEmitter {
       case EV_MESSAGE:
         this.emit('message', id, payload, code === 1);
         break;
+      case EV_ASK:
+        this.#asks.ask(id, code, payload);
+        break;
       case EV_OPEN: {
         const data = this.#userData.get(id);
         // The resumes decided at the accept came just before (EV_RECOVERY).
@@ -655,6 +701,7 @@ class Server extends EventEmitter {
         this.#userData.delete(id);
         this.#presence.closed(id);
         this.#recovering.delete(id);
+        this.#asks.closed(id);
         this.emit('close', id, code, payload);
         break;
       case EV_DRAIN:
@@ -708,7 +755,7 @@ class Server extends EventEmitter {
       if (result === false || result === undefined || result === null) {
         this.#refuse(id, 403, undefined);
       } else if (result === true) {
-        binding.serverAccept(this.#handle, id, req.protocols[0] ?? '', '', [], true);
+        binding.serverAccept(this.#handle, id, defaultProtocol(req), '', [], true);
       } else if (typeof result === 'object' && result.status !== undefined) {
         integer('onUpgrade result status', result.status, REFUSE_STATUS_MIN, REFUSE_STATUS_MAX);
         this.#refuse(id, result.status, headerLines(result.headers, 'onUpgrade result headers'));
@@ -716,7 +763,7 @@ class Server extends EventEmitter {
         const topics = result.topics ?? [];
         if (!Array.isArray(topics)) throw invalidArgType('onUpgrade result topics', 'an array of strings', topics);
         topics.forEach(checkTopic);
-        let protocol = req.protocols[0] ?? '';
+        let protocol = defaultProtocol(req);
         if (result.protocol !== undefined) {
           if (result.protocol === false || result.protocol === null) protocol = '';
           else if (typeof result.protocol !== 'string' || !req.protocols.includes(result.protocol)) {

@@ -19,8 +19,8 @@
 // SYMPHONY_BUILD_FROM_SOURCE=1; an installed package uses its prebuilds/.
 //
 // Each variant lands in native/<platform>-<arch>/ under the name the loader
-// (lib/loader.js) looks for. jemalloc, OpenSSL, libdeflate and hiredis are built
-// (once, cached) by deps/jemalloc.sh, deps/openssl.sh, deps/libdeflate.sh and
+// (lib/loader.js) looks for. jemalloc, OpenSSL, libdeflate, hiredis and yyjson are built
+// (once, cached) by deps/jemalloc.sh, deps/openssl.sh, deps/libdeflate.sh, deps/yyjson.sh and
 // deps/hiredis.sh. Beside the builds, THIRD_PARTY_NOTICES.md: the versions and
 // licence texts of those libraries, from the release tarballs of the build
 // folders linked (scripts/notices.js).
@@ -94,11 +94,11 @@ function testingDir() {
   return path.join(root, 'native', platformDir(), 'testing');
 }
 
-function buildVariant({ allocator, lgPage }, { opensslDir, libdeflateDir, hiredisDir }, testing) {
+function buildVariant({ allocator, lgPage }, { opensslDir, libdeflateDir, hiredisDir, yyjsonDir }, testing) {
   const started = Date.now();
   const gypArgs = ['rebuild', `--nodedir=${nodeHeaders()}`, '--jobs=max', `--sy_allocator=${allocator}`,
     `--sy_openssl_dir=${opensslDir}`, `--sy_libdeflate_dir=${libdeflateDir}`, `--sy_hiredis_dir=${hiredisDir}`,
-    `--sy_testing=${testing ? 1 : 0}`];
+    `--sy_yyjson_dir=${yyjsonDir}`, `--sy_testing=${testing ? 1 : 0}`];
   let jeDir = null;
   if (allocator === 'jemalloc') {
     jeDir = dependency(`jemalloc (lg-page ${lgPage})`, 'jemalloc', ['--lg-page', String(lgPage)]);
@@ -138,7 +138,7 @@ function writeNotices(deps, jeDir) {
     if (earlier) jeDir = dependency('jemalloc', 'jemalloc', ['--lg-page', String(Math.log2(pageOfFile(earlier)))]);
   }
   const file = writeBeside(dir, { sy_openssl_dir: deps.opensslDir, sy_libdeflate_dir: deps.libdeflateDir,
-    sy_hiredis_dir: deps.hiredisDir, sy_jemalloc_dir: jeDir });
+    sy_hiredis_dir: deps.hiredisDir, sy_yyjson_dir: deps.yyjsonDir, sy_jemalloc_dir: jeDir });
   console.error(`symphony: wrote ${path.relative(root, file)}`);
 }
 
@@ -171,6 +171,7 @@ function main() {
   const deps = {
     opensslDir,
     libdeflateDir: dependency('libdeflate', 'libdeflate'),
+    yyjsonDir: dependency('yyjson', 'yyjson'),
     // With its TLS layer built against the private OpenSSL (rediss://).
     hiredisDir: dependency('hiredis', 'hiredis', ['--openssl', opensslDir]),
   };

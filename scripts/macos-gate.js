@@ -99,6 +99,7 @@ function deps(tc, lgPage, allocators) {
   d.openssl = depDir('openssl', cross, env);
   d.libdeflate = depDir('libdeflate', cross, env);
   d.hiredis = depDir('hiredis', [...cross, '--openssl', d.openssl], env);
+  d.yyjson = depDir('yyjson', cross, env);
   if (allocators.includes('jemalloc')) d.jemalloc = depDir('jemalloc', [...cross, '--lg-page', String(lgPage)], env);
   console.log(`macos-gate: ${tc.TRIPLE} deps ready in ${secs(t)}`);
   return d;
@@ -143,7 +144,7 @@ async function compile(tc, d, allocator, lgPage, outDir) {
     '-DBUILDING_NODE_EXTENSION'];
   if (allocator === 'jemalloc') defines.push('-DSY_USE_JEMALLOC');
   const includes = ['-Isrc', `-I${d.openssl}/include`, `-I${d.libdeflate}/include`, `-I${d.hiredis}/include`,
-    `-I${path.join(nodeHeaders(), 'include', 'node')}`];
+    `-I${d.yyjson}/include`, `-I${path.join(nodeHeaders(), 'include', 'node')}`];
   if (allocator === 'jemalloc') includes.push(`-I${d.jemalloc}/include`);
   const flags = ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O2', '-fvisibility=hidden', '-fno-strict-aliasing',
     '-fPIC', ...defines, ...includes];
@@ -177,7 +178,7 @@ async function compile(tc, d, allocator, lgPage, outDir) {
 function link(tc, d, allocator, objects, out) {
   const libs = [];
   if (allocator === 'jemalloc') libs.push(`${d.jemalloc}/lib/libjemalloc_pic.a`);
-  libs.push(`${d.libdeflate}/libdeflate.a`, `${d.hiredis}/libhiredis.a`, `${d.openssl}/libssl.a`, `${d.openssl}/libcrypto.a`);
+  libs.push(`${d.libdeflate}/libdeflate.a`, `${d.hiredis}/libhiredis.a`, `${d.yyjson}/libyyjson.a`, `${d.openssl}/libssl.a`, `${d.openssl}/libcrypto.a`);
   const args = ['-arch', ARCHES[tc.ARCH].name, '-platform_version', 'macos', tc.MIN_OS, tc.SDK_VERSION,
     '-bundle', '-undefined', 'dynamic_lookup', '-exported_symbols_list', path.join(root, 'binding', 'exports.darwin'),
     '-dead_strip', '-adhoc_codesign', '-o', out, ...objects, ...libs,
@@ -271,8 +272,8 @@ function checks(tc, arch, allocator, file) {
   const want = linuxExports();
   add('exports: exactly the Linux build\'s', JSON.stringify(exported) === JSON.stringify(want) &&
     JSON.stringify(darwinExportsList()) === JSON.stringify(want), exported.join(', '));
-  const leaked = exported.filter((s) => /^(sy_je_|je_|SSL_|EVP_|OPENSSL_|CRYPTO_|libdeflate_|redis)/.test(s));
-  add('no jemalloc/OpenSSL/libdeflate/hiredis symbol visible', leaked.length === 0, leaked.join(', ') || 'none');
+  const leaked = exported.filter((s) => /^(sy_je_|je_|SSL_|EVP_|OPENSSL_|CRYPTO_|libdeflate_|redis|yyjson_)/.test(s));
+  add('no jemalloc/OpenSSL/libdeflate/hiredis/yyjson symbol visible', leaked.length === 0, leaked.join(', ') || 'none');
   const undef = nm(tc, file, ['-uj']);
   const zone = undef.filter((s) => ZONE_FUNCTIONS.includes(s));
   add('no malloc-zone registration referenced', zone.length === 0, zone.join(', ') || 'none');

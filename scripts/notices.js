@@ -40,6 +40,8 @@ const LIBRARIES = [
     home: 'https://github.com/ebiggers/libdeflate', use: 'permessage-deflate', sources: /^(?:lib\/.+\.[ch]|[^/]+\.h)$/ },
   { name: 'hiredis', script: 'hiredis.sh', gyp: 'sy_hiredis_dir', licence: 'BSD-3-Clause', file: 'COPYING',
     home: 'https://github.com/redis/hiredis', use: 'the Redis bus', sources: /^(?!test\.c$)[^/]+\.[ch]$/ },
+  { name: 'yyjson', script: 'yyjson.sh', gyp: 'sy_yyjson_dir', licence: 'MIT', file: 'LICENSE',
+    home: 'https://github.com/ibireme/yyjson', use: 'reading JSON (what clients ask, token claims)', sources: /^src\/yyjson\.[ch]$/ },
 ];
 
 // A phrase every text of that licence has: a licence file that is not the

@@ -13,8 +13,8 @@
 //   linux-arm64-musl   4 KiB + 64 KiB  clang --target=aarch64-linux-musl, lld, and
 //                                      Debian's arm64 musl (deps/sysroot.sh musl-arm64)
 // jemalloc is built once per (target, page) and cached (deps/jemalloc.sh), the
-// private OpenSSL, libdeflate and hiredis once per target (deps/openssl.sh,
-// deps/libdeflate.sh, deps/hiredis.sh);
+// private OpenSSL, libdeflate, hiredis and yyjson once per target (deps/openssl.sh,
+// deps/libdeflate.sh, deps/hiredis.sh, deps/yyjson.sh);
 // every addon is compiled from a clean build folder. A manifest
 // (prebuilds/manifest.json) records each file's size, sha256 and build times.
 // Each folder gets THIRD_PARTY_NOTICES.md: the versions and licence texts of
@@ -180,12 +180,13 @@ function buildOne(name, t, cc, lgPage) {
   const opensslS = (Date.now() - tS) / 1000;
   const ldDir = depDir('libdeflate', ['--host', t.host, '--cc', cc], env);
   const hrDir = depDir('hiredis', ['--host', t.host, '--cc', cc, '--openssl', sslDir], env);
+  const yyDir = depDir('yyjson', ['--host', t.host, '--cc', cc], env);
   const t1 = Date.now();
   const gypEnv = withoutNodedir(env);
   delete gypEnv.CFLAGS; // the floor header reaches the addon through binding.gyp
   const args = [nodeGyp(), 'rebuild', `--nodedir=${nodeHeaders()}`, `--arch=${t.arch}`, '--jobs=max',
     '--sy_allocator=jemalloc', `--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`, `--sy_openssl_dir=${sslDir}`,
-    `--sy_libdeflate_dir=${ldDir}`, `--sy_hiredis_dir=${hrDir}`];
+    `--sy_libdeflate_dir=${ldDir}`, `--sy_hiredis_dir=${hrDir}`, `--sy_yyjson_dir=${yyDir}`];
   if (floor) args.push(`--sy_glibc_floor=${floor}`);
   run(process.execPath, args, { env: gypEnv });
   if (floor) {
@@ -204,8 +205,9 @@ function buildOne(name, t, cc, lgPage) {
   run(t.strip, ['--strip-unneeded', '-o', tmp, built]);
   fs.renameSync(tmp, dest);
   // The licence texts of what was just linked in, beside it (every target
-  // of a folder links the same four libraries: the same file).
-  writeBeside(destDir, { sy_jemalloc_dir: jeDir, sy_openssl_dir: sslDir, sy_libdeflate_dir: ldDir, sy_hiredis_dir: hrDir });
+  // of a folder links the same libraries: the same file).
+  writeBeside(destDir, { sy_jemalloc_dir: jeDir, sy_openssl_dir: sslDir, sy_libdeflate_dir: ldDir, sy_hiredis_dir: hrDir,
+    sy_yyjson_dir: yyDir });
   const addonS = (Date.now() - t1) / 1000;
   const entry = {
     target: name, file: path.relative(root, dest), arch: t.arch, libc: t.libc, pageSize: 1 << lgPage,
@@ -215,6 +217,7 @@ function buildOne(name, t, cc, lgPage) {
     opensslStepS: Math.round(opensslS * 10) / 10, opensslDir: path.relative(root, sslDir),
     libdeflateDir: path.relative(root, ldDir),
     hiredisDir: path.relative(root, hrDir),
+    yyjsonDir: path.relative(root, yyDir),
   };
   console.error(`prebuild: ${entry.file} ${(entry.bytes / 1048576).toFixed(2)} MiB · jemalloc ${jemallocS.toFixed(1)} s` +
     `${jemallocS < 5 ? ' (cached)' : ''} · OpenSSL ${opensslS.toFixed(1)} s${opensslS < 5 ? ' (cached)' : ''} · addon ${addonS.toFixed(1)} s`);

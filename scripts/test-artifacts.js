@@ -194,7 +194,8 @@ function cTests(label, entry, cc, runner, ldflags) {
   mustSh('make', ['-s', '-B', '-C', path.join(root, '__test__', 'c'), 'artifact', `CC=${cc}`, `JEMALLOC_DIR=${jeDir}`,
     `LG_PAGE=${lg}`, `ART_OUT=${out}`, `ART_LDFLAGS=${ldflags || ''}`, '-j2',
     ...(entry.libdeflateDir ? [`LIBDEFLATE_DIR=${path.join(root, entry.libdeflateDir)}`] : []),
-    ...(entry.hiredisDir ? [`HIREDIS_DIR=${path.join(root, entry.hiredisDir)}`] : [])]);
+    ...(entry.hiredisDir ? [`HIREDIS_DIR=${path.join(root, entry.hiredisDir)}`] : []),
+    ...(entry.yyjsonDir ? [`YYJSON_DIR=${path.join(root, entry.yyjsonDir)}`] : [])]);
   const dir = path.join(root, '__test__', 'c', out);
   // The TLS module's tests against this target's OpenSSL and jemalloc, as
   // the artifact links them (where no Node runs the wss:// smoke test).

@@ -676,13 +676,17 @@ sy_err_t sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t le
  * must learn its position (t has history, or the caller gave since): its
  * head is read, its interest counted and its command queued under the
  * history lock (io/sy_history.h). */
-static int subscribe_at(sy_server_t *s, sy_io_t *io, uint64_t id, sy_topic_t *t, const sy_sub_pos_t *since) {
-    sy_sub_pos_t *pos = sy_malloc(sizeof(*pos));
+static int subscribe_at(sy_server_t *s, sy_io_t *io, uint64_t id, sy_topic_t *t, const sy_sub_pos_t *since,
+                        const char *extra, size_t extra_len) {
+    sy_sub_pos_t *pos = sy_malloc(sizeof(*pos) + extra_len);
     if (pos == NULL) {
         sy_topic_release(&s->shared.topics, t);
         return ENOMEM;
     }
     *pos = since != NULL ? *since : (sy_sub_pos_t){0};
+    pos->extra_len = (uint32_t)extra_len;
+    if (extra_len > 0)
+        memcpy(pos->extra, extra, extra_len);
     sy_hist_t *g = &s->shared.hist;
     sy_hist_lock(g);
     (void)sy_hist_of(g, t, true);
@@ -709,7 +713,7 @@ static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_
     if (t == NULL)
         return type == SY_CMD_SUBSCRIBE ? ENOMEM : 0; /* no such topic: nothing to leave */
     if (type == SY_CMD_SUBSCRIBE && (since != NULL || with_history(s, t)))
-        return subscribe_at(s, io, id, t, since);
+        return subscribe_at(s, io, id, t, since, NULL, 0);
     /* Counted now, so that a publish right after this call sees it. */
     if (type == SY_CMD_SUBSCRIBE)
         sy_topic_add_interest(&s->shared.topics, t, sy_io_index(io));
@@ -732,6 +736,31 @@ sy_err_t sy_server_subscribe_since(sy_server_t *s, uint64_t id, const char *topi
                                    uint64_t since) {
     sy_sub_pos_t pos = {.resume = true, .epoch = epoch, .since = since};
     return sub_cmd(s, id, topic, topic_len, SY_CMD_SUBSCRIBE, &pos);
+}
+
+sy_err_t sy_server_answer_subscribe(sy_server_t *s, uint64_t id, uint32_t rid, const char *topic, size_t topic_len,
+                                    bool resume, uint64_t epoch, uint64_t since, const char *extra, size_t extra_len) {
+    if (extra_len > SY_V1_EXTRA_MAX)
+        return EMSGSIZE;
+    if (!sy_server_is_open(s, id))
+        return ENOTCONN;
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, true);
+    if (t == NULL)
+        return ENOMEM;
+    sy_sub_pos_t pos = {.resume = resume, .epoch = epoch, .since = since, .asked = true, .rid = rid};
+    return subscribe_at(s, io_of(s, id), id, t, &pos, extra, extra_len);
+}
+
+sy_err_t sy_server_answer(sy_server_t *s, uint64_t id, uint32_t rid, const void *data, size_t len, bool binary) {
+    if (!sy_server_is_open(s, id))
+        return ENOTCONN;
+    sy_cmd_t cmd = {.type = SY_CMD_ANSWER, .conn = id, .arg.rid = rid};
+    if ((cmd.buf = sy_ws_msg_z(binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, data, len, false)) == NULL)
+        return ENOMEM;
+    int rc = push_to(s, &cmd, SY_SEND_LATER);
+    if (rc != 0)
+        sy_refbuf_release(cmd.buf);
+    return rc;
 }
 
 bool sy_server_position(sy_server_t *s, const char *topic, size_t topic_len, uint64_t *epoch, uint64_t *last,

@@ -130,6 +130,17 @@ sy_err_t sy_server_subscribe(sy_server_t *s, uint64_t id, const char *topic, siz
  * (io/sy_resume.h, SY_EV_RECOVERY). */
 sy_err_t sy_server_subscribe_since(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len, uint64_t epoch,
                                    uint64_t since);
+/* The owner's answers to a symphony.v2 client's asks (io/sy_ask.h), each
+ * dropped on the IO thread unless the ask rid is still pending there.
+ * answer_subscribe: the client is subscribed to topic (from (epoch, since)
+ * when resume) as by sy_server_subscribe_since, and its "subscribed" notice
+ * carries extra[0..extra_len) (",\"rid\":N..." JSON members, at most
+ * SY_V1_EXTRA_MAX bytes: EMSGSIZE). answer: the frame (text or binary)
+ * data[0..len) goes as it is (a "c" notice or an "r" reply, made by the
+ * owner). 0, ENOTCONN, ENOMEM. Owner only. */
+sy_err_t sy_server_answer_subscribe(sy_server_t *s, uint64_t id, uint32_t rid, const char *topic, size_t topic_len,
+                                    bool resume, uint64_t epoch, uint64_t since, const char *extra, size_t extra_len);
+sy_err_t sy_server_answer(sy_server_t *s, uint64_t id, uint32_t rid, const void *data, size_t len, bool binary);
 /* A topic's position: its history's epoch, its last offset, the oldest
  * kept and how many are kept. False when the topic does not exist or
  * keeps no history. Any thread (takes the history lock). */

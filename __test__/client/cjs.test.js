@@ -30,7 +30,7 @@ test('CommonJS and ES module: the same exports, the same API', async () => {
   const cjs = require('symphony-ws/client');
   const esm = await import('symphony-ws/client');
   const names = (m) => Object.keys(m).filter((k) => k !== 'default').sort();
-  assert.deepEqual(names(cjs), ['PROTOCOL', 'SymphonyClient', 'connect']);
+  assert.deepEqual(names(cjs), ['AskError', 'PROTOCOL', 'PROTOCOL_V2', 'Subscription', 'SymphonyClient', 'connect']);
   assert.deepEqual(names(esm), names(cjs));
   assert.equal(esm.PROTOCOL, 'symphony.v1');
   assert.equal(cjs.PROTOCOL, esm.PROTOCOL);
@@ -42,7 +42,10 @@ test('CommonJS and ES module: the same exports, the same API', async () => {
     return out.sort();
   };
   assert.deepEqual(methods(esm.SymphonyClient), methods(cjs.SymphonyClient));
-  assert.deepEqual(methods(cjs.SymphonyClient), ['close', 'off', 'on', 'once', 'positions', 'send', 'state', 'stats', 'url']);
+  assert.deepEqual(methods(cjs.SymphonyClient), ['close', 'off', 'on', 'once', 'positions', 'publish', 'request', 'send', 'state',
+    'stats', 'subscribe', 'subscriptions', 'url'].sort());
+  assert.deepEqual(methods(esm.Subscription), methods(cjs.Subscription));
+  assert.deepEqual(methods(cjs.Subscription), ['off', 'on', 'once', 'state', 'unsubscribe']);
   // package.json's "exports" resolve to the two files.
   assert.equal(require.resolve('symphony-ws/client'), cjsPath);
   assert.equal(typeof cjs.connect, 'function');

@@ -12,6 +12,7 @@
 #include "base/sy_buf.h"
 #include "base/sy_clock.h"
 #include "io/sy_admit.h"
+#include "io/sy_ask.h"
 #include "io/sy_conflate.h"
 #include "io/sy_deflate.h"
 #include "io/sy_peer.h"
@@ -545,6 +546,8 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
     sy_io_unwatch(io, c); /* before the stream closes the socket */
     sy_stream_shut(&c->stream);
     sy_conn_unsubscribe_all(io, c);
+    if (c->v2)
+        sy_ask_forget(io, c);
     sy_outq_clear(&c->outq, false);
     sy_admit_release(io, c);
     if (c->opened) {
@@ -574,7 +577,10 @@ static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p
     c->msg_seq = sy_io_current_seq(io);
     sy_stat_inc(&sy_io_ctx(io)->stats.messages_in);
     sy_stat_add(&sy_io_ctx(io)->stats.bytes_in, n);
-    sy_io_emit(io, sy_conn_id(io, c), SY_EV_MESSAGE, opcode == SY_WS_OP_BINARY ? 1 : 0, 0, p, n);
+    if (c->v2)
+        sy_ask_message(io, c, opcode, p, n);
+    else
+        sy_io_emit(io, sy_conn_id(io, c), SY_EV_MESSAGE, opcode == SY_WS_OP_BINARY ? 1 : 0, 0, p, n);
 }
 
 bool sy_conn_owner_behind(const sy_io_t *io, const sy_conn_t *c) {

@@ -159,7 +159,8 @@ typedef struct sy_conn {
      * the small fields below are packed, the times are 32-bit. */
     uint16_t close_code;
     uint8_t state : 4;      /* sy_conn_state_t */
-    uint8_t poll_ev : 4;    /* interest registered with the poller (SY_POLL_*) */
+    uint8_t poll_ev : 2;    /* interest registered with the poller (SY_POLL_*) */
+    uint8_t v2 : 1;         /* speaks symphony.v2 (proto/sy_v2.h): may ask (io/sy_ask.h); v1 too */
     uint8_t msg_op : 4;     /* opcode of the fragmented message being assembled */
     uint8_t zwin : 4;       /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint8_t utf8 : 4;       /* UTF-8 state of the text message being assembled (also

@@ -55,6 +55,8 @@ typedef enum sy_event_type {
                            topic. Only while the owner asked (topic_events, sy_io.h);
                            threads' edges may arrive in any order: the owner reads
                            the count again (sy_server_topic_subscribers) */
+    SY_EV_ASK = 10,     /* a symphony.v2 client asks (io/sy_ask.h): flags = the kind,
+                           code = SY_ASK_* flags, payload: u32-length strings */
 } sy_event_type_t;
 
 #define SY_EV_OPEN_DEFLATE 1u     /* SY_EV_OPEN: permessage-deflate was negotiated */

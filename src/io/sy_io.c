@@ -14,6 +14,7 @@
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
 #include "io/sy_addrlimit.h"
+#include "io/sy_ask.h"
 #include "io/sy_conn.h"
 #include "io/sy_park.h"
 #include "io/sy_reclaim.h"
@@ -174,6 +175,7 @@ static void io_free(sy_io_t *io) {
     sy_free(io->work);
     sy_slots_free(&io->slots);
     sy_free(io->ctx.rx);
+    sy_ask_free_all(io);
     sy_free(io->ctx.stream_scratch);
     sy_deflate_free(&io->ctx.deflate);
     sy_free(io->awaiting);
@@ -328,8 +330,9 @@ unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped) {
 
 /* ---- events, dirty list, poll interest ------------------------------------ */
 
-void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts, const size_t *lens, size_t n) {
-    if (sy_batch_addv(&io->batch, io->ctx.index, conn, type, 0, 0, parts, lens, n) != 0)
+void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *const *parts,
+                 const size_t *lens, size_t n) {
+    if (sy_batch_addv(&io->batch, io->ctx.index, conn, type, flags, code, parts, lens, n) != 0)
         sy_stat_inc(&io->ctx.stats.events_lost);
 }
 
@@ -647,8 +650,14 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         }
         break;
     case SY_CMD_SUBSCRIBE:
-        if (c != NULL) {
+        /* A client's ask the owner granted: only while it is pending (the
+         * client may have unsubscribed meanwhile). */
+        if (c != NULL && (cmd->pos == NULL || !cmd->pos->asked || (c->v2 && sy_ask_settle(io, c, cmd->pos->rid)))) {
             sy_topic_t *t = cmd->topic;
+            /* One held already (server.subscribe() came first): answered
+             * with its place; cmd_release gives t back. */
+            if (cmd->pos != NULL && cmd->pos->asked && sy_ask_answer_held(io, c, t, cmd->pos->rid))
+                break;
             cmd->topic = NULL;
             if (sy_conn_subscribe(io, c, t)) { /* takes the reference and the interest */
                 size_t budget = sy_resume_budget(io, c);
@@ -657,6 +666,10 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
                 sy_resume_deliver(io, c, &it);
             }
         }
+        break;
+    case SY_CMD_ANSWER:
+        if (c != NULL && c->v2 && sy_ask_settle(io, c, cmd->arg.rid) && sy_conn_push(io, c, cmd->buf, false))
+            cmd->buf = NULL; /* the queue has its reference */
         break;
     case SY_CMD_UNSUBSCRIBE:
         if (c != NULL)

@@ -109,6 +109,8 @@ typedef enum sy_cmd_type {
                            it queued before this one is done (connections await it) */
     SY_CMD_NOTICE,      /* topic, buf: a symphony.v1 notice for the topic's symphony.v1
                            subscribers (its sequence changed: sy_history.h) */
+    SY_CMD_ANSWER,      /* conn, buf, arg.rid: the owner's answer to a symphony.v2
+                           client's ask (io/sy_ask.h); dropped unless still pending */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
@@ -128,6 +130,13 @@ typedef struct sy_sub_pos {
     uint64_t head;
     bool resume;
     uint64_t epoch, since;
+    /* A symphony.v2 client asked for it (io/sy_ask.h): the ask it answers
+     * (dropped when no longer pending), and the owner's members for the
+     * "subscribed" notice (sy_v1_subscribed_t's extra) in extra[]. */
+    bool asked;
+    uint32_t rid;
+    uint32_t extra_len;
+    char extra[];
 } sy_sub_pos_t;
 
 typedef struct sy_cmd {
@@ -137,6 +146,7 @@ typedef struct sy_cmd {
         uint32_t deadline_ms; /* SY_CMD_STOP: 0 closes everything now */
         int fd;               /* SY_CMD_ADOPT; -1 once adopted */
         uint32_t seq;         /* SY_CMD_OWNER_DONE: the batch the owner has handled */
+        uint32_t rid;         /* SY_CMD_ANSWER */
     } arg;
     uint64_t conn;
     sy_topic_t *topic;

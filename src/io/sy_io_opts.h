@@ -63,16 +63,18 @@ typedef struct sy_io_opts {
     uint64_t max_bytes_per_s, byte_burst;
     bool rate_close;
     uint32_t rate_grace_ms;
-    size_t max_event_bytes;    /* per IO thread: stop reading clients while the owner
+    size_t max_event_bytes;     /* per IO thread: stop reading clients while the owner
                                      holds this many bytes of undelivered events */
-    bool upgrade_handler;      /* ask the owner about each upgrade (SY_EV_UPGRADE) */
-    bool reclaim;              /* memory policy: give memory back after a drop (sy_reclaim.h) */
-    bool compression;          /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
-    unsigned compress_level;   /* 1..9 */
-    size_t compress_threshold; /* payloads below this many bytes always go plain */
-    uint32_t history_size;     /* messages kept per topic by default; 0: no history (sy_history.h) */
-    uint32_t history_ttl_s;    /* none kept longer; 0: no limit */
-    size_t history_max_bytes;  /* all topics' history together; 0: no limit */
+    bool upgrade_handler;       /* ask the owner about each upgrade (SY_EV_UPGRADE) */
+    bool reclaim;               /* memory policy: give memory back after a drop (sy_reclaim.h) */
+    bool compression;           /* negotiate permessage-deflate (sy_pmd.h, sy_deflate.h) */
+    unsigned compress_level;    /* 1..9 */
+    size_t compress_threshold;  /* payloads below this many bytes always go plain */
+    uint32_t max_subscriptions; /* per connection, asked by a symphony.v2 client (io/sy_ask.h); 0: no limit */
+    uint32_t max_pending;       /* per connection, a symphony.v2 client's asks waiting for the owner */
+    uint32_t history_size;      /* messages kept per topic by default; 0: no history (sy_history.h) */
+    uint32_t history_ttl_s;     /* none kept longer; 0: no limit */
+    size_t history_max_bytes;   /* all topics' history together; 0: no limit */
 
     /* The PROXY protocol (the listener's connections only): proxy_protocol
      * is a sy_proxy_mode_t; a header is accepted from the proxy_from_n

@@ -55,6 +55,8 @@ typedef struct sy_io_ctx {
     uint8_t *stream_scratch;   /* a transport's staging buffer (made on first use) */
     int64_t handshake_turn_us; /* transport handshake time spent in this loop turn */
     bool reads_paused;         /* the owner is behind on events: open connections are not read */
+    struct sy_ask_conn **asks; /* per slot, a symphony.v2 client's asks (io/sy_ask.h) */
+    uint32_t asks_cap;
 } sy_io_ctx_t;
 
 /* The context of io (const when io is). */
@@ -77,7 +79,8 @@ void sy_io_forget(sy_io_t *io, struct sy_conn *c);
 /* Appends an event to this turn's batch (counted as lost when out of memory). */
 void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *payload,
                 size_t len);
-void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, const void *const *parts, const size_t *lens, size_t n);
+void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *const *parts,
+                 const size_t *lens, size_t n);
 /* The seq of the batch this turn's events go into. */
 uint32_t sy_io_current_seq(const sy_io_t *io);
 /* True when the owner has handled batch seq and this thread has carried

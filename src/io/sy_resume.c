@@ -47,6 +47,10 @@ static void count(sy_io_t *io, sy_v1_reason_t r, size_t replayed) {
 void sy_resume_prepare(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, const sy_sub_pos_t *pos, size_t *budget,
                        sy_resume_item_t *it) {
     *it = (sy_resume_item_t){.topic = t, .resumed = pos != NULL && pos->resume};
+    if (pos != NULL && pos->asked) {
+        it->extra = pos->extra;
+        it->extra_len = pos->extra_len;
+    }
     if (it->resumed)
         it->since = pos->since;
     sy_hist_t *g = &sy_io_ctx(io)->shared->hist;
@@ -92,7 +96,9 @@ void sy_resume_deliver(sy_io_t *io, sy_conn_t *c, sy_resume_item_t *it) {
                                 .offset = it->head,
                                 .resumed = it->resumed,
                                 .since = it->since,
-                                .reason = it->reason};
+                                .reason = it->reason,
+                                .extra = it->extra,
+                                .extra_len = it->extra_len};
         sy_refbuf_t *m = sy_v1_subscribed_frame(&n);
         if (m == NULL || !sy_conn_push(io, c, m, false)) {
             sy_refbuf_release(m);

@@ -41,6 +41,8 @@ typedef struct sy_resume_item {
     sy_v1_reason_t reason;
     sy_refbuf_t **frames;
     size_t nframes;
+    const char *extra; /* the notice's extra members (the position's, io/sy_io.h): valid until deliver */
+    size_t extra_len;
 } sy_resume_item_t;
 
 /* c has just been subscribed to t (pos: where the subscription starts, or

@@ -59,6 +59,16 @@
       "Connections closed as slow consumers (1008).") \
     X(conflated, "conflated", SY_STAT_SUM, "symphony_messages_conflated_total", "counter", 1, \
       "Queued messages replaced by a newer message of their topic for a slow consumer (slowConsumer 'conflate').") \
+    X(ask_subscribes, "askSubscribes", SY_STAT_SUM, "symphony_client_subscribes_total", "counter", 1, \
+      "Subscribes asked by symphony.v2 clients and handed to the application (onSubscribe).") \
+    X(ask_publishes, "askPublishes", SY_STAT_SUM, "symphony_client_publishes_total", "counter", 1, \
+      "Publishes asked by symphony.v2 clients and handed to the application (onPublish).") \
+    X(ask_requests, "askRequests", SY_STAT_SUM, "symphony_client_requests_total", "counter", 1, \
+      "Requests from symphony.v2 clients handed to the application (onRequest).") \
+    X(ask_refused, "askRefused", SY_STAT_SUM, "symphony_client_asks_refused_total", "counter", 1, \
+      "Client subscribes and publishes refused by the server's limits (maxSubscriptions, maxPending).") \
+    X(ask_errors, "askErrors", SY_STAT_SUM, "symphony_client_ask_errors_total", "counter", 1, \
+      "Malformed or unknown frames from symphony.v2 clients (answered with an error).") \
     X(handshake_rejects, "handshakeRejects", SY_STAT_SUM, "symphony_handshake_rejects_total", "counter", 1, \
       "Upgrade requests answered with an HTTP error.") \
     X(protocol_errors, "protocolErrors", SY_STAT_SUM, "symphony_protocol_errors_total", "counter", 1, \

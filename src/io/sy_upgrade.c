@@ -16,6 +16,7 @@
 #include "proto/sy_pmd.h"
 #include "proto/sy_since.h"
 #include "proto/sy_v1.h"
+#include "proto/sy_v2.h"
 #include "proto/sy_ws_frame.h"
 
 #define SY_MAX_HEADERS_CAP 256
@@ -98,7 +99,7 @@ static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req
         parts[2 * i + 1] = strs[i];
         lens[2 * i + 1] = slens[i];
     }
-    sy_io_emitv(io, sy_conn_id(io, c), SY_EV_UPGRADE, parts, lens, 2 * n);
+    sy_io_emitv(io, sy_conn_id(io, c), SY_EV_UPGRADE, 0, 0, parts, lens, 2 * n);
 }
 
 /* The 101's Sec-WebSocket-Extensions line when c negotiated deflate, then
@@ -185,6 +186,13 @@ static void consume_head(sy_conn_t *c, size_t head) {
     c->rlen -= head;
 }
 
+/* What the chosen subprotocol makes of c: symphony.v1's frames, and with
+ * symphony.v2 a client that may ask (io/sy_ask.h). */
+static void set_protocol(sy_conn_t *c, const char *p, size_t n) {
+    c->v2 = n == SY_V2_PROTOCOL_LEN && memcmp(p, SY_V2_PROTOCOL, SY_V2_PROTOCOL_LEN) == 0;
+    c->v1 = c->v2 || (n == SY_V1_PROTOCOL_LEN && memcmp(p, SY_V1_PROTOCOL, SY_V1_PROTOCOL_LEN) == 0);
+}
+
 void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
     sy_http_header_t headers[SY_MAX_HEADERS_CAP];
@@ -230,18 +238,27 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     }
     char accept[SY_WS_ACCEPT_LEN];
     sy_ws_accept_key(hs.key, hs.key_len, accept);
-    /* No handler: accept, choosing the first subprotocol offered. */
+    /* No handler: accept, choosing symphony.v2 when it is offered (a
+     * client offers it after symphony.v1, which a server before v2 takes),
+     * else the first subprotocol offered. */
     sy_handshake_iter_t it = {0};
     const char *proto = NULL;
-    size_t proto_len = 0;
+    size_t proto_len = 0, first_len = 0;
     char proto_copy[256];
-    if (sy_handshake_next_protocol(&req, &it, &proto, &proto_len) && proto_len < sizeof(proto_copy)) {
-        memcpy(proto_copy, proto, proto_len);
-    } else {
-        proto_len = 0;
+    while (sy_handshake_next_protocol(&req, &it, &proto, &proto_len)) {
+        if (first_len == 0 && proto_len < sizeof(proto_copy)) {
+            memcpy(proto_copy, proto, proto_len);
+            first_len = proto_len;
+        }
+        if (proto_len == SY_V2_PROTOCOL_LEN && memcmp(proto, SY_V2_PROTOCOL, SY_V2_PROTOCOL_LEN) == 0) {
+            memcpy(proto_copy, proto, proto_len);
+            first_len = proto_len;
+            break;
+        }
     }
+    proto_len = first_len;
     consume_head(c, (size_t)n);
-    c->v1 = proto_len == SY_V1_PROTOCOL_LEN && memcmp(proto_copy, SY_V1_PROTOCOL, SY_V1_PROTOCOL_LEN) == 0;
+    set_protocol(c, proto_copy, proto_len);
     open_conn(io, c, accept, proto_copy, proto_len, NULL, 0);
 }
 
@@ -268,7 +285,7 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
     sy_ws_accept_key(hs.key, hs.key_len, accept);
     if (a->no_compress)
         c->deflate = false;
-    c->v1 = a->protocol_len == SY_V1_PROTOCOL_LEN && memcmp(a->protocol, SY_V1_PROTOCOL, SY_V1_PROTOCOL_LEN) == 0;
+    set_protocol(c, a->protocol, a->protocol_len);
     /* Subscribed before the 101 goes (nothing is missed in between); what
      * each subscription tells the client is decided now, while the target
      * (with the client's positions) is still in rbuf, so that the owner

@@ -54,11 +54,7 @@ sy_refbuf_t *sy_v1_direct_frame(unsigned opcode, const void *payload, size_t len
     return frame2(opcode, "d\n", 2, payload, len, compressible);
 }
 
-/* Writes topic as a JSON string body (no quotes) into out (6 bytes per
- * input byte at most). A topic that is not valid UTF-8 (none from JS is)
- * has each of its bytes from 0x80 up written as U+FFFD: simpler than
- * finding the invalid ones, and still valid JSON. Returns the length. */
-static size_t json_string(char *out, const char *s, size_t n) {
+size_t sy_v1_json_string(char *out, const char *s, size_t n) {
     bool valid = sy_utf8_is_valid((const uint8_t *)s, n);
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
@@ -81,14 +77,14 @@ static size_t json_string(char *out, const char *s, size_t n) {
 /* The text frame "c" + json[0..n). */
 static sy_refbuf_t *notice(const char *json, size_t n) { return frame2(SY_WS_OP_TEXT, "c", 1, json, n, false); }
 
-#define NOTICE_FIXED 256 /* everything but the topic */
+#define NOTICE_FIXED 256 /* everything but the topic and the owner's members */
 
 sy_refbuf_t *sy_v1_subscribed_frame(const sy_v1_subscribed_t *n) {
-    char buf[NOTICE_FIXED + 6 * 1024];
+    char buf[NOTICE_FIXED + 6 * 1024 + SY_V1_EXTRA_MAX];
     if (n->topic_len > 1024)
         return NULL;
     size_t o = (size_t)snprintf(buf, sizeof(buf), "{\"type\":\"subscribed\",\"topic\":\"");
-    o += json_string(buf + o, n->topic, n->topic_len);
+    o += sy_v1_json_string(buf + o, n->topic, n->topic_len);
     o += (size_t)snprintf(buf + o, sizeof(buf) - o, "\",\"id\":%u", (unsigned)n->id);
     if (n->history)
         o += (size_t)snprintf(buf + o, sizeof(buf) - o, ",\"epoch\":\"%016llx\",\"offset\":\"%llu\"",
@@ -99,6 +95,14 @@ sy_refbuf_t *sy_v1_subscribed_frame(const sy_v1_subscribed_t *n) {
         if (n->reason != SY_V1_RECOVERED)
             o += (size_t)snprintf(buf + o, sizeof(buf) - o, ",\"reason\":\"%s\"", sy_v1_reason_name(n->reason));
     }
+    if (n->extra_len > 0) {
+        /* The owner's members (an answer to a client's subscribe): a ','
+         * then JSON members, made by JS's JSON.stringify. */
+        if (n->extra_len > sizeof(buf) - o - 1)
+            return NULL;
+        memcpy(buf + o, n->extra, n->extra_len);
+        o += n->extra_len;
+    }
     o += (size_t)snprintf(buf + o, sizeof(buf) - o, "}");
     return notice(buf, o);
 }
@@ -108,7 +112,7 @@ sy_refbuf_t *sy_v1_unsubscribed_frame(const char *topic, size_t topic_len, uint3
     if (topic_len > 1024)
         return NULL;
     size_t o = (size_t)snprintf(buf, sizeof(buf), "{\"type\":\"unsubscribed\",\"topic\":\"");
-    o += json_string(buf + o, topic, topic_len);
+    o += sy_v1_json_string(buf + o, topic, topic_len);
     o += (size_t)snprintf(buf + o, sizeof(buf) - o, "\",\"id\":%u}", (unsigned)id);
     return notice(buf, o);
 }

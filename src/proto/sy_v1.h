@@ -66,7 +66,20 @@ typedef struct sy_v1_subscribed {
     bool resumed; /* the client gave a position: since, reason */
     uint64_t since;
     sy_v1_reason_t reason;
+    const char *extra; /* members added at the end: "," then JSON members (e.g. a
+                          client's request id), extra_len <= SY_V1_EXTRA_MAX; or NULL */
+    size_t extra_len;
 } sy_v1_subscribed_t;
+
+/* The most bytes of a notice's extra members. */
+#define SY_V1_EXTRA_MAX 8192
+
+/* Writes s[0..n) as the body of a JSON string (no quotes) into out (6 bytes
+ * per input byte at most). Bytes that are not valid UTF-8 (none from JS
+ * are) are each written as U+FFFD when s is not valid UTF-8 as a whole:
+ * simpler than finding the invalid ones, and still valid JSON. Returns the
+ * length. */
+size_t sy_v1_json_string(char *out, const char *s, size_t n);
 
 /* The "subscribed" notice (a text frame). */
 sy_refbuf_t *sy_v1_subscribed_frame(const sy_v1_subscribed_t *n);

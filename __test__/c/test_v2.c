@@ -1,0 +1,241 @@
+/* sy_v2: a symphony.v2 client's frames (docs/protocol.md, "Clients ask"),
+ * parsed from inputs placed against a guard page (an over-read faults):
+ * each kind well formed (a batch subscribe with since, token and data; an
+ * unsubscribe; a publish and a request whose payload holds '\n' and
+ * arbitrary bytes; an application message), and every malformed shape
+ * answered with its reason and, where one could be read, the request id;
+ * an unknown kind told apart from a malformed frame; the answers the IO
+ * thread builds (error, refused, unsubscribed) as valid JSON with their
+ * strings escaped. Leaks: LeakSanitizer (make test) and valgrind. */
+#include "guard.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "proto/sy_v2.h"
+
+static sy_v2_status_t parse_str(guard_t *g, const char *s, sy_v2_frame_t *f, const char **why) {
+    const uint8_t *p = guard_place(g, s, strlen(s));
+    return sy_v2_parse(p, strlen(s), f, why);
+}
+
+/* The frame's payload (after the WebSocket header) equals want. */
+static bool payload_is(const sy_refbuf_t *m, const char *want) {
+    return m != NULL && m->len - m->hlen == strlen(want) && memcmp(m->data + m->hlen, want, strlen(want)) == 0;
+}
+
+static void test_direct(void) {
+    guard_t g;
+    sy_v2_frame_t f;
+    const char *why = NULL;
+    CHECK(parse_str(&g, "d\nhello\nworld", &f, &why) == SY_V2_OK);
+    CHECK(f.kind == SY_V2_DIRECT);
+    CHECK(f.payload_len == 11 && memcmp(f.payload, "hello\nworld", 11) == 0);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+    CHECK(parse_str(&g, "d\n", &f, &why) == SY_V2_OK);
+    CHECK(f.payload_len == 0);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+    CHECK(parse_str(&g, "dx\nhello", &f, &why) == SY_V2_BAD);
+    guard_release(&g);
+    CHECK(parse_str(&g, "d", &f, &why) == SY_V2_BAD);
+    guard_release(&g);
+}
+
+static void test_subscribe(void) {
+    guard_t g;
+    sy_v2_frame_t f;
+    const char *why = NULL;
+    const char *in =
+        "s{\"subs\":[{\"rid\":1,\"topic\":\"room.1\"},"
+        "{\"rid\":4294967295,\"topic\":\"caf\\u00e9\",\"since\":{\"epoch\":\"3F9a0c1d2e4b5a69\",\"offset\":"
+        "\"18446744073709551615\"},\"token\":\"a.b.c\",\"data\":{\"x\":[1,true,null,\"\\n\"]}}],"
+        "\"resub\":true}";
+    CHECK(parse_str(&g, in, &f, &why) == SY_V2_OK);
+    CHECK(f.kind == SY_V2_SUBSCRIBE);
+    CHECK(f.nsubs == 2);
+    CHECK(f.resub);
+    sy_v2_sub_t s;
+    CHECK(sy_v2_sub_at(&f, 0, &s));
+    CHECK(s.rid == 1 && s.topic_len == 6 && memcmp(s.topic, "room.1", 6) == 0);
+    CHECK(!s.has_since && s.token == NULL && s.data == NULL);
+    CHECK(sy_v2_sub_at(&f, 1, &s));
+    CHECK(s.rid == 4294967295u);
+    CHECK(s.topic_len == 5 && memcmp(s.topic, "caf\xc3\xa9", 5) == 0);
+    CHECK(s.has_since && s.epoch == 0x3f9a0c1d2e4b5a69ull && s.offset == UINT64_MAX);
+    CHECK(s.token_len == 5 && memcmp(s.token, "a.b.c", 5) == 0);
+    CHECK(s.data != NULL && s.data_len == strlen("{\"x\":[1,true,null,\"\\n\"]}") &&
+          memcmp(s.data, "{\"x\":[1,true,null,\"\\n\"]}", s.data_len) == 0);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+
+    /* An offset as a JSON integer; resub absent is false. */
+    CHECK(parse_str(&g,
+                    "s{\"subs\":[{\"rid\":0,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":7}}]}",
+                    &f, &why) == SY_V2_OK);
+    CHECK(!f.resub);
+    CHECK(sy_v2_sub_at(&f, 0, &s) && s.has_since && s.offset == 7);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+
+    /* since: null is no position. */
+    CHECK(parse_str(&g, "s{\"subs\":[{\"rid\":0,\"topic\":\"t\",\"since\":null}]}", &f, &why) == SY_V2_OK);
+    CHECK(sy_v2_sub_at(&f, 0, &s) && !s.has_since);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+}
+
+/* in is malformed: SY_V2_BAD, with a reason and (has_rid, rid). */
+#define BAD(in, want_rid, rid_value) bad_((in), (want_rid), (rid_value), __LINE__)
+static void bad_(const char *in, bool want_rid, uint32_t rid, int line) {
+    guard_t g;
+    sy_v2_frame_t f;
+    const char *why = NULL;
+    sy_v2_status_t st = parse_str(&g, in, &f, &why);
+    check_count++;
+    if (st != SY_V2_BAD || why == NULL || why[0] == '\0' || f.has_rid != want_rid || (want_rid && f.rid != rid)) {
+        check_failures++;
+        fprintf(stderr, "%s:%d: %s: status %d, why \"%s\", rid %d/%u\n", __FILE__, line, in, (int)st,
+                why ? why : "(null)", (int)f.has_rid, (unsigned)f.rid);
+    }
+    CHECK(f.doc == NULL && f.texts == NULL); /* nothing held */
+    guard_release(&g);
+}
+
+static void test_malformed(void) {
+    BAD("", false, 0);
+    BAD("s", false, 0);
+    BAD("s{", false, 0);
+    BAD("s[]", false, 0);
+    BAD("s{\"subs\":[]}", false, 0);
+    BAD("s{\"subs\":{}}", false, 0);
+    BAD("s{\"subs\":[1]}", false, 0);
+    BAD("s{\"subs\":[{\"topic\":\"t\"}]}", false, 0);
+    BAD("s{\"subs\":[{\"rid\":-1,\"topic\":\"t\"}]}", false, 0);
+    BAD("s{\"subs\":[{\"rid\":4294967296,\"topic\":\"t\"}]}", false, 0);
+    BAD("s{\"subs\":[{\"rid\":1.5,\"topic\":\"t\"}]}", false, 0);
+    BAD("s{\"subs\":[{\"rid\":2}]}", true, 2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"\"}]}", true, 2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":5}]}", true, 2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"123\",\"offset\":\"1\"}}]}", true, 2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"zzzzzzzzzzzzzzzz\",\"offset\":\"1\"}}]}", true,
+        2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":\"-1\"}}]}", true,
+        2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":"
+        "\"18446744073709551616\"}}]}",
+        true, 2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":\"\"}}]}", true,
+        2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":5}]}", true, 2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"token\":\"\"}]}", true, 2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"token\":7}]}", true, 2);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"}],\"resub\":1}", false, 0);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"},{\"rid\":3}]}", false, 0);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"}]}trailing", false, 0);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",}]}", false, 0);     /* trailing comma */
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"/*c*/}]}", false, 0); /* comment */
+    BAD("s{\"subs\":[{\"rid\":NaN,\"topic\":\"t\"}]}", false, 0);
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"\xff\"}]}", false, 0); /* invalid UTF-8 */
+    BAD("u{\"topic\":\"t\"}", false, 0);
+    BAD("u{\"rid\":9}", true, 9);
+    BAD("u{\"rid\":9,\"topic\":\"\"}", true, 9);
+    BAD("u[1]", false, 0);
+    BAD("p{\"rid\":3,\"topic\":\"t\"}", false, 0); /* no '\n' before the payload */
+    BAD("p{\"rid\":3}\npayload", true, 3);
+    BAD("p{\"topic\":\"t\"}\npayload", false, 0);
+    BAD("p\npayload", false, 0);
+    BAD("r{}\nx", false, 0);
+    BAD("r{\"rid\":\"1\"}\nx", false, 0);
+    BAD("r{\"rid\":1}", false, 0);
+
+    /* Topics at and over 1024 bytes. */
+    char in[1200];
+    char topic[1026];
+    memset(topic, 'a', sizeof(topic));
+    topic[1025] = '\0';
+    snprintf(in, sizeof(in), "u{\"rid\":1,\"topic\":\"%s\"}", topic);
+    BAD(in, true, 1);
+    topic[1024] = '\0';
+    guard_t g;
+    sy_v2_frame_t f;
+    const char *why;
+    snprintf(in, sizeof(in), "u{\"rid\":1,\"topic\":\"%s\"}", topic);
+    CHECK(parse_str(&g, in, &f, &why) == SY_V2_OK && f.topic_len == 1024);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+}
+
+static void test_unknown(void) {
+    guard_t g;
+    sy_v2_frame_t f;
+    const char *why = NULL;
+    CHECK(parse_str(&g, "x{\"rid\":1}", &f, &why) == SY_V2_UNKNOWN);
+    CHECK(f.doc == NULL);
+    guard_release(&g);
+    CHECK(parse_str(&g, "{\"type\":\"subscribe\"}", &f, &why) == SY_V2_UNKNOWN);
+    guard_release(&g);
+}
+
+static void test_publish_request(void) {
+    guard_t g;
+    sy_v2_frame_t f;
+    const char *why = NULL;
+    static const char in[] = "p{\"rid\":12,\"topic\":\"chat.7\"}\n{\"text\":\"a\\nb\"}\nmore";
+    CHECK(parse_str(&g, in, &f, &why) == SY_V2_OK);
+    CHECK(f.kind == SY_V2_PUBLISH && f.has_rid && f.rid == 12);
+    CHECK(f.topic_len == 6 && memcmp(f.topic, "chat.7", 6) == 0);
+    const char *body = strchr(in, '\n') + 1;
+    CHECK(f.payload_len == strlen(body) && memcmp(f.payload, body, f.payload_len) == 0);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+
+    /* Binary payload bytes (0x00, 0xff) after the head. */
+    uint8_t bin[] = {'r', '{', '"', 'r', 'i', 'd', '"', ':', '5', '}', '\n', 0x00, 0xff, 0x0a};
+    const uint8_t *p = guard_place(&g, bin, sizeof(bin));
+    CHECK(sy_v2_parse(p, sizeof(bin), &f, &why) == SY_V2_OK);
+    CHECK(f.kind == SY_V2_REQUEST && f.rid == 5 && f.payload_len == 3 && f.payload[1] == 0xff);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+
+    /* An empty payload. */
+    CHECK(parse_str(&g, "r{\"rid\":6}\n", &f, &why) == SY_V2_OK);
+    CHECK(f.payload_len == 0);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+}
+
+static void test_answers(void) {
+    sy_refbuf_t *m = sy_v2_error_frame(true, 7, "bad-request", "the head is not valid JSON");
+    CHECK(payload_is(
+        m, "c{\"type\":\"error\",\"rid\":7,\"code\":\"bad-request\",\"reason\":\"the head is not valid JSON\"}"));
+    CHECK(m != NULL && m->data[0] == 0x81); /* a final text frame */
+    sy_refbuf_release(m);
+    m = sy_v2_error_frame(false, 0, "unknown-kind", "say \"what\"\n");
+    CHECK(payload_is(
+        m, "c{\"type\":\"error\",\"rid\":null,\"code\":\"unknown-kind\",\"reason\":\"say \\\"what\\\"\\u000a\"}"));
+    sy_refbuf_release(m);
+    m = sy_v2_refused_frame(3, "a\\b", 3, "too-many-subscriptions", "max");
+    CHECK(payload_is(m, "c{\"type\":\"refused\",\"rid\":3,\"topic\":\"a\\\\b\",\"code\":\"too-many-subscriptions\","
+                        "\"reason\":\"max\"}"));
+    sy_refbuf_release(m);
+    m = sy_v2_unsubscribed_frame(4, "t", 1);
+    CHECK(payload_is(m, "c{\"type\":\"unsubscribed\",\"rid\":4,\"topic\":\"t\"}"));
+    sy_refbuf_release(m);
+    char big[SY_V2_TOPIC_MAX + 2];
+    memset(big, 'x', sizeof(big));
+    CHECK(sy_v2_refused_frame(1, big, sizeof(big), "c", "r") == NULL);
+}
+
+int main(void) {
+    test_direct();
+    test_subscribe();
+    test_malformed();
+    test_unknown();
+    test_publish_request();
+    test_answers();
+    return check_report("test_v2");
+}

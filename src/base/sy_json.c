@@ -1,0 +1,36 @@
+/* sy_json — see sy_json.h. */
+#include "base/sy_json.h"
+
+#include <stdint.h>
+
+#include "base/sy_alloc.h"
+
+static void *json_malloc(void *ctx, size_t size) {
+    (void)ctx;
+    return sy_malloc(size);
+}
+
+static void *json_realloc(void *ctx, void *ptr, size_t old_size, size_t size) {
+    (void)ctx;
+    (void)old_size;
+    return sy_realloc(ptr, size);
+}
+
+static void json_free(void *ctx, void *ptr) {
+    (void)ctx;
+    sy_free(ptr);
+}
+
+static const yyjson_alc ALC = {json_malloc, json_realloc, json_free, NULL};
+
+const yyjson_alc *sy_json_alc(void) { return &ALC; }
+
+yyjson_doc *sy_json_read(const char *p, size_t len, bool *nomem) {
+    yyjson_read_err err;
+    /* The input is only read: without YYJSON_READ_INSITU yyjson copies it. */
+    yyjson_doc *doc = yyjson_read_opts((char *)(uintptr_t)p, len, YYJSON_READ_NOFLAG, &ALC, &err);
+    *nomem = doc == NULL && err.code == YYJSON_READ_ERROR_MEMORY_ALLOCATION;
+    return doc;
+}
+
+void sy_json_free(void *text) { sy_free(text); }

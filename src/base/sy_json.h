@@ -1,0 +1,36 @@
+/*
+ * sy_json — the one JSON reader of src/: yyjson (deps/yyjson.sh), with its
+ * memory from sy_alloc (base/sy_alloc.h), so a document parsed on an IO
+ * thread lives in that thread's arena and nothing process-wide is set.
+ *
+ * Every parse in src/ goes through sy_json_read (strict JSON: no comments,
+ * no trailing commas, no NaN or Infinity; UTF-8 checked); the values are
+ * read with yyjson's own accessors (yyjson_obj_get, yyjson_get_str, ...).
+ *
+ * Threads: any thread; a document is used by one thread at a time.
+ *
+ * Ownership: sy_json_read returns a document the caller frees with
+ * yyjson_doc_free; its strings are copies (the input is not kept or
+ * written). Text made by yyjson's writers with sy_json_alc() is freed with
+ * sy_json_free.
+ *
+ * Errors: sy_json_read returns NULL with *nomem true when out of memory,
+ * false when the text is not JSON.
+ */
+#ifndef SY_JSON_H
+#define SY_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <yyjson.h>
+
+/* The allocator of every yyjson call in src/. */
+const yyjson_alc *sy_json_alc(void);
+/* Parses p[0..len) as strict JSON; NULL when it is not (or out of memory:
+ * *nomem). */
+yyjson_doc *sy_json_read(const char *p, size_t len, bool *nomem);
+/* Frees text a yyjson writer made with sy_json_alc() (NULL: nothing). */
+void sy_json_free(void *text);
+
+#endif

@@ -1,0 +1,349 @@
+/* sy_ask — see sy_ask.h. */
+#include "io/sy_ask.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/sy_alloc.h"
+#include "io/sy_history.h"
+#include "io/sy_io_thread.h"
+#include "proto/sy_v1.h"
+#include "proto/sy_v2.h"
+#include "proto/sy_ws_frame.h"
+
+/* One ask the owner has not answered yet. */
+typedef struct pending {
+    uint32_t rid;
+    char kind;          /* 's', 'p', 'r' */
+    uint16_t topic_len; /* s: its topic (a copy), to drop it on an unsubscribe */
+    char *topic;
+} pending_t;
+
+/* A connection's asks: those pending, and its malformed frames so far. */
+typedef struct sy_ask_conn {
+    uint32_t n, cap;
+    uint32_t bad;
+    pending_t *p;
+} ask_conn_t;
+
+/* The thread's table: one pointer per slot (io/sy_io_thread.h's ctx). */
+static ask_conn_t **slot_ref(sy_io_t *io, uint32_t slot, bool make) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    if (slot >= x->asks_cap) {
+        if (!make)
+            return NULL;
+        uint32_t cap = x->asks_cap ? x->asks_cap : 64;
+        while (cap <= slot)
+            cap *= 2;
+        struct sy_ask_conn **a = sy_realloc(x->asks, (size_t)cap * sizeof(*a));
+        if (a == NULL)
+            return NULL;
+        memset(a + x->asks_cap, 0, (size_t)(cap - x->asks_cap) * sizeof(*a));
+        x->asks = a;
+        x->asks_cap = cap;
+    }
+    return &x->asks[slot];
+}
+
+static ask_conn_t *state_of(sy_io_t *io, sy_conn_t *c, bool make) {
+    ask_conn_t **r = slot_ref(io, c->slot, make);
+    if (r == NULL)
+        return NULL;
+    if (*r == NULL && make)
+        *r = sy_calloc(1, sizeof(**r));
+    return *r;
+}
+
+static void state_free(ask_conn_t *a) {
+    if (a == NULL)
+        return;
+    for (uint32_t i = 0; i < a->n; i++)
+        sy_free(a->p[i].topic);
+    sy_free(a->p);
+    sy_free(a);
+}
+
+/* Queues an answer frame (NULL: out of memory, closes c). */
+static void answer(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
+    if (m == NULL) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    if (!sy_conn_push(io, c, m, false))
+        sy_refbuf_release(m);
+}
+
+/* A malformed frame: its error answer, and c closed past SY_ASK_BAD_MAX. */
+static void malformed(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, bool has_rid, uint32_t rid, const char *why) {
+    sy_stat_inc(&sy_io_ctx(io)->stats.ask_errors);
+    if (++a->bad > SY_ASK_BAD_MAX) {
+        sy_conn_fail(io, c, 1008, "too many malformed commands");
+        return;
+    }
+    answer(io, c, sy_v2_error_frame(has_rid, rid, "bad-request", why));
+}
+
+static bool add_pending(ask_conn_t *a, char kind, uint32_t rid, const char *topic, size_t topic_len) {
+    if (a->n == a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : 4;
+        pending_t *p = sy_realloc(a->p, (size_t)cap * sizeof(*p));
+        if (p == NULL)
+            return false;
+        a->p = p;
+        a->cap = cap;
+    }
+    pending_t *e = &a->p[a->n];
+    *e = (pending_t){.rid = rid, .kind = kind};
+    if (topic != NULL) {
+        if ((e->topic = sy_malloc(topic_len)) == NULL)
+            return false;
+        memcpy(e->topic, topic, topic_len);
+        e->topic_len = (uint16_t)topic_len;
+    }
+    a->n++;
+    return true;
+}
+
+static void remove_pending(ask_conn_t *a, uint32_t i) {
+    sy_free(a->p[i].topic);
+    a->p[i] = a->p[--a->n];
+}
+
+static bool pending_topic(const ask_conn_t *a, const char *topic, size_t len) {
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->p[i].kind == 's' && a->p[i].topic_len == len && memcmp(a->p[i].topic, topic, len) == 0)
+            return true;
+    return false;
+}
+
+/* c's subscription to the topic named so, or NULL. */
+static sy_sub_t *held(sy_conn_t *c, const char *topic, size_t len) {
+    for (uint32_t i = 0; i < c->nsubs; i++) {
+        sy_topic_t *t = c->subs[i].topic;
+        if (t->name_len == len && memcmp(t->name, topic, len) == 0)
+            return &c->subs[i];
+    }
+    return NULL;
+}
+
+/* Emits an SY_EV_ASK with n strings (u32 length, bytes). */
+static void emit(sy_io_t *io, sy_conn_t *c, char kind, uint16_t code, const char *const *s, const size_t *len,
+                 size_t n) {
+    const void *parts[10];
+    size_t lens[10];
+    uint32_t sizes[5];
+    for (size_t i = 0; i < n; i++) {
+        sizes[i] = (uint32_t)len[i];
+        parts[2 * i] = &sizes[i];
+        lens[2 * i] = sizeof(uint32_t);
+        parts[2 * i + 1] = s[i];
+        lens[2 * i + 1] = len[i];
+    }
+    sy_io_emitv(io, sy_conn_id(io, c), SY_EV_ASK, (uint8_t)kind, code, parts, lens, 2 * n);
+}
+
+/* A subscribe to a topic c holds: its place now, no decision. */
+static void answer_held(sy_io_t *io, sy_conn_t *c, sy_sub_t *s, uint32_t rid) {
+    sy_topic_t *t = s->topic;
+    sy_v1_subscribed_t n = {.topic = t->name, .topic_len = t->name_len, .id = t->id};
+    sy_hist_t *g = &sy_io_ctx(io)->shared->hist;
+    sy_hist_lock(g);
+    sy_history_t *h = atomic_load_explicit(&t->hist, memory_order_relaxed);
+    if (h != NULL && h->size > 0) {
+        n.history = true;
+        n.epoch = h->epoch;
+        n.offset = h->last;
+    }
+    sy_hist_unlock(g);
+    char extra[48];
+    n.extra_len = (size_t)snprintf(extra, sizeof(extra), ",\"rid\":%u,\"held\":true", (unsigned)rid);
+    n.extra = extra;
+    answer(io, c, sy_v1_subscribed_frame(&n));
+}
+
+static void subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f) {
+    const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
+    for (size_t i = 0; i < f->nsubs && c->state == SY_CONN_OPEN; i++) {
+        sy_v2_sub_t s;
+        if (!sy_v2_sub_at(f, i, &s)) {
+            sy_conn_fail_oom(io, c);
+            return;
+        }
+        sy_sub_t *have = held(c, s.topic, s.topic_len);
+        if (have != NULL) {
+            answer_held(io, c, have, s.rid);
+            continue;
+        }
+        const char *code = NULL, *why = NULL;
+        if (pending_topic(a, s.topic, s.topic_len)) {
+            code = "pending";
+            why = "a subscribe to this topic is waiting for its answer";
+        } else if (o->max_subscriptions > 0 && c->nsubs + a->n >= o->max_subscriptions) {
+            code = "too-many-subscriptions";
+            why = "this connection holds maxSubscriptions subscriptions";
+        } else if (a->n >= o->max_pending) {
+            code = "too-many-pending";
+            why = "this connection has maxPending asks waiting for answers";
+        }
+        if (code != NULL) {
+            sy_stat_inc(&sy_io_ctx(io)->stats.ask_refused);
+            answer(io, c, sy_v2_refused_frame(s.rid, s.topic, s.topic_len, code, why));
+            continue;
+        }
+        if (!add_pending(a, 's', s.rid, s.topic, s.topic_len)) {
+            sy_conn_fail_oom(io, c);
+            return;
+        }
+        char rid[11], since[16 + 1 + 20 + 1];
+        size_t rid_len = (size_t)snprintf(rid, sizeof(rid), "%u", (unsigned)s.rid);
+        size_t since_len = s.has_since ? (size_t)snprintf(since, sizeof(since), "%016llx:%llu",
+                                                          (unsigned long long)s.epoch, (unsigned long long)s.offset)
+                                       : 0;
+        const char *strs[5] = {rid, s.topic, since, s.token ? s.token : "", s.data ? s.data : ""};
+        size_t lens[5] = {rid_len, s.topic_len, since_len, s.token_len, s.data_len};
+        emit(io, c, 's', f->resub ? SY_ASK_RESUB : 0, strs, lens, 5);
+        sy_stat_inc(&sy_io_ctx(io)->stats.ask_subscribes);
+    }
+}
+
+static void unsubscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f) {
+    bool was = false;
+    for (uint32_t i = 0; i < a->n;) {
+        if (a->p[i].kind == 's' && a->p[i].topic_len == f->topic_len &&
+            memcmp(a->p[i].topic, f->topic, f->topic_len) == 0) {
+            remove_pending(a, i); /* the owner's answer will find it gone */
+            was = true;
+        } else {
+            i++;
+        }
+    }
+    sy_sub_t *have = held(c, f->topic, f->topic_len);
+    if (have != NULL) {
+        /* The "unsubscribed" notice (sy_resume.h) is the answer. */
+        (void)sy_conn_unsubscribe(io, c, have->topic);
+        was = true;
+    } else {
+        answer(io, c, sy_v2_unsubscribed_frame(f->rid, f->topic, f->topic_len));
+    }
+    if (was) {
+        char rid[11];
+        size_t rid_len = (size_t)snprintf(rid, sizeof(rid), "%u", (unsigned)f->rid);
+        const char *strs[2] = {rid, f->topic};
+        size_t lens[2] = {rid_len, f->topic_len};
+        emit(io, c, 'u', 0, strs, lens, 2);
+    }
+}
+
+/* A publish or a request: to the owner, pending until answered. */
+static void ask_owner(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f, unsigned opcode) {
+    if (a->n >= sy_io_ctx(io)->shared->opts.max_pending) {
+        sy_stat_inc(&sy_io_ctx(io)->stats.ask_refused);
+        answer(io, c,
+               sy_v2_error_frame(true, f->rid, "too-many-pending",
+                                 "this connection has maxPending asks waiting for answers"));
+        return;
+    }
+    if (!add_pending(a, (char)f->kind, f->rid, NULL, 0)) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    char rid[11];
+    size_t rid_len = (size_t)snprintf(rid, sizeof(rid), "%u", (unsigned)f->rid);
+    uint16_t code = opcode == SY_WS_OP_BINARY ? SY_ASK_BINARY : 0;
+    if (f->kind == SY_V2_PUBLISH) {
+        const char *strs[3] = {rid, f->topic, (const char *)f->payload};
+        size_t lens[3] = {rid_len, f->topic_len, f->payload_len};
+        emit(io, c, 'p', code, strs, lens, 3);
+        sy_stat_inc(&sy_io_ctx(io)->stats.ask_publishes);
+    } else {
+        const char *strs[2] = {rid, (const char *)f->payload};
+        size_t lens[2] = {rid_len, f->payload_len};
+        emit(io, c, 'r', code, strs, lens, 2);
+        sy_stat_inc(&sy_io_ctx(io)->stats.ask_requests);
+    }
+}
+
+void sy_ask_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
+    if (n > 0 && p[0] == SY_V2_DIRECT && n >= 2 && p[1] == '\n') {
+        /* The common case, without a parse: an application message. */
+        sy_io_emit(io, sy_conn_id(io, c), SY_EV_MESSAGE, opcode == SY_WS_OP_BINARY ? 1 : 0, 0, p + 2, n - 2);
+        return;
+    }
+    ask_conn_t *a = state_of(io, c, true);
+    if (a == NULL) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    sy_v2_frame_t f;
+    const char *why = "";
+    sy_v2_status_t st = sy_v2_parse(p, n, &f, &why);
+    switch (st) {
+    case SY_V2_OK:
+        break;
+    case SY_V2_UNKNOWN:
+        sy_stat_inc(&sy_io_ctx(io)->stats.ask_errors);
+        answer(io, c, sy_v2_error_frame(false, 0, "unknown-kind", "this server does not know that kind of frame"));
+        return;
+    case SY_V2_NOMEM:
+        sy_conn_fail_oom(io, c);
+        return;
+    default:
+        malformed(io, c, a, f.has_rid, f.rid, why);
+        return;
+    }
+    switch (f.kind) {
+    case SY_V2_SUBSCRIBE:
+        subscribe(io, c, a, &f);
+        break;
+    case SY_V2_UNSUBSCRIBE:
+        unsubscribe(io, c, a, &f);
+        break;
+    case SY_V2_PUBLISH:
+    case SY_V2_REQUEST:
+        ask_owner(io, c, a, &f, opcode);
+        break;
+    default: /* 'd' with its "\n" was taken above; a bare "d" is malformed */
+        break;
+    }
+    sy_v2_frame_free(&f);
+}
+
+bool sy_ask_answer_held(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, uint32_t rid) {
+    for (uint32_t i = 0; i < c->nsubs; i++) {
+        if (c->subs[i].topic == t) {
+            answer_held(io, c, &c->subs[i], rid);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool sy_ask_settle(sy_io_t *io, sy_conn_t *c, uint32_t rid) {
+    ask_conn_t *a = state_of(io, c, false);
+    if (a == NULL)
+        return false;
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (a->p[i].rid == rid) {
+            remove_pending(a, i);
+            return true;
+        }
+    }
+    return false;
+}
+
+void sy_ask_forget(sy_io_t *io, sy_conn_t *c) {
+    ask_conn_t **r = slot_ref(io, c->slot, false);
+    if (r == NULL || *r == NULL)
+        return;
+    state_free(*r);
+    *r = NULL;
+}
+
+void sy_ask_free_all(sy_io_t *io) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    for (uint32_t i = 0; i < x->asks_cap; i++)
+        state_free(x->asks[i]);
+    sy_free(x->asks);
+    x->asks = NULL;
+    x->asks_cap = 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * sy_ask — what a symphony.v2 client asks (proto/sy_v2.h), on the IO
+ * thread that owns it: its application messages go to the owner as
+ * SY_EV_MESSAGE (without their "d\n"); its subscribes, publishes and
+ * requests go to the owner as SY_EV_ASK events to decide (the application's
+ * hooks), each then pending until the owner answers it (sy_ask_settle);
+ * its unsubscribes are done here at once. What needs no decision is
+ * answered here: a malformed frame (an error answer; past
+ * SY_ASK_BAD_MAX of them the connection is closed 1008), a kind this
+ * server does not know (an error answer), a subscribe past
+ * max_subscriptions or past max_pending answers (refused), a subscribe to a
+ * topic the connection holds (answered with its place, no decision).
+ *
+ * SY_EV_ASK (sy_events.h): flags = the kind ('s', 'p', 'r', 'u'); code:
+ * SY_ASK_BINARY (p, r: the payload came in a binary frame) | SY_ASK_RESUB
+ * (s: the client is subscribing again after a reconnect); payload: a
+ * sequence of u32-length-prefixed strings (as SY_EV_UPGRADE's):
+ *   s: rid (decimal), topic, since ("<epoch hex>:<offset>" or ""), token, data (JSON or "")
+ *   p: rid, topic, payload
+ *   r: rid, payload
+ *   u: rid, topic (done already: the owner drops what it had pending for it)
+ *
+ * Threads: the IO thread that owns the connection.
+ *
+ * Ownership: a connection's pending asks live in a table of the thread's
+ * (one pointer per slot, made when a connection first asks), freed by
+ * sy_ask_forget when it goes and by sy_ask_free_all with the thread.
+ *
+ * Errors: none to the caller: out of memory closes the connection (1011).
+ */
+#ifndef SY_ASK_H
+#define SY_ASK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/sy_conn.h"
+#include "io/sy_io.h"
+
+#define SY_ASK_BINARY 1u
+#define SY_ASK_RESUB 2u
+/* Malformed frames a connection may send; the next one closes it (1008). */
+#define SY_ASK_BAD_MAX 16
+
+/* A message from c, which speaks symphony.v2 (opcode text or binary). */
+void sy_ask_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n);
+/* The owner answers c's ask rid: true when it was pending (and is no
+ * longer); false when it is not (answered already, or dropped: the client
+ * unsubscribed meanwhile), and the owner's answer is dropped. */
+bool sy_ask_settle(sy_io_t *io, sy_conn_t *c, uint32_t rid);
+/* When c holds t already, answers the ask rid with the "subscribed"
+ * notice of its place now (no replay) and returns true. */
+bool sy_ask_answer_held(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, uint32_t rid);
+/* c goes: its pending asks are dropped. */
+void sy_ask_forget(sy_io_t *io, sy_conn_t *c);
+/* The thread ends: every table freed. */
+void sy_ask_free_all(sy_io_t *io);
+
+#endif
