@@ -125,3 +125,34 @@ test('docs: the README quick start runs as printed', async (t) => {
   await until(() => /closed \(1005\)[\s\S]*closed \(1005\)/.test(out));
   assert.match(out, /connection \d+ closed \(1005\)/);
 });
+
+test('docs: the README\'s "Clients subscribe, publish and request" blocks run as printed', async (t) => {
+  const readme = read('README.md');
+  const section = readme.slice(readme.indexOf('## Clients subscribe, publish and request'));
+  const [server, client] = [...section.matchAll(/```js\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]);
+  assert.match(server, /port: 8080/);
+  assert.match(client, /ws:\/\/localhost:8080\//);
+  const run = (code) => spawn(process.execPath, ['-e', code], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const srv = run(server.replace('port: 8080', 'port: 0'));
+  t.after(() => srv.kill());
+  let out = '';
+  const url = await new Promise((resolve, reject) => {
+    srv.stdout.on('data', (d) => {
+      out += d;
+      const m = /ws:\/\/localhost:\d+\//.exec(out);
+      if (m) resolve(m[0]);
+    });
+    srv.once('exit', (code) => reject(new Error(`the server block exited with ${code}: ${out}`)));
+  });
+  const cli = run(client.replace('ws://localhost:8080/', url));
+  t.after(() => cli.kill());
+  let printed = '';
+  await new Promise((resolve, reject) => {
+    cli.stdout.on('data', (d) => {
+      printed += d;
+      if (/admin: \w+/.test(printed)) resolve();
+    });
+    cli.once('exit', (code) => reject(new Error(`the client block exited with ${code}: ${printed}`)));
+  });
+  assert.deepEqual(printed.trim().split('\n'), ['lobby #1: hello from the quick start', '{ members: 1 }', 'admin: forbidden']);
+});
