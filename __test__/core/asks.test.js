@@ -406,3 +406,29 @@ test('bad options: hooks must be functions, askTimeout and the limits in range',
   assert.throws(() => new Server({ maxSubscriptions: -1 }), { code: 'ERR_OUT_OF_RANGE' });
   assert.throws(() => new ClientError('Bad Code'), { code: 'ERR_INVALID_ARG_VALUE' });
 });
+
+test('asks are messages: the per-connection rate limit paces them (rateLimit close: 1008)', async () => {
+  let calls = 0;
+  const { server, url } = await startServer({
+    maxMessagesPerSecond: 5, messageBurst: 5, rateLimit: 'close', rateLimitGrace: 0,
+    onSubscribe: () => { calls++; return true; },
+  });
+  const c = await connectV2(url);
+  for (let i = 1; i <= 50; i++) c.sub({ rid: i, topic: `t${i}` });
+  assert.equal(await c.closed, 1008);
+  assert.ok(calls < 50, `the hook saw ${calls} of 50`);
+  assert.ok(server.stats().rateCloses >= 1);
+  assert.equal(await healthy(server, url), 'still here');
+});
+
+test('topics over 1,024 bytes and heads that are not UTF-8 are bad requests; a binary head is fine', async () => {
+  const { url } = await startServer({ onSubscribe: () => true });
+  const c = await connectV2(url);
+  c.sub({ rid: 1, topic: 'x'.repeat(1025) });
+  c.ws.send(Buffer.from([0x75, ...Buffer.from('{"rid":2,"topic":"'), 0xc3, 0x28, ...Buffer.from('"}')]));
+  c.ws.send(Buffer.from('s{"subs":[{"rid":3,"topic":"bin"}]}'));
+  await c.until(() => c.notices('error').length === 2, 10000, 'two errors');
+  assert.deepEqual(c.notices('error').map((e) => [e.code, e.rid]), [['bad-request', 1], ['bad-request', null]]);
+  await c.waitAnswer('subscribed', 3);
+  c.ws.close();
+});
