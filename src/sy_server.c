@@ -673,35 +673,12 @@ sy_err_t sy_server_send(sy_server_t *s, uint64_t id, const void *data, size_t le
 }
 
 /* A subscription to t (held, one reference) on io where the subscriber
- * must learn its position (t has history, or the caller gave since): its
- * head is read, its interest counted and its command queued under the
- * history lock (io/sy_history.h). */
+ * must learn its position (t has history, or the caller gave since):
+ * io/sy_park.h's sy_park_subscribe. */
 static int subscribe_at(sy_server_t *s, sy_io_t *io, uint64_t id, sy_topic_t *t, const sy_sub_pos_t *since,
                         const char *extra, size_t extra_len) {
-    sy_sub_pos_t *pos = sy_malloc(sizeof(*pos) + extra_len);
-    if (pos == NULL) {
-        sy_topic_release(&s->shared.topics, t);
-        return ENOMEM;
-    }
-    *pos = since != NULL ? *since : (sy_sub_pos_t){0};
-    pos->extra_len = (uint32_t)extra_len;
-    if (extra_len > 0)
-        memcpy(pos->extra, extra, extra_len);
-    sy_hist_t *g = &s->shared.hist;
-    sy_hist_lock(g);
-    (void)sy_hist_of(g, t, true);
-    sy_topic_add_interest(&s->shared.topics, t, sy_io_index(io));
-    sy_cmd_t cmd = {.type = SY_CMD_SUBSCRIBE, .conn = id, .topic = t, .pos = pos};
-    /* Queued now with its head, or once its topic is synced with Redis. */
-    int rc = sy_park_or_push(g, io, &cmd, sy_clock_ms());
-    sy_hist_unlock(g);
-    if (rc == EPIPE)
-        rc = ENOTCONN;
-    if (rc != 0) {
-        sy_free(pos);
-        sy_topic_drop_interest(&s->shared.topics, t, sy_io_index(io)); /* outside the lock: it may free t */
-    }
-    return rc;
+    int rc = sy_park_subscribe(&s->shared.hist, &s->shared.topics, io, id, t, since, extra, extra_len, sy_clock_ms());
+    return rc == EPIPE ? ENOTCONN : rc;
 }
 
 static int sub_cmd(sy_server_t *s, uint64_t id, const char *topic, size_t topic_len, uint8_t type,

@@ -2,6 +2,7 @@
 #include "io/sy_park.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "base/sy_alloc.h"
 #include "io/sy_topic.h"
@@ -103,4 +104,29 @@ void sy_park_discard(sy_park_t *list) {
         sy_io_cmd_discard(p->io, &p->cmd);
         sy_free(p);
     }
+}
+
+sy_err_t sy_park_subscribe(sy_hist_t *g, sy_topics_t *topics, sy_io_t *io, uint64_t id, sy_topic_t *t,
+                           const sy_sub_pos_t *since, const char *extra, size_t extra_len, int64_t now_ms) {
+    sy_sub_pos_t *pos = sy_malloc(sizeof(*pos) + extra_len);
+    if (pos == NULL) {
+        sy_topic_release(topics, t);
+        return ENOMEM;
+    }
+    *pos = since != NULL ? *since : (sy_sub_pos_t){0};
+    pos->extra_len = (uint32_t)extra_len;
+    if (extra_len > 0)
+        memcpy(pos->extra, extra, extra_len);
+    sy_hist_lock(g);
+    (void)sy_hist_of(g, t, true);
+    sy_topic_add_interest(topics, t, sy_io_index(io));
+    sy_cmd_t cmd = {.type = SY_CMD_SUBSCRIBE, .conn = id, .topic = t, .pos = pos};
+    /* Queued now with its head, or once its topic is synced with Redis. */
+    sy_err_t rc = sy_park_or_push(g, io, &cmd, now_ms);
+    sy_hist_unlock(g);
+    if (rc != 0) {
+        sy_free(pos);
+        sy_topic_drop_interest(topics, t, sy_io_index(io)); /* outside the lock: it may free t */
+    }
+    return rc;
 }

@@ -42,6 +42,17 @@ typedef struct sy_park sy_park_t;
  * heads) to io with its heads read now, or parks it while one of its
  * topics needs a sync (sy_hist_needs_sync). 0 or an errno value. */
 sy_err_t sy_park_or_push(sy_hist_t *g, sy_io_t *io, sy_cmd_t *cmd, int64_t now_ms);
+/* Not locked (takes the lock). The subscription of connection id (of io)
+ * to t (held: its one reference is handed over) where the subscriber must
+ * learn its position (t has history, or since is given): a position is
+ * made (since's fields, or none; extra[0..extra_len) for its notice,
+ * io/sy_io.h), t's history made when history is on by default, its
+ * interest counted and its command queued with its head (or parked) under
+ * the history lock, as io/sy_history.h's exactness needs. Any thread (the
+ * owner's subscribe, an IO thread's own for a client). 0, or ENOMEM or
+ * EPIPE (the thread has ended): t's reference is given back then. */
+sy_err_t sy_park_subscribe(sy_hist_t *g, struct sy_topics *topics, sy_io_t *io, uint64_t id, struct sy_topic *t,
+                           const sy_sub_pos_t *since, const char *extra, size_t extra_len, int64_t now_ms);
 /* Locked. The waits on t are over (t synced; NULL: every wait parked at or
  * before until_ms): each command is queued, or parks on another topic of
  * its own that needs a sync. Returns those that could not be queued. */
