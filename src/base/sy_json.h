@@ -15,7 +15,8 @@
  * sy_json_free.
  *
  * Errors: sy_json_read returns NULL with *nomem true when out of memory,
- * false when the text is not JSON.
+ * false when the text is not JSON; sy_json_read_err also says why in err
+ * (yyjson's words and the byte where it stopped, or "out of memory").
  */
 #ifndef SY_JSON_H
 #define SY_JSON_H
@@ -30,6 +31,9 @@ const yyjson_alc *sy_json_alc(void);
 /* Parses p[0..len) as strict JSON; NULL when it is not (or out of memory:
  * *nomem). */
 yyjson_doc *sy_json_read(const char *p, size_t len, bool *nomem);
+/* The same, with what is wrong in err[0..errlen) when it returns NULL
+ * ("unexpected character at byte 7"). */
+yyjson_doc *sy_json_read_err(const char *p, size_t len, bool *nomem, char *err, size_t errlen);
 /* Frees text a yyjson writer made with sy_json_alc() (NULL: nothing). */
 void sy_json_free(void *text);
 
