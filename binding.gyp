@@ -95,7 +95,8 @@
           'sources': ['binding/glibc/compat.c'],
         }],
         ['sy_openssl_dir!=""', {
-          'sources': ['<!@(ls -1 src/tls/*.c)'],
+          # TLS, and tokens' verification (src/auth: OpenSSL's signatures).
+          'sources': ['<!@(ls -1 src/tls/*.c src/auth/*.c)'],
           'defines': ['SY_WITH_TLS'],
           # Node's own OpenSSL headers are not in the --nodedir that
           # scripts/node-headers.js makes; sy_tls.c refuses anything older

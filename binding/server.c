@@ -20,6 +20,8 @@
 #include "sy_napi.h"
 #include "sy_server.h"
 #ifdef SY_WITH_TLS
+#include "auth/sy_jwt.h"
+#include "auth/sy_tokens.h"
 #include "tls/sy_tls.h"
 #endif
 
@@ -1423,6 +1425,109 @@ done:
     sy_free(ca.owned);
     return result;
 }
+
+/* One key of serverSetTokens: [kind ('secret' | 'pem' | 'jwk'), kid or
+ * null, alg or null, bytes] into keys; throws ERR_SYMPHONY_TOKENS naming
+ * key i when it cannot be used. */
+static bool token_key(napi_env env, napi_value e, uint32_t i, sy_jwt_keys_t *keys) {
+    napi_value v[4];
+    for (uint32_t k = 0; k < 4; k++)
+        if (!sy_napi_ok(env, napi_get_element(env, e, k, &v[k]), "napi_get_element"))
+            return false;
+    char kind[8] = "", alg[8] = "", kid[256] = "";
+    size_t kind_len = 0, alg_len = 0, kid_len = 0;
+    napi_valuetype t;
+    if (!sy_napi_ok(env, napi_get_value_string_utf8(env, v[0], kind, sizeof(kind), &kind_len), "key kind") ||
+        !sy_napi_ok(env, napi_typeof(env, v[1], &t), "napi_typeof") ||
+        (t == napi_string &&
+         !sy_napi_ok(env, napi_get_value_string_utf8(env, v[1], kid, sizeof(kid), &kid_len), "key kid")) ||
+        !sy_napi_ok(env, napi_typeof(env, v[2], &t), "napi_typeof") ||
+        (t == napi_string &&
+         !sy_napi_ok(env, napi_get_value_string_utf8(env, v[2], alg, sizeof(alg), &alg_len), "key alg")))
+        return false;
+    sy_bytes_t data;
+    if (!get_bytes(env, v[3], "key", &data))
+        return false;
+    char err[SY_ERRLEN] = "";
+    const char *kid_p = kid_len > 0 ? kid : NULL;
+    int rc;
+    if (strcmp(kind, "secret") == 0)
+        rc = sy_jwt_keys_add_secret(keys, kid_p, kid_len, data.data, data.len, err, sizeof(err));
+    else if (strcmp(kind, "pem") == 0)
+        rc = sy_jwt_keys_add_pem(keys, kid_p, kid_len, alg, data.data, data.len, err, sizeof(err));
+    else
+        rc = sy_jwt_keys_add_jwk(keys, data.data, data.len, err, sizeof(err));
+    sy_free(data.owned);
+    if (rc != 0) {
+        char msg[SY_ERRLEN + 64];
+        snprintf(msg, sizeof(msg), "symphony: tokens.keys[%u]: %s", (unsigned)i, err[0] ? err : "cannot be used");
+        sy_napi_throw(env, "ERR_SYMPHONY_TOKENS", msg);
+        return false;
+    }
+    return true;
+}
+
+/* serverSetTokens(handle, keys, audience | null, issuer | null, leeway) ->
+ * undefined: what the IO threads check clients' tokens with from now on
+ * (keys: lib/tokens.js's tuples; an empty array: tokens are not checked).
+ * On any error the server keeps the keys it had. */
+static napi_value server_set_tokens(napi_env env, napi_callback_info info) {
+    napi_value argv[5];
+    sy_bserver_t *b;
+    uint32_t n = 0, leeway = 0;
+    bool is_array = false;
+    if (!server_args(env, info, 5, argv, &b) ||
+        !sy_napi_ok(env, napi_is_array(env, argv[1], &is_array), "napi_is_array") ||
+        !sy_napi_get_uint32(env, argv[4], "leeway", &leeway))
+        return NULL;
+    if (!is_array || !sy_napi_ok(env, napi_get_array_length(env, argv[1], &n), "napi_get_array_length")) {
+        sy_napi_throw_type(env, "keys", "an array");
+        return NULL;
+    }
+    if (n == 0) {
+        (void)sy_server_set_tokens(b->srv, NULL);
+        napi_value u;
+        (void)napi_get_undefined(env, &u);
+        return u;
+    }
+    char err[SY_ERRLEN] = "";
+    if (sy_tls_global_init(err, sizeof(err)) != 0) { /* OpenSSL's memory in sy_alloc first */
+        sy_napi_throw(env, "ERR_SYMPHONY_TOKENS", err);
+        return NULL;
+    }
+    sy_bytes_t aud = {.data = NULL, .len = 0, .owned = NULL}, iss = aud;
+    napi_valuetype t;
+    sy_jwt_keys_t *keys = sy_jwt_keys_new();
+    napi_value result = NULL;
+    if (keys == NULL) {
+        sy_napi_throw_oom(env, NULL);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        napi_value e;
+        if (!sy_napi_ok(env, napi_get_element(env, argv[1], i, &e), "napi_get_element") || !token_key(env, e, i, keys))
+            goto done;
+    }
+    if (!sy_napi_ok(env, napi_typeof(env, argv[2], &t), "napi_typeof") ||
+        (t == napi_string && !get_bytes(env, argv[2], "audience", &aud)) ||
+        !sy_napi_ok(env, napi_typeof(env, argv[3], &t), "napi_typeof") ||
+        (t == napi_string && !get_bytes(env, argv[3], "issuer", &iss)))
+        goto done;
+    sy_tokens_t *tokens = sy_tokens_new(keys, aud.data, aud.len, iss.data, iss.len, leeway);
+    keys = NULL; /* taken, even when that failed */
+    if (tokens == NULL) {
+        sy_napi_throw_oom(env, NULL);
+        goto done;
+    }
+    (void)sy_server_set_tokens(b->srv, tokens);
+    (void)napi_get_undefined(env, &result);
+done:
+    if (keys != NULL)
+        sy_jwt_keys_unref(keys);
+    sy_free(aud.owned);
+    sy_free(iss.owned);
+    return result;
+}
 #endif
 
 /* serverSetBus(handle, opts, onState) -> undefined: before listen. */
@@ -1575,6 +1680,7 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverBusCall", server_bus_call, NULL) &&
 #ifdef SY_WITH_TLS
            sy_napi_set_function(env, exports, "serverSetTls", server_set_tls, NULL) &&
+           sy_napi_set_function(env, exports, "serverSetTokens", server_set_tokens, NULL) &&
 #endif
            sy_napi_set_function(env, exports, "serverClose", server_close, NULL);
 }

@@ -173,6 +173,10 @@ export interface ServerOptions {
   /** A symphony.v2 client's request: the reply (a JSON value, or a Buffer / Uint8Array for bytes),
    * or a throw / rejection (a ClientError's code and message reach the client; others as 'internal'). */
   onRequest?: ((id: number, data: string | Buffer, info: { binary: boolean }) => unknown) | null;
+  /** Tokens (JWT) verified on the IO threads (docs/tokens.md). A client's subscribe with a token that
+   * grants its topic goes live with no call into JavaScript; one whose token is invalid, expired or does
+   * not grant the topic is refused ('token-expired', 'forbidden', ...). Default null. */
+  tokens?: TokensOptions | null;
   /** A hook not answered after this many ms refuses with 'timeout'. Default 5000. */
   askTimeout?: number;
   /** Subscriptions per connection a client may hold and ask for (0: no limit). Default 1024. */
@@ -339,6 +343,8 @@ export interface ThreadStats {
   askSubscribes: number;
   askPublishes: number;
   askRequests: number;
+  tokenSubscribes: number;
+  tokenRefused: number;
   askRefused: number;
   askErrors: number;
   handshakeRejects: number;
@@ -503,6 +509,9 @@ export class Server extends EventEmitter {
   /** New certificates for new handshakes, atomically; open connections keep
    * theirs. Throws TlsError (and keeps the old ones) when they cannot be used. */
   setTls(tls: TlsOptions): void;
+  /** Replaces the keys of options.tokens (rotation without a restart, several keys by kid). Throws
+   * ERR_SYMPHONY_TOKENS (keeping the keys in use) when a key cannot be used. */
+  setTokenKeys(keys: TokenKey[]): void;
   listen(): Promise<{ host: string; port: number }>;
   /**
    * Takes over a connection from a node:http server's 'upgrade' event (Express,
@@ -646,6 +655,24 @@ export const allocator: {
 export class SymphonyError extends Error {
   constructor(code: string, message: string, options?: ErrorOptions);
   code: string;
+}
+
+/** A verification key: HS256 with a secret; ES256 / RS256 / EdDSA with a PEM public key (SPKI) or a
+ * KeyObject; or a JWK / JWKS (kty oct, EC P-256, RSA, OKP Ed25519), its kid and alg taken from it. */
+export type TokenKey =
+  | { kid?: string; alg: 'HS256'; secret: string | Uint8Array }
+  | { kid?: string; alg: 'ES256' | 'RS256' | 'EdDSA'; publicKey: string | Uint8Array | import('node:crypto').KeyObject }
+  | { jwk: object | string }
+  | { jwks: { keys: object[] } | string };
+
+export interface TokensOptions {
+  keys: TokenKey[];
+  /** A token's aud must name it. */
+  audience?: string | null;
+  /** A token's iss must be it. */
+  issuer?: string | null;
+  /** Seconds of clock skew allowed on exp and nbf. Default 0. */
+  leeway?: number;
 }
 
 /** What onSubscribe is told. */

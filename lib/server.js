@@ -13,6 +13,7 @@ const { presenceOption, infoText, Presence } = require('./presence');
 const { proxyProtocolOptions, trustProxyOption, clientAddress } = require('./proxy');
 const { LIMIT_DEFAULTS, limitOptions, nativeLimitOptions } = require('./limits');
 const { Asks } = require('./asks');
+const { tokensOption, nativeKeys } = require('./tokens');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server.c): checked here first only to name the user's option.
@@ -101,6 +102,10 @@ const DEFAULTS = Object.freeze({
   // client's subscribes and publishes are refused: nothing is open by default.
   onSubscribe: null,
   onPublish: null,
+  // Tokens (JWT) the IO threads verify: { keys, audience, issuer, leeway }
+  // (docs/tokens.md). A client's subscribe with a token that grants its topic
+  // goes live with no call into JavaScript; one whose token does not is refused.
+  tokens: null,
   onRequest: null,
   // A hook that has not answered after this many ms refuses ('timeout').
   askTimeout: 5000,
@@ -172,6 +177,7 @@ function normalizeOptions(options) {
     if (o[key] !== null && typeof o[key] !== 'function') throw invalidArgType(`options.${key}`, 'a function or null', o[key]);
   }
   integer('options.askTimeout', o.askTimeout, 1, 2147483647);
+  o.tokens = tokensOption(o.tokens);
   for (const key of ['maxSubscriptions', 'maxPending']) option(o, key);
   if (o.onUpgrade !== null && typeof o.onUpgrade !== 'function') {
     throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
@@ -500,6 +506,11 @@ class Server extends EventEmitter {
       bus, emit: (...args) => this.emit(...args), report: (err) => this.#report(err),
       local: (topic) => this.subscribers(topic),
     });
+    if (o.tokens !== null) {
+      this.#setTokens(o.tokens.keys);
+      // server.options shows which keys, never their secrets.
+      o.tokens = { ...o.tokens, keys: o.tokens.keys.map(([kind, kid, alg]) => ({ kind, kid, alg })) };
+    }
     this.#asks = new Asks({ onSubscribe: o.onSubscribe, onPublish: o.onPublish, onRequest: o.onRequest }, o.askTimeout, {
       answer: (id, rid, frame, binary) => {
         if (this.#state !== 'listening') return;
@@ -788,6 +799,29 @@ class Server extends EventEmitter {
       this.#refuse(id, 500, undefined);
       this.#report(err);
     }
+  }
+
+  #setTokens(keys) {
+    if (typeof binding.serverSetTokens !== 'function') {
+      throw new SymphonyError('ERR_SYMPHONY_TOKENS', 'symphony: tokens: this build has no OpenSSL to verify them');
+    }
+    const t = this.#opts.tokens;
+    binding.serverSetTokens(this.#handle, keys, t.audience, t.issuer, t.leeway);
+  }
+
+  /**
+   * Replaces the keys tokens are verified with (a rotation: keep the old
+   * key beside the new one, by kid, until the tokens it signed expire).
+   * The IO threads switch at their next turn. Throws, keeping the keys in
+   * use, when a key cannot be used.
+   */
+  setTokenKeys(keys) {
+    if (this.#opts.tokens === null) {
+      throw new SymphonyError('ERR_SYMPHONY_TOKENS', 'symphony: setTokenKeys: this server was created without options.tokens');
+    }
+    const native = nativeKeys(keys, 'keys');
+    if (this.#state === 'closed') return;
+    this.#setTokens(native);
   }
 
   #refuse(id, status, headers) {

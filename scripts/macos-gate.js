@@ -108,7 +108,7 @@ function deps(tc, lgPage, allocators) {
 /** binding.gyp's sources on macOS: kqueue, not epoll; TLS built in; no testing.c. */
 function sources() {
   const list = [];
-  for (const dir of ['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/bus', 'src/tls', 'binding']) {
+  for (const dir of ['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/bus', 'src/tls', 'src/auth', 'binding']) {
     for (const f of fs.readdirSync(path.join(root, dir)).sort()) if (f.endsWith('.c')) list.push(`${dir}/${f}`);
   }
   return list.filter((f) => f !== 'src/net/sy_poll_epoll.c' && f !== 'binding/testing.c');

@@ -27,11 +27,13 @@
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
 #ifdef SY_WITH_TLS
+#include "auth/sy_tokens.h"
 #include "tls/sy_stream_tls.h"
 #endif
 
 struct sy_server {
-    sy_io_shared_t shared; /* shared.nthreads: the thread count, kept once */
+    sy_io_shared_t shared;    /* shared.nthreads: the thread count, kept once */
+    struct sy_tokens *tokens; /* the tokens' keys and policy (one reference), or NULL */
     char *host;
     char *path;
     bool listening; /* the IO threads run (with or without a listening socket) */
@@ -162,6 +164,23 @@ static uint16_t bound_port(int fd) {
     return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
+/* Every IO thread gets a reference to the server's tokens (owner only;
+ * the threads run). A thread whose queue refuses it is ending: it checks
+ * no token again. */
+static void push_tokens(sy_server_t *s) {
+#ifdef SY_WITH_TLS
+    for (unsigned i = 0; i < s->shared.nthreads; i++) {
+        sy_cmd_t cmd = {.type = SY_CMD_TOKENS, .tokens = s->tokens};
+        if (s->tokens != NULL)
+            sy_tokens_ref(s->tokens, 1);
+        if (sy_io_push(s->io[i], &cmd) != 0)
+            sy_tokens_unref(cmd.tokens);
+    }
+#else
+    (void)s;
+#endif
+}
+
 /* Starts the IO threads, thread 0 with the listening socket fd (-1: none;
  * taken over either way: sy_io_create adopts it, sy_io_destroy closes it). */
 static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
@@ -194,6 +213,7 @@ static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
         }
         return rc;
     }
+    push_tokens(s);
     if (s->bus != NULL && (rc = sy_bus_start(s->bus)) != 0) {
         /* The IO threads run; the caller's shutdown and join stop them. */
         s->listening = true;
@@ -980,6 +1000,20 @@ sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 #endif
 }
 
+sy_err_t sy_server_set_tokens(sy_server_t *s, struct sy_tokens *tokens) {
+#ifdef SY_WITH_TLS
+    sy_tokens_unref(s->tokens);
+    s->tokens = tokens;
+    if (s->listening)
+        push_tokens(s);
+    return 0;
+#else
+    (void)s;
+    (void)tokens;
+    return ENOTSUP;
+#endif
+}
+
 bool sy_server_tls(sy_server_t *s) { return s->shared.transport != &sy_stream_plain_ops; }
 
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
@@ -1045,6 +1079,7 @@ void sy_server_destroy(sy_server_t *s) {
 #ifdef SY_WITH_TLS
     if (sy_server_tls(s))
         sy_tls_source_destroy(&s->tls);
+    sy_tokens_unref(s->tokens);
 #endif
     sy_free(s->host);
     sy_free(s->path);

@@ -79,8 +79,9 @@ const LAYERS = {
   base: [],
   proto: ['base'],
   net: ['base'],
+  auth: ['base'],
   tls: ['base', 'net'],
-  io: ['base', 'proto', 'net'],
+  io: ['base', 'proto', 'net', 'auth'],
   bus: ['base', 'proto', 'net', 'io'],
 };
 const FOLDERS = Object.keys(LAYERS);

@@ -1,15 +1,21 @@
 /* sy_ask — see sy_ask.h. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime (base/sy_clock.h) */
 #include "io/sy_ask.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "base/sy_alloc.h"
+#include "base/sy_clock.h"
 #include "io/sy_history.h"
 #include "io/sy_io_thread.h"
+#include "io/sy_park.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_v2.h"
 #include "proto/sy_ws_frame.h"
+#ifdef SY_WITH_TLS
+#include "auth/sy_tokens.h"
+#endif
 
 /* One ask the owner has not answered yet. */
 typedef struct pending {
@@ -161,6 +167,49 @@ static void answer_held(sy_io_t *io, sy_conn_t *c, sy_sub_t *s, uint32_t rid) {
     answer(io, c, sy_v1_subscribed_frame(&n));
 }
 
+#ifdef SY_WITH_TLS
+/* A subscribe with a token, on a server that checks tokens: decided here,
+ * without the owner. Granted, it goes live as the owner's would
+ * (sy_park_subscribe), pending until its command comes back to this
+ * thread, so that an unsubscribe meanwhile drops it. */
+static void token_subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v2_sub_t *s, sy_tokens_t *tk) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    sy_jwt_grant_t *grant = NULL;
+    sy_jwt_result_t r = sy_jwt_verify(tk->keys, &tk->policy, s->token, s->token_len, sy_clock_unix_s(), &grant);
+    const char *code = NULL, *why = NULL;
+    if (r != SY_JWT_OK) {
+        code = sy_jwt_result_name(r);
+        why = "the token was refused";
+    } else if (!sy_jwt_allows(grant, SY_JWT_SUBSCRIBE, s->topic, s->topic_len)) {
+        code = "forbidden";
+        why = "the token does not grant this topic";
+    }
+    sy_jwt_grant_free(grant);
+    if (code != NULL) {
+        sy_stat_inc(&x->stats.token_refused);
+        answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, code, why));
+        return;
+    }
+    sy_topic_t *t = sy_topic_acquire(&x->shared->topics, s->topic, s->topic_len, true);
+    if (t == NULL || !add_pending(a, 's', s->rid, s->topic, s->topic_len)) {
+        if (t != NULL)
+            sy_topic_release(&x->shared->topics, t);
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    char extra[24];
+    size_t extra_len = (size_t)snprintf(extra, sizeof(extra), ",\"rid\":%u", (unsigned)s->rid);
+    sy_sub_pos_t since = {.resume = s->has_since, .epoch = s->epoch, .since = s->offset, .asked = true, .rid = s->rid};
+    if (sy_park_subscribe(&x->shared->hist, &x->shared->topics, io, sy_conn_id(io, c), t, &since, extra, extra_len,
+                          x->now_ms) != 0) {
+        (void)sy_ask_settle(io, c, s->rid);
+        answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, "memory", "out of memory"));
+        return;
+    }
+    sy_stat_inc(&x->stats.token_subscribes);
+}
+#endif
+
 static void subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
     for (size_t i = 0; i < f->nsubs && c->state == SY_CONN_OPEN; i++) {
@@ -190,6 +239,13 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f
             answer(io, c, sy_v2_refused_frame(s.rid, s.topic, s.topic_len, code, why));
             continue;
         }
+#ifdef SY_WITH_TLS
+        sy_tokens_t *tk = sy_io_ctx(io)->tokens;
+        if (s.token != NULL && tk != NULL) {
+            token_subscribe(io, c, a, &s, tk);
+            continue;
+        }
+#endif
         if (!add_pending(a, 's', s.rid, s.topic, s.topic_len)) {
             sy_conn_fail_oom(io, c);
             return;

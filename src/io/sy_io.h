@@ -111,6 +111,8 @@ typedef enum sy_cmd_type {
                            subscribers (its sequence changed: sy_history.h) */
     SY_CMD_ANSWER,      /* conn, buf, arg.rid: the owner's answer to a symphony.v2
                            client's ask (io/sy_ask.h); dropped unless still pending */
+    SY_CMD_TOKENS,      /* tokens (a reference, or NULL): what this thread checks
+                           clients' tokens with from now on (auth/sy_tokens.h) */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
@@ -153,8 +155,9 @@ typedef struct sy_cmd {
     sy_refbuf_t *buf;
     sy_refbuf_t *v1; /* SY_CMD_PUBLISH: the symphony.v1 frame (a reference), or NULL */
     union {
-        sy_accept_t *accept; /* SY_CMD_ACCEPT */
-        sy_sub_pos_t *pos;   /* SY_CMD_SUBSCRIBE to a topic with history (owned), or NULL */
+        sy_accept_t *accept;      /* SY_CMD_ACCEPT */
+        sy_sub_pos_t *pos;        /* SY_CMD_SUBSCRIBE to a topic with history (owned), or NULL */
+        struct sy_tokens *tokens; /* SY_CMD_TOKENS */
     };
 } sy_cmd_t;
 
