@@ -166,13 +166,13 @@ export interface ServerOptions {
    * false refuses ('forbidden'), { code, reason } refuses with those, { data } grants and sends data to
    * the client; or a Promise of one. Runs again on every resubscribe after a reconnect. Default null:
    * clients' subscribes are refused. */
-  onSubscribe?: ((id: number, topic: string, ask: SubscribeAsk) => AskAnswer | { data?: unknown } | Promise<AskAnswer | { data?: unknown }>) | null;
+  onSubscribe?: ((id: ConnectionId, topic: string, ask: SubscribeAsk) => AskAnswer | { data?: unknown } | Promise<AskAnswer | { data?: unknown }>) | null;
   /** A symphony.v2 client's publish: true publishes it (as publish(topic, data)); false / { code, reason } refuse.
    * data: a string (text frame) or a Buffer (binary). Default null: refused. */
-  onPublish?: ((id: number, topic: string, data: string | Buffer, info: { binary: boolean }) => AskAnswer | Promise<AskAnswer>) | null;
+  onPublish?: ((id: ConnectionId, topic: string, data: string | Buffer, info: { binary: boolean }) => AskAnswer | Promise<AskAnswer>) | null;
   /** A symphony.v2 client's request: the reply (a JSON value, or a Buffer / Uint8Array for bytes),
    * or a throw / rejection (a ClientError's code and message reach the client; others as 'internal'). */
-  onRequest?: ((id: number, data: string | Buffer, info: { binary: boolean }) => unknown) | null;
+  onRequest?: ((id: ConnectionId, data: string | Buffer, info: { binary: boolean }) => unknown) | null;
   /** Tokens (JWT) verified on the IO threads (docs/tokens.md). A client's subscribe with a token that
    * grants its topic goes live with no call into JavaScript; one whose token is invalid, expired or does
    * not grant the topic is refused ('token-expired', 'forbidden', ...). Default null. */

@@ -3,8 +3,8 @@
 // wrong type in lib/index.d.ts, or one that no longer matches lib/, fails it.
 import http from 'node:http';
 import {
-  Server, allocator, SymphonyError, TlsError, LoadError,
-  type ConnectionId, type ServerOptions, type UpgradeRequest, type UpgradeResult, type ServerStats, type PresenceEntry,
+  Server, allocator, SymphonyError, TlsError, LoadError, ClientError,
+  type ConnectionId, type TokenKey, type SubscribeAsk, type ServerOptions, type UpgradeRequest, type UpgradeResult, type ServerStats, type PresenceEntry,
 } from 'symphony-ws';
 
 // One port with node:http: no listener of symphony's own.
@@ -27,6 +27,21 @@ const options: ServerOptions = {
   byteBurst: 256 << 10,
   rateLimit: 'pause',
   rateLimitGrace: 500,
+  // What clients ask (symphony.v2).
+  onSubscribe: async (id: ConnectionId, topic: string, ask: SubscribeAsk) => {
+    if (ask.resubscribe && ask.since) console.log(ask.since.epoch, ask.since.offset);
+    if (!topic.startsWith('room.')) return { code: 'not-a-room', reason: topic };
+    return { data: { welcome: topic } };
+  },
+  onPublish: (id, topic, data, { binary }) => !binary && typeof data === 'string' && topic.startsWith('room.'),
+  onRequest: async (id, data) => {
+    if (data.length === 0) throw new ClientError('empty', 'say something');
+    return { length: data.length };
+  },
+  askTimeout: 2000,
+  maxSubscriptions: 100,
+  maxPending: 8,
+  tokens: { keys: [{ kid: 'k1', alg: 'HS256', secret: 'a secret of 32 bytes or more, here' }], audience: 'feeds', leeway: 5 },
   onUpgrade: async (req: UpgradeRequest): Promise<UpgradeResult> => {
     for (const { topic, epoch, offset } of req.since) console.log(topic, epoch.length, offset);
     const user = req.headers.cookie?.match(/user=(\w+)/)?.[1];
@@ -160,6 +175,12 @@ server.send('1', 'x');
 server.publish('prices', { price: 1 });
 // @ts-expect-error handleUpgrade needs the request
 server.handleUpgrade();
+const rotated: TokenKey[] = [{ jwks: { keys: [] } }, { alg: 'EdDSA', publicKey: '-----BEGIN PUBLIC KEY-----' }];
+server.setTokenKeys(rotated);
+// @ts-expect-error HS256 takes a secret, not a public key
+server.setTokenKeys([{ alg: 'HS256', publicKey: 'x' }]);
+// @ts-expect-error a hook's refusal has a code
+new Server({ onSubscribe: () => ({ reason: 1 }) });
 // @ts-expect-error no such event
 server.on('connection', () => {});
 // @ts-expect-error a SymphonyError has a code first
