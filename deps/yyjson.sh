@@ -5,6 +5,11 @@
 #
 #   deps/yyjson.sh [--host TRIPLE] [--cc CC]     prints the build folder
 #
+# Debian's source packages (checked with apt-cache showsrc through a private
+# apt configuration): yyjson 0.10.0+ds-1 in Debian 13 (trixie) only; jansson
+# 2.14-2 in Debian 12 and 13; cJSON 1.7.15-1+deb12u4 in Debian 12 and
+# 1.7.18-3.1+deb13u1 in Debian 13.
+#
 # Why yyjson and not jansson or cJSON (both in Debian 12): yyjson takes an
 # allocator per call (yyjson_alc), so a document's memory comes from
 # sy_alloc on the thread that parses it (its own jemalloc arena) and nothing
