@@ -505,6 +505,16 @@ static bool opt_get(napi_env env, napi_value obj, const char *key, napi_value *o
     return sy_napi_ok(env, napi_get_named_property(env, obj, key, out), "napi_get_named_property");
 }
 
+/* An optional boolean option: false when absent (undefined). */
+static bool opt_flag(napi_env env, napi_value obj, const char *key, bool *out) {
+    napi_value v;
+    napi_valuetype t;
+    *out = false;
+    if (!opt_get(env, obj, key, &v) || !sy_napi_ok(env, napi_typeof(env, v, &t), "napi_typeof"))
+        return false;
+    return t == napi_undefined || sy_napi_get_bool(env, v, key, out);
+}
+
 /* An integer option within OPTIONS[opt]'s range. */
 static bool opt_int(napi_env env, napi_value obj, sy_option_t opt, int64_t *out) {
     napi_value v;
@@ -601,7 +611,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
     int64_t port, threads, max_payload, max_bp, slow, idle, hs, close_to, head, headers, backlog, max_conn, max_ev;
     int64_t z_level, z_threshold, h_size, h_ttl, h_bytes, max_frags, ctl_rate, max_subs, max_pending;
     napi_value v;
-    bool upgrade = false, reclaim = true, compression = false;
+    bool upgrade = false, reclaim = true, compression = false, tell_tokens = false;
     if (!opt_int(env, argv[0], OPT_port, &port) || !opt_int(env, argv[0], OPT_threads, &threads) ||
         !opt_int(env, argv[0], OPT_maxPayload, &max_payload) || !opt_int(env, argv[0], OPT_maxBackpressure, &max_bp) ||
         !opt_int(env, argv[0], OPT_maxFragments, &max_frags) || !opt_int(env, argv[0], OPT_controlRate, &ctl_rate) ||
@@ -612,8 +622,8 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         !opt_int(env, argv[0], OPT_maxConnections, &max_conn) || !opt_int(env, argv[0], OPT_maxEventBytes, &max_ev) ||
         !opt_get(env, argv[0], "upgradeHandler", &v) || !sy_napi_get_bool(env, v, "upgradeHandler", &upgrade) ||
         !opt_get(env, argv[0], "reclaim", &v) || !sy_napi_get_bool(env, v, "reclaim", &reclaim) ||
-        !opt_get(env, argv[0], "compression", &v) || !sy_napi_get_bool(env, v, "compression", &compression) ||
-        !opt_int(env, argv[0], OPT_compressLevel, &z_level) ||
+        !opt_flag(env, argv[0], "tellTokenSubscribes", &tell_tokens) || !opt_get(env, argv[0], "compression", &v) ||
+        !sy_napi_get_bool(env, v, "compression", &compression) || !opt_int(env, argv[0], OPT_compressLevel, &z_level) ||
         !opt_int(env, argv[0], OPT_compressThreshold, &z_threshold) ||
         !opt_int(env, argv[0], OPT_historySize, &h_size) || !opt_int(env, argv[0], OPT_historyTtl, &h_ttl) ||
         !opt_int(env, argv[0], OPT_historyMaxBytes, &h_bytes) ||
@@ -655,6 +665,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
         .history_max_bytes = (size_t)h_bytes,
         .max_subscriptions = (uint32_t)max_subs,
         .max_pending = (uint32_t)max_pending,
+        .tell_token_subscribes = tell_tokens,
     };
     if (!proxy_options(env, argv[0], &o) || !limit_opts(env, argv[0], &o)) {
         sy_free(host);

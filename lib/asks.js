@@ -107,6 +107,11 @@ class Asks {
         this.#request(id, rid, data, (flags & ASK_BINARY) !== 0);
         break;
       }
+      case 'S': {
+        // A token granted it on the IO thread (told for presence only).
+        this.#presence.join(id, parts[1]);
+        break;
+      }
       case 'u': {
         // Done natively: what waits for that topic is dropped.
         const [, topic] = parts;

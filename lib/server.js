@@ -487,6 +487,8 @@ class Server extends EventEmitter {
       historyTtl: o.history.ttl,
       historyMaxBytes: o.history.maxBytes,
       maxSubscriptions: o.maxSubscriptions,
+      // Presence needs to hear of the subscribes tokens grant natively.
+      tellTokenSubscribes: o.presence !== null && o.tokens !== null,
       maxPending: o.maxPending,
       proxyProtocol: proxy.mode,
       proxyProtocolFrom: proxy.from,
@@ -521,7 +523,9 @@ class Server extends EventEmitter {
         binding.serverAnswerSubscribe(this.#handle, id, rid, topic, since ? since.epoch : null,
           since ? Math.min(since.offset, Number.MAX_SAFE_INTEGER) : 0, extra),
       publish: (topic, data) => this.publish(topic, data),
-      position: (topic) => this.position(topic),
+      // With a bus, Redis numbers a message a round trip after publish():
+      // the position now is not the message's, and the answer claims none.
+      position: (topic) => (o.bus === null ? this.position(topic) : null),
     }, (err) => this.#report(err), this.#presence);
     if (o.bus !== null) {
       this.#bus = new Bus(o.bus);

@@ -32,8 +32,7 @@
 #endif
 
 struct sy_server {
-    sy_io_shared_t shared;    /* shared.nthreads: the thread count, kept once */
-    struct sy_tokens *tokens; /* the tokens' keys and policy (one reference), or NULL */
+    sy_io_shared_t shared; /* shared.nthreads: the thread count, kept once */
     char *host;
     char *path;
     bool listening; /* the IO threads run (with or without a listening socket) */
@@ -96,6 +95,7 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
         s->shared.opts.max_event_bytes = (size_t)64 << 20;
     s->shared.on_batch = on_batch;
     s->shared.ctx = ctx;
+    s->shared.tokens_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     s->host = sy_memdup(opts->host ? opts->host : "", strlen(opts->host ? opts->host : "") + 1);
     s->path = opts->path ? sy_memdup(opts->path, strlen(opts->path) + 1) : NULL;
     int rc = sy_topics_init(&s->shared.topics, opts->threads);
@@ -164,23 +164,6 @@ static uint16_t bound_port(int fd) {
     return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
-/* Every IO thread gets a reference to the server's tokens (owner only;
- * the threads run). A thread whose queue refuses it is ending: it checks
- * no token again. */
-static void push_tokens(sy_server_t *s) {
-#ifdef SY_WITH_TLS
-    for (unsigned i = 0; i < s->shared.nthreads; i++) {
-        sy_cmd_t cmd = {.type = SY_CMD_TOKENS, .tokens = s->tokens};
-        if (s->tokens != NULL)
-            sy_tokens_ref(s->tokens, 1);
-        if (sy_io_push(s->io[i], &cmd) != 0)
-            sy_tokens_unref(cmd.tokens);
-    }
-#else
-    (void)s;
-#endif
-}
-
 /* Starts the IO threads, thread 0 with the listening socket fd (-1: none;
  * taken over either way: sy_io_create adopts it, sy_io_destroy closes it). */
 static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
@@ -213,7 +196,6 @@ static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
         }
         return rc;
     }
-    push_tokens(s);
     if (s->bus != NULL && (rc = sy_bus_start(s->bus)) != 0) {
         /* The IO threads run; the caller's shutdown and join stop them. */
         s->listening = true;
@@ -1002,10 +984,11 @@ sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 
 sy_err_t sy_server_set_tokens(sy_server_t *s, struct sy_tokens *tokens) {
 #ifdef SY_WITH_TLS
-    sy_tokens_unref(s->tokens);
-    s->tokens = tokens;
-    if (s->listening)
-        push_tokens(s);
+    pthread_mutex_lock(&s->shared.tokens_lock);
+    sy_tokens_t *old = s->shared.tokens;
+    s->shared.tokens = tokens;
+    pthread_mutex_unlock(&s->shared.tokens_lock);
+    sy_tokens_unref(old); /* a thread checking a token with it holds its own reference */
     return 0;
 #else
     (void)s;
@@ -1079,8 +1062,9 @@ void sy_server_destroy(sy_server_t *s) {
 #ifdef SY_WITH_TLS
     if (sy_server_tls(s))
         sy_tls_source_destroy(&s->tls);
-    sy_tokens_unref(s->tokens);
+    sy_tokens_unref(s->shared.tokens);
 #endif
+    pthread_mutex_destroy(&s->shared.tokens_lock);
     sy_free(s->host);
     sy_free(s->path);
     sy_free(s);

@@ -214,8 +214,9 @@ struct sy_tokens;
 /* What the IO threads check clients' tokens with (auth/sy_tokens.h; builds
  * with SY_WITH_TLS): takes over the caller's reference (NULL: none, tokens
  * go to the owner's hook as any subscribe), drops the previous set's;
- * before or after sy_server_listen (a rotation: each thread switches at
- * its next command). 0, or ENOTSUP in a build without TLS (not taken).
+ * before or after sy_server_listen (a rotation: every token checked after
+ * the call returns is checked with the new set). 0, or ENOTSUP in a build
+ * without TLS (not taken).
  * Owner only. */
 sy_err_t sy_server_set_tokens(sy_server_t *s, struct sy_tokens *tokens);
 /* True when the server speaks TLS. */

@@ -282,3 +282,24 @@ test('bad arguments throw with codes', () => {
   c.close();
   assert.throws(() => c.subscribe('t'), { code: 'ERR_CLIENT_CLOSED' });
 });
+
+test('a topic the server chooses at the upgrade and the client subscribes too: no gap across a cut', T, async () => {
+  const { server, url } = await start({ history: { size: 100, ttl: 0 }, onUpgrade: () => ({ topics: ['feed'] }), onSubscribe: () => true });
+  const live = ids(server);
+  const c = client(url);
+  const sub = c.subscribe('feed');
+  const got = [];
+  sub.on('message', (data) => got.push(Number(data)));
+  await waitFor(() => sub.state === 'subscribed', 10000, 'subscribed');
+  let n = 0;
+  const publish = (k) => { for (let i = 0; i < k; i++) server.publish('feed', String(++n)); };
+  publish(5);
+  await waitFor(() => got.length === 5, 10000, 'five');
+  const opens = c.opens;
+  server.terminate([...live][0]);
+  publish(5);
+  await waitFor(() => c.opens > opens && sub.state === 'subscribed', 10000, 'back');
+  publish(5);
+  await waitFor(() => got.length >= 15, 10000, 'fifteen');
+  assert.deepEqual(got, Array.from({ length: 15 }, (_, i) => i + 1));
+});

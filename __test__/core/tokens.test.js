@@ -224,3 +224,20 @@ test('bad tokens options throw', () => {
   assert.deepEqual(s.options.tokens.keys, [{ kind: 'secret', kid: 'a', alg: 'HS256' }], 'no secret in options');
   s.close();
 });
+
+test('presence: a subscription a token granted is listed, and leaves with its unsubscribe', async () => {
+  const { server, url } = await startServer({ presence: true, tokens: { keys: [{ alg: 'HS256', secret: SECRET }] } });
+  const joins = [];
+  server.on('join', (topic, entry) => joins.push([topic, entry.id]));
+  const c = await connectV2(url);
+  c.sub({ rid: 1, topic: 'room.1', token: sign(grant(['room.*']), { key: SECRET }) });
+  await c.waitAnswer('subscribed', 1);
+  await waitFor(() => joins.length === 1, 10000, 'the join');
+  const list = await server.presence('room.1');
+  assert.equal(list.length, 1);
+  assert.equal(list[0].id, joins[0][1]);
+  c.ws.send('u{"rid":2,"topic":"room.1"}');
+  await c.until(() => c.notices('unsubscribed').length === 1, 10000, 'unsubscribed');
+  await waitFor(async () => (await server.presence('room.1')).length === 0, 10000, 'left');
+  c.ws.close();
+});

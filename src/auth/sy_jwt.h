@@ -155,7 +155,8 @@ bool sy_jwt_allows(const sy_jwt_grant_t *g, sy_jwt_action_t a, const char *topic
 /* The token's sub (not NUL-terminated; *len its bytes), or NULL without. */
 const char *sy_jwt_grant_sub(const sy_jwt_grant_t *g, size_t *len);
 /* The token's exp in Unix seconds, rounded up, without the leeway: the
- * token is valid while now < exp + leeway. 0: the token has no exp. */
+ * token is valid while now < exp + leeway. 0: the token has no exp (an exp
+ * at or before 1 reads as 1; past INT64_MAX as INT64_MAX). */
 int64_t sy_jwt_grant_exp(const sy_jwt_grant_t *g);
 /* NULL is a no-op. */
 void sy_jwt_grant_free(sy_jwt_grant_t *g);

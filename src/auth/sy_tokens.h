@@ -1,9 +1,9 @@
 /*
  * sy_tokens — what the IO threads check clients' tokens with (auth/sy_jwt.h):
  * the keys and the policy (audience, issuer, leeway), one immutable,
- * reference-counted set. The owner makes a set (sy_tokens_new) and hands
- * each IO thread a reference through SY_CMD_TOKENS; a thread drops the set
- * it had when a new one comes (key rotation without a restart), so a
+ * reference-counted set. The owner makes a set (sy_tokens_new) and makes
+ * it the server's (sy_server_set_tokens: key rotation without a restart);
+ * an IO thread takes a reference for each token it checks, so a
  * verification in progress keeps the set it began with.
  *
  * Built only with OpenSSL (SY_WITH_TLS): without it no set exists and a

@@ -168,6 +168,17 @@ static void answer_held(sy_io_t *io, sy_conn_t *c, sy_sub_t *s, uint32_t rid) {
 }
 
 #ifdef SY_WITH_TLS
+/* The server's token set now, with a reference of the caller's; NULL: it
+ * checks none. */
+static sy_tokens_t *tokens_acquire(sy_io_shared_t *sh) {
+    pthread_mutex_lock(&sh->tokens_lock);
+    sy_tokens_t *t = sh->tokens;
+    if (t != NULL)
+        sy_tokens_ref(t, 1);
+    pthread_mutex_unlock(&sh->tokens_lock);
+    return t;
+}
+
 /* A subscribe with a token, on a server that checks tokens: decided here,
  * without the owner. Granted, it goes live as the owner's would
  * (sy_park_subscribe), pending until its command comes back to this
@@ -207,6 +218,13 @@ static void token_subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v
         return;
     }
     sy_stat_inc(&x->stats.token_subscribes);
+    if (x->shared->opts.tell_token_subscribes) {
+        char rid[11];
+        size_t rid_len = (size_t)snprintf(rid, sizeof(rid), "%u", (unsigned)s->rid);
+        const char *strs[2] = {rid, s->topic};
+        size_t lens[2] = {rid_len, s->topic_len};
+        emit(io, c, 'S', 0, strs, lens, 2);
+    }
 }
 #endif
 
@@ -240,9 +258,10 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f
             continue;
         }
 #ifdef SY_WITH_TLS
-        sy_tokens_t *tk = sy_io_ctx(io)->tokens;
-        if (s.token != NULL && tk != NULL) {
+        sy_tokens_t *tk = s.token != NULL ? tokens_acquire(sy_io_ctx(io)->shared) : NULL;
+        if (tk != NULL) {
             token_subscribe(io, c, a, &s, tk);
+            sy_tokens_unref(tk);
             continue;
         }
 #endif

@@ -19,6 +19,7 @@
  *   p: rid, topic, payload
  *   r: rid, payload
  *   u: rid, topic (done already: the owner drops what it had pending for it)
+ *   S: rid, topic (a token granted it here: told only with tell_token_subscribes)
  *
  * Threads: the IO thread that owns the connection.
  *

@@ -20,9 +20,6 @@
 #include "io/sy_reclaim.h"
 #include "io/sy_resume.h"
 #include "io/sy_upgrade.h"
-#ifdef SY_WITH_TLS
-#include "auth/sy_tokens.h"
-#endif
 #include "net/sy_poll.h"
 #include "net/sy_sock.h"
 #include "net/sy_wake.h"
@@ -157,10 +154,6 @@ static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
         sy_accept_free(&io->ctx.shared->topics, io->ctx.index, cmd->accept);
     else if (cmd->type == SY_CMD_SUBSCRIBE)
         sy_free(cmd->pos);
-#ifdef SY_WITH_TLS
-    else if (cmd->type == SY_CMD_TOKENS)
-        sy_tokens_unref(cmd->tokens);
-#endif
 }
 
 void sy_io_cmd_discard(sy_io_t *io, sy_cmd_t *cmd) { cmd_release(io, cmd); }
@@ -183,10 +176,6 @@ static void io_free(sy_io_t *io) {
     sy_slots_free(&io->slots);
     sy_free(io->ctx.rx);
     sy_ask_free_all(io);
-#ifdef SY_WITH_TLS
-    sy_tokens_unref(io->ctx.tokens);
-    io->ctx.tokens = NULL;
-#endif
     sy_free(io->ctx.stream_scratch);
     sy_deflate_free(&io->ctx.deflate);
     sy_free(io->awaiting);
@@ -677,13 +666,6 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
                 sy_resume_deliver(io, c, &it);
             }
         }
-        break;
-    case SY_CMD_TOKENS:
-#ifdef SY_WITH_TLS
-        sy_tokens_unref(io->ctx.tokens);
-        io->ctx.tokens = cmd->tokens;
-        cmd->tokens = NULL;
-#endif
         break;
     case SY_CMD_ANSWER:
         if (c != NULL && c->v2 && sy_ask_settle(io, c, cmd->arg.rid) && sy_conn_push(io, c, cmd->buf, false))

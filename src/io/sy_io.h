@@ -44,6 +44,7 @@
 #ifndef SY_IO_H
 #define SY_IO_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -74,6 +75,13 @@ typedef struct sy_io_shared {
     void *ctx;
     atomic_uint connections; /* accepted sockets, all threads */
     struct sy_io **ios;      /* every IO thread of the server */
+    /* What clients' tokens are checked with (auth/sy_tokens.h; one
+     * reference), or NULL; swapped by the owner under tokens_lock, and taken
+     * (with a reference) under it by an IO thread for each token it checks:
+     * once sy_server_set_tokens returns, every token is checked with the new
+     * set. */
+    pthread_mutex_t tokens_lock;
+    struct sy_tokens *tokens;
     unsigned nthreads;
     unsigned next_thread; /* round robin of accepted sockets; IO thread 0 only */
     /* The transport of new connections (sy_stream.h), fixed before the
@@ -111,8 +119,6 @@ typedef enum sy_cmd_type {
                            subscribers (its sequence changed: sy_history.h) */
     SY_CMD_ANSWER,      /* conn, buf, arg.rid: the owner's answer to a symphony.v2
                            client's ask (io/sy_ask.h); dropped unless still pending */
-    SY_CMD_TOKENS,      /* tokens (a reference, or NULL): what this thread checks
-                           clients' tokens with from now on (auth/sy_tokens.h) */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
@@ -155,9 +161,8 @@ typedef struct sy_cmd {
     sy_refbuf_t *buf;
     sy_refbuf_t *v1; /* SY_CMD_PUBLISH: the symphony.v1 frame (a reference), or NULL */
     union {
-        sy_accept_t *accept;      /* SY_CMD_ACCEPT */
-        sy_sub_pos_t *pos;        /* SY_CMD_SUBSCRIBE to a topic with history (owned), or NULL */
-        struct sy_tokens *tokens; /* SY_CMD_TOKENS */
+        sy_accept_t *accept; /* SY_CMD_ACCEPT */
+        sy_sub_pos_t *pos;   /* SY_CMD_SUBSCRIBE to a topic with history (owned), or NULL */
     };
 } sy_cmd_t;
 

@@ -72,6 +72,7 @@ typedef struct sy_io_opts {
     size_t compress_threshold;  /* payloads below this many bytes always go plain */
     uint32_t max_subscriptions; /* per connection, asked by a symphony.v2 client (io/sy_ask.h); 0: no limit */
     uint32_t max_pending;       /* per connection, a symphony.v2 client's asks waiting for the owner */
+    bool tell_token_subscribes; /* the owner hears of each subscribe a token granted (SY_EV_ASK 'S'): presence */
     uint32_t history_size;      /* messages kept per topic by default; 0: no history (sy_history.h) */
     uint32_t history_ttl_s;     /* none kept longer; 0: no limit */
     size_t history_max_bytes;   /* all topics' history together; 0: no limit */

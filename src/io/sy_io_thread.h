@@ -57,7 +57,6 @@ typedef struct sy_io_ctx {
     bool reads_paused;         /* the owner is behind on events: open connections are not read */
     struct sy_ask_conn **asks; /* per slot, a symphony.v2 client's asks (io/sy_ask.h) */
     uint32_t asks_cap;
-    struct sy_tokens *tokens; /* what clients' tokens are checked with (auth/sy_tokens.h), or NULL */
 } sy_io_ctx_t;
 
 /* The context of io (const when io is). */
