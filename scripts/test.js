@@ -147,9 +147,9 @@ for (const allocator of ['jemalloc', 'system']) {
     `--allocator=${allocator}`, ...(page ? [`--lg-page=${Math.log2(page)}`] : [])], {}, allocator);
 }
 // The private OpenSSL (built by npm install; cached): the TLS C tests, and
-// the TLS server test under valgrind too.
+// the TLS server test under valgrind too; the tokens' fuzz target.
 let opensslDir = '';
-if (want('tls') || want('c-valgrind')) {
+if (want('tls') || want('c-valgrind') || want('fuzz')) {
   try {
     opensslDir = depDir('openssl');
   } catch (err) {
@@ -164,7 +164,7 @@ if (want('tls') || want('c-valgrind')) {
   // valgrind and the fuzzers each keep one core busy: side by side.
   await together([
     ...(opensslDir ? [['c-valgrind', 'make', ['-s', '-C', '__test__/c', 'valgrind', `OPENSSL_DIR=${opensslDir}`]]] : []),
-    ...(fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile')) ? [['fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke']]] : []),
+    ...(fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile')) ? [['fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke', ...(opensslDir ? [`OPENSSL_DIR=${opensslDir}`] : [])]]] : []),
   ]);
   // The suites against the two builds side by side: they wait on sockets
   // and timers more than they compute, and every suite must pass on a busy
