@@ -294,7 +294,7 @@ test('a topic the server chooses at the upgrade and the client subscribes too: n
   let n = 0;
   const publish = (k) => { for (let i = 0; i < k; i++) server.publish('feed', String(++n)); };
   publish(5);
-  await waitFor(() => got.length === 5, 10000, 'five');
+  await waitFor(() => got.length >= 5, 10000, 'five');
   const opens = c.opens;
   server.terminate([...live][0]);
   publish(5);

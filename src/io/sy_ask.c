@@ -148,9 +148,11 @@ static void emit(sy_io_t *io, sy_conn_t *c, char kind, uint16_t code, const char
     sy_io_emitv(io, sy_conn_id(io, c), SY_EV_ASK, (uint8_t)kind, code, parts, lens, 2 * n);
 }
 
-/* A subscribe to a topic c holds: its place now, no decision. */
-static void answer_held(sy_io_t *io, sy_conn_t *c, sy_sub_t *s, uint32_t rid) {
-    sy_topic_t *t = s->topic;
+/* The answer to a subscribe to t, which c holds: the "subscribed" notice
+ * with the ask's id and "held", at pos->head: the topic's last offset when
+ * the answer's command was queued, under the history lock, behind the
+ * publishes numbered before it (so c has them all when it reads this). */
+static void answer_held(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, const sy_sub_pos_t *pos) {
     sy_v1_subscribed_t n = {.topic = t->name, .topic_len = t->name_len, .id = t->id};
     sy_hist_t *g = &sy_io_ctx(io)->shared->hist;
     sy_hist_lock(g);
@@ -158,13 +160,36 @@ static void answer_held(sy_io_t *io, sy_conn_t *c, sy_sub_t *s, uint32_t rid) {
     if (h != NULL && h->size > 0) {
         n.history = true;
         n.epoch = h->epoch;
-        n.offset = h->last;
+        n.offset = pos->head;
     }
     sy_hist_unlock(g);
     char extra[48];
-    n.extra_len = (size_t)snprintf(extra, sizeof(extra), ",\"rid\":%u,\"held\":true", (unsigned)rid);
+    n.extra_len = (size_t)snprintf(extra, sizeof(extra), ",\"rid\":%u,\"held\":true", (unsigned)pos->rid);
     n.extra = extra;
     answer(io, c, sy_v1_subscribed_frame(&n));
+}
+
+/* Queues c's ask rid for t (held, one reference: handed over) as the
+ * owner's grant would go (sy_park_subscribe: its head read and its command
+ * queued under the history lock), pending until the command comes back to
+ * this thread; there it is a subscription, or, when c holds t,
+ * sy_ask_answer_held's answer. False when out of memory (t given back,
+ * nothing pending). */
+static bool queue_asked(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_topic_t *t, const sy_v2_sub_t *s) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    if (!add_pending(a, 's', s->rid, s->topic, s->topic_len)) {
+        sy_topic_release(&x->shared->topics, t);
+        return false;
+    }
+    char extra[24];
+    size_t extra_len = (size_t)snprintf(extra, sizeof(extra), ",\"rid\":%u", (unsigned)s->rid);
+    sy_sub_pos_t since = {.resume = s->has_since, .epoch = s->epoch, .since = s->offset, .asked = true, .rid = s->rid};
+    if (sy_park_subscribe(&x->shared->hist, &x->shared->topics, io, sy_conn_id(io, c), t, &since, extra, extra_len,
+                          x->now_ms) != 0) {
+        (void)sy_ask_settle(io, c, s->rid);
+        return false;
+    }
+    return true;
 }
 
 #ifdef SY_WITH_TLS
@@ -202,19 +227,8 @@ static void token_subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v
         return;
     }
     sy_topic_t *t = sy_topic_acquire(&x->shared->topics, s->topic, s->topic_len, true);
-    if (t == NULL || !add_pending(a, 's', s->rid, s->topic, s->topic_len)) {
-        if (t != NULL)
-            sy_topic_release(&x->shared->topics, t);
+    if (t == NULL || !queue_asked(io, c, a, t, s)) {
         sy_conn_fail_oom(io, c);
-        return;
-    }
-    char extra[24];
-    size_t extra_len = (size_t)snprintf(extra, sizeof(extra), ",\"rid\":%u", (unsigned)s->rid);
-    sy_sub_pos_t since = {.resume = s->has_since, .epoch = s->epoch, .since = s->offset, .asked = true, .rid = s->rid};
-    if (sy_park_subscribe(&x->shared->hist, &x->shared->topics, io, sy_conn_id(io, c), t, &since, extra, extra_len,
-                          x->now_ms) != 0) {
-        (void)sy_ask_settle(io, c, s->rid);
-        answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, "memory", "out of memory"));
         return;
     }
     sy_stat_inc(&x->stats.token_subscribes);
@@ -238,7 +252,13 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f
         }
         sy_sub_t *have = held(c, s.topic, s.topic_len);
         if (have != NULL) {
-            answer_held(io, c, have, s.rid);
+            /* Answered in order behind the publishes numbered before it
+             * (no decision: it is held already). */
+            sy_topic_ref(have->topic);
+            if (!queue_asked(io, c, a, have->topic, &s)) {
+                sy_conn_fail_oom(io, c);
+                return;
+            }
             continue;
         }
         const char *code = NULL, *why = NULL;
@@ -383,10 +403,10 @@ void sy_ask_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p
     sy_v2_frame_free(&f);
 }
 
-bool sy_ask_answer_held(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, uint32_t rid) {
+bool sy_ask_answer_held(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, const sy_sub_pos_t *pos) {
     for (uint32_t i = 0; i < c->nsubs; i++) {
         if (c->subs[i].topic == t) {
-            answer_held(io, c, &c->subs[i], rid);
+            answer_held(io, c, t, pos);
             return true;
         }
     }

@@ -9,7 +9,8 @@
  * SY_ASK_BAD_MAX of them the connection is closed 1008), a kind this
  * server does not know (an error answer), a subscribe past
  * max_subscriptions or past max_pending answers (refused), a subscribe to a
- * topic the connection holds (answered with its place, no decision).
+ * topic the connection holds (answered with its place, no decision, queued
+ * behind the publishes numbered before it).
  *
  * SY_EV_ASK (sy_events.h): flags = the kind ('s', 'p', 'r', 'u'); code:
  * SY_ASK_BINARY (p, r: the payload came in a binary frame) | SY_ASK_RESUB
@@ -50,9 +51,9 @@ void sy_ask_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p
  * longer); false when it is not (answered already, or dropped: the client
  * unsubscribed meanwhile), and the owner's answer is dropped. */
 bool sy_ask_settle(sy_io_t *io, sy_conn_t *c, uint32_t rid);
-/* When c holds t already, answers the ask rid with the "subscribed"
- * notice of its place now (no replay) and returns true. */
-bool sy_ask_answer_held(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, uint32_t rid);
+/* When c holds t already, answers the ask pos->rid with the "subscribed"
+ * notice at pos->head (no replay) and returns true. */
+bool sy_ask_answer_held(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, const sy_sub_pos_t *pos);
 /* c goes: its pending asks are dropped. */
 void sy_ask_forget(sy_io_t *io, sy_conn_t *c);
 /* The thread ends: every table freed. */

@@ -656,7 +656,7 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
             sy_topic_t *t = cmd->topic;
             /* One held already (server.subscribe() came first): answered
              * with its place; cmd_release gives t back. */
-            if (cmd->pos != NULL && cmd->pos->asked && sy_ask_answer_held(io, c, t, cmd->pos->rid))
+            if (cmd->pos != NULL && cmd->pos->asked && sy_ask_answer_held(io, c, t, cmd->pos))
                 break;
             cmd->topic = NULL;
             if (sy_conn_subscribe(io, c, t)) { /* takes the reference and the interest */
