@@ -132,20 +132,10 @@ static sy_sub_t *held(sy_conn_t *c, const char *topic, size_t len) {
     return NULL;
 }
 
-/* Emits an SY_EV_ASK with n strings (u32 length, bytes). */
+/* Emits an SY_EV_ASK with n strings. */
 static void emit(sy_io_t *io, sy_conn_t *c, char kind, uint16_t code, const char *const *s, const size_t *len,
                  size_t n) {
-    const void *parts[10];
-    size_t lens[10];
-    uint32_t sizes[5];
-    for (size_t i = 0; i < n; i++) {
-        sizes[i] = (uint32_t)len[i];
-        parts[2 * i] = &sizes[i];
-        lens[2 * i] = sizeof(uint32_t);
-        parts[2 * i + 1] = s[i];
-        lens[2 * i + 1] = len[i];
-    }
-    sy_io_emitv(io, sy_conn_id(io, c), SY_EV_ASK, (uint8_t)kind, code, parts, lens, 2 * n);
+    sy_io_emit_strings(io, sy_conn_id(io, c), SY_EV_ASK, (uint8_t)kind, code, s, len, n);
 }
 
 /* The answer to a subscribe to t, which c holds: the "subscribed" notice

@@ -47,6 +47,35 @@ sy_err_t sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t 
     return 0;
 }
 
+sy_err_t sy_batch_add_strings(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+                              uint16_t code, const char *const *strs, const size_t *lens, size_t n) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (lens[i] > UINT32_MAX - sizeof(uint32_t) - total)
+            return EMSGSIZE;
+        total += sizeof(uint32_t) + lens[i];
+    }
+    size_t need = sizeof(sy_event_t) + ALIGN8(total);
+    int rc = reserve(pb, thread, need);
+    if (rc != 0)
+        return rc;
+    sy_batch_t *b = *pb;
+    sy_event_t ev = {.conn = conn, .len = (uint32_t)total, .code = code, .type = type, .flags = flags};
+    memcpy(b->data + b->len, &ev, sizeof(ev));
+    size_t off = b->len + sizeof(ev);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len = (uint32_t)lens[i];
+        memcpy(b->data + off, &len, sizeof(len));
+        off += sizeof(len);
+        if (len > 0)
+            memcpy(b->data + off, strs[i], len);
+        off += len;
+    }
+    b->len += need;
+    b->count++;
+    return 0;
+}
+
 sy_err_t sy_batch_add(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
                       const void *payload, size_t len) {
     const void *parts[1] = {payload};

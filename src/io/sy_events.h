@@ -89,6 +89,11 @@ sy_err_t sy_batch_add(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_
 sy_err_t sy_batch_addv(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
                        const void *const *parts, const size_t *lens, size_t n);
 
+/* Appends an event whose payload is n strings, each as its length (u32,
+ * native endian) then its bytes: the layout of SY_EV_UPGRADE and SY_EV_ASK. */
+sy_err_t sy_batch_add_strings(sy_batch_t **batch, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
+                              uint16_t code, const char *const *strs, const size_t *lens, size_t n);
+
 /* Iterates: *pos starts at 0. Returns false at the end. payload points into
  * the batch. */
 bool sy_batch_next(const sy_batch_t *b, size_t *pos, sy_event_t *ev, const uint8_t **payload);
@@ -102,7 +107,7 @@ void sy_batch_free(sy_batch_t *b);
  * sy_server_batch_done on the owner thread (see above). */
 typedef void (*sy_batch_fn)(void *ctx, sy_batch_t *batch);
 
-/* Upgrade payload layout, written with sy_batch_addv pieces: a sequence of
+/* Upgrade payload layout, written with sy_batch_add_strings: a sequence of
  * strings, each as u32 length (native endian) then bytes:
  *   url, the client's address, its port (decimal: both final, io/sy_peer.h),
  *   the socket's peer address and port (a proxy's, when a PROXY header named

@@ -330,9 +330,9 @@ unsigned sy_io_compact_slot(sy_io_t *io, uint32_t slot, bool *skipped) {
 
 /* ---- events, dirty list, poll interest ------------------------------------ */
 
-void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *const *parts,
-                 const size_t *lens, size_t n) {
-    if (sy_batch_addv(&io->batch, io->ctx.index, conn, type, flags, code, parts, lens, n) != 0)
+void sy_io_emit_strings(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const char *const *strs,
+                        const size_t *lens, size_t n) {
+    if (sy_batch_add_strings(&io->batch, io->ctx.index, conn, type, flags, code, strs, lens, n) != 0)
         sy_stat_inc(&io->ctx.stats.events_lost);
 }
 

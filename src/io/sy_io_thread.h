@@ -79,8 +79,9 @@ void sy_io_forget(sy_io_t *io, struct sy_conn *c);
 /* Appends an event to this turn's batch (counted as lost when out of memory). */
 void sy_io_emit(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *payload,
                 size_t len);
-void sy_io_emitv(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const void *const *parts,
-                 const size_t *lens, size_t n);
+/* The same with n strings as its payload (sy_batch_add_strings' layout). */
+void sy_io_emit_strings(sy_io_t *io, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code, const char *const *strs,
+                        const size_t *lens, size_t n);
 /* The seq of the batch this turn's events go into. */
 uint32_t sy_io_current_seq(const sy_io_t *io);
 /* True when the owner has handled batch seq and this thread has carried

@@ -73,9 +73,6 @@ static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req
     }
     enum { MAXP = SY_UPGRADE_FIXED_PARTS + 2 * SY_MAX_HEADERS_CAP };
     size_t n = SY_UPGRADE_FIXED_PARTS + 2 * req->num_headers;
-    const void *parts[2 * MAXP];
-    size_t lens[2 * MAXP];
-    uint32_t sizes[MAXP];
     const char *strs[MAXP];
     size_t slens[MAXP];
     strs[0] = req->target;
@@ -92,14 +89,7 @@ static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req
         strs[SY_UPGRADE_FIXED_PARTS + 1 + 2 * i] = req->headers[i].value;
         slens[SY_UPGRADE_FIXED_PARTS + 1 + 2 * i] = req->headers[i].value_len;
     }
-    for (size_t i = 0; i < n; i++) {
-        sizes[i] = (uint32_t)slens[i];
-        parts[2 * i] = &sizes[i];
-        lens[2 * i] = sizeof(uint32_t);
-        parts[2 * i + 1] = strs[i];
-        lens[2 * i + 1] = slens[i];
-    }
-    sy_io_emitv(io, sy_conn_id(io, c), SY_EV_UPGRADE, 0, 0, parts, lens, 2 * n);
+    sy_io_emit_strings(io, sy_conn_id(io, c), SY_EV_UPGRADE, 0, 0, strs, slens, n);
 }
 
 /* The 101's Sec-WebSocket-Extensions line when c negotiated deflate, then
