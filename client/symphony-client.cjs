@@ -299,8 +299,8 @@ class SymphonyClient extends Emitter {
     const since = new URLSearchParams();
     let n = 0;
     for (const [topic, p] of this._pos) {
-      // A subscription's position goes with its subscribe, not in the URL.
-      if (this._subs.has(topic)) continue;
+      // Subscriptions' positions too: a topic the server also chooses at the
+      // upgrade resumes there (the subscribe is then answered "held").
       if (n++ === MAX_SINCE) break;
       since.append('sy.since', `${p.epoch}:${p.offset}:${topic}`);
     }
