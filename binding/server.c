@@ -385,7 +385,7 @@ static napi_value ask_payload(napi_env env, uint8_t kind, uint16_t code, const u
         return NULL;
     size_t pos = 0;
     uint32_t i = 0;
-    size_t nparts = kind == 's' ? 5 : kind == 'p' ? 3 : 2;
+    size_t nparts = kind == 's' ? 5 : kind == 'p' || kind == 'P' ? 3 : 2;
     while (pos + sizeof(uint32_t) <= len && i < nparts) {
         uint32_t n;
         memcpy(&n, p + pos, sizeof(n));

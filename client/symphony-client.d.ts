@@ -192,8 +192,9 @@ export declare class SymphonyClient {
   subscribe(topic: string, options?: SubscribeOptions): Subscription;
   /** The live subscriptions. */
   subscriptions(): Subscription[];
-  /** Publishes through the server's onPublish: { epoch, offset } on a topic with history, else {}. */
-  publish(topic: string, data: string | ArrayBufferLike | ArrayBufferView): Promise<{ epoch?: string; offset?: number }>;
+  /** Publishes through the server's onPublish, or by a token (options.token) whose topics.publish grants it:
+   * { epoch, offset } on a topic with history (without a bus), else {}. */
+  publish(topic: string, data: string | ArrayBufferLike | ArrayBufferView, options?: { token?: string }): Promise<{ epoch?: string; offset?: number }>;
   /** The server's onRequest's reply: a JSON value, or a Uint8Array for bytes. */
   request(data: string | ArrayBufferLike | ArrayBufferView, options?: { timeout?: number }): Promise<unknown>;
   /** Closes for good (no reconnect); 'state' 'closed' is emitted at once. */

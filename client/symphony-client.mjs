@@ -356,12 +356,17 @@ export class SymphonyClient extends Emitter {
 
   /**
    * Publishes data (string or bytes) on topic through the server's
-   * onPublish: resolves with { epoch, offset } (topics with history) or {},
+   * onPublish (or with options.token, a JWT the server checks instead):
+   * resolves with { epoch, offset } (topics with history) or {},
    * rejects with an AskError (its code: 'forbidden', 'disconnected', ...).
    */
-  publish(topic, data) {
+  publish(topic, data, options = {}) {
     checkTopic(topic);
-    return this._call((rid) => framed(`p${JSON.stringify({ rid, topic })}\n`, data), 0);
+    const token = options && options.token;
+    if (token !== undefined && (typeof token !== 'string' || token === '')) {
+      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.token must be a non-empty string');
+    }
+    return this._call((rid) => framed(`p${JSON.stringify(token === undefined ? { rid, topic } : { rid, topic, token })}\n`, data), 0);
   }
 
   /**

@@ -94,6 +94,12 @@ class Asks {
           refusal('forbidden', 'this server takes no subscribes from clients (no onSubscribe, no tokens)'));
         break;
       }
+      case 'P': {
+        // A publish its token granted on the IO thread: no hook to ask.
+        const [, topic, data] = parts;
+        this.#published(id, rid, topic, data);
+        break;
+      }
       case 'p': {
         const [, topic, data] = parts;
         this.#run(id, rid, 'p', topic, this.#hooks.onPublish, [id, topic, data, { binary: (flags & ASK_BINARY) !== 0 }],

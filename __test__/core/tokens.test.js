@@ -241,3 +241,39 @@ test('presence: a subscription a token granted is listed, and leaves with its un
   await waitFor(async () => (await server.presence('room.1')).length === 0, 10000, 'left');
   c.ws.close();
 });
+
+test('a publish with a token that grants it is published without onPublish; one that does not is refused', async () => {
+  let hook = 0;
+  const { server, url } = await startServer({
+    history: { size: 10, ttl: 0 },
+    tokens: { keys: [{ alg: 'HS256', secret: SECRET }] },
+    onPublish: () => { hook++; return true; },
+  });
+  const reader = await connectV2(url);
+  reader.sub({ rid: 1, topic: 'chat.1', token: sign(grant(['chat.*']), { key: SECRET }) });
+  await reader.waitAnswer('subscribed', 1);
+  const token = sign({ exp: now() + 60, topics: { publish: ['chat.1'] } }, { key: SECRET });
+  const w = await connectV2(url);
+  w.ws.send(`p${JSON.stringify({ rid: 1, topic: 'chat.1', token })}\nhello`);
+  w.ws.send(`p${JSON.stringify({ rid: 2, topic: 'chat.2', token })}\nno`);
+  w.ws.send(`p${JSON.stringify({ rid: 3, topic: 'chat.1', token: sign({ exp: now() - 60, topics: { publish: ['chat.1'] } }, { key: SECRET }) })}\nold`);
+  await w.waitAnswer('published', 1);
+  await w.waitAnswer('error', 2);
+  await w.waitAnswer('error', 3);
+  assert.equal(w.answer('published', 1).offset, '1');
+  assert.equal(w.answer('error', 2).code, 'forbidden');
+  assert.equal(w.answer('error', 3).code, 'token-expired');
+  assert.equal(hook, 0, 'onPublish not asked');
+  await reader.until(() => reader.messages('chat.1').length === 1, 10000, 'the message');
+  assert.equal(reader.messages('chat.1')[0].payload.toString(), 'hello');
+  // The client library's publish({ token }).
+  const client = new SymphonyClient(url, { WebSocket });
+  try {
+    await waitFor(() => client.state === 'open', 10000, 'open');
+    assert.deepEqual(await client.publish('chat.1', 'via the library', { token }), { epoch: server.position('chat.1').epoch, offset: 2 });
+  } finally {
+    client.close();
+  }
+  reader.ws.close();
+  w.ws.close();
+});

@@ -194,26 +194,32 @@ static sy_tokens_t *tokens_acquire(sy_io_shared_t *sh) {
     return t;
 }
 
+/* What a token says about action on topic: NULL when it grants it, else
+ * the refusal's code (counted in tokenRefused). */
+static const char *token_check(sy_io_t *io, sy_tokens_t *tk, const char *token, size_t len, sy_jwt_action_t action,
+                               const char *topic, size_t topic_len) {
+    sy_jwt_grant_t *grant = NULL;
+    sy_jwt_result_t r = sy_jwt_verify(tk->keys, &tk->policy, token, len, sy_clock_unix_s(), &grant);
+    const char *code = NULL;
+    if (r != SY_JWT_OK)
+        code = sy_jwt_result_name(r);
+    else if (!sy_jwt_allows(grant, action, topic, topic_len))
+        code = "forbidden";
+    sy_jwt_grant_free(grant);
+    if (code != NULL)
+        sy_stat_inc(&sy_io_ctx(io)->stats.token_refused);
+    return code;
+}
+
 /* A subscribe with a token, on a server that checks tokens: decided here,
  * without the owner. Granted, it goes live as the owner's would
  * (sy_park_subscribe), pending until its command comes back to this
  * thread, so that an unsubscribe meanwhile drops it. */
 static void token_subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v2_sub_t *s, sy_tokens_t *tk) {
     sy_io_ctx_t *x = sy_io_ctx(io);
-    sy_jwt_grant_t *grant = NULL;
-    sy_jwt_result_t r = sy_jwt_verify(tk->keys, &tk->policy, s->token, s->token_len, sy_clock_unix_s(), &grant);
-    const char *code = NULL, *why = NULL;
-    if (r != SY_JWT_OK) {
-        code = sy_jwt_result_name(r);
-        why = "the token was refused";
-    } else if (!sy_jwt_allows(grant, SY_JWT_SUBSCRIBE, s->topic, s->topic_len)) {
-        code = "forbidden";
-        why = "the token does not grant this topic";
-    }
-    sy_jwt_grant_free(grant);
+    const char *code = token_check(io, tk, s->token, s->token_len, SY_JWT_SUBSCRIBE, s->topic, s->topic_len);
     if (code != NULL) {
-        sy_stat_inc(&x->stats.token_refused);
-        answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, code, why));
+        answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, code, "the token does not grant this topic"));
         return;
     }
     sy_topic_t *t = sy_topic_acquire(&x->shared->topics, s->topic, s->topic_len, true);
@@ -319,8 +325,24 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t 
     }
 }
 
-/* A publish or a request: to the owner, pending until answered. */
+/* A publish or a request: to the owner, pending until answered. A publish
+ * with a token, on a server that checks tokens, is decided here: refused
+ * with the token's code, or handed to the owner as granted ('P': it
+ * publishes without asking onPublish). */
 static void ask_owner(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f, unsigned opcode) {
+    char kind = (char)f->kind;
+#ifdef SY_WITH_TLS
+    sy_tokens_t *tk = f->token != NULL ? tokens_acquire(sy_io_ctx(io)->shared) : NULL;
+    if (tk != NULL) {
+        const char *code = token_check(io, tk, f->token, f->token_len, SY_JWT_PUBLISH, f->topic, f->topic_len);
+        sy_tokens_unref(tk);
+        if (code != NULL) {
+            answer(io, c, sy_v2_error_frame(true, f->rid, code, "the token does not grant this publish"));
+            return;
+        }
+        kind = 'P';
+    }
+#endif
     if (a->n >= sy_io_ctx(io)->shared->opts.max_pending) {
         sy_stat_inc(&sy_io_ctx(io)->stats.ask_refused);
         answer(io, c,
@@ -338,7 +360,7 @@ static void ask_owner(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f
     if (f->kind == SY_V2_PUBLISH) {
         const char *strs[3] = {rid, f->topic, (const char *)f->payload};
         size_t lens[3] = {rid_len, f->topic_len, f->payload_len};
-        emit(io, c, 'p', code, strs, lens, 3);
+        emit(io, c, kind, code, strs, lens, 3);
         sy_stat_inc(&sy_io_ctx(io)->stats.ask_publishes);
     } else {
         const char *strs[2] = {rid, (const char *)f->payload};

@@ -21,6 +21,7 @@
  *   r: rid, payload
  *   u: rid, topic (done already: the owner drops what it had pending for it)
  *   S: rid, topic (a token granted it here: told only with tell_token_subscribes)
+ *   P: rid, topic, payload (a publish its token granted here: the owner publishes it)
  *
  * Threads: the IO thread that owns the connection.
  *

@@ -62,13 +62,13 @@
     X(ask_subscribes, "askSubscribes", SY_STAT_SUM, "symphony_client_subscribes_total", "counter", 1, \
       "Subscribes asked by symphony.v2 clients and handed to the application (onSubscribe).") \
     X(ask_publishes, "askPublishes", SY_STAT_SUM, "symphony_client_publishes_total", "counter", 1, \
-      "Publishes asked by symphony.v2 clients and handed to the application (onPublish).") \
+      "Publishes asked by symphony.v2 clients and handed to the application (onPublish, or published as their token granted).") \
     X(ask_requests, "askRequests", SY_STAT_SUM, "symphony_client_requests_total", "counter", 1, \
       "Requests from symphony.v2 clients handed to the application (onRequest).") \
     X(token_subscribes, "tokenSubscribes", SY_STAT_SUM, "symphony_token_subscribes_total", "counter", 1, \
       "Client subscribes granted by a token checked on an IO thread (no call into JavaScript).") \
     X(token_refused, "tokenRefused", SY_STAT_SUM, "symphony_token_refused_total", "counter", 1, \
-      "Client subscribes refused by their token (invalid, expired, not for that topic).") \
+      "Client subscribes and publishes refused by their token (invalid, expired, not for that topic).") \
     X(ask_refused, "askRefused", SY_STAT_SUM, "symphony_client_asks_refused_total", "counter", 1, \
       "Client subscribes and publishes refused by the server's limits (maxSubscriptions, maxPending).") \
     X(ask_errors, "askErrors", SY_STAT_SUM, "symphony_client_ask_errors_total", "counter", 1, \

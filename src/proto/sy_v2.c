@@ -190,6 +190,17 @@ sy_v2_status_t sy_v2_parse(const uint8_t *p, size_t n, sy_v2_frame_t *out, const
             goto bad;
         }
     }
+    if (p[0] == SY_V2_PUBLISH) {
+        yyjson_val *token = yyjson_obj_get(root, "token");
+        if (token != NULL && !yyjson_is_null(token)) {
+            if (!yyjson_is_str(token) || yyjson_get_len(token) == 0 || yyjson_get_len(token) > SY_V2_TOKEN_MAX) {
+                *why = "token must be a string of 1 to 8192 bytes";
+                goto bad;
+            }
+            out->token = yyjson_get_str(token);
+            out->token_len = yyjson_get_len(token);
+        }
+    }
     if (payload) {
         out->payload = nl + 1;
         out->payload_len = n - head_end - 1;

@@ -6,7 +6,7 @@
  *   d\n<payload>                    an application message ('message')
  *   s{"subs":[{...}],"resub":bool}  subscribe one topic or many
  *   u{"rid":N,"topic":"..."}        unsubscribe
- *   p{"rid":N,"topic":"..."}\n<payload>   publish on a topic
+ *   p{"rid":N,"topic":"...","token":"JWT"?}\n<payload>   publish on a topic
  *   r{"rid":N}\n<payload>           a request for the application
  *
  * Each subscribe entry: {"rid":N,"topic":"...", "since":{"epoch":"16 hex",
@@ -78,6 +78,8 @@ typedef struct sy_v2_frame {
     uint32_t rid;      /* u, p, r */
     const char *topic; /* u, p */
     size_t topic_len;
+    const char *token; /* p: the token it carries, or NULL */
+    size_t token_len;
     const uint8_t *payload; /* d, p, r */
     size_t payload_len;
     bool resub;   /* s: the client is subscribing again after a reconnect */
