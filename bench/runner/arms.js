@@ -295,6 +295,66 @@ const BUILTIN = {
     presence: false,
     phases: ['presence'],
   },
+  // The asks phase: clients' subscribes (a storm: N connections × K
+  // subscribes at once) authorized by tokens or by a hook, against
+  // socket.io's 'join'; and the round trips of a client's publish and request
+  // against socket.io's emit with an ack (bench/servers/asks-server.js).
+  // Only the asks phase runs them.
+  'asks-token': {
+    name: 'asks-token',
+    what: 'default build, tokens: { keys: [{ alg: \'HS256\', secret }] }, no onSubscribe: each subscribe carries a JWT the IO thread verifies',
+    script: path.join(SERVERS, 'asks-server.js'),
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    impl: 'symphony',
+    auth: 'token',
+    phases: ['asks'],
+  },
+  'asks-hook': {
+    name: 'asks-hook',
+    what: 'default build, onSubscribe: (id, topic) => topic.startsWith(\'room.\') (at once)',
+    script: path.join(SERVERS, 'asks-server.js'),
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    impl: 'symphony',
+    auth: 'hook',
+    phases: ['asks'],
+  },
+  'asks-socketio': {
+    name: 'asks-socketio',
+    what: 'socket.io 4.8 (websocket transport), a \'join\' handler: socket.join(room) and ack',
+    script: path.join(SERVERS, 'asks-server.js'),
+    gate: 'none',
+    env: {},
+    allocator: null,
+    impl: 'socketio',
+    phases: ['asks'],
+  },
+  'asks-rt-symphony': {
+    name: 'asks-rt-symphony',
+    what: 'default build, onPublish true, onRequest echo; one symphony client (ws): client.publish() and client.request() one at a time',
+    script: path.join(SERVERS, 'asks-server.js'),
+    gate: 'none',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc' },
+    allocator: 'jemalloc',
+    impl: 'symphony',
+    auth: 'hook',
+    rt: true,
+    phases: ['asks'],
+  },
+  'asks-rt-socketio': {
+    name: 'asks-rt-socketio',
+    what: 'socket.io 4.8, one socket.io-client: emit(\'publish\') and emit(\'echo\') with an ack, one at a time',
+    script: path.join(SERVERS, 'asks-server.js'),
+    gate: 'none',
+    env: {},
+    allocator: null,
+    impl: 'socketio',
+    rt: true,
+    phases: ['asks'],
+  },
   'uws-deflate': {
     name: 'uws-deflate',
     what: 'uWebSockets.js pub/sub, compression SHARED_COMPRESSOR (no threshold; peer)',
@@ -312,6 +372,9 @@ const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls
   'jemalloc-deflate', 'ws-deflate', 'ws-deflate-defaults', 'uws', 'uws-deflate',
   'symphony-bus', 'symphony-bus-history', 'symphony-local', 'ws-redis', 'uws-redis', 'sy-history', 'sy-nohistory', 'sy-history-peer', 'socketio',
   'slow-drop', 'slow-close', 'slow-conflate', 'sy-presence', 'sy-nopresence'];
+// Arms that only an opt-in phase runs, and that are not among the defaults:
+// selected (without --arms) when their phase is.
+const PHASE_ARMS = { asks: ['asks-token', 'asks-hook', 'asks-socketio', 'asks-rt-symphony', 'asks-rt-socketio'] };
 
 /** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak
  * arms), handshakes (TLS arms), json (json arms) and publish (publish arms). */
@@ -455,10 +518,11 @@ function parseArmEnv(spec) {
  * --arm-env; with a baseline checkout (--baseline DIR: baselineCheckout()),
  * each of jemalloc and jemalloc-tls that runs gets its twin base-jemalloc /
  * base-jemalloc-tls right after it (base-jemalloc alone when neither runs),
- * unless --arms names a twin: then just the arms named. Returns { arms, notes } where
+ * unless --arms names a twin: then just the arms named; without --arms, the
+ * arms of PHASE_ARMS whose phase is in `phases` too. Returns { arms, notes } where
  * notes say what was left out and why (nothing is skipped silently).
  */
-function selectArms(names, armEnvs, base = null, uws = null) {
+function selectArms(names, armEnvs, base = null, uws = null, phases = []) {
   const notes = [];
   const extra = armEnvs.map(parseArmEnv);
   for (const a of extra) {
@@ -466,7 +530,7 @@ function selectArms(names, armEnvs, base = null, uws = null) {
   }
   const twins = base ? Object.keys(BASELINE_OF).map((of) => baselineArm(of, base)) : [];
   const explicit = names !== null;
-  const list = explicit ? names.slice() : DEFAULT_ARMS.slice();
+  const list = explicit ? names.slice() : [...DEFAULT_ARMS, ...phases.flatMap((p) => PHASE_ARMS[p] || [])];
   if (base && !twins.some((t) => list.includes(t.name))) {
     for (const t of twins) {
       const i = list.indexOf(t.baselineOf);
@@ -527,5 +591,5 @@ function order(arms, repeats, fixedOrder) {
   return runs;
 }
 
-module.exports = { BUILTIN, DEFAULT_ARMS, BASELINE_OF, REPO, selectArms, order, parseArmEnv, baselineCheckout, describeCheckout,
+module.exports = { BUILTIN, DEFAULT_ARMS, PHASE_ARMS, BASELINE_OF, REPO, selectArms, order, parseArmEnv, baselineCheckout, describeCheckout,
   checkoutLabel, wrongBuild, phasesOf, uwsCheckout };

@@ -668,5 +668,7 @@ async function soak(ctx, arm, repeat) {
 const { bus } = require('./bus');
 // The publish phase (issue 14: publish-heavy, N topics x 1 subscriber) too.
 const { publish } = require('./publish');
+// The asks phase (clients' subscribes, tokens and a hook against socket.io; round trips) too.
+const { asks } = require('./asks');
 
-module.exports = { parked, cpu, soak, handshakes, json, bus, publish, withServer, median };
+module.exports = { parked, cpu, soak, handshakes, json, bus, publish, asks, withServer, median };

@@ -23,14 +23,16 @@ const report = require('./report');
 const { writeHistory } = require('./history-report');
 const { writeSlow } = require('./slow-report');
 const { writePresence } = require('./presence-report');
+const { writeAsks } = require('./asks-report');
 const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history', 'slow', 'presence'];
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history', 'slow', 'presence', 'asks'];
 // bus (issue 12: several processes over Redis) and publish (issue 14:
 // publish-heavy, N topics x 1 subscriber, with a capacity sweep) are opt-in:
 // --phases bus, --phases publish; so are slow and presence (issue 26: joins
-// and leaves across nodes, what they and the queries cost Redis)
+// and leaves across nodes, what they and the queries cost Redis) and asks
+// (clients' subscribes by token and by hook against socket.io; round trips)
 // history (issue 23: a reconnect storm with recovery, against socket.io) is in
 // the default run.
 const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'history'];
@@ -43,15 +45,17 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history,slow,presence (default:
-                         the first five and history; bus, publish, slow and presence are opt-in)
+  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history,slow,presence,asks
+                         (default: the first five and history; bus, publish, slow, presence and
+                         asks are opt-in)
   --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,
                          ws-deflate,ws-deflate-defaults,uws,uws-deflate,symphony-bus,
                          symphony-local,ws-redis,uws-redis (default: all; the soak runs the
                          symphony arms without TLS; handshakes only the TLS arms; json jemalloc,
                          ws, uws and the *-deflate arms, which run nothing else; bus only the
                          last four, which run nothing else; publish jemalloc, ws and uws;
-                         presence sy-presence and sy-nopresence, which run nothing else)
+                         presence sy-presence and sy-nopresence, which run nothing else; asks
+                         asks-token, asks-hook, asks-socketio, asks-rt-symphony, asks-rt-socketio)
   --uws-path DIR         uWebSockets.js to load for the uws arms (a folder with its package;
                          never a dependency): without it they are left out
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
@@ -120,6 +124,12 @@ Populations and timing:
                          measurement (default 500; quick 200)
   --presence-hold S      presence phase: seconds every entry is held (the renewals; default 6)
   --presence-ttl MS      presence phase: options.presence.ttl (default 15000: a renewal every 5 s)
+  --asks-connections N   asks phase (opt-in): connections of the subscribe storm (default 20000,
+                         capped to what one server process holds; quick 2000)
+  --asks-subs K          asks phase: subscribes per connection, all at once (default 5)
+  --asks-rooms R         asks phase: rooms the subscribes go to (default 1000; quick 100)
+  --asks-round-trips N   asks phase: timed round trips of each kind, one at a time (default 5000;
+                         quick 2000), after N/4 of warm-up
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
   --settle S             idle and settle times of the parked and cpu phases
 
@@ -158,7 +168,8 @@ function parseArgs(argv) {
     'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
     'publish-refine', 'publish-window', 'publish-p99', 'history-clients', 'history-peer-clients', 'history-rate', 'history-outage-rate',
     'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window', 'slow-settle',
-    'presence-connections', 'presence-rooms', 'presence-queries', 'presence-hold', 'presence-ttl']);
+    'presence-connections', 'presence-rooms', 'presence-queries', 'presence-hold', 'presence-ttl',
+    'asks-connections', 'asks-subs', 'asks-rooms', 'asks-round-trips']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
@@ -208,6 +219,8 @@ function preset(name) {
         settle: 30, window: 10, quiet: 2, catchupBound: 60 },
       presence: { connections: 2000, nodes: 3, rooms: 10, perProc: 5000, pending: 256, ttl: 15000, threads: 1, hold: 6, queries: 200,
         concurrency: 16, openBound: 60, stall: 5 },
+      asks: { connections: 2000, subs: 5, rooms: 100, perProc: 5000, pending: 256, openBound: 60, stormBound: 60, settle: 1, idle: 1,
+        rtCount: 2000, rtWarmup: 500, rtSize: 64 },
       measure: 1,
     };
   }
@@ -239,6 +252,10 @@ function preset(name) {
     // hold 6 s: every node renews every room at least once
     presence: { connections: 20000, nodes: 3, rooms: 100, perProc: 5000, pending: 256, ttl: 15000, threads: 1, hold: 6, queries: 500,
       concurrency: 16, openBound: 120, stall: 10 },
+    // clients' asks: a storm of 20,000 connections × 5 subscribes (capped to one server process' open-file limit)
+    // over 1,000 rooms; round trips one at a time
+    asks: { connections: 20000, subs: 5, rooms: 1000, perProc: 5000, pending: 256, openBound: 120, stormBound: 120, settle: 2, idle: 2,
+      rtCount: 5000, rtWarmup: 1250, rtSize: 64 },
     measure: 2,
   };
 }
@@ -363,7 +380,7 @@ async function main() {
   const phaseList = list(o, 'phases', ALL_PHASES) || DEFAULT_PHASES.slice();
   const baseline = o.baseline !== undefined ? baselineCheckout(o.baseline) : null;
   const uws = o['uws-path'] !== undefined ? uwsCheckout(o['uws-path']) : null;
-  const { arms: selected, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv, baseline, uws);
+  const { arms: selected, notes: armNotes } = selectArms(list(o, 'arms'), o.armEnv, baseline, uws, phaseList);
   // Without --arms, the arms that run none of the phases asked for are left
   // out (the bus phase's arms run nothing else, and no other arm runs it).
   const arms = o.arms === undefined ? selected.filter((a) => phasesOf(a).some((p) => phaseList.includes(p))) : selected;
@@ -468,6 +485,15 @@ async function main() {
   // the hold sees every node renew every room at least once
   if (o['presence-hold'] === undefined) cfg.presence.hold = Math.max(cfg.presence.hold, cfg.presence.ttl / 3000 + 1);
   if (cfg.presence.rooms > cfg.presence.connections) throw new Error('--presence-rooms must be at most --presence-connections');
+  cfg.asks.connections = int(o, 'asks-connections', 1, 1e6) ?? cfg.asks.connections;
+  cfg.asks.subs = int(o, 'asks-subs', 1, 1024) ?? cfg.asks.subs;
+  cfg.asks.rooms = int(o, 'asks-rooms', 1, 1e6) ?? cfg.asks.rooms;
+  const rt = int(o, 'asks-round-trips', 10, 1e7);
+  if (rt !== undefined) {
+    cfg.asks.rtCount = rt;
+    cfg.asks.rtWarmup = Math.ceil(rt / 4);
+  }
+  if (cfg.asks.rooms < cfg.asks.subs) throw new Error('--asks-rooms must be at least --asks-subs (a connection subscribes to different rooms)');
   const ramp = num(o, 'ramp', 1, 1e6);
   if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = cfg.publish.ramp = ramp;
   cfg.cpu.rampTrafficOff = true; // the cpu phase ramps with the traffic gate off
@@ -491,7 +517,7 @@ async function main() {
   const noPin = { server: null, loadgen: null, n: nproc };
   const cpuPin = o.cpus === 'none' ? noPin : pinAll || (taskset && nproc >= 2
     ? { server: '0', loadgen: Array.from({ length: nproc - 1 }, (_, i) => i + 1).join(','), n: 1 } : noPin);
-  const pinFor = (phase) => (phase === 'cpu' || phase === 'json' || phase === 'publish' || phase === 'history' ? cpuPin : pinAll || noPin);
+  const pinFor = (phase) => (['cpu', 'json', 'publish', 'history', 'asks'].includes(phase) ? cpuPin : pinAll || noPin);
   // The bus phase: Redis and the redis npm client, checked before anything runs.
   const busArms = phaseList.includes('bus') ? arms.filter((a) => phasesOf(a).includes('bus')) : [];
   let redis = null;
@@ -509,7 +535,7 @@ async function main() {
   cfg.cpuThreads = int(o, 'cpu-threads', 1, 64) ?? (cpuPin.server ? cpuPin.n : cfg.threads);
   const pinningNote = o.cpus === 'none' ? 'none (--cpus none)'
     : pinAll ? `server on CPU ${pinAll.server}, loadgen on ${pinAll.loadgen || 'the same CPUs (no other CPU)'} in every phase (taskset)`
-      : cpuPin.server ? `cpu, json and publish phases: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
+      : cpuPin.server ? `cpu, json, publish, history and asks phases: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
         : `not pinned (${taskset ? `${nproc} CPU` : 'taskset not available'})`;
 
   // Logging (into run.log too, once the folder exists)
@@ -582,6 +608,14 @@ async function main() {
   if (phaseList.includes('publish')) {
     const p = cap(cfg.publish.connections, 'publish connections (= topics)');
     cfg.publish.connections = cfg.publish.topics = p;
+  }
+  if (phaseList.includes('asks')) {
+    // A fixed population, opened once, no churn: 100 descriptors kept spare, not the reserve for churn.
+    const asksCap = probe.soft - probe.idleFds - 100;
+    if (cfg.asks.connections > asksCap) {
+      capped.push(`asks connections ${fmt(cfg.asks.connections)} → ${fmt(asksCap)} (100 descriptors spare)`);
+      cfg.asks.connections = asksCap;
+    }
   }
   if (phaseList.includes('presence') && presPerNode > serverCap) {
     cfg.presence.connections = serverCap * cfg.presence.nodes;
@@ -668,7 +702,7 @@ async function main() {
   const tStart = now();
   const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json, bus: phases.bus,
     publish: phases.publish, history: require('./history').history, slow: require('./slow').slow,
-    presence: require('./presence').presence };
+    presence: require('./presence').presence, asks: phases.asks };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
     const phaseArms = arms.filter((a) => phasesOf(a).includes(phase));
@@ -707,6 +741,13 @@ async function main() {
   if (slowMd) log(`slow phase: ${slowMd}`);
   const presenceMd = writePresence(outDir, res);
   if (presenceMd) log(`presence phase: ${presenceMd}`);
+  const asksOut = writeAsks(outDir, res);
+  if (asksOut) {
+    log(`asks phase: its section in ${asksOut.file}, asks-*.svg; subscribes per server CPU-second as a multiple of socket.io's (the issue's goals):`);
+    for (const t of asksOut.targets) {
+      log(`  ${t.result.padEnd(7)} ${t.arm}: ${t.ratio === null ? '–' : `${fmt(t.ratio, 2)}x`} (goal ≥ ${t.goal}x; process.cpuUsage(): ${t.ratioCpuUsage === null ? '–' : `${fmt(t.ratioCpuUsage, 2)}x`})`);
+    }
+  }
   const historyTargets = writeHistory(outDir, res);
   if (historyTargets) {
     log(`history phase: ${path.join(outDir, 'summary.md')}, history.json, history.svg; its targets (reported, not gates):`);
@@ -741,6 +782,7 @@ function rebuild(dir) {
   writeHistory(dir, res);
   writeSlow(dir, res);
   writePresence(dir, res);
+  writeAsks(dir, res);
   process.stderr.write(`bench: rebuilt ${path.join(dir, 'report.md')} and ${Object.keys(out.charts).length} charts\n`);
   for (const g of out.gates) process.stderr.write(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}\n`);
   return 0;
@@ -799,6 +841,17 @@ function brief(phase, f) {
       + (f.queries.presenceSeq ? `; presence() p50/p99 ${k(f.queries.presenceSeq.p50Ms, 2)}/${k(f.queries.presenceSeq.p99Ms, 2)} ms, `
         + `${k(f.queries.presenceConc.perS)}/s at ${f.queries.presenceConc.what.match(/\d+/)[0]} at once, Redis ${k(f.queries.presenceSeq.redisUsecPerCall, 1)} µs/call` : '')
       + `; subscribers() p50/p99 ${k(f.queries.subscribers.p50Ms, 2)}/${k(f.queries.subscribers.p99Ms, 2)} ms`;
+  }
+  if (phase === 'asks') {
+    if (f.skipped) return f.skipped;
+    if (f.rt) {
+      return Object.entries(f.series).map(([name, x]) => `${name} p50/p99 ${k(x.ack.p50Us)}/${k(x.ack.p99Us)} µs`
+        + `${x.delivered ? ` (delivered ${k(x.delivered.p50Us)}/${k(x.delivered.p99Us)})` : ''}, server ${k(x.serverCpuUsPerCall, 1)} µs CPU/call`).join('; ');
+    }
+    const s = f.storm;
+    return `${k(f.connections)} × ${f.subsPerConn} subscribes (${f.auth}): ${k(s.answered)} answered (${k(s.refused)} refused) in ${k(s.wallS, 3)} s, `
+      + `${k(s.subscribesPerS)}/s; server ${k(s.serverCpuUsPerSub, 2)} µs CPU/subscribe (${k(s.subsPerCpuS)} per CPU-s; cpuUsage ${k(s.cpuUsageUsPerSub, 2)} µs), `
+      + `clients ${k(s.clientCores, 2)} cores; open ${k(f.open.perS)} conn/s, ${k(f.open.serverCpuUsPerConn, 1)} µs CPU/conn`;
   }
   if (phase === 'soak') {
     return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;
