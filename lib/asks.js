@@ -159,10 +159,7 @@ class Asks {
       refuse(none);
       return;
     }
-    const p = this.#hold(id, rid, kind, topic, () => refuse(refusal('timeout', 'the application did not answer in time')));
-    const done = (value, failed) => {
-      if (p.gone) return;
-      this.#settle(id, rid);
+    const decide = (value, failed) => {
       if (failed) {
         if (!(value instanceof ClientError)) this.#report(value);
         refuse(thrown(value));
@@ -176,14 +173,23 @@ class Asks {
     try {
       result = hook(...args);
     } catch (err) {
-      done(err, true);
+      decide(err, true);
       return;
     }
-    if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-      result.then((v) => done(v, false), (e) => done(e, true));
-    } else {
-      done(result, false);
+    if (result === null || typeof result !== 'object' || typeof result.then !== 'function') {
+      // Answered at once: nothing to keep, no timer.
+      decide(result, false);
+      return;
     }
+    // A Promise: pending (an unsubscribe or the connection's end drops it)
+    // until it settles or askTimeout passes.
+    const p = this.#hold(id, rid, kind, topic, () => refuse(refusal('timeout', 'the application did not answer in time')));
+    const done = (value, failed) => {
+      if (p.gone) return;
+      this.#settle(id, rid);
+      decide(value, failed);
+    };
+    result.then((v) => done(v, false), (e) => done(e, true));
   }
 
   /** Keeps an ask pending with its timer (onTimeout answers and drops it). */

@@ -30,6 +30,16 @@ typedef struct sy_ask_conn {
     uint32_t n, cap;
     uint32_t bad;
     pending_t *p;
+#ifdef SY_WITH_TLS
+    /* The last token that verified on this connection (a copy), the key set
+     * it verified with (a reference) and its grant: a client gives the same
+     * token with each of its subscribes, and it is verified once, while it
+     * is unexpired and the server's key set is the same. */
+    char *tok;
+    size_t tok_len;
+    sy_tokens_t *tok_set;
+    sy_jwt_grant_t *grant;
+#endif
 } ask_conn_t;
 
 /* The thread's table: one pointer per slot (io/sy_io_thread.h's ctx). */
@@ -60,12 +70,27 @@ static ask_conn_t *state_of(sy_io_t *io, sy_conn_t *c, bool make) {
     return *r;
 }
 
+#ifdef SY_WITH_TLS
+static void forget_token(ask_conn_t *a) {
+    sy_free(a->tok);
+    sy_tokens_unref(a->tok_set);
+    sy_jwt_grant_free(a->grant);
+    a->tok = NULL;
+    a->tok_len = 0;
+    a->tok_set = NULL;
+    a->grant = NULL;
+}
+#endif
+
 static void state_free(ask_conn_t *a) {
     if (a == NULL)
         return;
     for (uint32_t i = 0; i < a->n; i++)
         sy_free(a->p[i].topic);
     sy_free(a->p);
+#ifdef SY_WITH_TLS
+    forget_token(a);
+#endif
     sy_free(a);
 }
 
@@ -194,18 +219,47 @@ static sy_tokens_t *tokens_acquire(sy_io_shared_t *sh) {
     return t;
 }
 
+/* The grant of token, verified with tk: the connection's kept one when it
+ * is that token, verified with that set and not expired; else verified now
+ * (and kept when valid). NULL with *r the refusal. */
+static const sy_jwt_grant_t *grant_of(ask_conn_t *a, sy_tokens_t *tk, const char *token, size_t len,
+                                      sy_jwt_result_t *r) {
+    int64_t now = sy_clock_unix_s();
+    if (a->grant != NULL && a->tok_set == tk && a->tok_len == len && memcmp(a->tok, token, len) == 0) {
+        int64_t exp = sy_jwt_grant_exp(a->grant), leeway = (int64_t)tk->policy.leeway_s;
+        if (exp == 0 || exp > INT64_MAX - leeway || now < exp + leeway)
+            return a->grant;
+        *r = SY_JWT_EXPIRED;
+        return NULL;
+    }
+    sy_jwt_grant_t *g = NULL;
+    *r = sy_jwt_verify(tk->keys, &tk->policy, token, len, now, &g);
+    if (*r != SY_JWT_OK)
+        return NULL;
+    forget_token(a);
+    a->grant = g; /* freed with the connection's state, or by the next token */
+    char *copy = sy_malloc(len);
+    if (copy != NULL) { /* else not kept: verified again next time */
+        memcpy(copy, token, len);
+        sy_tokens_ref(tk, 1);
+        a->tok = copy;
+        a->tok_len = len;
+        a->tok_set = tk;
+    }
+    return g;
+}
+
 /* What a token says about action on topic: NULL when it grants it, else
  * the refusal's code (counted in tokenRefused). */
-static const char *token_check(sy_io_t *io, sy_tokens_t *tk, const char *token, size_t len, sy_jwt_action_t action,
-                               const char *topic, size_t topic_len) {
-    sy_jwt_grant_t *grant = NULL;
-    sy_jwt_result_t r = sy_jwt_verify(tk->keys, &tk->policy, token, len, sy_clock_unix_s(), &grant);
+static const char *token_check(sy_io_t *io, ask_conn_t *a, sy_tokens_t *tk, const char *token, size_t len,
+                               sy_jwt_action_t action, const char *topic, size_t topic_len) {
+    sy_jwt_result_t r = SY_JWT_OK;
+    const sy_jwt_grant_t *g = grant_of(a, tk, token, len, &r);
     const char *code = NULL;
-    if (r != SY_JWT_OK)
+    if (g == NULL)
         code = sy_jwt_result_name(r);
-    else if (!sy_jwt_allows(grant, action, topic, topic_len))
+    else if (!sy_jwt_allows(g, action, topic, topic_len))
         code = "forbidden";
-    sy_jwt_grant_free(grant);
     if (code != NULL)
         sy_stat_inc(&sy_io_ctx(io)->stats.token_refused);
     return code;
@@ -217,7 +271,7 @@ static const char *token_check(sy_io_t *io, sy_tokens_t *tk, const char *token, 
  * thread, so that an unsubscribe meanwhile drops it. */
 static void token_subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v2_sub_t *s, sy_tokens_t *tk) {
     sy_io_ctx_t *x = sy_io_ctx(io);
-    const char *code = token_check(io, tk, s->token, s->token_len, SY_JWT_SUBSCRIBE, s->topic, s->topic_len);
+    const char *code = token_check(io, a, tk, s->token, s->token_len, SY_JWT_SUBSCRIBE, s->topic, s->topic_len);
     if (code != NULL) {
         answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, code, "the token does not grant this topic"));
         return;
@@ -334,7 +388,7 @@ static void ask_owner(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f
 #ifdef SY_WITH_TLS
     sy_tokens_t *tk = f->token != NULL ? tokens_acquire(sy_io_ctx(io)->shared) : NULL;
     if (tk != NULL) {
-        const char *code = token_check(io, tk, f->token, f->token_len, SY_JWT_PUBLISH, f->topic, f->topic_len);
+        const char *code = token_check(io, a, tk, f->token, f->token_len, SY_JWT_PUBLISH, f->topic, f->topic_len);
         sy_tokens_unref(tk);
         if (code != NULL) {
             answer(io, c, sy_v2_error_frame(true, f->rid, code, "the token does not grant this publish"));
