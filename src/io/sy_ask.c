@@ -10,6 +10,7 @@
 #include "io/sy_history.h"
 #include "io/sy_io_thread.h"
 #include "io/sy_park.h"
+#include "io/sy_resume.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_v2.h"
 #include "proto/sy_ws_frame.h"
@@ -208,6 +209,27 @@ static bool queue_asked(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_topic_t *t,
 }
 
 #ifdef SY_WITH_TLS
+/* c subscribes to t (held, its reference handed over), a topic without
+ * history asked without a position, here and now, as the owner's plain
+ * subscribe would make it (its interest counted, then the subscription):
+ * with no offsets there is nothing to order against publishes, so no
+ * command goes round the queue. The "subscribed" notice names rid. False
+ * when out of memory (t given back). */
+static bool subscribe_now(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, uint32_t rid) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    sy_topic_add_interest(&x->shared->topics, t, x->index);
+    if (!sy_conn_subscribe(io, c, t)) /* takes the reference and the interest either way */
+        return false;
+    size_t budget = sy_resume_budget(io, c);
+    sy_resume_item_t it;
+    sy_resume_prepare(io, c, t, NULL, &budget, &it);
+    char extra[24];
+    it.extra_len = (size_t)snprintf(extra, sizeof(extra), ",\"rid\":%u", (unsigned)rid);
+    it.extra = extra;
+    sy_resume_deliver(io, c, &it);
+    return true;
+}
+
 /* The server's token set now, with a reference of the caller's; NULL: it
  * checks none. */
 static sy_tokens_t *tokens_acquire(sy_io_shared_t *sh) {
@@ -277,7 +299,17 @@ static void token_subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v
         return;
     }
     sy_topic_t *t = sy_topic_acquire(&x->shared->topics, s->topic, s->topic_len, true);
-    if (t == NULL || !queue_asked(io, c, a, t, s)) {
+    if (t == NULL) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    if (!s->has_since && !sy_hist_default_on(&x->shared->hist) &&
+        atomic_load_explicit(&t->hist, memory_order_acquire) == NULL) {
+        if (!subscribe_now(io, c, t, s->rid)) {
+            answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, "memory", "out of memory"));
+            return;
+        }
+    } else if (!queue_asked(io, c, a, t, s)) {
         sy_conn_fail_oom(io, c);
         return;
     }
