@@ -355,7 +355,11 @@ static bool call_dispatch(napi_env env, napi_value fn, napi_value *argv, size_t 
     return st == napi_ok;
 }
 
-static napi_value upgrade_payload(napi_env env, const uint8_t *p, size_t len) {
+/* An event payload of u32-length strings (sy_batch_add_strings) as an
+ * array of strings: latin1 (SY_EV_UPGRADE: the request's bytes as they
+ * came) or UTF-8 (SY_EV_ASK); the last one a Buffer when last_bytes (an
+ * ask's payload that came in a binary frame). NULL on a napi failure. */
+static napi_value strings_payload(napi_env env, const uint8_t *p, size_t len, bool utf8, bool last_bytes) {
     napi_value arr;
     if (napi_create_array(env, &arr) != napi_ok)
         return NULL;
@@ -367,43 +371,14 @@ static napi_value upgrade_payload(napi_env env, const uint8_t *p, size_t len) {
         pos += sizeof(n);
         if (n > len - pos)
             break;
-        napi_value s;
-        if (napi_create_string_latin1(env, (const char *)p + pos, n, &s) != napi_ok ||
-            napi_set_element(env, arr, i++, s) != napi_ok)
-            return NULL;
-        pos += n;
-    }
-    return arr;
-}
-
-/* An SY_EV_ASK's strings (io/sy_ask.h) as an array: the rid as a number,
- * then UTF-8 strings; a publish's or request's payload last, as a Buffer
- * when it came in a binary frame. */
-static napi_value ask_payload(napi_env env, uint8_t kind, uint16_t code, const uint8_t *p, size_t len) {
-    napi_value arr;
-    if (napi_create_array(env, &arr) != napi_ok)
-        return NULL;
-    size_t pos = 0;
-    uint32_t i = 0;
-    size_t nparts = kind == 's' ? 5 : kind == 'p' || kind == 'P' ? 3 : 2;
-    while (pos + sizeof(uint32_t) <= len && i < nparts) {
-        uint32_t n;
-        memcpy(&n, p + pos, sizeof(n));
-        pos += sizeof(n);
-        if (n > len - pos)
-            return NULL;
         napi_value v;
         napi_status st;
-        if (i == 0) {
-            double rid = 0;
-            for (uint32_t k = 0; k < n; k++)
-                rid = rid * 10 + (p[pos + k] - '0');
-            st = napi_create_double(env, rid, &v);
-        } else if (i == nparts - 1 && kind != 's' && kind != 'u' && (code & SY_ASK_BINARY)) {
+        if (last_bytes && pos + n == len)
             st = napi_create_buffer_copy(env, n, p + pos, NULL, &v);
-        } else {
+        else if (utf8)
             st = napi_create_string_utf8(env, (const char *)p + pos, n, &v);
-        }
+        else
+            st = napi_create_string_latin1(env, (const char *)p + pos, n, &v);
         if (st != napi_ok || napi_set_element(env, arr, i++, v) != napi_ok)
             return NULL;
         pos += n;
@@ -455,11 +430,13 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
             break;
         case SY_EV_UPGRADE:
             ok = ok && napi_get_undefined(env, &argv[2]) == napi_ok &&
-                 (argv[3] = upgrade_payload(env, payload, ev.len)) != NULL;
+                 (argv[3] = strings_payload(env, payload, ev.len, false, false)) != NULL;
             break;
         case SY_EV_ASK: /* (code << 8) | kind, the ask's parts */
             ok = ok && napi_create_uint32(env, ((uint32_t)ev.code << 8) | ev.flags, &argv[2]) == napi_ok &&
-                 (argv[3] = ask_payload(env, ev.flags, ev.code, payload, ev.len)) != NULL;
+                 (argv[3] = strings_payload(env, payload, ev.len, true,
+                                            (ev.code & SY_ASK_BINARY) != 0 && ev.flags != 's' && ev.flags != 'u')) !=
+                     NULL;
             break;
         case SY_EV_RECOVERY: /* (reason << 2) | flags (SY_EV_RECOVERED, SY_EV_RECOVERY_AT_OPEN), topic */
             ok = ok && napi_create_uint32(env, ((uint32_t)ev.code << 2) | (ev.flags & 3u), &argv[2]) == napi_ok &&

@@ -284,6 +284,7 @@ class SymphonyClient extends Emitter {
     /** topic -> unsubscribes in flight: its notices until their answer are stale. */
     this._leaving = new Map();
     this._rid = 0;
+    this._opened = false; // a connection opened before: the next subscribes are resubscribes
     this._stats = { messages: 0, duplicates: 0, malformed: 0, unknown: 0, reconnects: 0 };
     // Connecting in a microtask lets the caller add its listeners first (the
     // first 'state' event); not a timer, so an injected timer sees only the
@@ -563,7 +564,7 @@ class SymphonyClient extends Emitter {
       // The subscriptions are asked for before 'open' is told: one that a
       // listener of 'open' adds is then asked for once, by subscribe().
       this._state = 'open';
-      if (this._subs.size > 0) this._ask(Array.from(this._subs.values()), this._opened === true);
+      if (this._subs.size > 0) this._ask(Array.from(this._subs.values()), this._opened);
       this._opened = true;
       this._setState('open', { protocol: ws.protocol, plain: !this._v1 });
       if (!this._v1 && this._ws === ws) {

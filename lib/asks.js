@@ -72,7 +72,7 @@ class Asks {
   ask(id, code, parts) {
     const kind = String.fromCharCode(code & 0xff);
     const flags = code >> 8;
-    const rid = parts[0];
+    const rid = Number(parts[0]);
     switch (kind) {
       case 's': {
         const [, topic, since, token, data] = parts;
@@ -141,13 +141,6 @@ class Asks {
     if (!mine) return;
     for (const p of mine.values()) clearTimeout(p.timer);
     this.#pending.delete(id);
-  }
-
-  /** Pending asks now (tests, stats). */
-  get pending() {
-    let n = 0;
-    for (const m of this.#pending.values()) n += m.size;
-    return n;
   }
 
   /**

@@ -32,7 +32,7 @@ sy_tokens_t *sy_tokens_new(sy_jwt_keys_t *keys, const char *audience, size_t aud
     return t;
 }
 
-void sy_tokens_ref(sy_tokens_t *t, unsigned n) { atomic_fetch_add_explicit(&t->refs, n, memory_order_relaxed); }
+void sy_tokens_ref(sy_tokens_t *t) { atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed); }
 
 void sy_tokens_unref(sy_tokens_t *t) {
     if (t == NULL || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)

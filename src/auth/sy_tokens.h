@@ -37,7 +37,7 @@ typedef struct sy_tokens {
 /* A set with one reference. audience, issuer: NULL or their bytes. */
 sy_tokens_t *sy_tokens_new(sy_jwt_keys_t *keys, const char *audience, size_t audience_len, const char *issuer,
                            size_t issuer_len, uint32_t leeway_s);
-void sy_tokens_ref(sy_tokens_t *t, unsigned n);
+void sy_tokens_ref(sy_tokens_t *t);
 /* NULL is a no-op. */
 void sy_tokens_unref(sy_tokens_t *t);
 

@@ -236,7 +236,7 @@ static sy_tokens_t *tokens_acquire(sy_io_shared_t *sh) {
     pthread_mutex_lock(&sh->tokens_lock);
     sy_tokens_t *t = sh->tokens;
     if (t != NULL)
-        sy_tokens_ref(t, 1);
+        sy_tokens_ref(t);
     pthread_mutex_unlock(&sh->tokens_lock);
     return t;
 }
@@ -263,7 +263,7 @@ static const sy_jwt_grant_t *grant_of(ask_conn_t *a, sy_tokens_t *tk, const char
     char *copy = sy_malloc(len);
     if (copy != NULL) { /* else not kept: verified again next time */
         memcpy(copy, token, len);
-        sy_tokens_ref(tk, 1);
+        sy_tokens_ref(tk);
         a->tok = copy;
         a->tok_len = len;
         a->tok_set = tk;

@@ -21,58 +21,65 @@ static int reserve(sy_batch_t **pb, unsigned thread, size_t need) {
     return sy_buf_reserve(&b->data, b->len, &b->cap, need, SY_BATCH_MIN);
 }
 
+/* Reserves an event of total payload bytes and writes its header; *off:
+ * where its payload goes. The caller writes the payload, then commit(). */
+static int begin(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
+                 size_t total, size_t *off) {
+    int rc = reserve(pb, thread, sizeof(sy_event_t) + ALIGN8(total));
+    if (rc != 0)
+        return rc;
+    sy_batch_t *b = *pb;
+    sy_event_t ev = {.conn = conn, .len = (uint32_t)total, .code = code, .type = type, .flags = flags};
+    memcpy(b->data + b->len, &ev, sizeof(ev));
+    *off = b->len + sizeof(ev);
+    return 0;
+}
+
+static void commit(sy_batch_t *b, size_t total) {
+    b->len += sizeof(sy_event_t) + ALIGN8(total);
+    b->count++;
+}
+
 sy_err_t sy_batch_addv(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags, uint16_t code,
                        const void *const *parts, const size_t *lens, size_t n) {
-    size_t total = 0;
+    size_t total = 0, off;
     for (size_t i = 0; i < n; i++) {
         if (lens[i] > UINT32_MAX - total)
             return EMSGSIZE;
         total += lens[i];
     }
-    size_t need = sizeof(sy_event_t) + ALIGN8(total);
-    int rc = reserve(pb, thread, need);
+    int rc = begin(pb, thread, conn, type, flags, code, total, &off);
     if (rc != 0)
         return rc;
-    sy_batch_t *b = *pb;
-    sy_event_t ev = {.conn = conn, .len = (uint32_t)total, .code = code, .type = type, .flags = flags};
-    memcpy(b->data + b->len, &ev, sizeof(ev));
-    size_t off = b->len + sizeof(ev);
     for (size_t i = 0; i < n; i++) {
         if (lens[i] > 0)
-            memcpy(b->data + off, parts[i], lens[i]);
+            memcpy((*pb)->data + off, parts[i], lens[i]);
         off += lens[i];
     }
-    b->len += need;
-    b->count++;
+    commit(*pb, total);
     return 0;
 }
 
 sy_err_t sy_batch_add_strings(sy_batch_t **pb, unsigned thread, uint64_t conn, uint8_t type, uint8_t flags,
                               uint16_t code, const char *const *strs, const size_t *lens, size_t n) {
-    size_t total = 0;
+    size_t total = 0, off;
     for (size_t i = 0; i < n; i++) {
         if (lens[i] > UINT32_MAX - sizeof(uint32_t) - total)
             return EMSGSIZE;
         total += sizeof(uint32_t) + lens[i];
     }
-    size_t need = sizeof(sy_event_t) + ALIGN8(total);
-    int rc = reserve(pb, thread, need);
+    int rc = begin(pb, thread, conn, type, flags, code, total, &off);
     if (rc != 0)
         return rc;
-    sy_batch_t *b = *pb;
-    sy_event_t ev = {.conn = conn, .len = (uint32_t)total, .code = code, .type = type, .flags = flags};
-    memcpy(b->data + b->len, &ev, sizeof(ev));
-    size_t off = b->len + sizeof(ev);
     for (size_t i = 0; i < n; i++) {
         uint32_t len = (uint32_t)lens[i];
-        memcpy(b->data + off, &len, sizeof(len));
+        memcpy((*pb)->data + off, &len, sizeof(len));
         off += sizeof(len);
         if (len > 0)
-            memcpy(b->data + off, strs[i], len);
+            memcpy((*pb)->data + off, strs[i], len);
         off += len;
     }
-    b->len += need;
-    b->count++;
+    commit(*pb, total);
     return 0;
 }
 
