@@ -148,6 +148,8 @@ static void test_malformed(void) {
     BAD("p{\"rid\":3}\npayload", true, 3);
     BAD("p{\"topic\":\"t\"}\npayload", false, 0);
     BAD("p\npayload", false, 0);
+    BAD("p{\"rid\":3,\"topic\":\"t\",\"token\":5}\nx", true, 3);
+    BAD("p{\"rid\":3,\"topic\":\"t\",\"token\":\"\"}\nx", true, 3);
     BAD("r{}\nx", false, 0);
     BAD("r{\"rid\":\"1\"}\nx", false, 0);
     BAD("r{\"rid\":1}", false, 0);
@@ -190,6 +192,13 @@ static void test_publish_request(void) {
     CHECK(f.topic_len == 6 && memcmp(f.topic, "chat.7", 6) == 0);
     const char *body = strchr(in, '\n') + 1;
     CHECK(f.payload_len == strlen(body) && memcmp(f.payload, body, f.payload_len) == 0);
+    CHECK(f.token == NULL);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+
+    /* A publish that carries a token. */
+    CHECK(parse_str(&g, "p{\"rid\":13,\"topic\":\"t\",\"token\":\"a.b.c\"}\nx", &f, &why) == SY_V2_OK);
+    CHECK(f.token_len == 5 && memcmp(f.token, "a.b.c", 5) == 0 && f.payload_len == 1);
     sy_v2_frame_free(&f);
     guard_release(&g);
 
