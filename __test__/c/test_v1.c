@@ -83,6 +83,8 @@ static void test_header(void) {
     CHECK_MEMSTR(h, n, "p7\n");
     n = sy_v1_publish_header(h, 0, true, 0);
     CHECK_MEMSTR(h, n, "p0,0\n");
+    n = sy_v1_publish_header(h, 10, true, 10000000000000000000u);
+    CHECK_MEMSTR(h, n, "p10,10000000000000000000\n");
     /* The longest: exactly SY_V1_HEADER_MAX bytes, and none written past. */
     memset(h, '#', sizeof(h));
     n = sy_v1_publish_header(h, UINT32_MAX, true, UINT64_MAX);

@@ -502,14 +502,20 @@ function parseArmEnv(spec) {
       throw new Error(`--arm-env ${name}: "${piece}" is not K=V`);
     }
   }
+  // BENCH_SYMPHONY_ROOT=DIR: the build is DIR's (another checkout, as
+  // --baseline's twins), checked as theirs are.
+  const root = env.BENCH_SYMPHONY_ROOT ? baselineCheckout(env.BENCH_SYMPHONY_ROOT).dir : undefined;
+  if (root) env.BENCH_SYMPHONY_ROOT = root;
   return {
     name,
-    what: `default build + ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`,
+    what: `${root ? `the build of ${root}` : 'default build'} + ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`,
     script: FANOUT,
     gate: 'symphony',
     env: { SYMPHONY_ALLOCATOR: 'jemalloc', ...env },
     allocator: 'jemalloc',
     soak: true,
+    publish: true,
+    ...(root ? { root } : {}),
   };
 }
 

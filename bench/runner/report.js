@@ -501,13 +501,26 @@ function baselineComparison(meta, runs) {
   for (const b of meta.arms.filter((a) => a.baselineOf)) {
     const a = b.baselineOf;
     if (!meta.arms.some((x) => x.name === a)) continue;
-    const pick = (phase, arm, f) => summarize(runs.filter((r) => r.phase === phase && r.arm === arm && r.figures).map((r) => f(r.figures)));
+    const of = (phase, arm) => runs.filter((r) => r.phase === phase && r.arm === arm && r.figures);
+    const pick = (phase, arm, f) => summarize(of(phase, arm).map((r) => f(r.figures)));
+    // Runs are interleaved: repeat k of the arm and of its twin ran side by
+    // side, so their ratio cancels the drift between repeats; the spread of
+    // those ratios is the comparison's own.
+    const paired = (phase, f) => {
+      const olds = new Map(of(phase, b.name).map((r) => [r.repeat, f(r.figures)]));
+      return summarize(of(phase, a).map((r) => {
+        const x = f(r.figures);
+        const y = olds.get(r.repeat);
+        return finite(x) && finite(y) && y !== 0 ? x / y : null;
+      }));
+    };
     const add = (figure, digits, phase, f) => {
       const cur = pick(phase, a, f);
       const old = pick(phase, b.name, f);
       if (!cur.n && !old.n) return;
       rows.push({ figure, digits, arm: a, base: b.name, cur, old,
         ratio: finite(cur.median) && finite(old.median) && old.median !== 0 ? cur.median / old.median : null,
+        pairs: paired(phase, f),
         overlap: cur.n > 1 && old.n > 1 ? cur.min <= old.max && old.min <= cur.max : null });
     };
     add('parked B/conn over idle (largest level)', 0, 'parked', (f) => f.bytesPerConnOverIdle);
@@ -518,6 +531,12 @@ function baselineComparison(meta, runs) {
     for (const shape of shapes) add(`CPU-s per 1M delivered, ${shape}`, 2, 'cpu', (f) => shapeOf(f, shape).cpuSPer1M);
     for (const shape of shapes) add(`delivered %, ${shape}`, 1, 'cpu', (f) => shapeOf(f, shape).deliveredPct);
     for (const shape of shapes) add(`p99 ms, ${shape}`, 2, 'cpu', (f) => shapeOf(f, shape).p99ms);
+    const rates = [...new Set(runs.filter((r) => r.phase === 'publish' && r.figures && (r.arm === a || r.arm === b.name))
+      .flatMap((r) => r.figures.windows.map((w) => w.rate)))].sort((x, y) => x - y);
+    const windowOf = (f, rate) => f.windows.find((w) => w.rate === rate) || {};
+    for (const rate of rates) add(`publish: CPU-s per 1M delivered, ${fmt(rate)}/s`, 2, 'publish', (f) => windowOf(f, rate).cpuSPer1M);
+    for (const rate of rates) add(`publish: delivered %, ${fmt(rate)}/s`, 1, 'publish', (f) => windowOf(f, rate).deliveredPct);
+    for (const rate of rates) add(`publish: p99 ms, ${fmt(rate)}/s`, 2, 'publish', (f) => windowOf(f, rate).p99Ms);
     for (const key of ['ecdsa', 'rsa']) {
       add(`handshakes/s per server core, ${key === 'ecdsa' ? 'ECDSA P-256' : 'RSA 2048'}`, 0, 'handshakes',
         (f) => (f.keys.find((x) => x.key === key) || {}).perCoreS);
@@ -914,11 +933,12 @@ function markdown(res) {
     P();
     P(`Each \`base-*\` arm is its twin arm (same server script, load, settings and place in the interleaving) on the symphony of the baseline checkout `
       + `${meta.baseline ? `(${checkout(meta.baseline)})` : ''}. Medians over repeats (min–max); _ratio_ = this code's median ÷ the baseline's; `
+      + '_per repeat_: the ratio of each repeat to its twin\'s, which ran beside it (median, min–max: the comparison\'s spread); '
       + '_ranges overlap_: the two min–max ranges overlap (– with one repeat: no range). Not a gate.');
     P();
-    P(table(['figure', 'arm', 'this code', 'baseline arm', 'baseline', 'ratio', 'ranges overlap'],
+    P(table(['figure', 'arm', 'this code', 'baseline arm', 'baseline', 'ratio', 'per repeat', 'ranges overlap'],
       res.baselineComparison.map((r) => [r.figure, r.arm, fmtRange(r.cur, r.digits), r.base, fmtRange(r.old, r.digits), fmt(r.ratio, 3),
-        r.overlap === null ? '–' : r.overlap ? 'yes' : '**no**'])));
+        r.pairs ? fmtRange(r.pairs, 3) : '–', r.overlap === null ? '–' : r.overlap ? 'yes' : '**no**'])));
     P();
   }
 

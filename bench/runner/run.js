@@ -14,6 +14,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
+const { prepareCompare } = require('./compare');
 const { BUILTIN, selectArms, order, baselineCheckout, describeCheckout, checkoutLabel, wrongBuild, phasesOf, uwsCheckout, REPO } = require('./arms');
 const { ServerProc, LOADGEN } = require('./procs');
 const { redisVersion } = require('./redis');
@@ -59,13 +60,20 @@ Selection:
   --uws-path DIR         uWebSockets.js to load for the uws arms (a folder with its package;
                          never a dependency): without it they are left out
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
-                         e.g. --arm-env decay1s=SY_JE_MALLOC_CONF=dirty_decay_ms:1000
+                         e.g. --arm-env decay1s=SY_JE_MALLOC_CONF=dirty_decay_ms:1000;
+                         BENCH_SYMPHONY_ROOT=DIR makes it another checkout's build (several
+                         commits in one run: a bisection)
   --repeats N            runs of each arm per phase (default 3; --quick: 1)
   --fixed-order          A A A B B B instead of interleaving A B C A B C
   --baseline DIR         also run the symphony of another checkout (DIR's lib/ and native/
                          builds: npm install there first), same server script and load: arm
                          base-jemalloc after jemalloc, base-jemalloc-tls after jemalloc-tls
                          (whichever run; the gates still compare jemalloc with system)
+  --compare REF          the same against a commit of this repository, checked out and built
+                         in bench/out/compare/<commit> (kept for the next run); by default
+                         --phases cpu,publish --arms jemalloc,base-jemalloc --publish-sweep none,
+                         and the results folder compare-<commit>. Prints each figure's ratio
+                         with its spread (per repeat: each run against its twin beside it)
 
 Machine:
   --cpus LIST|none       pin the server to these CPUs (taskset) in every phase, loadgen to the
@@ -164,7 +172,7 @@ function parseArgs(argv) {
   const known = new Set(['armEnv', 'quick', 'full', 'fixed-order', 'help', 'phases', 'arms', 'arm-env', 'repeats', 'cpus', 'threads',
     'cpu-threads', 'sample-hz', 'loadgen-max', 'connections', 'parked-levels', 'peak', 'trough', 'cycles', 'churn',
     'cpu-connections', 'cpu-window', 'handshakes', 'cpu-shapes', 'peak-hold', 'trough-hold', 'active', 'ramp', 'settle', 'out', 'name', 'rebuild',
-    'baseline', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
+    'baseline', 'compare', 'uws-path', 'json-connections', 'json-rate', 'json-window', 'bus-connections', 'bus-nodes', 'bus-topics',
     'bus-rate', 'bus-window', 'bus-outage', 'bus-threads', 'redis-server', 'publish-connections', 'publish-rates', 'publish-sweep',
     'publish-refine', 'publish-window', 'publish-p99', 'history-clients', 'history-peer-clients', 'history-rate', 'history-outage-rate',
     'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window', 'slow-settle',
@@ -375,6 +383,17 @@ async function main() {
     return 0;
   }
   if (o.rebuild) return rebuild(path.resolve(o.rebuild));
+  if (o.compare !== undefined) {
+    // --compare REF: REF built beside the working tree is the baseline; by
+    // default the cpu and publish phases, this code's arm and its twin.
+    if (o.baseline !== undefined) throw new Error('--compare and --baseline exclude each other');
+    const ref = prepareCompare(o.compare, (line) => process.stderr.write(`[bench] ${line}\n`));
+    o.baseline = ref.dir;
+    if (o.phases === undefined) o.phases = 'cpu,publish';
+    if (o.arms === undefined) o.arms = 'jemalloc,base-jemalloc';
+    if (o['publish-sweep'] === undefined) o['publish-sweep'] = 'none';
+    if (o.name === undefined && o.out === undefined) o.name = `compare-${ref.commit.slice(0, 7)}`;
+  }
   const presetName = o.quick ? 'quick' : o.full ? 'full' : 'default';
   const cfg = preset(presetName);
   const phaseList = list(o, 'phases', ALL_PHASES) || DEFAULT_PHASES.slice();
@@ -757,7 +776,7 @@ async function main() {
     log('this code vs the baseline (medians, min–max; not a gate):');
     for (const c of out.baselineComparison) {
       log(`  ${c.figure}: ${c.arm} ${fmtRange(c.cur, c.digits)} vs ${c.base} ${fmtRange(c.old, c.digits)}, ratio ${fmt(c.ratio, 3)}`
-        + `${c.overlap === false ? ', ranges do not overlap' : ''}`);
+        + `${c.pairs && c.pairs.n > 1 ? ` (per repeat ${fmtRange(c.pairs, 3)})` : ''}${c.overlap === false ? ', ranges do not overlap' : ''}`);
     }
   }
   log('gates:');

@@ -335,12 +335,6 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
     return true;
 }
 
-bool sy_conn_publish(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, sy_topic_t *t) {
-    if (sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CONFLATE)
-        return sy_conflate_push(io, c, m, t);
-    return sy_conn_push(io, c, m, false);
-}
-
 sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
     if (!c->deflate || !sy_conn_open_to_owner((sy_conn_state_t)c->state) ||
         atomic_load_explicit(&m->deflate, memory_order_relaxed) == SY_REFBUF_Z_NONE)
@@ -373,7 +367,8 @@ static void want_writable(sy_io_t *io, sy_conn_t *c, bool want) {
 static void after_flush(sy_io_t *io, sy_conn_t *c) {
     if (pending(c) > 0)
         return;
-    sy_conflate_reset(c);
+    if (c->conflating)
+        sy_conflate_reset(c);
     if (c->hit_limit && c->state == SY_CONN_OPEN) {
         c->hit_limit = false;
         sy_io_emit(io, sy_conn_id(io, c), SY_EV_DRAIN, 0, 0, NULL, 0);

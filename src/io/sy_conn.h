@@ -289,12 +289,6 @@ void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total);
  * subscriber array (a publish walks them). */
 bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control);
 
-/* Queues a published frame m of topic t (c is subscribed to t): under the
- * 'conflate' policy (io/sy_conflate.h) a newer message of t may take the
- * place of a queued one; under the others, sy_conn_push. The same
- * references as sy_conn_push. */
-bool sy_conn_publish(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, sy_topic_t *t);
-
 /* The upgrade succeeded (sy_upgrade): the 101 is queued. Opens the
  * connection, tells the owner, and handles bytes that followed the request. */
 void sy_conn_opened(sy_io_t *io, sy_conn_t *c, const char *protocol, size_t protocol_len);

@@ -33,42 +33,51 @@ static size_t entry_bytes(const sy_hist_entry_t *e) { return e->frame->len + SY_
 
 /* ---- the heap of histories that keep messages, oldest message first ---- */
 
+/* Each slot holds its history's key (the seq of its oldest message) beside
+ * it: a sift compares keys in the array, without a load from every history
+ * it passes (at the max_bytes cap every publish drops the oldest message
+ * of all and sifts its history down the whole heap). */
+struct sy_hist_slot {
+    uint64_t key;
+    sy_history_t *h;
+};
+
 static uint64_t key(const sy_history_t *h) { return h->ring[h->head].seq; }
 
-static void heap_set(sy_hist_t *g, uint32_t i, sy_history_t *h) {
-    g->heap[i] = h;
-    h->heap_at = i;
+static void heap_set(sy_hist_t *g, uint32_t i, sy_hist_slot_t s) {
+    g->heap[i] = s;
+    s.h->heap_at = i;
 }
 
 static void sift_up(sy_hist_t *g, uint32_t i) {
-    sy_history_t *h = g->heap[i];
-    while (i > 0 && key(g->heap[(i - 1) / 2]) > key(h)) {
+    sy_hist_slot_t s = g->heap[i];
+    while (i > 0 && g->heap[(i - 1) / 2].key > s.key) {
         heap_set(g, i, g->heap[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
-    heap_set(g, i, h);
+    heap_set(g, i, s);
 }
 
 static void sift_down(sy_hist_t *g, uint32_t i) {
-    sy_history_t *h = g->heap[i];
+    sy_hist_slot_t s = g->heap[i];
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= g->nheap)
             break;
-        if (c + 1 < g->nheap && key(g->heap[c + 1]) < key(g->heap[c]))
+        if (c + 1 < g->nheap && g->heap[c + 1].key < g->heap[c].key)
             c++;
-        if (key(g->heap[c]) >= key(h))
+        if (g->heap[c].key >= s.key)
             break;
         heap_set(g, i, g->heap[c]);
         i = c;
     }
-    heap_set(g, i, h);
+    heap_set(g, i, s);
 }
 
 /* Room in the heap for one more history. False when out of memory. */
 static bool heap_add_room(sy_hist_t *g) {
     uint32_t cap = g->heap_cap ? g->heap_cap * 2 : 16;
-    sy_history_t **a = sy_realloc(g->heap, (size_t)cap * sizeof(*a));
+    sy_hist_slot_t *a = sy_realloc(g->heap, (size_t)cap * sizeof(*a));
     if (a == NULL)
         return false;
     g->heap = a;
@@ -80,7 +89,7 @@ static bool heap_add_room(sy_hist_t *g) {
 static bool heap_add(sy_hist_t *g, sy_history_t *h) {
     if (g->nheap == g->heap_cap && !heap_add_room(g))
         return false;
-    g->heap[g->nheap] = h;
+    g->heap[g->nheap] = (sy_hist_slot_t){.key = key(h), .h = h};
     h->heap_at = g->nheap++;
     sift_up(g, h->heap_at);
     return true;
@@ -89,11 +98,11 @@ static bool heap_add(sy_hist_t *g, sy_history_t *h) {
 /* h keeps nothing any more: out of the heap. */
 static void heap_remove(sy_hist_t *g, sy_history_t *h) {
     uint32_t i = h->heap_at;
-    sy_history_t *last = g->heap[--g->nheap];
+    sy_hist_slot_t last = g->heap[--g->nheap];
     if (i < g->nheap) {
         heap_set(g, i, last);
         sift_down(g, i);
-        sift_up(g, last->heap_at);
+        sift_up(g, last.h->heap_at);
     }
 }
 
@@ -108,8 +117,10 @@ static void drop_oldest(sy_hist_t *g, sy_history_t *h) {
     h->first++;
     if (h->count == 0)
         heap_remove(g, h);
-    else
-        sift_down(g, h->heap_at); /* its oldest is newer now */
+    else {
+        g->heap[h->heap_at].key = key(h); /* its oldest is newer now */
+        sift_down(g, h->heap_at);
+    }
 }
 
 /* Drops every entry of h that size or ttl no longer allow. */
@@ -217,7 +228,7 @@ bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t n
     trim(g, h, now_ms);
     /* The server-wide cap: the oldest go first, whichever topic. */
     while (g->conf.max_bytes > 0 && g->bytes > g->conf.max_bytes && g->nheap > 0)
-        drop_oldest(g, g->heap[0]);
+        drop_oldest(g, g->heap[0].h);
     return true;
 }
 

@@ -69,6 +69,7 @@ typedef struct sy_hist_conf {
 } sy_hist_conf_t;
 
 typedef struct sy_hist_entry sy_hist_entry_t; /* a ring slot: the frame, when, its order */
+typedef struct sy_hist_slot sy_hist_slot_t;   /* a slot of the heap of histories (sy_hist_t.heap) */
 
 /* One topic's history. */
 /* When a history's live subscribers are told their position again
@@ -115,8 +116,9 @@ typedef struct sy_hist {
      * NULL: not followed. */
     struct sy_topics *topics;
     /* The histories that keep messages, as a binary heap by their oldest
-     * message: max_bytes drops the oldest message of all in O(log n). */
-    struct sy_history **heap;
+     * message (each slot with its key): max_bytes drops the oldest message
+     * of all in O(log n). */
+    struct sy_hist_slot *heap;
     uint32_t nheap, heap_cap;
     /* With a bus: offsets come from Redis (sy_hist_adopt) and histories
      * must be synced before they serve a subscription (fixed before the

@@ -15,6 +15,7 @@
 #include "base/sy_clock.h"
 #include "io/sy_addrlimit.h"
 #include "io/sy_ask.h"
+#include "io/sy_conflate.h"
 #include "io/sy_conn.h"
 #include "io/sy_park.h"
 #include "io/sy_reclaim.h"
@@ -543,6 +544,7 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
     sy_refbuf_t *frames[2] = {cmd->buf, cmd->v1}; /* [v1] */
     sy_refbuf_t *twins[2] = {NULL, NULL};
     uint32_t queued[2] = {0, 0}, queued_twin[2] = {0, 0};
+    bool conflate = io->ctx.shared->opts.slow_consumer == SY_SLOW_CONFLATE; /* once per publish, not per subscriber */
     /* The command's own references keep the buffers (and their compressed
      * twins) alive while the loop stores pointers; the queues' references
      * are added in one step after. */
@@ -554,7 +556,7 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
                 continue; /* no plain frame (only symphony.v1 subscribers were counted), or no memory */
         }
         sy_refbuf_t *m = sy_conn_frame_for(io, c, frames[f]);
-        if (sy_conn_publish(io, c, m, cmd->topic)) {
+        if (conflate ? sy_conflate_push(io, c, m, cmd->topic) : sy_conn_push(io, c, m, false)) {
             if (m == frames[f]) {
                 queued[f]++;
             } else {

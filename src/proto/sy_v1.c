@@ -16,14 +16,30 @@ static const char *const REASONS[SY_V1_REASONS] = {
 
 const char *sy_v1_reason_name(sy_v1_reason_t r) { return (unsigned)r < SY_V1_REASONS ? REASONS[r] : "unknown"; }
 
+/* v in decimal at out (at most 20 digits), no NUL; returns the digits'
+ * count. A publish's header is made once per publish: no snprintf. */
+static size_t put_decimal(char *out, uint64_t v) {
+    char d[20];
+    size_t n = 0;
+    do {
+        d[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = d[n - 1 - i];
+    return n;
+}
+
 size_t sy_v1_publish_header(char out[SY_V1_HEADER_MAX], uint32_t id, bool has_offset, uint64_t offset) {
-    /* snprintf ends with a NUL: one byte more than the header, so that the
-     * longest one keeps its '\n'. */
-    char h[SY_V1_HEADER_MAX + 1];
-    int n = has_offset ? snprintf(h, sizeof(h), "p%u,%llu\n", (unsigned)id, (unsigned long long)offset)
-                       : snprintf(h, sizeof(h), "p%u\n", (unsigned)id);
-    memcpy(out, h, (size_t)n); /* fits: SY_V1_HEADER_MAX is the longest */
-    return (size_t)n;
+    size_t n = 0;
+    out[n++] = 'p';
+    n += put_decimal(out + n, id);
+    if (has_offset) {
+        out[n++] = ',';
+        n += put_decimal(out + n, offset);
+    }
+    out[n++] = '\n';
+    return n; /* at most 1 + 10 + 1 + 20 + 1: SY_V1_HEADER_MAX */
 }
 
 /* A frame whose payload is pre[0..plen) then body[0..blen), one copy. */
