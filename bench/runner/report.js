@@ -984,4 +984,4 @@ function build(res) {
   return { md: markdown(res), charts: charts(res.runs, arms), gates: res.gates, targets: res.targets, baselineComparison: res.baselineComparison };
 }
 
-module.exports = { build, gates, jsonTargets, publishGates };
+module.exports = { build, gates, jsonTargets, publishGates, baselineComparison };
