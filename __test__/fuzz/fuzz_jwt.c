@@ -31,6 +31,7 @@
 #include "base/sy_alloc.h"
 #include "base/sy_json.h"
 #include "tls/sy_tls.h"
+#include "../c/b64url.h"
 
 #define REQUIRE(c)   \
     do {             \
@@ -56,28 +57,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     REQUIRE(sy_jwt_keys_add_secret(keys, "h", 1, SECRET, sizeof(SECRET), err, sizeof(err)) == 0);
     REQUIRE(sy_jwt_keys_add_jwk(keys, ES_JWK, strlen(ES_JWK), err, sizeof(err)) == 0);
     return 0;
-}
-
-static size_t b64url(const uint8_t *p, size_t n, char *out) {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        out[o++] = A[v >> 18];
-        out[o++] = A[(v >> 12) & 63];
-        out[o++] = A[(v >> 6) & 63];
-        out[o++] = A[v & 63];
-    }
-    if (n - i == 1) {
-        out[o++] = A[p[i] >> 2];
-        out[o++] = A[(p[i] & 3) << 4];
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)p[i] << 8 | p[i + 1];
-        out[o++] = A[v >> 10];
-        out[o++] = A[(v >> 4) & 63];
-        out[o++] = A[(v & 15) << 2];
-    }
-    return o;
 }
 
 static const char *const PROBES[] = {"", "a", "news", "chat.", "chat.x", "*", "svc"};

@@ -23,6 +23,7 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 
+#include "../b64url.h"
 #include "../check.h"
 #include "auth/sy_jwt.h"
 #include "base/sy_alloc.h"
@@ -140,28 +141,6 @@ typedef struct signer {
     size_t secret_len; /* HS256 */
     char pem[4096];    /* the public key, SPKI PEM */
 } signer_t;
-
-static void b64url(const uint8_t *p, size_t n, char *out) {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        out[o++] = A[v >> 18];
-        out[o++] = A[(v >> 12) & 63];
-        out[o++] = A[(v >> 6) & 63];
-        out[o++] = A[v & 63];
-    }
-    if (n - i == 1) {
-        out[o++] = A[p[i] >> 2];
-        out[o++] = A[(p[i] & 3) << 4];
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)p[i] << 8 | p[i + 1];
-        out[o++] = A[v >> 10];
-        out[o++] = A[(v >> 4) & 63];
-        out[o++] = A[(v & 15) << 2];
-    }
-    out[o] = 0;
-}
 
 static void public_pem(EVP_PKEY *key, char *out, size_t cap) {
     BIO *b = BIO_new(BIO_s_mem());
