@@ -33,7 +33,7 @@ const crypto = require('node:crypto');
 const path = require('node:path');
 const { Child } = require('./history');
 const { Sampler, readProc } = require('./sample');
-const { now, sleep, monoToNow } = require('./util');
+const { now, sleep, watching, monoToNow } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
 const REPO = path.join(BENCH, '..');
@@ -118,22 +118,11 @@ async function storm(ctx, arm, repeat) {
       ctx.status.step = `${what}: ${last.map((j) => (j.answered !== undefined ? `${j.answered}/${j.of}` : `${j.open} open`)).join(' | ')}`;
       ctx.progress(false);
     };
-    const watching = async (what, p) => {
-      let settled = false;
-      const r = p.finally(() => {
-        settled = true;
-      });
-      while (!settled) {
-        await Promise.race([r.catch(() => {}), sleep(1)]);
-        if (!settled) progress(what);
-      }
-      return r;
-    };
 
     // 1. open
     mark(`open: ${N} connections (${procs} client processes, ${c.pending} handshakes in flight each)${secret ? ', a token signed for each' : ''}`);
     const o0 = { t: now(), cpu: cpuOf(server.pid), rss: readProc(server.pid).rssKiB };
-    const op = await watching('open', all('open', 'opened', c.openBound + 30));
+    const op = await watching(all('open', 'opened', c.openBound + 30), () => progress('open'));
     const o1 = { t: now(), cpu: cpuOf(server.pid), rss: readProc(server.pid).rssKiB };
     const open = op.reduce((a, x) => a + x.open, 0);
     if (open < N) {
@@ -155,7 +144,7 @@ async function storm(ctx, arm, repeat) {
     mark(`storm: ${N} × ${c.subs} subscribes (${arm.auth === 'token' ? 'tokens' : arm.auth === 'hook' ? 'onSubscribe' : 'socket.io join'})`);
     const m0 = await server.ask('mark');
     const a = { t: now(), proc: readProc(server.pid), cl: clientsCpu() };
-    const done = await watching('storm', all('go', 'done', c.stormBound + 30));
+    const done = await watching(all('go', 'done', c.stormBound + 30), () => progress('storm'));
     const b = { t: now(), proc: readProc(server.pid), cl: clientsCpu() };
     const m1 = await server.ask('mark');
     await sleep(1);

@@ -34,7 +34,7 @@ const path = require('node:path');
 const { Child } = require('./history');
 const { readProc } = require('./sample');
 const { RedisProc, RespClient } = require('./redis');
-const { now, sleep, monoToNow } = require('./util');
+const { now, sleep, watching, monoToNow } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
 const SERVER = path.join(BENCH, 'servers', 'presence-server.js');
@@ -238,17 +238,7 @@ async function presence(ctx, arm, repeat) {
       }
     };
     /** p, with the nodes' counts in the progress line meanwhile. */
-    const watching = async (what, p) => {
-      let settled = false;
-      const r = p.finally(() => {
-        settled = true;
-      });
-      while (!settled) {
-        await Promise.race([r.catch(() => {}), sleep(1)]);
-        if (!settled) where(what, await markAll());
-      }
-      return r;
-    };
+    const counting = (what, p) => watching(p, async () => where(what, await markAll()));
 
     // 1. open
     const s0 = await snap();
@@ -256,7 +246,7 @@ async function presence(ctx, arm, repeat) {
     const tOpen = now();
     const opened = clients.map((cl) => cl.waitFor((j) => j.ev === 'opened', c.openBound + 30, 'opened'));
     for (const cl of clients) cl.send('open');
-    const op = await watching('open', Promise.all(opened));
+    const op = await counting('open', Promise.all(opened));
     const openCount = op.reduce((a, x) => a + x.open, 0);
     if (openCount < N) throw new Error(`open: ${openCount} of ${N} opened (${JSON.stringify(op.map((x) => x.errors))})`);
     const { marks: m1, complete: openComplete } = await until('open', (ms) => ms.every((m, k) => m.opens >= perNode[k]),
@@ -341,7 +331,7 @@ async function presence(ctx, arm, repeat) {
     const tClose = now();
     const closedP = clients.map((cl) => cl.waitFor((j) => j.ev === 'closed', c.openBound + 30, 'closed'));
     for (const cl of clients) cl.send('close');
-    const cp = await watching('close', Promise.all(closedP));
+    const cp = await counting('close', Promise.all(closedP));
     const { marks: m4, complete: closeComplete } = await until('close', (ms) => ms.every((m, k) => m.closes - base[k].closes >= perNode[k]),
       (ms) => !on || ms.every((m, k) => m.leaves - base[k].leaves >= N), c.openBound);
     if (!closeComplete) {

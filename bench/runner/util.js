@@ -27,6 +27,20 @@ function sleep(seconds) {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, seconds * 1000)));
 }
 
+/** Awaits p, calling tick() (it may be async) every second while p is
+ * pending: progress lines during a long wait. */
+async function watching(p, tick) {
+  let settled = false;
+  const r = p.finally(() => {
+    settled = true;
+  });
+  while (!settled) {
+    await Promise.race([r.catch(() => {}), sleep(1)]);
+    if (!settled) await tick();
+  }
+  return r;
+}
+
 /** p, or `fallback` after `seconds` (the timer never outlives the race). */
 function within(p, seconds, fallback = null) {
   let timer;
@@ -127,4 +141,4 @@ function loadgenMakeVars() {
   return [`OPENSSL_DIR=${depDir('openssl')}`, `LIBDEFLATE_DIR=${depDir('libdeflate')}`];
 }
 
-module.exports = { opensslDir, loadgenMakeVars, now, monoToNow, nowToMono, sleep, within, finite, median, summarize, slope, fmt, fmtRange, mib, resultsName, freeDir };
+module.exports = { opensslDir, loadgenMakeVars, now, monoToNow, nowToMono, sleep, watching, within, finite, median, summarize, slope, fmt, fmtRange, mib, resultsName, freeDir };
