@@ -38,6 +38,8 @@ const net = require('node:net');
 const crypto = require('node:crypto');
 const readline = require('node:readline');
 
+const { openAll } = require('./open-all');
+
 function args() {
   const o = { impl: 'symphony', port: 0, count: 100, first: 0, subs: 5, rooms: 1000, pending: 256, local: '127.0.0.1', timeout: 60, secret: '' };
   const a = process.argv.slice(2);
@@ -264,26 +266,9 @@ function connect(i) {
   });
 }
 
-async function openAll() {
-  const t0 = mono();
-  let next = 0;
-  let lastNs = 0n;
-  let failed = 0;
-  const tick = setInterval(() => out({ ev: 'progress', open: conns.length, failed, started: next }), 1000);
-  const worker = async () => {
-    while (next < o.count) {
-      const c = await connect(o.first + next++);
-      if (c) {
-        conns.push(c);
-        lastNs = mono();
-      } else {
-        failed++;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(o.pending, o.count) }, worker));
-  clearInterval(tick);
-  out({ ev: 'opened', open: conns.length, failed, errors, t0Ns: String(t0), lastNs: String(lastNs) });
+async function openEvery() {
+  const { failed, t0Ns, lastNs } = await openAll(conns, o.count, o.pending, (k) => connect(o.first + k), out);
+  out({ ev: 'opened', open: conns.length, failed, errors, t0Ns: String(t0Ns), lastNs: String(lastNs) });
 }
 
 async function go() {
@@ -316,7 +301,7 @@ readline.createInterface({ input: process.stdin }).on('line', async (line) => {
   if (busy) return;
   busy = true;
   try {
-    if (word === 'open') await openAll();
+    if (word === 'open') await openEvery();
     else if (word === 'go') await go();
   } finally {
     busy = false;

@@ -22,6 +22,8 @@
 const net = require('node:net');
 const readline = require('node:readline');
 
+const { openAll } = require('./open-all');
+
 function args() {
   const o = { ports: '', count: 100, first: 0, rooms: 10, pending: 256, local: '127.0.0.1', timeout: 60 };
   const a = process.argv.slice(2);
@@ -88,26 +90,9 @@ function connect(i) {
   });
 }
 
-async function openAll() {
-  const t0 = mono();
-  let next = 0;
-  let lastNs = 0n;
-  let failed = 0;
-  const tick = setInterval(() => out({ ev: 'progress', open: socks.length, failed, started: next }), 1000);
-  const worker = async () => {
-    while (next < o.count) {
-      const s = await connect(next++);
-      if (s) {
-        socks.push(s);
-        lastNs = mono();
-      } else {
-        failed++;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(o.pending, o.count) }, worker));
-  clearInterval(tick);
-  out({ ev: 'opened', open: socks.length, failed, errors, t0Ns: String(t0), lastNs: String(lastNs) });
+async function openEvery() {
+  const { failed, t0Ns, lastNs } = await openAll(socks, o.count, o.pending, connect, out);
+  out({ ev: 'opened', open: socks.length, failed, errors, t0Ns: String(t0Ns), lastNs: String(lastNs) });
 }
 
 async function closeAll() {
@@ -141,7 +126,7 @@ readline.createInterface({ input: process.stdin }).on('line', async (line) => {
   if (busy) return;
   busy = true;
   try {
-    if (word === 'open') await openAll();
+    if (word === 'open') await openEvery();
     else if (word === 'close') await closeAll();
   } finally {
     busy = false;
