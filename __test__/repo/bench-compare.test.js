@@ -58,3 +58,13 @@ test('--compare refuses what is not a commit, and --baseline beside it, before r
   assert.notEqual(both.status, 0);
   assert.match(both.stderr, /--compare and --baseline exclude each other/);
 });
+
+test('--arm-env NAME=BENCH_SYMPHONY_ROOT=DIR refuses a DIR that is not a symphony checkout, naming the arm', () => {
+  const r = spawnSync(process.execPath, [RUN, '--phases', 'cpu', '--arm-env', 'old=BENCH_SYMPHONY_ROOT=/no/such/dir'], { cwd: ROOT, encoding: 'utf8' });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /--arm-env old: BENCH_SYMPHONY_ROOT \/no\/such\/dir: no such folder/);
+  const notOurs = spawnSync(process.execPath, [RUN, '--phases', 'cpu', '--arm-env', `old=BENCH_SYMPHONY_ROOT=${path.join(ROOT, 'docs')}`],
+    { cwd: ROOT, encoding: 'utf8' });
+  assert.notEqual(notOurs.status, 0);
+  assert.match(notOurs.stderr, /--arm-env old: BENCH_SYMPHONY_ROOT .*docs: not a symphony checkout/);
+});

@@ -431,8 +431,8 @@ function checkoutLabel(c) {
 }
 
 /** The checkout of --baseline DIR, checked: a symphony package with lib/. */
-function baselineCheckout(dir) {
-  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new Error(`--baseline ${dir}: no such folder`);
+function baselineCheckout(dir, what = '--baseline') {
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new Error(`${what} ${dir}: no such folder`);
   const root = fs.realpathSync(path.resolve(dir));
   let pkg = null;
   try {
@@ -441,7 +441,7 @@ function baselineCheckout(dir) {
     // below
   }
   if (!pkg || !['symphony', 'symphony-ws'].includes(pkg.name) || !fs.existsSync(path.join(root, 'lib', 'index.js'))) {
-    throw new Error(`--baseline ${dir}: not a symphony checkout (no package.json named symphony-ws or symphony with lib/index.js)`);
+    throw new Error(`${what} ${dir}: not a symphony checkout (no package.json named symphony-ws or symphony with lib/index.js)`);
   }
   return describeCheckout(root);
 }
@@ -504,7 +504,7 @@ function parseArmEnv(spec) {
   }
   // BENCH_SYMPHONY_ROOT=DIR: the build is DIR's (another checkout, as
   // --baseline's twins), checked as theirs are.
-  const root = env.BENCH_SYMPHONY_ROOT ? baselineCheckout(env.BENCH_SYMPHONY_ROOT).dir : undefined;
+  const root = env.BENCH_SYMPHONY_ROOT ? baselineCheckout(env.BENCH_SYMPHONY_ROOT, `--arm-env ${name}: BENCH_SYMPHONY_ROOT`).dir : undefined;
   if (root) env.BENCH_SYMPHONY_ROOT = root;
   return {
     name,
