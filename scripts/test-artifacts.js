@@ -67,6 +67,23 @@ function sh(cmd, args, opts = {}) {
   return { status: r.status, stdout: r.stdout || '', stderr: r.stderr || '', error: r.error };
 }
 
+/**
+ * The failing tests of a `node --test` TAP output, each with its YAML
+ * block (location, error with its message lines, the top of its stack), so
+ * a CI log says why, not only which. At most 30 lines per failure.
+ */
+function failedBlocks(tap) {
+  const lines = tap.split('\n');
+  const out = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*not ok/.test(lines[i])) continue;
+    const block = [lines[i]];
+    for (let j = i + 1; j < lines.length && !/^\s*(ok|not ok) \d|^\s*\.\.\.$/.test(lines[j]); j++) block.push(lines[j]);
+    out.push(...block.slice(0, 30));
+  }
+  return out.join('\n');
+}
+
 function mustSh(cmd, args, opts) {
   const r = sh(cmd, args, opts);
   if (r.error || r.status !== 0) {
@@ -253,7 +270,7 @@ function runTarget(target, entries, opts, timing) {
         { cwd: root, env: { ...process.env, SYMPHONY_NATIVE: file }, timeout: 1800000 });
         const summary = /# pass (\d+)[\s\S]*# fail (\d+)/.exec(r.stdout);
         // Name what failed, with its error lines, so a CI log says why.
-        const failed = r.stdout.split('\n').filter((l) => /^\s*not ok|^\s+(error|location):/.test(l)).join('\n');
+        const failed = failedBlocks(r.stdout);
         check(r.status === 0, `${path.basename(e.file)}: the JS test suite passes against it (${summary ? `pass ${summary[1]}, fail ${summary[2]}` : `status ${r.status}`})` +
           `${failed ? `\n${failed}` : ''}`);
         note(`  ${path.basename(e.file)}: JS test suite in ${((Date.now() - t) / 1000).toFixed(0)} s`);

@@ -31,15 +31,19 @@ const channel = (topic) => `symphony:${topic}`;
 
 /**
  * Publishes from every node, each to every topic in turn, a numbered payload
- * `<node>/<topic>/<n>` per (node, topic), awaited one at a time and paced
- * (a bounded load: at most max per node). stop() ends the loops and resolves
- * once they returned.
+ * `<node>/<topic>/<n>` per (node, topic), awaited one at a time and paced.
+ * It runs until stop(), which ends the loops and resolves once they
+ * returned: the moves it is there for take as long as Redis' gossip takes,
+ * so a load that ended by itself after a count could end before them (and a
+ * wait for messages after the move would then time out). Bounded all the
+ * same, by max publishes per node and by maxMs.
  */
-function publishers(nodes, topics, { max = 4000, pauseMs = 4 } = {}) {
+function publishers(nodes, topics, { max = 200000, maxMs = 110000, pauseMs = 4 } = {}) {
   let running = true;
+  const deadline = Date.now() + maxMs;
   const sent = nodes.map(() => new Map(topics.map((t) => [t, 0])));
   const loops = nodes.map(async (node, i) => {
-    for (let k = 0; running && k < max; k++) {
+    for (let k = 0; running && k < max && Date.now() < deadline; k++) {
       const topic = topics[k % topics.length];
       const n = sent[i].get(topic);
       sent[i].set(topic, n + 1);
