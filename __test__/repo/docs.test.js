@@ -1,8 +1,11 @@
 'use strict';
 // The README and docs/ against the code: every link between them resolves
 // (file and heading), code in them names the package as users install it,
-// the glibc floor they state is the one the artifact test enforces, and the
-// README's quick start runs as printed.
+// the glibc floor they state is the one the artifact test enforces, and every
+// code block that claims to run runs as printed. The claim is a marker on the
+// line before the block's fence, `<!-- runs: NAME -->` (NAME unique in its
+// page); each marked block is run by a test below (RUNS lists them), and a
+// marked block that no test runs fails the suite.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -32,6 +35,40 @@ function anchors(text) {
   }
   return out;
 }
+
+/** The code of every block marked `<!-- runs: NAME -->`, as 'page#NAME' -> code. */
+function runnable() {
+  const out = new Map();
+  for (const page of pages) {
+    const text = read(page);
+    const markers = [...text.matchAll(/^<!-- runs: ?(.*?) ?-->$/gm)];
+    for (const m of markers) {
+      const key = `${page}#${m[1]}`;
+      const fence = /^```[a-z]*\n([\s\S]*?)^```$/m.exec(text.slice(m.index + m[0].length + 1));
+      assert.ok(/^[a-z0-9-]+$/.test(m[1]), `${key}: a marker's name is a-z, 0-9 and -`);
+      assert.ok(fence && fence.index === 0, `${key}: the marker is not on the line before a fenced block`);
+      assert.ok(!out.has(key), `${key}: two blocks have this name`);
+      out.set(key, fence[1]);
+    }
+  }
+  return out;
+}
+
+/** The blocks the tests below run. */
+const RUNS = ['README.md#quick-start-server', 'README.md#quick-start-client', 'README.md#asks-server', 'README.md#asks-client'];
+
+function block(key) {
+  assert.ok(RUNS.includes(key), `${key} is not in RUNS`);
+  const code = runnable().get(key);
+  assert.ok(code !== undefined, `no block marked <!-- runs: ${key.split('#')[1]} --> in ${key.split('#')[0]}`);
+  return code;
+}
+
+test('docs: every block marked <!-- runs: NAME --> is run by a test, and every block run is marked', () => {
+  const marked = [...runnable().keys()];
+  assert.deepEqual(marked.filter((k) => !RUNS.includes(k)), [], 'marked as running, but no test runs them');
+  assert.deepEqual(RUNS.filter((k) => !marked.includes(k)), [], 'run by a test, but not marked (moved or renamed?)');
+});
 
 test('docs: every relative link resolves to a file, and to a heading there', () => {
   const broken = [];
@@ -78,11 +115,11 @@ test(`docs: the glibc floor they state is scripts/glibc-floor.js's (${GLIBC_FLOO
   assert.deepEqual(stated.filter((s) => !s.endsWith(`: ${GLIBC_FLOOR}`)), []);
 });
 
-test('docs: the README quick start runs as printed', async (t) => {
-  const readme = read('README.md');
-  const section = readme.slice(readme.indexOf('## Quick start'));
-  const code = /```js\n([\s\S]*?)```/.exec(section)[1];
+test('docs: the README quick start (server and client) runs as printed', async (t) => {
+  const code = block('README.md#quick-start-server');
+  const clientCode = block('README.md#quick-start-client');
   assert.match(code, /port: 8080/);
+  assert.ok(clientCode.includes("'ws://localhost:8080/?room=lobby'"));
   // Port 0 rather than 8080 (which may be taken here); run from the
   // package's folder, where require('symphony-ws') resolves to it.
   const child = spawn(process.execPath, ['-e', code.replace('port: 8080', 'port: 0')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -124,12 +161,22 @@ test('docs: the README quick start runs as printed', async (t) => {
   b.ws.close();
   await until(() => /closed \(1005\)[\s\S]*closed \(1005\)/.test(out));
   assert.match(out, /connection \d+ closed \(1005\)/);
+  // The client block, alone in the room now: the welcome, then its own message back.
+  const cli = spawn(process.execPath, ['-e', clientCode.replace('ws://localhost:8080/?room=lobby', url)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => cli.kill());
+  let printed = '';
+  await new Promise((resolve, reject) => {
+    cli.stdout.on('data', (d) => {
+      printed += d;
+      if (printed.split('\n').length > 2) resolve();
+    });
+    cli.once('exit', (code) => reject(new Error(`the client block exited with ${code}: ${printed}`)));
+  });
+  assert.deepEqual(printed.trim().split('\n'), ['direct: welcome to lobby', 'lobby: hello room']);
 });
 
 test('docs: the README\'s "Clients subscribe, publish and request" blocks run as printed', async (t) => {
-  const readme = read('README.md');
-  const section = readme.slice(readme.indexOf('## Clients subscribe, publish and request'));
-  const [server, client] = [...section.matchAll(/```js\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]);
+  const [server, client] = [block('README.md#asks-server'), block('README.md#asks-client')];
   assert.match(server, /port: 8080/);
   assert.match(client, /ws:\/\/localhost:8080\//);
   const run = (code) => spawn(process.execPath, ['-e', code], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
