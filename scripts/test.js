@@ -173,7 +173,7 @@ if (want('tls') || want('c-valgrind') || want('fuzz')) {
   // allocator: they run once, against the default build, as a third
   // stream beside the two.
   const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot'];
-  const between = (f) => /^__test__[\\/](bus|browser)[\\/]/.test(f);
+  const between = (f) => /^__test__[\\/](bus|browser|examples)[\\/]/.test(f);
   const twice = suites().filter((f) => !between(f));
   const once = suites().filter(between);
   await together([
