@@ -2,9 +2,14 @@
 // Finds and loads the native addon that fits this host.
 //
 // Order: $SYMPHONY_NATIVE (an explicit path: the load-path override), then
-// the local builds in native/<platform>-<arch>/ (scripts/build.js), then the
-// prebuilt binaries in prebuilds/<platform>-<arch>/ (scripts/prebuild.js),
-// then build/Release/symphony.node (a plain node-gyp build).
+// the local builds in native/<platform>-<arch>/ (scripts/build.js: they
+// exist only when this package was built from source, because it was asked
+// to be or because no platform package fitted), then the platform package
+// (@symphony-ws/<target>, an optional dependency the package manager
+// installed for this host: lib/variants.js PLATFORMS), then prebuilt
+// binaries in prebuilds/<platform>-<arch>/ (scripts/prebuild.js, in a
+// checkout; the published package carries none), then
+// build/Release/symphony.node (a plain node-gyp build).
 // Within a folder: the allocator asked for ($SYMPHONY_ALLOCATOR, default
 // 'jemalloc'), this host's libc, and for jemalloc the build with the smallest
 // page that is at least the kernel's page. A build whose page is smaller than
@@ -17,9 +22,28 @@
 const path = require('node:path');
 const fs = require('node:fs');
 const { LoadError } = require('./errors');
-const { platformDir, detectLibc, kernelPageSize, variantFileName, pageOfFile, LG_PAGES } = require('./variants');
+const {
+  platformDir, detectLibc, kernelPageSize, variantFileName, pageOfFile, LG_PAGES, platformPackage, platformPackageName,
+} = require('./variants');
 
 const root = path.resolve(__dirname, '..');
+
+/**
+ * This host's platform package: { name, dir } with dir its folder when it is
+ * installed (resolved as Node resolves a dependency of this package: beside
+ * it in node_modules with npm and yarn, in its own node_modules with pnpm),
+ * dir null when it is not; null when no platform package exists for this host.
+ */
+function installedPlatformPackage() {
+  const p = platformPackage();
+  if (p === null) return null;
+  const name = platformPackageName(p);
+  try {
+    return { name, dir: path.dirname(require.resolve(`${name}/package.json`, { paths: [root] })) };
+  } catch {
+    return { name, dir: null };
+  }
+}
 
 function candidatePaths(env = process.env, kernelPage = kernelPageSize()) {
   if (env.SYMPHONY_NATIVE) return [path.resolve(env.SYMPHONY_NATIVE)];
@@ -32,7 +56,9 @@ function candidatePaths(env = process.env, kernelPage = kernelPageSize()) {
   const names = allocator === 'system'
     ? [variantFileName({ libc, allocator })]
     : LG_PAGES.filter((lg) => (1 << lg) >= page).map((lgPage) => variantFileName({ libc, allocator, lgPage }));
-  const dirs = [path.join(root, 'native', platformDir()), path.join(root, 'prebuilds', platformDir())];
+  const pkg = installedPlatformPackage();
+  const dirs = [path.join(root, 'native', platformDir()), ...(pkg && pkg.dir ? [pkg.dir] : []),
+    path.join(root, 'prebuilds', platformDir())];
   const out = [];
   for (const dir of dirs) for (const name of names) out.push(path.join(dir, name));
   out.push(path.join(root, 'build', 'Release', 'symphony.node'));
@@ -42,6 +68,11 @@ function candidatePaths(env = process.env, kernelPage = kernelPageSize()) {
 function load(env = process.env) {
   const tried = [];
   const kernelPage = kernelPageSize();
+  const pkg = env.SYMPHONY_NATIVE ? null : installedPlatformPackage();
+  if (pkg && pkg.dir === null) {
+    tried.push({ path: pkg.name, error: 'not installed (an optional dependency: installs with --omit=optional, ' +
+      '--no-optional or a lockfile made on another platform leave it out)' });
+  }
   for (const file of candidatePaths(env, kernelPage)) {
     if (!fs.existsSync(file)) {
       tried.push({ path: file, error: 'not found' });
@@ -63,7 +94,8 @@ function load(env = process.env) {
   throw new LoadError(
     `symphony: no native build could be loaded for ${platformDir()} (${detectLibc()}, ` +
     `kernel page ${kernelPage || 'unknown'} bytes). Tried:\n${lines}\n` +
-    'Build one with `npm run build` (or `node scripts/build.js`).', tried);
+    `${pkg && pkg.dir === null ? `Install ${pkg.name} (npm install ${pkg.name}), or build` : 'Build'} one from source with ` +
+    '`npm rebuild symphony-ws --build-from-source` (in a clone: `npm run build`).', tried);
 }
 
-module.exports = { load, candidatePaths };
+module.exports = { load, candidatePaths, installedPlatformPackage };

@@ -125,4 +125,38 @@ function pageOfFile(file) {
 /** lg2 page sizes of the jemalloc builds that may exist, smallest first. */
 const LG_PAGES = [12, 14, 16];
 
-module.exports = { platformDir, detectLibc, elfInterpreter, kernelPageSize, variantFileName, pageOfFile, LG_PAGES };
+/** The npm scope of the platform packages. */
+const PLATFORM_SCOPE = '@symphony-ws';
+
+/**
+ * The platform packages: one npm package per target, holding every build of
+ * that target (each page size and allocator), named as napi-rs, @swc/core
+ * and lightningcss name theirs. The main package lists them all in
+ * optionalDependencies; their os, cpu and libc fields (written from this
+ * table by scripts/packages.js) let the package manager fetch only the one
+ * that fits. `dir` is the prebuilds/ folder their binaries come from, `libc`
+ * the libc segment of those files' names (lib/variants.js variantFileName).
+ */
+const PLATFORMS = [
+  { name: 'linux-x64-gnu', os: 'linux', cpu: 'x64', libc: 'glibc', dir: 'linux-x64', title: 'Linux x64 (glibc)' },
+  { name: 'linux-x64-musl', os: 'linux', cpu: 'x64', libc: 'musl', dir: 'linux-x64', title: 'Linux x64 (musl: Alpine)' },
+  { name: 'linux-arm64-gnu', os: 'linux', cpu: 'arm64', libc: 'glibc', dir: 'linux-arm64', title: 'Linux arm64 (glibc)' },
+  { name: 'linux-arm64-musl', os: 'linux', cpu: 'arm64', libc: 'musl', dir: 'linux-arm64', title: 'Linux arm64 (musl: Alpine)' },
+  { name: 'darwin-arm64', os: 'darwin', cpu: 'arm64', libc: 'darwin', dir: 'darwin-arm64', title: 'macOS arm64 (Apple Silicon)' },
+  { name: 'darwin-x64', os: 'darwin', cpu: 'x64', libc: 'darwin', dir: 'darwin-x64', title: 'macOS x64 (Intel)' },
+];
+
+/** The full name of a platform package, e.g. "@symphony-ws/linux-x64-gnu". */
+function platformPackageName(p) {
+  return `${PLATFORM_SCOPE}/${p.name}`;
+}
+
+/** The platform package for this host (or the one given), or null when there is none. */
+function platformPackage(platform = process.platform, arch = process.arch, libc = detectLibc()) {
+  return PLATFORMS.find((p) => p.os === platform && p.cpu === arch && p.libc === libc) || null;
+}
+
+module.exports = {
+  platformDir, detectLibc, elfInterpreter, kernelPageSize, variantFileName, pageOfFile, LG_PAGES,
+  PLATFORMS, platformPackageName, platformPackage,
+};

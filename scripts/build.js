@@ -16,7 +16,8 @@
 //
 // --if-needed always builds in a git checkout (a developer's or CI's clone), and
 // when npm is asked to (npm install --build-from-source) or
-// SYMPHONY_BUILD_FROM_SOURCE=1; an installed package uses its prebuilds/.
+// SYMPHONY_BUILD_FROM_SOURCE=1; an installed package uses its platform
+// package (@symphony-ws/<target>, lib/variants.js PLATFORMS) when it loads.
 //
 // Each variant lands in native/<platform>-<arch>/ under the name the loader
 // (lib/loader.js) looks for. jemalloc, OpenSSL, libdeflate, hiredis and yyjson are built
@@ -148,9 +149,13 @@ function prebuiltLoads() {
     process.env.SYMPHONY_BUILD_FROM_SOURCE === '1' || fs.existsSync(path.join(root, '.git'));
   if (fromSource) return false;
   try {
-    const { path: file } = require('../lib/loader').load();
-    if (!file.includes(`${path.sep}prebuilds${path.sep}`)) return false;
-    console.error(`symphony: using the prebuilt ${path.relative(root, file)} (no compiler needed)`);
+    const loader = require('../lib/loader');
+    const { path: file } = loader.load();
+    const pkg = loader.installedPlatformPackage();
+    const fromPackage = pkg !== null && pkg.dir !== null && file.startsWith(pkg.dir + path.sep);
+    if (!fromPackage && !file.includes(`${path.sep}prebuilds${path.sep}`)) return false;
+    console.error(`symphony: using the prebuilt ${fromPackage ? `${pkg.name}/${path.basename(file)}` : path.relative(root, file)}` +
+      ' (no compiler needed)');
     return true;
   } catch (err) {
     console.error(`symphony: no prebuilt binary loads here, building from source\n${err.message}`);

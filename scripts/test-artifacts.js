@@ -25,12 +25,14 @@
 //                 kernel: never the 4 KiB build there
 //   arm64 musl    the C unit tests, static, under qemu-aarch64 (-p 65536 for
 //                 the 64 KiB build)
-//   --pack        npm pack; install the tarball into an empty project with no
-//                 compiler on PATH, three ways: as npm does by default (npm 11
-//                 skips a dependency's install script until it is approved),
-//                 with --ignore-scripts, and with the script approved
-//                 (allowScripts: it finds the prebuilt binary and builds
-//                 nothing); the self-check must pass after each
+//   --pack        the release's packages (scripts/packages.js: the main
+//                 package, pure JS, and one platform package per target),
+//                 installed from a registry on loopback into empty projects
+//                 with no compiler on PATH by npm, pnpm, yarn 4 and yarn 1,
+//                 for this host and (by each one's override) for the other
+//                 platforms: each fetches only the platform package that fits
+//                 (yarn 1: as it does), and the addon loads from it
+//                 (scripts/test-install.js)
 
 const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
@@ -43,6 +45,7 @@ const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache')
 const { GLIBC_FLOOR: FLOOR_TEXT, versionOf, versionAbove, glibcNeeds } = require('./glibc-floor');
 const notices = require('./notices');
 const { suites } = require('./suites');
+const { installChecks, packAll } = require('./test-install');
 
 const GLIBC_FLOOR = versionOf(FLOOR_TEXT);
 const MACHINE = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' };
@@ -316,78 +319,22 @@ function runTarget(target, entries, opts, timing) {
   timing[target] = Math.round((Date.now() - t0) / 100) / 10;
 }
 
-// ---- npm pack -----------------------------------------------------------------------
+// ---- the packages, installed as users install them --------------------------------
 
-function packTest() {
-  note('── npm pack, then install into an empty project with no compiler on PATH');
+/** scripts/packages.js --pack, then scripts/test-install.js's checks (npm, pnpm, yarn from a local registry). */
+async function packTest() {
+  note('── the packages (scripts/packages.js), installed from a registry on loopback by npm, pnpm and yarn, no compiler on PATH');
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-pack-'));
   try {
-    const pkgName = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).name;
-    const tgzName = mustSh('npm', ['pack', '--silent', '--pack-destination', work], { cwd: root }).trim().split('\n').pop();
-    check(tgzName.startsWith(`${pkgName}-`) && pkgName === 'symphony-ws', `the tarball is the symphony-ws package (${tgzName})`);
-    const tgz = path.join(work, tgzName);
-    const size = fs.statSync(tgz).size;
-    note(`  ${tgzName}: ${(size / 1048576).toFixed(2)} MiB`);
-    const listing = mustSh('tar', ['-tzf', tgz]);
-    check(/package\/prebuilds\/linux-x64\/symphony\.glibc\.jemalloc-4k\.node/.test(listing), 'the tarball carries the prebuilds');
-    for (const f of [notices.FILE, `prebuilds/linux-x64/${notices.FILE}`, 'scripts/notices.js']) {
-      check(listing.split('\n').includes(`package/${f}`), `the tarball carries ${f}`);
-    }
-    // A PATH with node and npm only: no cc, gcc, make or python.
-    const bin = path.join(work, 'bin');
-    fs.mkdirSync(bin);
-    fs.symlinkSync(process.execPath, path.join(bin, 'node'));
-    fs.symlinkSync(fs.realpathSync('/bin/sh'), path.join(bin, 'sh')); // npm runs scripts with sh
-    const npmCli = fs.realpathSync(mustSh('sh', ['-c', 'command -v npm']).trim()); // .../npm/bin/npm-cli.js
-    fs.writeFileSync(path.join(bin, 'npm'), `#!/bin/sh\nexec "${process.execPath}" "${npmCli}" "$@"\n`, { mode: 0o755 });
-    const env = { PATH: bin, HOME: work, npm_config_cache: path.join(work, 'npm-cache'), npm_config_update_notifier: 'false' };
-    for (const tool of ['cc', 'gcc', 'make', 'python3']) {
-      check(sh('sh', ['-c', `command -v ${tool}`], { env }).status !== 0, `no ${tool} on the install PATH`);
-    }
-    // Three installs, each into a fresh project: as npm does by default (npm
-    // 11 skips a dependency's install script until it is approved in
-    // allowScripts; older npm runs it), with --ignore-scripts, and with the
-    // script approved. The prebuilt binary must load after each, and the
-    // install script, where it runs, must find it and build nothing (there
-    // is no compiler here to build with).
-    const ways = [
-      { name: 'npm install', args: [], allow: null },
-      { name: 'npm install --ignore-scripts', args: ['--ignore-scripts'], allow: null },
-      // (npm matches approvals against the resolved identity: for a tarball,
-      // file:<its path>; from the registry, the package's name.)
-      { name: 'npm install, the install script approved (allowScripts)', args: [], allow: { [`file:${tgz}`]: true } },
-    ];
-    for (const way of ways) {
-      const app = fs.mkdtempSync(path.join(work, 'app-'));
-      fs.writeFileSync(path.join(app, 'package.json'), `${JSON.stringify({ name: 'app', version: '1.0.0', private: true,
-        ...(way.allow ? { allowScripts: way.allow } : {}) }, null, 2)}\n`);
-      const t0 = Date.now();
-      const inst = sh(path.join(bin, 'npm'), ['install', '--offline', '--no-audit', '--no-fund', '--foreground-scripts', ...way.args, tgz],
-        { cwd: app, env, timeout: 300000 });
-      const said = `${inst.stdout}${inst.stderr}`;
-      check(inst.status === 0, `${way.name} of the tarball works without a compiler${inst.status === 0 ? '' : `:\n${said}`}`);
-      if (way.allow) {
-        check(/using the prebuilt prebuilds\//.test(said), `${way.name}: the install script ran and found the prebuilt binary` +
-          `${/using the prebuilt/.test(said) ? '' : ` (npm said: ${said.trim().split('\n').slice(-6).join(' | ')})`}`);
-      }
-      note(`  ${way.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s${/allowScripts|install-scripts/.test(said) ? ` (npm: ${said.split('\n').find((l) => /allowScripts|install-scripts/.test(l)).trim()})` : ''}`);
-      const r = sh(path.join(bin, 'node'), ['-e', `const s = require(${JSON.stringify(pkgName)}); const c = s.allocator.selfCheck();
-        console.log(JSON.stringify({ ok: c.ok, path: s.allocator.nativePath, page: s.allocator.pageSize }))`], { cwd: app, env });
-      let res = null;
-      try { res = JSON.parse(r.stdout); } catch { /* below */ }
-      check(res && res.ok === true, `${way.name}: the self-check passes in the installed project (${r.stdout.trim()}${r.stderr.trim()})`);
-      if (res) check(res.path.includes(`${path.sep}prebuilds${path.sep}`), `${way.name}: the installed project loads a prebuilt binary (${res.path})`);
-      const esm = sh(path.join(bin, 'node'), ['--input-type=module', '-e',
-        `import { Server, allocator } from ${JSON.stringify(pkgName)}; console.log(typeof Server, allocator.name)`], { cwd: app, env });
-      check(esm.status === 0 && /^function /.test(esm.stdout), `${way.name}: import { Server, allocator } from '${pkgName}' works (${esm.stdout.trim()}${esm.stderr.trim()})`);
-    }
-    return { tarball: tgzName, bytes: size };
+    const tarballs = packAll(path.join(work, 'npm'));
+    const res = await installChecks({ check, note, tarballs, work });
+    return { tarball: path.basename(tarballs.main), bytes: fs.statSync(tarballs.main).size, ...res };
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
 
-function main() {
+async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const manifestFile = path.join(root, 'prebuilds', 'manifest.json');
   if (!fs.existsSync(manifestFile)) throw new Error('test-artifacts: no prebuilds/manifest.json; run `npm run prebuilds` first');
@@ -412,7 +359,7 @@ function main() {
   }
   let pack = null;
   if (opts.pack) {
-    try { pack = packTest(); } catch (err) { check(false, `npm pack: ${err.message}`); }
+    try { pack = await packTest(); } catch (err) { check(false, `the packages: ${err.message}`); }
   }
   const summary = { checks, failures: failures.length, seconds: timing, pack };
   console.log(JSON.stringify(summary));
@@ -423,9 +370,7 @@ function main() {
   console.error(`test-artifacts: all ${checks} checks passed`);
 }
 
-try {
-  main();
-} catch (err) {
+main().catch((err) => {
   console.error(err.message);
   process.exit(1);
-}
+});
