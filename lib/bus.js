@@ -2,7 +2,7 @@
 // The bus: several symphony servers (processes, machines) as one fan-out
 // over Redis sharded pub/sub. The work is native (src/bus/sy_bus.c, one bus
 // thread per server); here are its options and the `server.bus` object.
-// README, "Scaling out"; docs/bus.md.
+// docs/bus.md, "Scaling out".
 
 const { EventEmitter } = require('node:events');
 const tls = require('node:tls');

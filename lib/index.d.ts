@@ -160,7 +160,7 @@ export interface ServerOptions {
   bus?: BusOptions | null;
   /** Per-topic history and recovery (docs/history.md); off by default. */
   history?: boolean | HistoryOptions;
-  /** Who is subscribed to which topic, on every node with a bus (README, "Presence"). Default false. */
+  /** Who is subscribed to which topic, on every node with a bus (docs/api.md, "Presence: who is here, on every node"). Default false. */
   presence?: boolean | PresenceOptions;
   /** A symphony.v2 client's subscribe (README, "Clients subscribe, publish and request"): true grants,
    * false refuses ('forbidden'), { code, reason } refuses with those, { data } grants and sends data to

@@ -3,7 +3,7 @@
 // their defaults, their checks at `new Server` and what the binding is given.
 // They hold without JS: a refused address is answered by the IO thread
 // before onUpgrade runs, and a client over its rate is paused (or closed) on
-// the IO thread. README, "Limits per address and per connection".
+// the IO thread. docs/limits.md.
 
 const { binding } = require('./native');
 const { invalidArgType, invalidArgValue, outOfRange, integer } = require('./errors');

@@ -1,6 +1,6 @@
 'use strict';
 // Presence and subscriber counts across nodes (docs/bus.md, "Presence and
-// counts across nodes"; README, "Presence").
+// counts across nodes"; docs/api.md, "Presence: who is here, on every node").
 //
 // A topic with presence lists who is subscribed to it, with each
 // connection's presence info (onUpgrade's result.presence). On one node the

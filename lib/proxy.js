@@ -1,5 +1,5 @@
 'use strict';
-// The client's real address behind proxies (README, "Behind a load
+// The client's real address behind proxies (docs/operations.md, "Behind a load
 // balancer"): the options of the PROXY protocol on the native listener
 // (read by src/io/sy_peer.c), and trustProxy: the client's address from
 // Forwarded (RFC 7239) or X-Forwarded-For, when the immediate peer is a

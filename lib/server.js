@@ -73,10 +73,10 @@ const DEFAULTS = Object.freeze({
   compression: false,
   // No listener of its own: connections come from another server's
   // 'upgrade' event through handleUpgrade() (one port with node:http,
-  // Express, Fastify). README, "One port with Express or node:http".
+  // Express, Fastify). docs/operations.md, "One port with Express or node:http".
   noServer: false,
   // Several servers as one fan-out over Redis: { url, prefix, cluster, ... }
-  // (lib/bus.js has every option). README, "Scaling out".
+  // (lib/bus.js has every option). docs/bus.md, "Scaling out".
   bus: null,
   // Per-topic history and recovery on reconnect (docs/history.md): false,
   // true (HISTORY_DEFAULTS), or { size, ttl, maxBytes }. Off by default:
@@ -85,7 +85,7 @@ const DEFAULTS = Object.freeze({
   // The PROXY protocol (v1 and v2) before every connection's first byte on
   // symphony's own listener: false, true (required) or 'optional'; and the
   // sources a header is accepted from (addresses/CIDR ranges; null: any, the
-  // listener being reachable only by the proxy). README, "Behind a load balancer".
+  // listener being reachable only by the proxy). docs/operations.md, "Behind a load balancer".
   proxyProtocol: false,
   proxyProtocolFrom: null,
   // req.remoteAddress from Forwarded / X-Forwarded-For when the immediate
@@ -93,7 +93,7 @@ const DEFAULTS = Object.freeze({
   trustProxy: false,
   // Who is subscribed to a topic, with each connection's info (onUpgrade's
   // result.presence), on every node (with a bus, kept in Redis): false,
-  // true, or { topics: true | (topic) => boolean, ttl, maxInfo }. README, "Presence".
+  // true, or { topics: true | (topic) => boolean, ttl, maxInfo }. docs/api.md, "Presence: who is here, on every node".
   presence: false,
   // What symphony.v2 clients may ask (docs/protocol.md, "Clients ask";
   // README, "Clients subscribe, publish and request"): each hook answers

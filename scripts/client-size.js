@@ -1,7 +1,7 @@
 'use strict';
 // The client's size as a page downloads it: client/symphony-client.mjs
 // minified by esbuild (a devDependency) and gzipped (level 9). Prints bytes;
-// README.md's "The client library" section quotes the min+gzip number.
+// README.md's quick start and docs/api.md's client section quote the min+gzip number.
 //
 //   node scripts/client-size.js [--json]
 

@@ -7,7 +7,11 @@
 //
 //   node scripts/packages.js                      every target with binaries in prebuilds/
 //   node scripts/packages.js --targets=linux-x64-gnu,linux-arm64-gnu
-//   node scripts/packages.js --pack [--out=DIR]
+//   node scripts/packages.js --pack [--out=DIR] [--all]
+//
+// --all (a release): every platform of PLATFORMS must have its binaries, or
+// nothing is packed: the main package names them all, and a name it lists
+// that is never published fails yarn 1's install on every platform.
 //
 // Each platform package holds every build of its target (each page size and
 // allocator: symphony.<libc>.<allocator>[-<page>k].node, as the loader names
@@ -31,15 +35,15 @@ const { PLATFORMS, platformPackageName } = require('../lib/variants');
 const root = path.resolve(__dirname, '..');
 
 function parseArgs(argv) {
-  const opts = { targets: null, pack: false, out: path.join(root, 'dist', 'npm') };
+  const opts = { targets: null, pack: false, all: false, out: path.join(root, 'dist', 'npm') };
   for (const arg of argv) {
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
     if (m && m[1] === 'targets' && m[2]) {
       opts.targets = m[2].split(',').filter(Boolean);
       const known = PLATFORMS.map((p) => p.name);
       for (const t of opts.targets) if (!known.includes(t)) throw new Error(`packages: unknown target ${t} (known: ${known.join(', ')})`);
-    } else if (m && m[1] === 'pack' && m[2] === undefined) {
-      opts.pack = true;
+    } else if (m && (m[1] === 'pack' || m[1] === 'all') && m[2] === undefined) {
+      opts[m[1]] = true;
     } else if (m && m[1] === 'out' && m[2]) {
       opts.out = path.resolve(m[2]);
     } else {
@@ -130,6 +134,8 @@ function main() {
   const opts = parseArgs(process.argv.slice(2));
   const mainPkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
   const chosen = opts.targets ? PLATFORMS.filter((p) => opts.targets.includes(p.name)) : PLATFORMS;
+  const missing = chosen.filter((p) => binariesOf(p).length === 0).map((p) => `${p.name} (prebuilds/${p.dir}/symphony.${p.libc}.*.node)`);
+  if (opts.all && missing.length) throw new Error(`packages: --all, and no binary for ${missing.join(', ')}`);
   const made = [];
   for (const p of chosen) {
     const files = binariesOf(p);

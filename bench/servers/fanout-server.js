@@ -21,7 +21,7 @@
 // BENCH_LIMITS=1 turns every native limit per address and per connection on
 // (LIMITS below), each set high enough never to refuse or pause anyone: what
 // the limits cost when they hold nobody back (the arm `--arm-env
-// limits=BENCH_LIMITS=1`; README, "Limits per address and per connection").
+// limits=BENCH_LIMITS=1`; docs/limits.md).
 // stdout: {"port":N,"symphony":{root,native,allocator}} once listening (what
 // was loaded, from where); on exit one JSON line with what was
 // published, server.stats() (taken just before close) and memory (the
