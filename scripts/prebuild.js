@@ -19,7 +19,8 @@
 // (prebuilds/manifest.json) records each file's size, sha256 and build times.
 // Each folder gets THIRD_PARTY_NOTICES.md: the versions and licence texts of
 // the libraries linked in, from the release tarballs of their build folders
-// (scripts/notices.js).
+// (scripts/notices.js). Then the platform packages of the targets built
+// are laid out in dist/npm/<target>/ (scripts/packages.js).
 //
 // Before building anything it checks that everything the chosen targets need
 // is here (node-gyp from npm install, the compilers, make, perl, python3...)
@@ -34,7 +35,7 @@ const path = require('node:path');
 const { nodeHeaders, gypEnv: withoutNodedir } = require('./node-headers');
 const { depDir } = require('./deps');
 const { writeBeside } = require('./notices');
-const { variantFileName } = require('../lib/variants');
+const { variantFileName, PLATFORMS } = require('../lib/variants');
 const { GLIBC_FLOOR, glibcNeeds } = require('./glibc-floor');
 
 const root = path.resolve(__dirname, '..');
@@ -245,6 +246,12 @@ function main() {
   manifest.files.sort((a, b) => a.file.localeCompare(b.file));
   manifest.node = process.version;
   fs.writeFileSync(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
+  // The platform packages of what was just built, in dist/npm/<target>/
+  // (scripts/packages.js; --pack there makes their tarballs).
+  const packages = PLATFORMS.filter((p) => opts.targets.some((name) => TARGETS[name].arch === p.cpu && TARGETS[name].libc === p.libc &&
+    p.os === 'linux')).map((p) => p.name);
+  run(process.execPath, [path.join(__dirname, 'packages.js'), `--targets=${packages.join(',')}`]);
+  console.error(`prebuild: platform packages in dist/npm/ (${packages.join(', ')})`);
 }
 
 if (require.main === module) {
