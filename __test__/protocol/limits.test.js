@@ -6,6 +6,7 @@
 // checks that memory comes back once the attackers are gone.
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const { startServer, healthy, closeAll } = require('../helpers/server');
 const { held, bystander, served } = require('../helpers/bystander');
 const { open, frame, parseFrames, closeFrom, waitFor } = require('../helpers/raw');
@@ -38,18 +39,28 @@ async function attackers(server, port, n) {
   return socks.map((st, i) => ({ st, id: ids[i] }));
 }
 
-test('ping flood without reading: pongs are charged what they cost, only the newest is kept, reading stops', async () => {
+test('ping flood without reading: pongs are charged what they cost, only the newest is kept, reading stops', async (t) => {
   // controlRate off: this case is about what a flood costs in memory.
   const { server, port, url } = await startServer({ threads: 1, controlRate: 0 });
   const by = await bystander(server, url, 'by');
   await served(server, by, 'by', 'before');
   const N = 4, PINGS = 200000;
   const atk = await attackers(server, port, N);
+  // A failure part way must leave nothing behind: the watch below and these
+  // sockets would keep this file's process alive after its last test, and
+  // the whole run would wait for it for ever (the file's afterEach closes
+  // the server all the same).
+  let watch = null;
+  t.after(() => {
+    clearInterval(watch);
+    for (const a of atk) a.st.sock.destroy();
+    by.ws.terminate();
+  });
   // Fill each attacker's socket and send queue with data first: from now on
   // nothing the server queues to them leaves.
   for (const a of atk) { a.st.sock.pause(); server.subscribe(a.id, 'fill'); }
-  // Every publish reaches all of them, so once each has dropped a few, all
-  // are full (dropped counts them together).
+  // A burst first: every publish reaches all of them (dropped counts them
+  // together).
   const chunk = Buffer.alloc(64 * 1024, 0x61);
   const full = () => server.stats().dropped >= 8 * N;
   for (let i = 0; i < 1000 && !full(); i++) {
@@ -57,21 +68,48 @@ test('ping flood without reading: pongs are charged what they cost, only the new
     if (i % 4 === 3) await new Promise((r) => setImmediate(r));
   }
   await waitFor(full, 10000, 'the attackers\' queues to fill (publishes dropped for each)');
+  // Drops alone do not say the sockets are full: publishes that reach the
+  // IO thread in one turn are queued before its writes, so they pass
+  // maxBackpressure (and are dropped) even when the kernel, whose send
+  // buffer TCP autotuning grows to megabytes, then takes the whole queue.
+  // The pongs would then be written as they come and no attacker would be
+  // paused for them (seen under load: controlWaits stayed 0 while every
+  // ping was read). What says so: a publish made after a round trip
+  // through the IO thread (the bystander's write ends a turn, the
+  // attackers' writes with it) dropped for every attacker, its queue still
+  // near maxBackpressure after a write. Bounded by the bytes it can take
+  // (the kernel's largest send and receive buffers, and the queue), never
+  // by time.
+  const sysMax = (f) => { try { return Number(fs.readFileSync(f, 'utf8').trim().split(/\s+/)[2]); } catch { return 32 * MiB; } };
+  const room = sysMax('/proc/sys/net/ipv4/tcp_wmem') + sysMax('/proc/sys/net/ipv4/tcp_rmem') + 2 * MiB;
+  let probes = 0;
+  for (let sent = 0; ; sent += 9 * chunk.length, probes++) {
+    const before = server.stats().dropped;
+    server.publish('fill', chunk);
+    await served(server, by, 'by', 'a fill publish');
+    if (server.stats().dropped - before === N) break;
+    assert.ok(sent < room, `after ${sent} bytes each, a publish still reached an attacker`);
+    for (let k = 0; k < 8; k++) server.publish('fill', chunk);
+    await served(server, by, 'by', 'more fill'); // their drops counted before the next probe's
+  }
   await served(server, by, 'by', 'after the fill');
   const base = held();
   let peak = 0;
-  const watch = setInterval(() => { peak = Math.max(peak, held() - base); }, 5);
+  watch = setInterval(() => { peak = Math.max(peak, held() - base); }, 5);
   // 200,000 pings each, numbered, in one write; never read.
   const pings = numberedPings(PINGS);
   for (const a of atk) a.st.sock.write(pings);
-  // Each attacker's replies back up behind its full socket: it is not read.
+  // Each attacker's replies back up behind its full socket: its second ping
+  // replaces a pong that cannot leave, and it is not read again. That is
+  // one read (64 KiB) of each, four reads of the IO thread, not the 8 MB:
+  // 10 s is that many times over even on a loaded machine.
   await waitFor(() => server.stats().controlWaits >= N, 10000, 'every attacker to be paused for its control replies');
   const lat = [];
   for (let i = 0; i < 5; i++) lat.push(await served(server, by, 'by', `during the flood (${i})`));
   peak = Math.max(peak, held() - base);
   clearInterval(watch);
   console.log(`# ping flood: ${N} x ${PINGS} pings, server allocator +${(peak / MiB).toFixed(2)} MiB at peak; ` +
-    `bystander publish round trips ${lat.map((x) => x.toFixed(1)).join(', ')} ms`);
+    `bystander publish round trips ${lat.map((x) => x.toFixed(1)).join(', ')} ms; fill probes before one was dropped for every attacker: ${probes}`);
   assert.ok(peak < 20 * MiB, `the server held +${(peak / MiB).toFixed(1)} MiB under the flood`);
   assert.equal(server.stats().connections, N + 1, 'nobody was closed');
   // The attackers read again: their queues drain, the rest of their pings
@@ -92,6 +130,41 @@ test('ping flood without reading: pongs are charged what they cost, only the new
   await waitFor(() => held() - base < 1 * MiB, 5000, 'the memory to come back');
   assert.equal(await healthy(server, url), 'still here');
   by.ws.terminate();
+});
+
+test('close() settles by closeDeadline while attackers flood pings and never read', async (t) => {
+  // The state the flood above was in when it failed half way: attackers
+  // that never read, publishes dropped for them, pings still being read,
+  // a bystander beside them.
+  // Whatever the peers do, close() ends their connections at the deadline
+  // and settles.
+  const closeDeadline = 500;
+  const { server, port, url } = await startServer({ threads: 1, controlRate: 0, closeDeadline });
+  const by = await bystander(server, url, 'by');
+  const atk = await attackers(server, port, 4);
+  t.after(() => { for (const a of atk) a.st.sock.destroy(); });
+  for (const a of atk) { a.st.sock.pause(); server.subscribe(a.id, 'fill'); }
+  const chunk = Buffer.alloc(64 * 1024, 0x61);
+  for (let i = 0; i < 1000 && server.stats().dropped < 8 * atk.length; i++) {
+    server.publish('fill', chunk);
+    if (i % 4 === 3) await new Promise((r) => setImmediate(r));
+  }
+  await waitFor(() => server.stats().dropped >= 8 * atk.length, 10000, 'publishes dropped for the attackers');
+  const pings = numberedPings(200000);
+  for (const a of atk) a.st.sock.write(pings);
+  const codes = [];
+  server.on('close', (id, code) => codes.push(code));
+  const byClosed = new Promise((resolve) => by.ws.once('close', resolve));
+  // Bounded so that a close that never settles fails here rather than
+  // hanging the run: the deadline plus room for a loaded machine.
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('close() did not settle within closeDeadline + 10 s')), closeDeadline + 10000);
+  });
+  await Promise.race([server.close(), late]).finally(() => clearTimeout(timer));
+  assert.equal(await byClosed, 1001, 'the bystander was told 1001');
+  assert.equal(codes.length, atk.length + 1, 'a close event for each connection');
+  assert.equal(server.stats(), null, 'the server is inert');
 });
 
 /** An attacker writes `bytes` (in chunks, while the socket is open) and is
