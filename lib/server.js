@@ -741,6 +741,10 @@ class Server extends EventEmitter {
       case EV_CLOSED:
         this.#state = 'closed';
         this.#userData.clear();
+        // Settled first, so that a 'subscription' listener that throws below
+        // cannot leave close() pending (its callbacks still run after these
+        // events: a promise's reactions wait for this turn to end).
+        if (this.#closed) this.#closed.resolve();
         // Every subscription has ended (the threads' events said so already,
         // unless one was lost for lack of memory).
         if (this.#active !== null) {
@@ -748,7 +752,6 @@ class Server extends EventEmitter {
           this.#active.clear();
           for (const topic of left) this.emit('subscription', topic, false);
         }
-        if (this.#closed) this.#closed.resolve();
         break;
       default:
         break;
