@@ -82,7 +82,7 @@ function manifestOf(p, main) {
 function readme(p, main, files) {
   return `# ${platformPackageName(p)}
 
-The native addon of `${main.name}` for ${p.title},
+The native addon of \`${main.name}\` for ${p.title},
 version ${main.version}. \`npm install ${main.name}\` installs this package by itself on
 ${p.title} (it is one of ${main.name}'s optionalDependencies, with \`os\`, \`cpu\`${p.os === 'linux' ? ' and `libc`' : ''}
 fields that tell the package manager where it fits); require \`${main.name}\`, never this.
