@@ -45,7 +45,8 @@ function installedPlatformPackage() {
   }
 }
 
-function candidatePaths(env = process.env, kernelPage = kernelPageSize()) {
+/** The files to try, in order; pkg: installedPlatformPackage(), when the caller has it already. */
+function candidatePaths(env = process.env, kernelPage = kernelPageSize(), pkg = env.SYMPHONY_NATIVE ? null : installedPlatformPackage()) {
   if (env.SYMPHONY_NATIVE) return [path.resolve(env.SYMPHONY_NATIVE)];
   const allocator = env.SYMPHONY_ALLOCATOR || 'jemalloc';
   if (allocator !== 'jemalloc' && allocator !== 'system') {
@@ -56,7 +57,6 @@ function candidatePaths(env = process.env, kernelPage = kernelPageSize()) {
   const names = allocator === 'system'
     ? [variantFileName({ libc, allocator })]
     : LG_PAGES.filter((lg) => (1 << lg) >= page).map((lgPage) => variantFileName({ libc, allocator, lgPage }));
-  const pkg = installedPlatformPackage();
   const dirs = [path.join(root, 'native', platformDir()), ...(pkg && pkg.dir ? [pkg.dir] : []),
     path.join(root, 'prebuilds', platformDir())];
   const out = [];
@@ -73,7 +73,7 @@ function load(env = process.env) {
     tried.push({ path: pkg.name, error: 'not installed (an optional dependency: installs with --omit=optional, ' +
       '--no-optional or a lockfile made on another platform leave it out)' });
   }
-  for (const file of candidatePaths(env, kernelPage)) {
+  for (const file of candidatePaths(env, kernelPage, pkg)) {
     if (!fs.existsSync(file)) {
       tried.push({ path: file, error: 'not found' });
       continue;
@@ -85,7 +85,7 @@ function load(env = process.env) {
     }
     try {
       const binding = require(file);
-      return { binding, path: file };
+      return { binding, path: file, platformPackage: pkg };
     } catch (err) {
       tried.push({ path: file, error: err.message });
     }
@@ -98,4 +98,4 @@ function load(env = process.env) {
     '`npm rebuild symphony-ws --build-from-source` (in a clone: `npm run build`).', tried);
 }
 
-module.exports = { load, candidatePaths, installedPlatformPackage };
+module.exports = { load, candidatePaths };

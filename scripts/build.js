@@ -149,9 +149,7 @@ function prebuiltLoads() {
     process.env.SYMPHONY_BUILD_FROM_SOURCE === '1' || fs.existsSync(path.join(root, '.git'));
   if (fromSource) return false;
   try {
-    const loader = require('../lib/loader');
-    const { path: file } = loader.load();
-    const pkg = loader.installedPlatformPackage();
+    const { path: file, platformPackage: pkg } = require('../lib/loader').load();
     const fromPackage = pkg !== null && pkg.dir !== null && file.startsWith(pkg.dir + path.sep);
     if (!fromPackage && !file.includes(`${path.sep}prebuilds${path.sep}`)) return false;
     console.error(`symphony: using the prebuilt ${fromPackage ? `${pkg.name}/${path.basename(file)}` : path.relative(root, file)}` +
