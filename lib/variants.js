@@ -134,16 +134,16 @@ const PLATFORM_SCOPE = '@symphony-ws';
  * and lightningcss name theirs. The main package lists them all in
  * optionalDependencies; their os, cpu and libc fields (written from this
  * table by scripts/packages.js) let the package manager fetch only the one
- * that fits. `dir` is the prebuilds/ folder their binaries come from, `libc`
- * the libc segment of those files' names (lib/variants.js variantFileName).
+ * that fits. Their binaries come from prebuilds/<os>-<cpu>/ (platformDir),
+ * `libc` is the libc segment of those files' names (variantFileName).
  */
 const PLATFORMS = [
-  { name: 'linux-x64-gnu', os: 'linux', cpu: 'x64', libc: 'glibc', dir: 'linux-x64', title: 'Linux x64 (glibc)' },
-  { name: 'linux-x64-musl', os: 'linux', cpu: 'x64', libc: 'musl', dir: 'linux-x64', title: 'Linux x64 (musl: Alpine)' },
-  { name: 'linux-arm64-gnu', os: 'linux', cpu: 'arm64', libc: 'glibc', dir: 'linux-arm64', title: 'Linux arm64 (glibc)' },
-  { name: 'linux-arm64-musl', os: 'linux', cpu: 'arm64', libc: 'musl', dir: 'linux-arm64', title: 'Linux arm64 (musl: Alpine)' },
-  { name: 'darwin-arm64', os: 'darwin', cpu: 'arm64', libc: 'darwin', dir: 'darwin-arm64', title: 'macOS arm64 (Apple Silicon)' },
-  { name: 'darwin-x64', os: 'darwin', cpu: 'x64', libc: 'darwin', dir: 'darwin-x64', title: 'macOS x64 (Intel)' },
+  { name: 'linux-x64-gnu', os: 'linux', cpu: 'x64', libc: 'glibc', title: 'Linux x64 (glibc)' },
+  { name: 'linux-x64-musl', os: 'linux', cpu: 'x64', libc: 'musl', title: 'Linux x64 (musl: Alpine)' },
+  { name: 'linux-arm64-gnu', os: 'linux', cpu: 'arm64', libc: 'glibc', title: 'Linux arm64 (glibc)' },
+  { name: 'linux-arm64-musl', os: 'linux', cpu: 'arm64', libc: 'musl', title: 'Linux arm64 (musl: Alpine)' },
+  { name: 'darwin-arm64', os: 'darwin', cpu: 'arm64', libc: 'darwin', title: 'macOS arm64 (Apple Silicon)' },
+  { name: 'darwin-x64', os: 'darwin', cpu: 'x64', libc: 'darwin', title: 'macOS x64 (Intel)' },
 ];
 
 /** The full name of a platform package, e.g. "@symphony-ws/linux-x64-gnu". */

@@ -30,7 +30,7 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { PLATFORMS, platformPackageName } = require('../lib/variants');
+const { PLATFORMS, platformPackageName, platformDir } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
 
@@ -55,7 +55,7 @@ function parseArgs(argv) {
 
 /** The binaries of a platform in prebuilds/ (its libc's files of its folder), sorted. */
 function binariesOf(p) {
-  const dir = path.join(root, 'prebuilds', p.dir);
+  const dir = path.join(root, 'prebuilds', platformDir(p.os, p.cpu));
   if (!fs.existsSync(dir)) return [];
   return fs.readdirSync(dir).filter((f) => f.startsWith(`symphony.${p.libc}.`) && f.endsWith('.node')).sort()
     .map((f) => path.join(dir, f));
@@ -134,17 +134,17 @@ function main() {
   const opts = parseArgs(process.argv.slice(2));
   const mainPkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
   const chosen = opts.targets ? PLATFORMS.filter((p) => opts.targets.includes(p.name)) : PLATFORMS;
-  const missing = chosen.filter((p) => binariesOf(p).length === 0).map((p) => `${p.name} (prebuilds/${p.dir}/symphony.${p.libc}.*.node)`);
+  const missing = chosen.filter((p) => binariesOf(p).length === 0).map((p) => `${p.name} (prebuilds/${platformDir(p.os, p.cpu)}/symphony.${p.libc}.*.node)`);
   if (opts.all && missing.length) throw new Error(`packages: --all, and no binary for ${missing.join(', ')}`);
   const made = [];
   for (const p of chosen) {
     const files = binariesOf(p);
     if (files.length === 0) {
-      if (opts.targets) throw new Error(`packages: no ${p.name} binary in prebuilds/${p.dir}/ (npm run prebuilds first)`);
+      if (opts.targets) throw new Error(`packages: no ${p.name} binary in prebuilds/${platformDir(p.os, p.cpu)}/ (npm run prebuilds first)`);
       continue;
     }
-    const notices = path.join(root, 'prebuilds', p.dir, 'THIRD_PARTY_NOTICES.md');
-    if (!fs.existsSync(notices)) throw new Error(`packages: prebuilds/${p.dir}/THIRD_PARTY_NOTICES.md is missing`);
+    const notices = path.join(root, 'prebuilds', platformDir(p.os, p.cpu), 'THIRD_PARTY_NOTICES.md');
+    if (!fs.existsSync(notices)) throw new Error(`packages: ${path.relative(root, notices)} is missing`);
     const dir = path.join(opts.out, p.name);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.mkdirSync(dir, { recursive: true });
@@ -182,4 +182,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { manifestOf, binariesOf, publishedManifest };
+module.exports = { manifestOf, binariesOf, publishedManifest, npmPack };

@@ -29,7 +29,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { startRegistry } = require('./local-registry');
-const { manifestOf } = require('./packages');
+const { manifestOf, npmPack } = require('./packages');
 const { PLATFORMS, platformPackageName, platformPackage } = require('../lib/variants');
 
 const root = path.resolve(__dirname, '..');
@@ -114,21 +114,18 @@ async function installChecks({ check, note, tarballs, hostOnly = false, work }) 
   note(`  ${path.basename(tarballs.platforms.get(hostName))}: ${(hostBytes / 1048576).toFixed(2)} MiB (the one download of an install here)`);
   check(hostBytes < GOAL_BYTES, `${hostName} is under 4 MiB packed (${(hostBytes / 1048576).toFixed(2)} MiB)`);
 
-  // Stand-ins for the platforms this run did not build.
-  const all = [tarballs.main, ...tarballs.platforms.values()];
+  // Stand-ins for the platforms this run did not build. fileOf: each
+  // platform package's tarball, real or stand-in, by name.
+  const fileOf = new Map(tarballs.platforms);
   for (const p of PLATFORMS) {
-    if (tarballs.platforms.has(platformPackageName(p))) continue;
+    if (fileOf.has(platformPackageName(p))) continue;
     const dir = path.join(work, 'stand-in', p.name);
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ ...manifestOf(p, mainPkg), files: ['README.md'] }));
     fs.writeFileSync(path.join(dir, 'README.md'), 'A stand-in of this test run: the package.json of the real package, no binary.\n');
-    all.push(path.join(dir, mustSh('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: dir }).trim().split('\n').pop()));
+    fileOf.set(platformPackageName(p), npmPack(dir, dir));
   }
-  const fileOf = new Map();
-  for (const p of PLATFORMS) {
-    const tgz = all.find((f) => path.basename(f) === `${platformPackageName(p).replace('@', '').replace('/', '-')}-${mainPkg.version}.tgz`);
-    fileOf.set(platformPackageName(p), path.basename(tgz));
-  }
+  const all = [tarballs.main, ...fileOf.values()];
   const registry = await startRegistry(all);
   try {
     // A PATH with node, sh and npm only: no cc, gcc, make or python.
@@ -181,7 +178,7 @@ async function installChecks({ check, note, tarballs, hostOnly = false, work }) 
       const r = await shAsync(cmd, argv, { cwd: app, env, timeout: 300000 });
       return { ok: r.status === 0, out: r.out, app, env, fetched: registry.fetched.slice(from).sort() };
     };
-    const want = (p) => [path.basename(tarballs.main), fileOf.get(platformPackageName(p))].sort();
+    const want = (p) => [tarballs.main, fileOf.get(platformPackageName(p))].map((f) => path.basename(f)).sort();
     /** The platform packages installed in a project: in node_modules/@symphony-ws/, or pnpm's node_modules/.pnpm/. */
     const installed = (app) => {
       const dir = path.join(app, 'node_modules', '@symphony-ws');
