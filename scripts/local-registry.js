@@ -10,25 +10,15 @@
 // which tarballs each package manager fetches; every tarball request is
 // recorded in `fetched`.
 
+const { execFileSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const zlib = require('node:zlib');
 
-/** package/package.json of an npm tarball (a gzipped ustar archive), parsed. */
+/** package/package.json of an npm tarball, parsed. */
 function manifestOfTarball(file) {
-  const tar = zlib.gunzipSync(fs.readFileSync(file));
-  for (let off = 0; off + 512 <= tar.length;) {
-    const name = tar.subarray(off, off + 100).toString('latin1').replace(/\0.*$/s, '');
-    const prefix = tar.subarray(off + 345, off + 500).toString('latin1').replace(/\0.*$/s, '');
-    const size = parseInt(tar.subarray(off + 124, off + 136).toString('latin1').replace(/\0.*$/s, '').trim() || '0', 8);
-    if (name === '') break;
-    const full = prefix ? `${prefix}/${name}` : name;
-    if (full === 'package/package.json') return JSON.parse(tar.subarray(off + 512, off + 512 + size).toString('utf8'));
-    off += 512 + Math.ceil(size / 512) * 512;
-  }
-  throw new Error(`${file}: no package/package.json in the tarball`);
+  return JSON.parse(execFileSync('tar', ['-xzOf', file, 'package/package.json'], { encoding: 'utf8' }));
 }
 
 /**

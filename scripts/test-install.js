@@ -28,7 +28,7 @@ const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { startRegistry } = require('./local-registry');
+const { startRegistry, manifestOfTarball } = require('./local-registry');
 const { manifestOf, npmPack } = require('./packages');
 const { PLATFORMS, platformPackageName, platformPackage } = require('../lib/variants');
 
@@ -101,7 +101,7 @@ async function installChecks({ check, note, tarballs, hostOnly = false, work }) 
   for (const f of ['LICENSE', 'CHANGELOG.md', 'THIRD_PARTY_NOTICES.md', 'lib/index.js', 'lib/index.d.ts', 'binding.gyp']) {
     check(listing.includes(`package/${f}`), `the main package carries ${f}`);
   }
-  const published = JSON.parse(mustSh('tar', ['-xzOf', tarballs.main, 'package/package.json']));
+  const published = manifestOfTarball(tarballs.main);
   const expected = Object.fromEntries(PLATFORMS.map((p) => [platformPackageName(p), mainPkg.version]));
   check(JSON.stringify(published.optionalDependencies) === JSON.stringify(expected),
     `the main package lists every platform package at ${mainPkg.version} in optionalDependencies`);
