@@ -34,7 +34,6 @@
 //                 (yarn 1: as it does), and the addon loads from it
 //                 (scripts/test-install.js)
 
-const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -46,6 +45,7 @@ const { GLIBC_FLOOR: FLOOR_TEXT, versionOf, versionAbove, glibcNeeds } = require
 const notices = require('./notices');
 const { suites } = require('./suites');
 const { installChecks, packAll } = require('./test-install');
+const { sh, mustSh } = require('./sh');
 
 const GLIBC_FLOOR = versionOf(FLOOR_TEXT);
 const MACHINE = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' };
@@ -65,10 +65,6 @@ function note(msg) {
   console.error(msg);
 }
 
-function sh(cmd, args, opts = {}) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: opts.timeout || 600000, ...opts });
-  return { status: r.status, stdout: r.stdout || '', stderr: r.stderr || '', error: r.error };
-}
 
 /**
  * The failing tests of a `node --test` TAP output, each with its YAML
@@ -87,13 +83,6 @@ function failedBlocks(tap) {
   return out.join('\n');
 }
 
-function mustSh(cmd, args, opts) {
-  const r = sh(cmd, args, opts);
-  if (r.error || r.status !== 0) {
-    throw new Error(`${cmd} ${args.join(' ')} failed (${r.error ? r.error.message : `status ${r.status}`}):\n${r.stdout}${r.stderr}`);
-  }
-  return r.stdout;
-}
 
 function parseArgs(argv) {
   const o = { targets: null, full: false, pack: false };

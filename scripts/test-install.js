@@ -24,13 +24,14 @@
 // npm (npm pack checks their integrity), pinned below, cached in
 // deps/cache/tools/.
 
-const { spawn, spawnSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { startRegistry, manifestOfTarball } = require('./local-registry');
 const { manifestOf, npmPack } = require('./packages');
 const { PLATFORMS, platformPackageName, platformPackage } = require('../lib/variants');
+const { sh, mustSh } = require('./sh');
 
 const root = path.resolve(__dirname, '..');
 const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
@@ -45,10 +46,6 @@ const MANAGERS = {
 /** The platform package goal (issue 35): a download under 4 MiB. */
 const GOAL_BYTES = 4 * 1048576;
 
-function sh(cmd, args, opts = {}) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, ...opts });
-  return { status: r.status, out: `${r.stdout || ''}${r.stderr || ''}`, stdout: r.stdout || '', error: r.error };
-}
 
 /** spawnSync's result, without blocking the event loop (the registry answers from this process). */
 function shAsync(cmd, args, { timeout, ...opts } = {}) {
@@ -63,11 +60,6 @@ function shAsync(cmd, args, { timeout, ...opts } = {}) {
   });
 }
 
-function mustSh(cmd, args, opts) {
-  const r = sh(cmd, args, opts);
-  if (r.error || r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.error ? r.error.message : r.out}`);
-  return r.stdout;
-}
 
 /** A package manager's entry script, fetched once into the cache. */
 function managerScript(m) {
