@@ -120,3 +120,12 @@ test('no platform package and no build: the error names the missing package and 
   assert.ok(r.stdout.includes(`npm install ${name}`), r.stdout);
   assert.ok(r.stdout.includes('--build-from-source'), r.stdout);
 });
+
+test('scripts/packages.js refuses an unknown target or argument, naming it', () => {
+  for (const [args, said] of [[['--targets=linux-sparc-gnu'], /unknown target linux-sparc-gnu \(known: linux-x64-gnu, /],
+    [['--pakc'], /unknown argument --pakc/]]) {
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'packages.js'), ...args], { encoding: 'utf8' });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, said);
+  }
+});
