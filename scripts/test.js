@@ -70,10 +70,11 @@ async function together(steps) {
         fs.closeSync(fd);
         const secs = ((Date.now() - started) / 1000).toFixed(1);
         const ok = status === 0;
+        const output = fs.readFileSync(log);
         console.log(`\n=== ${name}:`);
-        process.stdout.write(fs.readFileSync(log));
+        process.stdout.write(output);
         fs.rmSync(log, { force: true });
-        results.push({ name, ok, secs });
+        results.push({ name, ok, secs, failed: ok ? '' : failedPart(output.toString()) });
         console.log(`=== ${name}: ${ok ? 'ok' : `FAILED (${error ? error.message : `exit ${status}`})`} in ${secs} s`);
         resolve();
       };
@@ -82,6 +83,17 @@ async function together(steps) {
     });
   });
   await Promise.all(runs);
+}
+
+/**
+ * The part of a failed node:test run's output that names its failures (the
+ * dot reporter's "Failed tests:" section), at most 120 lines: printed again
+ * after the summary, where a log's tail (all CI keeps) shows it.
+ */
+function failedPart(output) {
+  const at = output.lastIndexOf('\nFailed tests:');
+  const lines = (at >= 0 ? output.slice(at + 1) : output).split('\n');
+  return (at >= 0 ? lines.slice(0, 120) : lines.slice(-40)).join('\n');
 }
 
 /** True when file exists and was built after the last change to what it is built from. */
@@ -190,5 +202,6 @@ if (want('tls') || want('c-valgrind') || want('fuzz')) {
 
   console.log('\n=== summary');
   for (const r of results) console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name} (${r.secs} s)`);
+  for (const r of results.filter((x) => x.failed)) console.log(`\n=== ${r.name}, what failed:\n${r.failed}`);
   process.exit(results.every((r) => r.ok) ? 0 : 1);
 })();
