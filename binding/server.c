@@ -428,8 +428,8 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
             ok = ok && napi_create_uint32(env, ev.flags, &argv[2]) == napi_ok &&
                  napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
             break;
-        case SY_EV_UPGRADE:
-            ok = ok && napi_get_undefined(env, &argv[2]) == napi_ok &&
+        case SY_EV_UPGRADE: /* flags (SY_EV_UPGRADE_SSE), the request's parts */
+            ok = ok && napi_create_uint32(env, ev.flags, &argv[2]) == napi_ok &&
                  (argv[3] = strings_payload(env, payload, ev.len, false, false)) != NULL;
             break;
         case SY_EV_ASK: /* (code << 8) | kind, the ask's parts */
@@ -1607,6 +1607,7 @@ static const struct {
     SY_CONSTANT(SEND_BINARY),       SY_CONSTANT(SEND_COMPRESS),
     SY_CONSTANT(SEND_LOCAL),        SY_CONSTANT(EV_RECOVERY),
     SY_CONSTANT(EV_TOPIC),          SY_CONSTANT(EV_ASK),
+    SY_CONSTANT(EV_OPEN_SSE),       SY_CONSTANT(EV_UPGRADE_SSE),
 };
 #undef SY_CONSTANT
 

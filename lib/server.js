@@ -20,7 +20,7 @@ const { tokensOption, nativeKeys } = require('./tokens');
 const {
   options: RANGES, TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
-  EV_OPEN_DEFLATE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC, EV_ASK,
+  EV_OPEN_DEFLATE, EV_OPEN_SSE, EV_UPGRADE_SSE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC, EV_ASK,
 } = binding.constants;
 
 // Why a resume did not recover, by the native code (sy_v1_reason_t in
@@ -364,7 +364,7 @@ function validSendCode(code) {
     (code >= 3000 && code <= 4999);
 }
 
-function parseRequest(parts, trust) {
+function parseRequest(parts, trust, transport) {
   const [url, peerAddress, peerPort, socketAddress, socketPort] = parts;
   const rawHeaders = parts.slice(5);
   const headers = Object.create(null);
@@ -376,7 +376,10 @@ function parseRequest(parts, trust) {
     ? headers['sec-websocket-protocol'].split(',').map((s) => s.trim()).filter(Boolean) : [];
   // The client's resume positions (docs/protocol.md, sy.since): the native
   // upgrade refused malformed ones before asking, so this is an array.
-  const since = binding.parseSince(url);
+  // An event stream that reconnects gives them in Last-Event-ID, in the
+  // same form (docs/sse.md): those win.
+  const lastId = transport === 'sse' ? headers['last-event-id'] : undefined;
+  const since = binding.parseSince(lastId ? `?${lastId}` : url);
   // The client: the PROXY header's source or the socket's peer, then, with
   // trustProxy, what trusted proxies forwarded (lib/proxy.js).
   const peer = { address: peerAddress, port: Number(peerPort) };
@@ -392,6 +395,7 @@ function parseRequest(parts, trust) {
     protocols,
     origin: headers.origin ?? null,
     since: Array.isArray(since) ? since : [],
+    transport,
   };
 }
 
@@ -695,7 +699,8 @@ class Server extends EventEmitter {
         // The resumes decided at the accept came just before (EV_RECOVERY).
         const recovery = this.#recovering.get(id) ?? [];
         this.#recovering.delete(id);
-        this.emit('open', id, { protocol: payload, data, compression: (code & EV_OPEN_DEFLATE) !== 0, recovery });
+        const transport = (code & EV_OPEN_SSE) !== 0 ? 'sse' : 'websocket';
+        this.emit('open', id, { protocol: payload, data, compression: (code & EV_OPEN_DEFLATE) !== 0, recovery, transport });
         for (const r of recovery) this.emit('recovery', id, r.topic, { recovered: r.recovered, reason: r.reason });
         break;
       }
@@ -726,7 +731,7 @@ class Server extends EventEmitter {
         // An error that escapes the answer (an 'error' listener that throws)
         // is an uncaught exception, as a throwing listener of the other
         // events is: rethrown from a next tick, never an unhandled rejection.
-        this.#upgrade(id, parseRequest(payload, this.#trust)).catch((err) => process.nextTick(() => { throw err; }));
+        this.#upgrade(id, parseRequest(payload, this.#trust, (code & EV_UPGRADE_SSE) !== 0 ? 'sse' : 'websocket')).catch((err) => process.nextTick(() => { throw err; }));
         break;
       case EV_FAILED: {
         // An IO thread could not go on (its poller failed for good): it has

@@ -311,7 +311,7 @@ static int push_io(sy_io_t *io, const sy_cmd_t *cmd, unsigned flags) {
  * (plain: made on first need, one reference each; v1: the symphony.v1
  * frame or NULL, a reference each). */
 static int push_publish(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags, sy_refbuf_t *v1,
-                        size_t *subscribers) {
+                        uint64_t epoch, size_t *subscribers) {
     int rc = 0;
     sy_refbuf_t *m = NULL;
     for (unsigned i = 0; i < s->shared.nthreads; i++) {
@@ -326,7 +326,7 @@ static int push_publish(sy_server_t *s, sy_topic_t *t, const void *data, size_t 
         if (v1 != NULL)
             sy_refbuf_ref(v1, 1);
         sy_topic_ref(t);
-        sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .buf = m, .v1 = v1};
+        sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .buf = m, .v1 = v1, .epoch = epoch};
         if (push_io(s->io[i], &cmd, flags) != 0) {
             sy_refbuf_release(m);
             sy_refbuf_release(v1);
@@ -376,7 +376,7 @@ static void announce(sy_server_t *s, sy_topic_t *t, const sy_history_t *h, const
             return; /* out of memory: their next resume says what they missed */
         sy_refbuf_ref(m, 1);
         sy_topic_ref(t);
-        sy_cmd_t cmd = {.type = SY_CMD_NOTICE, .topic = t, .buf = m};
+        sy_cmd_t cmd = {.type = SY_CMD_NOTICE, .topic = t, .buf = m, .epoch = h->epoch, .offset = h->last};
         if (sy_io_push(s->io[i], &cmd) != 0) {
             sy_refbuf_release(m);
             sy_topic_release(&s->shared.topics, t); /* not the last: the caller holds one */
@@ -404,7 +404,7 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
         sy_refbuf_t *v1 = NULL;
         if (atomic_load_explicit(&t->v1, memory_order_relaxed) > 0)
             v1 = v1_frame(s, t, false, 0, data, len, flags); /* NULL: the IO threads make it */
-        int rc = push_publish(s, t, data, len, flags, v1, subscribers);
+        int rc = push_publish(s, t, data, len, flags, v1, 0, subscribers);
         sy_refbuf_release(v1);
         return rc;
     }
@@ -432,7 +432,7 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
         v1 = v1_frame(s, t, keep, offset, data, len, flags);
     if (keep)
         (void)sy_hist_append(g, h, v1, sy_clock_ms()); /* not kept: history emptied (a resume must not skip it) */
-    int rc = live ? push_publish(s, t, data, len, flags, v1, subscribers) : 0;
+    int rc = live ? push_publish(s, t, data, len, flags, v1, keep ? h->epoch : 0, subscribers) : 0;
     sy_hist_unlock(g);
     sy_refbuf_release(v1);
     return rc;

@@ -18,8 +18,10 @@
 #include "io/sy_peer.h"
 #include "io/sy_ratelimit.h"
 #include "io/sy_resume.h"
+#include "io/sy_sse_out.h"
 #include "io/sy_upgrade.h"
 #include "net/sy_poll.h"
+#include "proto/sy_sse.h"
 #include "proto/sy_utf8.h"
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
@@ -237,7 +239,9 @@ static bool queue_own(sy_conn_t *c, sy_refbuf_t *m) {
  * for a failing or slow connection, the close must not wait behind data. */
 static void queue_close_now(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
     sy_outq_clear(&c->outq, true);
-    (void)queue_own(c, sy_ws_msg_close(code, reason, reason ? strlen(reason) : 0)); /* best effort */
+    size_t len = reason ? strlen(reason) : 0;
+    (void)queue_own(c, c->sse ? sy_sse_out_close(code, reason, len)
+                              : sy_ws_msg_close(code, reason, len)); /* best effort */
     sy_io_mark_dirty(io, c);
 }
 
@@ -477,11 +481,12 @@ bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     if (ok && c->nsubs == c->subs_cap) {
         uint32_t cap = c->subs_cap ? c->subs_cap * 2 : 2;
         sy_sub_t *subs = sy_realloc(c->subs, (size_t)cap * sizeof(*subs));
-        if (subs == NULL) {
+        if (subs == NULL || (c->sse && !sy_sse_out_reserve(c, cap))) {
             ok = false;
-        } else {
+        }
+        if (subs != NULL) {
             c->subs = subs;
-            c->subs_cap = cap;
+            c->subs_cap = ok ? cap : c->subs_cap;
         }
     }
     uint32_t index;
@@ -492,6 +497,8 @@ bool sy_conn_subscribe(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     c->subs[c->nsubs].topic = t;
     c->subs[c->nsubs].index = index;
     c->subs[c->nsubs].cq = 0;
+    if (c->sse)
+        c->sse_pos[c->nsubs] = (sy_sse_pos_t){.known = false};
     c->nsubs++;
     count_sub(io, t, true);
     return true;
@@ -512,6 +519,8 @@ static void remove_sub(sy_io_t *io, sy_conn_t *c, uint32_t i, bool notify) {
             }
         }
     }
+    if (c->sse)
+        sy_sse_out_removed(c, i);
     c->subs[i] = c->subs[--c->nsubs];
     count_sub(io, t, false);
     sy_topic_drop_interest(&sy_io_ctx(io)->shared->topics, t, sy_io_ctx(io)->index);
@@ -551,6 +560,8 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
         sy_stat_dec(&sy_io_ctx(io)->stats.connections);
         if (c->deflate)
             sy_stat_dec(&sy_io_ctx(io)->stats.deflate_connections);
+        if (c->sse)
+            sy_stat_dec(&sy_io_ctx(io)->stats.sse_connections);
     }
     sy_io_forget(io, c);
 }
@@ -558,6 +569,22 @@ void sy_conn_destroy(sy_io_t *io, sy_conn_t *c, uint16_t code) {
 bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t code) {
     if (c->state != SY_CONN_OPEN)
         return false;
+    if (c->sse) {
+        /* No close handshake: the "sy.close" event, then the end of the
+         * response. The frame's payload is the code then the reason. */
+        size_t n = sy_refbuf_payload_len(close_frame);
+        sy_refbuf_t *e =
+            sy_sse_out_close(code, n > 2 ? (const char *)sy_refbuf_payload(close_frame) + 2 : NULL, n > 2 ? n - 2 : 0);
+        if (e == NULL || sy_outq_push(&c->outq, e) != 0) {
+            sy_refbuf_release(e);
+            return false;
+        }
+        sy_refbuf_release(close_frame);
+        c->close_code = code;
+        sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
+        sy_io_mark_dirty(io, c);
+        return true;
+    }
     if (sy_outq_push(&c->outq, close_frame) != 0)
         return false;
     c->close_code = code;
@@ -979,8 +1006,14 @@ void sy_conn_opened(sy_io_t *io, sy_conn_t *c, const char *protocol, size_t prot
     sy_stat_inc(&sy_io_ctx(io)->stats.connections);
     if (c->deflate)
         sy_stat_inc(&sy_io_ctx(io)->stats.deflate_connections);
-    sy_io_emit(io, sy_conn_id(io, c), SY_EV_OPEN, c->deflate ? SY_EV_OPEN_DEFLATE : 0, 0, protocol, protocol_len);
+    if (c->sse)
+        sy_stat_inc(&sy_io_ctx(io)->stats.sse_connections);
+    sy_io_emit(io, sy_conn_id(io, c), SY_EV_OPEN,
+               (uint8_t)((c->deflate ? SY_EV_OPEN_DEFLATE : 0) | (c->sse ? SY_EV_OPEN_SSE : 0)), 0, protocol,
+               protocol_len);
     sy_io_mark_dirty(io, c);
+    if (c->sse)
+        c->rlen = 0;                                 /* a stream reads nothing after its request */
     if (c->rlen > 0 && rbuf_append(c, NULL, 0) != 0) /* the room sy_inflate needs */
         sy_conn_fail_oom(io, c);
     else if (c->rlen > 0)
@@ -1025,6 +1058,8 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
             break;
         case SY_CONN_OPEN:
         case SY_CONN_CLOSING:
+            if (c->sse)
+                break; /* a stream's client has nothing to say (its messages are POSTs): ignored */
             if (c->rlen > 0) {
                 if (rbuf_append(c, sy_io_ctx(io)->rx, n) != 0) {
                     sy_conn_fail_oom(io, c);
@@ -1044,7 +1079,8 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
     /* The stream ended or failed (after the bytes above). */
     if (rc == SY_STREAM_BAD)
         sy_stat_inc(&sy_io_ctx(io)->stats.protocol_errors);
-    sy_conn_destroy(io, c, close_code_or(c, 1006));
+    /* A stream's client leaves by closing its socket: going away. */
+    sy_conn_destroy(io, c, close_code_or(c, c->sse && rc == SY_STREAM_END ? 1001 : 1006));
 }
 
 void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
@@ -1058,6 +1094,21 @@ void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
 }
 
 /* ---- timeouts -------------------------------------------------------------------- */
+
+/* A stream hears nothing from its client: a comment now and then keeps
+ * proxies from closing it as idle (and finds a dead peer by the write
+ * failing). Every half idleTimeout, else every SY_CONN_SSE_HEARTBEAT_MS;
+ * last_rx_ms is when the last went. */
+static void sse_heartbeat(sy_io_t *io, sy_conn_t *c, int64_t now) {
+    uint32_t idle_s = sy_io_ctx(io)->shared->opts.idle_timeout_s;
+    int64_t every = idle_s > 0 ? (int64_t)idle_s * 500 : SY_CONN_SSE_HEARTBEAT_MS;
+    if (now - c->last_rx_ms < every)
+        return;
+    c->last_rx_ms = now;
+    if (sy_outq_bytes(&c->outq) > 0)
+        return; /* something is on its way already */
+    push_control(io, c, sy_sse_comment("", 0), false);
+}
 
 void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
@@ -1077,7 +1128,9 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
             sy_conn_owner_caught_up(io, c);
         return;
     case SY_CONN_OPEN:
-        if (o->idle_timeout_s > 0) {
+        if (c->sse) {
+            sse_heartbeat(io, c, now);
+        } else if (o->idle_timeout_s > 0) {
             int64_t idle = now - c->last_rx_ms, limit = (int64_t)o->idle_timeout_s * 1000;
             /* Never closed without a ping first: with a sweep once a second,
              * a check just before half the timeout is followed by one past
@@ -1108,7 +1161,7 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
         c->rbuf = NULL;
         c->rcap = 0;
     }
-    if (!c->in_msg && c->mbuf != NULL) {
+    if (!c->sse && !c->in_msg && c->mbuf != NULL) {
         sy_free(c->mbuf);
         c->mbuf = NULL;
         c->mlen = c->mcap = 0;

@@ -89,7 +89,9 @@
 #include "net/sy_outq.h"
 #include "net/sy_stream.h"
 
-#define SY_CONN_DRAIN_MS 2000 /* how long a closed connection may take to send its EOF */
+#define SY_CONN_DRAIN_MS 2000
+#define SY_CONN_SSE_HEARTBEAT_MS \
+    15000 /* an event stream's comment, without idleTimeout */ /* how long a closed connection may take to send its EOF */
 /* How long a connection the peer closed or broke waits for the owner to
  * handle the messages before that (checked by the once-a-second sweep, so
  * at most a second more): a stuck owner cannot keep a socket open. */
@@ -148,6 +150,13 @@ typedef struct sy_sub {
                           queued message (sy_outq_last_id); 0: none (io/sy_conflate.h) */
 } sy_sub_t;
 
+/* Where an event stream is in one of its topics: what its next event's id
+ * says (io/sy_sse_out.h). */
+typedef struct sy_sse_pos {
+    uint64_t epoch, offset;
+    bool known; /* the topic keeps history and the stream was told where it is */
+} sy_sse_pos_t;
+
 /* The longest close reason kept for the owner's close event (a close
  * frame's reason is at most 123 bytes). */
 #define SY_CONN_REASON_MAX 255
@@ -161,6 +170,8 @@ typedef struct sy_conn {
     uint8_t state : 4;      /* sy_conn_state_t */
     uint8_t poll_ev : 2;    /* interest registered with the poller (SY_POLL_*) */
     uint8_t v2 : 1;         /* speaks symphony.v2 (proto/sy_v2.h): may ask (io/sy_ask.h); v1 too */
+    uint8_t sse : 1;        /* an event stream (proto/sy_sse.h), not a WebSocket: v1 too, its
+                               frames made events as they are queued (io/sy_sse_out.h) */
     uint8_t msg_op : 4;     /* opcode of the fragmented message being assembled */
     uint8_t zwin : 4;       /* lg2 of the client's inflate window when it limited it; 0: not limited */
     uint8_t utf8 : 4;       /* UTF-8 state of the text message being assembled (also
@@ -206,7 +217,11 @@ typedef struct sy_conn {
                          its capacity is always SY_INFLATE_TAIL past them
                          (sy_inflate works in place) */
     size_t rlen, rcap;
-    uint8_t *mbuf; /* payload of the fragmented message so far */
+    union {
+        uint8_t *mbuf;         /* payload of the fragmented message so far */
+        sy_sse_pos_t *sse_pos; /* an event stream's: its position in each topic, beside subs[]
+                                     (subs_cap entries; it never receives a message) */
+    };
     size_t mlen, mcap;
 
     sy_outq_t outq;

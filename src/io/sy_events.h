@@ -60,6 +60,8 @@ typedef enum sy_event_type {
 } sy_event_type_t;
 
 #define SY_EV_OPEN_DEFLATE 1u     /* SY_EV_OPEN: permessage-deflate was negotiated */
+#define SY_EV_OPEN_SSE 2u         /* SY_EV_OPEN: an event stream (proto/sy_sse.h), not a WebSocket */
+#define SY_EV_UPGRADE_SSE 1u      /* SY_EV_UPGRADE: the request asks for an event stream */
 #define SY_EV_RECOVERED 1u        /* SY_EV_RECOVERY: the resume recovered */
 #define SY_EV_RECOVERY_AT_OPEN 2u /* SY_EV_RECOVERY: decided at the accept (SY_EV_OPEN follows) */
 #define SY_EV_TOPIC_ON 1u         /* SY_EV_TOPIC: 0 -> 1 */

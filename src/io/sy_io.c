@@ -20,6 +20,7 @@
 #include "io/sy_park.h"
 #include "io/sy_reclaim.h"
 #include "io/sy_resume.h"
+#include "io/sy_sse_out.h"
 #include "io/sy_upgrade.h"
 #include "net/sy_poll.h"
 #include "net/sy_sock.h"
@@ -545,6 +546,7 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
     sy_refbuf_t *twins[2] = {NULL, NULL};
     uint32_t queued[2] = {0, 0}, queued_twin[2] = {0, 0};
     bool conflate = io->ctx.shared->opts.slow_consumer == SY_SLOW_CONFLATE; /* once per publish, not per subscriber */
+    sy_sse_shared_t sse = {0}; /* the event streams' events, made on first need */
     /* The command's own references keep the buffers (and their compressed
      * twins) alive while the loop stores pointers; the queues' references
      * are added in one step after. */
@@ -554,6 +556,10 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
         if (frames[f] == NULL) {
             if (f == 0 || (frames[1] = cmd->v1 = v1_frame_of(cmd->topic, cmd->buf)) == NULL)
                 continue; /* no plain frame (only symphony.v1 subscribers were counted), or no memory */
+        }
+        if (c->sse) {
+            (void)sy_sse_out_publish(io, c, cmd, frames[1], &sse);
+            continue;
         }
         sy_refbuf_t *m = sy_conn_frame_for(io, c, frames[f]);
         if (conflate ? sy_conflate_push(io, c, m, cmd->topic) : sy_conn_push(io, c, m, false)) {
@@ -565,6 +571,7 @@ static void do_publish(sy_io_t *io, sy_cmd_t *cmd) {
             }
         }
     }
+    sy_sse_shared_done(&sse);
     for (unsigned f = 0; f < 2; f++) {
         if (queued[f] > 0)
             sy_refbuf_ref(frames[f], queued[f]);
@@ -579,8 +586,12 @@ static void do_notice(sy_io_t *io, sy_cmd_t *cmd) {
     uint32_t queued = 0;
     for (uint32_t i = 0; i < slot->nsubs; i++) {
         sy_conn_t *c = io->slots.conns[slot->subs[i]];
-        if (c->v1 && sy_conn_push(io, c, cmd->buf, false))
+        if (c->sse) {
+            sy_sse_out_position(c, cmd->topic, true, cmd->epoch, cmd->offset);
+            (void)sy_sse_out_push(io, c, cmd->buf);
+        } else if (c->v1 && sy_conn_push(io, c, cmd->buf, false)) {
             queued++;
+        }
     }
     if (queued > 0)
         sy_refbuf_ref(cmd->buf, queued);
@@ -629,6 +640,17 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         do_notice(io, cmd);
         break;
     case SY_CMD_SEND:
+        if (c != NULL && c->sse) {
+            /* An event stream's direct message: a "message" event, no id. */
+            sy_refbuf_t *d = sy_v1_direct_frame(cmd->buf->data[0] & 0x0fu, sy_refbuf_payload(cmd->buf),
+                                                sy_refbuf_payload_len(cmd->buf), false);
+            if (d == NULL)
+                sy_conn_fail_oom(io, c);
+            else
+                (void)sy_sse_out_push(io, c, d);
+            sy_refbuf_release(d);
+            break;
+        }
         if (c != NULL && c->v1) {
             /* A symphony.v1 client tells a direct message by its "d" header. */
             sy_refbuf_t *d = sy_v1_direct_frame(

@@ -160,6 +160,10 @@ typedef struct sy_cmd {
     sy_topic_t *topic;
     sy_refbuf_t *buf;
     sy_refbuf_t *v1; /* SY_CMD_PUBLISH: the symphony.v1 frame (a reference), or NULL */
+    /* SY_CMD_PUBLISH with an offset in its v1 frame, and SY_CMD_NOTICE: the
+     * topic's epoch then (and a notice's last offset), what an event
+     * stream's ids say (io/sy_sse_out.h). */
+    uint64_t epoch, offset;
     union {
         sy_accept_t *accept; /* SY_CMD_ACCEPT */
         sy_sub_pos_t *pos;   /* SY_CMD_SUBSCRIBE to a topic with history (owned), or NULL */

@@ -3,6 +3,7 @@
 
 #include "base/sy_alloc.h"
 #include "io/sy_history.h"
+#include "io/sy_sse_out.h"
 #include "net/sy_outq.h"
 
 size_t sy_resume_budget(const sy_io_t *io, const sy_conn_t *c) {
@@ -100,6 +101,18 @@ void sy_resume_deliver(sy_io_t *io, sy_conn_t *c, sy_resume_item_t *it) {
                                 .extra = it->extra,
                                 .extra_len = it->extra_len};
         sy_refbuf_t *m = sy_v1_subscribed_frame(&n);
+        if (c->sse && m != NULL) {
+            /* A stream: the notice and replay made its events, their ids
+             * from where it now is in the topic. */
+            sy_sse_out_position(c, it->topic, it->history, it->epoch,
+                                it->resumed && it->reason == SY_V1_RECOVERED ? it->since : it->head);
+            bool ok = sy_sse_out_push(io, c, m);
+            sy_refbuf_release(m);
+            for (; ok && i < it->nframes; i++)
+                ok = sy_sse_out_push(io, c, it->frames[i]);
+            i = 0; /* every frame's reference goes below */
+            goto release;
+        }
         if (m == NULL || !sy_conn_push(io, c, m, false)) {
             sy_refbuf_release(m);
             if (m == NULL)
@@ -120,6 +133,7 @@ void sy_resume_deliver(sy_io_t *io, sy_conn_t *c, sy_resume_item_t *it) {
                 sy_refbuf_release(f);
         }
     }
+release:
     for (; i < it->nframes; i++)
         sy_refbuf_release(it->frames[i]);
     sy_free(it->frames);
@@ -134,6 +148,11 @@ void sy_resume_unsubscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, bool notif
     if (!notify || !sy_conn_open_to_owner((sy_conn_state_t)c->state))
         return;
     sy_refbuf_t *m = sy_v1_unsubscribed_frame(t->name, t->name_len, t->id);
+    if (c->sse && m != NULL) {
+        (void)sy_sse_out_push(io, c, m);
+        sy_refbuf_release(m);
+        return;
+    }
     if (m == NULL || !sy_conn_push(io, c, m, false)) {
         sy_refbuf_release(m);
         if (m == NULL)

@@ -133,6 +133,12 @@
       "Connections closed for a PROXY protocol header from a source not in proxyProtocolFrom.") \
     X(deflate_connections, "deflateConnections", SY_STAT_SUM, "symphony_deflate_connections", "gauge", 1, \
       "Open connections that negotiated permessage-deflate.") \
+    X(sse_connections, "sseConnections", SY_STAT_SUM, "symphony_sse_connections", "gauge", 1, \
+      "Open event streams (Server-Sent Events; also counted in connections).") \
+    X(sse_opened, "sseOpened", SY_STAT_SUM, "symphony_sse_opened_total", "counter", 1, \
+      "Event streams opened (also counted in opened).") \
+    X(sse_posts, "ssePosts", SY_STAT_SUM, "symphony_sse_posts_total", "counter", 1, \
+      "Messages an event stream's client sent by POST.") \
     X(compressed, "compressed", SY_STAT_SUM, "symphony_compressed_messages_total", "counter", 1, \
       "Messages compressed (once per publish, shared by its subscribers).") \
     X(compress_bytes_in, "compressBytesIn", SY_STAT_SUM, "symphony_compress_in_bytes_total", "counter", 1, \

@@ -15,6 +15,7 @@
 #include "proto/sy_http.h"
 #include "proto/sy_pmd.h"
 #include "proto/sy_since.h"
+#include "proto/sy_sse.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_v2.h"
 #include "proto/sy_ws_frame.h"
@@ -23,6 +24,8 @@
 /* What the 101 takes of a connection's maxBackpressure, less the owner's
  * extra headers: a replay at the accept keeps this much room for it. */
 #define SY_UPGRADE_RESPONSE_ROOM 512
+/* An event stream's "retry": how long a browser waits before it reconnects. */
+#define SY_UPGRADE_SSE_RETRY_MS 1000
 
 /* The one way an upgrade is refused: the HTTP response (taken over; NULL
  * when it could not be made) is written, then the socket closed. */
@@ -59,6 +62,7 @@ static bool path_allowed(sy_io_t *io, const char *target, size_t len) {
  * value, each a u32 length and its bytes (sy_events.h). */
 #define SY_UPGRADE_FIXED_PARTS 5
 static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req) {
+    uint8_t flags = c->sse ? SY_EV_UPGRADE_SSE : 0;
     char addr[INET6_ADDRSTRLEN], port[8], sock_addr[INET6_ADDRSTRLEN], sock_port[8];
     sy_peer_addr_t peer;
     sy_peer_get(c, &peer);
@@ -89,7 +93,7 @@ static void emit_upgrade(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req
         strs[SY_UPGRADE_FIXED_PARTS + 1 + 2 * i] = req->headers[i].value;
         slens[SY_UPGRADE_FIXED_PARTS + 1 + 2 * i] = req->headers[i].value_len;
     }
-    sy_io_emit_strings(io, sy_conn_id(io, c), SY_EV_UPGRADE, 0, 0, strs, slens, n);
+    sy_io_emit_strings(io, sy_conn_id(io, c), SY_EV_UPGRADE, flags, 0, strs, slens, n);
 }
 
 /* The 101's Sec-WebSocket-Extensions line when c negotiated deflate, then
@@ -183,6 +187,90 @@ static void set_protocol(sy_conn_t *c, const char *p, size_t n) {
     c->v1 = c->v2 || (n == SY_V1_PROTOCOL_LEN && memcmp(p, SY_V1_PROTOCOL, SY_V1_PROTOCOL_LEN) == 0);
 }
 
+/* ---- event streams (proto/sy_sse.h) ------------------------------------------- */
+
+/* What a stream reads its positions from: the Last-Event-ID its client
+ * sent back (made a query in *heap, freed by the caller), else its URL's
+ * sy.since parameters. NULL and why not when the header is malformed. */
+static const char *stream_positions(const sy_http_request_t *req, const char **target, size_t *len, char **heap) {
+    *heap = NULL;
+    *target = req->target;
+    *len = req->target_len;
+    const sy_http_header_t *h = sy_http_find_header(req, SY_HTTP_LIT("Last-Event-ID"), NULL);
+    if (h == NULL || h->value_len == 0)
+        return NULL;
+    if (h->value_len > SY_SSE_LAST_ID_MAX)
+        return "Last-Event-ID: 1 to 65536 bytes of sy.since positions";
+    if ((*heap = sy_malloc(h->value_len + 2)) == NULL)
+        return "out of memory";
+    const char *bad = sy_sse_last_event_id(h->value, h->value_len, *heap);
+    if (bad != NULL) {
+        sy_free(*heap);
+        *heap = NULL;
+        return bad;
+    }
+    *target = *heap;
+    *len = h->value_len + 1;
+    return NULL;
+}
+
+/* Queues the stream's 200 (with the owner's extra lines) and opens it. */
+static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t extra_len) {
+    char small[1024];
+    size_t cap = extra_len + 512;
+    char *buf = cap <= sizeof(small) ? small : sy_malloc(cap);
+    size_t n = buf != NULL ? sy_sse_response_head(buf, cap, extra, extra_len, SY_UPGRADE_SSE_RETRY_MS) : 0;
+    sy_refbuf_t *m = n > 0 ? sy_refbuf_raw(buf, n) : NULL;
+    if (buf != small)
+        sy_free(buf);
+    if (m == NULL || sy_outq_push(&c->outq, m) != 0) {
+        sy_refbuf_release(m);
+        sy_stat_inc(&sy_io_ctx(io)->stats.oom_closes);
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
+    sy_stat_inc(&sy_io_ctx(io)->stats.sse_opened);
+    sy_conn_opened(io, c, NULL, 0);
+}
+
+/* A GET that asks for an event stream: checked as an upgrade is, then
+ * asked of the owner, or opened. */
+static void stream_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, long head) {
+    const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
+    if (req->minor_version != 1) {
+        reject(io, c, 505, "event streams need HTTP/1.1");
+        return;
+    }
+    const char *bad = sy_since_check(req->target, req->target_len);
+    const char *target;
+    size_t target_len;
+    char *heap = NULL;
+    if (bad == NULL)
+        bad = stream_positions(req, &target, &target_len, &heap);
+    sy_free(heap);
+    if (bad != NULL) {
+        reject(io, c, 400, bad);
+        return;
+    }
+    if (o->max_connections > 0 &&
+        atomic_load_explicit(&sy_io_ctx(io)->shared->connections, memory_order_relaxed) > o->max_connections) {
+        reject(io, c, 503, "too many connections");
+        return;
+    }
+    /* A stream is a symphony.v1 connection whose frames are made events
+     * (io/sy_sse_out.h): positions, notices and resumes as a v1 client's. */
+    c->sse = true;
+    c->v1 = true;
+    c->mbuf = NULL;
+    if (o->upgrade_handler) {
+        emit_upgrade(io, c, req);
+        sy_conn_enter(io, c, SY_CONN_UPGRADING);
+        return;
+    }
+    consume_head(c, (size_t)head);
+    open_stream(io, c, NULL, 0);
+}
+
 void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
     sy_http_header_t headers[SY_MAX_HEADERS_CAP];
@@ -196,6 +284,10 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     }
     if (!path_allowed(io, req.target, req.target_len)) {
         reject(io, c, 404, "no WebSocket endpoint at this path");
+        return;
+    }
+    if (sy_sse_requested(&req)) {
+        stream_request(io, c, &req, n);
         return;
     }
     sy_handshake_t hs;
@@ -265,17 +357,24 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
     sy_http_request_t req;
     sy_handshake_t hs;
     long n = parse_head(io, c, &req, headers);
-    if (n <= 0 || sy_handshake_check(&req, &hs) != 0) {
+    const char *target = req.target;
+    size_t target_len = req.target_len;
+    char *heap = NULL;
+    if (n > 0 && c->sse && stream_positions(&req, &target, &target_len, &heap) != NULL)
+        n = 0; /* cannot happen: checked before (but out of memory) */
+    if (n <= 0 || (!c->sse && sy_handshake_check(&req, &hs) != 0)) {
         sy_refbuf_release(extra);
         sy_accept_free(&sy_io_ctx(io)->shared->topics, sy_io_ctx(io)->index, a);
         sy_conn_destroy(io, c, 1006); /* cannot happen: the same bytes passed before */
         return;
     }
     char accept[SY_WS_ACCEPT_LEN];
-    sy_ws_accept_key(hs.key, hs.key_len, accept);
+    if (!c->sse)
+        sy_ws_accept_key(hs.key, hs.key_len, accept);
     if (a->no_compress)
         c->deflate = false;
-    set_protocol(c, a->protocol, a->protocol_len);
+    if (!c->sse)
+        set_protocol(c, a->protocol, a->protocol_len);
     /* Subscribed before the 101 goes (nothing is missed in between); what
      * each subscription tells the client is decided now, while the target
      * (with the client's positions) is still in rbuf, so that the owner
@@ -293,7 +392,7 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
         sy_sub_pos_t pos = {.head = a->heads != NULL ? a->heads[i] : 0};
         char topic_buf[SY_SINCE_TOPIC_MAX];
         sy_since_t since;
-        if (sy_since_find(req.target, req.target_len, t->name, t->name_len, &since, topic_buf)) {
+        if (sy_since_find(target, target_len, t->name, t->name_len, &since, topic_buf)) {
             pos.resume = true;
             pos.epoch = since.epoch;
             pos.since = since.offset;
@@ -305,9 +404,13 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
             sy_resume_deliver(io, c, it); /* out of memory for the list: the notice and replay cannot wait */
     }
     a->ntopics = 0;
+    sy_free(heap);
     consume_head(c, (size_t)n);
-    open_conn(io, c, accept, a->protocol, a->protocol_len, extra ? (const char *)extra->data : NULL,
-              extra ? extra->len : 0);
+    if (c->sse)
+        open_stream(io, c, extra ? (const char *)extra->data : NULL, extra ? extra->len : 0);
+    else
+        open_conn(io, c, accept, a->protocol, a->protocol_len, extra ? (const char *)extra->data : NULL,
+                  extra ? extra->len : 0);
     for (size_t i = 0; i < nitems; i++)
         sy_resume_deliver(io, c, &items[i]);
     sy_free(items);

@@ -42,6 +42,55 @@ size_t sy_v1_publish_header(char out[SY_V1_HEADER_MAX], uint32_t id, bool has_of
     return n; /* at most 1 + 10 + 1 + 20 + 1: SY_V1_HEADER_MAX */
 }
 
+/* A decimal of 1 to 20 digits at p[*i..n) (advanced past it) into *v: false
+ * when there is none or it overflows. */
+static bool get_decimal(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
+    size_t start = *i;
+    uint64_t x = 0;
+    for (; *i < n && p[*i] >= '0' && p[*i] <= '9'; (*i)++) {
+        uint64_t d = (uint64_t)(p[*i] - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return false;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return *i > start && *i - start <= 20;
+}
+
+bool sy_v1_frame_read(const sy_refbuf_t *m, sy_v1_frame_info_t *out) {
+    const uint8_t *p = sy_refbuf_payload(m);
+    size_t n = sy_refbuf_payload_len(m), i = 1;
+    if (m->hlen == 0 || n == 0)
+        return false;
+    *out = (sy_v1_frame_info_t){.kind = (char)p[0], .binary = (m->data[0] & 0x0fu) == SY_WS_OP_BINARY};
+    switch (out->kind) {
+    case 'c':
+        out->body = 1;
+        return true;
+    case 'd':
+        out->body = 2;
+        return n >= 2 && p[1] == '\n';
+    case 'p': {
+        uint64_t id;
+        if (!get_decimal(p, n, &i, &id) || id > UINT32_MAX)
+            return false;
+        out->id = (uint32_t)id;
+        if (i < n && p[i] == ',') {
+            i++;
+            if (!get_decimal(p, n, &i, &out->offset))
+                return false;
+            out->has_offset = true;
+        }
+        if (i == n || p[i] != '\n')
+            return false;
+        out->body = i + 1;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
 /* A frame whose payload is pre[0..plen) then body[0..blen), one copy. */
 static sy_refbuf_t *frame2(unsigned opcode, const void *pre, size_t plen, const void *body, size_t blen,
                            bool compressible) {

@@ -53,6 +53,23 @@ size_t sy_v1_publish_header(char out[SY_V1_HEADER_MAX], uint32_t id, bool has_of
  * header above, then payload[0..len). compressible as sy_ws_msg_z. */
 sy_refbuf_t *sy_v1_publish_frame(unsigned opcode, uint32_t id, bool has_offset, uint64_t offset, const void *payload,
                                  size_t len, bool compressible);
+/* What a symphony.v1 frame (as the builders here make them) holds: its
+ * kind ('p' a publish, 'd' a direct message, 'c' a notice), a publish's
+ * topic id and offset, and where its body starts in the payload. */
+typedef struct sy_v1_frame_info {
+    char kind;
+    uint32_t id;
+    bool has_offset;
+    uint64_t offset;
+    size_t body; /* offset of the body (the message; a notice's JSON) in the payload */
+    bool binary; /* the frame's opcode is binary */
+} sy_v1_frame_info_t;
+
+/* Reads a frame this module made (opcode from its first byte, the header
+ * of its payload). False when it is not one (a truncated or foreign
+ * header). */
+bool sy_v1_frame_read(const sy_refbuf_t *m, sy_v1_frame_info_t *out);
+
 /* A direct message's frame: "d\n" then payload. */
 sy_refbuf_t *sy_v1_direct_frame(unsigned opcode, const void *payload, size_t len, bool compressible);
 

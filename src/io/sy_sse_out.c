@@ -1,0 +1,208 @@
+/* sy_sse_out — see sy_sse_out.h. */
+#include "io/sy_sse_out.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/sy_alloc.h"
+#include "io/sy_conflate.h"
+#include "proto/sy_sse.h"
+#include "proto/sy_v1.h"
+
+/* The notices' and the close's event names (docs/sse.md). */
+#define NOTICE_EVENT "sy.notice"
+#define CLOSE_EVENT "sy.close"
+/* An id this long is made on the stack; longer ones on the heap. */
+#define ID_STACK 2048
+
+bool sy_sse_out_reserve(sy_conn_t *c, uint32_t cap) {
+    sy_sse_pos_t *p = sy_realloc(c->sse_pos, (size_t)cap * sizeof(*p));
+    if (p == NULL)
+        return false;
+    c->sse_pos = p;
+    return true;
+}
+
+void sy_sse_out_removed(sy_conn_t *c, uint32_t i) {
+    if (c->sse_pos != NULL)
+        c->sse_pos[i] = c->sse_pos[c->nsubs - 1];
+}
+
+/* The index of t among c's subscriptions; c->nsubs when it is not one. */
+static uint32_t sub_of(const sy_conn_t *c, const sy_topic_t *t) {
+    uint32_t i = 0;
+    while (i < c->nsubs && c->subs[i].topic != t)
+        i++;
+    return i;
+}
+
+void sy_sse_out_position(sy_conn_t *c, const sy_topic_t *t, bool known, uint64_t epoch, uint64_t offset) {
+    uint32_t i = sub_of(c, t);
+    if (i < c->nsubs && c->sse_pos != NULL)
+        c->sse_pos[i] = (sy_sse_pos_t){.epoch = epoch, .offset = offset, .known = known};
+}
+
+/* c's id, subscription `first` first: the known positions joined by '&',
+ * in *buf (small, or a heap copy the caller frees: *heap). Its length; 0
+ * when none is known or out of memory. */
+static size_t stream_id(const sy_conn_t *c, uint32_t first, char *small, char **heap, char **buf) {
+    *heap = NULL;
+    *buf = small;
+    size_t cap = ID_STACK, n = 0;
+    for (uint32_t k = 0; k < c->nsubs; k++) {
+        uint32_t i = k == 0 ? first : (k == first ? 0 : k);
+        if (i >= c->nsubs || !c->sse_pos[i].known)
+            continue;
+        if (n + SY_SSE_ENTRY_MAX + 1 > cap) {
+            size_t ncap = cap * 2 + SY_SSE_ENTRY_MAX;
+            char *b = sy_malloc(ncap);
+            if (b == NULL) {
+                sy_free(*heap);
+                *heap = NULL;
+                return 0;
+            }
+            memcpy(b, *buf, n);
+            sy_free(*heap);
+            *heap = *buf = b;
+            cap = ncap;
+        }
+        if (n > 0)
+            (*buf)[n++] = '&';
+        const sy_topic_t *t = c->subs[i].topic;
+        n += sy_sse_id_entry(*buf + n, c->sse_pos[i].epoch, c->sse_pos[i].offset, t->name, t->name_len);
+    }
+    return n;
+}
+
+/* Queues m (one reference, the caller's: taken over either way). */
+static bool push_own(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
+    if (m == NULL) {
+        sy_conn_fail_oom(io, c);
+        return false;
+    }
+    if (sy_conn_push(io, c, m, false))
+        return true;
+    sy_refbuf_release(m);
+    return false;
+}
+
+/* True when c knows its position in no topic but subscription i. */
+static bool alone(const sy_conn_t *c, uint32_t i) {
+    for (uint32_t k = 0; k < c->nsubs; k++)
+        if (k != i && c->sse_pos[k].known)
+            return false;
+    return true;
+}
+
+bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy_refbuf_t *v1, sy_sse_shared_t *sh) {
+    const sy_topic_t *t = cmd->topic;
+    if (!sh->read) {
+        sy_v1_frame_info_t fi;
+        sh->read = true;
+        sh->bad = !sy_v1_frame_read(v1, &fi) || fi.kind != 'p';
+        sh->has_offset = !sh->bad && fi.has_offset;
+        sh->offset = fi.offset;
+    }
+    uint32_t i = sub_of(c, t);
+    if (sh->bad || i == c->nsubs)
+        return false;
+    sy_v1_frame_info_t fi;
+    (void)sy_v1_frame_read(v1, &fi); /* read above: cannot fail */
+    const uint8_t *body = sy_refbuf_payload(v1) + fi.body;
+    size_t blen = sy_refbuf_payload_len(v1) - fi.body;
+    if (sh->has_offset)
+        c->sse_pos[i] = (sy_sse_pos_t){.epoch = cmd->epoch, .offset = sh->offset, .known = true};
+    if (sh->has_offset && alone(c, i)) {
+        if (sh->alone == NULL) {
+            char id[SY_SSE_ENTRY_MAX];
+            size_t n = sy_sse_id_entry(id, cmd->epoch, sh->offset, t->name, t->name_len);
+            if ((sh->alone = sy_sse_event(id, n, t->name, t->name_len, body, blen, fi.binary)) == NULL) {
+                sy_conn_fail_oom(io, c);
+                return false;
+            }
+        }
+        bool conflate = sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CONFLATE;
+        if (!(conflate ? sy_conflate_push(io, c, sh->alone, cmd->topic) : sy_conn_push(io, c, sh->alone, false)))
+            return false;
+        sh->queued_alone++;
+        return true;
+    }
+    if (sh->rest == NULL && (sh->rest = sy_sse_event(NULL, 0, t->name, t->name_len, body, blen, fi.binary)) == NULL) {
+        sy_conn_fail_oom(io, c);
+        return false;
+    }
+    if (sh->has_offset) { /* else the stream's last id still says where it is */
+        char small[ID_STACK], *heap, *id;
+        size_t n = stream_id(c, i, small, &heap, &id);
+        sy_refbuf_t *line = n > 0 ? sy_sse_id_line(id, n) : NULL;
+        sy_free(heap);
+        if (!push_own(io, c, line))
+            return false;
+    }
+    if (!sy_conn_push(io, c, sh->rest, false))
+        return false;
+    sh->queued_rest++;
+    return true;
+}
+
+void sy_sse_shared_done(sy_sse_shared_t *sh) {
+    if (sh->queued_alone > 0)
+        sy_refbuf_ref(sh->alone, sh->queued_alone);
+    if (sh->queued_rest > 0)
+        sy_refbuf_ref(sh->rest, sh->queued_rest);
+    sy_refbuf_release(sh->alone);
+    sy_refbuf_release(sh->rest);
+    *sh = (sy_sse_shared_t){0};
+}
+
+bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m) {
+    sy_v1_frame_info_t fi;
+    if (!sy_v1_frame_read(m, &fi))
+        return false;
+    const uint8_t *body = sy_refbuf_payload(m) + fi.body;
+    size_t blen = sy_refbuf_payload_len(m) - fi.body;
+    const char *name = NULL;
+    size_t name_len = 0;
+    uint32_t first = 0;
+    bool ids = true;
+    switch (fi.kind) {
+    case 'p': {
+        uint32_t i = 0;
+        while (i < c->nsubs && c->subs[i].topic->id != fi.id)
+            i++;
+        if (i == c->nsubs)
+            return false; /* no longer subscribed */
+        name = c->subs[i].topic->name;
+        name_len = c->subs[i].topic->name_len;
+        if (fi.has_offset && c->sse_pos[i].known)
+            c->sse_pos[i].offset = fi.offset;
+        first = i;
+        break;
+    }
+    case 'c':
+        name = NOTICE_EVENT;
+        name_len = sizeof(NOTICE_EVENT) - 1;
+        break;
+    default: /* 'd': a direct message, a "message" event; the id stays */
+        ids = false;
+        break;
+    }
+    char small[ID_STACK], *heap = NULL, *id = small;
+    size_t n = ids ? stream_id(c, first, small, &heap, &id) : 0;
+    sy_refbuf_t *e = sy_sse_event(id, n, name, name_len, body, blen, fi.binary);
+    sy_free(heap);
+    return push_own(io, c, e);
+}
+
+sy_refbuf_t *sy_sse_out_close(uint16_t code, const char *reason, size_t len) {
+    char buf[64 + 6 * 255];
+    if (len > 255)
+        len = 255;
+    int n = snprintf(buf, sizeof(buf), "{\"code\":%u,\"reason\":\"", (unsigned)code);
+    if (n < 0)
+        return NULL;
+    size_t o = (size_t)n + sy_v1_json_string(buf + n, reason != NULL ? reason : "", reason != NULL ? len : 0);
+    buf[o++] = '"';
+    buf[o++] = '}';
+    return sy_sse_event(NULL, 0, CLOSE_EVENT, sizeof(CLOSE_EVENT) - 1, buf, o, false);
+}

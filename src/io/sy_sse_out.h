@@ -1,0 +1,66 @@
+/*
+ * sy_sse_out — what an event stream (a connection with c->sse, opened by
+ * sy_upgrade for a GET that asked for text/event-stream) is sent: its
+ * frames are symphony.v1's made events (proto/sy_sse.h), with ids that
+ * carry its position in each of its topics (c->sse_pos, beside c->subs).
+ *
+ * A publish's event is made once per publish and IO thread, and only when
+ * a stream subscribes (sy_sse_shared_t, by do_publish): with its id for
+ * the streams that have this topic only, without for the others, which
+ * get their own id line before it. Notices, replays and direct messages
+ * are made events per stream (sy_sse_out_push): rare, and their ids are
+ * the stream's own.
+ *
+ * Threads: the IO thread that owns the connection.
+ *
+ * Ownership: sy_sse_out_push and sy_sse_out_publish take no reference of
+ * the frames they are given; a shared publish's events are the struct's
+ * until sy_sse_shared_done, which adds the queues' references and gives
+ * its own back.
+ *
+ * Errors: false when nothing was queued (the policy refused it, or out of
+ * memory: the connection is then failed, 1011).
+ */
+#ifndef SY_SSE_OUT_H
+#define SY_SSE_OUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/sy_conn.h"
+#include "io/sy_io.h"
+
+/* c->sse_pos holds cap entries (sy_conn_subscribe, as subs grows). False
+ * when out of memory. */
+bool sy_sse_out_reserve(sy_conn_t *c, uint32_t cap);
+/* Subscription i goes: the last one's position moves into its place, as
+ * its subscription does (before c->nsubs is lowered). */
+void sy_sse_out_removed(sy_conn_t *c, uint32_t i);
+/* c is told where it is in t (a "subscribed" notice, a new epoch). */
+void sy_sse_out_position(sy_conn_t *c, const sy_topic_t *t, bool known, uint64_t epoch, uint64_t offset);
+
+/* One publish's events for the streams of this thread. */
+typedef struct sy_sse_shared {
+    bool read;       /* the v1 frame was read */
+    bool bad;        /* it could not be (the streams get nothing) */
+    bool has_offset; /* the topic keeps history: events carry ids */
+    uint64_t offset;
+    sy_refbuf_t *alone; /* the event with this topic's id: for streams with this topic only */
+    sy_refbuf_t *rest;  /* the event without an id: after a stream's own id line */
+    uint32_t queued_alone, queued_rest;
+} sy_sse_shared_t;
+
+/* Queues the publish cmd (its v1 frame: v1) to stream c. */
+bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy_refbuf_t *v1, sy_sse_shared_t *sh);
+/* The queues' references, and the struct's given back. */
+void sy_sse_shared_done(sy_sse_shared_t *sh);
+
+/* Queues the symphony.v1 frame m (a notice, a replayed publish, a direct
+ * message) to stream c as its event. */
+bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m);
+
+/* The event that tells a stream it is closed ("sy.close", data
+ * {"code":N,"reason":"..."}): NULL when out of memory. */
+sy_refbuf_t *sy_sse_out_close(uint16_t code, const char *reason, size_t len);
+
+#endif
