@@ -19,6 +19,7 @@
 #include "io/sy_addrlimit.h"
 #include "io/sy_io.h"
 #include "io/sy_park.h"
+#include "io/sy_post.h"
 #include "io/sy_topic.h"
 #include "net/sy_sock.h"
 #include "net/sy_uring.h"
@@ -125,6 +126,7 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
     s->shared.opts.host = s->host;
     s->shared.opts.path = s->path;
     s->shared.path_len = s->path ? strlen(s->path) : 0;
+    sy_post_key_init(s->shared.stream_key);
     if (limits_init(&s->shared, err, errlen) != 0) {
         sy_server_destroy(s);
         return NULL;

@@ -595,6 +595,12 @@ bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t c
 
 /* ---- frames in ------------------------------------------------------------ */
 
+static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n);
+
+void sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, size_t n) {
+    deliver(io, c, binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, p, n);
+}
+
 static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
     c->msg_seq = sy_io_current_seq(io);
     sy_stat_inc(&sy_io_ctx(io)->stats.messages_in);

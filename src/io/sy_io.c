@@ -18,6 +18,7 @@
 #include "io/sy_conflate.h"
 #include "io/sy_conn.h"
 #include "io/sy_park.h"
+#include "io/sy_post.h"
 #include "io/sy_reclaim.h"
 #include "io/sy_resume.h"
 #include "io/sy_sse_out.h"
@@ -690,6 +691,10 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
                 sy_resume_deliver(io, c, &it);
             }
         }
+        break;
+    case SY_CMD_POSTED:
+        if (c != NULL)
+            sy_post_deliver(io, c, cmd->arg.binary, cmd->buf->data, cmd->buf->len);
         break;
     case SY_CMD_ANSWER:
         if (c != NULL && c->v2 && sy_ask_settle(io, c, cmd->arg.rid) && sy_conn_push(io, c, cmd->buf, false))

@@ -74,6 +74,7 @@ typedef struct sy_io_shared {
     sy_batch_fn on_batch;
     void *ctx;
     atomic_uint connections; /* accepted sockets, all threads */
+    uint8_t stream_key[32];  /* what event streams' names are signed with (io/sy_post.h) */
     struct sy_io **ios;      /* every IO thread of the server */
     /* What clients' tokens are checked with (auth/sy_tokens.h; one
      * reference), or NULL; swapped by the owner under tokens_lock, and taken
@@ -119,6 +120,8 @@ typedef enum sy_cmd_type {
                            subscribers (its sequence changed: sy_history.h) */
     SY_CMD_ANSWER,      /* conn, buf, arg.rid: the owner's answer to a symphony.v2
                            client's ask (io/sy_ask.h); dropped unless still pending */
+    SY_CMD_POSTED,      /* conn, buf (raw), arg.binary: an event stream's message, POSTed
+                           on another connection (io/sy_post.h) */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
@@ -155,6 +158,7 @@ typedef struct sy_cmd {
         int fd;               /* SY_CMD_ADOPT; -1 once adopted */
         uint32_t seq;         /* SY_CMD_OWNER_DONE: the batch the owner has handled */
         uint32_t rid;         /* SY_CMD_ANSWER */
+        bool binary;          /* SY_CMD_POSTED */
     } arg;
     uint64_t conn;
     sy_topic_t *topic;

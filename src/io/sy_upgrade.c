@@ -10,6 +10,7 @@
 
 #include "base/sy_alloc.h"
 #include "io/sy_peer.h"
+#include "io/sy_post.h"
 #include "io/sy_resume.h"
 #include "proto/sy_handshake.h"
 #include "proto/sy_http.h"
@@ -27,10 +28,9 @@
 /* An event stream's "retry": how long a browser waits before it reconnects. */
 #define SY_UPGRADE_SSE_RETRY_MS 1000
 
-/* The one way an upgrade is refused: the HTTP response (taken over; NULL
- * when it could not be made) is written, then the socket closed. */
-static void respond_and_close(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response) {
-    sy_stat_inc(&sy_io_ctx(io)->stats.handshake_rejects);
+void sy_upgrade_respond(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response, bool refusal) {
+    if (refusal)
+        sy_stat_inc(&sy_io_ctx(io)->stats.handshake_rejects);
     if (response == NULL || sy_outq_push(&c->outq, response) != 0) {
         sy_refbuf_release(response);
         sy_conn_destroy(io, c, 1006);
@@ -39,12 +39,12 @@ static void respond_and_close(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response) 
     sy_conn_finish(io, c);
 }
 
-static void reject(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
+void sy_upgrade_reject(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
     char buf[512];
     size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, why ? strlen(why) : 0, NULL, 0);
     if (n == 0)
         n = sy_http_error_response(buf, sizeof(buf), status, NULL, 0);
-    respond_and_close(io, c, n > 0 ? sy_refbuf_raw(buf, n) : NULL);
+    sy_upgrade_respond(io, c, n > 0 ? sy_refbuf_raw(buf, n) : NULL, true);
 }
 
 static bool path_allowed(sy_io_t *io, const char *target, size_t len) {
@@ -220,6 +220,18 @@ static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t ext
     size_t cap = extra_len + 512;
     char *buf = cap <= sizeof(small) ? small : sy_malloc(cap);
     size_t n = buf != NULL ? sy_sse_response_head(buf, cap, extra, extra_len, SY_UPGRADE_SSE_RETRY_MS) : 0;
+    /* Then "sy.open", with the name its client POSTs its messages with. */
+    static const char open1[] = "event: sy.open\ndata: {\"stream\":\"", open2[] = "\"}\n\n";
+    if (n > 0 && n + sizeof(open1) + SY_POST_NAME_LEN + sizeof(open2) <= cap) {
+        memcpy(buf + n, open1, sizeof(open1) - 1);
+        n += sizeof(open1) - 1;
+        sy_post_name(sy_io_ctx(io)->shared->stream_key, sy_conn_id(io, c), buf + n);
+        n += SY_POST_NAME_LEN;
+        memcpy(buf + n, open2, sizeof(open2) - 1);
+        n += sizeof(open2) - 1;
+    } else {
+        n = 0;
+    }
     sy_refbuf_t *m = n > 0 ? sy_refbuf_raw(buf, n) : NULL;
     if (buf != small)
         sy_free(buf);
@@ -238,7 +250,7 @@ static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t ext
 static void stream_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, long head) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
     if (req->minor_version != 1) {
-        reject(io, c, 505, "event streams need HTTP/1.1");
+        sy_upgrade_reject(io, c, 505, "event streams need HTTP/1.1");
         return;
     }
     const char *bad = sy_since_check(req->target, req->target_len);
@@ -249,12 +261,12 @@ static void stream_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
         bad = stream_positions(req, &target, &target_len, &heap);
     sy_free(heap);
     if (bad != NULL) {
-        reject(io, c, 400, bad);
+        sy_upgrade_reject(io, c, 400, bad);
         return;
     }
     if (o->max_connections > 0 &&
         atomic_load_explicit(&sy_io_ctx(io)->shared->connections, memory_order_relaxed) > o->max_connections) {
-        reject(io, c, 503, "too many connections");
+        sy_upgrade_reject(io, c, 503, "too many connections");
         return;
     }
     /* A stream is a symphony.v1 connection whose frames are made events
@@ -279,13 +291,15 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     if (n == SY_HTTP_PARTIAL)
         return;
     if (n < 0) {
-        reject(io, c, sy_http_error_status(n), sy_http_error_str(n));
+        sy_upgrade_reject(io, c, sy_http_error_status(n), sy_http_error_str(n));
         return;
     }
     if (!path_allowed(io, req.target, req.target_len)) {
-        reject(io, c, 404, "no WebSocket endpoint at this path");
+        sy_upgrade_reject(io, c, 404, "no WebSocket endpoint at this path");
         return;
     }
+    if (sy_post_request(io, c, &req, n))
+        return;
     if (sy_sse_requested(&req)) {
         stream_request(io, c, &req, n);
         return;
@@ -293,17 +307,17 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     sy_handshake_t hs;
     int status = sy_handshake_check(&req, &hs);
     if (status != 0) {
-        reject(io, c, status, hs.problem);
+        sy_upgrade_reject(io, c, status, hs.problem);
         return;
     }
     const char *bad_since = sy_since_check(req.target, req.target_len);
     if (bad_since != NULL) {
-        reject(io, c, 400, bad_since);
+        sy_upgrade_reject(io, c, 400, bad_since);
         return;
     }
     if (o->max_connections > 0 &&
         atomic_load_explicit(&sy_io_ctx(io)->shared->connections, memory_order_relaxed) > o->max_connections) {
-        reject(io, c, 503, "too many connections");
+        sy_upgrade_reject(io, c, 503, "too many connections");
         return;
     }
     sy_pmd_t pmd;
@@ -424,5 +438,5 @@ void sy_upgrade_refuse(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response) {
         return;
     }
     sy_conn_unsubscribe_all(io, c);
-    respond_and_close(io, c, response);
+    sy_upgrade_respond(io, c, response, true);
 }

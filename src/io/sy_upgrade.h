@@ -35,5 +35,11 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c);
  * no longer waiting for the answer. */
 void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *accept, sy_refbuf_t *extra);
 void sy_upgrade_refuse(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response);
+/* The one way a request is answered before it is anything else: the HTTP
+ * response (taken over; NULL when it could not be made: the socket just
+ * closes) is written, then the socket closed; refusal counts it in
+ * handshake_rejects. sy_upgrade_reject makes the response: status and why. */
+void sy_upgrade_respond(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response, bool refusal);
+void sy_upgrade_reject(sy_io_t *io, sy_conn_t *c, int status, const char *why);
 
 #endif
