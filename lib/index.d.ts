@@ -25,9 +25,16 @@ export interface UpgradeRequest {
   /** Subprotocols offered in Sec-WebSocket-Protocol, in order. */
   protocols: string[];
   origin: string | null;
-  /** The client's resume positions (sy.since in the URL, docs/protocol.md); topics given at accept resume from them. */
+  /** The client's resume positions (sy.since in the URL, docs/protocol.md; an event stream's
+   * Last-Event-ID when it sent one, docs/sse.md); topics given at accept resume from them. */
   since: Array<Since & { topic: string }>;
+  /** 'websocket' for an upgrade; 'sse' for a GET that asks for an event stream
+   * (Accept: text/event-stream, docs/sse.md): answered the same way. */
+  transport: Transport;
 }
+
+/** How a connection reaches its client (docs/sse.md). */
+export type Transport = 'websocket' | 'sse';
 
 export type UpgradeResult =
   | boolean
@@ -404,6 +411,9 @@ export interface ThreadStats {
   proxyUntrusted: number;
   /** Open connections that negotiated permessage-deflate. */
   deflateConnections: number;
+  sseConnections: number;
+  sseOpened: number;
+  ssePosts: number;
   /** Messages compressed (once per publish, shared by its subscribers). */
   compressed: number;
   /** Payload bytes given to the compressor. */
@@ -552,7 +562,7 @@ export class Server extends EventEmitter {
   metrics(labels?: Record<string, string>): string;
   close(): Promise<void>;
 
-  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: unknown; compression: boolean; recovery: Array<Recovery & { topic: string }> }) => void): this;
+  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: unknown; compression: boolean; recovery: Array<Recovery & { topic: string }>; transport: Transport }) => void): this;
   /** A resume's result (at the accept, after 'open'; or a subscribe with since). */
   on(event: 'recovery', listener: (id: ConnectionId, topic: string, result: Recovery) => void): this;
   on(event: 'message', listener: (id: ConnectionId, data: Buffer, isBinary: boolean) => void): this;

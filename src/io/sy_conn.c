@@ -322,7 +322,9 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
     size_t queued = pending(c);
     if (queued > 0 && queued + m->len > sy_io_ctx(io)->shared->opts.max_backpressure) {
         c->hit_limit = true;
-        if (sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CLOSE) {
+        /* An event stream's client cannot see a gap (EventSource has no
+         * offsets): it is closed, and resumes from its last id. */
+        if (sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CLOSE || c->sse) {
             sy_stat_inc(&sy_io_ctx(io)->stats.slow_closes);
             sy_conn_fail(io, c, 1008, "slow consumer");
         } else {

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "base/sy_alloc.h"
-#include "io/sy_conflate.h"
 #include "proto/sy_sse.h"
 #include "proto/sy_v1.h"
 
@@ -121,8 +120,8 @@ bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy
                 return false;
             }
         }
-        bool conflate = sy_io_ctx(io)->shared->opts.slow_consumer == SY_SLOW_CONFLATE;
-        if (!(conflate ? sy_conflate_push(io, c, sh->alone, cmd->topic) : sy_conn_push(io, c, sh->alone, false)))
+        /* Never conflated: a stream over maxBackpressure is closed (sy_conn_push). */
+        if (!sy_conn_push(io, c, sh->alone, false))
             return false;
         sh->queued_alone++;
         return true;

@@ -90,7 +90,8 @@ static size_t data_lines(const uint8_t *p, size_t len, char *out) {
         size_t n = i - start;
         if (out != NULL) {
             memcpy(out + o, "data: ", 6);
-            memcpy(out + o + 6, p + start, n);
+            if (n > 0)
+                memcpy(out + o + 6, p + start, n);
             out[o + 6 + n] = '\n';
         }
         o += 7 + n;
@@ -114,7 +115,8 @@ static bool name_ok(const char *s, size_t n) {
 static size_t put_field(char *out, const char *field, size_t flen, const char *v, size_t vlen) {
     memcpy(out, field, flen);
     memcpy(out + flen, ": ", 2);
-    memcpy(out + flen + 2, v, vlen);
+    if (vlen > 0)
+        memcpy(out + flen + 2, v, vlen);
     out[flen + 2 + vlen] = '\n';
     return flen + 3 + vlen;
 }
@@ -164,7 +166,8 @@ sy_refbuf_t *sy_sse_comment(const char *text, size_t len) {
     char *o = (char *)m->data;
     o[0] = ':';
     o[1] = ' ';
-    memcpy(o + 2, text, len);
+    if (len > 0)
+        memcpy(o + 2, text, len);
     o[2 + len] = '\n';
     o[3 + len] = '\n';
     return m;

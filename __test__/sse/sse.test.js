@@ -1,0 +1,300 @@
+'use strict';
+// Event streams (Server-Sent Events, docs/sse.md) from the IO threads:
+// a GET that asks for text/event-stream, authorized by onUpgrade; each
+// publish as an event whose id carries the stream's positions; exact resume
+// from Last-Event-ID (or the URL's sy.since); the client's messages as
+// POSTs; the close; the limits and the metrics. Real sockets, node:http as
+// the client, the body parsed as EventSource parses it (helpers/sse.js).
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { once } = require('node:events');
+const { startServer, closeAll, client, nextMessage } = require('../helpers/server');
+const { waitFor } = require('../helpers/raw');
+const { openStream, streamName, post } = require('../helpers/sse');
+
+test.afterEach(closeAll);
+
+/** The positions of an id: { topic: 'epoch:offset' }. */
+function positions(id) {
+  const out = {};
+  for (const part of id.split('&')) {
+    const v = decodeURIComponent(part.replace(/^sy\.since=/, ''));
+    const [epoch, offset, ...topic] = v.split(':');
+    out[topic.join(':')] = `${epoch}:${offset}`;
+  }
+  return out;
+}
+
+test('a GET for text/event-stream: onUpgrade is asked (transport sse), the stream opens with its headers and sy.open', async () => {
+  const reqs = [];
+  const { server, port } = await startServer({
+    onUpgrade: (req) => { reqs.push(req); return { topics: ['news'], data: 'd', headers: { 'X-Hello': 'yes' } }; },
+  });
+  const opened = once(server, 'open');
+  const s = await openStream(port, { path: '/feed?x=1', headers: { authorization: 'Bearer abc' } });
+  assert.equal(s.status, 200);
+  assert.match(s.headers['content-type'], /^text\/event-stream/);
+  assert.equal(s.headers['cache-control'], 'no-cache, no-transform');
+  assert.equal(s.headers['x-accel-buffering'], 'no');
+  assert.equal(s.headers['x-hello'], 'yes');
+  const [id, info] = await opened;
+  assert.equal(info.transport, 'sse');
+  assert.equal(info.data, 'd');
+  assert.equal(reqs.length, 1);
+  assert.equal(reqs[0].transport, 'sse');
+  assert.equal(reqs[0].url, '/feed?x=1');
+  assert.equal(reqs[0].headers.authorization, 'Bearer abc');
+  const name = await streamName(s);
+  assert.match(name, /^[0-9a-f]{48}$/);
+  const sub = await s.next((e) => e.event === 'sy.notice');
+  assert.equal(JSON.parse(sub.data).type, 'subscribed');
+  assert.equal(server.stats().sseConnections, 1);
+  assert.equal(server.stats().sseOpened, 1);
+  const closed = once(server, 'close');
+  s.close();
+  const [cid, code] = await closed;
+  assert.equal(cid, id);
+  assert.ok(code === 1001 || code === 1006, `closed ${code}`);
+  await waitFor(() => server.stats().sseConnections === 0, 5000, 'the gauge to go down');
+});
+
+test('publishes arrive as events named by their topic: text lines, CR/CRLF made LF, binary as base64 with enc', async () => {
+  const { server, port } = await startServer({ onUpgrade: () => ({ topics: ['a b', 'other'] }) });
+  const s = await openStream(port);
+  await s.next((e) => e.event === 'sy.notice' && JSON.parse(e.data).topic === 'other');
+  server.publish('a b', 'one\ntwo\r\nthree\rfour');
+  server.publish('other', Buffer.from([0, 1, 2, 250]));
+  server.publish('a b', '');
+  const e1 = await s.next((e) => e.event === 'a b');
+  assert.equal(e1.data, 'one\ntwo\nthree\nfour');
+  const e2 = await s.next((e) => e.event === 'other');
+  assert.equal(e2.fields.enc, 'base64');
+  assert.deepEqual(Buffer.from(e2.data, 'base64'), Buffer.from([0, 1, 2, 250]));
+  const e3 = await s.next((e) => e.event === 'a b');
+  assert.equal(e3.data, '');
+  s.close();
+});
+
+test('a direct message (server.send) is a "message" event; the stream\'s id stays', async () => {
+  const { server, port } = await startServer({ history: { size: 10 }, onUpgrade: () => ({ topics: ['t'] }) });
+  const opened = once(server, 'open');
+  const s = await openStream(port);
+  const [id] = await opened;
+  await s.next((e) => e.event === 'sy.notice');
+  server.publish('t', 'p1');
+  const p1 = await s.next((e) => e.event === 't');
+  server.send(id, 'hello\nthere');
+  const m = await s.next((e) => e.event === 'message');
+  assert.equal(m.data, 'hello\nthere');
+  assert.equal(m.id, p1.id, 'no id of its own');
+  s.close();
+});
+
+test('ids carry every topic\'s position (this event\'s topic first); Last-Event-ID resumes each exactly', async () => {
+  const { server, port } = await startServer({ history: { size: 100 }, onUpgrade: () => ({ topics: ['x', 'y'] }) });
+  server.on('error', () => {});
+  const recoveries = [];
+  server.on('recovery', (id, topic, r) => recoveries.push({ topic, ...r }));
+  const s = await openStream(port);
+  await s.next((e) => e.event === 'sy.notice' && JSON.parse(e.data).topic === 'y');
+  for (let i = 0; i < 3; i++) server.publish('x', `x${i}`);
+  server.publish('y', 'y0');
+  const last = await s.next((e) => e.event === 'y');
+  const pos = positions(last.id);
+  assert.deepEqual(Object.keys(pos), ['y', 'x'], 'its own topic first');
+  assert.match(pos.x, /^[0-9a-f]{16}:3$/);
+  assert.match(pos.y, /^[0-9a-f]{16}:1$/);
+  s.close();
+  await s.done;
+  // Missed while away: 2 on x, 1 on y.
+  server.publish('x', 'x3');
+  server.publish('y', 'y1');
+  server.publish('x', 'x4');
+  const again = await openStream(port, { headers: { 'last-event-id': last.id } });
+  const seen = [];
+  await again.next((e) => {
+    if (e.event === 'x' || e.event === 'y') seen.push(e.data);
+    return seen.length === 3;
+  });
+  assert.deepEqual(seen.filter((d) => d.startsWith('x')), ['x3', 'x4']);
+  assert.deepEqual(seen.filter((d) => d.startsWith('y')), ['y1']);
+  await waitFor(() => recoveries.length === 2, 5000, 'two recoveries');
+  assert.ok(recoveries.every((r) => r.recovered), JSON.stringify(recoveries));
+  // Nothing is sent twice: the next live publish follows.
+  server.publish('x', 'x5');
+  const live = await again.next((e) => e.event === 'x');
+  assert.equal(live.data, 'x5');
+  assert.match(positions(live.id).x, /:6$/);
+  again.close();
+});
+
+test('the URL\'s sy.since (the first connection) resumes as Last-Event-ID does; a foreign epoch is not recovered', async () => {
+  const { server, port } = await startServer({ history: { size: 100 }, onUpgrade: () => ({ topics: ['t'] }) });
+  const recoveries = [];
+  server.on('recovery', (id, topic, r) => recoveries.push(r));
+  const s = await openStream(port);
+  await s.next((e) => e.event === 'sy.notice');
+  server.publish('t', 'a');
+  const a = await s.next((e) => e.event === 't');
+  s.close();
+  server.publish('t', 'b');
+  const q = await openStream(port, { path: `/?${a.id}` });
+  const b = await q.next((e) => e.event === 't');
+  assert.equal(b.data, 'b');
+  q.close();
+  const foreign = await openStream(port, { headers: { 'last-event-id': 'sy.since=0123456789abcdef:1:t' } });
+  const n = JSON.parse((await foreign.next((e) => e.event === 'sy.notice')).data);
+  assert.equal(n.recovered, false);
+  assert.equal(n.reason, 'epoch');
+  await waitFor(() => recoveries.length === 2, 5000, 'two recoveries');
+  assert.deepEqual(recoveries.map((r) => r.recovered), [true, false]);
+  foreign.close();
+});
+
+test('bad requests get HTTP answers: a malformed Last-Event-ID 400, HTTP/1.0 505, a refusal its status; nothing else is disturbed', async () => {
+  const { server, port, url } = await startServer({
+    onUpgrade: (req) => (req.headers['x-no'] ? { status: 401 } : { topics: ['t'] }),
+  });
+  const ws = await client(url);
+  for (const bad of ['garbage', 'sy.since=zz:1:t', 'sy.since=0123456789abcdef:1:t#x', 'a'.repeat(70000)]) {
+    const s = await openStream(port, { headers: { 'last-event-id': bad } });
+    assert.equal(s.status, bad.length > 65536 ? 431 : 400, bad.slice(0, 40));
+    await s.done;
+  }
+  const refused = await openStream(port, { headers: { 'x-no': '1' } });
+  assert.equal(refused.status, 401);
+  // HTTP/1.0, by hand.
+  const sock = net.connect(port, '127.0.0.1');
+  await once(sock, 'connect');
+  sock.end('GET / HTTP/1.0\r\nAccept: text/event-stream\r\n\r\n');
+  let head = '';
+  sock.on('data', (d) => { head += d; });
+  await once(sock, 'close');
+  assert.match(head, /^HTTP\/1\.1 505 /);
+  // The WebSocket client is unharmed.
+  server.publish('t', 'still here');
+  assert.equal(server.stats().connections, 1);
+  ws.close();
+});
+
+test('POSTs reach the stream\'s \'message\' handler in order; bad ones are refused with their status', async () => {
+  const { server, port } = await startServer({ maxPayload: 64, onUpgrade: () => ({ topics: ['t'] }) });
+  const opened = once(server, 'open');
+  const s = await openStream(port);
+  const [id] = await opened;
+  const name = await streamName(s);
+  const got = [];
+  server.on('message', (cid, data, binary) => got.push({ cid, data: Buffer.from(data), binary }));
+  for (let i = 0; i < 20; i++) assert.equal((await post(port, name, `m${i}`)).status, 202);
+  assert.equal((await post(port, name, Buffer.from([255, 0]), { 'content-type': 'application/octet-stream' })).status, 202);
+  await waitFor(() => got.length === 21, 5000, '21 messages');
+  assert.deepEqual(got.slice(0, 20).map((m) => m.data.toString()), Array.from({ length: 20 }, (_, i) => `m${i}`));
+  assert.ok(got.every((m) => m.cid === id));
+  assert.deepEqual(got[20], { cid: id, data: Buffer.from([255, 0]), binary: true });
+  const refusals = [
+    [await post(port, name, Buffer.from([255])), 400, /UTF-8/],
+    [await post(port, name, 'x'.repeat(65)), 413, /maxPayload/],
+    [await post(port, `${name.slice(0, 47)}${name[47] === '0' ? '1' : '0'}`, 'forged'), 404, /no such event stream/],
+    [await post(port, 'zz', 'short'), 404, /no such event stream/],
+    [await post(port, name, 'chunked', { 'transfer-encoding': 'chunked' }), 411, /Content-Length/],
+  ];
+  for (const [r, status, why] of refusals) {
+    assert.equal(r.status, status);
+    assert.match(r.body, why);
+  }
+  assert.equal(server.stats().ssePosts, 21);
+  // A stream that has gone: its POSTs are answered, and reach nobody.
+  const closed = once(server, 'close');
+  s.close();
+  await closed;
+  assert.equal((await post(port, name, 'late')).status, 202);
+  assert.equal(got.length, 21);
+});
+
+test('server.end() sends sy.close with the code and reason, then ends the response; server.close() ends every stream', async () => {
+  const { server, port } = await startServer({ onUpgrade: () => ({ topics: ['t'] }) });
+  const opened = once(server, 'open');
+  const s = await openStream(port);
+  const [id] = await opened;
+  const closed = once(server, 'close');
+  server.end(id, 4001, 'bye now');
+  const e = await s.next((x) => x.event === 'sy.close');
+  assert.deepEqual(JSON.parse(e.data), { code: 4001, reason: 'bye now' });
+  await s.done;
+  const [, code] = await closed;
+  assert.equal(code, 4001);
+  const s2 = await openStream(port);
+  await s2.next((x) => x.event === 'sy.open');
+  const closing = server.close();
+  const e2 = await s2.next((x) => x.event === 'sy.close');
+  assert.equal(JSON.parse(e2.data).code, 1001);
+  await s2.done;
+  await closing;
+});
+
+test('limits hold for streams: maxConnectionsPerAddress refuses the next; a stream that does not read is closed at maxBackpressure, never dropped from', async () => {
+  const { server, port } = await startServer({
+    threads: 1,
+    maxConnectionsPerAddress: 2,
+    maxBackpressure: 64 * 1024,
+    slowConsumer: 'drop', // a WebSocket's policy; a stream is closed instead (it cannot see a gap)
+    onUpgrade: () => ({ topics: ['big'] }),
+  });
+  const opened = once(server, 'open');
+  const b = await openStream(port);
+  const [bid] = await opened;
+  const a = await openStream(port);
+  const c = await openStream(port);
+  assert.equal(c.status, 503);
+  await b.next((e) => e.event === 'sy.notice');
+  a.close();
+  await a.done;
+  // b stops reading: its queue grows past maxBackpressure and it is closed
+  // with 1008, where a WebSocket client would have lost messages.
+  b.res.pause();
+  b.res.socket.pause();
+  const closed = new Promise((resolve) => server.on('close', (id, code) => { if (id === bid) resolve(code); }));
+  const payload = 'z'.repeat(16 * 1024);
+  let sent = 0;
+  let done = false;
+  closed.then(() => { done = true; });
+  while (!done && sent < 4000) {
+    for (let i = 0; i < 16; i++, sent++) server.publish('big', payload);
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.equal(await closed, 1008);
+  assert.equal(server.stats().slowCloses, 1);
+  assert.equal(server.stats().dropped, 0, 'nothing dropped from a stream');
+  // The freed slot takes a new stream, which gets what follows.
+  const d = await openStream(port);
+  await d.next((e) => e.event === 'sy.notice');
+  server.publish('big', 'after');
+  assert.equal((await d.next((e) => e.event === 'big')).data, 'after');
+  d.close();
+});
+
+test('heartbeats: a quiet stream gets a comment every half idleTimeout and is never closed as idle', async () => {
+  const { server, port } = await startServer({ idleTimeout: 2, onUpgrade: () => ({ topics: ['t'] }) });
+  const s = await openStream(port);
+  await s.next((e) => e.event === 'sy.open');
+  let comments = 0;
+  s.res.on('data', (d) => { comments += (String(d).match(/^: \n\n/gm) || []).length; });
+  await waitFor(() => comments >= 3, 10000, 'three heartbeats');
+  assert.equal(server.stats().connections, 1, 'still open');
+  assert.equal(server.stats().timeouts, 0);
+  s.close();
+});
+
+test('a stream and WebSocket clients of the same topic get the same messages', async () => {
+  const { server, port, url } = await startServer({ history: { size: 10 }, onUpgrade: () => ({ topics: ['t'] }) });
+  const ws = await client(url);
+  const s = await openStream(port);
+  await s.next((e) => e.event === 'sy.notice');
+  const wsGot = nextMessage(ws);
+  server.publish('t', 'both');
+  assert.equal((await s.next((e) => e.event === 't')).data, 'both');
+  assert.equal((await wsGot).data.toString(), 'both');
+  ws.close();
+  s.close();
+});
