@@ -55,7 +55,8 @@ function runnable() {
 }
 
 /** The blocks the tests below run. */
-const RUNS = ['README.md#quick-start-server', 'README.md#quick-start-client', 'README.md#asks-server', 'README.md#asks-client'];
+const RUNS = ['README.md#quick-start-server', 'README.md#quick-start-client', 'README.md#asks-server', 'README.md#asks-client',
+  'docs/sse.md#sse-quick'];
 
 function block(key) {
   assert.ok(RUNS.includes(key), `${key} is not in RUNS`);
@@ -113,6 +114,14 @@ test(`docs: the glibc floor they state is scripts/glibc-floor.js's (${GLIBC_FLOO
   assert.ok(stated.some((s) => s.startsWith('README.md')), 'the README states the floor');
   assert.ok(stated.some((s) => s.startsWith('docs/builds.md')), 'docs/builds.md states the floor');
   assert.deepEqual(stated.filter((s) => !s.endsWith(`: ${GLIBC_FLOOR}`)), []);
+});
+
+test('docs: the event stream example of docs/sse.md runs as printed: it receives its publish and exits', { timeout: 30000 }, async (t) => {
+  const code = block('docs/sse.md#sse-quick');
+  const child = spawn(process.execPath, ['-e', code], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  t.after(() => child.kill());
+  const [status] = await new Promise((resolve) => child.once('exit', (...a) => resolve(a)));
+  assert.equal(status, 0, 'it ends by itself once the event arrived (server.close())');
 });
 
 test('docs: the README quick start (server and client) runs as printed', async (t) => {
