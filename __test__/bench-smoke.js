@@ -6,7 +6,8 @@
 // phase (3 processes over a Redis the runner starts: symphony's bus, no bus,
 // the ws + redis relay); the publish-heavy phase (N topics x 1 subscriber); the slow
 // phase (slow clients under each slowConsumer policy); the presence phase (joins and
-// leaves over 3 nodes and one Redis, presence on and off). It checks the shape of what the runner writes (files, table
+// leaves over 3 nodes and one Redis, presence on and off); the sse phase (event streams
+// against WebSocket on one symphony server, a node:http hub and better-sse). It checks the shape of what the runner writes (files, table
 // rows for both arms, the gates printed), not the numbers.
 
 const test = require('node:test');
@@ -320,6 +321,51 @@ test('bench/runner/run.js --quick presence: joins and leaves over 3 nodes and on
     const md = fs.readFileSync(path.join(out, 'presence.md'), 'utf8');
     assert.match(md, /^\| figure \| sy-presence \| sy-nopresence \|$/m);
     assert.match(md, /^\| connections\/s \| [0-9,]+ \| [0-9,]+ \| [0-9.]+ \|/m);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('bench/runner/run.js --quick sse: event streams against WebSocket, a node:http hub and better-sse', { timeout: (RUN_BOUND_S + 60) * 1000 }, async () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-sse-'));
+  try {
+    const r = await run(['--quick', '--repeats', '1', '--phases', 'sse', '--sse-connections', '100', '--sse-memory-connections', '100',
+      '--sse-window', '2', '--out', out], RUN_BOUND_S);
+    assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
+    const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
+    for (const arm of ['sse-symphony', 'sse-symphony-ws', 'sse-node', 'sse-better']) {
+      const runs = res.runs.filter((x) => x.phase === 'sse' && x.arm === arm);
+      assert.equal(runs.length, 1, `${arm}: ${runs.length} runs`);
+      assert.equal(runs[0].error, undefined, `${arm} failed: ${runs[0].error}`);
+      const f = runs[0].figures;
+      assert.equal(f.client, arm === 'sse-symphony-ws' ? 'ws' : 'sse');
+      assert.equal(f.connections, 100, `${arm}: every connection open in the window`);
+      assert.equal(f.failed, 0);
+      // every message loadgen got was checked, and nothing the server's publish calls reported was lost
+      assert.ok(f.received > 0 && f.checked === f.received, `${arm}: received ${f.received}, checked ${f.checked}`);
+      assert.equal(f.lost, 0, `${arm}: lost ${f.lost}`);
+      assert.deepEqual([f.gaps, f.dups, f.back, f.badPayloads], [0, 0, 0, 0], `${arm}: gaps, dups, back, bad`);
+      assert.ok(Number.isFinite(f.cpuSPer1M) && f.cpuSPer1M > 0, `${arm}: CPU per 1M ${f.cpuSPer1M}`);
+      if (arm.startsWith('sse-symphony')) {
+        assert.equal(f.memory.n, 100, `${arm}: every connection parked`);
+        assert.equal(f.memory.failed, 0);
+        assert.equal(f.memory.sseConnections, arm === 'sse-symphony' ? 100 : 0, `${arm}: the server's sseConnections`);
+        assert.ok(Number.isFinite(f.memory.bytesPerConnOverIdle), `${arm}: parked bytes ${f.memory.bytesPerConnOverIdle}`);
+      } else {
+        assert.equal(f.memory, null);
+      }
+    }
+    const md = fs.readFileSync(path.join(out, 'report.md'), 'utf8');
+    const sec = section(md, 'sse: event streams (SSE) against WebSocket and Node\'s SSE servers');
+    assert.ok(sec, 'the sse section');
+    assert.match(sec, /^\| \*\*server CPU-s per 1M delivered\*\* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$/m);
+    assert.match(sec, /^\| SSE ÷ WebSocket, server CPU per delivered message \(symphony\) \| [0-9.]+x \|/m);
+    assert.match(sec, /^\| node:http SSE hub ÷ symphony SSE, server CPU per delivered message \| [0-9.]+x \|/m);
+    assert.match(sec, /^\| \*\*B\/conn over idle\*\* \| [0-9,]+ \| [0-9,]+ \|$/m);
+    for (const f of ['sse-cpu-per-1M.svg', 'sse-parked-bytes.svg']) {
+      assert.match(fs.readFileSync(path.join(out, f), 'utf8'), /^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/, f);
+    }
+    assert.match(r.stderr, /sse phase: .*\n.*SSE ÷ WebSocket/);
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
   }

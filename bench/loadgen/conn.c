@@ -327,6 +327,22 @@ static void send_request(lg_run_t *r, uint32_t i, lg_conn_t *c)
     sy_ws_accept_key(key, SY_WS_KEY_LEN, c->accept);
 
     char req[LG_MAX_PATH + 256];
+    if (r->opts->sse) { /* an event stream: a plain GET */
+        int m = snprintf(req, sizeof(req),
+                         "GET %s HTTP/1.1\r\n"
+                         "Host: %s\r\n"
+                         "Accept: text/event-stream\r\n"
+                         "Cache-Control: no-cache\r\n"
+                         "\r\n",
+                         r->opts->path, r->opts->host_header);
+        c->state = LG_CS_HANDSHAKE;
+        if (!set_interest(r, i, c, EPOLLIN)) {
+            fail(r, c, LG_FAIL_SOCKET);
+            return;
+        }
+        (void)send_bytes(r, i, c, req, (size_t)m);
+        return;
+    }
     int n = snprintf(req, sizeof(req),
                      "GET %s HTTP/1.1\r\n"
                      "Host: %s\r\n"
@@ -418,8 +434,53 @@ static lg_fail_t check_response(lg_run_t *r, lg_conn_t *c, const char *h, size_t
     return upgrade && connection && accept ? LG_FAIL__COUNT : LG_FAIL_HANDSHAKE;
 }
 
+/* SSE: checks a complete response head: status 200, Content-Type
+ * text/event-stream; notes Transfer-Encoding: chunked. */
+static lg_fail_t check_sse_response(lg_run_t *r, lg_conn_t *c, const char *h, size_t len)
+{
+    if (len < 12 || memcmp(h, "HTTP/1.1 ", 9) != 0 || h[9] < '0' || h[9] > '9' ||
+        h[10] < '0' || h[10] > '9' || h[11] < '0' || h[11] > '9')
+        return LG_FAIL_BAD_RESPONSE;
+    unsigned status = (unsigned)((h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0'));
+    if (status != 200) {
+        char what[48];
+        snprintf(what, sizeof(what), "event stream: HTTP status %u", status);
+        note_error(r, what, 0);
+        lg_codes_add(&r->statuses, status);
+        return LG_FAIL_STATUS;
+    }
+    bool event_stream = false;
+    const char *p = memchr(h, '\n', len);
+    const char *end = h + len;
+    while (p != NULL && ++p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL)
+            break;
+        const char *line_end = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
+        const char *colon = memchr(p, ':', (size_t)(line_end - p));
+        if (colon != NULL) {
+            const char *v = colon + 1;
+            while (v < line_end && (*v == ' ' || *v == '\t'))
+                v++;
+            size_t nl = (size_t)(colon - p), vl = (size_t)(line_end - v);
+            if (sy_http_case_eq(p, nl, "content-type", 12))
+                event_stream = vl >= 17 && sy_http_case_eq(v, 17, "text/event-stream", 17);
+            else if (sy_http_case_eq(p, nl, "transfer-encoding", 17))
+                c->sse_chunked = sy_http_list_contains(v, vl, "chunked", 7);
+        }
+        p = eol;
+    }
+    if (!event_stream) {
+        note_error(r, "event stream: 200 without Content-Type: text/event-stream", 0);
+        return LG_FAIL_HANDSHAKE;
+    }
+    return LG_FAIL__COUNT;
+}
+
 static void frames_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p, size_t n,
                          int64_t now);
+static void sse_body(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p, size_t n,
+                     int64_t now);
 
 static void handshake_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p, size_t n,
                             int64_t now)
@@ -444,9 +505,10 @@ static void handshake_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t
         return;
     }
     size_t head_len = (size_t)(end - c->head) + 4;
-    lg_fail_t why = check_response(r, c, c->head, head_len);
+    lg_fail_t why = r->opts->sse ? check_sse_response(r, c, c->head, head_len)
+                                 : check_response(r, c, c->head, head_len);
     if (why != LG_FAIL__COUNT) {
-        if (why == LG_FAIL_HANDSHAKE)
+        if (why == LG_FAIL_HANDSHAKE && !r->opts->sse)
             note_error(r, "handshake: 101 without the right Upgrade/Connection/Accept", 0);
         fail(r, c, why);
         return;
@@ -463,6 +525,13 @@ static void handshake_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t
     if (c->attempt_kind == LG_ATTEMPT_CHURN)
         r->churn_reopened++;
     c->state = LG_CS_OPEN;
+    if (r->opts->sse) {
+        if (extra > 0)
+            sse_body(r, i, c, p + (take - extra), extra, now);
+        if (take < n && c->state == LG_CS_OPEN)
+            sse_body(r, i, c, p + take, n - take, now);
+        return;
+    }
     if (extra > 0)
         frames_input(r, i, c, p + (take - extra), extra, now);
     if (take < n && c->state == LG_CS_OPEN)
@@ -524,13 +593,61 @@ static void record_latency(lg_run_t *r, const lg_conn_t *c, int64_t now)
 
 /* --seq: the message's sequence number (bytes 8..15 of a binary message,
  * little-endian) against the connection's last one (see lg.h). */
+/* A text message's fields {"ts":T,"seq":S,"p":" (our text payloads):
+ * *seq and the length of that prefix; false when the head is not that. */
+static bool text_fields(const lg_conn_t *c, uint64_t *seq, size_t *prefix)
+{
+    static const char ts[] = "{\"ts\":", sq[] = ",\"seq\":", pp[] = ",\"p\":\"";
+    const uint8_t *h = c->msg_head;
+    size_t n = c->head_have, k = sizeof(ts) - 1;
+    if (n < k || memcmp(h, ts, k) != 0)
+        return false;
+    size_t d = 0;
+    for (; k < n && h[k] >= '0' && h[k] <= '9'; k++)
+        d++;
+    if (d == 0 || n - k < sizeof(sq) - 1 || memcmp(h + k, sq, sizeof(sq) - 1) != 0)
+        return false;
+    k += sizeof(sq) - 1;
+    uint64_t v = 0;
+    d = 0;
+    for (; k < n && h[k] >= '0' && h[k] <= '9' && d < 19; k++, d++)
+        v = v * 10 + (uint64_t)(h[k] - '0');
+    if (d == 0 || k >= n)
+        return false;
+    *seq = v;
+    if (n - k >= sizeof(pp) - 1 && memcmp(h + k, pp, sizeof(pp) - 1) == 0)
+        *prefix = k + sizeof(pp) - 1;
+    else
+        *prefix = 0;
+    return true;
+}
+
+/* --check-size: the text message is check_size bytes of
+ * {"ts":T,"seq":S,"p":"xx...x"}. */
+static void check_payload(lg_run_t *r, const lg_conn_t *c)
+{
+    uint64_t seq;
+    size_t prefix = 0;
+    r->c.checked++;
+    if (c->msg_len != r->opts->check_size || !text_fields(c, &seq, &prefix) || prefix == 0 ||
+        c->msg_len < prefix + 2 || c->pay_x != c->msg_len - prefix - 2 ||
+        c->pay_tail[0] != '"' || c->pay_tail[1] != '}')
+        r->c.bad_payload++;
+}
+
 static void check_seq(lg_run_t *r, lg_conn_t *c)
 {
-    if (c->msg_op == SY_WS_OP_TEXT || c->head_have < 16)
-        return;
     uint64_t seq = 0;
-    for (int k = 15; k >= 8; k--)
-        seq = (seq << 8) | c->msg_head[k];
+    if (c->msg_op == SY_WS_OP_TEXT) {
+        size_t prefix;
+        if (!text_fields(c, &seq, &prefix))
+            return;
+    } else {
+        if (c->head_have < 16)
+            return;
+        for (int k = 15; k >= 8; k--)
+            seq = (seq << 8) | c->msg_head[k];
+    }
     if (!c->have_seq) {
         c->have_seq = 1;
         c->last_seq = seq;
@@ -552,6 +669,28 @@ static void keep_head(lg_conn_t *c, const uint8_t *p, size_t n)
     size_t t = LG_HEAD_LEN - c->head_have < n ? LG_HEAD_LEN - c->head_have : n;
     memcpy(c->msg_head + c->head_have, p, t);
     c->head_have = (uint8_t)(c->head_have + t);
+}
+
+/* Payload bytes of an uncompressed message (a WebSocket data frame's, an
+ * SSE data value's): its head, its length, and with --check-size what
+ * check_payload() needs. */
+static void payload_bytes(lg_run_t *r, lg_conn_t *c, const uint8_t *p, size_t n)
+{
+    keep_head(c, p, n);
+    c->msg_len += n;
+    if (r->opts->check_size == 0 || n == 0)
+        return;
+    uint32_t x = 0;
+    for (size_t k = 0; k < n; k++)
+        x += p[k] == 'x';
+    c->pay_x += x;
+    if (n >= 2) {
+        c->pay_tail[0] = p[n - 2];
+        c->pay_tail[1] = p[n - 1];
+    } else {
+        c->pay_tail[0] = c->pay_tail[1];
+        c->pay_tail[1] = p[0];
+    }
 }
 
 /* A compressed message is whole: inflate it (its length and head become
@@ -593,8 +732,11 @@ static bool message_done(lg_run_t *r, uint32_t i, lg_conn_t *c, int64_t now)
     r->c.bytes += c->msg_len;
     r->c.wire_payload += wire;
     r->c.compressed += c->msg_z;
-    if (c->msg_op == SY_WS_OP_TEXT)
+    if (c->msg_op == SY_WS_OP_TEXT) {
         r->c.text_messages++;
+        if (r->opts->check_size > 0)
+            check_payload(r, c);
+    }
     record_latency(r, c, now);
     if (r->opts->seq)
         check_seq(r, c);
@@ -718,6 +860,8 @@ static long data_frame_begins(lg_conn_t *c, bool rsv1)
         c->msg_op = f->opcode;
         c->msg_len = 0;
         c->head_have = 0;
+        c->pay_x = 0;
+        c->pay_tail[0] = c->pay_tail[1] = 0;
         c->msg_z = rsv1;
         c->z_len = 0;
     }
@@ -727,12 +871,11 @@ static long data_frame_begins(lg_conn_t *c, bool rsv1)
 
 /* Payload bytes of a data frame: kept whole when compressed (false past
  * the limit), else only the message's head. */
-static bool data_payload(lg_conn_t *c, const uint8_t *p, size_t k)
+static bool data_payload(lg_run_t *r, lg_conn_t *c, const uint8_t *p, size_t k)
 {
     if (c->msg_z)
         return gather(c, p, k);
-    keep_head(c, p, k);
-    c->msg_len += k;
+    payload_bytes(r, c, p, k);
     return true;
 }
 
@@ -767,7 +910,7 @@ static void frames_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p
         size_t k = left < n ? (size_t)left : n;
         if (SY_WS_OP_IS_CONTROL(c->fr.opcode)) {
             memcpy(c->ctrl + c->pay_off, p, k);
-        } else if (!data_payload(c, p, k)) {
+        } else if (!data_payload(r, c, p, k)) {
             note_error(r, "server frame: a compressed message too large to gather", 0);
             if (send_close(r, i, c, 1009))
                 finish(r, c, LG_END_PROTOCOL);
@@ -778,6 +921,152 @@ static void frames_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p
         n -= k;
         if (c->pay_off == c->fr.payload_len && !frame_done(r, i, c, now))
             return;
+    }
+}
+
+/* ---- SSE: the event stream ---------------------------------------------- */
+
+/* The chunk decoder's states (Transfer-Encoding: chunked). */
+enum { LG_CH_SIZE, LG_CH_DATA, LG_CH_CRLF, LG_CH_END };
+/* The event parser's states. */
+enum { LG_SL_START, LG_SL_DATA, LG_SL_SKIP };
+
+/* A blank line: the event ends. An event whose data starts with {"ts": is
+ * a message; any other (a notice, sy.open) counts in sse_other. */
+static void sse_dispatch(lg_run_t *r, uint32_t i, lg_conn_t *c, int64_t now)
+{
+    if (!c->sse_ev_data)
+        return; /* retry:, comments (heartbeats), an id alone */
+    c->sse_ev_data = 0;
+    c->msg_op = SY_WS_OP_TEXT;
+    c->msg_z = 0;
+    if (c->head_have >= 6 && memcmp(c->msg_head, "{\"ts\":", 6) == 0)
+        (void)message_done(r, i, c, now);
+    else if (r->measuring)
+        r->c.sse_other++;
+    c->msg_len = 0;
+    c->head_have = 0;
+    c->pay_x = 0;
+    c->pay_tail[0] = c->pay_tail[1] = 0;
+}
+
+/* Body bytes of the event stream (de-chunked): lines, fields, events. Only
+ * data fields are kept (their value's head, length and check); every other
+ * field and comment is skipped to its end of line. */
+static void sse_events(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p, size_t n,
+                       int64_t now)
+{
+    while (n > 0) {
+        if (c->sse_lstate == LG_SL_START) {
+            uint8_t b = *p++;
+            n--;
+            if (b == '\n') {
+                if (c->sse_name_len == 0)
+                    sse_dispatch(r, i, c, now);
+                c->sse_name_len = 0; /* a field line without a colon: ignored */
+            } else if (b == '\r') {
+                /* CRLF line ends: the CR is dropped */
+            } else if (b == ':') {
+                bool data = c->sse_name_len == 4 && memcmp(c->sse_name, "data", 4) == 0;
+                c->sse_name_len = 0;
+                if (data) {
+                    if (c->sse_ev_data) /* a second data line: joined by LF */
+                        payload_bytes(r, c, (const uint8_t *)"\n", 1);
+                    c->sse_ev_data = 1;
+                    c->sse_sp = 1;
+                    c->sse_lstate = LG_SL_DATA;
+                } else {
+                    c->sse_lstate = LG_SL_SKIP; /* another field, or a comment */
+                }
+            } else if (c->sse_name_len < sizeof(c->sse_name)) {
+                c->sse_name[c->sse_name_len++] = (char)b;
+            }
+            continue;
+        }
+        const uint8_t *nl = memchr(p, '\n', n);
+        size_t k = nl ? (size_t)(nl - p) : n;
+        if (c->sse_lstate == LG_SL_DATA) {
+            const uint8_t *v = p;
+            size_t vl = k;
+            if (vl > 0 && c->sse_sp) {
+                if (*v == ' ') {
+                    v++;
+                    vl--;
+                }
+                c->sse_sp = 0;
+            }
+            if (vl > 0 && nl && v[vl - 1] == '\r')
+                vl--; /* CRLF */
+            payload_bytes(r, c, v, vl);
+        }
+        if (nl == NULL)
+            return;
+        p += k + 1;
+        n -= k + 1;
+        c->sse_lstate = LG_SL_START;
+        c->sse_name_len = 0;
+    }
+}
+
+static int hex_value(uint8_t b)
+{
+    return b >= '0' && b <= '9' ? b - '0' : b >= 'a' && b <= 'f' ? b - 'a' + 10 : b >= 'A' && b <= 'F' ? b - 'A' + 10 : -1;
+}
+
+/* Body bytes as they came: de-chunked when the response was chunked. */
+static void sse_body(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p, size_t n,
+                     int64_t now)
+{
+    if (!c->sse_chunked) {
+        sse_events(r, i, c, p, n, now);
+        return;
+    }
+    while (n > 0 && c->state == LG_CS_OPEN) {
+        switch (c->sse_cstate) {
+        case LG_CH_SIZE: {
+            uint8_t b = *p++;
+            n--;
+            int v = hex_value(b);
+            if (b == '\n') {
+                c->sse_ext = 0;
+                c->sse_cstate = c->sse_chunk_left > 0 ? LG_CH_DATA : LG_CH_END;
+            } else if (v >= 0 && !c->sse_ext) {
+                if (c->sse_chunk_left > (UINT64_C(1) << 40)) {
+                    note_error(r, "event stream: a chunk size beyond 1 TiB", 0);
+                    finish(r, c, LG_END_PROTOCOL);
+                    return;
+                }
+                c->sse_chunk_left = c->sse_chunk_left * 16 + (uint64_t)v;
+            } else {
+                c->sse_ext = 1; /* ;extension, or the CR */
+            }
+            break;
+        }
+        case LG_CH_DATA: {
+            size_t k = c->sse_chunk_left < n ? (size_t)c->sse_chunk_left : n;
+            sse_events(r, i, c, p, k, now);
+            p += k;
+            n -= k;
+            c->sse_chunk_left -= k;
+            if (c->sse_chunk_left == 0)
+                c->sse_cstate = LG_CH_CRLF;
+            break;
+        }
+        case LG_CH_CRLF: {
+            uint8_t b = *p++;
+            n--;
+            if (b == '\n') {
+                c->sse_cstate = LG_CH_SIZE;
+            } else if (b != '\r') {
+                note_error(r, "event stream: no CRLF after a chunk", 0);
+                finish(r, c, LG_END_PROTOCOL);
+                return;
+            }
+            break;
+        }
+        default: /* the last chunk: the body ended; the trailer is ignored */
+            return;
+        }
     }
 }
 
@@ -839,6 +1128,8 @@ static void on_readable(lg_run_t *r, uint32_t i, lg_conn_t *c)
         r->c.wire_bytes += (uint64_t)n;
         if (c->state == LG_CS_HANDSHAKE)
             handshake_input(r, i, c, r->rbuf, (size_t)n, now);
+        else if (r->opts->sse)
+            sse_body(r, i, c, r->rbuf, (size_t)n, now);
         else
             frames_input(r, i, c, r->rbuf, (size_t)n, now);
         return;
@@ -899,6 +1190,10 @@ void lg_conn_close(lg_run_t *r, uint32_t i, lg_close_t why)
     c->closed_by_us = 1;
     c->close_kind = (uint8_t)why;
     r->closed_by[why]++;
+    if (r->opts->sse) { /* an event stream has no closing handshake */
+        finish(r, c, LG_END_CLIENT_CLOSE);
+        return;
+    }
     if (!send_close(r, i, c, 1000))
         return; /* finished: LG_END_RESET or LG_END_OUTPUT */
     enter_closing(r, c, lg_now_ns());

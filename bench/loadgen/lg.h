@@ -31,6 +31,14 @@
  * sends it to every loadgen at the edges of its windows, so a window's
  * latency is over exactly its messages (not each second's, not the run's).
  *
+ * SSE mode (--url http://...): each connection sends a GET with Accept:
+ * text/event-stream and reads the event stream (close-delimited or
+ * Transfer-Encoding: chunked): an event whose data starts with {"ts":N, is
+ * a message (its timestamp, --seq and --check-size as for a text message);
+ * other events (notices, sy.open), comments and retry lines are not
+ * counted as messages (sse_other counts the other events). A close from
+ * our side is just closing the socket (there is no closing handshake).
+ *
  * It is a separate program, not part of the addon: it uses libc malloc. It
  * compiles in the pure modules of src/ (frame parser, SHA-1, base64, accept
  * key) unchanged.
@@ -129,7 +137,8 @@
 #define LG_MAX_SOURCES 254u
 #define LG_MAX_PATH 1024u
 #define LG_MAX_STEPS 4096u
-#define LG_HEAD_LEN 32u              /* first bytes of a message kept for its timestamp */
+#define LG_HEAD_LEN 48u              /* first bytes of a message kept for its timestamp (and,
+                                        text, its sequence number and payload check) */
 #define LG_MAX_INFLATED (64u << 20)  /* a compressed message may inflate to this */
 #define LG_MAX_COMPRESSED (16u << 20)/* a compressed message's payload on the wire */
 #define LG_INFLATE_TAIL 6u           /* room kept after a compressed message (deflate.c) */
@@ -161,7 +170,12 @@ typedef struct lg_opts {
     bool quiet;               /* no progress lines */
     bool events;              /* JSON event lines on stdout as the run goes */
     bool scheduled;           /* --schedule given */
-    bool seq;                 /* --seq: check each binary message's sequence number */
+    bool seq;                 /* --seq: check each message's sequence number (binary:
+                                 bytes 8..15; text: {"ts":N,"seq":S,...) */
+    bool sse;                 /* http:// URL: Server-Sent Events (GET, Accept:
+                                 text/event-stream), no WebSocket */
+    uint32_t check_size;      /* --check-size N: every text message must be N bytes of
+                                 {"ts":T,"seq":S,"p":"xx...x"} (0: no check) */
     double churn;             /* share of the open connections turned over per second */
     lg_step_t *steps;         /* --schedule, or one step {connections, hold} */
     unsigned nsteps;
@@ -316,6 +330,19 @@ typedef struct lg_conn {
     struct ssl_st *ssl;   /* wss://: the TLS session, else NULL */
     char accept[28];      /* the Sec-WebSocket-Accept we expect */
     uint8_t ctrl[SY_WS_MAX_CONTROL_PAYLOAD]; /* a control frame's payload */
+    /* --check-size: what the payload check needs beyond the head */
+    uint32_t pay_x;       /* 'x' bytes of the current message */
+    uint8_t pay_tail[2];  /* its last two bytes */
+    /* SSE (http:// URL): the body's chunked decoding and the event parser */
+    uint8_t sse_chunked;  /* the response is Transfer-Encoding: chunked */
+    uint8_t sse_cstate;   /* chunk decoder: LG_CH_* (conn.c) */
+    uint8_t sse_ext;      /* in a chunk size line's extension (or its CR) */
+    uint8_t sse_lstate;   /* event parser: at a line's start, in a data value, skipping */
+    uint8_t sse_name_len; /* the field name read so far at a line's start */
+    uint8_t sse_sp;       /* a data value's first byte may be the one optional space */
+    uint8_t sse_ev_data;  /* the current event has a data line */
+    char sse_name[6];
+    uint64_t sse_chunk_left; /* bytes left in the current chunk */
 } lg_conn_t;
 
 /* ---- the run (main.c owns it) ----------------------------------------- */
@@ -333,6 +360,10 @@ typedef struct {
     uint64_t seq_dups;     /* --seq: the last number again */
     uint64_t seq_back;     /* --seq: a number below the last one */
     uint64_t seq_gaps;     /* --seq: numbers skipped (messages missed) */
+    uint64_t checked;      /* --check-size: text messages checked */
+    uint64_t bad_payload;  /* --check-size: of those, not the expected bytes */
+    uint64_t sse_other;    /* SSE: events whose data is not one of ours (notices,
+                              sy.open) */
 } lg_counts_t;
 
 typedef struct lg_run {

@@ -120,6 +120,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: loadgen --url ws://127.0.0.1:PORT/path --connections N [options]\n"
+            "       loadgen --url http://127.0.0.1:PORT/path --connections N [options]   (SSE)\n"
             "       loadgen --url ws://127.0.0.1:PORT/path --schedule P1:T1,... [options]\n"
             "  --sources K           source addresses 127.0.0.1..127.0.0.K (1..254, default 1)\n"
             "  --duration S          whole run, ramp included (default 10, at most 3600)\n"
@@ -139,8 +140,14 @@ static void usage(FILE *f)
             "                        reached, sample once a second with that second's latency\n"
             "                        percentiles, end); the summary stays last\n"
             "  --seq                 check the sequence number after each binary message's\n"
-            "                        timestamp (bytes 8..15): count duplicates, numbers out\n"
+            "                        timestamp (bytes 8..15), or a text message's \"seq\"\n"
+            "                        ({\"ts\":T,\"seq\":S,...): count duplicates, numbers out\n"
             "                        of order and gaps, per connection (see lg.h)\n"
+            "  --check-size N        every text message (SSE event) must be N bytes of\n"
+            "                        {\"ts\":T,\"seq\":S,\"p\":\"xx...x\"}: count those that are not\n"
+            "  (--url http://127.0.0.1:PORT/path: Server-Sent Events instead of WebSocket: a\n"
+            "   GET with Accept: text/event-stream; each event whose data starts with\n"
+            "   {\"ts\":N, is a message; chunked or close-delimited bodies)\n"
             "  (SIGUSR1 with --events: a \"mark\" event closing an interval: its messages,\n"
             "   latency percentiles and sequence counts since the previous mark)\n"
             "  --deflate             offer permessage-deflate (client_no_context_takeover;\n"
@@ -166,12 +173,14 @@ static bool parse_num(const char *s, double min, double max, double *out)
 static bool parse_url(const char *url, lg_opts_t *o)
 {
     bool tls = strncmp(url, "wss://", 6) == 0;
-    if (!tls && strncmp(url, "ws://", 5) != 0) {
-        fprintf(stderr, "loadgen: --url must start with ws:// or wss://\n");
+    bool sse = strncmp(url, "http://", 7) == 0;
+    if (!tls && !sse && strncmp(url, "ws://", 5) != 0) {
+        fprintf(stderr, "loadgen: --url must start with ws://, wss:// or http:// (SSE)\n");
         return false;
     }
     o->tls = tls;
-    const char *host = url + (tls ? 6 : 5);
+    o->sse = sse;
+    const char *host = url + (tls ? 6 : sse ? 7 : 5);
     size_t hl = strcspn(host, ":/");
     char addr[16];
     if (hl == 0 || hl >= sizeof(addr)) {
@@ -214,7 +223,7 @@ static bool parse_url(const char *url, lg_opts_t *o)
         return false;
     }
     strcpy(o->path, path);
-    snprintf(o->url, sizeof(o->url), "ws://%s%s", o->host_header, o->path);
+    snprintf(o->url, sizeof(o->url), "%s://%s%s", tls ? "wss" : sse ? "http" : "ws", o->host_header, o->path);
     return true;
 }
 
@@ -273,7 +282,7 @@ static bool parse_schedule(const char *arg, lg_opts_t *o)
 static int parse_args(int argc, char **argv, lg_opts_t *o)
 {
     enum { O_URL = 1, O_CONN, O_SRC, O_DUR, O_RAMP, O_HOLD, O_PEND, O_CTO, O_CW, O_PID, O_JSON,
-           O_QUIET, O_HELP, O_SCHED, O_CHURN, O_EVENTS, O_DEFLATE, O_SEQ };
+           O_QUIET, O_HELP, O_SCHED, O_CHURN, O_EVENTS, O_DEFLATE, O_SEQ, O_CHECK };
     static const struct option longs[] = {
         {"url", required_argument, NULL, O_URL},
         {"connections", required_argument, NULL, O_CONN},
@@ -292,6 +301,7 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
         {"events", no_argument, NULL, O_EVENTS},
         {"deflate", no_argument, NULL, O_DEFLATE},
         {"seq", no_argument, NULL, O_SEQ},
+        {"check-size", required_argument, NULL, O_CHECK},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -381,6 +391,12 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
         case O_SEQ:
             o->seq = true;
             break;
+        case O_CHECK:
+            if (!parse_num(optarg, 0, 1u << 24, &v) || v != (double)(uint32_t)v)
+                bad = "--check-size must be an integer 0..16777216";
+            else
+                o->check_size = (uint32_t)v;
+            break;
         case O_HELP:
             usage(stdout);
             return 1;
@@ -408,6 +424,10 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
         else
             fprintf(stderr, "loadgen: --url and --connections (or --schedule) are required\n");
         usage(stderr);
+        return 2;
+    }
+    if (o->sse && o->deflate) {
+        fprintf(stderr, "loadgen: --deflate is for WebSocket, not an http:// (SSE) URL\n");
         return 2;
     }
     if (o->scheduled && o->connections < peak) {

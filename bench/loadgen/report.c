@@ -159,10 +159,11 @@ void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now)
             (double)lg_hist_percentile(&r->lat_tick, 99.9) / 1e6, (double)r->lat_tick.max / 1e6,
             (unsigned long long)(r->c.wire_payload - r->c_last_tick.wire_payload),
             (unsigned long long)(r->c.compressed - r->c_last_tick.compressed));
-    fprintf(stdout, ",\"dups\":%llu,\"back\":%llu,\"gaps\":%llu",
+    fprintf(stdout, ",\"dups\":%llu,\"back\":%llu,\"gaps\":%llu,\"bad\":%llu",
             (unsigned long long)(r->c.seq_dups - r->c_last_tick.seq_dups),
             (unsigned long long)(r->c.seq_back - r->c_last_tick.seq_back),
-            (unsigned long long)(r->c.seq_gaps - r->c_last_tick.seq_gaps));
+            (unsigned long long)(r->c.seq_gaps - r->c_last_tick.seq_gaps),
+            (unsigned long long)(r->c.bad_payload - r->c_last_tick.bad_payload));
     event_done();
 }
 
@@ -188,7 +189,7 @@ void lg_event_mark(lg_run_t *r, int64_t now)
             "{\"ev\":\"mark\",\"k\":%u,\"t\":%.6f,\"dt\":%.6f,\"open\":%u,\"msgs\":%llu,"
             "\"bytes\":%llu,\"cpu\":%.3f,\"lat_n\":%llu,\"p50_ms\":%.3f,\"p90_ms\":%.3f,"
             "\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"max_ms\":%.3f,\"mean_ms\":%.3f,"
-            "\"dups\":%llu,\"back\":%llu,\"gaps\":%llu,\"first_t\":",
+            "\"dups\":%llu,\"back\":%llu,\"gaps\":%llu,\"bad\":%llu,\"checked\":%llu,\"first_t\":",
             r->marks, t_of(r, now), secs(now - r->t_last_mark), r->open,
             (unsigned long long)(b->messages - a->messages), (unsigned long long)(b->bytes - a->bytes),
             self.cpu_s - r->self_last_mark.cpu_s, (unsigned long long)h->total,
@@ -196,7 +197,8 @@ void lg_event_mark(lg_run_t *r, int64_t now)
             (double)lg_hist_percentile(h, 99) / 1e6, (double)lg_hist_percentile(h, 99.9) / 1e6,
             (double)h->max / 1e6, h->total ? h->sum / (double)h->total / 1e6 : 0.0,
             (unsigned long long)(b->seq_dups - a->seq_dups), (unsigned long long)(b->seq_back - a->seq_back),
-            (unsigned long long)(b->seq_gaps - a->seq_gaps));
+            (unsigned long long)(b->seq_gaps - a->seq_gaps), (unsigned long long)(b->bad_payload - a->bad_payload),
+            (unsigned long long)(b->checked - a->checked));
     json_t(r, r->t_first_since_mark);
     fputs(",\"last_t\":", stdout);
     json_t(r, r->t_first_since_mark ? r->t_last_msg : 0);
@@ -395,6 +397,17 @@ static void summary_json(const lg_run_t *r)
                 (unsigned long long)r->c.seq_back, (unsigned long long)r->c.seq_gaps);
     else
         fputs("null,", f);
+    fputs("\"payload_check\":", f);
+    if (o->check_size > 0)
+        fprintf(f, "{\"size\":%u,\"checked\":%llu,\"bad\":%llu},", o->check_size,
+                (unsigned long long)r->c.checked, (unsigned long long)r->c.bad_payload);
+    else
+        fputs("null,", f);
+    fputs("\"sse\":", f);
+    if (o->sse)
+        fprintf(f, "{\"other_events\":%llu},", (unsigned long long)r->c.sse_other);
+    else
+        fputs("null,", f);
     fprintf(f, "\"timestamped\":%llu,\"bad_timestamps\":%llu,\"pings\":%llu,\"latency_us\":",
             (unsigned long long)r->c.timestamped, (unsigned long long)r->c.bad_timestamps,
             (unsigned long long)r->c.pings);
@@ -533,6 +546,12 @@ static void summary_text(const lg_run_t *r)
         fprintf(f, "sequence: %llu duplicates, %llu out of order (below the last), %llu missed\n",
                 (unsigned long long)r->c.seq_dups, (unsigned long long)r->c.seq_back,
                 (unsigned long long)r->c.seq_gaps);
+    if (o->check_size > 0)
+        fprintf(f, "payload check (%u B): %llu checked, %llu bad\n", o->check_size,
+                (unsigned long long)r->c.checked, (unsigned long long)r->c.bad_payload);
+    if (o->sse)
+        fprintf(f, "event stream: %llu other events (not messages)\n",
+                (unsigned long long)r->c.sse_other);
     text_latency(f, "latency", &r->lat);
     if (r->steady) {
         double steady_s = secs(r->t_end - r->t_settled);

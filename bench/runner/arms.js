@@ -11,6 +11,7 @@ const SERVERS = path.join(BENCH, 'servers');
 const FANOUT = path.join(SERVERS, 'fanout-server.js');
 const WS = path.join(SERVERS, 'ws-server.js');
 const UWS = path.join(SERVERS, 'uws-server.js');
+const SSE = path.join(SERVERS, 'sse-server.js');
 const THRESHOLD = 128; // symphony's default compression threshold (B)
 const nativeDir = (root) => path.join(root, 'native', `linux-${process.arch}`);
 
@@ -355,6 +356,53 @@ const BUILTIN = {
     rt: true,
     phases: ['asks'],
   },
+  // The sse phase (issue 34): event streams (SSE) against WebSocket on the
+  // same symphony server, and the two Node SSE servers users write
+  // (bench/servers/sse-server.js, BENCH_SSE_IMPL). `sseClient`: what loadgen
+  // speaks to it; `sseMemory`: the parked-memory run too. Only the sse phase
+  // runs them.
+  'sse-symphony': {
+    name: 'sse-symphony',
+    what: 'default build, event streams (SSE): onUpgrade answers { topics }, server.topic(t).publish(text)',
+    script: SSE,
+    gate: 'symphony',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc', BENCH_SSE_IMPL: 'symphony' },
+    allocator: 'jemalloc',
+    sseClient: 'sse',
+    sseMemory: true,
+    phases: ['sse'],
+  },
+  'sse-symphony-ws': {
+    name: 'sse-symphony-ws',
+    what: 'the same symphony server (same script and onUpgrade), WebSocket clients',
+    script: SSE,
+    gate: 'symphony',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc', BENCH_SSE_IMPL: 'symphony' },
+    allocator: 'jemalloc',
+    sseClient: 'ws',
+    sseMemory: true,
+    phases: ['sse'],
+  },
+  'sse-node': {
+    name: 'sse-node',
+    what: 'a node:http SSE hub as Node users write one: Map of topic -> Set of res, res.write() per subscriber per message (peer)',
+    script: SSE,
+    gate: 'none',
+    env: { BENCH_SSE_IMPL: 'node' },
+    allocator: null,
+    sseClient: 'sse',
+    phases: ['sse'],
+  },
+  'sse-better': {
+    name: 'sse-better',
+    what: 'better-sse 0.16.1: a session per request, a Channel per topic, channel.broadcast({ ts, seq, p }, topic) (peer)',
+    script: SSE,
+    gate: 'none',
+    env: { BENCH_SSE_IMPL: 'better-sse' },
+    allocator: null,
+    sseClient: 'sse',
+    phases: ['sse'],
+  },
   'uws-deflate': {
     name: 'uws-deflate',
     what: 'uWebSockets.js pub/sub, compression SHARED_COMPRESSOR (no threshold; peer)',
@@ -374,7 +422,8 @@ const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls
   'slow-drop', 'slow-close', 'slow-conflate', 'sy-presence', 'sy-nopresence'];
 // Arms that only an opt-in phase runs, and that are not among the defaults:
 // selected (without --arms) when their phase is.
-const PHASE_ARMS = { asks: ['asks-token', 'asks-hook', 'asks-socketio', 'asks-rt-symphony', 'asks-rt-socketio'] };
+const PHASE_ARMS = { asks: ['asks-token', 'asks-hook', 'asks-socketio', 'asks-rt-symphony', 'asks-rt-socketio'],
+  sse: ['sse-symphony', 'sse-symphony-ws', 'sse-node', 'sse-better'] };
 
 /** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak
  * arms), handshakes (TLS arms), json (json arms) and publish (publish arms). */

@@ -20,7 +20,7 @@ const GATE = path.join(BENCH, 'servers', 'traffic-gate.js');
 // arms' checkout; BENCH_TLS would turn a ws:// arm into wss://).
 const ARM_VARS = ['SYMPHONY_ALLOCATOR', 'MALLOC_ARENA_MAX', 'GLIBC_TUNABLES', 'SY_JE_MALLOC_CONF', 'MALLOC_CONF',
   'LD_PRELOAD', 'BENCH_TRAFFIC', 'BENCH_GATE', 'BENCH_SYMPHONY_ROOT', 'SYMPHONY_NATIVE', 'BENCH_TLS', 'BENCH_UWS_PATH',
-  'BENCH_WS_DEFLATE'];
+  'BENCH_WS_DEFLATE', 'BENCH_SSE_IMPL'];
 
 function cleanEnv(extra) {
   const env = { ...process.env };
@@ -191,7 +191,8 @@ class LoadgenProc {
   /**
    * o: { port, connections, rampPerSec, hold, duration, sources, cpus,
    * schedule, churn, events, serverPid, maxPending, closeWait, label,
-   * deflate (offer permessage-deflate) }
+   * deflate (offer permessage-deflate), sse (an event stream over http://
+   * instead of WebSocket), seq, checkSize (loadgen --check-size) }
    */
   constructor(o) {
     this.o = o;
@@ -200,7 +201,7 @@ class LoadgenProc {
     this.notes = [];
     this.summary = null;
     this.listeners = [];
-    const args = ['--url', `${o.tls ? 'wss' : 'ws'}://127.0.0.1:${o.port}/`, '--connections', String(o.connections),
+    const args = ['--url', `${o.sse ? 'http' : o.tls ? 'wss' : 'ws'}://127.0.0.1:${o.port}/`, '--connections', String(o.connections),
       '--sources', String(o.sources || 1), '--duration', String(o.duration), '--json',
       '--close-wait', String(o.closeWait ?? 5)];
     if (o.rampPerSec) args.push('--ramp-per-sec', String(o.rampPerSec));
@@ -211,6 +212,7 @@ class LoadgenProc {
     if (o.churn) args.push('--churn', String(o.churn));
     if (o.deflate) args.push('--deflate');
     if (o.seq) args.push('--seq');
+    if (o.checkSize) args.push('--check-size', String(o.checkSize));
     args.push('--events'); // always: start (the clock), step, reached, one sample a second
     this.args = args;
     const [cmd, argv] = withTaskset(o.cpus, LOADGEN, args);

@@ -25,15 +25,18 @@ const { writeHistory } = require('./history-report');
 const { writeSlow } = require('./slow-report');
 const { writePresence } = require('./presence-report');
 const { writeAsks } = require('./asks-report');
+const { writeSse } = require('./sse-report');
 const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history', 'slow', 'presence', 'asks'];
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history', 'slow', 'presence', 'asks', 'sse'];
 // bus (issue 12: several processes over Redis) and publish (issue 14:
 // publish-heavy, N topics x 1 subscriber, with a capacity sweep) are opt-in:
 // --phases bus, --phases publish; so are slow and presence (issue 26: joins
 // and leaves across nodes, what they and the queries cost Redis) and asks
 // (clients' subscribes by token and by hook against socket.io; round trips)
+// and sse (issue 34: event streams against WebSocket, a node:http hub and
+// better-sse; parked memory of both transports)
 // history (issue 23: a reconnect storm with recovery, against socket.io) is in
 // the default run.
 const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'history'];
@@ -46,9 +49,9 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history,slow,presence,asks
-                         (default: the first five and history; bus, publish, slow, presence and
-                         asks are opt-in)
+  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history,slow,presence,asks,sse
+                         (default: the first five and history; bus, publish, slow, presence,
+                         asks and sse are opt-in)
   --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,
                          ws-deflate,ws-deflate-defaults,uws,uws-deflate,symphony-bus,
                          symphony-local,ws-redis,uws-redis (default: all; the soak runs the
@@ -56,7 +59,8 @@ Selection:
                          ws, uws and the *-deflate arms, which run nothing else; bus only the
                          last four, which run nothing else; publish jemalloc, ws and uws;
                          presence sy-presence and sy-nopresence, which run nothing else; asks
-                         asks-token, asks-hook, asks-socketio, asks-rt-symphony, asks-rt-socketio)
+                         asks-token, asks-hook, asks-socketio, asks-rt-symphony, asks-rt-socketio;
+                         sse sse-symphony, sse-symphony-ws, sse-node, sse-better)
   --uws-path DIR         uWebSockets.js to load for the uws arms (a folder with its package;
                          never a dependency): without it they are left out
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
@@ -88,6 +92,13 @@ Machine:
 Populations and timing:
   --connections N        shorthand: parked levels N/2,N; soak peak N, trough N/10; cpu N
   --parked-levels A,B    parked populations (default: cap/2,cap)
+  --sse-connections N    sse phase (opt-in): SSE (or WebSocket) clients of the fan-out, over 10
+                         topics (default 10000; quick 1000)
+  --sse-rate R           sse phase: messages/s per topic, 256 B each (default 10: 10,000 deliveries/s
+                         per 1,000 connections)
+  --sse-window S         sse phase: the measured window (default 20; quick 5)
+  --sse-memory-connections N  sse phase: parked connections of the memory run, SSE and WebSocket
+                         (default 10000; quick 1000)
   --peak P --trough T    soak populations          --cycles C    soak cycles
   --churn F              soak churn, share of open connections per second (default 0.01)
   --cpu-connections C    --cpu-window S            --cpu-shapes 256x10,4096x2 (bytes x msg/s/conn)
@@ -177,7 +188,8 @@ function parseArgs(argv) {
     'publish-refine', 'publish-window', 'publish-p99', 'history-clients', 'history-peer-clients', 'history-rate', 'history-outage-rate',
     'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window', 'slow-settle',
     'presence-connections', 'presence-rooms', 'presence-queries', 'presence-hold', 'presence-ttl',
-    'asks-connections', 'asks-subs', 'asks-rooms', 'asks-round-trips']);
+    'asks-connections', 'asks-subs', 'asks-rooms', 'asks-round-trips', 'sse-connections', 'sse-rate', 'sse-window',
+    'sse-memory-connections']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
@@ -229,6 +241,8 @@ function preset(name) {
         concurrency: 16, openBound: 60, stall: 5 },
       asks: { connections: 2000, subs: 5, rooms: 100, perProc: 5000, pending: 256, openBound: 60, stormBound: 60, settle: 1, idle: 1,
         rtCount: 2000, rtWarmup: 500, rtSize: 64 },
+      sse: { connections: 1000, topics: 10, size: 256, rate: 10, ramp: 5000, settle: 1, window: 5, drain: 1, drainBound: 20,
+        memory: { connections: 1000, idle: 2, settle: 2, ramp: 5000 } },
       measure: 1,
     };
   }
@@ -264,6 +278,10 @@ function preset(name) {
     // over 1,000 rooms; round trips one at a time
     asks: { connections: 20000, subs: 5, rooms: 1000, perProc: 5000, pending: 256, openBound: 120, stormBound: 120, settle: 2, idle: 2,
       rtCount: 5000, rtWarmup: 1250, rtSize: 64 },
+    // issue 34: event streams; the cpu phase's fan-out shape (10 topics, 256 B, 10/s per connection) over SSE and
+    // WebSocket on one symphony server, a node:http hub and better-sse; parked memory of both transports
+    sse: { connections: 10000, topics: 10, size: 256, rate: 10, ramp: 2000, settle: 3, window: 20, drain: 2, drainBound: 60,
+      memory: { connections: 10000, idle: 5, settle: 5, ramp: 2000 } },
     measure: 2,
   };
 }
@@ -512,6 +530,10 @@ async function main() {
     cfg.asks.rtCount = rt;
     cfg.asks.rtWarmup = Math.ceil(rt / 4);
   }
+  cfg.sse.connections = int(o, 'sse-connections', 10, 1e6) ?? cfg.sse.connections;
+  cfg.sse.rate = num(o, 'sse-rate', 0.1, 1e5) ?? cfg.sse.rate;
+  cfg.sse.window = num(o, 'sse-window', 1, 3600) ?? cfg.sse.window;
+  cfg.sse.memory.connections = int(o, 'sse-memory-connections', 10, 1e6) ?? cfg.sse.memory.connections;
   if (cfg.asks.rooms < cfg.asks.subs) throw new Error('--asks-rooms must be at least --asks-subs (a connection subscribes to different rooms)');
   const ramp = num(o, 'ramp', 1, 1e6);
   if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = cfg.publish.ramp = ramp;
@@ -536,7 +558,7 @@ async function main() {
   const noPin = { server: null, loadgen: null, n: nproc };
   const cpuPin = o.cpus === 'none' ? noPin : pinAll || (taskset && nproc >= 2
     ? { server: '0', loadgen: Array.from({ length: nproc - 1 }, (_, i) => i + 1).join(','), n: 1 } : noPin);
-  const pinFor = (phase) => (['cpu', 'json', 'publish', 'history', 'asks'].includes(phase) ? cpuPin : pinAll || noPin);
+  const pinFor = (phase) => (['cpu', 'json', 'publish', 'history', 'asks', 'sse'].includes(phase) ? cpuPin : pinAll || noPin);
   // The bus phase: Redis and the redis npm client, checked before anything runs.
   const busArms = phaseList.includes('bus') ? arms.filter((a) => phasesOf(a).includes('bus')) : [];
   let redis = null;
@@ -554,7 +576,7 @@ async function main() {
   cfg.cpuThreads = int(o, 'cpu-threads', 1, 64) ?? (cpuPin.server ? cpuPin.n : cfg.threads);
   const pinningNote = o.cpus === 'none' ? 'none (--cpus none)'
     : pinAll ? `server on CPU ${pinAll.server}, loadgen on ${pinAll.loadgen || 'the same CPUs (no other CPU)'} in every phase (taskset)`
-      : cpuPin.server ? `cpu, json, publish, history and asks phases: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
+      : cpuPin.server ? `cpu, json, publish, history, asks and sse phases: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
         : `not pinned (${taskset ? `${nproc} CPU` : 'taskset not available'})`;
 
   // Logging (into run.log too, once the folder exists)
@@ -595,7 +617,8 @@ async function main() {
   let populationNote = `the server's open-file limit is ${fmt(probe.soft)} (hard ${fmt(probe.hard)}), ${probe.idleFds} in use at idle; `
     + `with ${reserve} kept spare for churn and closing sockets, one server process holds at most ${fmt(serverCap)} connections`;
   const wanted = Math.max(phaseList.includes('parked') ? cfg.parked.levels[cfg.parked.levels.length - 1] : 0, soakPeak,
-    phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0, busPerNode, pubConns, presPerNode);
+    phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0, busPerNode, pubConns, presPerNode,
+    phaseList.includes('sse') ? Math.max(cfg.sse.connections, cfg.sse.memory.connections) : 0);
   if (presetName === 'full' && wanted > serverCap) {
     throw new Error(`--full needs ${fmt(wanted)} connections in one server process, but its open-file limit allows ${fmt(serverCap)} here `
       + `(soft ${probe.soft}, hard ${probe.hard}; raising it needs CAP_SYS_RESOURCE or a higher hard limit: ulimit -Hn). `
@@ -635,6 +658,10 @@ async function main() {
       capped.push(`asks connections ${fmt(cfg.asks.connections)} → ${fmt(asksCap)} (100 descriptors spare)`);
       cfg.asks.connections = asksCap;
     }
+  }
+  if (phaseList.includes('sse')) {
+    cfg.sse.connections = cap(cfg.sse.connections, 'sse connections');
+    cfg.sse.memory.connections = cap(cfg.sse.memory.connections, 'sse parked connections');
   }
   if (phaseList.includes('presence') && presPerNode > serverCap) {
     cfg.presence.connections = serverCap * cfg.presence.nodes;
@@ -721,7 +748,7 @@ async function main() {
   const tStart = now();
   const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json, bus: phases.bus,
     publish: phases.publish, history: require('./history').history, slow: require('./slow').slow,
-    presence: require('./presence').presence, asks: phases.asks };
+    presence: require('./presence').presence, asks: phases.asks, sse: require('./sse').sse };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
     const phaseArms = arms.filter((a) => phasesOf(a).includes(phase));
@@ -767,6 +794,11 @@ async function main() {
       log(`  ${t.result.padEnd(7)} ${t.arm}: ${t.ratio === null ? '–' : `${fmt(t.ratio, 2)}x`} (goal ≥ ${t.goal}x; process.cpuUsage(): ${t.ratioCpuUsage === null ? '–' : `${fmt(t.ratioCpuUsage, 2)}x`})`);
     }
   }
+  const sseOut = writeSse(outDir, res);
+  if (sseOut) {
+    log(`sse phase: its section in ${sseOut.file}, sse-*.svg; ratios of medians (the issue's goals):`);
+    for (const t of sseOut.targets) log(`  ${t.result.padEnd(7)} ${t.name}: ${t.ratio === null ? '–' : `${fmt(t.ratio, 2)}x`}${t.goal ? ` (goal ${t.goal})` : ''}`);
+  }
   const historyTargets = writeHistory(outDir, res);
   if (historyTargets) {
     log(`history phase: ${path.join(outDir, 'summary.md')}, history.json, history.svg; its targets (reported, not gates):`);
@@ -802,6 +834,7 @@ function rebuild(dir) {
   writeSlow(dir, res);
   writePresence(dir, res);
   writeAsks(dir, res);
+  writeSse(dir, res);
   process.stderr.write(`bench: rebuilt ${path.join(dir, 'report.md')} and ${Object.keys(out.charts).length} charts\n`);
   for (const g of out.gates) process.stderr.write(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}\n`);
   return 0;
@@ -871,6 +904,12 @@ function brief(phase, f) {
     return `${k(f.connections)} × ${f.subsPerConn} subscribes (${f.auth}): ${k(s.answered)} answered (${k(s.refused)} refused) in ${k(s.wallS, 3)} s, `
       + `${k(s.subscribesPerS)}/s; server ${k(s.serverCpuUsPerSub, 2)} µs CPU/subscribe (${k(s.subsPerCpuS)} per CPU-s; cpuUsage ${k(s.cpuUsageUsPerSub, 2)} µs), `
       + `clients ${k(s.clientCores, 2)} cores; open ${k(f.open.perS)} conn/s, ${k(f.open.serverCpuUsPerConn, 1)} µs CPU/conn`;
+  }
+  if (phase === 'sse') {
+    const m = f.memory;
+    return `${k(f.connections)} ${f.client === 'sse' ? 'SSE' : 'WebSocket'} conns: ${k(f.msgsPerS)} msg/s (${k(f.deliveredPct, 1)}%), `
+      + `${k(f.cpuSPer1M, 2)} CPU-s/1M, p50/p99 ${k(f.p50ms, 1)}/${k(f.p99ms, 1)} ms, lost ${k(f.lost)}, gaps ${k(f.gaps)}, bad ${k(f.badPayloads)}`
+      + (m ? `; parked ${k(m.n)}: ${k(m.bytesPerConnOverIdle)} B/conn over idle, ${k(m.bytesPerConnMarginal)} marginal` : '');
   }
   if (phase === 'soak') {
     return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;
