@@ -142,8 +142,31 @@ function checkOptions(options) {
   if (options === null || typeof options !== 'object') {
     throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object');
   }
+  const transport = options.transport === undefined ? 'auto' : options.transport;
+  if (transport !== 'auto' && transport !== 'websocket' && transport !== 'sse') {
+    throw argError(TypeError, 'ERR_INVALID_ARG_VALUE', "options.transport must be 'auto', 'websocket' or 'sse'");
+  }
+  const f = options.fetch !== undefined ? options.fetch : globalThis.fetch;
+  if (f !== undefined && typeof f !== 'function') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.fetch must be a function');
+  if (transport === 'sse' && typeof f !== 'function') {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', "options.transport 'sse' needs fetch (options.fetch where there is no global fetch)");
+  }
+  // Wrapped: a browser's fetch called as a method of another object throws.
+  const fetchFn = typeof f === 'function' ? (...a) => f(...a) : null;
+  const fallback = options.fallback === undefined ? {} : options.fallback;
+  if (fallback === null || typeof fallback !== 'object') {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.fallback must be an object { after, openTimeout, retryWebSocket }');
+  }
+  const fb = { after: 2, openTimeout: 10000, retryWebSocket: 60000 };
+  for (const k of Object.keys(fb)) {
+    const v = fallback[k] === undefined ? fb[k] : fallback[k];
+    if (typeof v !== 'number' || !(v >= (k === 'after' ? 1 : 0) && v <= 2147483647)) {
+      throw argError(RangeError, 'ERR_OUT_OF_RANGE', `options.fallback.${k} must be a number >= ${k === 'after' ? 1 : 0} and <= 2147483647`);
+    }
+    fb[k] = v;
+  }
   const WS = options.WebSocket !== undefined ? options.WebSocket : globalThis.WebSocket;
-  if (typeof WS !== 'function') {
+  if (typeof WS !== 'function' && transport !== 'sse') {
     throw argError(TypeError, 'ERR_INVALID_ARG_TYPE',
       'options.WebSocket must be a WebSocket constructor (e.g. the ws package) where there is no global WebSocket');
   }
@@ -169,7 +192,7 @@ function checkOptions(options) {
   if (typeof setT !== 'function' || typeof clearT !== 'function') {
     throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.timers.setTimeout and clearTimeout must be functions');
   }
-  return { WS, min, max, random, setT, clearT };
+  return { WS, min, max, random, setT, clearT, transport, fetchFn, fb };
 }
 
 /** Given positions ({ [topic]: { epoch, offset } }, as positions() returns them), checked, as a Map. */
@@ -220,6 +243,187 @@ function baseUrl(url) {
   return { href: u.href, query: own.join('&') };
 }
 
+/** The http(s) URL of a ws(s) one. */
+function httpUrl(wsUrl) {
+  const u = new URL(wsUrl);
+  u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
+  return u;
+}
+
+/** Text and bytes as one Uint8Array (a frame's header, then its body). */
+function joinBytes(head, body) {
+  const h = new TextEncoder().encode(head);
+  const out = new Uint8Array(h.length + body.length);
+  out.set(h, 0);
+  out.set(body, h.length);
+  return out;
+}
+
+/** base64 to bytes (atob: browsers and Node alike). */
+function fromBase64(b64) {
+  const bin = atob(b64);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/**
+ * An event stream of the server (docs/sse.md), read with fetch, behind the
+ * part of the WebSocket interface the client uses: its events are made the
+ * symphony frames they were made from (so the client reads them as it
+ * reads a WebSocket's), send() is a POST with the stream's name, one after
+ * another so that they arrive in order.
+ */
+class StreamSocket {
+  constructor(url, protocols, fetchFn) {
+    this.url = url;
+    this.protocol = '';
+    this.binaryType = 'arraybuffer';
+    this.onopen = this.onmessage = this.onclose = this.onerror = noop;
+    this._fetch = fetchFn;
+    this._abort = new AbortController();
+    this._name = null;
+    this._ids = new Map(); // topic -> its id on this stream (from the notices)
+    this._posts = Promise.resolve();
+    this._ended = false;
+    this._close = { code: 1006, reason: '' };
+    this._run(protocols);
+  }
+
+  async _run(protocols) {
+    let res;
+    try {
+      res = await this._fetch(httpUrl(this.url).href, {
+        headers: { accept: 'text/event-stream', 'sec-websocket-protocol': protocols.join(', ') },
+        signal: this._abort.signal,
+        cache: 'no-store',
+      });
+    } catch (err) {
+      this._end(err);
+      return;
+    }
+    if (res.status !== 200 || !res.body) {
+      this._close.reason = `HTTP ${res.status}`;
+      this._end(null);
+      return;
+    }
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    let ev = { data: [], event: '', id: '', enc: '' };
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || this._ended) break;
+        buf += dec.decode(value, { stream: true });
+        // The server ends every line with LF (a payload's CR is a line end there).
+        for (let nl; (nl = buf.indexOf('\n')) >= 0;) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          if (line === '') {
+            if (ev.data.length > 0) this._event(ev);
+            ev = { data: [], event: '', id: '', enc: '' };
+            if (this._ended) return;
+            continue;
+          }
+          const colon = line.indexOf(':');
+          if (colon === 0) continue; // a heartbeat
+          const name = colon < 0 ? line : line.slice(0, colon);
+          const v = colon < 0 ? '' : line.slice(colon + (line[colon + 1] === ' ' ? 2 : 1));
+          if (name === 'data') ev.data.push(v);
+          else if (name === 'event') ev.event = v;
+          else if (name === 'id') ev.id = v;
+          else if (name === 'enc') ev.enc = v;
+        }
+      }
+    } catch (err) {
+      this._end(err);
+      return;
+    }
+    this._end(null);
+  }
+
+  /** One event, as the frame it was made from. */
+  _event(ev) {
+    const text = ev.data.join('\n');
+    const bytes = ev.enc === 'base64';
+    const deliver = (head) => {
+      const data = bytes ? joinBytes(head, fromBase64(text)).buffer : head + text;
+      this.onmessage({ data });
+    };
+    switch (ev.event) {
+      case 'sy.open': {
+        const o = JSON.parse(text);
+        this._name = o.stream;
+        this.protocol = o.protocol || PROTOCOL;
+        this.onopen({});
+        return;
+      }
+      case 'sy.notice': {
+        const n = JSON.parse(text);
+        if (n && n.type === 'subscribed' && typeof n.topic === 'string') this._ids.set(n.topic, n.id);
+        deliver('c');
+        return;
+      }
+      case 'sy.close': {
+        const c = JSON.parse(text);
+        this._close = { code: c.code, reason: c.reason };
+        return;
+      }
+      case 'sy.reply':
+        deliver('r');
+        return;
+      case '':
+      case 'message':
+        deliver('d\n');
+        return;
+      default: {
+        const id = this._ids.get(ev.event);
+        if (id === undefined) return; // not one of its topics (a topic named like an event of ours)
+        // The id's first position is this event's topic's: its offset.
+        let offset = '';
+        const first = ev.id.split('&', 1)[0];
+        if (first.startsWith('sy.since=')) {
+          const v = decodeURIComponent(first.slice(9).replace(/\+/g, ' '));
+          const a = v.indexOf(':');
+          const b = v.indexOf(':', a + 1);
+          if (v.slice(b + 1) === ev.event) offset = `,${v.slice(a + 1, b)}`;
+        }
+        deliver(`p${id}${offset}\n`);
+      }
+    }
+  }
+
+  send(data) {
+    if (this._ended || this._name === null) return;
+    const u = httpUrl(this.url);
+    u.search = `sy.stream=${this._name}`;
+    const binary = typeof data !== 'string';
+    const body = data;
+    this._posts = this._posts.then(() => this._fetch(u.href, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': binary ? 'application/octet-stream' : 'text/plain;charset=utf-8' },
+    })).then((res) => {
+      if (res.status !== 202) this.onerror({ message: `POST answered ${res.status}` });
+    }, (err) => this.onerror({ message: `POST failed: ${err && err.message}` }));
+  }
+
+  close() {
+    if (this._ended) return;
+    this._close = { code: 1000, reason: '' };
+    this._end(null);
+  }
+
+  _end(err) {
+    if (this._ended) return;
+    this._ended = true;
+    this._abort.abort();
+    if (err && err.name !== 'AbortError') this.onerror({ message: err.message });
+    this.onclose(this._close);
+  }
+}
+
 /**
  * A subscription the client asked for (client.subscribe): its state
  * ('subscribing' | 'subscribed' | 'unsubscribed') and events: 'message'
@@ -251,7 +455,8 @@ class Subscription extends Emitter {
 class SymphonyClient extends Emitter {
   /**
    * @param {string|URL} url ws:, wss: (or http:, https:, or relative in a page)
-   * @param {object} [options] { WebSocket, backoff: { min, max }, random, timers, positions }
+   * @param {object} [options] { WebSocket, backoff: { min, max }, random, timers, positions,
+   *   transport: 'auto' | 'websocket' | 'sse', fetch, fallback: { after, openTimeout, retryWebSocket } }
    */
   constructor(url, options = {}) {
     super();
@@ -263,6 +468,18 @@ class SymphonyClient extends Emitter {
     this._setT = o.setT;
     this._clearT = o.clearT;
     this._url = baseUrl(url);
+    // The transport (docs/sse.md): 'auto' begins with a WebSocket and falls
+    // back to an event stream after fallback.after WebSockets in a row did
+    // not open (refused, or not open within openTimeout), then tries a
+    // WebSocket again every retryWebSocket ms while on the stream.
+    this._auto = o.transport === 'auto' && o.fetchFn !== null;
+    this._transport = o.transport === 'sse' ? 'sse' : 'websocket';
+    this._fetch = o.fetchFn;
+    this._fb = o.fb;
+    this._wsFails = 0;
+    this._probe = null; // a WebSocket tried while on the stream, and its timer
+    this._openTimer = null;
+    this._switching = false;
     /** topic -> { epoch, offset }: what positions() returns and sy.since sends. */
     this._pos = readPositions(options.positions);
     /** This connection's topic ids -> { topic, epoch } (ids do not outlive a connection). */
@@ -515,6 +732,8 @@ class SymphonyClient extends Emitter {
   close(code = 1000, reason = '') {
     if (this._state === 'closed') return;
     if (this._timer !== null) { this._clearT(this._timer); this._timer = null; }
+    this._clearOpenTimer();
+    this._cancelProbe();
     const ws = this._ws;
     this._ws = null;
     this._ids.clear();
@@ -545,19 +764,34 @@ class SymphonyClient extends Emitter {
 
   _connect() {
     const url = this.url();
-    this._setState('connecting', { url, attempt: this._attempt });
+    const transport = this._transport;
+    this._setState('connecting', { url, attempt: this._attempt, transport });
     if (this._state !== 'connecting') return; // closed by a listener
     let ws;
     try {
-      ws = new this._WS(url, PROTOCOLS);
+      ws = transport === 'sse' ? new StreamSocket(url, PROTOCOLS, this._fetch) : new this._WS(url, PROTOCOLS);
     } catch (err) {
       this._error('ERR_WEBSOCKET', `Cannot open a WebSocket: ${err && err.message}`, { cause: err });
+      this._wsFailed();
       this._retry(1006, '');
       return;
     }
     this._ws = ws;
     ws.binaryType = 'arraybuffer';
+    let opened = false;
+    if (transport === 'websocket' && this._auto) {
+      // Not open in time: as good as refused (a proxy that holds it).
+      this._openTimer = this._setT(() => {
+        this._openTimer = null;
+    this._switching = false;
+        if (this._ws === ws && !opened) ws.onclose({ code: 1006, reason: 'not open in time' });
+      }, this._fb.openTimeout);
+    }
     ws.onopen = () => {
+      opened = true;
+      this._clearOpenTimer();
+      if (transport === 'websocket') this._wsFails = 0;
+      else this._scheduleProbe();
       this._attempt = 0;
       this._v2 = ws.protocol === PROTOCOL_V2;
       this._v1 = this._v2 || ws.protocol === PROTOCOL;
@@ -566,7 +800,7 @@ class SymphonyClient extends Emitter {
       this._state = 'open';
       if (this._subs.size > 0) this._ask(Array.from(this._subs.values()), this._opened);
       this._opened = true;
-      this._setState('open', { protocol: ws.protocol, plain: !this._v1 });
+      this._setState('open', { protocol: ws.protocol, plain: !this._v1, transport });
       if (!this._v1 && this._ws === ws) {
         this._error('ERR_SUBPROTOCOL',
           `The server did not choose ${PROTOCOL} (it chose ${JSON.stringify(ws.protocol || '')}): messages are bare payloads, without topics or positions`);
@@ -579,11 +813,74 @@ class SymphonyClient extends Emitter {
     ws.onclose = (ev) => {
       if (this._ws !== ws) return;
       this._ws = null;
+      this._clearOpenTimer();
+      this._cancelProbe();
+      if (!opened && transport === 'websocket') {
+        ws.onopen = ws.onmessage = ws.onclose = ws.onerror = noop;
+        try { ws.close(); } catch { /* already closed */ }
+        this._wsFailed();
+      }
       this._ids.clear();
       this._lost('disconnected');
+      if (this._switching) {
+        // A WebSocket opened while on the stream: over to it at once.
+        this._switching = false;
+        this._connect();
+        return;
+      }
       this._retry(ev ? ev.code : 1006, ev ? ev.reason : '');
     };
   }
+
+  _clearOpenTimer() {
+    if (this._openTimer !== null) { this._clearT(this._openTimer); this._openTimer = null; }
+  }
+
+  /** A WebSocket did not open: after fallback.after in a row, 'auto' goes over to the stream. */
+  _wsFailed() {
+    if (!this._auto) return;
+    if (++this._wsFails >= this._fb.after) this._transport = 'sse';
+  }
+
+  /** On the stream ('auto'): a WebSocket is tried again in retryWebSocket ms. */
+  _scheduleProbe() {
+    if (!this._auto || this._probe !== null) return;
+    const probe = { ws: null, timer: null };
+    this._probe = probe;
+    probe.timer = this._setT(() => {
+      probe.timer = null;
+      let ws;
+      try { ws = new this._WS(this.url(), PROTOCOLS); } catch { this._probe = null; this._scheduleProbe(); return; }
+      probe.ws = ws;
+      const done = (ok) => {
+        ws.onopen = ws.onmessage = ws.onclose = ws.onerror = noop;
+        try { ws.close(1000, ''); } catch { /* closed */ }
+        if (this._probe !== probe) return;
+        this._probe = null;
+        if (!ok) { this._scheduleProbe(); return; }
+        this._transport = 'websocket';
+        this._wsFails = 0;
+        if (this._ws) { this._switching = true; this._ws.close(); } // onclose connects at once
+      };
+      ws.onopen = () => done(true);
+      ws.onclose = () => done(false);
+      ws.onerror = noop;
+    }, this._fb.retryWebSocket);
+  }
+
+  _cancelProbe() {
+    const p = this._probe;
+    if (p === null) return;
+    this._probe = null;
+    if (p.timer !== null) this._clearT(p.timer);
+    if (p.ws) {
+      p.ws.onopen = p.ws.onmessage = p.ws.onclose = p.ws.onerror = noop;
+      try { p.ws.close(); } catch { /* closed */ }
+    }
+  }
+
+  /** The transport of the connection ('websocket' | 'sse'): the one in use, or the next one tried. */
+  get transport() { return this._transport; }
 
   _retry(code, reason) {
     // Full jitter: random(0, min(max, min * 2^attempt)).

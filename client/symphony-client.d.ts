@@ -64,7 +64,24 @@ export interface ClientOptions {
    * ERR_GET_TOKEN) and the subscribe goes without a token.
    */
   getToken?: (topic: string) => string | Promise<string>;
+  /**
+   * How to reach the server (docs/sse.md). 'auto' (default, where fetch
+   * exists): a WebSocket, and after fallback.after WebSockets in a row that
+   * did not open, the server's event stream (read with fetch; messages and
+   * asks sent as POSTs), with the same API, positions and events; a
+   * WebSocket is tried again every fallback.retryWebSocket ms while on it.
+   * 'websocket' or 'sse': that one only.
+   */
+  transport?: 'auto' | Transport;
+  /** The fetch the event stream uses. Default the global fetch. */
+  fetch?: (url: string, init?: any) => Promise<any>;
+  /** 'auto''s thresholds: after (default 2) WebSockets that did not open; openTimeout (ms, default 10000)
+   * after which one that has not opened counts as not opened; retryWebSocket (ms, default 60000). */
+  fallback?: { after?: number; openTimeout?: number; retryWebSocket?: number };
 }
+
+/** A connection's transport: a WebSocket or an event stream (Server-Sent Events, docs/sse.md). */
+export type Transport = 'websocket' | 'sse';
 
 /** What the server answered no with: code ('forbidden', 'timeout', 'token-expired', 'disconnected', ...) and reason. */
 export declare class AskError extends Error {
@@ -140,8 +157,8 @@ export interface RecoveredInfo {
 }
 
 export type StateInfo =
-  | { url: string; attempt: number } // connecting
-  | { protocol: string; plain: boolean } // open; plain: the server did not choose symphony.v1
+  | { url: string; attempt: number; transport: Transport } // connecting
+  | { protocol: string; plain: boolean; transport: Transport } // open; plain: the server did not choose symphony.v1
   | { delay: number; attempt: number; code: number; reason: string } // reconnecting
   | Record<string, never>; // closed
 
@@ -178,6 +195,8 @@ export declare class SymphonyClient {
   constructor(url: string | UrlLike, options?: ClientOptions);
   /** 'connecting' | 'open' | 'reconnecting' | 'closed' */
   readonly state: ClientState;
+  /** The transport in use, or the one the next connection tries. */
+  readonly transport: Transport;
   on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
   off<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
   once<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;

@@ -27,7 +27,7 @@ async function server(options) {
 }
 
 function client(url, options = {}) {
-  const c = new SymphonyClient(url, { WebSocket, ...options });
+  const c = new SymphonyClient(url, { WebSocket, transport: 'websocket', ...options });
   clients.push(c);
   return { c, events: record(c) };
 }
@@ -77,7 +77,7 @@ test('every frame kind, text and binary, payloads holding newlines', T, async ()
   assert.deepEqual(c.positions(), { 'prices.eu': { epoch: EPOCH_A, offset: 1045 } });
   assert.deepEqual(c.stats(), { messages: 7, duplicates: 0, malformed: 0, unknown: 0, reconnects: 0 });
   assert.deepEqual(only(events.items, 'state').map((s) => s[0]), ['connecting', 'open']);
-  assert.deepEqual(only(events.items, 'state')[1][1], { protocol: 'symphony.v1', plain: false });
+  assert.deepEqual(only(events.items, 'state')[1][1], { protocol: 'symphony.v1', plain: false, transport: 'websocket' });
   assert.deepEqual(only(events.items, 'error'), []);
 });
 
@@ -292,7 +292,7 @@ test('close() stops reconnecting: while open, while waiting, while connecting', 
 test('a listener may close the client from within any event', T, async () => {
   const s = await server();
   const timers = heldTimers();
-  const c = new SymphonyClient(s.url, { WebSocket, timers });
+  const c = new SymphonyClient(s.url, { WebSocket, transport: 'websocket', timers });
   clients.push(c);
   const events = record(c);
   c.on('message', () => c.close());
@@ -304,7 +304,7 @@ test('a listener may close the client from within any event', T, async () => {
   assert.deepEqual(timers.pending, []);
   // Closed on 'reconnecting': no timer left behind.
   const t2 = heldTimers();
-  const c2 = new SymphonyClient(s.url, { WebSocket, timers: t2 });
+  const c2 = new SymphonyClient(s.url, { WebSocket, transport: 'websocket', timers: t2 });
   clients.push(c2);
   c2.on('state', (st) => { if (st === 'reconnecting') c2.close(); });
   (await s.connections.at(1)).ws.terminate();
@@ -333,7 +333,7 @@ test('a server that does not choose symphony.v1: bare payloads, said by an error
     [null, [0x70, 0x0a], { offset: undefined, epoch: undefined }],
     [null, notice({ type: 'subscribed', topic: 't', id: 1, epoch: EPOCH_B, offset: '9' }), { offset: undefined, epoch: undefined }],
   ]);
-  assert.deepEqual(only(events.items, 'state')[1], ['open', { protocol: '', plain: true }]);
+  assert.deepEqual(only(events.items, 'state')[1], ['open', { protocol: '', plain: true, transport: 'websocket' }]);
   const errors = only(events.items, 'error');
   assert.equal(errors.length, 1);
   assert.equal(errors[0][0].code, 'ERR_SUBPROTOCOL');
@@ -355,7 +355,7 @@ test('ws refuses a 101 without symphony.v1 (or with another): an error, then a r
 test('on / off / once', T, async () => {
   const s = await server();
   const timers = heldTimers();
-  const c = new SymphonyClient(s.url, { WebSocket, timers });
+  const c = new SymphonyClient(s.url, { WebSocket, transport: 'websocket', timers });
   clients.push(c);
   const seen = [];
   const a = (t, d) => seen.push(`a:${d}`);

@@ -12,7 +12,7 @@ const { EPOCH_A, startServer, record, only, fastTimers, notice } = require('./he
 
 test('the ES module: subscribe, receive, reconnect with sy.since', { timeout: 20000 }, async () => {
   const s = await startServer();
-  const c = new SymphonyClient(s.url, { WebSocket, timers: fastTimers(), random: () => 0 });
+  const c = new SymphonyClient(s.url, { WebSocket, transport: 'websocket', timers: fastTimers(), random: () => 0 });
   const events = record(c);
   try {
     const first = await s.connections.at(0);

@@ -11,6 +11,7 @@
 #include "io/sy_io_thread.h"
 #include "io/sy_park.h"
 #include "io/sy_resume.h"
+#include "io/sy_sse_out.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_v2.h"
 #include "proto/sy_ws_frame.h"
@@ -101,8 +102,12 @@ static void answer(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
         sy_conn_fail_oom(io, c);
         return;
     }
-    if (!sy_conn_push(io, c, m, false))
+    if (c->sse) {
+        (void)sy_sse_out_push(io, c, m); /* made its event */
         sy_refbuf_release(m);
+    } else if (!sy_conn_push(io, c, m, false)) {
+        sy_refbuf_release(m);
+    }
 }
 
 /* A malformed frame: its error answer, and c closed past SY_ASK_BAD_MAX. */

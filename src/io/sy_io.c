@@ -697,8 +697,12 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
             sy_post_deliver(io, c, cmd->arg.binary, cmd->buf->data, cmd->buf->len);
         break;
     case SY_CMD_ANSWER:
-        if (c != NULL && c->v2 && sy_ask_settle(io, c, cmd->arg.rid) && sy_conn_push(io, c, cmd->buf, false))
-            cmd->buf = NULL; /* the queue has its reference */
+        if (c != NULL && c->v2 && sy_ask_settle(io, c, cmd->arg.rid)) {
+            if (c->sse)
+                (void)sy_sse_out_push(io, c, cmd->buf); /* its event; cmd->buf goes with the command */
+            else if (sy_conn_push(io, c, cmd->buf, false))
+                cmd->buf = NULL; /* the queue has its reference */
+        }
         break;
     case SY_CMD_UNSUBSCRIBE:
         if (c != NULL)

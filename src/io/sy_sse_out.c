@@ -11,6 +11,7 @@
 /* The notices' and the close's event names (docs/sse.md). */
 #define NOTICE_EVENT "sy.notice"
 #define CLOSE_EVENT "sy.close"
+#define REPLY_EVENT "sy.reply"
 /* An id this long is made on the stack; longer ones on the heap. */
 #define ID_STACK 2048
 
@@ -155,6 +156,14 @@ void sy_sse_shared_done(sy_sse_shared_t *sh) {
 }
 
 bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m) {
+    const uint8_t *p = sy_refbuf_payload(m);
+    size_t plen = sy_refbuf_payload_len(m);
+    if (m->hlen > 0 && plen > 0 && p[0] == 'r') {
+        /* A symphony.v2 reply ("r<rid>\n" and its value): "sy.reply", its
+         * data the rest ("<rid>\n" and the value), no id. */
+        bool binary = (m->data[0] & 0x0fu) == 0x2u;
+        return push_own(io, c, sy_sse_event(NULL, 0, REPLY_EVENT, sizeof(REPLY_EVENT) - 1, p + 1, plen - 1, binary));
+    }
     sy_v1_frame_info_t fi;
     if (!sy_v1_frame_read(m, &fi))
         return false;

@@ -214,24 +214,24 @@ static const char *stream_positions(const sy_http_request_t *req, const char **t
     return NULL;
 }
 
-/* Queues the stream's 200 (with the owner's extra lines) and opens it. */
-static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t extra_len) {
+/* Queues the stream's 200 (with the owner's extra lines) and opens it,
+ * speaking protocol (symphony.v2: it may ask, by POST; else symphony.v1). */
+static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t extra_len, bool v2) {
+    const char *proto = v2 ? SY_V2_PROTOCOL : SY_V1_PROTOCOL;
+    size_t proto_len = v2 ? SY_V2_PROTOCOL_LEN : SY_V1_PROTOCOL_LEN;
+    c->v2 = v2;
     char small[1024];
     size_t cap = extra_len + 512;
     char *buf = cap <= sizeof(small) ? small : sy_malloc(cap);
     size_t n = buf != NULL ? sy_sse_response_head(buf, cap, extra, extra_len, SY_UPGRADE_SSE_RETRY_MS) : 0;
-    /* Then "sy.open", with the name its client POSTs its messages with. */
-    static const char open1[] = "event: sy.open\ndata: {\"stream\":\"", open2[] = "\"}\n\n";
-    if (n > 0 && n + sizeof(open1) + SY_POST_NAME_LEN + sizeof(open2) <= cap) {
-        memcpy(buf + n, open1, sizeof(open1) - 1);
-        n += sizeof(open1) - 1;
-        sy_post_name(sy_io_ctx(io)->shared->stream_key, sy_conn_id(io, c), buf + n);
-        n += SY_POST_NAME_LEN;
-        memcpy(buf + n, open2, sizeof(open2) - 1);
-        n += sizeof(open2) - 1;
-    } else {
-        n = 0;
-    }
+    /* Then "sy.open": the name its client POSTs its messages with, and
+     * what they speak. */
+    char name[SY_POST_NAME_LEN];
+    sy_post_name(sy_io_ctx(io)->shared->stream_key, sy_conn_id(io, c), name);
+    int w = n > 0 ? snprintf(buf + n, cap - n, "event: sy.open\ndata: {\"stream\":\"%.*s\",\"protocol\":\"%s\"}\n\n",
+                             (int)SY_POST_NAME_LEN, name, proto)
+                  : -1;
+    n = w > 0 && (size_t)w < cap - n ? n + (size_t)w : 0;
     sy_refbuf_t *m = n > 0 ? sy_refbuf_raw(buf, n) : NULL;
     if (buf != small)
         sy_free(buf);
@@ -242,7 +242,19 @@ static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t ext
         return;
     }
     sy_stat_inc(&sy_io_ctx(io)->stats.sse_opened);
-    sy_conn_opened(io, c, NULL, 0);
+    sy_conn_opened(io, c, proto, proto_len);
+}
+
+/* True when the request offers symphony.v2 (a stream's client library
+ * says so in Sec-WebSocket-Protocol, as over a WebSocket). */
+static bool offers_v2(const sy_http_request_t *req) {
+    sy_handshake_iter_t it = {0};
+    const char *p;
+    size_t n;
+    while (sy_handshake_next_protocol(req, &it, &p, &n))
+        if (n == SY_V2_PROTOCOL_LEN && memcmp(p, SY_V2_PROTOCOL, n) == 0)
+            return true;
+    return false;
 }
 
 /* A GET that asks for an event stream: checked as an upgrade is, then
@@ -280,7 +292,7 @@ static void stream_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
         return;
     }
     consume_head(c, (size_t)head);
-    open_stream(io, c, NULL, 0);
+    open_stream(io, c, NULL, 0, offers_v2(req));
 }
 
 void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
@@ -421,7 +433,9 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
     sy_free(heap);
     consume_head(c, (size_t)n);
     if (c->sse)
-        open_stream(io, c, extra ? (const char *)extra->data : NULL, extra ? extra->len : 0);
+        open_stream(io, c, extra ? (const char *)extra->data : NULL, extra ? extra->len : 0,
+                    a->protocol_len == SY_V2_PROTOCOL_LEN &&
+                        memcmp(a->protocol, SY_V2_PROTOCOL, SY_V2_PROTOCOL_LEN) == 0);
     else
         open_conn(io, c, accept, a->protocol, a->protocol_len, extra ? (const char *)extra->data : NULL,
                   extra ? extra->len : 0);
