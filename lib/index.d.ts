@@ -414,6 +414,7 @@ export interface ThreadStats {
   sseConnections: number;
   sseOpened: number;
   ssePosts: number;
+  sseRateCloses: number;
   /** Messages compressed (once per publish, shared by its subscribers). */
   compressed: number;
   /** Payload bytes given to the compressor. */
@@ -532,6 +533,9 @@ export class Server extends EventEmitter {
    * an HTTP error where possible and the reason went to 'error'.
    */
   handleUpgrade(req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head?: Buffer): boolean;
+  /** From a node:http 'request' event: takes over an event stream's GET (Accept: text/event-stream) or POST
+   * (?sy.stream=); false when the request is not one (answer it yourself). docs/sse.md. */
+  handleRequest(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse): boolean;
   address(): { host: string; port: number } | null;
   /** With a bus, also to every other node (unless options.local). Returns this node's subscribers. */
   publish(topic: string, data: Payload, options?: PublishOptions): number;

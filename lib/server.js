@@ -602,6 +602,53 @@ class Server extends EventEmitter {
     return true;
   }
 
+  /**
+   * From a node:http server's 'request' event (so from Express, Fastify,
+   * Koa): an event stream's request (docs/sse.md) is taken over by
+   * symphony, as handleUpgrade takes an upgrade: a GET that asks for
+   * text/event-stream, and a POST with ?sy.stream= (its body read here,
+   * then handed over with its head; symphony answers it). Returns true when
+   * it took the request, false when it is not a stream's (answer it
+   * yourself) or could not be taken over (then the client got an HTTP error
+   * and the reason went to 'error', as handleUpgrade's).
+   */
+  handleRequest(req, res) {
+    if (req === null || typeof req !== 'object' || typeof req.method !== 'string' || typeof req.url !== 'string' ||
+        !Array.isArray(req.rawHeaders) || typeof req.httpVersion !== 'string' || !(req.socket instanceof net.Socket)) {
+      throw invalidArgType('req', 'an http.IncomingMessage', req);
+    }
+    if (res === null || typeof res !== 'object' || typeof res.writeHead !== 'function') throw invalidArgType('res', 'an http.ServerResponse', res);
+    const accept = String(req.headers.accept ?? '');
+    const post = req.method === 'POST' && /[?&]sy\.stream=/.test(req.url);
+    const stream = req.method === 'GET' && !req.headers.upgrade && /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept);
+    if (!post && !stream) return false;
+    // Node must not answer it or keep the socket alive after.
+    res.shouldKeepAlive = false;
+    if (stream) return this.handleUpgrade(req, req.socket, Buffer.alloc(0));
+    // The body, whole (at most maxPayload + 1 bytes are kept: symphony
+    // answers 413 past maxPayload), then the head it is given with: its
+    // length as Content-Length, without the Transfer-Encoding Node decoded.
+    const max = this.#opts.maxPayload + 1;
+    const chunks = [];
+    let size = 0;
+    req.on('data', (d) => {
+      if (size < max) chunks.push(d.subarray(0, max - size));
+      size += d.length;
+    });
+    req.once('end', () => {
+      const body = Buffer.concat(chunks);
+      const raw = [];
+      for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+        const name = req.rawHeaders[i].toLowerCase();
+        if (name !== 'content-length' && name !== 'transfer-encoding') raw.push(req.rawHeaders[i], req.rawHeaders[i + 1]);
+      }
+      raw.push('Content-Length', String(size > body.length ? size : body.length));
+      const head = { method: req.method, url: req.url, httpVersion: req.httpVersion, rawHeaders: raw };
+      this.handleUpgrade(head, req.socket, body);
+    });
+    return true;
+  }
+
   #applyTls(tls, name) {
     const [certs, ca] = tlsArgs(tls, name);
     try {

@@ -298,3 +298,65 @@ test('a stream and WebSocket clients of the same topic get the same messages', a
   ws.close();
   s.close();
 });
+
+test('maxMessagesPerSecond holds for POSTed messages: over it, the stream is closed 1008 (its POSTs were answered already)', async () => {
+  const { server, port } = await startServer({ threads: 1, maxMessagesPerSecond: 5, onUpgrade: () => ({ topics: ['t'] }) });
+  const opened = once(server, 'open');
+  const s = await openStream(port);
+  const [id] = await opened;
+  const name = await streamName(s);
+  const got = [];
+  server.on('message', (cid, data) => got.push(String(data)));
+  let isClosed = false;
+  const closed = new Promise((resolve) => server.on('close', (cid, code, reason) => { if (cid === id) { isClosed = true; resolve([code, reason]); } }));
+  // A burst is allowed, then 5 a second: POSTs as fast as they are answered
+  // pass it (bounded: 1,000 would take 200 s at the rate).
+  const answers = [];
+  for (let i = 0; i < 1000 && !isClosed; i++) answers.push((await post(port, name, `m${i}`)).status);
+  const [code, reason] = await closed;
+  assert.equal(code, 1008);
+  assert.equal(String(reason), 'too many messages');
+  assert.ok(answers.every((a) => a === 202));
+  assert.ok(got.length >= 5 && got.length < answers.length, `${got.length} delivered of ${answers.length}`);
+  assert.deepEqual(got, got.map((_, i) => `m${i}`), 'in order, none skipped');
+  assert.equal(server.stats().sseRateCloses, 1);
+  const e = await s.next((x) => x.event === 'sy.close');
+  assert.deepEqual(JSON.parse(e.data), { code: 1008, reason: 'too many messages' });
+});
+
+test('handleRequest: a node:http server hands over the stream\'s GET and its POSTs; other requests stay its own', async () => {
+  const http = require('node:http');
+  const { Server } = require('../..');
+  const server = new Server({ noServer: true, threads: 2, onUpgrade: () => ({ topics: ['t'] }) });
+  const got = [];
+  server.on('message', (id, data) => got.push(String(data)));
+  const web = http.createServer((req, res) => {
+    if (server.handleRequest(req, res)) return;
+    res.end('the app');
+  });
+  web.listen(0, '127.0.0.1');
+  await once(web, 'listening');
+  const port = web.address().port;
+  try {
+    const s = await openStream(port);
+    assert.equal(s.status, 200);
+    const name = await streamName(s);
+    await s.next((e) => e.event === 'sy.notice');
+    server.publish('t', 'through node');
+    assert.equal((await s.next((e) => e.event === 't')).data, 'through node');
+    for (let i = 0; i < 3; i++) assert.equal((await post(port, name, `p${i}`)).status, 202);
+    assert.equal((await post(port, name, 'x'.repeat(2 * 1024 * 1024))).status, 413);
+    await waitFor(() => got.length === 3, 5000, 'three messages');
+    assert.deepEqual(got, ['p0', 'p1', 'p2']);
+    const other = await new Promise((resolve) => http.get({ host: '127.0.0.1', port, path: '/' }, (res) => {
+      let b = '';
+      res.on('data', (d) => { b += d; });
+      res.on('end', () => resolve(b));
+    }));
+    assert.equal(other, 'the app');
+    s.close();
+  } finally {
+    web.close();
+    await server.close();
+  }
+});

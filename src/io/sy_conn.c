@@ -598,8 +598,23 @@ bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t c
 /* ---- frames in ------------------------------------------------------------ */
 
 static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n);
+static void policy_close(sy_io_t *io, sy_conn_t *c, atomic_uint_fast64_t *counter, const char *reason);
 
 void sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, size_t n) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    if (sh->rate_on) {
+        /* The per-connection rates hold for POSTed messages too. A POST was
+         * answered already and cannot be held back as a socket's bytes
+         * are: over the rate, the stream is closed (its client sees it). */
+        uint32_t now = sy_rate_now(sy_io_ctx(io)->now_ms);
+        if (!sy_rate_fits(&sh->in_msgs, c->in_msg_tat, now, 1, 0) ||
+            !sy_rate_fits(&sh->in_bytes, c->in_byte_tat, now, n, 0)) {
+            policy_close(io, c, &sy_io_ctx(io)->stats.sse_rate_closes, "too many messages");
+            return;
+        }
+        c->in_msg_tat = sy_rate_charge(&sh->in_msgs, c->in_msg_tat, now, 1);
+        c->in_byte_tat = sy_rate_charge(&sh->in_bytes, c->in_byte_tat, now, n);
+    }
     deliver(io, c, binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, p, n);
 }
 
@@ -636,7 +651,9 @@ void sy_conn_owner_caught_up(sy_io_t *io, sy_conn_t *c) {
     if (c->state != SY_CONN_AWAIT_OWNER)
         return;
     sy_refbuf_t *m;
-    if (!c->close_echo)
+    if (c->sse)
+        m = sy_sse_out_close(c->close_code, c->close_reason, c->close_reason_len);
+    else if (!c->close_echo)
         m = sy_ws_msg_close(c->close_code, c->close_reason, c->close_reason_len);
     else /* the peer's code back (1005, none sent: an empty body, sy_ws_close_payload) */
         m = sy_ws_msg_close(c->close_code, NULL, 0);

@@ -139,6 +139,8 @@
       "Event streams opened (also counted in opened).") \
     X(sse_posts, "ssePosts", SY_STAT_SUM, "symphony_sse_posts_total", "counter", 1, \
       "Messages an event stream's client sent by POST.") \
+    X(sse_rate_closes, "sseRateCloses", SY_STAT_SUM, "symphony_sse_rate_closes_total", "counter", 1, \
+      "Event streams closed (1008) for POSTing over maxMessagesPerSecond or maxBytesPerSecond.") \
     X(compressed, "compressed", SY_STAT_SUM, "symphony_compressed_messages_total", "counter", 1, \
       "Messages compressed (once per publish, shared by its subscribers).") \
     X(compress_bytes_in, "compressBytesIn", SY_STAT_SUM, "symphony_compress_in_bytes_total", "counter", 1, \
