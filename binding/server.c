@@ -438,6 +438,10 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
                                             (ev.code & SY_ASK_BINARY) != 0 && ev.flags != 's' && ev.flags != 'u')) !=
                      NULL;
             break;
+        case SY_EV_POST: /* flags (1: binary), [name, body as a Buffer] */
+            ok = ok && napi_create_uint32(env, ev.flags, &argv[2]) == napi_ok &&
+                 (argv[3] = strings_payload(env, payload, ev.len, true, true)) != NULL;
+            break;
         case SY_EV_RECOVERY: /* (reason << 2) | flags (SY_EV_RECOVERED, SY_EV_RECOVERY_AT_OPEN), topic */
             ok = ok && napi_create_uint32(env, ((uint32_t)ev.code << 2) | (ev.flags & 3u), &argv[2]) == napi_ok &&
                  napi_create_string_utf8(env, (const char *)payload, ev.len, &argv[3]) == napi_ok;
@@ -1261,6 +1265,54 @@ static napi_value server_refuse(napi_env env, napi_callback_info info) {
     return result_of(env, rc);
 }
 
+/* serverPostAnswer(handle, id, status) -> bool: a forwarded POST's answer (202, 404, 503). */
+static napi_value server_post_answer(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    sy_bserver_t *b;
+    uint64_t id;
+    int64_t status;
+    if (!server_args(env, info, 3, argv, &b) || !get_id(env, argv[1], &id) ||
+        !sy_napi_get_int64(env, argv[2], "status", 200, 599, &status))
+        return NULL;
+    return result_of(env, sy_server_post_answer(b->srv, id, (int)status));
+}
+
+/* serverPost(handle, name, data, binary) -> bool: a POST forwarded from another node;
+ * false when name is no stream of this node, or the server is not running. */
+static napi_value server_post(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    sy_bserver_t *b;
+    sy_bytes_t name, data;
+    bool binary = false;
+    if (!server_args(env, info, 4, argv, &b) || !get_bytes(env, argv[1], "name", &name))
+        return NULL;
+    if (!get_bytes(env, argv[2], "data", &data)) {
+        sy_free(name.owned);
+        return NULL;
+    }
+    if (napi_get_value_bool(env, argv[3], &binary) != napi_ok) {
+        sy_free(name.owned);
+        sy_free(data.owned);
+        sy_napi_throw(env, "ERR_INVALID_ARG_TYPE", "binary must be a boolean");
+        return NULL;
+    }
+    int rc = sy_server_post(b->srv, (const char *)name.data, name.len, data.data, data.len, binary);
+    sy_free(name.owned);
+    sy_free(data.owned);
+    return result_of(env, rc == ENOENT ? ENOTCONN : rc);
+}
+
+/* serverNodeTag(handle) -> string: how this node's streams' names begin. */
+static napi_value server_node_tag(napi_env env, napi_callback_info info) {
+    napi_value argv[1], out;
+    sy_bserver_t *b;
+    if (!server_args(env, info, 1, argv, &b))
+        return NULL;
+    char tag[17];
+    sy_server_node_tag(b->srv, tag);
+    return napi_create_string_utf8(env, tag, 16, &out) == napi_ok ? out : NULL;
+}
+
 /* Every counter of sy_stats_t (all uint64_t), by its JS name, from the one
  * list (src/io/sy_stats.h): for the per-thread objects and the totals (a sum,
  * or for a maximum the largest), and exported as binding.statFields for
@@ -1608,6 +1660,7 @@ static const struct {
     SY_CONSTANT(SEND_LOCAL),        SY_CONSTANT(EV_RECOVERY),
     SY_CONSTANT(EV_TOPIC),          SY_CONSTANT(EV_ASK),
     SY_CONSTANT(EV_OPEN_SSE),       SY_CONSTANT(EV_UPGRADE_SSE),
+    SY_CONSTANT(EV_POST),
 };
 #undef SY_CONSTANT
 
@@ -1663,6 +1716,9 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverTerminate", server_terminate, NULL) &&
            sy_napi_set_function(env, exports, "serverAccept", server_accept, NULL) &&
            sy_napi_set_function(env, exports, "serverRefuse", server_refuse, NULL) &&
+           sy_napi_set_function(env, exports, "serverPostAnswer", server_post_answer, NULL) &&
+           sy_napi_set_function(env, exports, "serverPost", server_post, NULL) &&
+           sy_napi_set_function(env, exports, "serverNodeTag", server_node_tag, NULL) &&
            sy_napi_set_function(env, exports, "serverStats", server_stats, NULL) &&
            sy_napi_set_function(env, exports, "serverSetBus", server_set_bus, NULL) &&
            sy_napi_set_function(env, exports, "serverBusStats", server_bus_stats, NULL) &&

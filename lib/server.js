@@ -20,7 +20,7 @@ const { tokensOption, nativeKeys } = require('./tokens');
 const {
   options: RANGES, TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
-  EV_OPEN_DEFLATE, EV_OPEN_SSE, EV_UPGRADE_SSE, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC, EV_ASK,
+  EV_OPEN_DEFLATE, EV_OPEN_SSE, EV_UPGRADE_SSE, EV_POST, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC, EV_ASK,
 } = binding.constants;
 
 // Why a resume did not recover, by the native code (sy_v1_reason_t in
@@ -535,7 +535,10 @@ class Server extends EventEmitter {
       this.#bus = new Bus(o.bus);
       this.#bus[busAttach]((id, route, args) => binding.serverBusCall(this.#handle, id, route, args), this.#presence);
       try {
-        binding.serverSetBus(this.#handle, nativeBusOptions(o.bus), (kind, a, b) => this.#bus[busUpdate](kind, a, b));
+        binding.serverSetBus(this.#handle, nativeBusOptions(o.bus), (kind, a, b) => {
+          if (kind === 'ctl' && this.#streamPost(a)) return;
+          this.#bus[busUpdate](kind, a, b);
+        });
       } catch (err) {
         if (err.code === 'ERR_SYMPHONY_TLS') throw new TlsError(err.message.replace('symphony: bus.tls:', 'symphony: options.bus.tls:'));
         throw err;
@@ -741,6 +744,9 @@ class Server extends EventEmitter {
       case EV_ASK:
         this.#asks.ask(id, code, payload);
         break;
+      case EV_POST:
+        this.#forwardPost(id, (code & 1) !== 0, payload[0], payload[1]);
+        break;
       case EV_OPEN: {
         const data = this.#userData.get(id);
         // The resumes decided at the accept came just before (EV_RECOVERY).
@@ -808,6 +814,40 @@ class Server extends EventEmitter {
       default:
         break;
     }
+  }
+
+  /**
+   * A POST for an event stream of another node (docs/sse.md, "Several
+   * nodes"): over the bus' control channel to every node, which the
+   * stream's node delivers; answered 202 once Redis took it (so POSTs sent
+   * one after another stay in order), 503 when it could not.
+   */
+  #forwardPost(id, binary, name, body) {
+    if (this.#bus === null) {
+      binding.serverPostAnswer(this.#handle, id, 404);
+      return;
+    }
+    const m = JSON.stringify({ t: 'post', to: String(name).slice(0, 16), name: String(name), data: Buffer.from(body).toString('base64'), binary });
+    this.#bus[busCtl](m).then(
+      () => { if (this.#state === 'listening') binding.serverPostAnswer(this.#handle, id, 202); },
+      () => { if (this.#state === 'listening') binding.serverPostAnswer(this.#handle, id, 503); },
+    );
+  }
+
+  /** A control message that is a forwarded POST: delivered when the stream is this node's. True: it was one. */
+  #streamPost(buf) {
+    if (buf.length < 12 || buf.toString('latin1', 0, 11) !== '{"t":"post"') return false;
+    let m;
+    try {
+      m = JSON.parse(buf.toString('utf8'));
+    } catch {
+      return true;
+    }
+    this.#nodeTag ??= binding.serverNodeTag(this.#handle);
+    if (m && m.to === this.#nodeTag && typeof m.name === 'string' && typeof m.data === 'string' && this.#state === 'listening') {
+      binding.serverPost(this.#handle, m.name, Buffer.from(m.data, 'base64'), m.binary === true);
+    }
+    return true;
   }
 
   /** Asks onUpgrade and answers; rejects only when reporting a failure throws. */
@@ -886,6 +926,8 @@ class Server extends EventEmitter {
   #refuse(id, status, headers) {
     if (this.#state === 'listening') binding.serverRefuse(this.#handle, id, status, headers ?? '');
   }
+
+  #nodeTag = null; // how this node's streams' names begin (binding.serverNodeTag)
 
   #report(err) {
     if (this.listenerCount('error') > 0) this.emit('error', err);

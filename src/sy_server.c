@@ -126,7 +126,7 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
     s->shared.opts.host = s->host;
     s->shared.opts.path = s->path;
     s->shared.path_len = s->path ? strlen(s->path) : 0;
-    sy_post_key_init(s->shared.stream_key);
+    sy_post_key_init(s->shared.stream_key, &s->shared.node_tag);
     if (limits_init(&s->shared, err, errlen) != 0) {
         sy_server_destroy(s);
         return NULL;
@@ -172,6 +172,7 @@ static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
     unsigned made = 0, started = 0;
     int rc = 0;
     s->shared.ios = s->io;
+    atomic_store_explicit(&s->shared.posts_forwarded, s->bus != NULL, memory_order_relaxed);
     for (unsigned i = 0; i < s->shared.nthreads; i++) {
         if ((s->io[i] = sy_io_create(&s->shared, i, i == 0 ? fd : -1, &rc)) == NULL) {
             snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
@@ -879,6 +880,46 @@ sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *h
         return rc == EPIPE ? ENOTCONN : rc;
     }
     return 0;
+}
+
+sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status) {
+    sy_io_t *io = io_of(s, id);
+    if (io == NULL || s->shutting_down)
+        return ENOTCONN;
+    sy_cmd_t cmd = {.type = SY_CMD_REFUSE, .conn = id, .buf = sy_post_answer(status)};
+    if (cmd.buf == NULL)
+        return ENOMEM;
+    int rc = sy_io_push(io, &cmd);
+    if (rc != 0) {
+        sy_refbuf_release(cmd.buf);
+        return rc == EPIPE ? ENOTCONN : rc;
+    }
+    return 0;
+}
+
+sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary) {
+    uint64_t id;
+    if (!s->listening || s->shutting_down)
+        return ENOTCONN;
+    if (!sy_post_name_stream(&s->shared, name, name_len, &id))
+        return ENOENT;
+    sy_refbuf_t *m = sy_refbuf_raw(data, len);
+    if (m == NULL)
+        return ENOMEM;
+    sy_cmd_t cmd = {.type = SY_CMD_POSTED, .conn = id, .buf = m, .arg.binary = binary};
+    int rc = sy_io_push(s->io[sy_id_thread(id)], &cmd);
+    if (rc != 0) {
+        sy_refbuf_release(m);
+        return rc == EPIPE ? ENOTCONN : rc;
+    }
+    return 0;
+}
+
+void sy_server_node_tag(const sy_server_t *s, char out[17]) {
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++)
+        out[i] = hex[(s->shared.node_tag >> (60 - 4 * i)) & 15];
+    out[16] = '\0';
 }
 
 void sy_server_thread_stats(sy_server_t *s, unsigned i, sy_stats_t *out) {

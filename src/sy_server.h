@@ -165,6 +165,14 @@ sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, siz
                           size_t headers_len, const char *const *topics, const size_t *topic_lens, size_t ntopics,
                           bool compress);
 sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len);
+/* Event streams across nodes (io/sy_post.h): the answer to a POST the owner
+ * was given as SY_EV_POST (202 once forwarded; 404, 503); a POST forwarded
+ * from another node for name (ENOENT: not a stream of this node; ENOTCONN:
+ * not running); this node's tag, as its streams' names begin (16 hex
+ * digits and a NUL). */
+sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status);
+sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary);
+void sy_server_node_tag(const sy_server_t *s, char out[17]);
 /* True when id names a connection that is open now. */
 bool sy_server_is_open(sy_server_t *s, uint64_t id);
 

@@ -46,7 +46,7 @@ test('a GET for text/event-stream: onUpgrade is asked (transport sse), the strea
   assert.equal(reqs[0].url, '/feed?x=1');
   assert.equal(reqs[0].headers.authorization, 'Bearer abc');
   const name = await streamName(s);
-  assert.match(name, /^[0-9a-f]{48}$/);
+  assert.match(name, /^[0-9a-f]{64}$/);
   const sub = await s.next((e) => e.event === 'sy.notice');
   assert.equal(JSON.parse(sub.data).type, 'subscribed');
   assert.equal(server.stats().sseConnections, 1);

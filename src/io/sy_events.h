@@ -57,6 +57,9 @@ typedef enum sy_event_type {
                            the count again (sy_server_topic_subscribers) */
     SY_EV_ASK = 10,     /* a symphony.v2 client asks (io/sy_ask.h): flags = the kind,
                            code = SY_ASK_* flags, payload: u32-length strings */
+    SY_EV_POST = 11,    /* a POST for another node's event stream (io/sy_post.h): flags 1 =
+                           binary; payload: u32-length strings, the name and the body;
+                           the owner answers with sy_server_post_answer */
 } sy_event_type_t;
 
 #define SY_EV_OPEN_DEFLATE 1u     /* SY_EV_OPEN: permessage-deflate was negotiated */

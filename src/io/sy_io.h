@@ -73,9 +73,11 @@ typedef struct sy_io_shared {
     _Atomic bool history_used; /* a topic was given history of its own (sy_hist_configure) */
     sy_batch_fn on_batch;
     void *ctx;
-    atomic_uint connections; /* accepted sockets, all threads */
-    uint8_t stream_key[32];  /* what event streams' names are signed with (io/sy_post.h) */
-    struct sy_io **ios;      /* every IO thread of the server */
+    atomic_uint connections;     /* accepted sockets, all threads */
+    uint8_t stream_key[32];      /* what event streams' names are signed with (io/sy_post.h) */
+    uint64_t node_tag;           /* names this node in its streams' names (io/sy_post.h) */
+    atomic_bool posts_forwarded; /* a bus: POSTs for other nodes' streams go to the owner */
+    struct sy_io **ios;          /* every IO thread of the server */
     /* What clients' tokens are checked with (auth/sy_tokens.h; one
      * reference), or NULL; swapped by the owner under tokens_lock, and taken
      * (with a reference) under it by an IO thread for each token it checks:

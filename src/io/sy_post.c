@@ -5,21 +5,25 @@
 
 #include "base/sy_random.h"
 #include "io/sy_upgrade.h"
+#include "proto/sy_handshake.h"
 #include "proto/sy_sha1.h"
 #include "proto/sy_utf8.h"
 
-void sy_post_key_init(uint8_t key[32]) {
+void sy_post_key_init(uint8_t key[32], uint64_t *tag) {
     for (size_t i = 0; i < 32; i += 8) {
         uint64_t r = sy_random_u64();
         memcpy(key + i, &r, 8);
     }
+    *tag = sy_random_u64();
 }
 
-/* HMAC-SHA-1 (RFC 2104) of the id's 8 bytes under key. */
-static void mac_of(const uint8_t key[32], uint64_t id, uint8_t out[SY_SHA1_DIGEST_LEN]) {
-    uint8_t pad[64], msg[8], inner[SY_SHA1_DIGEST_LEN];
-    for (size_t i = 0; i < 8; i++)
-        msg[i] = (uint8_t)(id >> (8 * i));
+/* HMAC-SHA-1 (RFC 2104) of the tag's and the id's 8 bytes under key. */
+static void mac_of(const uint8_t key[32], uint64_t tag, uint64_t id, uint8_t out[SY_SHA1_DIGEST_LEN]) {
+    uint8_t pad[64], msg[16], inner[SY_SHA1_DIGEST_LEN];
+    for (size_t i = 0; i < 8; i++) {
+        msg[i] = (uint8_t)(tag >> (8 * i));
+        msg[8 + i] = (uint8_t)(id >> (8 * i));
+    }
     sy_sha1_ctx_t h;
     memset(pad, 0x36, sizeof(pad));
     for (size_t i = 0; i < 32; i++)
@@ -39,15 +43,34 @@ static void mac_of(const uint8_t key[32], uint64_t id, uint8_t out[SY_SHA1_DIGES
 
 static const char HEX[] = "0123456789abcdef";
 
-void sy_post_name(const uint8_t key[32], uint64_t id, char out[SY_POST_NAME_LEN]) {
+void sy_post_name(const sy_io_shared_t *sh, uint64_t id, char out[SY_POST_NAME_LEN]) {
     uint8_t mac[SY_SHA1_DIGEST_LEN];
-    mac_of(key, id, mac);
-    for (int i = 0; i < 16; i++)
-        out[i] = HEX[(id >> (60 - 4 * i)) & 15];
+    mac_of(sh->stream_key, sh->node_tag, id, mac);
     for (int i = 0; i < 16; i++) {
-        out[16 + 2 * i] = HEX[mac[i] >> 4];
-        out[17 + 2 * i] = HEX[mac[i] & 15];
+        out[i] = HEX[(sh->node_tag >> (60 - 4 * i)) & 15];
+        out[16 + i] = HEX[(id >> (60 - 4 * i)) & 15];
     }
+    for (int i = 0; i < 16; i++) {
+        out[32 + 2 * i] = HEX[mac[i] >> 4];
+        out[33 + 2 * i] = HEX[mac[i] & 15];
+    }
+}
+
+/* 16 lower-case hex digits at v as a u64. */
+static bool hex64(const char *v, uint64_t *out) {
+    uint64_t x = 0;
+    for (int i = 0; i < 16; i++) {
+        const char *d = v[i] != '\0' ? memchr(HEX, v[i], 16) : NULL;
+        if (d == NULL)
+            return false;
+        x = x << 4 | (uint64_t)(d - HEX);
+    }
+    *out = x;
+    return true;
+}
+
+bool sy_post_name_node(const char *name, size_t len, uint64_t *tag) {
+    return len == SY_POST_NAME_LEN && hex64(name, tag);
 }
 
 /* The sy.stream parameter's value in target's query, or NULL. */
@@ -71,24 +94,17 @@ static const char *stream_param(const char *target, size_t len, size_t *vlen) {
     return NULL;
 }
 
-/* The stream id a name stands for, when its MAC is right (constant time). */
-static bool name_valid(const uint8_t key[32], const char *v, size_t n, uint64_t *id) {
-    if (n != SY_POST_NAME_LEN)
+bool sy_post_name_stream(const sy_io_shared_t *sh, const char *v, size_t n, uint64_t *id) {
+    uint64_t tag, x;
+    if (!sy_post_name_node(v, n, &tag) || tag != sh->node_tag || !hex64(v + 16, &x))
         return false;
-    uint64_t x = 0;
-    for (int i = 0; i < 16; i++) {
-        const char *d = memchr(HEX, v[i], 16);
-        if (d == NULL || v[i] == '\0')
-            return false;
-        x = x << 4 | (uint64_t)(d - HEX);
-    }
     char want[SY_POST_NAME_LEN];
-    sy_post_name(key, x, want);
-    unsigned diff = 0;
-    for (size_t i = 16; i < SY_POST_NAME_LEN; i++)
+    sy_post_name(sh, x, want);
+    unsigned diff = 0; /* the MAC compared in constant time */
+    for (size_t i = 32; i < SY_POST_NAME_LEN; i++)
         diff |= (unsigned)(want[i] ^ v[i]);
     *id = x;
-    return diff == 0;
+    return diff == 0 && sy_id_thread(x) < sh->nthreads;
 }
 
 /* The request's Content-Length: -1 when missing, -2 when malformed. */
@@ -137,8 +153,10 @@ bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, lo
         sy_upgrade_reject(io, c, 413, "the message is over maxPayload");
         return true;
     }
-    uint64_t id;
-    if (!name_valid(sh->stream_key, v, vlen, &id) || sy_id_thread(id) >= sh->nthreads) {
+    uint64_t id, tag;
+    bool elsewhere = sy_post_name_node(v, vlen, &tag) && tag != sh->node_tag &&
+                     atomic_load_explicit(&sh->posts_forwarded, memory_order_relaxed);
+    if (!elsewhere && !sy_post_name_stream(sh, v, vlen, &id)) {
         sy_upgrade_reject(io, c, 404, "no such event stream");
         return true;
     }
@@ -150,6 +168,15 @@ bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, lo
         sy_upgrade_reject(io, c, 400, "a text message must be UTF-8 (send bytes as application/octet-stream)");
         return true;
     }
+    if (elsewhere) {
+        /* To the owner (SY_EV_POST: the name, the body), which forwards it
+         * and answers (sy_server_post_answer); the request waits in rbuf. */
+        const char *strs[2] = {v, (const char *)body};
+        size_t lens[2] = {vlen, (size_t)clen};
+        sy_io_emit_strings(io, sy_conn_id(io, c), SY_EV_POST, binary ? 1 : 0, 0, strs, lens, 2);
+        sy_conn_enter(io, c, SY_CONN_UPGRADING);
+        return true;
+    }
     sy_refbuf_t *m = sy_refbuf_raw(body, (size_t)clen);
     sy_cmd_t cmd = {.type = SY_CMD_POSTED, .conn = id, .buf = m, .arg.binary = binary};
     if (m == NULL || sy_io_push(sh->ios[sy_id_thread(id)], &cmd) != 0) {
@@ -157,10 +184,19 @@ bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, lo
         sy_upgrade_reject(io, c, 503, "out of memory");
         return true;
     }
+    sy_upgrade_respond(io, c, sy_post_answer(202), false);
+    return true;
+}
+
+sy_refbuf_t *sy_post_answer(int status) {
     static const char accepted[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nCache-Control: no-store\r\n"
                                    "Connection: close\r\n\r\n";
-    sy_upgrade_respond(io, c, sy_refbuf_raw(accepted, sizeof(accepted) - 1), false);
-    return true;
+    if (status == 202)
+        return sy_refbuf_raw(accepted, sizeof(accepted) - 1);
+    char buf[512];
+    const char *why = status == 404 ? "no such event stream" : "the message could not be forwarded";
+    size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, strlen(why), NULL, 0);
+    return n > 0 ? sy_refbuf_raw(buf, n) : NULL;
 }
 
 void sy_post_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *body, size_t len) {

@@ -227,7 +227,7 @@ static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t ext
     /* Then "sy.open": the name its client POSTs its messages with, and
      * what they speak. */
     char name[SY_POST_NAME_LEN];
-    sy_post_name(sy_io_ctx(io)->shared->stream_key, sy_conn_id(io, c), name);
+    sy_post_name(sy_io_ctx(io)->shared, sy_conn_id(io, c), name);
     int w = n > 0 ? snprintf(buf + n, cap - n, "event: sy.open\ndata: {\"stream\":\"%.*s\",\"protocol\":\"%s\"}\n\n",
                              (int)SY_POST_NAME_LEN, name, proto)
                   : -1;
