@@ -360,3 +360,22 @@ test('handleRequest: a node:http server hands over the stream\'s GET and its POS
     await server.close();
   }
 });
+
+test('presence lists a stream with its info, and its leave is told when it goes', async () => {
+  const { server, port } = await startServer({
+    presence: true,
+    onUpgrade: (req) => ({ topics: ['room'], presence: { user: req.headers['x-user'], via: req.transport } }),
+  });
+  const joined = once(server, 'join');
+  const s = await openStream(port, { headers: { 'x-user': 'ada' } });
+  const [topic, entry] = await joined;
+  assert.equal(topic, 'room');
+  assert.deepEqual(entry.info, { user: 'ada', via: 'sse' });
+  assert.deepEqual((await server.presence('room')).map((e) => e.info), [{ user: 'ada', via: 'sse' }]);
+  const left = once(server, 'leave');
+  s.close();
+  const [ltopic, lentry] = await left;
+  assert.equal(ltopic, 'room');
+  assert.equal(lentry.id, entry.id);
+  assert.deepEqual(await server.presence('room'), []);
+});
