@@ -41,6 +41,7 @@ static inline void on_batch(void *ctx, sy_batch_t *b) {
 
 typedef struct {
     uint8_t type;
+    uint8_t flags;
     uint16_t code;
     uint64_t conn;
     char payload[256];
@@ -61,6 +62,7 @@ static inline void drain(sy_server_t *s) {
             if (nseen < MAX_SEEN) {
                 seen_t *x = &seen[nseen++];
                 x->type = ev.type;
+                x->flags = ev.flags;
                 x->code = ev.code;
                 x->conn = ev.conn;
                 x->len = ev.len < sizeof(x->payload) ? ev.len : sizeof(x->payload);
