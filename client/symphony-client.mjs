@@ -290,11 +290,11 @@ class StreamSocket {
   async _run(protocols) {
     let res;
     try {
-      res = await this._fetch(httpUrl(this.url).href, {
-        headers: { accept: 'text/event-stream', 'sec-websocket-protocol': protocols.join(', ') },
-        signal: this._abort.signal,
-        cache: 'no-store',
-      });
+      // The subprotocols in the query: a browser's fetch may not send a
+      // Sec-WebSocket-Protocol header (docs/sse.md).
+      const u = httpUrl(this.url);
+      for (const p of protocols) u.searchParams.append('sy.protocol', p);
+      res = await this._fetch(u.href, { headers: { accept: 'text/event-stream' }, signal: this._abort.signal, cache: 'no-store' });
     } catch (err) {
       this._end(err);
       return;
@@ -394,13 +394,14 @@ class StreamSocket {
   send(data) {
     if (this._ended || this._name === null) return;
     const u = httpUrl(this.url);
-    u.search = `sy.stream=${this._name}`;
+    // Bytes are said by sy.binary=1, not a Content-Type: a page's POST
+    // stays a "simple" cross-origin request (no preflight).
     const binary = typeof data !== 'string';
-    const body = data;
+    u.search = `sy.stream=${this._name}${binary ? '&sy.binary=1' : ''}`;
     this._posts = this._posts.then(() => this._fetch(u.href, {
       method: 'POST',
-      body,
-      headers: { 'content-type': binary ? 'application/octet-stream' : 'text/plain;charset=utf-8' },
+      body: data,
+      ...(binary ? {} : { headers: { 'content-type': 'text/plain;charset=utf-8' } }),
     })).then((res) => {
       if (res.status !== 202) this.onerror({ message: `POST answered ${res.status}` });
     }, (err) => this.onerror({ message: `POST failed: ${err && err.message}` }));
@@ -780,7 +781,6 @@ export class SymphonyClient extends Emitter {
       // Not open in time: as good as refused (a proxy that holds it).
       this._openTimer = this._setT(() => {
         this._openTimer = null;
-    this._switching = false;
         if (this._ws === ws && !opened) ws.onclose({ code: 1006, reason: 'not open in time' });
       }, this._fb.openTimeout);
     }

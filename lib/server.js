@@ -374,6 +374,14 @@ function parseRequest(parts, trust, transport) {
   }
   const protocols = headers['sec-websocket-protocol']
     ? headers['sec-websocket-protocol'].split(',').map((s) => s.trim()).filter(Boolean) : [];
+  // An event stream may offer them in its query too (a browser's fetch
+  // cannot send a Sec- header): sy.protocol=symphony.v2 (docs/sse.md).
+  if (transport === 'sse') {
+    const q = url.indexOf('?');
+    if (q >= 0) {
+      for (const p of new URLSearchParams(url.slice(q + 1)).getAll('sy.protocol')) if (p && !protocols.includes(p)) protocols.push(p);
+    }
+  }
   // The client's resume positions (docs/protocol.md, sy.since): the native
   // upgrade refused malformed ones before asking, so this is an array.
   // An event stream that reconnects gives them in Last-Event-ID, in the

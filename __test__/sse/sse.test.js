@@ -379,3 +379,46 @@ test('presence lists a stream with its info, and its leave is told when it goes'
   assert.equal(lentry.id, entry.id);
   assert.deepEqual(await server.presence('room'), []);
 });
+
+test('POSTs from a page of another origin: CORS on every answer, a preflight answered 204, bytes by sy.binary=1 without a Content-Type', async () => {
+  const http = require('node:http');
+  const { server, port } = await startServer({ onUpgrade: () => ({ topics: ['t'] }) });
+  const s = await openStream(port);
+  const name = await streamName(s);
+  const got = [];
+  server.on('message', (id, data, binary) => got.push([Buffer.from(data), binary]));
+  const raw = (method, path, body, headers = {}) => new Promise((resolve, reject) => {
+    const r = http.request({ host: '127.0.0.1', port, method, path, agent: false, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res));
+    });
+    r.once('error', reject);
+    r.end(body);
+  });
+  const pre = await raw('OPTIONS', `/?sy.stream=${name}`, undefined, { origin: 'http://other.example', 'access-control-request-method': 'POST' });
+  assert.equal(pre.statusCode, 204);
+  assert.equal(pre.headers['access-control-allow-origin'], '*');
+  assert.match(pre.headers['access-control-allow-methods'], /POST/);
+  const ok = await raw('POST', `/?sy.stream=${name}&sy.binary=1`, Buffer.from([0xff, 0x00]), { origin: 'http://other.example' });
+  assert.equal(ok.statusCode, 202);
+  assert.equal(ok.headers['access-control-allow-origin'], '*');
+  const bad = await raw('POST', `/?sy.stream=${name.replace(/.$/, (c) => (c === '0' ? '1' : '0'))}`, 'x', { origin: 'http://other.example' });
+  assert.equal(bad.statusCode, 404);
+  assert.equal(bad.headers['access-control-allow-origin'], '*');
+  await waitFor(() => got.length === 1, 5000, 'the binary message');
+  assert.deepEqual(got[0], [Buffer.from([0xff, 0x00]), true]);
+  s.close();
+});
+
+test('a stream offers symphony.v2 in its query (sy.protocol) as a browser must: req.protocols has it, and sy.open says which was chosen', async () => {
+  const reqs = [];
+  const { port } = await startServer({ onUpgrade: (req) => { reqs.push(req); return { topics: ['t'] }; } });
+  const s = await openStream(port, { path: '/?sy.protocol=symphony.v1&sy.protocol=symphony.v2' });
+  const open = JSON.parse((await s.next((e) => e.event === 'sy.open')).data);
+  assert.deepEqual(reqs[0].protocols, ['symphony.v1', 'symphony.v2']);
+  assert.equal(open.protocol, 'symphony.v2');
+  s.close();
+  const plain = await openStream(port);
+  assert.equal(JSON.parse((await plain.next((e) => e.event === 'sy.open')).data).protocol, 'symphony.v1');
+  plain.close();
+});

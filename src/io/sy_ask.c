@@ -103,7 +103,7 @@ static void answer(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
         return;
     }
     if (c->sse) {
-        (void)sy_sse_out_push(io, c, m); /* made its event */
+        (void)sy_sse_out_push(io, c, m, true); /* made its event */
         sy_refbuf_release(m);
     } else if (!sy_conn_push(io, c, m, false)) {
         sy_refbuf_release(m);

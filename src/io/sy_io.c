@@ -589,7 +589,7 @@ static void do_notice(sy_io_t *io, sy_cmd_t *cmd) {
         sy_conn_t *c = io->slots.conns[slot->subs[i]];
         if (c->sse) {
             sy_sse_out_position(c, cmd->topic, true, cmd->epoch, cmd->offset);
-            (void)sy_sse_out_push(io, c, cmd->buf);
+            (void)sy_sse_out_push(io, c, cmd->buf, true);
         } else if (c->v1 && sy_conn_push(io, c, cmd->buf, false)) {
             queued++;
         }
@@ -648,7 +648,7 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
             if (d == NULL)
                 sy_conn_fail_oom(io, c);
             else
-                (void)sy_sse_out_push(io, c, d);
+                (void)sy_sse_out_push(io, c, d, true);
             sy_refbuf_release(d);
             break;
         }
@@ -699,7 +699,7 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
     case SY_CMD_ANSWER:
         if (c != NULL && c->v2 && sy_ask_settle(io, c, cmd->arg.rid)) {
             if (c->sse)
-                (void)sy_sse_out_push(io, c, cmd->buf); /* its event; cmd->buf goes with the command */
+                (void)sy_sse_out_push(io, c, cmd->buf, true); /* its event; cmd->buf goes with the command */
             else if (sy_conn_push(io, c, cmd->buf, false))
                 cmd->buf = NULL; /* the queue has its reference */
         }

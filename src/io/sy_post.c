@@ -6,6 +6,7 @@
 #include "base/sy_random.h"
 #include "io/sy_upgrade.h"
 #include "proto/sy_handshake.h"
+#include "proto/sy_http.h"
 #include "proto/sy_sha1.h"
 #include "proto/sy_utf8.h"
 
@@ -73,9 +74,8 @@ bool sy_post_name_node(const char *name, size_t len, uint64_t *tag) {
     return len == SY_POST_NAME_LEN && hex64(name, tag);
 }
 
-/* The sy.stream parameter's value in target's query, or NULL. */
-static const char *stream_param(const char *target, size_t len, size_t *vlen) {
-    static const char p[] = SY_POST_PARAM "=";
+/* The value of parameter p ("name=") in target's query, or NULL. */
+static const char *query_param(const char *target, size_t len, const char *p, size_t plen, size_t *vlen) {
     const char *q = memchr(target, '?', len);
     if (q == NULL)
         return NULL;
@@ -85,9 +85,9 @@ static const char *stream_param(const char *target, size_t len, size_t *vlen) {
     for (const char *s = q + 1; s < end;) {
         const char *amp = memchr(s, '&', (size_t)(end - s));
         const char *e = amp != NULL ? amp : end;
-        if ((size_t)(e - s) >= sizeof(p) - 1 && memcmp(s, p, sizeof(p) - 1) == 0) {
-            *vlen = (size_t)(e - s) - (sizeof(p) - 1);
-            return s + sizeof(p) - 1;
+        if ((size_t)(e - s) >= plen && memcmp(s, p, plen) == 0) {
+            *vlen = (size_t)(e - s) - plen;
+            return s + plen;
         }
         s = e + 1;
     }
@@ -123,41 +123,67 @@ static long long content_length(const sy_http_request_t *req) {
     return n;
 }
 
-/* True when the body is bytes (Content-Type application/octet-stream). */
+/* True when the body is bytes: Content-Type application/octet-stream, or
+ * sy.binary=1 in the query (a browser's POST without a Content-Type is a
+ * "simple" cross-origin request: no preflight). */
 static bool binary_body(const sy_http_request_t *req) {
+    size_t n = 0;
+    const char *b = query_param(req->target, req->target_len, SY_HTTP_LIT("sy.binary="), &n);
+    if (b != NULL && n == 1 && b[0] == '1')
+        return true;
     const sy_http_header_t *h = sy_http_find_header(req, SY_HTTP_LIT("Content-Type"), NULL);
     if (h == NULL)
         return false;
     const char *semi = memchr(h->value, ';', h->value_len);
-    size_t n = semi != NULL ? (size_t)(semi - h->value) : h->value_len;
+    n = semi != NULL ? (size_t)(semi - h->value) : h->value_len;
     return sy_http_case_eq(h->value, n, SY_HTTP_LIT("application/octet-stream"));
+}
+
+/* Every answer to a stream's POST may be read by a page of any origin: the
+ * stream's name, not the origin, is what authorizes it. */
+#define CORS "Access-Control-Allow-Origin: *\r\n"
+
+/* A refusal of a POST: status, why, the CORS line; then the socket closes. */
+static void refuse(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
+    char buf[512];
+    size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, strlen(why), SY_HTTP_LIT(CORS));
+    sy_upgrade_respond(io, c, n > 0 ? sy_refbuf_raw(buf, n) : NULL, true);
 }
 
 bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, long head) {
     size_t vlen = 0;
-    const char *v = stream_param(req->target, req->target_len, &vlen);
+    const char *v = query_param(req->target, req->target_len, SY_HTTP_LIT(SY_POST_PARAM "="), &vlen);
+    if (v != NULL && sy_http_case_eq(req->method, req->method_len, SY_HTTP_LIT("OPTIONS"))) {
+        /* A preflight (a page's POST with a Content-Type CORS does not let
+         * through as it is): allowed. */
+        static const char ok[] = "HTTP/1.1 204 No Content\r\n" CORS "Access-Control-Allow-Methods: POST\r\n"
+                                 "Access-Control-Allow-Headers: Content-Type\r\nAccess-Control-Max-Age: 86400\r\n"
+                                 "Connection: close\r\n\r\n";
+        sy_upgrade_respond(io, c, sy_refbuf_raw(ok, sizeof(ok) - 1), false);
+        return true;
+    }
     if (v == NULL || !sy_http_case_eq(req->method, req->method_len, SY_HTTP_LIT("POST")))
         return false;
     sy_io_shared_t *sh = sy_io_ctx(io)->shared;
     if (sy_http_find_header(req, SY_HTTP_LIT("Transfer-Encoding"), NULL) != NULL) {
-        sy_upgrade_reject(io, c, 411, "a stream's POST needs a Content-Length, not a Transfer-Encoding");
+        refuse(io, c, 411, "a stream's POST needs a Content-Length, not a Transfer-Encoding");
         return true;
     }
     long long clen = content_length(req);
     if (clen < 0) {
-        sy_upgrade_reject(io, c, clen == -1 ? 411 : 400,
-                          clen == -1 ? "a stream's POST needs a Content-Length" : "malformed Content-Length");
+        refuse(io, c, clen == -1 ? 411 : 400,
+               clen == -1 ? "a stream's POST needs a Content-Length" : "malformed Content-Length");
         return true;
     }
     if ((unsigned long long)clen > sh->opts.max_payload) {
-        sy_upgrade_reject(io, c, 413, "the message is over maxPayload");
+        refuse(io, c, 413, "the message is over maxPayload");
         return true;
     }
     uint64_t id, tag;
     bool elsewhere = sy_post_name_node(v, vlen, &tag) && tag != sh->node_tag &&
                      atomic_load_explicit(&sh->posts_forwarded, memory_order_relaxed);
     if (!elsewhere && !sy_post_name_stream(sh, v, vlen, &id)) {
-        sy_upgrade_reject(io, c, 404, "no such event stream");
+        refuse(io, c, 404, "no such event stream");
         return true;
     }
     if (c->rlen < (size_t)head + (size_t)clen)
@@ -165,7 +191,7 @@ bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, lo
     const uint8_t *body = c->rbuf + head;
     bool binary = binary_body(req);
     if (!binary && !sy_utf8_is_valid(body, (size_t)clen)) {
-        sy_upgrade_reject(io, c, 400, "a text message must be UTF-8 (send bytes as application/octet-stream)");
+        refuse(io, c, 400, "a text message must be UTF-8 (send bytes as application/octet-stream)");
         return true;
     }
     if (elsewhere) {
@@ -181,7 +207,7 @@ bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, lo
     sy_cmd_t cmd = {.type = SY_CMD_POSTED, .conn = id, .buf = m, .arg.binary = binary};
     if (m == NULL || sy_io_push(sh->ios[sy_id_thread(id)], &cmd) != 0) {
         sy_refbuf_release(m);
-        sy_upgrade_reject(io, c, 503, "out of memory");
+        refuse(io, c, 503, "out of memory");
         return true;
     }
     sy_upgrade_respond(io, c, sy_post_answer(202), false);
@@ -189,13 +215,13 @@ bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, lo
 }
 
 sy_refbuf_t *sy_post_answer(int status) {
-    static const char accepted[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nCache-Control: no-store\r\n"
-                                   "Connection: close\r\n\r\n";
+    static const char accepted[] =
+        "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nCache-Control: no-store\r\n" CORS "Connection: close\r\n\r\n";
     if (status == 202)
         return sy_refbuf_raw(accepted, sizeof(accepted) - 1);
     char buf[512];
     const char *why = status == 404 ? "no such event stream" : "the message could not be forwarded";
-    size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, strlen(why), NULL, 0);
+    size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, strlen(why), SY_HTTP_LIT(CORS));
     return n > 0 ? sy_refbuf_raw(buf, n) : NULL;
 }
 

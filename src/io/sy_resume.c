@@ -78,8 +78,24 @@ void sy_resume_prepare(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, const sy_sub_po
     sy_hist_unlock(g);
     if (!it->resumed)
         return;
+    size_t cost = 0;
     for (size_t i = 0; i < it->nframes; i++)
-        *budget -= it->frames[i]->len; /* within budget: sy_hist_replay checked */
+        cost += it->frames[i]->len; /* within budget: sy_hist_replay checked */
+    if (c->sse && it->nframes > 0) {
+        /* A stream's events are larger than the frames (ids, lines): the
+         * budget holds for them. */
+        cost = sy_sse_out_replay_cost(c, t, it->frames, it->nframes);
+        if (cost > *budget) {
+            for (size_t i = 0; i < it->nframes; i++)
+                sy_refbuf_release(it->frames[i]);
+            sy_free(it->frames);
+            it->frames = NULL;
+            it->nframes = 0;
+            it->reason = SY_V1_TOO_LARGE;
+            cost = 0;
+        }
+    }
+    *budget -= cost;
     count(io, it->reason, it->nframes);
     sy_io_emit(io, sy_conn_id(io, c), SY_EV_RECOVERY,
                (uint8_t)(at_open | (it->reason == SY_V1_RECOVERED ? SY_EV_RECOVERED : 0)), (uint16_t)it->reason,
@@ -106,10 +122,10 @@ void sy_resume_deliver(sy_io_t *io, sy_conn_t *c, sy_resume_item_t *it) {
              * from where it now is in the topic. */
             sy_sse_out_position(c, it->topic, it->history, it->epoch,
                                 it->resumed && it->reason == SY_V1_RECOVERED ? it->since : it->head);
-            bool ok = sy_sse_out_push(io, c, m);
+            bool ok = sy_sse_out_push(io, c, m, !it->quiet);
             sy_refbuf_release(m);
             for (; ok && i < it->nframes; i++)
-                ok = sy_sse_out_push(io, c, it->frames[i]);
+                ok = sy_sse_out_push(io, c, it->frames[i], true);
             i = 0; /* every frame's reference goes below */
             goto release;
         }
@@ -149,7 +165,7 @@ void sy_resume_unsubscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, bool notif
         return;
     sy_refbuf_t *m = sy_v1_unsubscribed_frame(t->name, t->name_len, t->id);
     if (c->sse && m != NULL) {
-        (void)sy_sse_out_push(io, c, m);
+        (void)sy_sse_out_push(io, c, m, true);
         sy_refbuf_release(m);
         return;
     }

@@ -41,6 +41,7 @@ typedef struct sy_resume_item {
     sy_v1_reason_t reason;
     sy_refbuf_t **frames;
     size_t nframes;
+    bool quiet;        /* an event stream's notice without the stream's id (io/sy_sse_out.h) */
     const char *extra; /* the notice's extra members (the position's, io/sy_io.h): valid until deliver */
     size_t extra_len;
 } sy_resume_item_t;

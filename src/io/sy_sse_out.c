@@ -155,7 +155,22 @@ void sy_sse_shared_done(sy_sse_shared_t *sh) {
     *sh = (sy_sse_shared_t){0};
 }
 
-bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m) {
+size_t sy_sse_out_replay_cost(const sy_conn_t *c, const sy_topic_t *t, sy_refbuf_t *const *frames, size_t n) {
+    size_t id = 0;
+    for (uint32_t k = 0; k < c->nsubs; k++) /* "sy.since=", epoch, ':', 20 digits, ':', the name encoded, '&' */
+        id += 9 + 16 + 1 + 20 + 1 + 3 * c->subs[k].topic->name_len + 1;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        sy_v1_frame_info_t fi;
+        if (!sy_v1_frame_read(frames[i], &fi))
+            continue; /* not sent either */
+        total += sy_sse_event_len(id, t->name_len, sy_refbuf_payload(frames[i]) + fi.body,
+                                  sy_refbuf_payload_len(frames[i]) - fi.body, fi.binary);
+    }
+    return total;
+}
+
+bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m, bool notice_id) {
     const uint8_t *p = sy_refbuf_payload(m);
     size_t plen = sy_refbuf_payload_len(m);
     if (m->hlen > 0 && plen > 0 && p[0] == 'r') {
@@ -190,6 +205,7 @@ bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m) {
     case 'c':
         name = NOTICE_EVENT;
         name_len = sizeof(NOTICE_EVENT) - 1;
+        ids = notice_id;
         break;
     default: /* 'd': a direct message, a "message" event; the id stays */
         ids = false;

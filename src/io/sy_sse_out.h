@@ -56,8 +56,13 @@ bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy
 void sy_sse_shared_done(sy_sse_shared_t *sh);
 
 /* Queues the symphony.v1 frame m (a notice, a replayed publish, a direct
- * message) to stream c as its event. */
-bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m);
+ * message) to stream c as its event; a notice without an id unless
+ * notice_id (the notices of an accept: only the last one carries the
+ * stream's positions, or they would cost topics² bytes). */
+bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m, bool notice_id);
+/* What replaying frames[0..n) of topic t costs stream c as events, at
+ * most (each with the id of every topic of c, at 20 digits an offset). */
+size_t sy_sse_out_replay_cost(const sy_conn_t *c, const sy_topic_t *t, sy_refbuf_t *const *frames, size_t n);
 
 /* The event that tells a stream it is closed ("sy.close", data
  * {"code":N,"reason":"..."}): NULL when out of memory. */

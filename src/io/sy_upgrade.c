@@ -245,8 +245,9 @@ static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t ext
     sy_conn_opened(io, c, proto, proto_len);
 }
 
-/* True when the request offers symphony.v2 (a stream's client library
- * says so in Sec-WebSocket-Protocol, as over a WebSocket). */
+/* True when the request offers symphony.v2: in Sec-WebSocket-Protocol, as
+ * over a WebSocket, or (a browser's fetch may not send a Sec- header) as a
+ * query parameter sy.protocol=symphony.v2 (docs/sse.md). */
 static bool offers_v2(const sy_http_request_t *req) {
     sy_handshake_iter_t it = {0};
     const char *p;
@@ -254,6 +255,16 @@ static bool offers_v2(const sy_http_request_t *req) {
     while (sy_handshake_next_protocol(req, &it, &p, &n))
         if (n == SY_V2_PROTOCOL_LEN && memcmp(p, SY_V2_PROTOCOL, n) == 0)
             return true;
+    static const char param[] = "sy.protocol=" SY_V2_PROTOCOL;
+    const char *q = memchr(req->target, '?', req->target_len);
+    for (const char *s = q, *end = req->target + req->target_len; s != NULL && s < end;) {
+        s++;
+        const char *amp = memchr(s, '&', (size_t)(end - s));
+        size_t len = amp != NULL ? (size_t)(amp - s) : (size_t)(end - s);
+        if (len == sizeof(param) - 1 && memcmp(s, param, len) == 0)
+            return true;
+        s = amp;
+    }
     return false;
 }
 
@@ -439,8 +450,10 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
     else
         open_conn(io, c, accept, a->protocol, a->protocol_len, extra ? (const char *)extra->data : NULL,
                   extra ? extra->len : 0);
-    for (size_t i = 0; i < nitems; i++)
+    for (size_t i = 0; i < nitems; i++) {
+        items[i].quiet = i + 1 < nitems; /* a stream's positions once, on its last notice */
         sy_resume_deliver(io, c, &items[i]);
+    }
     sy_free(items);
     sy_refbuf_release(extra);
     sy_accept_free(&sy_io_ctx(io)->shared->topics, sy_io_ctx(io)->index, a);

@@ -126,8 +126,7 @@ sy_refbuf_t *sy_sse_event(const char *id, size_t id_len, const char *name, size_
     if (name_len > 0 && !name_ok(name, name_len))
         name_len = 0;
     size_t b64 = binary ? SY_BASE64_ENCODED_LEN(len) : 0;
-    size_t body = binary ? 7 + b64 + sizeof("enc: base64\n") - 1 : data_lines(payload, len, NULL);
-    size_t total = (id_len > 0 ? 5 + id_len : 0) + (name_len > 0 ? 8 + name_len : 0) + body + 1;
+    size_t total = sy_sse_event_len(id_len, name_len, payload, len, binary);
     sy_refbuf_t *m = sy_refbuf_alloc(0, total, 0);
     if (m == NULL)
         return NULL;
@@ -150,6 +149,12 @@ sy_refbuf_t *sy_sse_event(const char *id, size_t id_len, const char *name, size_
     }
     o[at] = '\n';
     return m;
+}
+
+size_t sy_sse_event_len(size_t id_len, size_t name_len, const void *payload, size_t len, bool binary) {
+    size_t body =
+        binary ? 7 + SY_BASE64_ENCODED_LEN(len) + sizeof("enc: base64\n") - 1 : data_lines(payload, len, NULL);
+    return (id_len > 0 ? 5 + id_len : 0) + (name_len > 0 ? 8 + name_len : 0) + body + 1;
 }
 
 sy_refbuf_t *sy_sse_id_line(const char *id, size_t id_len) {

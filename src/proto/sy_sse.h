@@ -70,6 +70,10 @@ size_t sy_sse_id_entry(char *out, uint64_t epoch, uint64_t offset, const char *t
 sy_refbuf_t *sy_sse_event(const char *id, size_t id_len, const char *name, size_t name_len, const void *payload,
                           size_t len, bool binary);
 
+/* The bytes sy_sse_event makes of these (an id of id_len, a name of
+ * name_len that is kept): for a budget before they are made. */
+size_t sy_sse_event_len(size_t id_len, size_t name_len, const void *payload, size_t len, bool binary);
+
 /* An "id: " id "\n" line alone (the positions of a connection with more
  * than one topic, queued before the shared rest of its event). */
 sy_refbuf_t *sy_sse_id_line(const char *id, size_t id_len);
