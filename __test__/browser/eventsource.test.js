@@ -468,6 +468,11 @@ test(`EventSource cut and terminated ${CUTS} times at ${RATE} messages/s: every 
     }
     const chaosMs = performance.now() - t0;
 
+    // Every cut is followed by the page's next request (EventSource retries
+    // after 1 s), at the server: waited for before the calm below, which a
+    // page that has not yet seen its last cut would pass at once.
+    while (feed.log.opens.length < proxy.cuts + terminates + 1) await nextOpen(feed, 8000);
+
     // Calm: the page reconnects, then the last messages are published.
     await until(`es.readyState === EventSource.OPEN && S.last >= ${pub.seq}`, 8000, 'the page open again, caught up');
     pub.stop();
