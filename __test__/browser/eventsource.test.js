@@ -3,11 +3,11 @@
 // that misbehaves. Headless Chromium loads a page that follows the topic
 // 'feed' of a symphony server with history with nothing but the browser's
 // own EventSource (`new EventSource(url)`, `addEventListener('feed', ...)`),
-// through a TCP proxy written here that, over and over, cuts the connection
-// (both sides destroyed, at once, after a random number of bytes of the
-// stream, right after the response's head, while the server replays what
-// was missed) or holds its bytes for a while, and the server now and then
-// terminates the stream itself, while the server publishes messages
+// through a TCP proxy (helpers/cut-proxy.js) that, over and over, cuts the
+// connection (both sides destroyed, at once, after a random number of bytes
+// of the stream, right after the response's head, while the server replays
+// what was missed) or holds its bytes for a while, and the server now and
+// then terminates the stream itself, while the server publishes messages
 // carrying a sequence number. EventSource reconnects by itself (retry: 1000
 // ms, from the server) sending Last-Event-ID, the id of the last event it
 // got; the server replays from history what the page missed. The page must
@@ -34,10 +34,10 @@
 // Fails (does not skip) when chromium is missing.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const net = require('node:net');
 const { once } = require('node:events');
 const { Server } = require('../..');
 const { openPage, WAITS } = require('../helpers/browser-page');
+const { CutProxy } = require('../helpers/cut-proxy');
 
 const RATE = 300; // messages per second
 const CUTS = 10; // connections cut per chaos run (proxy cuts and terminates); each costs EventSource's 1 s retry
@@ -106,161 +106,6 @@ window.summary = () => {
 };
 window.ready = true;
 </script></head><body>event stream</body></html>`;
-
-/**
- * The network in between: every connection to it is one to the target
- * port. cut(): destroys both sides of every live connection now;
- * cutAfter(n): after n more bytes toward the page; hold(ms): keeps the
- * bytes of both directions for ms, then lets them through; armNext(n): the
- * next connection is cut n bytes after the end of its response's head (in
- * sy.open, the notice or the replay).
- */
-class ChaosProxy {
-  constructor(target) {
-    this.target = target;
-    this.pairs = new Set();
-    this.accepted = 0;
-    this.cuts = 0;
-    this.armedCuts = 0;
-    this.earlyCuts = 0;
-    this.holds = 0;
-    this.armed = null;
-    this.log = [];
-  }
-
-  async listen() {
-    this.server = net.createServer((c) => this.#accept(c));
-    this.server.listen(0, '127.0.0.1');
-    await once(this.server, 'listening');
-    this.port = this.server.address().port;
-    return this.port;
-  }
-
-  #note(s) {
-    this.log.push(s);
-    if (this.log.length > 200) this.log.splice(0, 50);
-  }
-
-  #accept(client) {
-    client.setNoDelay(true);
-    const pair = {
-      n: ++this.accepted, client, upstream: null, held: null, down: 0, head: Buffer.alloc(0), headEnd: null,
-      cutAt: null, afterHead: this.armed, dead: false, onCut: null,
-    };
-    this.armed = null;
-    this.pairs.add(pair);
-    const upstream = pair.upstream = net.connect(this.target, '127.0.0.1');
-    upstream.setNoDelay(true);
-    client.on('data', (d) => this.#pass(pair, 'up', d));
-    upstream.on('data', (d) => this.#pass(pair, 'down', d));
-    for (const [s, side] of [[client, 'page'], [upstream, 'server']]) {
-      s.on('error', (err) => this.#kill(pair, `${side} error ${err.code}`));
-      s.on('close', () => this.#closed(pair, side));
-    }
-  }
-
-  /** Bytes of one direction: held, forwarded, or forwarded up to a cut. */
-  #pass(pair, dir, d) {
-    if (pair.dead) return;
-    if (pair.held) { pair.held.push([dir, d]); return; }
-    if (dir === 'up') { pair.upstream.write(d); return; }
-    if (pair.headEnd === null) {
-      // Bounded: a head is a few hundred bytes.
-      pair.head = Buffer.concat([pair.head, d]).subarray(-65536);
-      const i = pair.head.indexOf('\r\n\r\n');
-      if (i >= 0) {
-        pair.headEnd = pair.down + d.length - (pair.head.length - (i + 4));
-        this.#note(`#${pair.n} ${pair.head.subarray(0, pair.head.indexOf('\r\n')).toString('latin1')}, head ${pair.headEnd} B`);
-        pair.head = null;
-        if (pair.afterHead !== null) pair.cutAt = pair.headEnd + pair.afterHead;
-      }
-    }
-    if (pair.cutAt !== null && pair.down + d.length >= pair.cutAt) {
-      const part = d.subarray(0, pair.cutAt - pair.down);
-      pair.down += part.length;
-      this.#cut(pair, part, `after ${pair.down} B to the page${pair.afterHead !== null ? ` (${pair.afterHead} B after the head)` : ''}`);
-      return;
-    }
-    pair.down += d.length;
-    pair.client.write(d);
-  }
-
-  /** A chaos cut: the server's side destroyed now, the page's once `last` is written. */
-  #cut(pair, last, why) {
-    if (pair.dead) return;
-    pair.dead = true;
-    this.pairs.delete(pair);
-    this.cuts++;
-    if (pair.afterHead !== null) this.armedCuts++;
-    // Before the page could have its subscribed notice (head, retry, sy.open, the notice: < 600 B).
-    if (pair.headEnd === null || pair.down < pair.headEnd + 600) this.earlyCuts++;
-    this.#note(`#${pair.n} cut ${why}`);
-    pair.upstream.destroy();
-    if (last && last.length > 0) pair.client.write(last, () => pair.client.destroy());
-    else pair.client.destroy();
-    if (pair.onCut) pair.onCut();
-  }
-
-  #kill(pair, why) {
-    if (pair.dead) return;
-    pair.dead = true;
-    this.pairs.delete(pair);
-    this.#note(`#${pair.n} ${why}`);
-    pair.client.destroy();
-    pair.upstream.destroy();
-  }
-
-  /** One side closed by itself (the server's terminate or close, the page's close): the other side ends after what it was sent. */
-  #closed(pair, side) {
-    if (pair.dead) return;
-    pair.dead = true;
-    this.pairs.delete(pair);
-    this.#note(`#${pair.n} closed by the ${side} after ${pair.down} B to the page`);
-    const other = side === 'page' ? pair.upstream : pair.client;
-    for (const [dir, d] of pair.held || []) if ((dir === 'down') === (other === pair.client)) other.write(d);
-    other.end();
-    other.setTimeout(2000, () => other.destroy());
-  }
-
-  cut() {
-    let n = 0;
-    for (const pair of [...this.pairs]) { this.#cut(pair, null, `now, after ${pair.down} B to the page`); n++; }
-    return n;
-  }
-
-  /** Resolves once the live connections were cut (or closed otherwise). */
-  cutAfter(bytes) {
-    this.#note(`cut ${[...this.pairs].map((p) => `#${p.n}`).join(',')} after ${bytes} more B`);
-    return Promise.all([...this.pairs].map((pair) => new Promise((resolve) => {
-      pair.onCut = resolve;
-      pair.cutAt = pair.down + bytes;
-      pair.client.once('close', resolve);
-    })));
-  }
-
-  hold(ms) {
-    const pairs = [...this.pairs].filter((p) => !p.held);
-    for (const pair of pairs) pair.held = [];
-    this.holds += pairs.length;
-    this.#note(`hold ${pairs.map((p) => `#${p.n}`).join(',')} ${ms} ms`);
-    return new Promise((resolve) => setTimeout(() => {
-      for (const pair of pairs) {
-        const held = pair.held;
-        pair.held = null;
-        if (pair.dead) continue;
-        for (const [dir, d] of held) this.#pass(pair, dir, d);
-      }
-      resolve();
-    }, ms));
-  }
-
-  armNext(bytes) { this.armed = bytes; }
-
-  async close() {
-    for (const pair of [...this.pairs]) this.#kill(pair, 'proxy closing');
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
 
 /**
  * A symphony server with history whose onUpgrade subscribes to 'feed' and
@@ -417,7 +262,7 @@ async function done(feed, proxy) {
 
 test(`EventSource cut and terminated ${CUTS} times at ${RATE} messages/s: every message once, in order, every reconnect resumed from Last-Event-ID`, { timeout: 60000 }, async () => {
   const feed = await startFeed();
-  const proxy = new ChaosProxy(feed.port);
+  const proxy = new CutProxy(feed.port, { heads: true });
   proxies.add(proxy);
   await proxy.listen();
   const pub = new Publisher(() => feed);
@@ -558,7 +403,7 @@ function split(S) {
 test('a restarted server (new epoch, same port): the stream resumes with Last-Event-ID, recovered false "epoch", the snapshot, then live', { timeout: 30000 }, async () => {
   let feed = await startFeed();
   const first = feed;
-  const proxy = new ChaosProxy(feed.port);
+  const proxy = new CutProxy(feed.port, { heads: true });
   proxies.add(proxy);
   await proxy.listen();
   const pub = new Publisher(() => feed);
@@ -622,7 +467,7 @@ test('a restarted server (new epoch, same port): the stream resumes with Last-Ev
 
 test('a resume older than the history (size 20): recovered false "trimmed", the snapshot, then live', { timeout: 30000 }, async () => {
   const feed = await startFeed({ history: { size: 20, ttl: 60 } });
-  const proxy = new ChaosProxy(feed.port);
+  const proxy = new CutProxy(feed.port, { heads: true });
   proxies.add(proxy);
   await proxy.listen();
   const pub = new Publisher(() => feed);

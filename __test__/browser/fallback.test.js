@@ -4,14 +4,15 @@
 // page that imports client/symphony-client.mjs as one file and creates
 // `new SymphonyClient(url, { backoff, fallback: { retryWebSocket } })` (the
 // default transport 'auto') against a symphony server with history (2 IO
-// threads), through a TCP proxy written here that reads each connection's
-// request head and refuses it when it asks for `Upgrade: websocket`: as a
-// corporate proxy that knows nothing of WebSockets does (it drops the
-// hop-by-hop `Upgrade` and the `upgrade` token of `Connection` and forwards
-// the GET, which the server then answers 426, since it is neither an upgrade
-// nor an event-stream request), or by answering `400 Bad Request` itself.
-// Event-stream GETs and POSTs pass untouched; the proxy cuts the event
-// stream at random byte counts after its response's head (never inside it).
+// threads), through a TCP proxy (helpers/cut-proxy.js) that reads each
+// connection's request head and refuses it when it asks for
+// `Upgrade: websocket`: as a corporate proxy that knows nothing of
+// WebSockets does (it drops the hop-by-hop `Upgrade` and the `upgrade` token
+// of `Connection` and forwards the GET, which the server then answers 426,
+// since it is neither an upgrade nor an event-stream request), or by
+// answering `400 Bad Request` itself. Event-stream GETs and POSTs pass
+// untouched; the proxy cuts the event stream at random byte counts after its
+// response's head (never inside it).
 //
 // The page must: open on the event stream after 2 WebSockets that did not
 // open (its 'state' events say 'websocket' twice, then 'sse'); receive the
@@ -31,10 +32,10 @@
 // Fails (does not skip) when chromium is missing.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const net = require('node:net');
-const { once, EventEmitter } = require('node:events');
+const { EventEmitter } = require('node:events');
 const { Server } = require('../..');
 const { openPage, WAITS } = require('../helpers/browser-page');
+const { CutProxy } = require('../helpers/cut-proxy');
 
 const RATE = 200; // messages per second
 const CUTS = 6; // event streams cut by the proxy in the first test
@@ -128,226 +129,6 @@ window.summary = () => {
 };
 window.ready = true;
 </script></head><body>fallback</body></html>`;
-
-/**
- * The network in between: every connection to it is one to the target
- * port. It reads the first request head of each connection (the server
- * answers every request but an upgrade with Connection: close, and Chromium
- * opens a WebSocket on a connection of its own, so a connection carries one
- * request): an `Upgrade: websocket` is refused while `refuse` is 'strip'
- * (Upgrade and Connection's upgrade token dropped, the GET forwarded) or
- * '400' (answered here, never forwarded); null lets it through. Everything
- * else passes as it is. An event stream (a GET whose Accept names
- * text/event-stream) can be cut: cutAfter(n), the live one after n more
- * bytes toward the page; armNext(n), the next one n bytes after its
- * response's head. Never inside the head. Emits 'refused' for each refusal.
- */
-class RefusingProxy extends EventEmitter {
-  constructor(target, refuse) {
-    super();
-    this.target = target;
-    this.refuse = refuse;
-    this.pairs = new Set();
-    this.accepted = 0;
-    this.kinds = { websocket: 0, stream: 0, post: 0, other: 0 };
-    this.refused = 0;
-    this.upgrades = 0; // upgrades let through
-    this.cuts = 0;
-    this.unnoticed = 0; // streams cut before their sy.notice reached the page
-    this.armed = null;
-    this.log = [];
-  }
-
-  async listen() {
-    this.server = net.createServer((c) => this.#accept(c));
-    this.server.listen(0, '127.0.0.1');
-    await once(this.server, 'listening');
-    this.port = this.server.address().port;
-    return this.port;
-  }
-
-  #note(s) {
-    this.log.push(s);
-    if (this.log.length > 200) this.log.splice(0, 50);
-  }
-
-  #accept(client) {
-    client.setNoDelay(true);
-    const pair = {
-      n: ++this.accepted, client, upstream: null, kind: null, request: Buffer.alloc(0), down: 0,
-      head: Buffer.alloc(0), headEnd: null, early: '', cutAt: null, afterHead: null, dead: false, onCut: null,
-    };
-    this.pairs.add(pair);
-    client.on('data', (d) => this.#up(pair, d));
-    client.on('error', (err) => this.#kill(pair, `page error ${err.code}`));
-    client.on('close', () => this.#closed(pair, 'page'));
-  }
-
-  /** Bytes toward the server: the first request head decides what the connection is. */
-  #up(pair, d) {
-    if (pair.dead) return;
-    if (pair.kind !== null) { pair.upstream.write(d); return; }
-    pair.request = Buffer.concat([pair.request, d]);
-    const i = pair.request.indexOf('\r\n\r\n');
-    if (i < 0) {
-      if (pair.request.length > 65536) this.#kill(pair, 'request head over 64 KB');
-      return;
-    }
-    const lines = pair.request.subarray(0, i).toString('latin1').split('\r\n');
-    const rest = pair.request.subarray(i + 4);
-    pair.request = null;
-    const [line, ...headers] = lines;
-    const has = (name, re) => headers.some((h) => h.slice(0, name.length + 1).toLowerCase() === `${name}:` && re.test(h.slice(name.length + 1)));
-    const kind = pair.kind = has('upgrade', /\bwebsocket\b/i) ? 'websocket'
-      : /^GET /.test(line) && has('accept', /text\/event-stream/i) ? 'stream'
-        : /^POST /.test(line) ? 'post' : 'other';
-    this.kinds[kind]++;
-    let out = lines;
-    if (kind === 'websocket' && this.refuse !== null) {
-      this.refused++;
-      this.emit('refused', pair.n);
-      if (this.refuse === '400') {
-        this.#note(`#${pair.n} ${line}: upgrade answered 400`);
-        pair.dead = true;
-        this.pairs.delete(pair);
-        pair.client.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-        pair.client.setTimeout(2000, () => pair.client.destroy());
-        return;
-      }
-      // What a proxy that forwards hop-by-hop headers no further does.
-      out = [line];
-      for (const h of headers) {
-        const name = h.slice(0, h.indexOf(':')).trim().toLowerCase();
-        if (name === 'upgrade') continue;
-        if (name === 'connection') {
-          const tokens = h.slice(h.indexOf(':') + 1).split(',').map((t) => t.trim()).filter((t) => t && t.toLowerCase() !== 'upgrade');
-          if (tokens.length > 0) out.push(`Connection: ${tokens.join(', ')}`);
-          continue;
-        }
-        out.push(h);
-      }
-      this.#note(`#${pair.n} ${line}: Upgrade stripped, forwarded`);
-    } else {
-      if (kind === 'websocket') this.upgrades++;
-      if (kind === 'stream') { pair.afterHead = this.armed; this.armed = null; }
-      this.#note(`#${pair.n} ${line} (${kind})`);
-    }
-    const upstream = pair.upstream = net.connect(this.target, '127.0.0.1');
-    upstream.setNoDelay(true);
-    upstream.on('data', (x) => this.#down(pair, x));
-    upstream.on('error', (err) => this.#kill(pair, `server error ${err.code}`));
-    upstream.on('close', () => this.#closed(pair, 'server'));
-    upstream.write(Buffer.concat([Buffer.from(`${out.join('\r\n')}\r\n\r\n`, 'latin1'), rest]));
-  }
-
-  /** Bytes toward the page: forwarded, or up to a cut; a stream's response head is found first. */
-  #down(pair, d) {
-    if (pair.dead) return;
-    if (pair.headEnd === null) {
-      // Bounded: a head is a few hundred bytes.
-      pair.head = Buffer.concat([pair.head, d]).subarray(-65536);
-      const i = pair.head.indexOf('\r\n\r\n');
-      if (i >= 0) {
-        pair.headEnd = pair.down + d.length - (pair.head.length - (i + 4));
-        this.#note(`#${pair.n} ${pair.head.subarray(0, pair.head.indexOf('\r\n')).toString('latin1')}, head ${pair.headEnd} B`);
-        pair.head = null;
-        if (pair.afterHead !== null) pair.cutAt = pair.headEnd + pair.afterHead;
-      }
-    }
-    let part = d;
-    let cut = false;
-    if (pair.cutAt !== null && pair.headEnd !== null && pair.down + d.length >= pair.cutAt) {
-      part = d.subarray(0, Math.max(0, pair.cutAt - pair.down));
-      cut = true;
-    }
-    if (pair.kind === 'stream' && pair.headEnd !== null && pair.early.length < 2048) {
-      // The stream's first bytes after its head: did its sy.notice pass?
-      const from = Math.max(0, pair.headEnd - pair.down);
-      pair.early += part.subarray(from, from + 2048).toString('latin1');
-    }
-    pair.down += part.length;
-    if (cut) this.#cut(pair, part, `after ${pair.down} B to the page (${pair.down - pair.headEnd} B after the head)`);
-    else pair.client.write(part);
-  }
-
-  /** A cut: the server's side destroyed now, the page's once `last` is written. */
-  #cut(pair, last, why) {
-    if (pair.dead) return;
-    pair.dead = true;
-    this.pairs.delete(pair);
-    this.cuts++;
-    if (!/event: sy\.notice\n(?:[^\n]+\n)*\n/.test(pair.early)) this.unnoticed++;
-    this.#note(`#${pair.n} cut ${why}`);
-    this.#gone(pair);
-    pair.upstream.destroy();
-    if (last && last.length > 0) pair.client.write(last, () => pair.client.destroy());
-    else pair.client.destroy();
-    if (pair.onCut) pair.onCut();
-  }
-
-  #kill(pair, why) {
-    if (pair.dead) return;
-    pair.dead = true;
-    this.pairs.delete(pair);
-    this.#note(`#${pair.n} ${why}`);
-    this.#gone(pair);
-    pair.client.destroy();
-    if (pair.upstream) pair.upstream.destroy();
-  }
-
-  /** One side closed by itself: the other side ends after what it was sent. */
-  #closed(pair, side) {
-    if (pair.dead) return;
-    pair.dead = true;
-    this.pairs.delete(pair);
-    if (pair.kind !== 'post') this.#note(`#${pair.n} (${pair.kind}) closed by the ${side} after ${pair.down} B to the page`);
-    this.#gone(pair);
-    const other = side === 'page' ? pair.upstream : pair.client;
-    if (other) {
-      other.end();
-      other.setTimeout(2000, () => other.destroy());
-    }
-  }
-
-  /** The live event streams. */
-  streams() { return [...this.pairs].filter((p) => p.kind === 'stream'); }
-
-  /** Cuts the live event stream after n more bytes (never in its head); resolves once it was cut or closed. */
-  cutAfter(bytes) {
-    const live = this.streams();
-    this.#note(`cut ${live.map((p) => `#${p.n}`).join(',')} after ${bytes} more B`);
-    return Promise.all(live.map((pair) => new Promise((resolve) => {
-      pair.onCut = resolve;
-      pair.cutAt = Math.max(pair.down, pair.headEnd ?? 0) + bytes;
-      pair.client.once('close', resolve);
-    })));
-  }
-
-  /**
-   * The next event stream is cut n bytes after its response's head (in
-   * retry, sy.open, the notice or the replay); resolves once it was cut (or
-   * closed otherwise).
-   */
-  armNext(bytes) {
-    this.armed = bytes;
-    return new Promise((resolve) => { this.#armedEnd = resolve; });
-  }
-
-  #armedEnd = null;
-
-  /** A pair is gone: if it was the armed stream, armNext's promise resolves. */
-  #gone(pair) {
-    if (pair.afterHead === null || this.#armedEnd === null) return;
-    const resolve = this.#armedEnd;
-    this.#armedEnd = null;
-    resolve();
-  }
-
-  async close() {
-    for (const pair of [...this.pairs]) this.#kill(pair, 'proxy closing');
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
 
 /**
  * A symphony server with history whose onUpgrade subscribes to 'feed' (and
@@ -551,7 +332,7 @@ async function dump(proxy, feed) {
 /** Runs body against a new server and proxy; a failure's message gets what the page, the proxy and the server saw. */
 async function scenario(refuse, body) {
   const feed = await startFeed();
-  const proxy = new RefusingProxy(feed.port, refuse);
+  const proxy = new CutProxy(feed.port, { heads: true, requests: true, refuse });
   proxies.add(proxy);
   await proxy.listen();
   const pub = new Publisher(feed);

@@ -2,16 +2,16 @@
 // Recovery in a real browser, through a network that misbehaves. Headless
 // Chromium loads a page that imports client/symphony-client.mjs as one file
 // and follows the topic 'feed' of a symphony server with history (2 IO
-// threads), through a TCP proxy written here that, over and over, cuts the
-// connection (both sides destroyed, at once or after a random number of
-// bytes: mid-frame, mid-handshake, mid-replay) and holds its bytes for a
-// while (then lets them through, or cuts with them still held), while the
-// server publishes ~1,000 messages/s carrying a sequence number and now and
-// then terminates the connection itself. The page must see every sequence
-// number once, in order, from the first to the last published, with every
-// resume recovered; with permessage-deflate as well. Then the resumes that
-// cannot recover: a restarted server (a new epoch) and a resume older than
-// the history, each answered with recovered: false, a snapshot from the
+// threads), through a TCP proxy (helpers/cut-proxy.js) that, over and over,
+// cuts the connection (both sides destroyed, at once or after a random
+// number of bytes: mid-frame, mid-handshake, mid-replay) and holds its bytes
+// for a while (then lets them through, or cuts with them still held), while
+// the server publishes ~1,000 messages/s carrying a sequence number and now
+// and then terminates the connection itself. The page must see every
+// sequence number once, in order, from the first to the last published, with
+// every resume recovered; with permessage-deflate as well. Then the resumes
+// that cannot recover: a restarted server (a new epoch) and a resume older
+// than the history, each answered with recovered: false, a snapshot from the
 // application (server.send), then live messages with no gap after it.
 //
 // Chaos is drawn from a seeded PRNG: RECOVERY_SEED=<n> replays a run's
@@ -21,10 +21,10 @@
 // Fails (does not skip) when chromium is missing.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const net = require('node:net');
 const { once } = require('node:events');
 const { Server } = require('../..');
 const { openPage, WAITS } = require('../helpers/browser-page');
+const { CutProxy } = require('../helpers/cut-proxy');
 
 const RATE = 1000; // messages per second
 const CUTS = 30; // connections cut per chaos run (proxy cuts and terminates)
@@ -96,145 +96,6 @@ window.summary = () => {
 };
 window.ready = true;
 </script></head><body>recovery</body></html>`;
-
-/**
- * The network in between: every connection to it is one to the target
- * port. cut(): destroys both sides of every live connection now;
- * cutAfter(n): after n more bytes toward the page (mid-frame, usually);
- * hold(ms, thenCut): keeps the bytes of both directions for ms, then lets
- * them through (or cuts, losing them); armNext(n): the next connection is
- * cut after its first n bytes toward the page (in the 101, the notice or
- * the replay).
- */
-class ChaosProxy {
-  constructor(target) {
-    this.target = target;
-    this.pairs = new Set();
-    this.accepted = 0;
-    this.cuts = 0;
-    this.armedCuts = 0;
-    this.holds = 0;
-    this.armed = null;
-    this.log = [];
-  }
-
-  async listen() {
-    this.server = net.createServer((c) => this.#accept(c));
-    this.server.listen(0, '127.0.0.1');
-    await once(this.server, 'listening');
-    this.port = this.server.address().port;
-    return this.port;
-  }
-
-  #note(s) {
-    this.log.push(s);
-    if (this.log.length > 200) this.log.splice(0, 50);
-  }
-
-  #accept(client) {
-    client.setNoDelay(true);
-    const pair = { n: ++this.accepted, client, upstream: null, held: null, down: 0, cutAt: this.armed, armed: this.armed !== null, dead: false, onCut: null };
-    this.armed = null;
-    this.pairs.add(pair);
-    const upstream = pair.upstream = net.connect(this.target, '127.0.0.1');
-    upstream.setNoDelay(true);
-    client.on('data', (d) => this.#pass(pair, 'up', d));
-    upstream.on('data', (d) => this.#pass(pair, 'down', d));
-    for (const [s, side] of [[client, 'page'], [upstream, 'server']]) {
-      s.on('error', (err) => this.#kill(pair, `${side} error ${err.code}`));
-      s.on('close', () => this.#closed(pair, side));
-    }
-  }
-
-  /** Bytes of one direction: held, forwarded, or forwarded up to a cut. */
-  #pass(pair, dir, d) {
-    if (pair.dead) return;
-    if (pair.held) { pair.held.push([dir, d]); return; }
-    if (dir === 'up') { pair.upstream.write(d); return; }
-    if (pair.cutAt !== null && pair.down + d.length >= pair.cutAt) {
-      const part = d.subarray(0, pair.cutAt - pair.down);
-      pair.down += part.length;
-      this.#cut(pair, part, `after ${pair.down} B to the page`);
-      return;
-    }
-    pair.down += d.length;
-    pair.client.write(d);
-  }
-
-  /** A chaos cut: the server's side destroyed now, the page's once `last` is written. */
-  #cut(pair, last, why) {
-    if (pair.dead) return;
-    pair.dead = true;
-    this.pairs.delete(pair);
-    this.cuts++;
-    if (pair.armed) this.armedCuts++;
-    this.#note(`#${pair.n} cut ${why}`);
-    pair.upstream.destroy();
-    if (last && last.length > 0) pair.client.write(last, () => pair.client.destroy());
-    else pair.client.destroy();
-    if (pair.onCut) pair.onCut();
-  }
-
-  #kill(pair, why) {
-    if (pair.dead) return;
-    pair.dead = true;
-    this.pairs.delete(pair);
-    this.#note(`#${pair.n} ${why}`);
-    pair.client.destroy();
-    pair.upstream.destroy();
-  }
-
-  /** One side closed by itself (the server's terminate or close, the page's close): the other side ends after what it was sent. */
-  #closed(pair, side) {
-    if (pair.dead) return;
-    pair.dead = true;
-    this.pairs.delete(pair);
-    this.#note(`#${pair.n} closed by the ${side}`);
-    const other = side === 'page' ? pair.upstream : pair.client;
-    for (const [dir, d] of pair.held || []) if ((dir === 'down') === (other === pair.client)) other.write(d);
-    other.end();
-    other.setTimeout(2000, () => other.destroy());
-  }
-
-  cut() {
-    let n = 0;
-    for (const pair of [...this.pairs]) { this.#cut(pair, null, 'now'); n++; }
-    return n;
-  }
-
-  /** Resolves once the live connections were cut (or closed otherwise). */
-  cutAfter(bytes) {
-    return Promise.all([...this.pairs].map((pair) => new Promise((resolve) => {
-      pair.onCut = resolve;
-      pair.cutAt = pair.down + bytes;
-      pair.client.once('close', resolve);
-    })));
-  }
-
-  hold(ms, thenCut) {
-    const pairs = [...this.pairs].filter((p) => !p.held);
-    for (const pair of pairs) pair.held = [];
-    this.holds += pairs.length;
-    this.#note(`hold ${pairs.map((p) => `#${p.n}`).join(',')} ${ms} ms${thenCut ? ', then cut' : ''}`);
-    return new Promise((resolve) => setTimeout(() => {
-      for (const pair of pairs) {
-        const held = pair.held;
-        pair.held = null;
-        if (pair.dead) continue;
-        if (thenCut) this.#cut(pair, null, `after holding ${held.length} chunks`);
-        else for (const [dir, d] of held) this.#pass(pair, dir, d);
-      }
-      resolve();
-    }, ms));
-  }
-
-  armNext(bytes) { this.armed = bytes; }
-
-  async close() {
-    for (const pair of [...this.pairs]) this.#kill(pair, 'proxy closing');
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
 
 /** A symphony server with history whose onUpgrade subscribes to 'feed'; what it saw, in log. */
 async function startFeed(options = {}, port = 0) {
@@ -375,7 +236,7 @@ function nextOpen(feed, ms = 5000) {
 
 async function chaos({ compression }) {
   const feed = await startFeed({ compression });
-  const proxy = new ChaosProxy(feed.port);
+  const proxy = new CutProxy(feed.port);
   proxies.add(proxy);
   await proxy.listen();
   const pub = new Publisher(() => feed);
@@ -511,7 +372,7 @@ function split(S) {
 test('a restarted server (new epoch, same port): recovered false "epoch", the snapshot, then live', T, async () => {
   let feed = await startFeed();
   const first = feed;
-  const proxy = new ChaosProxy(feed.port);
+  const proxy = new CutProxy(feed.port);
   proxies.add(proxy);
   await proxy.listen();
   const pub = new Publisher(() => feed);
@@ -566,7 +427,7 @@ test('a restarted server (new epoch, same port): recovered false "epoch", the sn
 
 test('a resume older than the history (size 20): recovered false "trimmed", the snapshot, then live', T, async () => {
   const feed = await startFeed({ history: { size: 20, ttl: 60 } });
-  const proxy = new ChaosProxy(feed.port);
+  const proxy = new CutProxy(feed.port);
   proxies.add(proxy);
   await proxy.listen();
   const pub = new Publisher(() => feed);
