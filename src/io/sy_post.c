@@ -74,24 +74,11 @@ bool sy_post_name_node(const char *name, size_t len, uint64_t *tag) {
     return len == SY_POST_NAME_LEN && hex64(name, tag);
 }
 
-/* The value of parameter p ("name=") in target's query, or NULL. */
-static const char *query_param(const char *target, size_t len, const char *p, size_t plen, size_t *vlen) {
-    const char *q = memchr(target, '?', len);
-    if (q == NULL)
-        return NULL;
-    const char *end = target + len, *hash = memchr(q, '#', (size_t)(end - q));
-    if (hash != NULL)
-        end = hash;
-    for (const char *s = q + 1; s < end;) {
-        const char *amp = memchr(s, '&', (size_t)(end - s));
-        const char *e = amp != NULL ? amp : end;
-        if ((size_t)(e - s) >= plen && memcmp(s, p, plen) == 0) {
-            *vlen = (size_t)(e - s) - plen;
-            return s + plen;
-        }
-        s = e + 1;
-    }
-    return NULL;
+/* The first value of query parameter name in target, or NULL. */
+static const char *query_param(const char *target, size_t len, const char *name, size_t name_len, size_t *vlen) {
+    size_t pos = 0;
+    const char *v;
+    return sy_http_query_next(target, len, name, name_len, &pos, &v, vlen) ? v : NULL;
 }
 
 bool sy_post_name_stream(const sy_io_shared_t *sh, const char *v, size_t n, uint64_t *id) {
@@ -128,7 +115,7 @@ static long long content_length(const sy_http_request_t *req) {
  * "simple" cross-origin request: no preflight). */
 static bool binary_body(const sy_http_request_t *req) {
     size_t n = 0;
-    const char *b = query_param(req->target, req->target_len, SY_HTTP_LIT("sy.binary="), &n);
+    const char *b = query_param(req->target, req->target_len, SY_HTTP_LIT("sy.binary"), &n);
     if (b != NULL && n == 1 && b[0] == '1')
         return true;
     const sy_http_header_t *h = sy_http_find_header(req, SY_HTTP_LIT("Content-Type"), NULL);
@@ -152,7 +139,7 @@ static void refuse(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
 
 bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, long head) {
     size_t vlen = 0;
-    const char *v = query_param(req->target, req->target_len, SY_HTTP_LIT(SY_POST_PARAM "="), &vlen);
+    const char *v = query_param(req->target, req->target_len, SY_HTTP_LIT(SY_POST_PARAM), &vlen);
     if (v != NULL && sy_http_case_eq(req->method, req->method_len, SY_HTTP_LIT("OPTIONS"))) {
         /* A preflight (a page's POST with a Content-Type CORS does not let
          * through as it is): allowed. */

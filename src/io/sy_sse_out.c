@@ -7,6 +7,7 @@
 #include "base/sy_alloc.h"
 #include "proto/sy_sse.h"
 #include "proto/sy_v1.h"
+#include "proto/sy_ws_frame.h"
 
 /* The notices' and the close's event names (docs/sse.md). */
 #define NOTICE_EVENT "sy.notice"
@@ -96,27 +97,23 @@ static bool alone(const sy_conn_t *c, uint32_t i) {
 
 bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy_refbuf_t *v1, sy_sse_shared_t *sh) {
     const sy_topic_t *t = cmd->topic;
-    if (!sh->read) {
-        sy_v1_frame_info_t fi;
+    if (!sh->read) { /* once per publish */
         sh->read = true;
-        sh->bad = !sy_v1_frame_read(v1, &fi) || fi.kind != 'p';
-        sh->has_offset = !sh->bad && fi.has_offset;
-        sh->offset = fi.offset;
+        sh->bad = !sy_v1_frame_read(v1, &sh->fi) || sh->fi.kind != 'p';
     }
     uint32_t i = sub_of(c, t);
     if (sh->bad || i == c->nsubs)
         return false;
-    sy_v1_frame_info_t fi;
-    (void)sy_v1_frame_read(v1, &fi); /* read above: cannot fail */
-    const uint8_t *body = sy_refbuf_payload(v1) + fi.body;
-    size_t blen = sy_refbuf_payload_len(v1) - fi.body;
-    if (sh->has_offset)
-        c->sse_pos[i] = (sy_sse_pos_t){.epoch = cmd->epoch, .offset = sh->offset, .known = true};
-    if (sh->has_offset && alone(c, i)) {
+    const sy_v1_frame_info_t *fi = &sh->fi;
+    const uint8_t *body = sy_refbuf_payload(v1) + fi->body;
+    size_t blen = sy_refbuf_payload_len(v1) - fi->body;
+    if (fi->has_offset)
+        c->sse_pos[i] = (sy_sse_pos_t){.epoch = cmd->epoch, .offset = fi->offset, .known = true};
+    if (fi->has_offset && alone(c, i)) {
         if (sh->alone == NULL) {
             char id[SY_SSE_ENTRY_MAX];
-            size_t n = sy_sse_id_entry(id, cmd->epoch, sh->offset, t->name, t->name_len);
-            if ((sh->alone = sy_sse_event(id, n, t->name, t->name_len, body, blen, fi.binary)) == NULL) {
+            size_t n = sy_sse_id_entry(id, cmd->epoch, fi->offset, t->name, t->name_len);
+            if ((sh->alone = sy_sse_event(id, n, t->name, t->name_len, body, blen, fi->binary)) == NULL) {
                 sy_conn_fail_oom(io, c);
                 return false;
             }
@@ -127,11 +124,11 @@ bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy
         sh->queued_alone++;
         return true;
     }
-    if (sh->rest == NULL && (sh->rest = sy_sse_event(NULL, 0, t->name, t->name_len, body, blen, fi.binary)) == NULL) {
+    if (sh->rest == NULL && (sh->rest = sy_sse_event(NULL, 0, t->name, t->name_len, body, blen, fi->binary)) == NULL) {
         sy_conn_fail_oom(io, c);
         return false;
     }
-    if (sh->has_offset) { /* else the stream's last id still says where it is */
+    if (fi->has_offset) { /* else the stream's last id still says where it is */
         char small[ID_STACK], *heap, *id;
         size_t n = stream_id(c, i, small, &heap, &id);
         sy_refbuf_t *line = n > 0 ? sy_sse_id_line(id, n) : NULL;
@@ -176,7 +173,7 @@ bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m, bool notic
     if (m->hlen > 0 && plen > 0 && p[0] == 'r') {
         /* A symphony.v2 reply ("r<rid>\n" and its value): "sy.reply", its
          * data the rest ("<rid>\n" and the value), no id. */
-        bool binary = (m->data[0] & 0x0fu) == 0x2u;
+        bool binary = (m->data[0] & 0x0fu) == SY_WS_OP_BINARY;
         return push_own(io, c, sy_sse_event(NULL, 0, REPLY_EVENT, sizeof(REPLY_EVENT) - 1, p + 1, plen - 1, binary));
     }
     sy_v1_frame_info_t fi;

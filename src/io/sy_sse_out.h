@@ -29,6 +29,7 @@
 
 #include "io/sy_conn.h"
 #include "io/sy_io.h"
+#include "proto/sy_v1.h"
 
 /* c->sse_pos holds cap entries (sy_conn_subscribe, as subs grows). False
  * when out of memory. */
@@ -41,12 +42,11 @@ void sy_sse_out_position(sy_conn_t *c, const sy_topic_t *t, bool known, uint64_t
 
 /* One publish's events for the streams of this thread. */
 typedef struct sy_sse_shared {
-    bool read;       /* the v1 frame was read */
-    bool bad;        /* it could not be (the streams get nothing) */
-    bool has_offset; /* the topic keeps history: events carry ids */
-    uint64_t offset;
-    sy_refbuf_t *alone; /* the event with this topic's id: for streams with this topic only */
-    sy_refbuf_t *rest;  /* the event without an id: after a stream's own id line */
+    bool read;             /* the v1 frame was read, into fi */
+    bool bad;              /* it could not be (the streams get nothing) */
+    sy_v1_frame_info_t fi; /* fi.has_offset: the topic keeps history, events carry ids */
+    sy_refbuf_t *alone;    /* the event with this topic's id: for streams with this topic only */
+    sy_refbuf_t *rest;     /* the event without an id: after a stream's own id line */
     uint32_t queued_alone, queued_rest;
 } sy_sse_shared_t;
 

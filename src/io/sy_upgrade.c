@@ -255,16 +255,10 @@ static bool offers_v2(const sy_http_request_t *req) {
     while (sy_handshake_next_protocol(req, &it, &p, &n))
         if (n == SY_V2_PROTOCOL_LEN && memcmp(p, SY_V2_PROTOCOL, n) == 0)
             return true;
-    static const char param[] = "sy.protocol=" SY_V2_PROTOCOL;
-    const char *q = memchr(req->target, '?', req->target_len);
-    for (const char *s = q, *end = req->target + req->target_len; s != NULL && s < end;) {
-        s++;
-        const char *amp = memchr(s, '&', (size_t)(end - s));
-        size_t len = amp != NULL ? (size_t)(amp - s) : (size_t)(end - s);
-        if (len == sizeof(param) - 1 && memcmp(s, param, len) == 0)
+    size_t pos = 0;
+    while (sy_http_query_next(req->target, req->target_len, SY_HTTP_LIT("sy.protocol"), &pos, &p, &n))
+        if (n == SY_V2_PROTOCOL_LEN && memcmp(p, SY_V2_PROTOCOL, n) == 0)
             return true;
-        s = amp;
-    }
     return false;
 }
 

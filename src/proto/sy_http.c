@@ -449,3 +449,27 @@ bool sy_http_header_has_token(const sy_http_request_t *req, const char *name, si
     }
     return false;
 }
+
+bool sy_http_query_next(const char *target, size_t len, const char *name, size_t name_len, size_t *pos,
+                        const char **value, size_t *value_len) {
+    const char *hash = memchr(target, '#', len);
+    size_t end = hash != NULL ? (size_t)(hash - target) : len;
+    if (*pos == 0) {
+        const char *q = memchr(target, '?', end);
+        if (q == NULL)
+            return false;
+        *pos = (size_t)(q - target) + 1;
+    }
+    while (*pos < end) {
+        const char *s = target + *pos;
+        const char *amp = memchr(s, '&', end - *pos);
+        size_t n = amp != NULL ? (size_t)(amp - s) : end - *pos;
+        *pos += n + 1;
+        if (n >= name_len && memcmp(s, name, name_len) == 0 && (n == name_len || s[name_len] == '=')) {
+            *value = n == name_len ? s + n : s + name_len + 1;
+            *value_len = n == name_len ? 0 : n - name_len - 1;
+            return true;
+        }
+    }
+    return false;
+}

@@ -149,6 +149,13 @@ bool sy_http_list_next(const char *value, size_t len, size_t *pos, const char **
  * "upgrade". */
 bool sy_http_list_contains(const char *value, size_t len, const char *token, size_t token_len);
 
+/* Iterates the values of query parameter name (raw: not percent-decoded;
+ * "name=value", "name" alone has the empty value) in target[0..len)'s
+ * query, after '?' and up to a '#'. *pos is the cursor: 0 before the first
+ * call. True with *value, *value_len set; false when there are no more. */
+bool sy_http_query_next(const char *target, size_t len, const char *name, size_t name_len, size_t *pos,
+                        const char **value, size_t *value_len);
+
 /* True if any header named name has token in its comma-separated value (a
  * list may be split over several header lines). */
 bool sy_http_header_has_token(const sy_http_request_t *req, const char *name, size_t name_len, const char *token,
