@@ -122,6 +122,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     rc = parse(b, size, limp, h, cap, &req);
 
+    /* The query's parameters: every value inside the input, after a '?' and
+     * before any '#', and the walk ends. */
+    {
+        const char *v;
+        size_t vl, pos = 0, steps = 0, nlen = size > 0 ? (size_t)(sel >> 6) + 1 : 1;
+        const char *hash = memchr(b, '#', size);
+        while (nlen <= size && sy_http_query_next(b, size, b, nlen, &pos, &v, &vl)) {
+            REQUIRE(inside(v, vl, b, size));
+            REQUIRE(hash == NULL || v + vl <= hash);
+            REQUIRE(++steps <= size);
+        }
+    }
+
     if (rc > 0) {
         size_t r = (size_t)rc;
         REQUIRE(r <= size && r <= max_head && r >= 16);
