@@ -28,111 +28,11 @@
 #include "proto/sy_sse.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_ws_frame.h"
+#include "sse_reader.h"
 
 #define EP "0123456789abcdef" /* an epoch */
 
-/* ---- a WHATWG EventSource reader (HTML, "Interpreting an event stream") */
-
-typedef struct decoded {
-    unsigned events; /* events dispatched */
-    char *data;      /* the last dispatched event's data (malloc'd) */
-    size_t data_len;
-    char type[256]; /* its type ("message" when no event field) */
-    size_t type_len;
-    char last_id[65600]; /* the last event ID (as the source keeps it) */
-    size_t last_id_len;
-    bool enc_base64; /* the last event had "enc: base64" (our client's field) */
-    unsigned others; /* lines with fields other than id/event/data/enc/retry */
-    bool trailing;   /* bytes after the last dispatch (an incomplete event) */
-} decoded_t;
-
-static void decoded_free(decoded_t *d) {
-    free(d->data);
-    d->data = NULL;
-}
-
-/* Reads s[0..n) as an event stream into *d (zeroed here). */
-static void decode_stream(const char *s, size_t n, decoded_t *d) {
-    memset(d, 0, sizeof(*d));
-    char *data = malloc(n + 1); /* the data buffer: never longer than the stream */
-    size_t dlen = 0;
-    char type[256];
-    size_t tlen = 0;
-    bool enc = false;
-    size_t i = 0;
-    d->trailing = false;
-    while (i < n) {
-        size_t start = i;
-        while (i < n && s[i] != '\r' && s[i] != '\n')
-            i++;
-        if (i == n) { /* a line with no end: never processed */
-            d->trailing = true;
-            break;
-        }
-        size_t end = i;
-        if (s[i] == '\r' && i + 1 < n && s[i + 1] == '\n')
-            i++;
-        i++;
-        const char *line = s + start;
-        size_t len = end - start;
-        if (len == 0) { /* dispatch */
-            if (dlen == 0) {
-                tlen = 0;
-                enc = false;
-                continue;
-            }
-            if (data[dlen - 1] == '\n')
-                dlen--;
-            free(d->data);
-            d->data = malloc(dlen + 1);
-            memcpy(d->data, data, dlen);
-            d->data_len = dlen;
-            if (tlen > 0) {
-                memcpy(d->type, type, tlen);
-                d->type_len = tlen;
-            } else {
-                memcpy(d->type, "message", 7);
-                d->type_len = 7;
-            }
-            d->enc_base64 = enc;
-            d->events++;
-            dlen = 0;
-            tlen = 0;
-            enc = false;
-            continue;
-        }
-        if (line[0] == ':')
-            continue; /* a comment */
-        const char *colon = memchr(line, ':', len);
-        size_t flen = colon != NULL ? (size_t)(colon - line) : len;
-        const char *v = colon != NULL ? colon + 1 : line + len;
-        size_t vlen = colon != NULL ? len - flen - 1 : 0;
-        if (vlen > 0 && v[0] == ' ') {
-            v++;
-            vlen--;
-        }
-        if (flen == 5 && memcmp(line, "event", 5) == 0) {
-            tlen = vlen < sizeof(type) ? vlen : sizeof(type);
-            memcpy(type, v, tlen);
-        } else if (flen == 4 && memcmp(line, "data", 4) == 0) {
-            memcpy(data + dlen, v, vlen);
-            dlen += vlen;
-            data[dlen++] = '\n';
-        } else if (flen == 2 && memcmp(line, "id", 2) == 0) {
-            if (memchr(v, '\0', vlen) == NULL && vlen <= sizeof(d->last_id)) {
-                memcpy(d->last_id, v, vlen);
-                d->last_id_len = vlen;
-            }
-        } else if (flen == 3 && memcmp(line, "enc", 3) == 0) {
-            enc = vlen == 6 && memcmp(v, "base64", 6) == 0;
-        } else if (!(flen == 5 && memcmp(line, "retry", 5) == 0)) {
-            d->others++;
-        }
-    }
-    if (dlen > 0 || tlen > 0)
-        d->trailing = true;
-    free(data);
-}
+/* ---- a WHATWG EventSource reader: sse_reader.h */
 
 /* p[0..n) with each CRLF and lone CR made an LF, into out (n bytes). */
 static size_t normalize(const char *p, size_t n, char *out) {

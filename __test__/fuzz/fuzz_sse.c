@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../c/sse_reader.h"
 #include "proto/sy_base64.h"
 #include "proto/sy_since.h"
 #include "proto/sy_sse.h"
@@ -36,99 +37,6 @@
         if (!(c))    \
             abort(); \
     } while (0)
-
-/* ---- a WHATWG EventSource reader (as __test__/c/test_sse.c's) */
-
-typedef struct decoded {
-    unsigned events;
-    char *data; /* the last event's data (malloc'd) */
-    size_t data_len;
-    const char *type; /* into the stream, or "message" */
-    size_t type_len;
-    const char *last_id; /* into the stream */
-    size_t last_id_len;
-    bool enc_base64;
-    unsigned others;
-    bool trailing;
-} decoded_t;
-
-static void decode_stream(const char *s, size_t n, decoded_t *d) {
-    memset(d, 0, sizeof(*d));
-    char *data = malloc(n + 1);
-    REQUIRE(data != NULL);
-    size_t dlen = 0;
-    const char *type = NULL;
-    size_t tlen = 0;
-    bool enc = false;
-    size_t i = 0;
-    while (i < n) {
-        size_t start = i;
-        while (i < n && s[i] != '\r' && s[i] != '\n')
-            i++;
-        if (i == n) {
-            d->trailing = true;
-            break;
-        }
-        size_t end = i;
-        if (s[i] == '\r' && i + 1 < n && s[i + 1] == '\n')
-            i++;
-        i++;
-        const char *line = s + start;
-        size_t len = end - start;
-        if (len == 0) {
-            if (dlen == 0) {
-                tlen = 0;
-                enc = false;
-                continue;
-            }
-            if (data[dlen - 1] == '\n')
-                dlen--;
-            free(d->data);
-            d->data = malloc(dlen + 1);
-            REQUIRE(d->data != NULL);
-            memcpy(d->data, data, dlen);
-            d->data_len = dlen;
-            d->type = tlen > 0 ? type : "message";
-            d->type_len = tlen > 0 ? tlen : 7;
-            d->enc_base64 = enc;
-            d->events++;
-            dlen = 0;
-            tlen = 0;
-            enc = false;
-            continue;
-        }
-        if (line[0] == ':')
-            continue;
-        const char *colon = memchr(line, ':', len);
-        size_t flen = colon != NULL ? (size_t)(colon - line) : len;
-        const char *v = colon != NULL ? colon + 1 : line + len;
-        size_t vlen = colon != NULL ? len - flen - 1 : 0;
-        if (vlen > 0 && v[0] == ' ') {
-            v++;
-            vlen--;
-        }
-        if (flen == 5 && memcmp(line, "event", 5) == 0) {
-            type = v;
-            tlen = vlen;
-        } else if (flen == 4 && memcmp(line, "data", 4) == 0) {
-            memcpy(data + dlen, v, vlen);
-            dlen += vlen;
-            data[dlen++] = '\n';
-        } else if (flen == 2 && memcmp(line, "id", 2) == 0) {
-            if (memchr(v, '\0', vlen) == NULL) {
-                d->last_id = v;
-                d->last_id_len = vlen;
-            }
-        } else if (flen == 3 && memcmp(line, "enc", 3) == 0) {
-            enc = vlen == 6 && memcmp(v, "base64", 6) == 0;
-        } else if (!(flen == 5 && memcmp(line, "retry", 5) == 0)) {
-            d->others++;
-        }
-    }
-    if (dlen > 0 || tlen > 0)
-        d->trailing = true;
-    free(data);
-}
 
 static size_t normalize(const uint8_t *p, size_t n, char *out) {
     size_t o = 0;
