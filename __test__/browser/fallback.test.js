@@ -36,6 +36,7 @@ const { EventEmitter } = require('node:events');
 const { Server } = require('../..');
 const { openPage, WAITS } = require('../helpers/browser-page');
 const { CutProxy } = require('../helpers/cut-proxy');
+const { seeded, Publisher, runs, notARun } = require('../helpers/chaos');
 
 const RATE = 200; // messages per second
 const CUTS = 6; // event streams cut by the proxy in the first test
@@ -44,18 +45,7 @@ const SENDS = 5; // client.send()s in a row, twice
 const CORS = { 'Access-Control-Allow-Origin': '*' };
 
 const seed = Number(process.env.FALLBACK_SEED) || (Date.now() % 1e9);
-/** mulberry32: the cuts' choices, reproducible from the seed. */
-const random = (() => {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-})();
-const between = (lo, hi) => lo + Math.floor(random() * (hi - lo + 1));
+const { random, between } = seeded(seed);
 
 // The page: start(url, retryWebSocket) (re)starts a client that records
 // everything it sees in S; until(cond, ms, what) resolves once cond()
@@ -229,52 +219,6 @@ function refusals(proxy, n, ms = 5000) {
   });
 }
 
-/** Publishes to feed ~RATE messages/s, each {"seq":n}; seq counts what was published. */
-class Publisher {
-  constructor(feed) { this.feed = feed; this.seq = 0; this.timer = null; }
-
-  one() {
-    this.seq++;
-    this.feed.server.publish('feed', JSON.stringify({ seq: this.seq, note: 'symphony fallback test' }));
-  }
-
-  start() {
-    const t0 = performance.now();
-    const base = this.seq;
-    this.timer = setInterval(() => {
-      const target = base + Math.floor((performance.now() - t0) * RATE / 1000);
-      while (this.seq < target) this.one();
-    }, 5);
-  }
-
-  stop() { clearInterval(this.timer); this.timer = null; }
-}
-
-/** 1,2,3,7,8 -> "1-3 7-8": a list of numbers as its runs, at most `max` of them. */
-function runs(xs, max = 40) {
-  const out = [];
-  for (let i = 0; i < xs.length;) {
-    let j = i;
-    while (j + 1 < xs.length && xs[j + 1] === xs[j] + 1) j++;
-    out.push(i === j ? `${xs[i]}` : `${xs[i]}-${xs[j]}`);
-    i = j + 1;
-  }
-  return out.length > max ? `${out.slice(0, max / 2).join(' ')} ... ${out.slice(-max / 2).join(' ')} (${out.length} runs)` : out.join(' ');
-}
-
-/** null when xs is exactly first, first+1, ..., last; else what is wrong, with the neighbourhood. */
-function notARun(xs, first, last) {
-  for (let i = 0; i < xs.length; i++) {
-    if (xs[i] !== first + i) {
-      const dup = xs.indexOf(xs[i]) < i;
-      const kind = dup ? 'a duplicate' : (xs.indexOf(first + i, i) > i || xs[i] < first + i ? 'out of order' : 'a gap');
-      return `${kind} at index ${i}: expected ${first + i}, got ${xs[i]}; around it: ${xs.slice(Math.max(0, i - 5), i + 6).join(',')}`;
-    }
-  }
-  if (xs.length !== last - first + 1) return `${xs.length} messages, expected ${last - first + 1} (${first} to ${last}); the last was ${xs.at(-1)}`;
-  return null;
-}
-
 let opened, tab;
 const servers = new Set();
 const proxies = new Set();
@@ -335,7 +279,7 @@ async function scenario(refuse, body) {
   const proxy = new CutProxy(feed.port, { heads: true, requests: true, refuse });
   proxies.add(proxy);
   await proxy.listen();
-  const pub = new Publisher(feed);
+  const pub = new Publisher(() => feed, { rate: RATE, note: 'symphony fallback test', every: 5 });
   try {
     await body(feed, proxy, pub);
   } catch (err) {

@@ -25,6 +25,7 @@ const { once } = require('node:events');
 const { Server } = require('../..');
 const { openPage, WAITS } = require('../helpers/browser-page');
 const { CutProxy } = require('../helpers/cut-proxy');
+const { seeded, Publisher, runs, notARun } = require('../helpers/chaos');
 
 const RATE = 1000; // messages per second
 const CUTS = 30; // connections cut per chaos run (proxy cuts and terminates)
@@ -34,18 +35,7 @@ const NOTE = 'symphony recovery test: a payload long enough to be compressed, an
   + 'bid ask bid ask bid ask bid ask';
 
 const seed = Number(process.env.RECOVERY_SEED) || (Date.now() % 1e9);
-/** mulberry32: the chaos's choices, reproducible from the seed. */
-const random = (() => {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-})();
-const between = (lo, hi) => lo + Math.floor(random() * (hi - lo + 1));
+const { random, between } = seeded(seed);
 
 // The page: start(url) (re)starts a client that records everything it sees
 // in S; until(cond, ms, what) resolves once cond() holds, checked at each of
@@ -115,56 +105,6 @@ async function startFeed(options = {}, port = 0) {
   await server.listen();
   servers.add(server);
   return { server, log, port: server.address().port };
-}
-
-/** Publishes to get().server ~RATE messages/s, each {"seq":n,...}; seq counts what was published to a server. */
-class Publisher {
-  constructor(get) { this.get = get; this.seq = 0; this.timer = null; }
-
-  one() {
-    const feed = this.get();
-    if (!feed) return;
-    this.seq++;
-    feed.server.publish('feed', JSON.stringify({ seq: this.seq, note: NOTE }));
-  }
-
-  now(n) { for (let i = 0; i < n; i++) this.one(); }
-
-  start() {
-    const t0 = performance.now();
-    const base = this.seq;
-    this.timer = setInterval(() => {
-      const target = base + Math.floor((performance.now() - t0) * RATE / 1000);
-      while (this.seq < target && this.get()) this.one();
-    }, 4);
-  }
-
-  stop() { clearInterval(this.timer); this.timer = null; }
-}
-
-/** 1,2,3,7,8 -> "1-3 7-8": a list of numbers as its runs, at most `max` of them. */
-function runs(xs, max = 40) {
-  const out = [];
-  for (let i = 0; i < xs.length;) {
-    let j = i;
-    while (j + 1 < xs.length && xs[j + 1] === xs[j] + 1) j++;
-    out.push(i === j ? `${xs[i]}` : `${xs[i]}-${xs[j]}`);
-    i = j + 1;
-  }
-  return out.length > max ? `${out.slice(0, max / 2).join(' ')} ... ${out.slice(-max / 2).join(' ')} (${out.length} runs)` : out.join(' ');
-}
-
-/** null when xs is exactly first, first+1, ..., last; else what is wrong, with the neighbourhood. */
-function notARun(xs, first, last) {
-  for (let i = 0; i < xs.length; i++) {
-    if (xs[i] !== first + i) {
-      const dup = xs.indexOf(xs[i]) < i;
-      const kind = dup ? 'a duplicate' : (xs.indexOf(first + i, i) > i || xs[i] < first + i ? 'out of order' : 'a gap');
-      return `${kind} at index ${i}: expected ${first + i}, got ${xs[i]}; around it: ${xs.slice(Math.max(0, i - 5), i + 6).join(',')}`;
-    }
-  }
-  if (xs.length !== last - first + 1) return `${xs.length} messages, expected ${last - first + 1} (${first} to ${last}); the last was ${xs.at(-1)}`;
-  return null;
 }
 
 let opened, tab;
@@ -239,7 +179,7 @@ async function chaos({ compression }) {
   const proxy = new CutProxy(feed.port);
   proxies.add(proxy);
   await proxy.listen();
-  const pub = new Publisher(() => feed);
+  const pub = new Publisher(() => feed, { rate: RATE, note: NOTE, every: 4 });
   const counts = { drop: 0, mid: 0, hold: 0, 'hold-drop': 0, terminate: 0, handshake: 0, replay: 0 };
   const t0 = performance.now();
   let terminates = 0;
@@ -375,7 +315,7 @@ test('a restarted server (new epoch, same port): recovered false "epoch", the sn
   const proxy = new CutProxy(feed.port);
   proxies.add(proxy);
   await proxy.listen();
-  const pub = new Publisher(() => feed);
+  const pub = new Publisher(() => feed, { rate: RATE, note: NOTE, every: 4 });
   let second = null;
   await explained(proxy, [first], async () => {
     const opened = nextOpen(feed);
@@ -430,7 +370,7 @@ test('a resume older than the history (size 20): recovered false "trimmed", the 
   const proxy = new CutProxy(feed.port);
   proxies.add(proxy);
   await proxy.listen();
-  const pub = new Publisher(() => feed);
+  const pub = new Publisher(() => feed, { rate: RATE, note: NOTE, every: 4 });
   await explained(proxy, [feed], async () => {
     const sent = snapshots(feed, pub);
     const opened = nextOpen(feed);
