@@ -422,3 +422,24 @@ test('a stream offers symphony.v2 in its query (sy.protocol) as a browser must: 
   assert.equal(JSON.parse((await plain.next((e) => e.event === 'sy.open')).data).protocol, 'symphony.v1');
   plain.close();
 });
+
+test('bytes a stream\'s client sends after its GET (a pipelined request, garbage) are read and dropped: the stream goes on, nothing is kept', async () => {
+  const { server, port } = await startServer({ threads: 1, onUpgrade: () => ({ topics: ['t'] }) });
+  const opened = once(server, 'open');
+  const sock = net.connect(port, '127.0.0.1');
+  await once(sock, 'connect');
+  let got = '';
+  sock.setEncoding('utf8');
+  sock.on('data', (d) => { got += d; });
+  sock.write('GET / HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\nGET /again HTTP/1.1\r\n\r\n');
+  await opened;
+  await waitFor(() => got.includes('event: sy.notice'), 5000, 'the notice');
+  const before = server.stats().bytesIn;
+  for (let i = 0; i < 64; i++) sock.write(Buffer.alloc(16 * 1024, 0x41));
+  server.publish('t', 'still here');
+  await waitFor(() => got.includes('data: still here'), 5000, 'the publish after the garbage');
+  assert.equal(server.stats().connections, 1);
+  assert.equal(server.stats().messagesIn, 0, 'no message from it');
+  assert.equal(server.stats().bytesIn, before, 'not counted as a message\'s bytes');
+  sock.destroy();
+});
