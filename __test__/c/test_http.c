@@ -1,8 +1,8 @@
 /* Unit tests of src/sy_http: request heads that parse, every prefix being
  * PARTIAL, each error (also on partial input), the size limits at their
  * exact edges, the header helpers. Inputs sit against a guard page. */
-#include "check.h"
 #include "guard.h"
+#include "check.h"
 
 #include "proto/sy_http.h"
 
@@ -18,7 +18,9 @@ typedef struct {
 
 /* Parses s[0..len) with the given header capacity and limits; the buffer
  * stays mapped until done() so the result's pointers can be checked. */
-static void parse_n(parsed_t *p, const char *s, size_t len, size_t cap, const sy_http_limits_t *lim) {
+static void parse_n(parsed_t *p, const char *s, size_t len, size_t cap,
+                    const sy_http_limits_t *lim)
+{
     memset(p->h, 0, sizeof(p->h));
     p->req.headers = p->h;
     p->req.num_headers = cap;
@@ -26,11 +28,18 @@ static void parse_n(parsed_t *p, const char *s, size_t len, size_t cap, const sy
     p->rc = sy_http_parse_request(p->buf, len, lim, &p->req);
 }
 
-static void parse(parsed_t *p, const char *s) { parse_n(p, s, strlen(s), MAX_H, NULL); }
+static void parse(parsed_t *p, const char *s)
+{
+    parse_n(p, s, strlen(s), MAX_H, NULL);
+}
 
-static void done(parsed_t *p) { guard_release(&p->g); }
+static void done(parsed_t *p)
+{
+    guard_release(&p->g);
+}
 
-static long rc_of(const char *s, size_t cap, const sy_http_limits_t *lim) {
+static long rc_of(const char *s, size_t cap, const sy_http_limits_t *lim)
+{
     parsed_t p;
     long rc;
 
@@ -42,17 +51,19 @@ static long rc_of(const char *s, size_t cap, const sy_http_limits_t *lim) {
     return rc;
 }
 
-static const char upgrade_req[] = "GET /chat?room=1 HTTP/1.1\r\n"
-                                  "Host: server.example.com\r\n"
-                                  "Upgrade: websocket\r\n"
-                                  "Connection: keep-alive, Upgrade\r\n"
-                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                                  "Origin: http://example.com\r\n"
-                                  "Sec-WebSocket-Protocol: chat, superchat\r\n"
-                                  "Sec-WebSocket-Version: 13\r\n"
-                                  "\r\n";
+static const char upgrade_req[] =
+    "GET /chat?room=1 HTTP/1.1\r\n"
+    "Host: server.example.com\r\n"
+    "Upgrade: websocket\r\n"
+    "Connection: keep-alive, Upgrade\r\n"
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    "Origin: http://example.com\r\n"
+    "Sec-WebSocket-Protocol: chat, superchat\r\n"
+    "Sec-WebSocket-Version: 13\r\n"
+    "\r\n";
 
-static void test_valid(void) {
+static void test_valid(void)
+{
     parsed_t p;
 
     parse(&p, "GET / HTTP/1.1\r\n\r\n");
@@ -103,7 +114,8 @@ static void test_valid(void) {
     done(&p);
 }
 
-static void test_values(void) {
+static void test_values(void)
+{
     parsed_t p;
 
     parse(&p, "GET / HTTP/1.1\r\n"
@@ -134,7 +146,8 @@ static void test_values(void) {
 }
 
 /* Every proper prefix of a valid head is PARTIAL, whatever its length. */
-static void test_prefixes(void) {
+static void test_prefixes(void)
+{
     size_t n = strlen(upgrade_req);
     unsigned long bad = 0;
 
@@ -156,57 +169,56 @@ static void test_prefixes(void) {
     }
 }
 
-static void test_errors(void) {
+static void test_errors(void)
+{
     static const struct {
         const char *s;
         long want;
     } v[] = {
-        {" GET / HTTP/1.1\r\n\r\n", SY_HTTP_E_METHOD},
-        {"G(T / HTTP/1.1\r\n\r\n", SY_HTTP_E_METHOD},
-        {"GET\t/ HTTP/1.1\r\n\r\n", SY_HTTP_E_METHOD},
-        {"GET\r\n\r\n", SY_HTTP_E_METHOD},
-        {"GET\n", SY_HTTP_E_LINE_ENDING},
-        {"\n", SY_HTTP_E_LINE_ENDING},
-        {"GET  / HTTP/1.1\r\n\r\n", SY_HTTP_E_TARGET},
-        {"GET /a\x01 HTTP/1.1\r\n\r\n", SY_HTTP_E_TARGET},
-        {"GET /a\x7f HTTP/1.1\r\n\r\n", SY_HTTP_E_TARGET},
-        {"GET /\r\n", SY_HTTP_E_TARGET},
-        {"GET / \r\n", SY_HTTP_E_VERSION_SYNTAX},
-        {"GET / http/1.1\r\n\r\n", SY_HTTP_E_VERSION_SYNTAX},
-        {"GET / HTTP/1.1 \r\n\r\n", SY_HTTP_E_VERSION_SYNTAX},
-        {"GET / HTTP/11\r\n\r\n", SY_HTTP_E_VERSION_SYNTAX},
-        {"GET / HTTP/1.x\r\n\r\n", SY_HTTP_E_VERSION_SYNTAX},
-        {"GET / HTTP/1.10\r\n\r\n", SY_HTTP_E_VERSION_SYNTAX},
-        {"GET / HTTP/1.1\n\r\n", SY_HTTP_E_LINE_ENDING},
-        {"GET / HTTP/1.1\r\r\n", SY_HTTP_E_LINE_ENDING},
-        {"GET / HTTP/2.0\r\n\r\n", SY_HTTP_E_VERSION},
-        {"GET / HTTP/1.2\r\n\r\n", SY_HTTP_E_VERSION},
-        {"GET / HTTP/0.9\r\n\r\n", SY_HTTP_E_VERSION},
-        {"GET / HTTP/1.1\r\nHost : a\r\n\r\n", SY_HTTP_E_HEADER_NAME},
-        {"GET / HTTP/1.1\r\nHost a\r\n\r\n", SY_HTTP_E_HEADER_NAME},
-        {"GET / HTTP/1.1\r\n: a\r\n\r\n", SY_HTTP_E_HEADER_NAME},
-        {"GET / HTTP/1.1\r\nHo(st: a\r\n\r\n", SY_HTTP_E_HEADER_NAME},
-        {"GET / HTTP/1.1\r\nHost\r\n\r\n", SY_HTTP_E_HEADER_NAME},
-        {"GET / HTTP/1.1\r\nHost\n\r\n", SY_HTTP_E_LINE_ENDING},
-        {"GET / HTTP/1.1\r\nX: a\x01"
-         "b\r\n\r\n",
-         SY_HTTP_E_HEADER_VALUE},
-        {"GET / HTTP/1.1\r\nX: a\x7f\r\n\r\n", SY_HTTP_E_HEADER_VALUE},
-        {"GET / HTTP/1.1\r\nX: a\rb\r\n\r\n", SY_HTTP_E_LINE_ENDING},
-        {"GET / HTTP/1.1\r\nX: a\nb\r\n\r\n", SY_HTTP_E_LINE_ENDING},
-        {"GET / HTTP/1.1\r\nX: a\r\n\n", SY_HTTP_E_LINE_ENDING},
-        {"GET / HTTP/1.1\r\nX: a\r\n\rx", SY_HTTP_E_LINE_ENDING},
-        {"GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n", SY_HTTP_E_OBS_FOLD},
-        {"GET / HTTP/1.1\r\nX: a\r\n\tb\r\n\r\n", SY_HTTP_E_OBS_FOLD},
-        {"GET / HTTP/1.1\r\n Host: a\r\n\r\n", SY_HTTP_E_OBS_FOLD},
-        {"\rX", SY_HTTP_E_LINE_ENDING},
+        { " GET / HTTP/1.1\r\n\r\n", SY_HTTP_E_METHOD },
+        { "G(T / HTTP/1.1\r\n\r\n", SY_HTTP_E_METHOD },
+        { "GET\t/ HTTP/1.1\r\n\r\n", SY_HTTP_E_METHOD },
+        { "GET\r\n\r\n", SY_HTTP_E_METHOD },
+        { "GET\n", SY_HTTP_E_LINE_ENDING },
+        { "\n", SY_HTTP_E_LINE_ENDING },
+        { "GET  / HTTP/1.1\r\n\r\n", SY_HTTP_E_TARGET },
+        { "GET /a\x01 HTTP/1.1\r\n\r\n", SY_HTTP_E_TARGET },
+        { "GET /a\x7f HTTP/1.1\r\n\r\n", SY_HTTP_E_TARGET },
+        { "GET /\r\n", SY_HTTP_E_TARGET },
+        { "GET / \r\n", SY_HTTP_E_VERSION_SYNTAX },
+        { "GET / http/1.1\r\n\r\n", SY_HTTP_E_VERSION_SYNTAX },
+        { "GET / HTTP/1.1 \r\n\r\n", SY_HTTP_E_VERSION_SYNTAX },
+        { "GET / HTTP/11\r\n\r\n", SY_HTTP_E_VERSION_SYNTAX },
+        { "GET / HTTP/1.x\r\n\r\n", SY_HTTP_E_VERSION_SYNTAX },
+        { "GET / HTTP/1.10\r\n\r\n", SY_HTTP_E_VERSION_SYNTAX },
+        { "GET / HTTP/1.1\n\r\n", SY_HTTP_E_LINE_ENDING },
+        { "GET / HTTP/1.1\r\r\n", SY_HTTP_E_LINE_ENDING },
+        { "GET / HTTP/2.0\r\n\r\n", SY_HTTP_E_VERSION },
+        { "GET / HTTP/1.2\r\n\r\n", SY_HTTP_E_VERSION },
+        { "GET / HTTP/0.9\r\n\r\n", SY_HTTP_E_VERSION },
+        { "GET / HTTP/1.1\r\nHost : a\r\n\r\n", SY_HTTP_E_HEADER_NAME },
+        { "GET / HTTP/1.1\r\nHost a\r\n\r\n", SY_HTTP_E_HEADER_NAME },
+        { "GET / HTTP/1.1\r\n: a\r\n\r\n", SY_HTTP_E_HEADER_NAME },
+        { "GET / HTTP/1.1\r\nHo(st: a\r\n\r\n", SY_HTTP_E_HEADER_NAME },
+        { "GET / HTTP/1.1\r\nHost\r\n\r\n", SY_HTTP_E_HEADER_NAME },
+        { "GET / HTTP/1.1\r\nHost\n\r\n", SY_HTTP_E_LINE_ENDING },
+        { "GET / HTTP/1.1\r\nX: a\x01" "b\r\n\r\n", SY_HTTP_E_HEADER_VALUE },
+        { "GET / HTTP/1.1\r\nX: a\x7f\r\n\r\n", SY_HTTP_E_HEADER_VALUE },
+        { "GET / HTTP/1.1\r\nX: a\rb\r\n\r\n", SY_HTTP_E_LINE_ENDING },
+        { "GET / HTTP/1.1\r\nX: a\nb\r\n\r\n", SY_HTTP_E_LINE_ENDING },
+        { "GET / HTTP/1.1\r\nX: a\r\n\n", SY_HTTP_E_LINE_ENDING },
+        { "GET / HTTP/1.1\r\nX: a\r\n\rx", SY_HTTP_E_LINE_ENDING },
+        { "GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n", SY_HTTP_E_OBS_FOLD },
+        { "GET / HTTP/1.1\r\nX: a\r\n\tb\r\n\r\n", SY_HTTP_E_OBS_FOLD },
+        { "GET / HTTP/1.1\r\n Host: a\r\n\r\n", SY_HTTP_E_OBS_FOLD },
+        { "\rX", SY_HTTP_E_LINE_ENDING },
         /* Fail fast: errors on partial input. */
-        {"GET /a\x01", SY_HTTP_E_TARGET},
-        {"GET / HTTP/3x", SY_HTTP_E_VERSION_SYNTAX},
-        {"GET / HTTP/3", SY_HTTP_PARTIAL},
-        {"GET / HTTP/1.3", SY_HTTP_E_VERSION},
-        {"GET / HTTP/1.1\r\nX: a\r\n b", SY_HTTP_E_OBS_FOLD},
-        {"GET / HTTP/1.1\r\nX y", SY_HTTP_E_HEADER_NAME},
+        { "GET /a\x01", SY_HTTP_E_TARGET },
+        { "GET / HTTP/3x", SY_HTTP_E_VERSION_SYNTAX },
+        { "GET / HTTP/3", SY_HTTP_PARTIAL },
+        { "GET / HTTP/1.3", SY_HTTP_E_VERSION },
+        { "GET / HTTP/1.1\r\nX: a\r\n b", SY_HTTP_E_OBS_FOLD },
+        { "GET / HTTP/1.1\r\nX y", SY_HTTP_E_HEADER_NAME },
     };
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         long rc = rc_of(v[i].s, MAX_H, NULL);
@@ -232,7 +244,8 @@ static void test_errors(void) {
     }
 }
 
-static void test_limits(void) {
+static void test_limits(void)
+{
     static const char req[] = "GET /abc HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n";
     size_t n = strlen(req); /* 40; request line 19 with CRLF */
     sy_http_limits_t lim;
@@ -276,7 +289,8 @@ static void test_limits(void) {
     CHECK_EQ(rc_of("GET /abcd", MAX_H, &lim), SY_HTTP_PARTIAL);
     /* The line limit does not apply to header lines (the head limit does). */
     lim.max_line_bytes = 19;
-    CHECK_EQ(rc_of("GET /abc HTTP/1.1\r\nX: 0123456789012345678901234\r\n\r\n", MAX_H, &lim), 51);
+    CHECK_EQ(rc_of("GET /abc HTTP/1.1\r\nX: 0123456789012345678901234\r\n\r\n",
+                   MAX_H, &lim), 51);
 
     /* Defaults: 8192 for the line and the head. */
     memset(big, 'a', sizeof(big));
@@ -305,7 +319,8 @@ static void test_limits(void) {
     CHECK_EQ(rc_of(req, MAX_H, &lim), (long)n);
     /* Too many headers is reported as soon as the extra one starts. */
     lim.max_headers = 2;
-    CHECK_EQ(rc_of("GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC", MAX_H, &lim), SY_HTTP_E_TOO_MANY_HEADERS);
+    CHECK_EQ(rc_of("GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC", MAX_H, &lim),
+             SY_HTTP_E_TOO_MANY_HEADERS);
     /* The default maximum of 64. */
     {
         static char many[2000];
@@ -334,8 +349,9 @@ static void test_limits(void) {
 }
 
 /* No result is PARTIAL once len >= max_head_bytes, for any prefix length. */
-static void test_partial_bounded(void) {
-    sy_http_limits_t lim = {50, 0, 0};
+static void test_partial_bounded(void)
+{
+    sy_http_limits_t lim = { 50, 0, 0 };
     size_t n = strlen(upgrade_req);
     unsigned long bad = 0;
 
@@ -348,7 +364,8 @@ static void test_partial_bounded(void) {
     CHECK_EQU(bad, 0);
 }
 
-static void test_status_mapping(void) {
+static void test_status_mapping(void)
+{
     CHECK_EQ(sy_http_error_status(SY_HTTP_E_METHOD), 400);
     CHECK_EQ(sy_http_error_status(SY_HTTP_E_TARGET), 400);
     CHECK_EQ(sy_http_error_status(SY_HTTP_E_VERSION_SYNTAX), 400);
@@ -372,7 +389,8 @@ static void test_status_mapping(void) {
     CHECK(sy_http_reason_phrase(299) == NULL);
 }
 
-static void test_helpers(void) {
+static void test_helpers(void)
+{
     parsed_t p;
     const sy_http_header_t *h;
     size_t pos = 0, ilen = 0;
@@ -396,9 +414,12 @@ static void test_helpers(void) {
     CHECK_EQU(sy_http_count_headers(&p.req, SY_HTTP_LIT("connection")), 2);
     CHECK_EQU(sy_http_count_headers(&p.req, SY_HTTP_LIT("host")), 1);
     CHECK_EQU(sy_http_count_headers(&p.req, SY_HTTP_LIT("origin")), 0);
-    CHECK(sy_http_header_has_token(&p.req, SY_HTTP_LIT("Connection"), SY_HTTP_LIT("upgrade")) == 1);
-    CHECK(sy_http_header_has_token(&p.req, SY_HTTP_LIT("Connection"), SY_HTTP_LIT("close")) == 0);
-    CHECK(sy_http_header_has_token(&p.req, SY_HTTP_LIT("X-Empty"), SY_HTTP_LIT("a")) == 0);
+    CHECK(sy_http_header_has_token(&p.req, SY_HTTP_LIT("Connection"),
+                                   SY_HTTP_LIT("upgrade")) == 1);
+    CHECK(sy_http_header_has_token(&p.req, SY_HTTP_LIT("Connection"),
+                                   SY_HTTP_LIT("close")) == 0);
+    CHECK(sy_http_header_has_token(&p.req, SY_HTTP_LIT("X-Empty"),
+                                   SY_HTTP_LIT("a")) == 0);
     done(&p);
 
     CHECK(sy_http_list_next(list, strlen(list), &pos, &it, &ilen) == 1);
@@ -414,11 +435,16 @@ static void test_helpers(void) {
     pos = 0;
     CHECK(sy_http_list_next(" , ,", 4, &pos, &it, &ilen) == 0);
 
-    CHECK(sy_http_list_contains(SY_HTTP_LIT("keep-alive, Upgrade"), SY_HTTP_LIT("upgrade")) == 1);
-    CHECK(sy_http_list_contains(SY_HTTP_LIT("keep-alive,Upgrade "), SY_HTTP_LIT("UPGRADE")) == 1);
-    CHECK(sy_http_list_contains(SY_HTTP_LIT("upgrades"), SY_HTTP_LIT("upgrade")) == 0);
-    CHECK(sy_http_list_contains(SY_HTTP_LIT("xupgrade"), SY_HTTP_LIT("upgrade")) == 0);
-    CHECK(sy_http_list_contains(SY_HTTP_LIT("up grade"), SY_HTTP_LIT("upgrade")) == 0);
+    CHECK(sy_http_list_contains(SY_HTTP_LIT("keep-alive, Upgrade"),
+                                SY_HTTP_LIT("upgrade")) == 1);
+    CHECK(sy_http_list_contains(SY_HTTP_LIT("keep-alive,Upgrade "),
+                                SY_HTTP_LIT("UPGRADE")) == 1);
+    CHECK(sy_http_list_contains(SY_HTTP_LIT("upgrades"),
+                                SY_HTTP_LIT("upgrade")) == 0);
+    CHECK(sy_http_list_contains(SY_HTTP_LIT("xupgrade"),
+                                SY_HTTP_LIT("upgrade")) == 0);
+    CHECK(sy_http_list_contains(SY_HTTP_LIT("up grade"),
+                                SY_HTTP_LIT("upgrade")) == 0);
 
     CHECK(sy_http_is_token(SY_HTTP_LIT("chat.v2+json")) == 1);
     CHECK(sy_http_is_token(SY_HTTP_LIT("a b")) == 0);
@@ -433,7 +459,8 @@ static void test_helpers(void) {
 
 /* sy_http_query_next: every value of a parameter, in order, raw; none
  * before '?' or after '#'; a prefix of another name is not it. */
-static void test_query(void) {
+static void test_query(void)
+{
     static const char t[] = "/p?a=1&ab=2&a&b=3&a=x%20y#a=no";
     const char *v;
     size_t n, pos = 0;
@@ -454,7 +481,8 @@ static void test_query(void) {
     CHECK(!sy_http_query_next("/p?", 3, "a", 1, &pos, &v, &n));
 }
 
-int main(void) {
+int main(void)
+{
     test_valid();
     test_values();
     test_prefixes();
