@@ -56,9 +56,11 @@
       'conditions': [
         # One poller backend per system (src/net/sy_poll.h).
         ['OS=="linux"', {
-          'sources!': ['src/net/sy_poll_kqueue.c'],
+          'sources!': ['src/net/sy_poll_kqueue.c', 'src/net/sy_poll_wsapoll.c'],
+        }, 'OS=="win"', {
+          'sources!': ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_kqueue.c'],
         }, {
-          'sources!': ['src/net/sy_poll_epoll.c'],
+          'sources!': ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_wsapoll.c'],
         }],
         # macOS: node-gyp ignores cflags_c and ldflags there and takes
         # xcode_settings. The same warnings and visibility; ld64's

@@ -111,7 +111,7 @@ function sources() {
   for (const dir of ['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/bus', 'src/tls', 'src/auth', 'binding']) {
     for (const f of fs.readdirSync(path.join(root, dir)).sort()) if (f.endsWith('.c')) list.push(`${dir}/${f}`);
   }
-  return list.filter((f) => f !== 'src/net/sy_poll_epoll.c' && f !== 'binding/testing.c');
+  return list.filter((f) => !['src/net/sy_poll_epoll.c', 'src/net/sy_poll_wsapoll.c', 'binding/testing.c'].includes(f));
 }
 
 /** A hash of every header of src/ and binding/: part of each object's key. */

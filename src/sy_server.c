@@ -3,12 +3,8 @@
 #include "sy_server.h"
 
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/sy_alloc.h"
@@ -139,17 +135,16 @@ static int bind_one(const struct addrinfo *ai, uint16_t port, unsigned backlog, 
     int rc = sy_sock_stream(ai->ai_family, &fd);
     if (rc != 0)
         return rc;
-    int one = 1;
     struct sockaddr_storage ss;
     memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
     if (ss.ss_family == AF_INET)
         ((struct sockaddr_in *)&ss)->sin_port = htons(port);
     else
         ((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd, (struct sockaddr *)&ss, ai->ai_addrlen) != 0 || listen(fd, (int)backlog) != 0) {
-        int e = errno;
-        (void)close(fd);
+    if ((rc = sy_sock_reuse_addr(fd)) != 0 || bind(fd, (struct sockaddr *)&ss, (socklen_t)ai->ai_addrlen) != 0 ||
+        listen(fd, (int)backlog) != 0) {
+        int e = rc != 0 ? rc : sy_sock_error();
+        sy_sock_close(fd);
         return e;
     }
     *out = fd;
@@ -248,35 +243,26 @@ sy_err_t sy_server_start(sy_server_t *s, char *err, size_t errlen) {
 sy_err_t sy_server_adopt(sy_server_t *s, int fd, const void *bytes, size_t len) {
     if (!s->listening || s->shutting_down)
         return ENOTCONN;
-    int type = 0;
-    socklen_t tl = sizeof(type);
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
-        return errno == ENOTSOCK ? ENOTSOCK : EBADF;
-    if (type != SOCK_STREAM)
-        return ENOTSOCK;
+    sy_err_t e = sy_sock_check_stream(fd);
+    if (e != 0)
+        return e;
     sy_refbuf_t *pre = sy_refbuf_raw(bytes, len);
     if (pre == NULL)
         return ENOMEM;
-    int own = dup(fd);
-    if (own < 0) {
-        int e = errno;
+    int own = -1;
+    if ((e = sy_sock_dup(fd, &own)) != 0 || (e = sy_sock_own(own)) != 0) { /* close-on-exec, non-blocking */
+        if (own >= 0)
+            sy_sock_close(own);
         sy_refbuf_release(pre);
         return e;
     }
-    int e = sy_sock_own(own); /* close-on-exec, non-blocking */
-    if (e != 0) {
-        (void)close(own);
-        sy_refbuf_release(pre);
-        return e;
-    }
-    int one = 1;
-    (void)setsockopt(own, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* an optimisation only */
+    sy_sock_nodelay(own);
     atomic_fetch_add_explicit(&s->shared.connections, 1, memory_order_relaxed);
     sy_io_t *io = s->io[s->next_adopt++ % s->shared.nthreads];
     sy_cmd_t cmd = {.type = SY_CMD_ADOPT, .arg.fd = own, .buf = pre};
     int rc = sy_io_push(io, &cmd);
     if (rc != 0) {
-        (void)close(own);
+        sy_sock_close(own);
         atomic_fetch_sub_explicit(&s->shared.connections, 1, memory_order_relaxed);
         sy_refbuf_release(pre);
         return rc == EPIPE ? ENOTCONN : rc;

@@ -7,13 +7,13 @@
  * and the close that rule is for (a dup of the socket still open). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
+#if !defined(_WIN32)
 #include <unistd.h>
+#endif
 
 #include "base/sy_clock.h"
 #include "check.h"
@@ -22,6 +22,35 @@
 #include "net/sy_wake.h"
 
 #define MAXEV 64
+
+/* A socket's reads and writes as every system has them (Windows has no
+ * read or write on a socket). */
+static long rd(int fd, void *buf, size_t n) {
+    long r = sy_sock_recv(fd, buf, n, false);
+    if (r < 0)
+        errno = (int)-r;
+    return r < 0 ? -1 : r;
+}
+static long wr(int fd, const void *buf, size_t n) {
+    long r = sy_sock_send(fd, buf, n);
+    if (r < 0)
+        errno = (int)-r;
+    return r < 0 ? -1 : r;
+}
+
+/* A second descriptor of fd's socket (dup; on Windows a duplicated
+ * SOCKET), or -1. */
+static int dup_sock(int fd) {
+#if defined(_WIN32)
+    WSAPROTOCOL_INFOW info;
+    if (WSADuplicateSocketW((SOCKET)fd, GetCurrentProcessId(), &info) != 0)
+        return -1;
+    SOCKET s = WSASocketW(FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, &info, 0, 0);
+    return s == INVALID_SOCKET ? -1 : (int)s;
+#else
+    return dup(fd);
+#endif
+}
 
 /* A listening socket on 127.0.0.1, any port. */
 static int listener(uint16_t *port) {
@@ -32,7 +61,7 @@ static int listener(uint16_t *port) {
     socklen_t len = sizeof(sa);
     if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(l, 64) != 0 ||
         getsockname(l, (struct sockaddr *)&sa, &len) != 0) {
-        close(l);
+        sy_sock_close(l);
         return -1;
     }
     *port = ntohs(sa.sin_port);
@@ -56,12 +85,12 @@ static int tcp_pair(int *a, int *b) {
             nanosleep(&ms, NULL);
         }
     }
-    close(l);
+    sy_sock_close(l);
     if (rc != 0 || s < 0 || sy_sock_own(c) != 0) {
         if (c >= 0)
-            close(c);
+            sy_sock_close(c);
         if (s >= 0)
-            close(s);
+            sy_sock_close(s);
         return -1;
     }
     *a = s;
@@ -106,8 +135,8 @@ static uint64_t tags_once(sy_poll_t *p, int max, int timeout_ms, int *count) {
 static size_t drain(int fd) {
     char buf[65536];
     size_t total = 0;
-    ssize_t r;
-    while ((r = read(fd, buf, sizeof(buf))) > 0)
+    long r;
+    while ((r = rd(fd, buf, sizeof(buf))) > 0)
         total += (size_t)r;
     return total;
 }
@@ -120,17 +149,17 @@ static void test_level_triggered(void) {
     CHECK_EQ(tcp_pair(&a, &b), 0);
     CHECK_EQ(sy_poll_add(p, a, SY_POLL_IN, 7), 0);
     CHECK_EQU(wait_tag(p, 7, 0), 0); /* nothing to read yet */
-    CHECK_EQ(write(b, "0123456789", 10), 10);
+    CHECK_EQ(wr(b, "0123456789", 10), 10);
     CHECK_EQU(wait_tag(p, 7, 1000), SY_POLL_IN);
     CHECK_EQU(wait_tag(p, 7, 0), SY_POLL_IN); /* not read: reported again */
     char buf[5];
-    CHECK_EQ(read(a, buf, 5), 5);
+    CHECK_EQ(rd(a, buf, 5), 5);
     CHECK_EQU(wait_tag(p, 7, 0), SY_POLL_IN); /* half read: still */
-    CHECK_EQ(read(a, buf, 5), 5);
+    CHECK_EQ(rd(a, buf, 5), 5);
     CHECK_EQU(wait_tag(p, 7, 50), 0); /* all read: quiet */
     CHECK_EQ(sy_poll_del(p, a), 0);
-    close(a);
-    close(b);
+    sy_sock_close(a);
+    sy_sock_close(b);
     sy_poll_destroy(p);
 }
 
@@ -140,7 +169,7 @@ static void test_interest(void) {
     int a, b;
     CHECK_EQ(tcp_pair(&a, &b), 0);
     CHECK_EQ(sy_poll_add(p, a, SY_POLL_IN, 1), 0);
-    CHECK_EQ(write(b, "x", 1), 1);
+    CHECK_EQ(wr(b, "x", 1), 1);
     CHECK_EQU(wait_tag(p, 1, 1000), SY_POLL_IN); /* readable, and writable unasked */
     CHECK_EQ(sy_poll_mod(p, a, 0, 1), 0);
     CHECK_EQU(wait_tag(p, 1, 50), 0); /* no interest: nothing, data or not */
@@ -161,8 +190,8 @@ static void test_interest(void) {
     CHECK_EQ(sy_poll_add(p, a, SY_POLL_IN, 5), 0); /* and back */
     CHECK_EQU(wait_tag(p, 5, 1000), SY_POLL_IN);
     CHECK_EQ(sy_poll_del(p, a), 0);
-    close(a);
-    close(b);
+    sy_sock_close(a);
+    sy_sock_close(b);
     /* A descriptor that is not open. */
     CHECK_EQ(sy_poll_add(p, a, SY_POLL_IN, 6), EBADF);
     sy_poll_destroy(p);
@@ -177,7 +206,7 @@ static void test_full_send_buffer(void) {
     memset(chunk, 'z', sizeof(chunk));
     size_t sent = 0;
     for (;;) {
-        ssize_t w = write(a, chunk, sizeof(chunk));
+        long w = wr(a, chunk, sizeof(chunk));
         if (w < 0) {
             CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
             break;
@@ -200,8 +229,8 @@ static void test_full_send_buffer(void) {
     CHECK_EQU(ev, SY_POLL_OUT);
     CHECK(got > 0);
     CHECK_EQ(sy_poll_del(p, a), 0);
-    close(a);
-    close(b);
+    sy_sock_close(a);
+    sy_sock_close(b);
     sy_poll_destroy(p);
 }
 
@@ -212,24 +241,24 @@ static void test_hang_up(void) {
     int a, b;
     CHECK_EQ(tcp_pair(&a, &b), 0);
     CHECK_EQ(sy_poll_add(p, a, SY_POLL_IN, 11), 0);
-    close(b);
+    sy_sock_close(b);
     CHECK((wait_tag(p, 11, 1000) & SY_POLL_IN) != 0);
     char c;
-    CHECK_EQ(read(a, &c, 1), 0);
+    CHECK_EQ(rd(a, &c, 1), 0);
     CHECK((wait_tag(p, 11, 0) & SY_POLL_IN) != 0); /* still: the end stays readable */
     CHECK_EQ(sy_poll_del(p, a), 0);
-    close(a);
+    sy_sock_close(a);
 
     CHECK_EQ(tcp_pair(&a, &b), 0);
     CHECK_EQ(sy_poll_add(p, a, SY_POLL_IN, 12), 0);
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
-    CHECK_EQ(setsockopt(b, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
-    close(b); /* a reset */
+    CHECK_EQ(setsockopt(b, SOL_SOCKET, SO_LINGER, (const void *)&lg, sizeof(lg)), 0);
+    sy_sock_close(b); /* a reset */
     CHECK((wait_tag(p, 12, 1000) & SY_POLL_IN) != 0);
-    ssize_t r = read(a, &c, 1);
+    long r = rd(a, &c, 1);
     CHECK(r == 0 || (r < 0 && errno == ECONNRESET));
     CHECK_EQ(sy_poll_del(p, a), 0);
-    close(a);
+    sy_sock_close(a);
     sy_poll_destroy(p);
 }
 
@@ -318,7 +347,7 @@ static void test_more_ready_than_asked(void) {
     for (int i = 0; i < N; i++) {
         CHECK_EQ(tcp_pair(&a[i], &b[i]), 0);
         CHECK_EQ(sy_poll_add(p, a[i], SY_POLL_IN, (uint64_t)i), 0);
-        CHECK_EQ(write(b[i], "r", 1), 1);
+        CHECK_EQ(wr(b[i], "r", 1), 1);
     }
     /* Let every byte arrive. */
     struct timespec d = {0, 50 * 1000000L};
@@ -337,14 +366,14 @@ static void test_more_ready_than_asked(void) {
                 continue;
             seen |= 1ull << ev[i].tag;
             char c;
-            (void)!read(a[ev[i].tag], &c, 1); /* handled: quiet from now on */
+            (void)rd(a[ev[i].tag], &c, 1); /* handled: quiet from now on */
         }
     }
     CHECK_EQU(seen, (1ull << N) - 1);
     for (int i = 0; i < N; i++) {
         CHECK_EQ(sy_poll_del(p, a[i]), 0);
-        close(a[i]);
-        close(b[i]);
+        sy_sock_close(a[i]);
+        sy_sock_close(b[i]);
     }
     sy_poll_destroy(p);
 }
@@ -369,9 +398,9 @@ static void test_listener(void) {
     CHECK(rc == EAGAIN || rc == EWOULDBLOCK);
     CHECK_EQ(again, -1);
     CHECK_EQ(sy_poll_del(p, l), 0);
-    close(s);
-    close(c);
-    close(l);
+    sy_sock_close(s);
+    sy_sock_close(c);
+    sy_sock_close(l);
     sy_poll_destroy(p);
 }
 
@@ -382,12 +411,12 @@ static void test_fd_reuse(void) {
     int a, b;
     CHECK_EQ(tcp_pair(&a, &b), 0);
     CHECK_EQ(sy_poll_add(p, a, SY_POLL_IN | SY_POLL_OUT, 41), 0);
-    CHECK_EQ(write(b, "old", 3), 3);
+    CHECK_EQ(wr(b, "old", 3), 3);
     CHECK((wait_tag(p, 41, 1000) & SY_POLL_IN) != 0); /* ready, not handled */
     int old = a;
     CHECK_EQ(sy_poll_del(p, a), 0);
-    close(a);
-    close(b);
+    sy_sock_close(a);
+    sy_sock_close(b);
     /* The lowest free number: the one just closed, in a single-threaded test. */
     int a2, b2;
     CHECK_EQ(tcp_pair(&a2, &b2), 0);
@@ -395,15 +424,15 @@ static void test_fd_reuse(void) {
     CHECK(reused);
     int fd = a2 == old ? a2 : b2, peer = a2 == old ? b2 : a2;
     CHECK_EQ(sy_poll_add(p, fd, SY_POLL_IN, 42), 0); /* not "already there" */
-    CHECK_EQ(write(peer, "new", 3), 3);
+    CHECK_EQ(wr(peer, "new", 3), 3);
     int n = 0;
     uint64_t set = 0;
     for (int i = 0; i < 5 && (set & (1ull << 42)) == 0; i++)
         set |= tags_once(p, MAXEV, 200, &n);
     CHECK_EQU(set, 1ull << 42); /* never the old tag */
     CHECK_EQ(sy_poll_del(p, fd), 0);
-    close(a2);
-    close(b2);
+    sy_sock_close(a2);
+    sy_sock_close(b2);
     sy_poll_destroy(p);
 }
 
@@ -415,19 +444,20 @@ static void test_close_with_a_dup(void) {
     sy_poll_t *p = sy_poll_create();
     int a, b;
     CHECK_EQ(tcp_pair(&a, &b), 0);
-    int keep = dup(a);
+    int keep = dup_sock(a);
     CHECK(keep >= 0);
     CHECK_EQ(sy_poll_add(p, a, SY_POLL_IN, 51), 0);
     CHECK_EQ(sy_poll_del(p, a), 0);
-    close(a);
-    CHECK_EQ(write(b, "late", 4), 4);
+    sy_sock_close(a);
+    CHECK_EQ(wr(b, "late", 4), 4);
     CHECK_EQU(wait_tag(p, 51, 100), 0);
-    close(keep);
-    close(b);
+    sy_sock_close(keep);
+    sy_sock_close(b);
     sy_poll_destroy(p);
 }
 
 int main(void) {
+    CHECK_EQ(sy_sock_startup(), 0);
     test_level_triggered();
     test_interest();
     test_full_send_buffer();

@@ -10,12 +10,17 @@
 #include <string.h>
 
 /* The system allocator's usable size of a block, the one #if for it:
- * malloc_usable_size (<malloc.h>: glibc and musl), malloc_size on macOS.
- * SY_SYS_COUNTS: the system build counts its bytes (glibc and macOS; musl's
- * sizes are not worth the cost). */
+ * malloc_usable_size (<malloc.h>: glibc and musl), malloc_size on macOS,
+ * _msize on Windows (the C runtime's heap, HeapAlloc's).
+ * SY_SYS_COUNTS: the system build counts its bytes (glibc, macOS and
+ * Windows; musl's sizes are not worth the cost). */
 #if defined(__APPLE__)
 #include <malloc/malloc.h>
 #define sy_sys_usable(p) malloc_size(p)
+#define SY_SYS_COUNTS 1
+#elif defined(_WIN32)
+#include <malloc.h>
+#define sy_sys_usable(p) _msize(p)
 #define SY_SYS_COUNTS 1
 #else
 #include <malloc.h>

@@ -53,4 +53,9 @@
 /* 0 on success, or a positive errno value (rule 1). */
 typedef int sy_err_t;
 
+/* The values src/ uses that Windows' C runtime lacks. */
+#if !defined(ESHUTDOWN)
+#define ESHUTDOWN ECANCELED /* stopping: the bus refuses new calls */
+#endif
+
 #endif

@@ -3,7 +3,15 @@
 #include "base/sy_random.h"
 
 #include <stdatomic.h>
+#if defined(_WIN32)
+#include <windows.h> /* before bcrypt.h, which needs its types */
+
+#include <bcrypt.h>
+#include <process.h> /* _getpid */
+#define getpid _getpid
+#else
 #include <unistd.h>
+#endif
 #if defined(__linux__)
 #include <sys/syscall.h>
 #elif defined(__APPLE__)
@@ -28,6 +36,9 @@ uint64_t sy_random_u64(void) {
         return v;
 #elif defined(__APPLE__)
     if (getentropy(&v, sizeof(v)) == 0)
+        return v;
+#elif defined(_WIN32)
+    if (BCryptGenRandom(NULL, (PUCHAR)&v, sizeof(v), BCRYPT_USE_SYSTEM_PREFERRED_RNG) == 0)
         return v;
 #endif
     (void)v;

@@ -1,13 +1,13 @@
 /* sy_addrlimit — see sy_addrlimit.h. */
 #include "io/sy_addrlimit.h"
 
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "base/sy_alloc.h"
 #include "base/sy_random.h"
+#include "net/sy_sock.h"
 
 #define SY_ADDR_BUCKETS_MIN 16
 

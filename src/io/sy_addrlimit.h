@@ -49,7 +49,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/socket.h>
+
+#include "net/sy_sock.h"
 
 typedef struct sy_addrlimit sy_addrlimit_t;
 

@@ -4,9 +4,9 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "io/sy_addrlimit.h"
+#include "net/sy_sock.h"
 #include "proto/sy_handshake.h"
 
 /* What a refused client gets read from it, at most, before the close: its
@@ -30,9 +30,9 @@ static void answer_and_close(sy_io_t *io, sy_conn_t *c, int status, const char *
         }
         size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, strlen(why), extra, extra_len);
         if (n > 0)
-            (void)send(c->stream.fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL); /* best effort: closed next */
+            (void)sy_sock_send(c->stream.fd, buf, n); /* best effort: closed next */
         for (int i = 0; i < SY_ADMIT_DRAIN_READS; i++) {
-            if (recv(c->stream.fd, sy_io_ctx(io)->rx, SY_IO_RX_SIZE, MSG_DONTWAIT) <= 0)
+            if (sy_sock_recv(c->stream.fd, sy_io_ctx(io)->rx, SY_IO_RX_SIZE, false) <= 0)
                 break;
         }
     }

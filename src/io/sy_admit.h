@@ -32,9 +32,9 @@
 #define SY_ADMIT_H
 
 #include <stdbool.h>
-#include <sys/socket.h>
 
 #include "io/sy_conn.h"
+#include "net/sy_sock.h"
 
 /* The admission of c, whose peer is peer[0..len) (NULL: read it with
  * getpeername). True: admitted (and counted); false: refused, answered,

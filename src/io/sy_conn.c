@@ -6,7 +6,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "base/sy_alloc.h"
 #include "base/sy_buf.h"
@@ -21,6 +20,7 @@
 #include "io/sy_sse_out.h"
 #include "io/sy_upgrade.h"
 #include "net/sy_poll.h"
+#include "net/sy_sock.h"
 #include "proto/sy_sse.h"
 #include "proto/sy_utf8.h"
 #include "proto/sy_ws_frame.h"
@@ -384,7 +384,7 @@ static void after_flush(sy_io_t *io, sy_conn_t *c) {
          * TLS close_notify, best effort), then read until the peer's, so
          * that unread bytes never turn our close into a reset. */
         sy_stream_close_notify(&c->stream);
-        if (shutdown(c->stream.fd, SHUT_WR) != 0) {
+        if (sy_sock_shutdown_write(c->stream.fd) != 0) {
             sy_conn_destroy(io, c, close_code_or(c, 1006));
             return;
         }

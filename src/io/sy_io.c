@@ -3,11 +3,7 @@
 #include "io/sy_io_struct.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,7 +62,7 @@ static int io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int list
     if ((rc = sy_wake_open(&io->wake)) != 0)
         return rc;
     if (listen_fd >= 0)
-        io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* -1 is survivable */
+        io->spare_fd = sy_sock_spare_open(); /* -1 is survivable */
     sy_deflate_init(&io->ctx.deflate, (int)shared->opts.compress_level, &io->ctx.stats);
     io->ctx.rx = sy_malloc(SY_IO_RX_SIZE + SY_INFLATE_TAIL);
     if (io->ctx.rx == NULL)
@@ -82,7 +78,7 @@ sy_io_t *sy_io_create(sy_io_shared_t *shared, unsigned index, int listen_fd, int
     sy_io_t *io = sy_calloc(1, sizeof(*io));
     if (io == NULL) {
         if (listen_fd >= 0)
-            (void)close(listen_fd);
+            sy_sock_close(listen_fd);
         *err = ENOMEM;
         return NULL;
     }
@@ -142,7 +138,7 @@ void sy_accept_free(sy_topics_t *topics, unsigned thread, sy_accept_t *a) {
 /* Gives back what a command still holds. */
 static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
     if (cmd->type == SY_CMD_ADOPT && cmd->arg.fd >= 0) {
-        (void)close(cmd->arg.fd);
+        sy_sock_close(cmd->arg.fd);
         atomic_fetch_sub_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
     }
     sy_refbuf_release(cmd->buf);
@@ -185,10 +181,10 @@ static void io_free(sy_io_t *io) {
     sy_rate_waits_free(&io->rate_waits);
     sy_batch_free(io->batch);
     if (io->listen_fd >= 0)
-        (void)close(io->listen_fd);
+        sy_sock_close(io->listen_fd);
     sy_wake_close(&io->wake);
     if (io->spare_fd >= 0)
-        (void)close(io->spare_fd);
+        sy_sock_spare_close(io->spare_fd);
     (void)pthread_mutex_destroy(&io->qlock);
 }
 
@@ -459,7 +455,7 @@ static size_t live_conns(sy_io_t *io) { return sy_slots_used(&io->slots); }
 static struct sy_conn *adopt(sy_io_t *io, int fd, bool listener) {
     sy_conn_t *c = NULL;
     if (io->stopping || sy_conn_new(io, fd, &c) != 0) {
-        (void)close(fd);
+        sy_sock_close(fd);
     } else if (sy_slots_take(&io->slots, c, &c->slot, &c->gen) != 0) {
         sy_conn_free(c); /* closes fd */
     } else if (sy_poll_add(io->poll, fd, SY_POLL_IN, conn_tag(c)) != 0) {
@@ -489,13 +485,13 @@ static void accept_some(sy_io_t *io) {
              * backlog; then take the spare back. accept4 says EMFILE before
              * it looks at the backlog: EAGAIN now means nobody else waits,
              * and the level-triggered listener calls again when one does. */
-            (void)close(io->spare_fd);
+            sy_sock_spare_close(io->spare_fd);
             sy_err_t again = sy_sock_accept(io->listen_fd, false, &fd);
             if (again == 0) {
-                (void)close(fd);
+                sy_sock_close(fd);
                 sy_stat_inc(&io->ctx.stats.accept_rejects);
             }
-            io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            io->spare_fd = sy_sock_spare_open();
             if (again == 0)
                 continue;
             if ((again == EAGAIN || again == EWOULDBLOCK) && io->spare_fd >= 0)
@@ -512,8 +508,7 @@ static void accept_some(sy_io_t *io) {
             }
             return;
         }
-        int one = 1;
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* an optimisation only */
+        sy_sock_nodelay(fd);
         atomic_fetch_add_explicit(&io->ctx.shared->connections, 1, memory_order_relaxed);
         unsigned t = io->ctx.shared->next_thread++ % io->ctx.shared->nthreads;
         if (t == io->ctx.index) {
@@ -612,7 +607,7 @@ static void begin_stop(sy_io_t *io, uint32_t deadline_ms) {
     if (io->listen_fd >= 0) {
         if (!io->listen_paused)
             (void)sy_poll_del(io->poll, io->listen_fd);
-        (void)close(io->listen_fd);
+        sy_sock_close(io->listen_fd);
         io->listen_fd = -1;
     }
     for (uint32_t i = 0; i < io->slots.n; i++) {
@@ -809,7 +804,7 @@ static void sweep(sy_io_t *io) {
     /* The spare descriptor could not be taken back after a refusal (another
      * thread had just taken the one freed): again now. */
     if (io->spare_fd < 0 && io->listen_fd >= 0)
-        io->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        io->spare_fd = sy_sock_spare_open();
     if (io->listen_paused && io->listen_fd >= 0 && !io->stopping) {
         if (sy_poll_add(io->poll, io->listen_fd, SY_POLL_IN, LISTEN_TAG) == 0)
             io->listen_paused = false;

@@ -2,15 +2,13 @@
 #define _GNU_SOURCE
 #include "io/sy_peer.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "base/sy_buf.h"
 #include "io/sy_admit.h"
+#include "net/sy_sock.h"
 #include "proto/sy_cidr.h"
 #include "proto/sy_proxy.h"
 
@@ -56,8 +54,8 @@ void sy_peer_get(const sy_conn_t *c, sy_peer_addr_t *out) {
  * there (they were: the socket is broken). */
 static bool take(int fd, uint8_t *scratch, size_t n) {
     while (n > 0) {
-        ssize_t r = recv(fd, scratch, n, 0);
-        if (r < 0 && errno == EINTR)
+        long r = sy_sock_recv(fd, scratch, n, false);
+        if (r == -EINTR)
             continue;
         if (r <= 0)
             return false;
@@ -100,9 +98,9 @@ static void header_read(sy_io_t *io, sy_conn_t *c, const sy_proxy_t *p, size_t h
 void sy_peer_on_readable(sy_io_t *io, sy_conn_t *c) {
     uint8_t *rx = sy_io_ctx(io)->rx;
     size_t have = c->rlen;
-    ssize_t n = recv(c->stream.fd, rx, SY_PEER_PROXY_MAX - have, MSG_PEEK);
+    long n = sy_sock_recv(c->stream.fd, rx, SY_PEER_PROXY_MAX - have, true);
     if (n < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        if (n != -EAGAIN && n != -EWOULDBLOCK && n != -EINTR)
             sy_conn_destroy(io, c, 1006);
         return;
     }

@@ -2,16 +2,14 @@
 #define _GNU_SOURCE
 #include "io/sy_upgrade.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "base/sy_alloc.h"
 #include "io/sy_peer.h"
 #include "io/sy_post.h"
 #include "io/sy_resume.h"
+#include "net/sy_sock.h"
 #include "proto/sy_handshake.h"
 #include "proto/sy_http.h"
 #include "proto/sy_pmd.h"

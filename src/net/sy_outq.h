@@ -44,13 +44,12 @@
 #ifndef SY_OUTQ_H
 #define SY_OUTQ_H
 
+#include "base/sy_errors.h"
+#include "base/sy_refbuf.h"
+#include "net/sy_sock.h" /* struct iovec */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/uio.h>
-
-#include "base/sy_errors.h"
-#include "base/sy_refbuf.h"
 
 typedef struct sy_outq {
     sy_refbuf_t **ring; /* each entry holds one reference */

@@ -3,8 +3,8 @@
 #include "net/sy_stream.h"
 
 #include <errno.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include "net/sy_sock.h"
 
 sy_err_t sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, int fd) {
     s->ops = ops;
@@ -18,10 +18,8 @@ sy_err_t sy_stream_open(sy_stream_t *s, const sy_stream_ops_t *ops, void *arg, i
 }
 
 void sy_stream_shut(sy_stream_t *s) {
-    /* A close() error on a socket leaves nothing to do: the descriptor is
-     * released anyway. */
     if (s->fd >= 0)
-        (void)close(s->fd);
+        sy_sock_close(s->fd);
     s->fd = -1;
 }
 
@@ -43,14 +41,14 @@ static sy_stream_rc_t plain_handshake(sy_stream_t *s) {
 
 static sy_stream_rc_t plain_read(sy_stream_t *s, uint8_t *buf, size_t cap, size_t *n) {
     *n = 0;
-    ssize_t r = recv(s->fd, buf, cap, MSG_DONTWAIT);
+    long r = sy_sock_recv(s->fd, buf, cap, false);
     if (r > 0) {
         *n = (size_t)r;
         return SY_STREAM_OK;
     }
     if (r == 0)
         return SY_STREAM_END;
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+    if (r == -EAGAIN || r == -EWOULDBLOCK || r == -EINTR)
         return SY_STREAM_WANT_READ;
     return SY_STREAM_ERROR;
 }
@@ -74,14 +72,7 @@ sy_stream_rc_t sy_stream_plain_wrote(sy_outq_t *q, long res, size_t total, size_
 static long plain_write(int fd, sy_outq_t *q, size_t *total) {
     struct iovec iov[SY_STREAM_MAX_IOV];
     int n = sy_outq_iov(q, iov, SY_STREAM_MAX_IOV, total);
-    ssize_t w;
-    if (n == 1) {
-        w = send(fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    } else {
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-        w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    }
-    return w < 0 ? -(long)errno : (long)w;
+    return n == 1 ? sy_sock_send(fd, iov[0].iov_base, iov[0].iov_len) : sy_sock_sendv(fd, iov, n);
 }
 
 static sy_stream_rc_t plain_flush(sy_stream_t *s, sy_outq_t *q, uint8_t **scratch, size_t *written) {

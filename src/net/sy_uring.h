@@ -40,9 +40,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/uio.h>
 
 #include "base/sy_errors.h"
+#include "net/sy_sock.h" /* struct iovec */
 
 typedef struct sy_uring sy_uring_t;
 

@@ -3,16 +3,54 @@
 #include "net/sy_wake.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
-#include <unistd.h>
 #if defined(__linux__)
 #include <sys/eventfd.h>
 #endif
+#if !defined(_WIN32)
+#include <fcntl.h>
+#include <unistd.h>
+#endif
+
+#include "net/sy_sock.h"
 
 void sy_wake_init(sy_wake_t *w) { w->rfd = w->wfd = -1; }
 
-#if defined(__linux__)
+#if defined(_WIN32)
+
+/* A UDP socket on 127.0.0.1 connected to itself: a datagram makes it
+ * readable (the pollers of Windows watch sockets only). */
+sy_err_t sy_wake_open(sy_wake_t *w) {
+    sy_wake_init(w);
+    SOCKET s = WSASocketW(AF_INET, SOCK_DGRAM, IPPROTO_UDP, NULL, 0, WSA_FLAG_NO_HANDLE_INHERIT);
+    if (s == INVALID_SOCKET)
+        return sy_sock_error();
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int len = sizeof(a);
+    u_long nonblock = 1;
+    if (bind(s, (struct sockaddr *)&a, sizeof(a)) != 0 || getsockname(s, (struct sockaddr *)&a, &len) != 0 ||
+        connect(s, (struct sockaddr *)&a, sizeof(a)) != 0 || ioctlsocket(s, FIONBIO, &nonblock) != 0) {
+        sy_err_t rc = sy_sock_error();
+        (void)closesocket(s);
+        return rc;
+    }
+    w->rfd = w->wfd = (int)s;
+    return 0;
+}
+
+void sy_wake_signal(sy_wake_t *w) {
+    /* WSAEWOULDBLOCK: the socket's buffer is full of wake-ups, so the
+     * thread is awake anyway. */
+    (void)sy_sock_send(w->wfd, "", 1);
+}
+
+void sy_wake_drain(sy_wake_t *w) {
+    char buf[64];
+    while (sy_sock_recv(w->rfd, buf, sizeof(buf), false) > 0) {
+    }
+}
+
+#elif defined(__linux__)
 
 sy_err_t sy_wake_open(sy_wake_t *w) {
     sy_wake_init(w);
@@ -81,9 +119,14 @@ void sy_wake_drain(sy_wake_t *w) {
 #endif
 
 void sy_wake_close(sy_wake_t *w) {
+#if defined(_WIN32)
+    if (w->rfd >= 0)
+        sy_sock_close(w->rfd);
+#else
     if (w->wfd >= 0 && w->wfd != w->rfd)
         (void)close(w->wfd);
     if (w->rfd >= 0)
         (void)close(w->rfd);
+#endif
     sy_wake_init(w);
 }

@@ -1,7 +1,9 @@
 /*
  * sy_wake — a thread's wake-up: a descriptor its poller watches for
  * SY_POLL_IN, made readable by any other thread. An eventfd on Linux (one
- * descriptor, a counter); a non-blocking pipe elsewhere (macOS, the BSDs).
+ * descriptor, a counter); a non-blocking pipe elsewhere (macOS, the BSDs);
+ * on Windows, whose pollers watch sockets only, a UDP socket on 127.0.0.1
+ * connected to itself (one descriptor; a datagram per signal).
  * The IO threads (io/sy_io.c) and the bus thread (bus/sy_bus.c) each have
  * one; this is the one place that knows which kind.
  *

@@ -2,7 +2,8 @@
 #define _GNU_SOURCE
 #include "proto/sy_cidr.h"
 
-#include <arpa/inet.h>
+#include "base/sy_inet.h"
+
 #include <string.h>
 
 static const uint8_t V4_MAPPED[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};

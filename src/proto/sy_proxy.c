@@ -2,7 +2,8 @@
 #define _GNU_SOURCE
 #include "proto/sy_proxy.h"
 
-#include <arpa/inet.h>
+#include "base/sy_inet.h"
+
 #include <stdbool.h>
 #include <string.h>
 

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +14,7 @@
 #include <hiredis/hiredis_ssl.h>
 
 #include "base/sy_alloc.h"
+#include "net/sy_sock.h"
 
 struct sy_bus_tls {
     SSL_CTX *ctx;
