@@ -236,6 +236,7 @@ static bool get_tls(napi_env env, napi_value opts, sy_bus_opts_t *o) {
     sy_free(servername);
     return ok;
 #else
+    (void)o;
     sy_napi_throw(env, "ERR_SYMPHONY_TLS", "symphony: bus.tls: this build has no TLS");
     return false;
 #endif
