@@ -32,7 +32,7 @@ static bool alloc_ok(napi_env env, int rc, const char *what) {
     if (rc == 0)
         return true;
     char msg[160];
-    snprintf(msg, sizeof(msg), "symphony: allocator %s failed: %s", what, strerror(rc));
+    snprintf(msg, sizeof(msg), "symphony: allocator %s failed: %s", what, sy_strerror(rc));
     sy_napi_throw(env, rc == ENOTSUP ? "ERR_SYMPHONY_NOT_SUPPORTED" : "ERR_SYMPHONY_ALLOCATOR", msg);
     return false;
 }

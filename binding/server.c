@@ -855,7 +855,7 @@ static napi_value server_adopt(napi_env env, napi_callback_info info) {
     sy_free(bytes.owned);
     if (rc == ENOTSOCK || rc == EBADF || rc == EMFILE || rc == ENFILE) {
         char msg[128];
-        snprintf(msg, sizeof(msg), "symphony: cannot take over the socket: %s", strerror(rc));
+        snprintf(msg, sizeof(msg), "symphony: cannot take over the socket: %s", sy_strerror(rc));
         sy_napi_throw(env, "ERR_SYMPHONY_ADOPT", msg);
         return NULL;
     }

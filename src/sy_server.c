@@ -177,14 +177,14 @@ static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
     atomic_store_explicit(&s->shared.posts_forwarded, s->bus != NULL, memory_order_relaxed);
     for (unsigned i = 0; i < s->shared.nthreads; i++) {
         if ((s->io[i] = sy_io_create(&s->shared, i, i == 0 ? fd : -1, &rc)) == NULL) {
-            snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
+            snprintf(err, errlen, "cannot start IO thread %u: %s", i, sy_strerror(rc));
             break;
         }
         made++;
     }
     for (unsigned i = 0; rc == 0 && i < s->shared.nthreads; i++) {
         if ((rc = sy_io_start(s->io[i])) != 0)
-            snprintf(err, errlen, "cannot start IO thread %u: %s", i, strerror(rc));
+            snprintf(err, errlen, "cannot start IO thread %u: %s", i, sy_strerror(rc));
         else
             started++;
     }
@@ -204,7 +204,7 @@ static int start_threads(sy_server_t *s, int fd, char *err, size_t errlen) {
     if (s->bus != NULL && (rc = sy_bus_start(s->bus)) != 0) {
         /* The IO threads run; the caller's shutdown and join stop them. */
         s->listening = true;
-        snprintf(err, errlen, "cannot start the bus thread: %s", strerror(rc));
+        snprintf(err, errlen, "cannot start the bus thread: %s", sy_strerror(rc));
         return rc;
     }
     s->listening = true;
@@ -228,7 +228,7 @@ sy_err_t sy_server_listen(sy_server_t *s, uint16_t *port, char *err, size_t errl
     int rc = bind_one(ai, p, s->shared.opts.backlog, &fd);
     freeaddrinfo(ai);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot listen on %s:%u: %s", s->host, (unsigned)p, strerror(rc));
+        snprintf(err, errlen, "cannot listen on %s:%u: %s", s->host, (unsigned)p, sy_strerror(rc));
         return rc;
     }
     if (p == 0)

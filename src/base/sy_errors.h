@@ -32,16 +32,17 @@
  *  - A system call's result travels as data where it is the outcome of one
  *    send, not the function's failure: sy_uring_send_t.res and the res of
  *    sy_conn_wrote are bytes written or -errno (as io_uring reports it), and
- *    sy_stream_plain_wrote takes the same.
+ *    sy_stream_plain_wrote takes the same; so do sy_sock_send, sy_sock_sendv
+ *    and sy_sock_recv (net/sy_sock.h).
  *  - sy_outq_iov returns the count it filled (an int, as struct iovec
  *    counts are for writev).
  *
  * A failure the library cannot go on from is reported, never an abort (see
  * io/sy_io.h for the IO thread's).
  *
- * Threads: no functions here, only a type: nothing to call.
+ * Threads: any (sy_strerror keeps no state of its own).
  *
- * Ownership: nothing is kept (no functions, no memory).
+ * Ownership: nothing is kept; sy_strerror's text is static.
  *
  * Errors: this header defines the convention above; it reports none itself.
  */
@@ -57,5 +58,9 @@ typedef int sy_err_t;
 #if !defined(ESHUTDOWN)
 #define ESHUTDOWN ECANCELED /* stopping: the bus refuses new calls */
 #endif
+
+/* The words for an errno value, as strerror, and on Windows also for the
+ * socket values its C runtime does not name. */
+const char *sy_strerror(sy_err_t e);
 
 #endif

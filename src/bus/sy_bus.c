@@ -115,7 +115,7 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     if (ok)
         ok = b->lock_ok = pthread_mutex_init(&b->lock, NULL) == 0;
     if (!ok) {
-        snprintf(err, errlen, "cannot set up the bus: %s", strerror(errno ? errno : ENOMEM));
+        snprintf(err, errlen, "cannot set up the bus: %s", sy_strerror(errno ? errno : ENOMEM));
         b->joined = true;
         sy_bus_destroy(b);
         return NULL;

@@ -862,7 +862,7 @@ static bool poll_failed(sy_io_t *io, int err) {
         (void)nanosleep(&pause, NULL);
         return false;
     }
-    const char *why = strerror(err);
+    const char *why = sy_strerror(err);
     sy_io_emit(io, io->ctx.index, SY_EV_FAILED, 0, (uint16_t)err, why, strlen(why));
     return true; /* the loop's end closes the connections (1011) */
 }
