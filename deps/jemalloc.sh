@@ -103,8 +103,16 @@ done
 start=$(date +%s)
 (cd "$tmp" && CC="$cc" ./configure "${configure_flags[@]}" >configure.out 2>&1) || {
   tail -30 "$tmp/configure.out" >&2; exit 1; }
-(cd "$tmp" && make -j"$(nproc)" lib/libjemalloc_pic.a >make.out 2>&1) || {
+# Windows (mingw-w64): the static library is lib/jemalloc.lib and there is
+# no _pic twin (all code is position-independent there); it takes the name
+# every consumer links.
+lib=lib/libjemalloc_pic.a
+case "$triple" in
+  *-w64-mingw32*) lib=lib/jemalloc.lib ;;
+esac
+(cd "$tmp" && make -j"$(nproc)" "$lib" >make.out 2>&1) || {
   tail -30 "$tmp/make.out" >&2; exit 1; }
+[ "$lib" = lib/libjemalloc_pic.a ] || mv "$tmp/$lib" "$tmp/lib/libjemalloc_pic.a"
 mv "$tmp" "$out"
 echo "$(( $(date +%s) - start ))" > "$out/.built"
 log "built in $(cat "$out/.built") s"

@@ -49,6 +49,8 @@ case "$triple" in
   # cross cc (deps/darwin-toolchain.sh) aarch64-apple-darwin.
   x86_64-apple-darwin*) target=darwin64-x86_64 ;;
   arm64-apple-darwin* | aarch64-apple-darwin*) target=darwin64-arm64 ;;
+  # Windows x64 with mingw-w64 (the Windows gate, scripts/windows-gate.js).
+  x86_64-w64-mingw32*) target=mingw64 ;;
   x86_64-*) target=linux-x86_64 ;;
   aarch64-*) target=linux-aarch64 ;;
   *) echo "openssl.sh: no OpenSSL target for $triple" >&2; exit 2 ;;
@@ -83,10 +85,12 @@ for p in "$here"/patches/openssl/*.patch; do
   patch -d "$out.tmp" -p1 --quiet < "$p"
 done
 start=$(date +%s)
-# A cross build for macOS uses the toolchain's archiver (Apple's ranlib -c).
+# A cross build for macOS uses the toolchain's archiver (Apple's ranlib -c);
+# one for Windows mingw-w64's (COFF objects) and resource compiler.
 tools=()
 case "$host" in
   *-apple-darwin*) tools=(AR="$host-ar" RANLIB="$host-ranlib") ;;
+  *-w64-mingw32*) tools=(AR="$host-ar" RANLIB="$host-ranlib" RC="$host-windres") ;;
 esac
 (cd "$out.tmp" && env ${tools[@]+"${tools[@]}"} CC="$cc" ./Configure "$target" "${flags[@]}" >configure.out 2>&1) || { tail -30 "$out.tmp/configure.out" >&2; exit 1; }
 (cd "$out.tmp" && make -j"$(nproc)" build_libs >make.out 2>&1) || { tail -30 "$out.tmp/make.out" >&2; exit 1; }

