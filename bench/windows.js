@@ -6,8 +6,10 @@
 // run by node.exe under Wine, and bench/loadgen (Linux, loopback) as the
 // clients, checking every message's sequence number.
 //
-//   node bench/windows.js [--hold 10000] [--subscribers 1000] [--rate 1000] [--seconds 100]
+//   node bench/windows.js [--hold=10000] [--subscribers=1000] [--rate=300] [--seconds=334]
 //
+// 0. WSAPoll's cost: one wait with 100, 1,000 and 4,000 idle sockets
+//    (bench/micro/wsapoll_cost.c).
 // 1. hold: --hold connections on ONE IO thread (WSAPoll over all of them),
 //    one message a second to each; then the server closes with them open.
 // 2. fan-out: --subscribers connections on two IO threads, --rate messages
@@ -23,13 +25,13 @@
 const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { buildAll, nodeExe, wineEnv, NODES } = require('../scripts/windows-gate');
+const { buildAll, nodeExe, wineEnv, runWine, NODES } = require('../scripts/windows-gate');
 const { loadgenMakeVars } = require('./runner/util');
 
 const root = path.resolve(__dirname, '..');
 
 function parseArgs(argv) {
-  const o = { hold: 10000, subscribers: 1000, rate: 1000, seconds: 100 };
+  const o = { hold: 10000, subscribers: 1000, rate: 300, seconds: 334 };
   for (const a of argv) {
     const m = /^--(hold|subscribers|rate|seconds)=(\d+)$/.exec(a);
     if (!m) throw new Error(`bench/windows.js: unknown argument ${a}`);
@@ -42,7 +44,7 @@ function parseArgs(argv) {
 function launch(cmd, args, { env, logFile }) {
   const fd = fs.openSync(logFile, 'w');
   const quoted = [cmd, ...args].map((a) => `'${String(a).replace(/'/g, "'\\''")}'`).join(' ');
-  const child = spawn('bash', ['-c', `ulimit -n 65536 && exec ${quoted}`], { cwd: root, env, stdio: ['ignore', fd, fd] });
+  const child = spawn('bash', ['-c', `ulimit -n "$(ulimit -Hn)" && exec ${quoted}`], { cwd: root, env, stdio: ['ignore', fd, fd] });
   const exited = new Promise((resolve) => child.on('close', (code, signal) => { fs.closeSync(fd); resolve(code ?? signal); }));
   return { child, exited, read: () => fs.readFileSync(logFile, 'utf8') };
 }
@@ -67,7 +69,7 @@ async function phase(name, ctx, { serverArgs, loadgenArgs, serverSecs, kill = nu
     { env: { ...ctx.env, SYMPHONY_NATIVE: ctx.file }, logFile: path.join(logs, 'server.log') });
   const { port } = await waitFor(() => lastJson(server.read(), 'port'), 120000, `${name}: the server's port`);
   console.log(`windows-bench: ${name}: server on ${port} (Wine), loadgen ${loadgenArgs.join(' ')}`);
-  const lg = launch(path.join(root, 'bench', 'out', 'loadgen'), ['--url', `ws://127.0.0.1:${port}/`, ...loadgenArgs],
+  const lg = launch(path.join(root, 'bench', 'out', 'loadgen'), ['--url', `ws://127.0.0.1:${port}/`, '--json', ...loadgenArgs],
     { env: process.env, logFile: path.join(logs, 'loadgen.log') });
   let extra = {};
   if (kill) extra = await kill(lg, port, logs);
@@ -91,20 +93,33 @@ async function main() {
   const ctx = { wine: tc.wine, env: wineEnv(tc), exe: nodeExe(node), file: files.jemalloc, out };
   const results = { machine: 'Debian 12, 2 cores, Wine 8.0', node, started: new Date(started).toISOString(), options: o, phases: [] };
 
+  // 0. WSAPoll's cost per wait.
+  const exe = path.join(out, 'wsapoll_cost.exe');
+  execFileSync(tc.cc, ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O2', '-D_WIN32_WINNT=0x0A00',
+    path.join(root, 'bench', 'micro', 'wsapoll_cost.c'), '-o', exe, '-lws2_32'], { stdio: 'inherit' });
+  results.wsapoll = [];
+  for (const n of [100, 1000, 4000]) {
+    const r = await runWine(tc, ctx.env, [exe, String(n)], { timeoutMs: 300000, logFile: path.join(out, `wsapoll-${n}.log`) });
+    results.wsapoll.push(lastJson(r.output, 'sockets') || { sockets: n, error: r.output.trim().slice(-200) });
+  }
+  fs.rmSync(exe, { force: true });
+
   // 1. hold: every connection on one IO thread; the server's duration ends
   // while they are open (closed with connections open).
-  const holdSecs = 20 + Math.ceil(o.hold / 500);
+  // Accepting slows as the set grows (WSAPoll is O(sockets) per wait: under
+  // Wine ~10 us a socket), so the ramp is gentle and the hold long.
+  const holdSecs = 60 + Math.ceil(o.hold / 100);
   results.phases.push(await phase('hold', ctx, {
     serverArgs: ['--threads', '1', '--topics', '1', '--rate', '1', '--size', '64', '--seq', '1'],
-    loadgenArgs: ['--connections', String(o.hold), '--ramp-per-sec', '1000', '--max-pending', '256', '--seq',
-      '--duration', String(holdSecs + 30), '--hold', String(holdSecs + 20), '--connect-timeout', '30'],
+    loadgenArgs: ['--connections', String(o.hold), '--ramp-per-sec', '200', '--max-pending', '64', '--seq',
+      '--duration', String(holdSecs + 30), '--hold', String(holdSecs + 20), '--connect-timeout', '60'],
     serverSecs: holdSecs,
   }));
 
   // 2. fan-out: rate x seconds messages to every subscriber, none lost.
   results.phases.push(await phase('fanout', ctx, {
     serverArgs: ['--threads', '2', '--topics', '1', '--rate', String(o.rate), '--size', '64', '--seq', '1'],
-    loadgenArgs: ['--connections', String(o.subscribers), '--ramp-per-sec', '1000', '--seq',
+    loadgenArgs: ['--connections', String(o.subscribers), '--ramp-per-sec', '200', '--max-pending', '64', '--connect-timeout', '60', '--seq',
       '--duration', String(o.seconds + 40), '--hold', String(o.seconds + 30)],
     serverSecs: o.seconds + 10,
   }));

@@ -593,7 +593,11 @@ class Server extends EventEmitter {
       return refuse(500, 'ERR_SYMPHONY_UNADOPTABLE', 'Node still has bytes to write on this socket');
     }
     const fd = socket._handle && typeof socket._handle.fd === 'number' ? socket._handle.fd : -1;
-    if (fd < 0) return refuse(500, 'ERR_SYMPHONY_UNADOPTABLE', 'the socket has no file descriptor of its own');
+    if (fd < 0) {
+      return refuse(500, 'ERR_SYMPHONY_UNADOPTABLE', process.platform === 'win32'
+        ? 'on Windows, Node does not give out a socket\'s handle: give symphony its own port (the port option)'
+        : 'the socket has no file descriptor of its own');
+    }
     // Node stops reading; what it read past the request and has not handed
     // out goes to symphony after `head`, before anything read later.
     socket.pause();
