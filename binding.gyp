@@ -17,9 +17,33 @@
 #                                    SY_TESTING defined and binding/testing.c
 #                                    compiled (_testAlloc/_testFree and the
 #                                    test-only hooks of src/); never shipped
+#
+# The source lists: the *.c files of the folders named, no dot files, sorted
+# together by code unit: what `ls -1 src/*.c ...` gave in the C locale,
+# listed by node (on PATH wherever node-gyp runs) because Windows' cmd has
+# neither ls nor globs. Inline rather than a script under scripts/: the
+# package (package.json's files) ships only the scripts it names. Keep the
+# command free of $ ` % ! and of "<(" or ">(": it goes through sh or cmd,
+# and gyp reads those as its own syntax.
+#
+# Windows (OS=="win"): node-gyp with MSVC (cl.exe, msbuild), the path of a
+# hosted windows-latest runner (.github/workflows/windows.yml). NOT YET RUN:
+# written from the mingw-w64 build of scripts/windows-gate.js (same defines,
+# same system libraries), and it still lacks what MSVC has not and
+# mingw-w64 has: pthread.h, unistd.h, strings.h, sys/time.h,
+# clock_gettime, nanosleep, ssize_t (the sources use them); and the deps
+# built by MSVC (deps/*.sh build them with a gcc-like cc and ar). What it
+# expects: the system allocator only (jemalloc is refused below), and in
+# each dep's build folder the Linux file names with .lib (libdeflate.lib,
+# libhiredis.lib, libyyjson.lib; OpenSSL's VC-WIN64A static build's own
+# libssl.lib and libcrypto.lib), compiled with /MT (node-gyp's Release
+# runtime library).
 {
   'variables': {
-    'sy_allocator%': 'jemalloc',
+    # jemalloc by default; the system allocator on Windows, its only one for now.
+    'conditions': [
+      ['OS=="win"', {'sy_allocator%': 'system'}, {'sy_allocator%': 'jemalloc'}],
+    ],
     'sy_jemalloc_dir%': '',
     'sy_lg_page%': '0',
     'sy_glibc_floor%': '',
@@ -32,7 +56,7 @@
   'targets': [
     {
       'target_name': 'symphony',
-      'sources': ['<!@(ls -1 src/*.c src/base/*.c src/proto/*.c src/net/*.c src/io/*.c src/bus/*.c binding/*.c)'],
+      'sources': ["<!@(node -p \"['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/bus', 'binding'].flatMap((d) => require('fs').readdirSync(d).filter((f) => f.endsWith('.c') && f.indexOf('.') > 0).map((f) => d + '/' + f)).sort().join(' ')\")"],
       'include_dirs': ['src', '<(sy_libdeflate_dir)/include', '<(sy_hiredis_dir)/include', '<(sy_yyjson_dir)/include'],
       'defines': ['NAPI_VERSION=8', 'SY_LG_PAGE=<(sy_lg_page)'],
       'cflags_c': [
@@ -52,8 +76,20 @@
         # destructors that run at every thread's exit, so its code must stay.
         '-Wl,-z,nodelete',
       ],
-      'libraries': ['<(sy_libdeflate_dir)/libdeflate.a', '<(sy_hiredis_dir)/libhiredis.a', '<(sy_yyjson_dir)/libyyjson.a', '-lpthread'],
       'conditions': [
+        # The libraries: static archives everywhere; on Windows MSVC's .lib
+        # and the system's import libraries (Winsock, BCryptGenRandom, and
+        # what OpenSSL's Windows code calls: CryptoAPI, the registry, the
+        # window station check). No pthread library on Windows: MSVC has
+        # none, and what stands for it there is still to be written (above).
+        ['OS=="win"', {
+          'libraries': [
+            '<(sy_libdeflate_dir)/libdeflate.lib', '<(sy_hiredis_dir)/libhiredis.lib', '<(sy_yyjson_dir)/libyyjson.lib',
+            'ws2_32.lib', 'bcrypt.lib', 'crypt32.lib', 'advapi32.lib', 'user32.lib',
+          ],
+        }, {
+          'libraries': ['<(sy_libdeflate_dir)/libdeflate.a', '<(sy_hiredis_dir)/libhiredis.a', '<(sy_yyjson_dir)/libyyjson.a', '-lpthread'],
+        }],
         # One poller backend per system (src/net/sy_poll.h).
         ['OS=="linux"', {
           'sources!': ['src/net/sy_poll_kqueue.c', 'src/net/sy_poll_wsapoll.c'],
@@ -87,6 +123,24 @@
             ],
           },
         }],
+        # Windows with MSVC: node-gyp ignores cflags_c and ldflags there and
+        # takes msvs_settings. /std:c11 for the C files (MSVC keeps it apart
+        # from the -std:c++NN of common.gypi, which is for the one C++ file,
+        # node-gyp's delay-load hook), and <stdatomic.h>, which MSVC gives
+        # only behind /experimental:c11atomics (VS 2022 17.5 or later). The
+        # defines of scripts/windows-gate.js: Windows 10's API, and
+        # windows.h without winsock.h (src/base/sy_inet.h includes
+        # winsock2.h). No /WX yet: MSVC's warnings have never been seen. A
+        # DLL exports only what is __declspec(dllexport)ed (NAPI_MODULE_INIT's
+        # two entry points), so nothing stands for exports.map. Untested.
+        ['OS=="win"', {
+          'defines': ['_WIN32_WINNT=0x0A00', 'WIN32_LEAN_AND_MEAN'],
+          'msvs_settings': {
+            'VCCLCompilerTool': {
+              'AdditionalOptions': ['/std:c11', '/experimental:c11atomics'],
+            },
+          },
+        }],
         ['sy_testing==1', {
           'defines': ['SY_TESTING'],
         }, {
@@ -98,13 +152,26 @@
         }],
         ['sy_openssl_dir!=""', {
           # TLS, and tokens' verification (src/auth: OpenSSL's signatures).
-          'sources': ['<!@(ls -1 src/tls/*.c src/auth/*.c)'],
+          'sources': ["<!@(node -p \"['src/tls', 'src/auth'].flatMap((d) => require('fs').readdirSync(d).filter((f) => f.endsWith('.c') && f.indexOf('.') > 0).map((f) => d + '/' + f)).sort().join(' ')\")"],
           'defines': ['SY_WITH_TLS'],
           # Node's own OpenSSL headers are not in the --nodedir that
           # scripts/node-headers.js makes; sy_tls.c refuses anything older
           # than 3.5, so a wrong header fails the build.
           'include_dirs': ['<(sy_openssl_dir)/include'],
-          'libraries': ['<(sy_openssl_dir)/libssl.a', '<(sy_openssl_dir)/libcrypto.a'],
+          'conditions': [
+            ['OS=="win"', {
+              'libraries': ['<(sy_openssl_dir)/libssl.lib', '<(sy_openssl_dir)/libcrypto.lib'],
+            }, {
+              'libraries': ['<(sy_openssl_dir)/libssl.a', '<(sy_openssl_dir)/libcrypto.a'],
+            }],
+          ],
+        }],
+        # No jemalloc on Windows for now: the system allocator only
+        # (SY_LG_PAGE stays 0). Asking for jemalloc there stops gyp with
+        # "Undefined variable" naming the reason, rather than build a
+        # system-allocator file under a jemalloc name.
+        ['sy_allocator!="system" and OS=="win"', {
+          'defines': ['<(jemalloc_is_not_built_on_windows__use_sy_allocator_system)'],
         }],
         ['sy_allocator=="jemalloc"', {
           'defines': ['SY_USE_JEMALLOC'],
