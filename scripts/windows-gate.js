@@ -412,4 +412,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { buildAll, nodeExe, wineEnv, runWine, NODES };
+module.exports = { buildAll, nodeExe, wineEnv, runWine, NODES, WINDOWS_SUITES };
