@@ -87,12 +87,20 @@ function detectLibc() {
 const DARWIN_PAGE = { arm64: 16384, x64: 4096 };
 
 /**
+ * Windows' page size: 4 KiB on x64 (GetSystemInfo's dwPageSize; the 64 KiB
+ * figure is the allocation granularity, not the page). Windows has no
+ * /proc either, and the addon cannot be loaded to ask: a fact of the CPU.
+ */
+const WINDOWS_PAGE = { x64: 4096, arm64: 4096 };
+
+/**
  * The kernel's page size in bytes: on Linux from the aux vector (AT_PAGESZ)
- * in /proc/self/auxv, on macOS by the CPU type (DARWIN_PAGE); null when it
- * cannot be told.
+ * in /proc/self/auxv, on macOS and Windows by the CPU type (DARWIN_PAGE,
+ * WINDOWS_PAGE); null when it cannot be told.
  */
 function kernelPageSize(platform = process.platform, arch = process.arch) {
   if (platform === 'darwin') return DARWIN_PAGE[arch] || null;
+  if (platform === 'win32') return WINDOWS_PAGE[arch] || null;
   let buf;
   try {
     buf = fs.readFileSync('/proc/self/auxv');
@@ -135,7 +143,8 @@ const PLATFORM_SCOPE = '@symphony-ws';
  * optionalDependencies; their os, cpu and libc fields (written from this
  * table by scripts/packages.js) let the package manager fetch only the one
  * that fits. Their binaries come from prebuilds/<os>-<cpu>/ (platformDir),
- * `libc` is the libc segment of those files' names (variantFileName).
+ * `libc` is the libc segment of those files' names (variantFileName): the
+ * C library on Linux, the platform's name elsewhere (detectLibc).
  */
 const PLATFORMS = [
   { name: 'linux-x64-gnu', os: 'linux', cpu: 'x64', libc: 'glibc', title: 'Linux x64 (glibc)' },
@@ -144,6 +153,7 @@ const PLATFORMS = [
   { name: 'linux-arm64-musl', os: 'linux', cpu: 'arm64', libc: 'musl', title: 'Linux arm64 (musl: Alpine)' },
   { name: 'darwin-arm64', os: 'darwin', cpu: 'arm64', libc: 'darwin', title: 'macOS arm64 (Apple Silicon)' },
   { name: 'darwin-x64', os: 'darwin', cpu: 'x64', libc: 'darwin', title: 'macOS x64 (Intel)' },
+  { name: 'win32-x64', os: 'win32', cpu: 'x64', libc: 'win32', title: 'Windows x64' },
 ];
 
 /** The full name of a platform package, e.g. "@symphony-ws/linux-x64-gnu". */

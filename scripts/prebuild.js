@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 'use strict';
-// Builds the prebuilt binaries that npm users install: every Linux target,
-// each with its own jemalloc, stripped, into prebuilds/<platform>-<arch>/.
+// Builds the prebuilt binaries that npm users install: every Linux target
+// and Windows x64, each with its own jemalloc, stripped, into
+// prebuilds/<platform>-<arch>/. (macOS: scripts/macos-gate.js and the
+// macOS workflow, on Apple's own linker.)
 //
 //   node scripts/prebuild.js                         every target
 //   node scripts/prebuild.js --targets=linux-x64-glibc,linux-arm64-glibc
@@ -12,6 +14,9 @@
 //   linux-arm64-glibc  4 KiB + 64 KiB  aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu)
 //   linux-arm64-musl   4 KiB + 64 KiB  clang --target=aarch64-linux-musl, lld, and
 //                                      Debian's arm64 musl (deps/sysroot.sh musl-arm64)
+//   win32-x64          4 KiB           mingw-w64 (gcc-mingw-w64-x86-64), cross-built by
+//                                      scripts/windows-gate.js's buildAll (the build its
+//                                      Wine gate tests: one way to build for Windows)
 // jemalloc is built once per (target, page) and cached (deps/jemalloc.sh), the
 // private OpenSSL, libdeflate, hiredis and yyjson once per target (deps/openssl.sh,
 // deps/libdeflate.sh, deps/hiredis.sh, deps/yyjson.sh);
@@ -43,24 +48,28 @@ const cache = process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache')
 
 const TARGETS = {
   'linux-x64-glibc': {
-    arch: 'x64', libc: 'glibc', lgPages: [12], host: 'x86_64-linux-gnu',
+    os: 'linux', arch: 'x64', libc: 'glibc', lgPages: [12], host: 'x86_64-linux-gnu',
     cc: 'gcc', strip: 'strip', needs: ['gcc', 'strip (apt-get install binutils)'], floor: true,
   },
   'linux-x64-musl': {
-    arch: 'x64', libc: 'musl', lgPages: [12], host: 'x86_64-linux-musl',
+    os: 'linux', arch: 'x64', libc: 'musl', lgPages: [12], host: 'x86_64-linux-musl',
     cc: 'musl-gcc', strip: 'strip', needs: ['musl-gcc (apt-get install musl-tools)', 'strip (apt-get install binutils)'],
   },
   'linux-arm64-glibc': {
-    arch: 'arm64', libc: 'glibc', lgPages: [12, 16], host: 'aarch64-linux-gnu',
+    os: 'linux', arch: 'arm64', libc: 'glibc', lgPages: [12, 16], host: 'aarch64-linux-gnu',
     cc: 'aarch64-linux-gnu-gcc', strip: 'aarch64-linux-gnu-strip',
     needs: ['aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross)',
       'aarch64-linux-gnu-strip (apt-get install binutils-aarch64-linux-gnu)'], floor: true,
   },
   'linux-arm64-musl': {
-    arch: 'arm64', libc: 'musl', lgPages: [12, 16], host: 'aarch64-linux-musl',
+    os: 'linux', arch: 'arm64', libc: 'musl', lgPages: [12, 16], host: 'aarch64-linux-musl',
     cc: null /* a wrapper, made below */, strip: 'aarch64-linux-gnu-strip',
     needs: ['clang', 'ld.lld (apt-get install clang lld)', 'aarch64-linux-gnu-gcc (for libgcc and crtbegin)',
       'aarch64-linux-gnu-strip (apt-get install binutils-aarch64-linux-gnu)'],
+  },
+  'win32-x64': {
+    os: 'win32', arch: 'x64', libc: 'win32', lgPages: [12], host: 'x86_64-w64-mingw32', windows: true,
+    needs: ['x86_64-w64-mingw32-gcc (apt-get install gcc-mingw-w64-x86-64)', 'x86_64-w64-mingw32-objdump (apt-get install binutils-mingw-w64-x86-64)'],
   },
 };
 
@@ -225,7 +234,38 @@ function buildOne(name, t, cc, lgPage) {
   return entry;
 }
 
-function main() {
+/**
+ * win32-x64: the jemalloc DLL as scripts/windows-gate.js builds and checks
+ * it (mingw-w64, linked with -s: stripped), into prebuilds/win32-x64/ with
+ * the notices of what it links. Resolves the manifest entry.
+ */
+async function buildWindows(name, t) {
+  const { buildAll } = require('./windows-gate');
+  const t0 = Date.now();
+  const failed = [];
+  const { files, deps: d } = await buildAll(['jemalloc'], (check, ok, detail) => { if (!ok) failed.push(`${check} (${detail})`); });
+  if (failed.length) throw new Error(`prebuild: ${name}: ${failed.join('; ')}`);
+  const lgPage = t.lgPages[0];
+  const destDir = path.join(root, 'prebuilds', `${t.os}-${t.arch}`);
+  fs.mkdirSync(destDir, { recursive: true });
+  const dest = path.join(destDir, variantFileName({ libc: t.libc, allocator: 'jemalloc', lgPage }));
+  const tmp = `${dest}.tmp-${process.pid}`;
+  fs.copyFileSync(files.jemalloc, tmp);
+  fs.renameSync(tmp, dest);
+  writeBeside(destDir, { sy_jemalloc_dir: d.jemalloc, sy_openssl_dir: d.openssl, sy_libdeflate_dir: d.libdeflate,
+    sy_hiredis_dir: d.hiredis, sy_yyjson_dir: d.yyjson });
+  const rel = (dir) => path.relative(root, dir);
+  const entry = {
+    target: name, file: rel(dest), arch: t.arch, libc: t.libc, pageSize: 1 << lgPage,
+    bytes: fs.statSync(dest).size, sha256: sha256(dest), addonS: Math.round((Date.now() - t0) / 100) / 10,
+    jemallocDir: rel(d.jemalloc), opensslDir: rel(d.openssl), libdeflateDir: rel(d.libdeflate), hiredisDir: rel(d.hiredis),
+    yyjsonDir: rel(d.yyjson),
+  };
+  console.error(`prebuild: ${entry.file} ${(entry.bytes / 1048576).toFixed(2)} MiB · ${entry.addonS} s (deps and DLL)`);
+  return entry;
+}
+
+async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const missing = preflight(opts.targets);
   if (missing.length) {
@@ -237,6 +277,11 @@ function main() {
   try { manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')); } catch { /* first run */ }
   for (const name of opts.targets) {
     const t = TARGETS[name];
+    if (t.windows) {
+      const entry = await buildWindows(name, t);
+      manifest.files = manifest.files.filter((f) => f.file !== entry.file).concat(entry);
+      continue;
+    }
     const cc = t.cc || muslArm64Wrapper();
     for (const lgPage of t.lgPages) {
       const entry = buildOne(name, t, cc, lgPage);
@@ -249,18 +294,16 @@ function main() {
   // The platform packages of what was just built, in dist/npm/<target>/
   // (scripts/packages.js; --pack there makes their tarballs).
   const packages = PLATFORMS.filter((p) => opts.targets.some((name) => TARGETS[name].arch === p.cpu && TARGETS[name].libc === p.libc &&
-    p.os === 'linux')).map((p) => p.name);
+    TARGETS[name].os === p.os)).map((p) => p.name);
   run(process.execPath, [path.join(__dirname, 'packages.js'), `--targets=${packages.join(',')}`]);
   console.error(`prebuild: platform packages in dist/npm/ (${packages.join(', ')})`);
 }
 
 if (require.main === module) {
-  try {
-    main();
-  } catch (err) {
+  main().catch((err) => {
     console.error(err.message);
     process.exit(1);
-  }
+  });
 }
 
 module.exports = { TARGETS };

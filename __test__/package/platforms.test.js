@@ -20,14 +20,29 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
 
 test('every prebuilt target has its platform package, and every package a target or a macOS build', () => {
   for (const [name, t] of Object.entries(TARGETS)) {
-    const p = PLATFORMS.find((x) => x.os === 'linux' && x.cpu === t.arch && x.libc === t.libc);
+    const p = PLATFORMS.find((x) => x.os === t.os && x.cpu === t.arch && x.libc === t.libc);
     assert.ok(p, `no platform package for the prebuilt target ${name}`);
+    assert.equal(`${p.os}-${p.cpu}`, name.replace(/-(glibc|musl)$/, ''), `${name}: its folder is prebuilds/${p.os}-${p.cpu}/`);
   }
   for (const p of PLATFORMS) {
     if (p.os === 'darwin') assert.equal(p.libc, 'darwin', p.name); // symphony.darwin.*.node (scripts/macos-gate.js)
-    else assert.ok(Object.values(TARGETS).some((t) => t.arch === p.cpu && t.libc === p.libc), `${p.name}: no prebuilt target`);
+    else assert.ok(Object.values(TARGETS).some((t) => t.os === p.os && t.arch === p.cpu && t.libc === p.libc), `${p.name}: no prebuilt target`);
   }
   assert.equal(new Set(PLATFORMS.map((p) => p.name)).size, PLATFORMS.length);
+});
+
+test('Windows x64: a platform package (win32-x64, no libc field), the loader\'s names and page, and "os" allows win32', () => {
+  const w = platformPackage('win32', 'x64', 'win32');
+  assert.ok(w, 'a win32-x64 platform package');
+  assert.equal(w.name, 'win32-x64');
+  const m = manifestOf(w, pkg);
+  assert.deepEqual([m.os, m.cpu, m.libc], [['win32'], ['x64'], undefined]);
+  assert.ok(pkg.os.includes('win32'), `package.json "os" lists win32 (${pkg.os.join(', ')})`);
+  const { variantFileName, kernelPageSize, detectLibc } = require('../../lib/variants');
+  assert.equal(kernelPageSize('win32', 'x64'), 4096);
+  assert.equal(variantFileName({ libc: 'win32', allocator: 'jemalloc', lgPage: 12 }), 'symphony.win32.jemalloc-4k.node');
+  if (process.platform !== 'win32') assert.notEqual(detectLibc(), 'win32');
+  assert.equal(TARGETS['win32-x64'].lgPages.join(), '12');
 });
 
 test('a platform package says where it runs (os, cpu, libc on Linux) and ships its licences', () => {
