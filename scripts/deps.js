@@ -8,10 +8,25 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 
+/**
+ * The environment of a build for this host (no --host or --cc given) on
+ * Linux glibc x64 or arm64: the prebuilt target's (scripts/prebuild.js):
+ * CC gcc and binding/glibc_floor.h forced into every file. So npm install's,
+ * npm test's and the prebuild's OpenSSL and jemalloc are one build each in
+ * the cache (a clean machine, CI's, builds each once, not twice). A CC
+ * other than gcc, or CFLAGS, given by the caller are kept as given.
+ */
+function hostEnv(args, env) {
+  if (args.includes('--host') || args.includes('--cc') || process.platform !== 'linux') return env;
+  if (!['x64', 'arm64'].includes(process.arch) || (env.CC && env.CC !== 'gcc') || env.CFLAGS !== undefined) return env;
+  if (require('../lib/variants').detectLibc() !== 'glibc') return env;
+  return { ...env, CC: 'gcc', CFLAGS: `-include ${path.join(root, 'binding', 'glibc_floor.h')}` };
+}
+
 /** depDir('openssl', ['--host', h, '--cc', cc], env) -> the build folder. */
 function depDir(name, args = [], env = process.env) {
   const script = path.join(root, 'deps', `${name}.sh`);
-  const r = spawnSync('bash', [script, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const r = spawnSync('bash', [script, ...args], { cwd: root, env: hostEnv(args, env), stdio: ['ignore', 'pipe', 'inherit'] });
   if (r.error) throw r.error;
   const dir = r.stdout.toString().trim().split('\n').pop();
   if (r.status !== 0 || !dir) throw new Error(`deps/${name}.sh ${args.join(' ')} exited with ${r.status ?? r.signal}`);

@@ -180,7 +180,10 @@ function buildOne(name, t, cc, lgPage) {
   const floor = t.floor ? path.join(root, 'binding', 'glibc_floor.h') : '';
   const env = { ...process.env, CC: cc, LINK: cc, CFLAGS: floor ? `-include ${floor}` : '' };
   const t0 = Date.now();
-  const jeDir = depDir('jemalloc', ['--lg-page', String(lgPage), '--host', t.host, '--cc', cc], env);
+  // The host's own target without --host (jemalloc's configure key would
+  // differ by it): the same build as npm install's (scripts/deps.js hostEnv).
+  const native = t.host === spawnSync('gcc', ['-dumpmachine'], { encoding: 'utf8' }).stdout.trim() && cc === 'gcc';
+  const jeDir = depDir('jemalloc', ['--lg-page', String(lgPage), ...(native ? [] : ['--host', t.host]), '--cc', cc], env);
   const jeSeconds = Number(fs.readFileSync(path.join(jeDir, '.built'), 'utf8')) || 0;
   const jemallocS = (Date.now() - t0) / 1000;
   // The private OpenSSL for the same target (the glibc floor header too:
