@@ -18,8 +18,10 @@
 //    binding/ compiled with -Werror (scripts/cross-compile.js), linked as a
 //    DLL that exports the two N-API entry points only.
 // 3. What can be checked in the file: a PE32+ DLL for x86-64, its exports,
-//    the DLLs it imports (Windows' own and NODE.EXE, nothing else: the C
-//    runtime's threads are linked in), the build marker.
+//    the DLLs it imports (Windows' own and NODE.EXE, nothing else; linked
+//    without winpthreads: src/base/sy_thread.h has Windows' own threads),
+//    the build marker. Then the MSVC dialect (msvcDialect): every source
+//    parsed by clang as MSVC's C11, without pthread.h or POSIX headers.
 // 4. Under Wine (a prefix of its own, Windows 10): the poller's contract
 //    (__test__/c/test_poll.c as a Windows program), node.exe loading the
 //    addon and its allocator self-check, and the JS suites of WINDOWS_SUITES
@@ -301,10 +303,12 @@ function importLibrary(tc, headers, outDir) {
 function link(tc, d, allocator, objects, nodeLib, out) {
   const libs = [...(allocator === 'jemalloc' ? [`${d.jemalloc}/lib/libjemalloc_pic.a`] : []), `${d.libdeflate}/libdeflate.a`, `${d.hiredis}/libhiredis.a`, `${d.yyjson}/libyyjson.a`,
     `${d.openssl}/libssl.a`, `${d.openssl}/libcrypto.a`, nodeLib];
-  // -static: winpthreads and libgcc inside the DLL (nothing to ship beside
-  // it); the system's import libraries stay imports.
+  // -static: libgcc inside the DLL (nothing to ship beside it); the
+  // system's import libraries stay imports. No winpthreads: src/ has
+  // Windows' own threads (src/base/sy_thread.h), as MSVC builds it, and
+  // OpenSSL and jemalloc use Windows' too (a pthread symbol would fail here).
   const args = ['-shared', '-static', '-o', out, ...objects, ...libs, '-lws2_32', '-lbcrypt', '-lcrypt32', '-ladvapi32',
-    '-luser32', '-lpthread', '-Wl,--gc-sections', '-s'];
+    '-luser32', '-Wl,--gc-sections', '-s'];
   const r = spawnSync(tc.cc, args, { cwd: root, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`windows-gate: link failed:\n${r.stderr}`);
 }
@@ -443,7 +447,7 @@ function buildPollTest(tc, outDir) {
   const exe = path.join(outDir, 'test_poll.exe');
   const srcs = ['__test__/c/test_poll.c', 'src/net/sy_poll_wsapoll.c', 'src/net/sy_sock.c', 'src/net/sy_wake.c', 'src/base/sy_alloc.c'];
   const r = spawnSync(tc.cc, ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O1', '-D_WIN32_WINNT=0x0A00', '-Isrc', '-I__test__/c',
-    ...srcs, '-o', exe, '-static', '-lws2_32', '-lpthread'], { cwd: root, encoding: 'utf8' });
+    ...srcs, '-o', exe, '-static', '-lws2_32'], { cwd: root, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`windows-gate: test_poll.exe:\n${r.stderr}`);
   return exe;
 }
