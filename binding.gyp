@@ -29,10 +29,12 @@
 # Windows (OS=="win"): node-gyp with MSVC (cl.exe, msbuild), the path of a
 # hosted windows-latest runner (.github/workflows/windows.yml). NOT YET RUN:
 # written from the mingw-w64 build of scripts/windows-gate.js (same defines,
-# same system libraries), and it still lacks what MSVC has not and
-# mingw-w64 has: pthread.h, unistd.h, strings.h, sys/time.h,
-# clock_gettime, nanosleep, ssize_t (the sources use them); and the deps
-# built by MSVC (deps/*.sh build them with a gcc-like cc and ar). What it
+# same system libraries). The sources no longer use what MSVC has not and
+# mingw-w64 has (pthread.h, unistd.h, strings.h, sys/time.h, clock_gettime,
+# nanosleep, ssize_t, GNU attributes: src/base/sy_thread.h, sy_clock.h and
+# sy_port.h stand for them; the gate parses every file as MSVC's C11 with
+# clang, which is not cl.exe); it still lacks the deps built by MSVC
+# (deps/*.sh build them with a gcc-like cc and ar). What it
 # expects: the system allocator only (jemalloc is refused below), and in
 # each dep's build folder the Linux file names with .lib (libdeflate.lib,
 # libhiredis.lib, libyyjson.lib; OpenSSL's VC-WIN64A static build's own
@@ -81,7 +83,7 @@
         # and the system's import libraries (Winsock, BCryptGenRandom, and
         # what OpenSSL's Windows code calls: CryptoAPI, the registry, the
         # window station check). No pthread library on Windows: MSVC has
-        # none, and what stands for it there is still to be written (above).
+        # none, and src/base/sy_thread.h uses Windows' own threads there.
         ['OS=="win"', {
           'libraries': [
             '<(sy_libdeflate_dir)/libdeflate.lib', '<(sy_hiredis_dir)/libhiredis.lib', '<(sy_yyjson_dir)/libyyjson.lib',

@@ -49,9 +49,11 @@ function runAsync(cmd, args) {
 /**
  * Compiles srcs with cc and flags into outDir/obj, reusing cached objects.
  * toolId: what names the compiler (its version or the package's integrity).
+ * syntaxOnly: flags has -fsyntax-only; each file that passes leaves an empty
+ * stamp in place of its object (so that a warm run checks nothing again).
  * Returns { objects, compiled }; throws with every compiler error.
  */
-async function compileAll({ cc, flags, toolId, srcs, outDir, what }) {
+async function compileAll({ cc, flags, toolId, srcs, outDir, what, syntaxOnly = false }) {
   const base = crypto.createHash('sha256').update(`${toolId} ${flags.join(' ')}`).update(headersHash()).digest('hex');
   const objDir = path.join(outDir, 'obj');
   fs.mkdirSync(objDir, { recursive: true });
@@ -66,8 +68,9 @@ async function compileAll({ cc, flags, toolId, srcs, outDir, what }) {
     while (next < todo.length) {
       const j = todo[next++];
       const tmp = `${j.obj}.tmp`;
-      const r = await runAsync(cc, [...flags, '-c', j.src, '-o', tmp]);
-      if (r.code === 0) fs.renameSync(tmp, j.obj);
+      const r = await runAsync(cc, syntaxOnly ? [...flags, j.src] : [...flags, '-c', j.src, '-o', tmp]);
+      if (r.code === 0 && syntaxOnly) fs.writeFileSync(j.obj, '');
+      else if (r.code === 0) fs.renameSync(tmp, j.obj);
       else failures.push(`${j.src}:\n${r.err}`);
     }
   };

@@ -21,8 +21,10 @@
 //    binding/ compiled with -Werror (scripts/cross-compile.js), linked as a
 //    DLL that exports the two N-API entry points only.
 // 3. What can be checked in the file: a PE32+ DLL for x86-64, its exports,
-//    the DLLs it imports (Windows' own and NODE.EXE, nothing else: the C
-//    runtime's threads are linked in), the build marker.
+//    the DLLs it imports (Windows' own and NODE.EXE, nothing else; linked
+//    without winpthreads: src/base/sy_thread.h has Windows' own threads),
+//    the build marker. Then the MSVC dialect (msvcDialect): every source
+//    parsed by clang as MSVC's C11, without pthread.h or POSIX headers.
 // 4. Under Wine (a prefix of its own, Windows 10): the poller's contract
 //    (__test__/c/test_poll.c as a Windows program), node.exe loading the
 //    addon and its allocator self-check, and the JS suites of WINDOWS_SUITES
@@ -146,16 +148,153 @@ const DEFINES = ['-D_WIN32_WINNT=0x0A00', '-DWIN32_LEAN_AND_MEAN', '-DNAPI_VERSI
 // jemalloc's to handle).
 const LG_PAGE = 12;
 
-function compile(tc, d, headers, allocator, outDir) {
-  const includes = ['-Isrc', `-I${d.openssl}/include`, `-I${d.libdeflate}/include`, `-I${d.hiredis}/include`,
-    `-I${d.yyjson}/include`, `-I${path.join(headers, 'include')}`];
+/** The include folders of the deps and of node-api-headers, and the defines, of one allocator's build. */
+function buildFlags(d, headers, allocator) {
+  const dirs = [`${d.openssl}/include`, `${d.libdeflate}/include`, `${d.hiredis}/include`, `${d.yyjson}/include`, path.join(headers, 'include')];
   const defines = [...DEFINES, `-DSY_LG_PAGE=${allocator === 'jemalloc' ? LG_PAGE : 0}`];
   if (allocator === 'jemalloc') {
     defines.push('-DSY_USE_JEMALLOC');
-    includes.push(`-I${d.jemalloc}/include`);
+    dirs.push(`${d.jemalloc}/include`);
   }
-  const flags = ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O2', '-fno-strict-aliasing', ...defines, ...includes];
+  return { dirs, defines };
+}
+
+function compile(tc, d, headers, allocator, outDir) {
+  const { dirs, defines } = buildFlags(d, headers, allocator);
+  const flags = ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O2', '-fno-strict-aliasing', ...defines, '-Isrc', ...dirs.map((x) => `-I${x}`)];
   return compileAll({ cc: tc.cc, flags, toolId: tc.version, srcs: sources(LEAVE), outDir, what: 'windows-gate' });
+}
+
+// ---- the MSVC dialect, without cl.exe ----------------------------------------
+
+// Headers mingw-w64 has and MSVC's C runtime and the Windows SDK do not:
+// an #include of one fails in the check (winpthreads' pthread.h first).
+const NOT_IN_MSVC = ['pthread.h', 'sched.h', 'semaphore.h', 'unistd.h', 'sys/unistd.h', 'strings.h', 'sys/time.h', 'sys/param.h',
+  'dirent.h', 'getopt.h', 'libgen.h'];
+// winpthreads' parts that mingw-w64's own <time.h> and <signal.h> include
+// (clock_gettime, nanosleep, pthread_sigmask): empty, as MSVC's have none.
+const EMPTIED = ['pthread_time.h', 'pthread_signal.h'];
+// Functions mingw-w64's <string.h> and <time.h> declare and MSVC's do not.
+const POISONED = ['strcasecmp', 'strncasecmp', 'strtok_r', 'localtime_r', 'gmtime_r', 'asctime_r', 'ctime_r'];
+// GNU forms clang takes without a word in MSVC mode (-Wgnu and -Wpedantic
+// catch the others: statement expressions, VLAs, zero-length arrays, case
+// ranges, ?:): only in the one header that keeps them from MSVC.
+const GNU_ONLY = /\b(__attribute__|__builtin_\w+|__typeof__|typeof|__thread|__int128|__extension__|__asm__|asm)\b/;
+const GNU_DOOR = 'src/base/sy_port.h';
+// pthread_* and <pthread.h>: only in the door to threads.
+const THREAD_DOOR = 'src/base/sy_thread.h';
+
+/**
+ * mingw-w64's headers made to read as MSVC's: a folder of stand-ins put
+ * before them (NOT_IN_MSVC: #error; EMPTIED: empty) and a header included
+ * before every file: clang in MSVC mode defines _MSC_VER and not __GNUC__,
+ * so mingw-w64's _mingw.h defines __attribute__ away (which clang's own
+ * intrinsics headers need back) and puts __declspec after declarators
+ * (which clang refuses); ssize_t is not the C runtime's; POISONED are
+ * poisoned. Returns { overlay, prelude }.
+ */
+function msvcHeaders(dir) {
+  const overlay = path.join(dir, 'include');
+  fs.rmSync(overlay, { recursive: true, force: true });
+  for (const h of [...NOT_IN_MSVC, ...EMPTIED]) {
+    fs.mkdirSync(path.dirname(path.join(overlay, h)), { recursive: true });
+    fs.writeFileSync(path.join(overlay, h), NOT_IN_MSVC.includes(h)
+      ? `#error "<${h}> is not in MSVC's C runtime or the Windows SDK (the MSVC dialect check of scripts/windows-gate.js)"\n`
+      : '/* winpthreads\' part of a mingw-w64 header: MSVC\'s has none */\n');
+  }
+  const prelude = path.join(dir, 'msvc-prelude.h');
+  fs.writeFileSync(prelude, [
+    '/* scripts/windows-gate.js: mingw-w64\'s headers read as MSVC\'s (see msvcHeaders). */',
+    '#include <_mingw.h>',
+    '#undef __attribute__',
+    ...['NORETURN', 'DEPRECATED', 'MALLOC'].flatMap((a) => [`#undef __MINGW_ATTRIB_${a}`, `#define __MINGW_ATTRIB_${a}`]),
+    '#define _SSIZE_T_DEFINED',
+    '#include <string.h>',
+    '#include <time.h>',
+    ...POISONED.map((f) => `#undef ${f}`),
+    `#pragma GCC poison ${POISONED.join(' ')}`,
+    '',
+  ].join('\n'));
+  return { overlay, prelude };
+}
+
+/** Where GNU_ONLY and pthread appear in code (not comments or strings) of src/ and binding/ outside their doors. */
+function gnuOutsideDoors(srcs) {
+  const files = new Set(srcs);
+  const walk = (d) => {
+    for (const e of fs.readdirSync(path.join(root, d), { withFileTypes: true })) {
+      const rel = `${d}/${e.name}`;
+      if (e.isDirectory()) walk(rel);
+      else if (e.name.endsWith('.h')) files.add(rel);
+    }
+  };
+  walk('src');
+  walk('binding');
+  files.delete('binding/glibc_floor.h'); // Linux's glibc symbol versions
+  const found = [];
+  for (const f of [...files].sort()) {
+    const code = fs.readFileSync(path.join(root, f), 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' '))
+      .replace(/\/\/[^\n]*/g, '')
+      .replace(/"(?:\\.|[^"\\\n])*"/g, '""');
+    code.split('\n').forEach((line, i) => {
+      const gnu = f !== GNU_DOOR && GNU_ONLY.exec(line);
+      const thread = f !== THREAD_DOOR && /\bpthread\w*/.exec(line);
+      for (const m of [gnu, thread]) if (m) found.push(`${f}:${i + 1}: ${m[0]}`);
+    });
+  }
+  return found;
+}
+
+/**
+ * Every source of the Windows build, of each allocator, parsed by clang as
+ * MSVC's C11 (-fsyntax-only) against mingw-w64's headers made to read as
+ * MSVC's, with -Werror -Wvla -Wgnu -Wpedantic; and no GNU_ONLY form or
+ * pthread outside its door. Not cl.exe: docs/testing.md says what it does
+ * not prove. add(name, ok, detail) gets one check.
+ */
+async function msvcDialect(d, headers, allocators, outDir, add) {
+  const name = 'MSVC dialect';
+  const clang = which('clang');
+  if (!clang) return add(name, false, 'no clang: apt-get install -y clang');
+  const sysInclude = path.join('/usr', TRIPLE, 'include');
+  if (!fs.existsSync(path.join(sysInclude, '_mingw.h'))) return add(name, false, `no ${sysInclude}/_mingw.h: apt-get install -y mingw-w64-x86-64-dev`);
+  const version = spawnSync(clang, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
+  const dir = path.join(outDir, 'msvc-dialect');
+  const { overlay, prelude } = msvcHeaders(dir);
+  const srcs = sources(LEAVE);
+  const errors = [];
+  for (const allocator of allocators) {
+    const { dirs, defines } = buildFlags(d, headers, allocator);
+    const flags = ['--target=x86_64-pc-windows-msvc', '-fms-compatibility', '-fms-extensions', '-fms-compatibility-version=19.30',
+      '-std=c11', '-fsyntax-only', '-ferror-limit=0', '-Wall', '-Wextra', '-Werror', '-Wvla', '-Wgnu', '-Wpedantic', ...defines,
+      // jemalloc's own stand-ins for MSVC (its strings.h: ffs), as its MSVC build has them.
+      '-Isrc', '-include', prelude, ...(allocator === 'jemalloc' ? ['-isystem', `${d.jemalloc}/include/msvc_compat`] : []), '-isystem', overlay, ...dirs.flatMap((x) => ['-isystem', x]), '-isystem', sysInclude];
+    try {
+      await compileAll({ cc: clang, flags, toolId: `${version} ${fs.readFileSync(prelude, 'utf8')} ${NOT_IN_MSVC} ${EMPTIED}`, srcs,
+        outDir: path.join(dir, allocator), what: `MSVC dialect (${allocator})`, syntaxOnly: true });
+    } catch (err) {
+      errors.push(err.message);
+    }
+  }
+  const gnu = gnuOutsideDoors(srcs);
+  if (gnu.length) errors.push(`GNU forms or pthread outside ${GNU_DOOR} and ${THREAD_DOOR}:\n${gnu.join('\n')}`);
+  // The errors, one line each (each file's, once), without clang's context lines.
+  const failed = new Set();
+  const shown = new Set();
+  let file = '';
+  for (const line of errors.join('\n').split('\n')) {
+    const m = /^((?:src|binding)\/[\w/]+\.c):$/.exec(line);
+    if (m) failed.add((file = m[1]));
+    else if (/ error: |^(?:src|binding)\/\S+\.[ch]:\d+: \w+$/.test(line) && !shown.has(`${file} ${line}`)) {
+      shown.add(`${file} ${line}`);
+      console.log(/ error: /.test(line) ? `${file}: ${line.replace(`${root}/`, '')}` : line);
+    }
+  }
+  add(name, errors.length === 0, errors.length === 0
+    ? `${srcs.length} files x ${allocators.length} allocator${allocators.length > 1 ? 's' : ''}, clang ${/version (\S+)/.exec(version)?.[1]} ` +
+      `--target=x86_64-pc-windows-msvc -Werror -Wvla -Wgnu -Wpedantic, no pthread.h, no GNU forms outside ${GNU_DOOR}`
+    : `${failed.size} of ${srcs.length} files fail to parse as MSVC's C11${gnu.length ? `; ${gnu.length} GNU forms or pthread outside their doors` : ''}`);
 }
 
 /** node.exe's N-API as an import library (the functions are found in NODE.EXE at load). */
@@ -170,10 +309,12 @@ function importLibrary(tc, headers, outDir) {
 function link(tc, d, allocator, objects, nodeLib, out) {
   const libs = [...(allocator === 'jemalloc' ? [`${d.jemalloc}/lib/libjemalloc_pic.a`] : []), `${d.libdeflate}/libdeflate.a`, `${d.hiredis}/libhiredis.a`, `${d.yyjson}/libyyjson.a`,
     `${d.openssl}/libssl.a`, `${d.openssl}/libcrypto.a`, nodeLib];
-  // -static: winpthreads and libgcc inside the DLL (nothing to ship beside
-  // it); the system's import libraries stay imports.
+  // -static: libgcc inside the DLL (nothing to ship beside it); the
+  // system's import libraries stay imports. No winpthreads: src/ has
+  // Windows' own threads (src/base/sy_thread.h), as MSVC builds it, and
+  // OpenSSL and jemalloc use Windows' too (a pthread symbol would fail here).
   const args = ['-shared', '-static', '-o', out, ...objects, ...libs, '-lws2_32', '-lbcrypt', '-lcrypt32', '-ladvapi32',
-    '-luser32', '-lpthread', '-Wl,--gc-sections', '-s'];
+    '-luser32', '-Wl,--gc-sections', '-s'];
   const r = spawnSync(tc.cc, args, { cwd: root, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`windows-gate: link failed:\n${r.stderr}`);
 }
@@ -312,7 +453,7 @@ function buildPollTest(tc, outDir) {
   const exe = path.join(outDir, 'test_poll.exe');
   const srcs = ['__test__/c/test_poll.c', 'src/net/sy_poll_wsapoll.c', 'src/net/sy_sock.c', 'src/net/sy_wake.c', 'src/base/sy_alloc.c'];
   const r = spawnSync(tc.cc, ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O1', '-D_WIN32_WINNT=0x0A00', '-Isrc', '-I__test__/c',
-    ...srcs, '-o', exe, '-static', '-lws2_32', '-lpthread'], { cwd: root, encoding: 'utf8' });
+    ...srcs, '-o', exe, '-static', '-lws2_32'], { cwd: root, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`windows-gate: test_poll.exe:\n${r.stderr}`);
   return exe;
 }
@@ -320,7 +461,7 @@ function buildPollTest(tc, outDir) {
 /**
  * The toolchain, the deps and one DLL per allocator, each checked (add(name,
  * ok, detail) gets the checks). Resolves { tc, files: { allocator: path },
- * outDir }.
+ * outDir, d: the deps' folders, headers: node-api-headers' }.
  */
 async function buildAll(allocators, add) {
   const tc = toolchain();
@@ -340,23 +481,26 @@ async function buildAll(allocators, add) {
       `${compiled} of ${objects.length} files compiled, linked, in ${secs(t)}`);
     for (const c of fileChecks(tc, allocator, file)) add(`${allocator}: ${c.name}`, c.ok, c.detail);
   }
-  return { tc, files, outDir, deps: d };
+  return { tc, files, outDir, deps: d, headers };
 }
 
 /**
  * The shipped build instead of a fresh one (--prebuilt): the jemalloc DLL of
  * prebuilds/win32-x64/ (scripts/prebuild.js --targets=win32-x64), checked as
- * buildAll checks its own. Resolves as buildAll does.
+ * buildAll checks its own. Resolves as buildAll does (the deps and headers
+ * for the MSVC dialect check: cached, as the prebuild made them).
  */
 async function prebuiltFiles(add) {
   const tc = toolchain();
   const file = path.join(root, 'prebuilds', 'win32-x64', `symphony.win32.jemalloc-${(1 << LG_PAGE) / 1024}k.node`);
   if (!fs.existsSync(file)) throw new Error(`windows-gate: --prebuilt: no ${path.relative(root, file)} (npm run prebuilds -- --targets=win32-x64)`);
+  const headers = npmPackage('node-api-headers', NODE_API_HEADERS.version, NODE_API_HEADERS.integrity);
+  const d = deps(tc, ['jemalloc']);
   const outDir = path.join(root, 'build', 'windows-gate');
   fs.mkdirSync(outDir, { recursive: true });
   console.log(`windows-gate: testing the prebuilt ${path.relative(root, file)} (${(fs.statSync(file).size / 1048576).toFixed(1)} MiB)`);
   for (const c of fileChecks(tc, 'jemalloc', file)) add(`jemalloc: ${c.name}`, c.ok, c.detail);
-  return { tc, files: { jemalloc: file }, outDir };
+  return { tc, files: { jemalloc: file }, outDir, deps: d, headers };
 }
 
 /** node.exe of a pinned version: its path. */
@@ -372,7 +516,9 @@ async function main() {
     results.push(ok);
     console.log(`${ok ? 'ok  ' : 'FAIL'} win32-x64: ${name} (${detail})`);
   };
-  const { tc, files, outDir } = opts.prebuilt ? await prebuiltFiles(add) : await buildAll(opts.allocators, add);
+  const built = opts.prebuilt ? await prebuiltFiles(add) : await buildAll(opts.allocators, add);
+  const { tc, files, outDir } = built;
+  await msvcDialect(built.deps, built.headers, opts.allocators, outDir, add);
   if (!opts.buildOnly) {
     const exe = nodeExe(opts.node);
     const env = wineEnv(tc);

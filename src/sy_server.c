@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
@@ -97,7 +96,7 @@ sy_server_t *sy_server_create(const sy_server_opts_t *opts, sy_batch_fn on_batch
         s->shared.opts.max_event_bytes = (size_t)64 << 20;
     s->shared.on_batch = on_batch;
     s->shared.ctx = ctx;
-    s->shared.tokens_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    s->shared.tokens_lock = (sy_mutex_t)SY_MUTEX_INIT;
     s->host = sy_memdup(opts->host ? opts->host : "", strlen(opts->host ? opts->host : "") + 1);
     s->path = opts->path ? sy_memdup(opts->path, strlen(opts->path) + 1) : NULL;
     int rc = sy_topics_init(&s->shared.topics, opts->threads);
@@ -1020,10 +1019,10 @@ sy_err_t sy_server_set_tls(sy_server_t *s, struct sy_tls_ctx *ctx) {
 
 sy_err_t sy_server_set_tokens(sy_server_t *s, struct sy_tokens *tokens) {
 #ifdef SY_WITH_TLS
-    pthread_mutex_lock(&s->shared.tokens_lock);
+    sy_mutex_lock(&s->shared.tokens_lock);
     sy_tokens_t *old = s->shared.tokens;
     s->shared.tokens = tokens;
-    pthread_mutex_unlock(&s->shared.tokens_lock);
+    sy_mutex_unlock(&s->shared.tokens_lock);
     sy_tokens_unref(old); /* a thread checking a token with it holds its own reference */
     return 0;
 #else
@@ -1100,7 +1099,7 @@ void sy_server_destroy(sy_server_t *s) {
         sy_tls_source_destroy(&s->tls);
     sy_tokens_unref(s->shared.tokens);
 #endif
-    pthread_mutex_destroy(&s->shared.tokens_lock);
+    sy_mutex_destroy(&s->shared.tokens_lock);
     sy_free(s->host);
     sy_free(s->path);
     sy_free(s);

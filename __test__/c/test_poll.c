@@ -7,15 +7,14 @@
  * and the close that rule is for (a dup of the socket still open). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 #if !defined(_WIN32)
 #include <unistd.h>
 #endif
 
 #include "base/sy_clock.h"
+#include "base/sy_thread.h"
 #include "check.h"
 #include "net/sy_poll.h"
 #include "net/sy_sock.h"
@@ -81,8 +80,7 @@ static int tcp_pair(int *a, int *b) {
     int s = -1;
     for (int i = 0; rc == 0 && i < 1000 && s < 0; i++) {
         if (sy_sock_accept(l, true, &s) != 0) {
-            struct timespec ms = {0, 1000000};
-            nanosleep(&ms, NULL);
+            sy_clock_sleep_ms(1);
         }
     }
     sy_sock_close(l);
@@ -292,8 +290,7 @@ struct waker {
 
 static void *wake_later(void *arg) {
     struct waker *k = arg;
-    struct timespec d = {k->delay_ms / 1000, (long)(k->delay_ms % 1000) * 1000000L};
-    nanosleep(&d, NULL);
+    sy_clock_sleep_ms((uint32_t)k->delay_ms);
     for (int i = 0; i < k->times; i++)
         sy_wake_signal(k->w);
     return NULL;
@@ -308,14 +305,14 @@ static void test_wake(void) {
     CHECK_EQ(sy_poll_add(p, sy_wake_fd(&w), SY_POLL_IN, 21), 0);
     CHECK_EQU(wait_tag(p, 21, 0), 0);
     struct waker k = {&w, 100, 1};
-    pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, wake_later, &k), 0);
+    sy_thread_t th;
+    CHECK_EQ(sy_thread_create(&th, wake_later, &k), 0);
     sy_poll_event_t ev[4];
     int n = 0;
     int64_t t0 = sy_clock_ms();
     CHECK_EQ(sy_poll_wait(p, ev, 4, -1, &n), 0);
     int64_t took = sy_clock_ms() - t0;
-    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(sy_thread_join(&th), 0);
     CHECK_EQ(n, 1);
     CHECK_EQU(ev[0].tag, 21);
     CHECK_EQU(ev[0].events, SY_POLL_IN);
@@ -325,8 +322,8 @@ static void test_wake(void) {
     CHECK_EQU(wait_tag(p, 21, 0), 0);
     /* 100,000 signals (a pipe holds 64 KiB of them): one drain takes all. */
     k = (struct waker){&w, 0, 100000};
-    CHECK_EQ(pthread_create(&th, NULL, wake_later, &k), 0);
-    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(sy_thread_create(&th, wake_later, &k), 0);
+    CHECK_EQ(sy_thread_join(&th), 0);
     CHECK_EQU(wait_tag(p, 21, 1000), SY_POLL_IN);
     sy_wake_drain(&w);
     CHECK_EQU(wait_tag(p, 21, 0), 0);
@@ -350,8 +347,7 @@ static void test_more_ready_than_asked(void) {
         CHECK_EQ(wr(b[i], "r", 1), 1);
     }
     /* Let every byte arrive. */
-    struct timespec d = {0, 50 * 1000000L};
-    nanosleep(&d, NULL);
+    sy_clock_sleep_ms(50);
     uint64_t seen = 0;
     for (int round = 0; round < 20 && seen != (1ull << N) - 1; round++) {
         sy_poll_event_t ev[MAX + 1];

@@ -3,11 +3,12 @@
 #include "base/sy_alloc.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/sy_thread.h"
 
 /* The system allocator's usable size of a block, the one #if for it:
  * malloc_usable_size (<malloc.h>: glibc and musl), malloc_size on macOS,
@@ -69,7 +70,7 @@ bool sy_alloc_moving_all(void) { return atomic_load_explicit(&move_all, memory_o
 /* PE has no weak definitions: the archive's sy_je_malloc_conf is a plain
  * one (NULL), so it is set at load, before jemalloc's first use (it reads
  * its configuration once, at its first allocation). */
-__attribute__((constructor)) static void sy_je_conf_set(void) { sy_je_malloc_conf = SY_JE_BUILTIN_CONF; }
+SY_CONSTRUCTOR(sy_je_conf_set) { sy_je_malloc_conf = SY_JE_BUILTIN_CONF; }
 #else
 const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
 #endif
@@ -97,9 +98,8 @@ const char *sy_je_malloc_conf = SY_JE_BUILTIN_CONF;
 #ifndef SY_LG_PAGE
 #define SY_LG_PAGE 0
 #endif
-__attribute__((used)) static const char sy_build_marker[] =
-    "symphony-build: allocator=jemalloc-" JEMALLOC_VERSION " lg-page=" SY_STR(SY_LG_PAGE) " libc=" SY_LIBC
-                                                                                          " arch=" SY_ARCH;
+SY_ATTR_USED static const char sy_build_marker[] = "symphony-build: allocator=jemalloc-" JEMALLOC_VERSION
+                                                   " lg-page=" SY_STR(SY_LG_PAGE) " libc=" SY_LIBC " arch=" SY_ARCH;
 
 /* Explicit arenas made so far (for IO threads; pooled, never destroyed). */
 static atomic_uint created_arenas;
@@ -290,7 +290,7 @@ typedef struct util_query {
     size_t nfree, nregs, size, bin_nfree, bin_nregs;
 } util_query_t;
 
-static pthread_once_t util_mib_once = PTHREAD_ONCE_INIT;
+static sy_once_t util_mib_once = SY_ONCE_INIT;
 static size_t util_mib[3];
 static size_t util_miblen;
 
@@ -303,7 +303,7 @@ static void util_mib_init(void) {
 bool sy_alloc_should_move(const void *ptr) {
     if (ptr != NULL && sy_alloc_moving_all())
         return true;
-    if (ptr == NULL || pthread_once(&util_mib_once, util_mib_init) != 0 || util_miblen == 0)
+    if (ptr == NULL || sy_once(&util_mib_once, util_mib_init) != 0 || util_miblen == 0)
         return false;
     util_query_t q;
     size_t sz = sizeof(q);
@@ -366,25 +366,25 @@ sy_err_t sy_alloc_report(void (*write)(void *ctx, const char *chunk), void *ctx,
 
 /* The pool of arenas given back by IO threads that ended. */
 #define SY_ARENA_POOL 256
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static sy_mutex_t pool_lock = SY_MUTEX_INIT;
 static unsigned pool[SY_ARENA_POOL];
 static unsigned pool_len;
 
 sy_err_t sy_alloc_arena_acquire(unsigned *arena) {
-    pthread_mutex_lock(&pool_lock);
+    sy_mutex_lock(&pool_lock);
     bool have = pool_len > 0;
     if (have)
         *arena = pool[--pool_len];
-    pthread_mutex_unlock(&pool_lock);
+    sy_mutex_unlock(&pool_lock);
     return have ? 0 : sy_alloc_arena_create(arena);
 }
 
 void sy_alloc_arena_release(unsigned arena) {
     (void)sy_alloc_arena_purge(arena); /* nothing to do if it fails */
-    pthread_mutex_lock(&pool_lock);
+    sy_mutex_lock(&pool_lock);
     if (pool_len < SY_ARENA_POOL)
         pool[pool_len++] = arena;
-    pthread_mutex_unlock(&pool_lock);
+    sy_mutex_unlock(&pool_lock);
 }
 
 #ifdef SY_TESTING

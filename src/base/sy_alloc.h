@@ -31,6 +31,7 @@
 #define SY_ALLOC_H
 
 #include "base/sy_errors.h"
+#include "base/sy_port.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,15 +39,9 @@
 /* What the compiler may know of the family (as redis' zmalloc.h tells it):
  * a fresh block aliases nothing, and its size is the argument's, so that
  * -Warray-bounds, _FORTIFY_SOURCE and the sanitizers see overruns. */
-#if defined(__GNUC__) || defined(__clang__)
-#define SY_ALLOC_FRESH __attribute__((malloc))
-#define SY_ALLOC_SIZE(n) __attribute__((alloc_size(n)))
-#define SY_ALLOC_SIZE2(n, m) __attribute__((alloc_size(n, m)))
-#else
-#define SY_ALLOC_FRESH
-#define SY_ALLOC_SIZE(n)
-#define SY_ALLOC_SIZE2(n, m)
-#endif
+#define SY_ALLOC_FRESH SY_ATTR_MALLOC
+#define SY_ALLOC_SIZE(n) SY_ATTR_ALLOC_SIZE(n)
+#define SY_ALLOC_SIZE2(n, m) SY_ATTR_ALLOC_SIZE2(n, m)
 
 SY_ALLOC_FRESH SY_ALLOC_SIZE(1) void *sy_malloc(size_t size);
 SY_ALLOC_FRESH SY_ALLOC_SIZE2(1, 2) void *sy_calloc(size_t count, size_t size);

@@ -5,15 +5,14 @@
 #include "bus/sy_bus.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
 #include "base/sy_random.h"
+#include "base/sy_thread.h"
 #include "bus/sy_bus_env.h"
 #include "bus/sy_bus_int.h"
 
@@ -33,7 +32,7 @@ static void wake(sy_bus_t *b) { sy_wake_signal(&b->wake); }
 static void unlock_and_wake(sy_bus_t *b) {
     bool need_wake = !b->woken;
     b->woken = true;
-    pthread_mutex_unlock(&b->lock);
+    sy_mutex_unlock(&b->lock);
     if (need_wake)
         wake(b);
 }
@@ -113,7 +112,7 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
              sy_poll_add(b->poll, sy_wake_fd(&b->wake), SY_POLL_IN, 0) == 0;
     }
     if (ok)
-        ok = b->lock_ok = pthread_mutex_init(&b->lock, NULL) == 0;
+        ok = b->lock_ok = sy_mutex_init(&b->lock) == 0;
     if (!ok) {
         snprintf(err, errlen, "cannot set up the bus: %s", sy_strerror(errno ? errno : ENOMEM));
         b->joined = true;
@@ -174,7 +173,7 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
 sy_err_t sy_bus_start(sy_bus_t *b) {
     if (b->started)
         return 0;
-    sy_err_t rc = pthread_create(&b->thread, NULL, sy_bus_thread_main, b);
+    sy_err_t rc = sy_thread_create(&b->thread, sy_bus_thread_main, b);
     if (rc != 0)
         return rc;
     b->started = true;
@@ -185,12 +184,12 @@ sy_err_t sy_bus_start(sy_bus_t *b) {
 void sy_bus_stop(sy_bus_t *b, unsigned flush_ms) {
     if (!b->started || b->joined)
         return;
-    pthread_mutex_lock(&b->lock);
+    sy_mutex_lock(&b->lock);
     b->stop = true;
     b->flush_ms = flush_ms;
-    pthread_mutex_unlock(&b->lock);
+    sy_mutex_unlock(&b->lock);
     wake(b);
-    (void)pthread_join(b->thread, NULL);
+    (void)sy_thread_join(&b->thread);
     b->joined = true;
 }
 
@@ -239,7 +238,7 @@ void sy_bus_destroy(sy_bus_t *b) {
     if (b->tls != NULL && b->tls_free != NULL)
         b->tls_free(b->tls);
     if (b->lock_ok)
-        pthread_mutex_destroy(&b->lock);
+        sy_mutex_destroy(&b->lock);
     sy_free(b);
 }
 
@@ -270,9 +269,9 @@ sy_err_t sy_bus_call(sy_bus_t *b, const char *route, size_t route_len, unsigned 
     sy_bus_call_t *c = sy_bus_call_new(route, route_len, argc, argv, lens, done, ctx);
     if (c == NULL)
         return ENOMEM;
-    pthread_mutex_lock(&b->lock);
+    sy_mutex_lock(&b->lock);
     if (b->stop) {
-        pthread_mutex_unlock(&b->lock);
+        sy_mutex_unlock(&b->lock);
         sy_free(c);
         return ESHUTDOWN;
     }
@@ -325,7 +324,7 @@ static sy_err_t queue_publish(sy_bus_t *b, const char *topic, size_t topic_len, 
     memcpy(m->data + b->prefix_len, topic, topic_len);
     if (len > 0)
         memcpy(m->data + channel_len + SY_BUS_ENV_LEN, data, len);
-    pthread_mutex_lock(&b->lock);
+    sy_mutex_lock(&b->lock);
     /* Numbered in queue order (under the lock): the order on the wire. */
     b->seq++;
     sy_bus_env_write((uint8_t *)m->data + channel_len, b->node, b->seq, flags);
@@ -351,12 +350,12 @@ sy_err_t sy_bus_publish_seq(sy_bus_t *b, const char *topic, size_t topic_len, co
 void sy_bus_edge(void *ctx, sy_topic_t *t) {
     sy_bus_t *b = ctx;
     sy_topic_ref(t);
-    pthread_mutex_lock(&b->lock);
+    sy_mutex_lock(&b->lock);
     if (b->nedges == b->edges_cap) {
         size_t cap = b->edges_cap ? b->edges_cap * 2 : 64;
         sy_topic_t **e = sy_realloc(b->edges, cap * sizeof(*e));
         if (e == NULL) {
-            pthread_mutex_unlock(&b->lock);
+            sy_mutex_unlock(&b->lock);
             /* Lost: the channel follows at the topic's next edge. */
             sy_topic_release(b->topics, t);
             return;

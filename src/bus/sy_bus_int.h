@@ -20,12 +20,12 @@
 #ifndef SY_BUS_INT_H
 #define SY_BUS_INT_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/sy_thread.h"
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_chan.h"
 #include "bus/sy_bus_link.h"
@@ -90,7 +90,7 @@ struct sy_bus {
     void *state_ctx;
 
     /* Shared with the owner's thread and the topics' hook. */
-    pthread_mutex_t lock;
+    sy_mutex_t lock;
     bool lock_ok;
     sy_bus_msg_t *qhead, *qtail;  /* under lock */
     sy_bus_call_t *chead, *ctail; /* under lock: calls (sy_bus_call.h) for the bus thread */
@@ -111,7 +111,7 @@ struct sy_bus {
     sy_bus_counters_t c;
 
     /* The thread. */
-    pthread_t thread;
+    sy_thread_t thread;
     bool started, joined;
     sy_poll_t *poll;
     sy_wake_t wake; /* net/sy_wake.h */
@@ -134,7 +134,7 @@ static inline void sy_bus_count(atomic_uint_fast64_t *c, uint64_t n) {
     atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
 
-/* The bus thread's body (pthread_create's start routine; arg: the bus). */
+/* The bus thread's body (sy_thread_create's start routine; arg: the bus). */
 void *sy_bus_thread_main(void *arg);
 /* The links' callbacks (ctx: the bus; bus thread). */
 extern const sy_bus_link_ops_t sy_bus_thread_ops;

@@ -4,12 +4,12 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "base/sy_clock.h"
+#include "base/sy_inet.h" /* struct timeval, hiredis' timeouts */
 
 /* xorshift32: the backoff's jitter (no need for more). */
 static uint32_t next_rand(sy_bus_link_t *l) {

@@ -2,9 +2,10 @@
 #include "bus/sy_bus_sentinel_reply.h"
 
 #include <string.h>
-#include <strings.h>
 
 #include <hiredis/hiredis.h>
+
+#include "base/sy_port.h"
 
 /* A port as decimal digits only, 1..65535. */
 static bool read_port(const char *s, size_t len, uint16_t *port) {
@@ -60,7 +61,7 @@ sy_bus_sentinel_role_t sy_bus_sentinel_read_role(const redisReply *r) {
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !is_string(r->element[0]))
         return SY_ROLE_MALFORMED;
     const redisReply *role = r->element[0];
-    return role->len == 6 && strncasecmp(role->str, "master", 6) == 0 ? SY_ROLE_PRIMARY : SY_ROLE_OTHER;
+    return role->len == 6 && sy_strncasecmp(role->str, "master", 6) == 0 ? SY_ROLE_PRIMARY : SY_ROLE_OTHER;
 }
 
 /* The next space-separated word of msg[*at..len): its start and length;
@@ -107,7 +108,7 @@ bool sy_bus_sentinel_read_event(const redisReply *r, const char *name, size_t na
         return false;
     const redisReply *kind = r->element[0], *ch = r->element[1], *msg = r->element[2];
     if (!is_string(kind) || !is_string(ch) || !is_string(msg) || kind->len != 7 ||
-        strncasecmp(kind->str, "message", 7) != 0 || ch->len != sizeof(channel) - 1 ||
+        sy_strncasecmp(kind->str, "message", 7) != 0 || ch->len != sizeof(channel) - 1 ||
         memcmp(ch->str, channel, ch->len) != 0)
         return false;
     return sy_bus_sentinel_read_switch(msg->str, msg->len, name, name_len, out);

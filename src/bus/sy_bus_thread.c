@@ -4,14 +4,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
-#include <unistd.h>
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
+#include "base/sy_port.h"
 #include "bus/sy_bus_env.h"
 #include "bus/sy_bus_int.h"
 
@@ -503,12 +502,12 @@ static void link_push(void *ctx, sy_bus_link_t *l, redisReply *r) {
     if (l->role != SY_BUS_ROLE_SUB || r->elements < 3 || r->element[0]->type != REDIS_REPLY_STRING)
         return;
     const char *kind = r->element[0]->str;
-    if (strcasecmp(kind, "smessage") == 0) {
+    if (sy_strcasecmp(kind, "smessage") == 0) {
         on_smessage(b, r);
         return;
     }
-    bool sub = strcasecmp(kind, "ssubscribe") == 0;
-    if (!sub && strcasecmp(kind, "sunsubscribe") != 0)
+    bool sub = sy_strcasecmp(kind, "ssubscribe") == 0;
+    if (!sub && sy_strcasecmp(kind, "sunsubscribe") != 0)
         return;
     redisReply *ch = r->element[1];
     if (ch->type != REDIS_REPLY_STRING)
@@ -841,7 +840,7 @@ static void drain_wake(sy_bus_t *b) { sy_wake_drain(&b->wake); }
 
 static void take_work(sy_bus_t *b, sy_bus_msg_t **msgs, sy_bus_call_t **calls, sy_topic_t ***edges, size_t *nedges,
                       bool *stop) {
-    pthread_mutex_lock(&b->lock);
+    sy_mutex_lock(&b->lock);
     *msgs = b->qhead;
     b->qhead = b->qtail = NULL;
     *calls = b->chead;
@@ -852,7 +851,7 @@ static void take_work(sy_bus_t *b, sy_bus_msg_t **msgs, sy_bus_call_t **calls, s
     b->nedges = b->edges_cap = 0;
     *stop = b->stop;
     b->woken = false;
-    pthread_mutex_unlock(&b->lock);
+    sy_mutex_unlock(&b->lock);
 }
 
 static void apply_edges(sy_bus_t *b, sy_topic_t **edges, size_t n) {

@@ -2,10 +2,10 @@
 #include "bus/sy_redis_alloc.h"
 
 #include <hiredis/hiredis.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "base/sy_alloc.h"
+#include "base/sy_thread.h"
 
 /* hiredis' strdupFn: a copy with its terminator, from sy_malloc. */
 static char *redis_strdup(const char *s) { return sy_memdup(s, strlen(s) + 1); }
@@ -22,9 +22,9 @@ static void set_allocators(void) {
     (void)hiredisSetAllocators(&fns);
 }
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static sy_once_t init_once = SY_ONCE_INIT;
 
-sy_err_t sy_redis_alloc_init(void) { return pthread_once(&init_once, set_allocators); }
+sy_err_t sy_redis_alloc_init(void) { return sy_once(&init_once, set_allocators); }
 
 void *sy_redis_alloc_probe_new(void) {
     if (sy_redis_alloc_init() != 0)

@@ -16,14 +16,14 @@
  * hiredis may call it again first.
  *
  * Threads: any thread. The first call sets the table exactly once
- * (pthread_once); later and concurrent calls wait for it and change nothing.
+ * (sy_once); later and concurrent calls wait for it and change nothing.
  * The probe: any thread.
  *
  * Ownership: the table is process-wide and never given back. A block
  * hiredis makes is freed by hiredis (through sy_free); a probe is the
  * caller's, freed with sy_redis_alloc_probe_free.
  *
- * Errors: sy_redis_alloc_init returns 0 or the errno value of pthread_once;
+ * Errors: sy_redis_alloc_init returns 0 or the errno value of sy_once;
  * the probe is NULL when out of memory or when the init failed.
  */
 #ifndef SY_REDIS_ALLOC_H
@@ -32,7 +32,7 @@
 #include "base/sy_errors.h"
 
 /* Routes hiredis' allocations to sy_alloc. Idempotent. Returns 0, or the
- * error of pthread_once (hiredis then still has libc's functions: do not
+ * error of sy_once (hiredis then still has libc's functions: do not
  * use it). */
 sy_err_t sy_redis_alloc_init(void);
 

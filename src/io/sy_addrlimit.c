@@ -1,12 +1,12 @@
 /* sy_addrlimit — see sy_addrlimit.h. */
 #include "io/sy_addrlimit.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "base/sy_alloc.h"
 #include "base/sy_random.h"
+#include "base/sy_thread.h"
 #include "net/sy_sock.h"
 
 #define SY_ADDR_BUCKETS_MIN 16
@@ -23,7 +23,7 @@ typedef struct entry {
 } entry_t;
 
 struct sy_addrlimit {
-    pthread_mutex_t lock;
+    sy_mutex_t lock;
     sy_addrlimit_conf_t conf;
     int64_t period_ns; /* a second / rate; 0: no rate */
     int64_t burst_ns;  /* rate * period: a second's worth */
@@ -38,7 +38,7 @@ sy_addrlimit_t *sy_addrlimit_create(const sy_addrlimit_conf_t *conf) {
     sy_addrlimit_t *t = sy_calloc(1, sizeof(*t));
     if (t == NULL)
         return NULL;
-    if (pthread_mutex_init(&t->lock, NULL) != 0) {
+    if (sy_mutex_init(&t->lock) != 0) {
         sy_free(t);
         return NULL;
     }
@@ -61,7 +61,7 @@ void sy_addrlimit_destroy(sy_addrlimit_t *t) {
         }
     }
     sy_free(t->buckets);
-    (void)pthread_mutex_destroy(&t->lock); /* unlocked, valid: cannot fail */
+    sy_mutex_destroy(&t->lock);
     sy_free(t);
 }
 
@@ -196,7 +196,7 @@ static void settle(sy_addrlimit_t *t, entry_t **p, int64_t now_ns) {
 
 sy_addr_verdict_t sy_addrlimit_admit(sy_addrlimit_t *t, const sy_addr_key_t *key, int64_t now_ns, uint32_t *retry_s) {
     uint64_t h = hash_of(t, key);
-    (void)pthread_mutex_lock(&t->lock); /* a valid default mutex: cannot fail */
+    sy_mutex_lock(&t->lock);
     entry_t **p = find(t, key, h);
     entry_t *e = p != NULL ? *p : NULL;
     if (e == NULL) {
@@ -207,7 +207,7 @@ sy_addr_verdict_t sy_addrlimit_admit(sy_addrlimit_t *t, const sy_addr_key_t *key
         if (e == NULL) {
             if (n == 0)
                 resize(t, 0);
-            (void)pthread_mutex_unlock(&t->lock);
+            sy_mutex_unlock(&t->lock);
             return SY_ADDR_NOMEM;
         }
         e->bits = key->bits;
@@ -234,25 +234,25 @@ sy_addr_verdict_t sy_addrlimit_admit(sy_addrlimit_t *t, const sy_addr_key_t *key
     if (t->period_ns > 0 && v != SY_ADDR_TOO_FAST)
         e->tat_ns = tat + t->period_ns; /* a refusal for the count is an attempt all the same */
     settle(t, p, now_ns);
-    (void)pthread_mutex_unlock(&t->lock);
+    sy_mutex_unlock(&t->lock);
     return v;
 }
 
 void sy_addrlimit_release(sy_addrlimit_t *t, const sy_addr_key_t *key, int64_t now_ns) {
     uint64_t h = hash_of(t, key);
-    (void)pthread_mutex_lock(&t->lock);
+    sy_mutex_lock(&t->lock);
     entry_t **p = find(t, key, h);
     if (p != NULL && *p != NULL && (*p)->conns > 0) {
         (*p)->conns--;
         settle(t, p, now_ns);
     }
-    (void)pthread_mutex_unlock(&t->lock);
+    sy_mutex_unlock(&t->lock);
 }
 
 void sy_addrlimit_sweep(sy_addrlimit_t *t, int64_t now_ns) {
     if (atomic_load_explicit(&t->count, memory_order_relaxed) == 0)
         return;
-    (void)pthread_mutex_lock(&t->lock);
+    sy_mutex_lock(&t->lock);
     for (entry_t *e = t->lingering, *next; e != NULL; e = next) {
         next = e->lnext;
         if (e->tat_ns <= now_ns) {
@@ -260,7 +260,7 @@ void sy_addrlimit_sweep(sy_addrlimit_t *t, int64_t now_ns) {
             remove_at(t, find(t, &k, e->hash));
         }
     }
-    (void)pthread_mutex_unlock(&t->lock);
+    sy_mutex_unlock(&t->lock);
 }
 
 size_t sy_addrlimit_count(const sy_addrlimit_t *t) {

@@ -238,11 +238,11 @@ static bool subscribe_now(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, uint32_t rid
 /* The server's token set now, with a reference of the caller's; NULL: it
  * checks none. */
 static sy_tokens_t *tokens_acquire(sy_io_shared_t *sh) {
-    pthread_mutex_lock(&sh->tokens_lock);
+    sy_mutex_lock(&sh->tokens_lock);
     sy_tokens_t *t = sh->tokens;
     if (t != NULL)
         sy_tokens_ref(t);
-    pthread_mutex_unlock(&sh->tokens_lock);
+    sy_mutex_unlock(&sh->tokens_lock);
     return t;
 }
 

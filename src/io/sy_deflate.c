@@ -17,18 +17,18 @@
 static const uint8_t inflate_tail[SY_INFLATE_TAIL] = {0x00, 0x00, 0xff, 0xff, 0x03, 0x00};
 
 sy_err_t sy_deflate_once_init(sy_deflate_once_t *o) {
-    int rc = pthread_mutex_init(&o->lock, NULL);
+    int rc = sy_mutex_init(&o->lock);
     if (rc != 0)
         return rc;
-    rc = pthread_cond_init(&o->done, NULL);
+    rc = sy_cond_init(&o->done);
     if (rc != 0)
-        pthread_mutex_destroy(&o->lock);
+        sy_mutex_destroy(&o->lock);
     return rc;
 }
 
 void sy_deflate_once_destroy(sy_deflate_once_t *o) {
-    pthread_cond_destroy(&o->done);
-    pthread_mutex_destroy(&o->lock);
+    sy_cond_destroy(&o->done);
+    sy_mutex_destroy(&o->lock);
 }
 
 void sy_deflate_init(sy_deflate_t *z, int level, sy_stats_live_t *stats) {
@@ -135,18 +135,18 @@ sy_refbuf_t *sy_deflate_twin(sy_deflate_t *z, sy_deflate_once_t *once, sy_refbuf
     if (atomic_compare_exchange_strong_explicit(&m->deflate, &todo, SY_REFBUF_Z_BUSY, memory_order_acq_rel,
                                                 memory_order_acquire)) {
         sy_refbuf_t *twin = compress_frame(z, m, now_ms);
-        pthread_mutex_lock(&once->lock);
+        sy_mutex_lock(&once->lock);
         m->twin = twin;
         atomic_store_explicit(&m->deflate, SY_REFBUF_Z_DONE, memory_order_release);
-        pthread_cond_broadcast(&once->done);
-        pthread_mutex_unlock(&once->lock);
+        sy_cond_broadcast(&once->done);
+        sy_mutex_unlock(&once->lock);
         return twin;
     }
     /* Another thread is compressing it: wait (at most one compression). */
-    pthread_mutex_lock(&once->lock);
+    sy_mutex_lock(&once->lock);
     while (atomic_load_explicit(&m->deflate, memory_order_acquire) != SY_REFBUF_Z_DONE)
-        pthread_cond_wait(&once->done, &once->lock);
-    pthread_mutex_unlock(&once->lock);
+        sy_cond_wait(&once->done, &once->lock);
+    sy_mutex_unlock(&once->lock);
     return m->twin;
 }
 

@@ -40,13 +40,13 @@
 #ifndef SY_DEFLATE_H
 #define SY_DEFLATE_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/sy_errors.h"
 #include "base/sy_refbuf.h"
+#include "base/sy_thread.h"
 #include "io/sy_stats.h"
 
 #define SY_INFLATE_TAIL 6                   /* bytes appended in place by sy_inflate */
@@ -70,11 +70,11 @@ typedef struct sy_deflate {
 
 /* Where the threads that need one frame's twin wait for the one making it. */
 typedef struct sy_deflate_once {
-    pthread_mutex_t lock;
-    pthread_cond_t done;
+    sy_mutex_t lock;
+    sy_cond_t done;
 } sy_deflate_once_t;
 
-/* 0 or an errno value (pthread's). */
+/* 0 or an errno value (base/sy_thread.h's). */
 sy_err_t sy_deflate_once_init(sy_deflate_once_t *o);
 void sy_deflate_once_destroy(sy_deflate_once_t *o);
 

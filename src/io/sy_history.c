@@ -17,17 +17,17 @@ struct sy_hist_entry {
 sy_err_t sy_hist_init(sy_hist_t *g, const sy_hist_conf_t *conf) {
     memset(g, 0, sizeof(*g));
     g->conf = *conf;
-    return pthread_mutex_init(&g->lock, NULL);
+    return sy_mutex_init(&g->lock);
 }
 
 void sy_hist_destroy(sy_hist_t *g) {
     sy_free(g->heap);
     g->heap = NULL;
-    pthread_mutex_destroy(&g->lock);
+    sy_mutex_destroy(&g->lock);
 }
 
-void sy_hist_lock(sy_hist_t *g) { pthread_mutex_lock(&g->lock); }
-void sy_hist_unlock(sy_hist_t *g) { pthread_mutex_unlock(&g->lock); }
+void sy_hist_lock(sy_hist_t *g) { sy_mutex_lock(&g->lock); }
+void sy_hist_unlock(sy_hist_t *g) { sy_mutex_unlock(&g->lock); }
 
 static size_t entry_bytes(const sy_hist_entry_t *e) { return e->frame->len + SY_HIST_ENTRY_OVERHEAD; }
 

@@ -44,7 +44,6 @@
 #ifndef SY_HISTORY_H
 #define SY_HISTORY_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,6 +51,7 @@
 
 #include "base/sy_errors.h"
 #include "base/sy_refbuf.h"
+#include "base/sy_thread.h"
 #include "proto/sy_v1.h"
 
 struct sy_topic;
@@ -107,7 +107,7 @@ typedef struct sy_history {
 
 /* The server's. */
 typedef struct sy_hist {
-    pthread_mutex_t lock;
+    sy_mutex_t lock;
     sy_hist_conf_t conf; /* the defaults; per topic: sy_hist_configure */
     size_t bytes, count; /* kept, all topics (under lock) */
     uint64_t seq;        /* messages kept so far: orders them for max_bytes */

@@ -4,8 +4,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "base/sy_alloc.h"
 #include "base/sy_clock.h"
@@ -53,7 +51,7 @@ static int io_init(sy_io_t *io, sy_io_shared_t *shared, unsigned index, int list
     io->spare_fd = -1;
     sy_slots_init(&io->slots);
     sy_stats_live_init(&io->ctx.stats);
-    int rc = pthread_mutex_init(&io->qlock, NULL);
+    int rc = sy_mutex_init(&io->qlock);
     if (rc != 0)
         return rc;
     io->poll = sy_poll_create();
@@ -112,7 +110,7 @@ const sy_conn_t *sy_io_any_conn(const sy_io_t *io) {
 static void *io_main(void *arg);
 
 sy_err_t sy_io_start(sy_io_t *io) {
-    int rc = pthread_create(&io->thread, NULL, io_main, io);
+    int rc = sy_thread_create(&io->thread, io_main, io);
     if (rc == 0)
         io->started = true;
     return rc;
@@ -120,7 +118,7 @@ sy_err_t sy_io_start(sy_io_t *io) {
 
 void sy_io_join(sy_io_t *io) {
     if (io->started) {
-        (void)pthread_join(io->thread, NULL); /* a started, unjoined thread: cannot fail */
+        (void)sy_thread_join(&io->thread); /* a started, unjoined thread: cannot fail */
         io->started = false;
     }
 }
@@ -185,7 +183,7 @@ static void io_free(sy_io_t *io) {
     sy_wake_close(&io->wake);
     if (io->spare_fd >= 0)
         sy_sock_spare_close(io->spare_fd);
-    (void)pthread_mutex_destroy(&io->qlock);
+    sy_mutex_destroy(&io->qlock);
 }
 
 void sy_io_destroy(sy_io_t *io) {
@@ -201,16 +199,16 @@ static void wake(sy_io_t *io) { sy_wake_signal(&io->wake); }
 
 /* Appends cmd under qlock; *wake_now: the thread needs a wake-up now. */
 static int enqueue(sy_io_t *io, const sy_cmd_t *cmd, bool later, bool *wake_now) {
-    (void)pthread_mutex_lock(&io->qlock); /* a valid default mutex: cannot fail */
+    sy_mutex_lock(&io->qlock);
     if (io->exited) {
-        (void)pthread_mutex_unlock(&io->qlock);
+        sy_mutex_unlock(&io->qlock);
         return EPIPE;
     }
     if (io->qlen == io->qcap) {
         size_t cap = io->qcap ? io->qcap * 2 : 64;
         sy_cmd_t *q = sy_realloc(io->queue, cap * sizeof(*q));
         if (q == NULL) {
-            (void)pthread_mutex_unlock(&io->qlock);
+            sy_mutex_unlock(&io->qlock);
             return ENOMEM;
         }
         io->queue = q;
@@ -230,7 +228,7 @@ static int enqueue(sy_io_t *io, const sy_cmd_t *cmd, bool later, bool *wake_now)
     }
     if (*wake_now)
         io->wake_owed = false;
-    (void)pthread_mutex_unlock(&io->qlock);
+    sy_mutex_unlock(&io->qlock);
     return 0;
 }
 
@@ -247,10 +245,10 @@ sy_err_t sy_io_push(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, fal
 sy_err_t sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd) { return push(io, cmd, true); }
 
 void sy_io_wake(sy_io_t *io) {
-    (void)pthread_mutex_lock(&io->qlock);
+    sy_mutex_lock(&io->qlock);
     bool owed = io->wake_owed;
     io->wake_owed = false;
-    (void)pthread_mutex_unlock(&io->qlock);
+    sy_mutex_unlock(&io->qlock);
     if (owed)
         wake(io);
 }
@@ -759,14 +757,14 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
 
 static void run_commands(sy_io_t *io) {
     sy_wake_drain(&io->wake);
-    (void)pthread_mutex_lock(&io->qlock);
+    sy_mutex_lock(&io->qlock);
     sy_cmd_t *work = io->queue;
     size_t n = io->qlen, cap = io->qcap;
     io->queue = io->work;
     io->qcap = io->wcap;
     io->qlen = 0;
     io->wake_owed = false; /* taken, every one */
-    (void)pthread_mutex_unlock(&io->qlock);
+    sy_mutex_unlock(&io->qlock);
     io->work = work;
     io->wcap = cap;
     if (n > 0)
@@ -817,13 +815,13 @@ static void sweep(sy_io_t *io) {
         io->wcap = 0;
     }
     /* And the producer's side, when nothing is queued in it. */
-    (void)pthread_mutex_lock(&io->qlock);
+    sy_mutex_lock(&io->qlock);
     if (io->qlen == 0 && io->qcap > SY_QUEUE_KEEP) {
         sy_free(io->queue);
         io->queue = NULL;
         io->qcap = 0;
     }
-    (void)pthread_mutex_unlock(&io->qlock);
+    sy_mutex_unlock(&io->qlock);
 }
 
 static void free_dead(sy_io_t *io) {
@@ -858,8 +856,7 @@ static void on_event(sy_io_t *io, const sy_poll_event_t *ev, bool *commands) {
 static bool poll_failed(sy_io_t *io, int err) {
     sy_stat_inc(&io->ctx.stats.poll_failures);
     if (++io->poll_failures_row < SY_IO_POLL_FAILURES_MAX) {
-        struct timespec pause = {.tv_sec = 0, .tv_nsec = SY_POLL_RETRY_MS * 1000000L};
-        (void)nanosleep(&pause, NULL);
+        sy_clock_sleep_ms(SY_POLL_RETRY_MS);
         return false;
     }
     const char *why = sy_strerror(err);
@@ -925,9 +922,9 @@ static void *io_main(void *arg) {
             for (uint32_t i = 0; i < io->slots.n; i++)
                 if (io->slots.conns[i] != NULL)
                     sy_conn_destroy(io, io->slots.conns[i], failed ? 1011 : 1001);
-            (void)pthread_mutex_lock(&io->qlock);
+            sy_mutex_lock(&io->qlock);
             io->exited = true; /* nothing is queued after this */
-            (void)pthread_mutex_unlock(&io->qlock);
+            sy_mutex_unlock(&io->qlock);
             run_commands(io); /* release what was queued meanwhile */
             free_dead(io);
             sy_io_emit(io, io->ctx.index, SY_EV_STOPPED, 0, 0, NULL, 0);

@@ -44,7 +44,6 @@
 #ifndef SY_IO_H
 #define SY_IO_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,6 +51,7 @@
 
 #include "base/sy_errors.h"
 #include "base/sy_refbuf.h"
+#include "base/sy_thread.h"
 #include "io/sy_deflate.h"
 #include "io/sy_events.h"
 #include "io/sy_history.h"
@@ -83,7 +83,7 @@ typedef struct sy_io_shared {
      * (with a reference) under it by an IO thread for each token it checks:
      * once sy_server_set_tokens returns, every token is checked with the new
      * set. */
-    pthread_mutex_t tokens_lock;
+    sy_mutex_t tokens_lock;
     struct sy_tokens *tokens;
     unsigned nthreads;
     unsigned next_thread; /* round robin of accepted sockets; IO thread 0 only */

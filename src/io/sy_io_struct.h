@@ -25,7 +25,7 @@
 #ifndef SY_IO_STRUCT_H
 #define SY_IO_STRUCT_H
 
-#include <pthread.h>
+#include "base/sy_thread.h"
 
 #include "io/sy_io_thread.h"
 #include "io/sy_reclaim.h"
@@ -49,7 +49,7 @@ typedef struct sy_io_sends {
 
 struct sy_io {
     sy_io_ctx_t ctx; /* first: what sy_conn and sy_upgrade see (sy_io_ctx) */
-    pthread_t thread;
+    sy_thread_t thread;
     bool started;
 
     struct sy_poll *poll;
@@ -60,7 +60,7 @@ struct sy_io {
     /* Command queue: filled under qlock by whoever pushes (the owner, the
      * bus thread, IO thread 0), swapped out whole; closed (exited) when the
      * thread ends. */
-    pthread_mutex_t qlock;
+    sy_mutex_t qlock;
     bool exited;
     bool wake_owed; /* commands queued without a wake-up (sy_io_push_later) */
     sy_cmd_t *queue;

@@ -20,7 +20,7 @@ sy_err_t sy_topics_init(sy_topics_t *r, unsigned nthreads) {
     sy_err_t rc = sy_strmap_init(&r->map, SY_TOPICS_MIN_BUCKETS, topic_key);
     if (rc != 0)
         return rc;
-    rc = pthread_mutex_init(&r->lock, NULL);
+    rc = sy_mutex_init(&r->lock);
     if (rc != 0) {
         sy_strmap_destroy(&r->map);
         return rc;
@@ -43,29 +43,29 @@ void sy_topics_destroy(sy_topics_t *r) {
     while ((n = sy_strmap_next(&r->map, &it)) != NULL)
         topic_free(SY_STRMAP_ENTRY(n, sy_topic_t, node));
     sy_strmap_destroy(&r->map);
-    pthread_mutex_destroy(&r->lock);
+    sy_mutex_destroy(&r->lock);
     memset(r, 0, sizeof(*r));
 }
 
 void sy_topics_each(sy_topics_t *r, void (*fn)(void *ctx, sy_topic_t *t), void *ctx) {
-    pthread_mutex_lock(&r->lock);
+    sy_mutex_lock(&r->lock);
     sy_strmap_iter_t it = SY_STRMAP_ITER_INIT;
     sy_strmap_node_t *n;
     while ((n = sy_strmap_next(&r->map, &it)) != NULL)
         fn(ctx, SY_STRMAP_ENTRY(n, sy_topic_t, node));
-    pthread_mutex_unlock(&r->lock);
+    sy_mutex_unlock(&r->lock);
 }
 
 size_t sy_topics_count(sy_topics_t *r) {
-    pthread_mutex_lock(&r->lock);
+    sy_mutex_lock(&r->lock);
     size_t n = r->map.count;
-    pthread_mutex_unlock(&r->lock);
+    sy_mutex_unlock(&r->lock);
     return n;
 }
 
 sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool create) {
     uint64_t h = sy_strmap_hash(name, len);
-    pthread_mutex_lock(&r->lock);
+    sy_mutex_lock(&r->lock);
     sy_strmap_node_t *n = sy_strmap_find(&r->map, name, len, h);
     sy_topic_t *t = n != NULL ? SY_STRMAP_ENTRY(n, sy_topic_t, node) : NULL;
     if (t != NULL) {
@@ -95,7 +95,7 @@ sy_topic_t *sy_topic_acquire(sy_topics_t *r, const char *name, size_t len, bool 
             sy_strmap_insert(&r->map, &t->node, h); /* grows past 1 topic per bucket */
         }
     }
-    pthread_mutex_unlock(&r->lock);
+    sy_mutex_unlock(&r->lock);
     return t;
 }
 
@@ -112,14 +112,14 @@ void sy_topic_release(sy_topics_t *r, sy_topic_t *t) {
                                                   memory_order_relaxed))
             return;
     }
-    pthread_mutex_lock(&r->lock);
+    sy_mutex_lock(&r->lock);
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) {
-        pthread_mutex_unlock(&r->lock);
+        sy_mutex_unlock(&r->lock);
         return;
     }
     /* A live topic is always in the map: false cannot happen here. */
     (void)sy_strmap_remove(&r->map, &t->node);
-    pthread_mutex_unlock(&r->lock);
+    sy_mutex_unlock(&r->lock);
     topic_free(t);
 }
 

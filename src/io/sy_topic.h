@@ -38,7 +38,6 @@
 #ifndef SY_TOPIC_H
 #define SY_TOPIC_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,6 +45,7 @@
 
 #include "base/sy_errors.h"
 #include "base/sy_strmap.h"
+#include "base/sy_thread.h"
 
 /* One IO thread's view of a topic. */
 typedef struct sy_topic_slot {
@@ -81,7 +81,7 @@ typedef struct sy_topic {
 typedef void (*sy_topic_edge_fn)(void *ctx, sy_topic_t *t);
 
 typedef struct sy_topics {
-    pthread_mutex_t lock;
+    sy_mutex_t lock;
     sy_topic_edge_fn on_edge; /* set before any topic exists; NULL: none */
     void *edge_ctx;
     sy_strmap_t map; /* name -> topic (base/sy_strmap.h) */

@@ -14,32 +14,32 @@ typedef struct tls_stream {
 
 int sy_tls_source_init(sy_tls_source_t *src) {
     src->ctx = NULL;
-    return pthread_mutex_init(&src->lock, NULL);
+    return sy_mutex_init(&src->lock);
 }
 
 void sy_tls_source_set(sy_tls_source_t *src, sy_tls_ctx_t *ctx) {
     sy_tls_ctx_t *old;
-    (void)pthread_mutex_lock(&src->lock); /* cannot fail for a valid default mutex */
+    sy_mutex_lock(&src->lock);
     old = src->ctx;
     src->ctx = ctx;
-    (void)pthread_mutex_unlock(&src->lock);
+    sy_mutex_unlock(&src->lock);
     sy_tls_ctx_unref(old);
 }
 
 void sy_tls_source_destroy(sy_tls_source_t *src) {
     sy_tls_ctx_unref(src->ctx);
     src->ctx = NULL;
-    (void)pthread_mutex_destroy(&src->lock);
+    sy_mutex_destroy(&src->lock);
 }
 
 static int tls_open(sy_stream_t *s, void *arg) {
     sy_tls_source_t *src = arg;
     sy_tls_ctx_t *ctx;
-    (void)pthread_mutex_lock(&src->lock);
+    sy_mutex_lock(&src->lock);
     ctx = src->ctx;
     if (ctx != NULL)
         sy_tls_ctx_ref(ctx);
-    (void)pthread_mutex_unlock(&src->lock);
+    sy_mutex_unlock(&src->lock);
     if (ctx == NULL)
         return EINVAL;
     tls_stream_t *t = sy_calloc(1, sizeof(*t));

@@ -18,20 +18,20 @@
  * sy_tls_source_destroy drops the last. A connection's open takes its own
  * reference (through sy_tls_conn_new), kept until the stream is freed.
  *
- * Errors: sy_tls_source_init returns 0 or an errno value (pthread's, as an
+ * Errors: sy_tls_source_init returns 0 or an errno value (sy_mutex_init's, as an
  * int); the stream functions report as net/sy_stream.h says (open: EINVAL
  * when the source has no context, ENOMEM).
  */
 #ifndef SY_STREAM_TLS_H
 #define SY_STREAM_TLS_H
 
-#include <pthread.h>
+#include "base/sy_thread.h"
 
 #include "net/sy_stream.h"
 #include "tls/sy_tls.h"
 
 typedef struct sy_tls_source {
-    pthread_mutex_t lock;
+    sy_mutex_t lock;
     sy_tls_ctx_t *ctx; /* one reference; NULL until set */
 } sy_tls_source_t;
 

@@ -3,11 +3,9 @@
 #include "tls/sy_tls.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
@@ -18,6 +16,8 @@
 #include <openssl/x509.h>
 
 #include "base/sy_alloc.h"
+#include "base/sy_port.h"
+#include "base/sy_thread.h"
 
 #define SY_TLS_ERRLEN_SUB 200
 
@@ -73,7 +73,7 @@ static void *tls_realloc(void *ptr, size_t n, const char *file, int line) {
 int64_t sy_tls_allocated(void) { return atomic_load_explicit(&tls_bytes, memory_order_relaxed); }
 uint64_t sy_tls_allocations(void) { return atomic_load_explicit(&tls_allocs, memory_order_relaxed); }
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static sy_once_t init_once = SY_ONCE_INIT;
 static int init_rc = -1;
 static char init_err[160];
 
@@ -93,7 +93,7 @@ static void global_init(void) {
 }
 
 sy_err_t sy_tls_global_init(char *err, size_t errlen) {
-    if (pthread_once(&init_once, global_init) != 0 || init_rc != 0) {
+    if (sy_once(&init_once, global_init) != 0 || init_rc != 0) {
         snprintf(err, errlen, "%s", init_err[0] ? init_err : "TLS initialization failed");
         return EIO;
     }
@@ -176,9 +176,9 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 static bool name_matches(const char *pattern, const char *name) {
     if (strncmp(pattern, "*.", 2) == 0) {
         const char *dot = strchr(name, '.');
-        return dot != NULL && dot != name && strcasecmp(dot + 1, pattern + 2) == 0;
+        return dot != NULL && dot != name && sy_strcasecmp(dot + 1, pattern + 2) == 0;
     }
-    return strcasecmp(pattern, name) == 0;
+    return sy_strcasecmp(pattern, name) == 0;
 }
 
 static int servername_cb(SSL *ssl, int *alert, void *arg) {
@@ -408,11 +408,11 @@ void sy_tls_ctx_unref(sy_tls_ctx_t *t) {
 /* The connection's context reference lives in the SSL's ex data, so that
  * freeing the SSL drops it. */
 static int ctx_index = -1;
-static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+static sy_once_t index_once = SY_ONCE_INIT;
 static void make_index(void) { ctx_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL); }
 
 sy_tls_conn_t *sy_tls_conn_new(sy_tls_ctx_t *t, int fd) {
-    if (pthread_once(&index_once, make_index) != 0 || ctx_index < 0)
+    if (sy_once(&index_once, make_index) != 0 || ctx_index < 0)
         return NULL;
     SSL *ssl = SSL_new(t->def);
     if (ssl == NULL) {

@@ -22,7 +22,7 @@
  * threads at once (OpenSSL's SSL_CTX is thread-safe for that; the reference
  * count is atomic, so ref and unref from any thread); a connection's SSL
  * only by the thread that owns the connection. sy_tls_global_init from any
- * thread (pthread_once: concurrent calls wait for the first), before any
+ * thread (sy_once: concurrent calls wait for the first), before any
  * other call of this module (the binding makes it before its first TLS use).
  *
  * Ownership: the PEM buffers and sy_tls_cert_t are read during the call
