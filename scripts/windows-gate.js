@@ -21,7 +21,8 @@
 //    binding/ compiled with -Werror (scripts/cross-compile.js), linked as a
 //    DLL that exports the two N-API entry points only.
 // 3. What can be checked in the file: a PE32+ DLL for x86-64, its exports,
-//    the DLLs it imports (Windows' own and NODE.EXE, nothing else; linked
+//    the DLLs it imports (Windows' own, nothing else; N-API delay-loaded
+//    from the host process, binding/win_delay_load.c; linked
 //    without winpthreads: src/base/sy_thread.h has Windows' own threads),
 //    the build marker. Then the MSVC dialect (msvcDialect): every source
 //    parsed by clang as MSVC's C11, without pthread.h or POSIX headers.
@@ -297,11 +298,17 @@ async function msvcDialect(d, headers, allocators, outDir, add) {
     : `${failed.size} of ${srcs.length} files fail to parse as MSVC's C11${gnu.length ? `; ${gnu.length} GNU forms or pthread outside their doors` : ''}`);
 }
 
-/** node.exe's N-API as an import library (the functions are found in NODE.EXE at load). */
+/**
+ * node.exe's N-API as a delay-load import library: each function is bound
+ * at its first call, and binding/win_delay_load.c's hook gives the loader
+ * the process's own executable for "node.exe", so a renamed node.exe or a
+ * host that embeds Node (Electron) serves them too.
+ */
 function importLibrary(tc, headers, outDir) {
-  const lib = path.join(outDir, 'libnode_api.a');
+  const lib = path.join(outDir, 'libnode_api_delay.a');
   fs.mkdirSync(outDir, { recursive: true });
-  const r = spawnSync(tc.dlltool, ['-d', path.join(headers, 'def', 'node_api.def'), '-l', lib], { encoding: 'utf8' });
+  const r = spawnSync(tc.dlltool, ['-d', path.join(headers, 'def', 'node_api.def'), '--dllname', 'node.exe', '--output-delaylib', lib],
+    { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`windows-gate: dlltool failed: ${r.stderr}`);
   return lib;
 }
@@ -339,9 +346,14 @@ function fileChecks(tc, allocator, file) {
   add('PE32+ DLL for x86-64', pe.format === 'pei-x86-64' && (pe.characteristics & 0x2000) !== 0,
     `${pe.format}, characteristics 0x${pe.characteristics.toString(16)}`);
   add('exports: exactly the Linux build\'s', JSON.stringify(pe.exported) === JSON.stringify(linuxExports()), pe.exported.join(', '));
-  const foreign = pe.dlls.filter((d) => d.toUpperCase() !== 'NODE.EXE' && !SYSTEM_DLLS.some((s) => s.toLowerCase() === d.toLowerCase()));
-  add('imports: Windows\' libraries and NODE.EXE only', foreign.length === 0 && pe.dlls.some((d) => d.toUpperCase() === 'NODE.EXE'),
-    pe.dlls.join(', '));
+  // N-API is delay-loaded (importLibrary): node.exe is no import of the
+  // file (a renamed host would fail to load it), its name is the delay
+  // descriptor's, which GNU ld leaves out of the data directory; the Wine
+  // check with a renamed node.exe shows it works.
+  const foreign = pe.dlls.filter((d) => !SYSTEM_DLLS.some((s) => s.toLowerCase() === d.toLowerCase()));
+  const delayed = fs.readFileSync(file).includes(Buffer.from('node.exe\0', 'latin1'));
+  add('imports: Windows\' libraries only; N-API delay-loaded from "node.exe" (the host process)', foreign.length === 0 && delayed,
+    `${pe.dlls.join(', ')}; delay-loaded: ${delayed ? 'node.exe' : 'none'}`);
   const marker = /symphony-build: allocator=[^\0]*/.exec(fs.readFileSync(file).toString('latin1'));
   const wantMarker = allocator === 'jemalloc'
     ? new RegExp(`^symphony-build: allocator=jemalloc-5\\.3\\.0\\S* lg-page=${LG_PAGE} libc=win32 arch=x64$`)
@@ -537,6 +549,22 @@ async function main() {
       add(`${allocator}: node.exe ${opts.node} loads it; allocator.selfCheck() tells the truth`,
         self.code === 0 && facts !== null && facts.s.ok === true && facts.s.allocator === allocator,
         facts ? JSON.stringify(facts.s) : self.output.trim().slice(-300));
+    }
+
+    // A host whose executable has another name (a renamed node.exe,
+    // Electron): the delay-load hook (binding/win_delay_load.c) binds N-API
+    // to the process itself.
+    {
+      const host = path.join(outDir, 'renamed-host.exe');
+      fs.copyFileSync(exe, host);
+      const allocator = opts.allocators[0];
+      const r = await runWine(tc, env, [host, '-e', probe],
+        { timeoutMs: 120000, logFile: path.join(logs, 'renamed-host.log'), extraEnv: { SYMPHONY_NATIVE: files[allocator] } });
+      let facts = null;
+      try { facts = JSON.parse(r.output.trim().split('\n').pop()); } catch { /* reported below */ }
+      add(`${allocator}: a host named otherwise (node.exe copied as renamed-host.exe) loads it`, r.code === 0 && facts !== null && facts.s.ok === true,
+        facts ? `self-check ok in ${path.basename(host)}` : r.output.trim().slice(-300));
+      fs.rmSync(host, { force: true });
     }
 
     for (const allocator of opts.allocators) {
