@@ -2,7 +2,7 @@
  * win_delay_load.c — on Windows with mingw-w64, Node's N-API is found in
  * the process that loaded the addon, whatever its executable is called.
  *
- * The DLL imports the napi_* functions from "node.exe" through a delay-load
+ * The DLL imports the N-API functions from "node.exe" through a delay-load
  * import library (scripts/windows-gate.js: dlltool --output-delaylib), so
  * they are bound at their first call, not when Windows maps the DLL. Before
  * binding, the delay-load helper calls this hook, which hands it the
