@@ -32,6 +32,9 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { PLATFORMS, platformPackageName, platformDir } = require('../lib/variants');
 
+/** What the Windows DLL's package carries besides (scripts/prebuild.js writeMingwNotices). */
+const MINGW_NOTICES = 'MINGW-W64-RUNTIME-NOTICES.txt';
+
 const root = path.resolve(__dirname, '..');
 
 function parseArgs(argv) {
@@ -74,7 +77,7 @@ function manifestOf(p, main) {
     cpu: [p.cpu],
     ...(p.os === 'linux' ? { libc: [p.libc] } : {}),
     engines: main.engines,
-    files: ['*.node', 'LICENSE', 'THIRD_PARTY_NOTICES.md', 'README.md'],
+    files: ['*.node', 'LICENSE', 'THIRD_PARTY_NOTICES.md', ...(p.os === 'win32' ? [MINGW_NOTICES] : []), 'README.md'],
     publishConfig: { access: 'public' },
   };
 }
@@ -150,6 +153,11 @@ function main() {
     fs.mkdirSync(dir, { recursive: true });
     for (const f of files) fs.copyFileSync(f, path.join(dir, path.basename(f)));
     fs.copyFileSync(notices, path.join(dir, 'THIRD_PARTY_NOTICES.md'));
+    if (p.os === 'win32') {
+      const mingw = path.join(root, 'prebuilds', platformDir(p.os, p.cpu), MINGW_NOTICES);
+      if (!fs.existsSync(mingw)) throw new Error(`packages: ${path.relative(root, mingw)} is missing (scripts/prebuild.js writes it)`);
+      fs.copyFileSync(mingw, path.join(dir, MINGW_NOTICES));
+    }
     fs.copyFileSync(path.join(root, 'LICENSE'), path.join(dir, 'LICENSE'));
     fs.writeFileSync(path.join(dir, 'README.md'), readme(p, mainPkg, files));
     fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifestOf(p, mainPkg), null, 2)}\n`);
@@ -182,4 +190,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { manifestOf, binariesOf, publishedManifest, npmPack };
+module.exports = { manifestOf, binariesOf, publishedManifest, npmPack, MINGW_NOTICES };

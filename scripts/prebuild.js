@@ -237,6 +237,27 @@ function buildOne(name, t, cc, lgPage) {
   return entry;
 }
 
+const { MINGW_NOTICES } = require('./packages');
+const MINGW_COPYRIGHT = '/usr/share/doc/mingw-w64-x86-64-dev/copyright';
+
+/**
+ * The DLL links parts of mingw-w64's C runtime in (its startup code,
+ * libmingwex: printf's and strtod's gdtoa, among others), whose licences
+ * (ZPL-2.1, gdtoa's Lucent notice, ...) ask that binaries carry their
+ * notices: Debian's copyright file of the package that provided them,
+ * whole, with a line saying why. (libgcc's routines are under the GCC
+ * Runtime Library Exception, which asks for none.)
+ */
+function writeMingwNotices(destDir) {
+  if (!fs.existsSync(MINGW_COPYRIGHT)) throw new Error(`prebuild: ${MINGW_COPYRIGHT} is missing (apt-get install mingw-w64-x86-64-dev)`);
+  const version = spawnSync('dpkg-query', ['-W', '-f=${Version}', 'mingw-w64-x86-64-dev'], { encoding: 'utf8' }).stdout.trim();
+  fs.writeFileSync(path.join(destDir, MINGW_NOTICES),
+    `The Windows build of symphony-ws links parts of the mingw-w64 C runtime (Debian's mingw-w64-x86-64-dev ${version}):
+` +
+    'its startup code and libmingwex. Their licences, as Debian\'s copyright file of that package gives them:\n\n' +
+    fs.readFileSync(MINGW_COPYRIGHT, 'utf8'));
+}
+
 /**
  * win32-x64: the jemalloc DLL as scripts/windows-gate.js builds and checks
  * it (mingw-w64, linked with -s: stripped), into prebuilds/win32-x64/ with
@@ -257,6 +278,7 @@ async function buildWindows(name, t) {
   fs.renameSync(tmp, dest);
   writeBeside(destDir, { sy_jemalloc_dir: d.jemalloc, sy_openssl_dir: d.openssl, sy_libdeflate_dir: d.libdeflate,
     sy_hiredis_dir: d.hiredis, sy_yyjson_dir: d.yyjson });
+  writeMingwNotices(destDir);
   const rel = (dir) => path.relative(root, dir);
   const entry = {
     target: name, file: rel(dest), arch: t.arch, libc: t.libc, pageSize: 1 << lgPage,
@@ -309,4 +331,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { TARGETS };
+module.exports = { TARGETS, MINGW_NOTICES };

@@ -205,6 +205,10 @@ async function runWindowsTarget(target, entries, timing) {
   const t0 = Date.now();
   note(`── ${target}`);
   noticesCheck(target, entries);
+  const { MINGW_NOTICES } = require('./packages');
+  const mingw = path.join(root, 'prebuilds', 'win32-x64', MINGW_NOTICES);
+  check(fs.existsSync(mingw) && /License: ZPL-2\.1/.test(fs.readFileSync(mingw, 'utf8')),
+    `${target}: prebuilds/win32-x64/${MINGW_NOTICES} carries the mingw-w64 runtime's licences (scripts/prebuild.js writes it)`);
   const tc = gate.toolchain();
   const sslVersion = notices.pinned(notices.LIBRARIES.find((l) => l.name === 'OpenSSL')).version;
   for (const e of entries) {

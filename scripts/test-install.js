@@ -31,7 +31,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { startRegistry, manifestOfTarball } = require('./local-registry');
-const { manifestOf, npmPack } = require('./packages');
+const { manifestOf, npmPack, MINGW_NOTICES } = require('./packages');
 const { PLATFORMS, platformPackageName, platformPackage } = require('../lib/variants');
 const { sh, mustSh } = require('./sh');
 
@@ -103,6 +103,9 @@ async function installChecks({ check, note, tarballs, hostOnly = false, work }) 
     const files = mustSh('tar', ['-tzf', tgz]).split('\n');
     check(files.includes('package/LICENSE') && files.includes('package/THIRD_PARTY_NOTICES.md'), `${name} carries LICENSE and THIRD_PARTY_NOTICES.md`);
     check(files.some((f) => f.endsWith('.node')), `${name} carries its binaries`);
+    if (name.endsWith('/win32-x64')) {
+      check(files.includes(`package/${MINGW_NOTICES}`), `${name} carries ${MINGW_NOTICES} (the mingw-w64 runtime linked into the DLL)`);
+    }
   }
   const hostBytes = fs.statSync(tarballs.platforms.get(hostName)).size;
   note(`  ${path.basename(tarballs.platforms.get(hostName))}: ${(hostBytes / 1048576).toFixed(2)} MiB (the one download of an install here)`);

@@ -37,6 +37,8 @@ test('Windows x64: a platform package (win32-x64, no libc field), the loader\'s 
   assert.equal(w.name, 'win32-x64');
   const m = manifestOf(w, pkg);
   assert.deepEqual([m.os, m.cpu, m.libc], [['win32'], ['x64'], undefined]);
+  assert.ok(m.files.includes('MINGW-W64-RUNTIME-NOTICES.txt'), 'the Windows package ships the mingw-w64 runtime\'s notices');
+  assert.ok(!manifestOf(platformPackage('linux', 'x64', 'glibc'), pkg).files.includes('MINGW-W64-RUNTIME-NOTICES.txt'));
   assert.ok(pkg.os.includes('win32'), `package.json "os" lists win32 (${pkg.os.join(', ')})`);
   const { variantFileName, kernelPageSize, detectLibc } = require('../../lib/variants');
   assert.equal(kernelPageSize('win32', 'x64'), 4096);
