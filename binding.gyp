@@ -33,13 +33,14 @@
 # mingw-w64 has (pthread.h, unistd.h, strings.h, sys/time.h, clock_gettime,
 # nanosleep, ssize_t, GNU attributes: src/base/sy_thread.h, sy_clock.h and
 # sy_port.h stand for them; the gate parses every file as MSVC's C11 with
-# clang, which is not cl.exe); it still lacks the deps built by MSVC
-# (deps/*.sh build them with a gcc-like cc and ar). What it
-# expects: the system allocator only (jemalloc is refused below), and in
-# each dep's build folder the Linux file names with .lib (libdeflate.lib,
+# clang, which is not cl.exe). scripts/build.js on win32 builds the deps by
+# the MSVC mode of deps/*.sh (--host x86_64-pc-windows-msvc --cc cl), which
+# makes in each build folder the Linux file names with .lib (libdeflate.lib,
 # libhiredis.lib, libyyjson.lib; OpenSSL's VC-WIN64A static build's own
 # libssl.lib and libcrypto.lib), compiled with /MT (node-gyp's Release
-# runtime library).
+# runtime library): checked on Linux with clang-cl and llvm-lib
+# (scripts/msvc-deps-check.js), never yet with cl.exe. The system
+# allocator only (jemalloc is refused below, and by scripts/build.js).
 {
   'variables': {
     # jemalloc by default; the system allocator on Windows, its only one for now.

@@ -5,6 +5,12 @@
 # (src/bus/sy_redis_alloc.c, hiredisSetAllocators).
 #
 #   deps/hiredis.sh [--host TRIPLE] [--cc CC] [--openssl DIR]   prints the build folder
+#   deps/hiredis.sh --host x86_64-pc-windows-msvc --cc cl --openssl DIR
+#       MSVC (Windows from source; deps/lib.sh msvc_mode): the same files
+#       (sockcompat.c is hiredis' Windows socket layer; ssl.c against the
+#       MSVC OpenSSL of deps/openssl.sh) and define compiled by cl -O2 -MT,
+#       archived by lib.exe ($AR, default lib) as libhiredis.lib
+#       (binding.gyp's OS=="win" name).
 #
 # With --openssl (the private OpenSSL's build folder, deps/openssl.sh), ssl.c
 # is compiled against it into the same archive, with hiredis_ssl.h: the
@@ -60,6 +66,15 @@ fetch_from_debian() {
 
 fetch_release "$tarball" "$HR_SHA256" SYMPHONY_HIREDIS_TARBALL "$HR_URL" fetch_from_debian
 
+# MSVC (deps/lib.sh msvc_mode): cl and lib.exe; the triple is given, as cl
+# has no -dumpmachine.
+msvc=
+if msvc_mode "$cc" "$host"; then
+  msvc=1
+  host=${host:-x86_64-pc-windows-msvc}
+  [ "$cc" = cc ] && cc=cl
+fi
+
 triple=${host:-$("$cc" -dumpmachine)}
 ar=ar
 [ -n "$host" ] && command -v "$host-ar" >/dev/null 2>&1 && ar="$host-ar"
@@ -73,11 +88,20 @@ if [ -n "$openssl" ]; then
 fi
 # -std=c99 as hiredis' own Makefile builds it (fmacros.h picks POSIX 2001).
 cflags=(-O2 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections -DNDEBUG -std=c99 -w)
-key=$( { echo "$HR_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} ${headers[*]} keep-src $openssl"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+if [ -n "$msvc" ]; then
+  # -MT: node-gyp's Release runtime library (the static CRT); -w as -w.
+  ar=${AR:-lib}
+  cflags=(-O2 -MT -DNDEBUG -w)
+  key=$( { echo "$HR_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} ${headers[*]} keep-src $openssl msvc"; } | sha256sum | cut -c1-12)
+else
+  key=$( { echo "$HR_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} ${headers[*]} keep-src $openssl"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+fi
 out="$cache/build/hiredis-${HR_VERSION}-${triple}-${key}"
+shown=$out
+[ -n "$msvc" ] && shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then
-  log "cached build $out"
-  echo "$out"
+  log "cached build $shown"
+  echo "$shown"
   exit 0
 fi
 rm -rf "$out" "$out.tmp"
@@ -85,19 +109,25 @@ mkdir -p "$out.tmp/src" "$out.tmp/include/hiredis"
 tar -xzf "$tarball" -C "$out.tmp/src" --strip-components=1
 start=$(date +%s)
 objs=()
-for f in "${files[@]}"; do
-  o="$out.tmp/${f%.c}.o"
-  # shellcheck disable=SC2086 # CFLAGS is a list of flags (the glibc floor's -include)
-  "$cc" "${cflags[@]}" ${CFLAGS:-} -I "$out.tmp/src" ${openssl:+-I "$openssl/include"} -c "$out.tmp/src/$f" -o "$o"
-  objs+=("$o")
-done
-"$ar" rcs "$out.tmp/libhiredis.a" "${objs[@]}"
+if [ -n "$msvc" ]; then
+  # shellcheck disable=SC2086 # CFLAGS is a list of flags
+  msvc_archive "$cc" "$ar" "$out.tmp" libhiredis.lib "${cflags[@]}" ${CFLAGS:-} -Isrc \
+    ${openssl:+"-I$(native_path "$openssl")/include"} -- "${files[@]/#/src/}"
+else
+  for f in "${files[@]}"; do
+    o="$out.tmp/${f%.c}.o"
+    # shellcheck disable=SC2086 # CFLAGS is a list of flags (the glibc floor's -include)
+    "$cc" "${cflags[@]}" ${CFLAGS:-} -I "$out.tmp/src" ${openssl:+-I "$openssl/include"} -c "$out.tmp/src/$f" -o "$o"
+    objs+=("$o")
+  done
+  "$ar" rcs "$out.tmp/libhiredis.a" "${objs[@]}"
+fi
 for h in "${headers[@]}"; do
   cp "$out.tmp/src/$h" "$out.tmp/include/hiredis/"
 done
 cp "$out.tmp/src/COPYING" "$out.tmp/"
-rm -f "${objs[@]}"
+rm -f ${objs[@]+"${objs[@]}"}
 mv "$out.tmp" "$out"
 echo "$(( $(date +%s) - start ))" > "$out/.built"
 log "built in $(cat "$out/.built") s"
-echo "$out"
+echo "$shown"

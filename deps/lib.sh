@@ -27,6 +27,32 @@
 #       does the same (the lock belongs to the open file, which the shell
 #       keeps).
 #
+# MSVC mode (Windows from source, .github/workflows/windows.yml): a script
+# given --cc cl (or CC=cl) or --host x86_64-pc-windows-msvc builds with cl
+# and lib.exe in Git for Windows' bash, after the Visual Studio environment
+# is set (cl, lib, nmake on PATH). Its build folder is one of its own
+# (triple x86_64-pc-windows-msvc); every other target's key is unchanged.
+#
+#   msvc_mode CC HOST
+#       True when CC is cl (cl or cl.exe, in any folder) or HOST is a
+#       *-windows-msvc triple. Exports MSYS_NO_PATHCONV=1 then, so that
+#       Git's bash hands the arguments of native programs over as written
+#       (it would rewrite /nonexistent/... or /MT as a path under its root).
+#
+#   native_path PATH
+#       PATH as a Windows program reads it (C:/...), by cygpath where there
+#       is one (Git's bash); PATH as given elsewhere (the check on Linux,
+#       scripts/msvc-deps-check.js).
+#
+#   msvc_archive CC AR DIR LIB FLAGS... -- FILES...
+#       In DIR, compiles each FILE (a path relative to DIR) with
+#       CC -nologo -c FLAGS -Fo<obj> -Tc<file> and archives the objects as
+#       DIR/LIB with AR -nologo -out:LIB, then removes them. cl's options
+#       are spelled with '-' (cl takes both), and files relative to DIR, so
+#       no argument starts with '/': Git's bash leaves them alone, and
+#       clang-cl on Linux does not read /work/... as an option. cl's and
+#       lib's own output (cl echoes each file name) goes to stderr.
+#
 # On macOS, which has neither sha256sum nor nproc, functions of those names
 # stand in (shasum -a 256, sysctl hw.ncpu) with the same output, so that
 # the scripts and their cache keys are the same everywhere.
@@ -135,4 +161,30 @@ debian_orig() {
   [ -f "$orig" ] || return 1
   cp "$orig" "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
   rm -rf "$apt"
+}
+
+msvc_mode() { # CC HOST
+  case "$(basename "$1")" in
+    cl | cl.exe) ;;
+    *) case "$2" in *-windows-msvc) ;; *) return 1 ;; esac ;;
+  esac
+  export MSYS_NO_PATHCONV=1
+}
+
+native_path() { # PATH
+  if command -v cygpath >/dev/null 2>&1; then cygpath -m "$1"; else echo "$1"; fi
+}
+
+msvc_archive() { # CC AR DIR LIB FLAGS... -- FILES...
+  local cc=$1 ar=$2 dir=$3 lib=$4 flags=() objs=() f o
+  shift 4
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  for f in "$@"; do
+    o="$(echo "${f%.c}" | tr / _).obj"
+    (cd "$dir" && "$cc" -nologo -c "${flags[@]}" "-Fo$o" "-Tc$f") >&2
+    objs+=("$o")
+  done
+  (cd "$dir" && "$ar" -nologo "-out:$lib" "${objs[@]}") >&2
+  (cd "$dir" && rm -f "${objs[@]}")
 }

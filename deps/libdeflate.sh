@@ -5,6 +5,10 @@
 # bench/results/2026-11-30-deflate-choice/REPORT.md.
 #
 #   deps/libdeflate.sh [--host TRIPLE] [--cc CC]     prints the build folder
+#   deps/libdeflate.sh --host x86_64-pc-windows-msvc --cc cl
+#       MSVC (Windows from source; deps/lib.sh msvc_mode): the same five
+#       files and define compiled by cl -O2 -MT, archived by lib.exe ($AR,
+#       default lib) as libdeflate.lib (binding.gyp's OS=="win" name).
 #
 # The release tarball comes from, in order: $SYMPHONY_LIBDEFLATE_TARBALL, the
 # cache (deps/cache), Debian 13's source package (its .orig tarball is the
@@ -49,17 +53,35 @@ fetch_from_debian() {
 
 fetch_release "$tarball" "$LD_SHA256" SYMPHONY_LIBDEFLATE_TARBALL "$LD_URL" fetch_from_debian
 
+# MSVC (deps/lib.sh msvc_mode): cl and lib.exe; the triple is given, as cl
+# has no -dumpmachine.
+msvc=
+if msvc_mode "$cc" "$host"; then
+  msvc=1
+  host=${host:-x86_64-pc-windows-msvc}
+  [ "$cc" = cc ] && cc=cl
+fi
+
 triple=${host:-$("$cc" -dumpmachine)}
 ar=ar
 [ -n "$host" ] && command -v "$host-ar" >/dev/null 2>&1 && ar="$host-ar"
 files=(lib/deflate_compress.c lib/deflate_decompress.c lib/utils.c lib/x86/cpu_features.c lib/arm/cpu_features.c)
 cflags=(-O2 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections -DNDEBUG -std=c99 -w)
 # The sources stay in src/ (the fuzz target compiles them instrumented).
-key=$( { echo "$LD_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+if [ -n "$msvc" ]; then
+  # -MT: node-gyp's Release runtime library (the static CRT); -w as -w.
+  ar=${AR:-lib}
+  cflags=(-O2 -MT -DNDEBUG -w)
+  key=$( { echo "$LD_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} keep-src msvc"; } | sha256sum | cut -c1-12)
+else
+  key=$( { echo "$LD_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+fi
 out="$cache/build/libdeflate-${LD_VERSION}-${triple}-${key}"
+shown=$out
+[ -n "$msvc" ] && shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then
-  log "cached build $out"
-  echo "$out"
+  log "cached build $shown"
+  echo "$shown"
   exit 0
 fi
 rm -rf "$out" "$out.tmp"
@@ -67,17 +89,22 @@ mkdir -p "$out.tmp/src" "$out.tmp/include"
 tar -xzf "$tarball" -C "$out.tmp/src" --strip-components=1
 start=$(date +%s)
 objs=()
-for f in "${files[@]}"; do
-  o="$out.tmp/$(echo "$f" | tr / _).o"
-  # shellcheck disable=SC2086 # CFLAGS is a list of flags (the glibc floor's -include)
-  "$cc" "${cflags[@]}" ${CFLAGS:-} -I "$out.tmp/src" -c "$out.tmp/src/$f" -o "$o"
-  objs+=("$o")
-done
-"$ar" rcs "$out.tmp/libdeflate.a" "${objs[@]}"
+if [ -n "$msvc" ]; then
+  # shellcheck disable=SC2086 # CFLAGS is a list of flags
+  msvc_archive "$cc" "$ar" "$out.tmp" libdeflate.lib "${cflags[@]}" ${CFLAGS:-} -Isrc -- "${files[@]/#/src/}"
+else
+  for f in "${files[@]}"; do
+    o="$out.tmp/$(echo "$f" | tr / _).o"
+    # shellcheck disable=SC2086 # CFLAGS is a list of flags (the glibc floor's -include)
+    "$cc" "${cflags[@]}" ${CFLAGS:-} -I "$out.tmp/src" -c "$out.tmp/src/$f" -o "$o"
+    objs+=("$o")
+  done
+  "$ar" rcs "$out.tmp/libdeflate.a" "${objs[@]}"
+fi
 cp "$out.tmp/src/libdeflate.h" "$out.tmp/include/"
 cp "$out.tmp/src/COPYING" "$out.tmp/"
-rm -f "${objs[@]}"
+rm -f ${objs[@]+"${objs[@]}"}
 mv "$out.tmp" "$out"
 echo "$(( $(date +%s) - start ))" > "$out/.built"
 log "built in $(cat "$out/.built") s"
-echo "$out"
+echo "$shown"

@@ -4,6 +4,13 @@
 # TLS of src/tls, linked into the addon (binding.gyp's sy_openssl_dir).
 #
 #   deps/openssl.sh [--host TRIPLE] [--cc CC]     prints the build folder
+#   deps/openssl.sh --host x86_64-pc-windows-msvc --cc cl
+#       MSVC (Windows from source; deps/lib.sh msvc_mode): VC-WIN64A with
+#       the same lean flags (not the GCC ones), no-shared, so OpenSSL's own
+#       configuration compiles the libraries with /MT /Zl (the static CRT,
+#       node-gyp's Release one); nmake build_libs makes libssl.lib and
+#       libcrypto.lib. Configure wants a native perl ($PERL, else
+#       Strawberry's at C:\Strawberry, else perl) and nasm on PATH.
 #
 # The release tarball comes from, in order: $SYMPHONY_OPENSSL_TARBALL, the
 # cache (deps/cache), Debian 13's source package (its .orig tarball is the
@@ -43,6 +50,17 @@ fetch_from_debian() {
 
 fetch_release "$tarball" "$SSL_SHA256" SYMPHONY_OPENSSL_TARBALL "$SSL_URL" fetch_from_debian
 
+# MSVC (deps/lib.sh msvc_mode): cl, nmake and a native perl; the triple is
+# given, as cl has no -dumpmachine.
+msvc=
+if msvc_mode "$cc" "$host"; then
+  msvc=1
+  host=${host:-x86_64-pc-windows-msvc}
+  [ "$cc" = cc ] && cc=cl
+  perl=${PERL:-perl}
+  [ -z "${PERL:-}" ] && [ -x /c/Strawberry/perl/bin/perl.exe ] && perl=/c/Strawberry/perl/bin/perl.exe
+fi
+
 triple=${host:-$("$cc" -dumpmachine)}
 case "$triple" in
   # macOS: a native cc says arm64-apple-darwin24..., the macOS gate's
@@ -51,6 +69,8 @@ case "$triple" in
   arm64-apple-darwin* | aarch64-apple-darwin*) target=darwin64-arm64 ;;
   # Windows x64 with mingw-w64 (the Windows gate, scripts/windows-gate.js).
   x86_64-w64-mingw32*) target=mingw64 ;;
+  # Windows x64 with MSVC (cl, nmake; Windows from source).
+  x86_64-*-windows-msvc) target=VC-WIN64A ;;
   x86_64-*) target=linux-x86_64 ;;
   aarch64-*) target=linux-aarch64 ;;
   *) echo "openssl.sh: no OpenSSL target for $triple" >&2; exit 2 ;;
@@ -70,11 +90,21 @@ flags=(no-shared no-module no-dso no-engine no-legacy no-tests no-docs no-apps n
        no-gost no-sm2 no-sm3 no-sm4 no-idea no-camellia no-aria no-seed no-whirlpool no-rc2 no-rc4
        no-bf no-cast no-md4 no-mdc2 no-rmd160 no-siphash no-ec2m no-slh-dsa
        -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections)
-key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]}"; cat "$here"/patches/openssl/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+if [ -n "$msvc" ]; then
+  # The GCC flags (the last four) mean nothing to cl: MSVC's COFF objects
+  # are not PIC, export nothing unless asked (dllexport), and the linker's
+  # /OPT:REF (node-gyp's Release) drops what is not reached.
+  flags=("${flags[@]:0:${#flags[@]}-4}")
+  key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]} msvc"; cat "$here"/patches/openssl/*.patch; } | sha256sum | cut -c1-12)
+else
+  key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]}"; cat "$here"/patches/openssl/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+fi
 out="$cache/build/openssl-${SSL_VERSION}-${triple}-${key}"
+shown=$out
+[ -n "$msvc" ] && shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then
-  log "cached build $out"
-  echo "$out"
+  log "cached build $shown"
+  echo "$shown"
   exit 0
 fi
 rm -rf "$out" "$out.tmp"
@@ -92,9 +122,23 @@ case "$host" in
   *-apple-darwin*) tools=(AR="$host-ar" RANLIB="$host-ranlib") ;;
   *-w64-mingw32*) tools=(AR="$host-ar" RANLIB="$host-ranlib" RC="$host-windres") ;;
 esac
-(cd "$out.tmp" && env ${tools[@]+"${tools[@]}"} CC="$cc" ./Configure "$target" "${flags[@]}" >configure.out 2>&1) || { tail -30 "$out.tmp/configure.out" >&2; exit 1; }
-(cd "$out.tmp" && make -j"$(nproc)" build_libs >make.out 2>&1) || { tail -30 "$out.tmp/make.out" >&2; exit 1; }
+if [ -n "$msvc" ]; then
+  # SYMPHONY_OPENSSL_CONFIGURE_ONLY=1 stops after Configure (the check on
+  # Linux, scripts/msvc-deps-check.js, which has no nmake: it reads the
+  # makefile), leaving the folder unbuilt (no .built).
+  (cd "$out.tmp" && CC="$cc" "$perl" Configure "$target" "${flags[@]}" >configure.out 2>&1) || { tail -30 "$out.tmp/configure.out" >&2; exit 1; }
+  if [ "${SYMPHONY_OPENSSL_CONFIGURE_ONLY:-}" = 1 ]; then
+    log "configured only (SYMPHONY_OPENSSL_CONFIGURE_ONLY=1): $out.tmp/makefile"
+    native_path "$out.tmp"
+    exit 0
+  fi
+  # nmake runs one job at a time.
+  (cd "$out.tmp" && nmake -nologo build_libs >make.out 2>&1) || { tail -30 "$out.tmp/make.out" >&2; exit 1; }
+else
+  (cd "$out.tmp" && env ${tools[@]+"${tools[@]}"} CC="$cc" ./Configure "$target" "${flags[@]}" >configure.out 2>&1) || { tail -30 "$out.tmp/configure.out" >&2; exit 1; }
+  (cd "$out.tmp" && make -j"$(nproc)" build_libs >make.out 2>&1) || { tail -30 "$out.tmp/make.out" >&2; exit 1; }
+fi
 mv "$out.tmp" "$out"
 echo "$(( $(date +%s) - start ))" > "$out/.built"
 log "built in $(cat "$out/.built") s"
-echo "$out"
+echo "$shown"

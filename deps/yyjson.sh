@@ -4,6 +4,10 @@
 # send (proto/sy_v2.c) and the claims of tokens.
 #
 #   deps/yyjson.sh [--host TRIPLE] [--cc CC]     prints the build folder
+#   deps/yyjson.sh --host x86_64-pc-windows-msvc --cc cl
+#       MSVC (Windows from source; deps/lib.sh msvc_mode): yyjson.c with the
+#       same defines compiled by cl -O2 -MT, archived by lib.exe ($AR,
+#       default lib) as libyyjson.lib (binding.gyp's OS=="win" name).
 #
 # Debian's source packages (checked with apt-cache showsrc through a private
 # apt configuration): yyjson 0.10.0+ds-1 in Debian 13 (trixie) only; jansson
@@ -66,6 +70,15 @@ fetch_from_debian() {
 
 fetch_release "$tarball" "$YY_SHA256" SYMPHONY_YYJSON_TARBALL "" fetch_from_debian
 
+# MSVC (deps/lib.sh msvc_mode): cl and lib.exe; the triple is given, as cl
+# has no -dumpmachine.
+msvc=
+if msvc_mode "$cc" "$host"; then
+  msvc=1
+  host=${host:-x86_64-pc-windows-msvc}
+  [ "$cc" = cc ] && cc=cl
+fi
+
 triple=${host:-$("$cc" -dumpmachine)}
 ar=ar
 [ -n "$host" ] && command -v "$host-ar" >/dev/null 2>&1 && ar="$host-ar"
@@ -73,24 +86,38 @@ ar=ar
 # back as text) are needed: no mutable documents, no incremental reader.
 cflags=(-O2 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections -DNDEBUG -std=c99 -w
         -DYYJSON_DISABLE_INCR_READER=1 -DYYJSON_DISABLE_UTILS=1)
-key=$( { echo "$YY_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+if [ -n "$msvc" ]; then
+  # -MT: node-gyp's Release runtime library (the static CRT); -w as -w.
+  ar=${AR:-lib}
+  cflags=(-O2 -MT -DNDEBUG -w -DYYJSON_DISABLE_INCR_READER=1 -DYYJSON_DISABLE_UTILS=1)
+  key=$( { echo "$YY_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} keep-src msvc"; } | sha256sum | cut -c1-12)
+else
+  key=$( { echo "$YY_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+fi
 out="$cache/build/yyjson-${YY_VERSION}-${triple}-${key}"
+shown=$out
+[ -n "$msvc" ] && shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then
-  log "cached build $out"
-  echo "$out"
+  log "cached build $shown"
+  echo "$shown"
   exit 0
 fi
 rm -rf "$out" "$out.tmp"
 mkdir -p "$out.tmp/src" "$out.tmp/include"
 tar -xJf "$tarball" -C "$out.tmp/src" --strip-components=1
 start=$(date +%s)
-# shellcheck disable=SC2086 # CFLAGS is a list of flags (the glibc floor's -include)
-"$cc" "${cflags[@]}" ${CFLAGS:-} -c "$out.tmp/src/src/yyjson.c" -o "$out.tmp/yyjson.o"
-"$ar" rcs "$out.tmp/libyyjson.a" "$out.tmp/yyjson.o"
-rm -f "$out.tmp/yyjson.o"
+if [ -n "$msvc" ]; then
+  # shellcheck disable=SC2086 # CFLAGS is a list of flags
+  msvc_archive "$cc" "$ar" "$out.tmp" libyyjson.lib "${cflags[@]}" ${CFLAGS:-} -- src/src/yyjson.c
+else
+  # shellcheck disable=SC2086 # CFLAGS is a list of flags (the glibc floor's -include)
+  "$cc" "${cflags[@]}" ${CFLAGS:-} -c "$out.tmp/src/src/yyjson.c" -o "$out.tmp/yyjson.o"
+  "$ar" rcs "$out.tmp/libyyjson.a" "$out.tmp/yyjson.o"
+  rm -f "$out.tmp/yyjson.o"
+fi
 cp "$out.tmp/src/src/yyjson.h" "$out.tmp/include/"
 cp "$out.tmp/src/LICENSE" "$out.tmp/"
 mv "$out.tmp" "$out"
 echo "$(( $(date +%s) - start ))" > "$out/.built"
 log "built in $(cat "$out/.built") s"
-echo "$out"
+echo "$shown"

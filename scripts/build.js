@@ -25,6 +25,17 @@
 // deps/hiredis.sh. Beside the builds, THIRD_PARTY_NOTICES.md: the versions and
 // licence texts of those libraries, from the release tarballs of the build
 // folders linked (scripts/notices.js).
+//
+// On Windows (win32 x64, from source: npm install --build-from-source, or
+// .github/workflows/windows.yml) the system-allocator build only, with MSVC:
+// the deps by deps/*.sh's MSVC mode (--host x86_64-pc-windows-msvc --cc cl,
+// in Git for Windows' bash, with the Visual Studio environment set), and
+// node-gyp with Node's headers and node.lib that node-gyp fetches itself
+// (no --nodedir: scripts/node-headers.js' folder is Linux's and macOS'). The
+// jemalloc build for Windows is the prebuilt @symphony-ws/win32-x64's, made
+// with mingw-w64 on Linux (npm run gate:windows); asking for it here stops
+// with that said. buildPlan() is what is built, for any platform, without
+// building (__test__/package/build-plan.test.js).
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -63,6 +74,54 @@ function defaultLgPages(arch, platform = process.platform) {
   return arch === 'arm64' ? [12, 16] : [12];
 }
 
+/** The deps' arguments on Windows: deps/*.sh's MSVC mode. */
+const MSVC_DEPS = ['--host', 'x86_64-pc-windows-msvc', '--cc', 'cl'];
+
+const JEMALLOC_ON_WINDOWS = 'build.js: jemalloc is not built from source on Windows (MSVC): the system allocator only. ' +
+  'The prebuilt @symphony-ws/win32-x64 has jemalloc; building it from source needs mingw-w64: npm run gate:windows on Linux';
+
+/**
+ * What a build makes, without making it: { variants, libc, deps, nodedir }.
+ * variants: [{ allocator, lgPage }] in build order; libc: the files' libc
+ * segment (lib/variants.js variantFileName); deps: [{ key, label, name,
+ * args }] in build order, where an argument '<openssl>' stands for
+ * OpenSSL's build folder; nodedir: whether node-gyp gets --nodedir
+ * (scripts/node-headers.js). On win32 the system allocator only (jemalloc,
+ * by --allocator or SYMPHONY_ALLOCATOR, throws JEMALLOC_ON_WINDOWS) and the
+ * deps in MSVC mode. `libc` may be given (detectLibc() otherwise, on this
+ * host).
+ */
+function buildPlan({ platform = process.platform, arch = process.arch, allocator = null, lgPage = null, env = process.env, libc } = {}) {
+  const windows = platform === 'win32';
+  if (windows && (allocator === 'jemalloc' || (!allocator && env.SYMPHONY_ALLOCATOR === 'jemalloc'))) {
+    throw new Error(JEMALLOC_ON_WINDOWS);
+  }
+  const variants = [];
+  const allocators = windows ? ['system'] : allocator ? [allocator] : ['jemalloc', 'system'];
+  for (const a of allocators) {
+    if (a === 'system') variants.push({ allocator: a, lgPage: null });
+    else for (const p of lgPage ? [lgPage] : defaultLgPages(arch, platform)) variants.push({ allocator: a, lgPage: p });
+  }
+  const base = windows ? MSVC_DEPS : [];
+  const deps = [
+    { key: 'opensslDir', label: 'OpenSSL', name: 'openssl', args: [...base] },
+    { key: 'libdeflateDir', label: 'libdeflate', name: 'libdeflate', args: [...base] },
+    { key: 'yyjsonDir', label: 'yyjson', name: 'yyjson', args: [...base] },
+    // With its TLS layer built against the private OpenSSL (rediss://).
+    { key: 'hiredisDir', label: 'hiredis', name: 'hiredis', args: [...base, '--openssl', '<openssl>'] },
+  ];
+  return { variants, libc: libc ?? (windows ? 'win32' : detectLibc()), deps, nodedir: !windows };
+}
+
+/** node-gyp's arguments for one variant (jeDir: its jemalloc build folder, when jemalloc). */
+function gypArgs({ allocator, lgPage }, { opensslDir, libdeflateDir, hiredisDir, yyjsonDir }, testing, { nodedir, jeDir = null }) {
+  const args = ['rebuild', ...(nodedir ? [`--nodedir=${nodeHeaders()}`] : []), '--jobs=max', `--sy_allocator=${allocator}`,
+    `--sy_openssl_dir=${opensslDir}`, `--sy_libdeflate_dir=${libdeflateDir}`, `--sy_hiredis_dir=${hiredisDir}`,
+    `--sy_yyjson_dir=${yyjsonDir}`, `--sy_testing=${testing ? 1 : 0}`];
+  if (allocator === 'jemalloc') args.push(`--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`);
+  return args;
+}
+
 function nodeGypScript() {
   try {
     return require.resolve('node-gyp/bin/node-gyp.js', { paths: [root] });
@@ -95,23 +154,19 @@ function testingDir() {
   return path.join(root, 'native', platformDir(), 'testing');
 }
 
-function buildVariant({ allocator, lgPage }, { opensslDir, libdeflateDir, hiredisDir, yyjsonDir }, testing) {
+function buildVariant({ allocator, lgPage }, deps, testing, plan) {
   const started = Date.now();
-  const gypArgs = ['rebuild', `--nodedir=${nodeHeaders()}`, '--jobs=max', `--sy_allocator=${allocator}`,
-    `--sy_openssl_dir=${opensslDir}`, `--sy_libdeflate_dir=${libdeflateDir}`, `--sy_hiredis_dir=${hiredisDir}`,
-    `--sy_yyjson_dir=${yyjsonDir}`, `--sy_testing=${testing ? 1 : 0}`];
   let jeDir = null;
-  if (allocator === 'jemalloc') {
-    jeDir = dependency(`jemalloc (lg-page ${lgPage})`, 'jemalloc', ['--lg-page', String(lgPage)]);
-    gypArgs.push(`--sy_jemalloc_dir=${jeDir}`, `--sy_lg_page=${lgPage}`);
-  }
-  const env = gypEnv({ ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' });
+  if (allocator === 'jemalloc') jeDir = dependency(`jemalloc (lg-page ${lgPage})`, 'jemalloc', ['--lg-page', String(lgPage)]);
+  const args = gypArgs({ allocator, lgPage }, deps, testing, { nodedir: plan.nodedir, jeDir });
+  // Windows: MSVC, which node-gyp finds itself (CC and LINK are not its).
+  const env = plan.nodedir ? gypEnv({ ...process.env, CC: process.env.CC || 'gcc', LINK: process.env.LINK || process.env.CC || 'gcc' }) : gypEnv(process.env);
   const t = Date.now();
-  run(process.execPath, [nodeGypScript(), ...gypArgs], env);
+  run(process.execPath, [nodeGypScript(), ...args], env);
   const built = path.join(root, 'build', 'Release', 'symphony.node');
   const destDir = testing ? testingDir() : path.join(root, 'native', platformDir());
   fs.mkdirSync(destDir, { recursive: true });
-  const dest = path.join(destDir, variantFileName({ libc: detectLibc(), allocator, lgPage }));
+  const dest = path.join(destDir, variantFileName({ libc: plan.libc, allocator, lgPage }));
   // Copy then rename: a process that has the old file loaded keeps its
   // mapping intact (overwriting it in place would change running code).
   const tmp = `${dest}.tmp-${process.pid}`;
@@ -164,22 +219,13 @@ function prebuiltLoads() {
 function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.ifNeeded && prebuiltLoads()) return;
-  const variants = [];
-  const allocators = opts.allocator ? [opts.allocator] : ['jemalloc', 'system'];
-  for (const allocator of allocators) {
-    if (allocator === 'system') variants.push({ allocator, lgPage: null });
-    else for (const lgPage of opts.lgPage ? [opts.lgPage] : defaultLgPages(process.arch)) variants.push({ allocator, lgPage });
+  const plan = buildPlan({ allocator: opts.allocator, lgPage: opts.lgPage });
+  const deps = {};
+  for (const d of plan.deps) {
+    deps[d.key] = dependency(d.label, d.name, d.args.map((a) => (a === '<openssl>' ? deps.opensslDir : a)));
   }
-  const opensslDir = dependency('OpenSSL', 'openssl');
-  const deps = {
-    opensslDir,
-    libdeflateDir: dependency('libdeflate', 'libdeflate'),
-    yyjsonDir: dependency('yyjson', 'yyjson'),
-    // With its TLS layer built against the private OpenSSL (rediss://).
-    hiredisDir: dependency('hiredis', 'hiredis', ['--openssl', opensslDir]),
-  };
   let jeDir = null;
-  for (const v of variants) jeDir = buildVariant(v, deps, opts.testing).jeDir || jeDir;
+  for (const v of plan.variants) jeDir = buildVariant(v, deps, opts.testing, plan).jeDir || jeDir;
   // Testing builds are never shipped: no notices in testing/.
   if (!opts.testing) writeNotices(deps, jeDir);
 }
@@ -193,4 +239,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { testingDir };
+module.exports = { testingDir, buildPlan, gypArgs, JEMALLOC_ON_WINDOWS };

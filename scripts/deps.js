@@ -25,7 +25,9 @@ function hostEnv(args, env) {
 
 /** depDir('openssl', ['--host', h, '--cc', cc], env) -> the build folder. */
 function depDir(name, args = [], env = process.env) {
-  const script = path.join(root, 'deps', `${name}.sh`);
+  // On Windows, forward slashes: Git for Windows' bash reads D:/a/... and
+  // its dirname then finds deps/lib.sh (a backslash is not its separator).
+  const script = path.join(root, 'deps', `${name}.sh`).split(path.sep).join('/');
   const r = spawnSync('bash', [script, ...args], { cwd: root, env: hostEnv(args, env), stdio: ['ignore', 'pipe', 'inherit'] });
   if (r.error) throw r.error;
   const dir = r.stdout.toString().trim().split('\n').pop();

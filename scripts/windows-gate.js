@@ -608,4 +608,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { buildAll, fileChecks, toolchain, nodeExe, wineEnv, runWine, NODES, WINDOWS_SUITES, LG_PAGE };
+module.exports = { buildAll, fileChecks, toolchain, nodeExe, wineEnv, runWine, msvcHeaders, NODES, WINDOWS_SUITES, LG_PAGE, TRIPLE };
