@@ -95,11 +95,11 @@
         }],
         # One poller backend per system (src/net/sy_poll.h).
         ['OS=="linux"', {
-          'sources!': ['src/net/sy_poll_kqueue.c', 'src/net/sy_poll_wsapoll.c'],
+          'sources!': ['src/net/sy_poll_kqueue.c', 'src/net/sy_poll_afd.c'],
         }, 'OS=="win"', {
           'sources!': ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_kqueue.c'],
         }, {
-          'sources!': ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_wsapoll.c'],
+          'sources!': ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_afd.c'],
         }],
         # macOS: node-gyp ignores cflags_c and ldflags there and takes
         # xcode_settings. The same warnings and visibility; ld64's

@@ -7,12 +7,15 @@
 // clients, checking every message's sequence number.
 //
 //   node bench/windows.js [--hold=10000] [--subscribers=1000] [--rate=300] [--seconds=334]
-//        [--phases=wsapoll,hold,fanout,kill]
+//        [--phases=wsapoll,poll,hold,fanout,kill] [--out=DIR]
 //
-// 0. WSAPoll's cost: one wait with 100, 1,000 and 4,000 idle sockets
-//    (bench/micro/wsapoll_cost.c).
-// 1. hold: --hold connections on ONE IO thread (WSAPoll over all of them),
-//    one message a second to each; then the server closes with them open.
+// 0. The pollers' cost with 100, 1,000 and 4,000 idle sockets: WSAPoll
+//    itself, one wait (bench/micro/wsapoll_cost.c), and symphony's poller
+//    (src/net/sy_poll_afd.c through sy_poll.h, bench/micro/poll_cost.c):
+//    one wait with nothing ready, and one socket made ready, reported and
+//    read among the idle ones.
+// 1. hold: --hold connections on ONE IO thread, one message a second to
+//    each; then the server closes with them open.
 // 2. fan-out: --subscribers connections on two IO threads, --rate messages
 //    a second for --seconds (rate x seconds messages to each subscriber),
 //    none may be lost (loadgen's gaps, dups and back counts are 0).
@@ -21,7 +24,8 @@
 //    client and closes cleanly.
 // For each: the server's stats, its allocator's bytes after close (what
 // symphony still holds: no leak the allocator's stats can see is 0), the
-// loadgen summary. Writes bench/results/<date>-windows/results.json.
+// loadgen summary. Writes results.json in --out (default
+// bench/results/<date>-windows/).
 
 const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -32,11 +36,13 @@ const { loadgenMakeVars } = require('./runner/util');
 const root = path.resolve(__dirname, '..');
 
 function parseArgs(argv) {
-  const o = { hold: 10000, subscribers: 1000, rate: 300, seconds: 334, phases: ['wsapoll', 'hold', 'fanout', 'kill'] };
+  const o = { hold: 10000, subscribers: 1000, rate: 300, seconds: 334, phases: ['wsapoll', 'poll', 'hold', 'fanout', 'kill'], out: null };
   for (const a of argv) {
     const m = /^--(hold|subscribers|rate|seconds)=(\d+)$/.exec(a);
     const ph = /^--phases=(.+)$/.exec(a);
-    if (ph) o.phases = ph[1].split(',');
+    const out = /^--out=(.+)$/.exec(a);
+    if (out) o.out = path.resolve(out[1]);
+    else if (ph) o.phases = ph[1].split(',');
     else if (m) o[m[1]] = Number(m[2]);
     else throw new Error(`bench/windows.js: unknown argument ${a}`);
   }
@@ -90,7 +96,7 @@ async function main() {
   const { tc, files } = await buildAll(['jemalloc'], (n, ok, d) => checks.push({ n, ok, d }));
   execFileSync('make', ['-s', '-C', path.join(root, 'bench'), ...loadgenMakeVars()], { stdio: 'inherit' });
   const day = new Date().toISOString().slice(0, 10);
-  const out = path.join(root, 'bench', 'results', `${day}-windows`);
+  const out = o.out || path.join(root, 'bench', 'results', `${day}-windows`);
   fs.mkdirSync(out, { recursive: true });
   const node = Object.keys(NODES)[0];
   const ctx = { wine: tc.wine, env: wineEnv(tc), exe: nodeExe(node), file: files.jemalloc, out };
@@ -107,10 +113,23 @@ async function main() {
   }
   fs.rmSync(exe, { force: true });
 
+  // 0b. symphony's poller through sy_poll.h, on the same sockets.
+  const pexe = path.join(out, 'poll_cost.exe');
+  execFileSync(tc.cc, ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O2', '-D_WIN32_WINNT=0x0A00', `-I${path.join(root, 'src')}`,
+    ...['bench/micro/poll_cost.c', 'src/net/sy_poll_afd.c', 'src/net/sy_sock.c', 'src/base/sy_alloc.c'].map((f) => path.join(root, f)),
+    '-o', pexe, '-static', '-lws2_32'], { stdio: 'inherit' });
+  results.poll = [];
+  for (const n of o.phases.includes('poll') ? [100, 1000, 4000] : []) {
+    const r = await runWine(tc, ctx.env, [pexe, String(n)], { timeoutMs: 300000, logFile: path.join(out, `poll-${n}.log`) });
+    results.poll.push(lastJson(r.output, 'sockets') || { sockets: n, error: r.output.trim().slice(-200) });
+  }
+  fs.rmSync(pexe, { force: true });
+
   // 1. hold: every connection on one IO thread; the server's duration ends
   // while they are open (closed with connections open).
-  // Accepting slows as the set grows (WSAPoll is O(sockets) per wait: under
-  // Wine ~10 us a socket), so the ramp is gentle and the hold long.
+  // The ramp is gentle and the hold long: with WSAPoll (O(sockets) per
+  // wait, under Wine ~10 us a socket), the first backend, accepting slowed
+  // as the set grew; the same pacing since, so the runs compare.
   // (8,450 were open after 160 s in one run: the hold lasts hold / 30 s.)
   const holdSecs = 60 + Math.ceil(o.hold / 30);
   if (o.phases.includes('hold')) results.phases.push(await phase('hold', ctx, {

@@ -105,8 +105,8 @@ function deps(tc, lgPage, allocators) {
   return d;
 }
 
-/** binding.gyp's sources on macOS: kqueue, not epoll or WSAPoll; TLS built in; no testing.c. */
-const LEAVE = ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_wsapoll.c', 'binding/testing.c'];
+/** binding.gyp's sources on macOS: kqueue, not epoll or AFD; TLS built in; no testing.c. */
+const LEAVE = ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_afd.c', 'binding/testing.c'];
 
 /** Compiles every source (two at a time), reusing cached objects. */
 function compile(tc, d, allocator, lgPage, outDir) {

@@ -17,7 +17,7 @@
 // 2. The deps cross-built by their own scripts (--host x86_64-w64-mingw32:
 //    prefixed jemalloc with 4 KiB pages, OpenSSL mingw64, hiredis with its
 //    TLS layer, libdeflate, yyjson), cached like every build of deps/; for
-//    each allocator (jemalloc, system) src/ (WSAPoll, not epoll) and
+//    each allocator (jemalloc, system) src/ (AFD, not epoll) and
 //    binding/ compiled with -Werror (scripts/cross-compile.js), linked as a
 //    DLL that exports the two N-API entry points only.
 // 3. What can be checked in the file: a PE32+ DLL for x86-64, its exports,
@@ -142,7 +142,7 @@ function deps(tc, allocators) {
   return d;
 }
 
-/** binding.gyp's sources on Windows: WSAPoll, not epoll or kqueue; TLS built in; no testing.c. */
+/** binding.gyp's sources on Windows: AFD, not epoll or kqueue; TLS built in; no testing.c. */
 const LEAVE = ['src/net/sy_poll_epoll.c', 'src/net/sy_poll_kqueue.c', 'binding/testing.c'];
 const DEFINES = ['-D_WIN32_WINNT=0x0A00', '-DWIN32_LEAN_AND_MEAN', '-DNAPI_VERSION=8', '-DSY_WITH_TLS', '-DBUILDING_NODE_EXTENSION'];
 // Windows x64's pages are 4 KiB (its allocation granularity, 64 KiB, is
@@ -463,7 +463,7 @@ async function busAcrossSystems(tc, env, exe, file, allocator, logFile) {
 /** __test__/c/test_poll.c as a Windows program. */
 function buildPollTest(tc, outDir) {
   const exe = path.join(outDir, 'test_poll.exe');
-  const srcs = ['__test__/c/test_poll.c', 'src/net/sy_poll_wsapoll.c', 'src/net/sy_sock.c', 'src/net/sy_wake.c', 'src/base/sy_alloc.c'];
+  const srcs = ['__test__/c/test_poll.c', 'src/net/sy_poll_afd.c', 'src/net/sy_sock.c', 'src/net/sy_wake.c', 'src/base/sy_alloc.c'];
   const r = spawnSync(tc.cc, ['-std=c11', '-Wall', '-Wextra', '-Werror', '-O1', '-D_WIN32_WINNT=0x0A00', '-Isrc', '-I__test__/c',
     ...srcs, '-o', exe, '-static', '-lws2_32'], { cwd: root, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`windows-gate: test_poll.exe:\n${r.stderr}`);

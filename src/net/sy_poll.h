@@ -1,9 +1,9 @@
 /*
  * sy_poll — the readiness poller behind every IO thread and the bus thread.
  * One interface, one backend per system, chosen by the build: epoll on Linux
- * (sy_poll_epoll.c), kqueue on macOS and the BSDs (sy_poll_kqueue.c). The
- * loops never know which they have; __test__/c/test_poll.c is the contract
- * both pass.
+ * (sy_poll_epoll.c), kqueue on macOS and the BSDs (sy_poll_kqueue.c), AFD
+ * polls on a completion port on Windows (sy_poll_afd.c). The loops never
+ * know which they have; __test__/c/test_poll.c is the contract all pass.
  *
  * Level-triggered: a descriptor stays reported while it is readable, so the
  * loop may read a bounded amount per connection per turn (one flooding client
@@ -11,7 +11,7 @@
  * for only while a connection has bytes it could not write. A hang-up or an
  * error is reported as SY_POLL_IN while SY_POLL_IN is asked for (a read tells
  * which); with no interest (events 0) a descriptor stays registered and may
- * report nothing at all (kqueue) or its hang-up and errors only (epoll), so
+ * report nothing at all (kqueue, AFD) or its hang-up and errors only (epoll), so
  * the loop must not depend on either.
  *
  * One wait reports a descriptor at most once per kind of readiness; kqueue
