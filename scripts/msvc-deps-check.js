@@ -143,7 +143,7 @@ function main() {
   const llvmLib = which(['llvm-lib-14', 'llvm-lib']);
   const sysInclude = path.join('/usr', TRIPLE, 'include');
   const missing = [];
-  if (!clangCl) missing.push('clang-cl (apt-get install -y clang-14)');
+  if (!clangCl) missing.push('clang-cl (apt-get install -y clang-tools-14)');
   if (!llvmLib) missing.push('llvm-lib (apt-get install -y llvm-14)');
   if (!fs.existsSync(path.join(sysInclude, '_mingw.h'))) missing.push('mingw-w64 headers (apt-get install -y mingw-w64-x86-64-dev)');
   if (!which(['perl'])) missing.push('perl');
