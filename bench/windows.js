@@ -6,7 +6,7 @@
 // run by node.exe under Wine, and bench/loadgen (Linux, loopback) as the
 // clients, checking every message's sequence number.
 //
-//   node bench/windows.js [--hold=10000] [--subscribers=1000] [--rate=300] [--seconds=334]
+//   node bench/windows.js [--hold=10000] [--hold-seconds=S] [--subscribers=1000] [--rate=300] [--seconds=334]
 //        [--phases=wsapoll,poll,hold,fanout,kill] [--out=DIR]
 //
 // 0. The pollers' cost with 100, 1,000 and 4,000 idle sockets: WSAPoll
@@ -36,9 +36,12 @@ const { loadgenMakeVars } = require('./runner/util');
 const root = path.resolve(__dirname, '..');
 
 function parseArgs(argv) {
-  const o = { hold: 10000, subscribers: 1000, rate: 300, seconds: 334, phases: ['wsapoll', 'poll', 'hold', 'fanout', 'kill'], out: null };
+  const o = { hold: 10000, holdSeconds: 0, subscribers: 1000, rate: 300, seconds: 334, phases: ['wsapoll', 'poll', 'hold', 'fanout', 'kill'],
+    out: null };
   for (const a of argv) {
     const m = /^--(hold|subscribers|rate|seconds)=(\d+)$/.exec(a);
+    const hs = /^--hold-seconds=(\d+)$/.exec(a);
+    if (hs) { o.holdSeconds = Number(hs[1]); continue; }
     const ph = /^--phases=(.+)$/.exec(a);
     const out = /^--out=(.+)$/.exec(a);
     if (out) o.out = path.resolve(out[1]);
@@ -131,7 +134,7 @@ async function main() {
   // wait, under Wine ~10 us a socket), the first backend, accepting slowed
   // as the set grew; the same pacing since, so the runs compare.
   // (8,450 were open after 160 s in one run: the hold lasts hold / 30 s.)
-  const holdSecs = 60 + Math.ceil(o.hold / 30);
+  const holdSecs = o.holdSeconds || 60 + Math.ceil(o.hold / 30);
   if (o.phases.includes('hold')) results.phases.push(await phase('hold', ctx, {
     serverArgs: ['--threads', '1', '--topics', '1', '--rate', '1', '--size', '64', '--seq', '1'],
     loadgenArgs: ['--connections', String(o.hold), '--ramp-per-sec', '200', '--max-pending', '64', '--seq',
