@@ -6,7 +6,7 @@
 #
 #   deps/hiredis.sh [--host TRIPLE] [--cc CC] [--openssl DIR]   prints the build folder
 #   deps/hiredis.sh --host x86_64-pc-windows-msvc --cc cl --openssl DIR
-#       MSVC (Windows from source; deps/lib.sh msvc_mode): the same files
+#       MSVC (Windows from source; deps/lib.sh msvc_select): the same files
 #       (sockcompat.c is hiredis' Windows socket layer; ssl.c against the
 #       MSVC OpenSSL of deps/openssl.sh) and define compiled by cl -O2 -MT,
 #       archived by lib.exe ($AR, default lib) as libhiredis.lib
@@ -66,14 +66,8 @@ fetch_from_debian() {
 
 fetch_release "$tarball" "$HR_SHA256" SYMPHONY_HIREDIS_TARBALL "$HR_URL" fetch_from_debian
 
-# MSVC (deps/lib.sh msvc_mode): cl and lib.exe; the triple is given, as cl
-# has no -dumpmachine.
-msvc=
-if msvc_mode "$cc" "$host"; then
-  msvc=1
-  host=${host:-x86_64-pc-windows-msvc}
-  [ "$cc" = cc ] && cc=cl
-fi
+# MSVC (deps/lib.sh msvc_select): cl and lib.exe.
+msvc_select
 
 triple=${host:-$("$cc" -dumpmachine)}
 ar=ar
@@ -92,13 +86,10 @@ if [ -n "$msvc" ]; then
   # -MT: node-gyp's Release runtime library (the static CRT); -w as -w.
   ar=${AR:-lib}
   cflags=(-O2 -MT -DNDEBUG -w)
-  key=$( { echo "$HR_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} ${headers[*]} keep-src $openssl msvc"; } | sha256sum | cut -c1-12)
-else
-  key=$( { echo "$HR_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} ${headers[*]} keep-src $openssl"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 fi
+key=$( { echo "$HR_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} ${headers[*]} keep-src $openssl"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/hiredis-${HR_VERSION}-${triple}-${key}"
-shown=$out
-[ -n "$msvc" ] && shown=$(native_path "$out")
+shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then
   log "cached build $shown"
   echo "$shown"

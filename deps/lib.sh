@@ -33,16 +33,20 @@
 # is set (cl, lib, nmake on PATH). Its build folder is one of its own
 # (triple x86_64-pc-windows-msvc); every other target's key is unchanged.
 #
-#   msvc_mode CC HOST
-#       True when CC is cl (cl or cl.exe, in any folder) or HOST is a
-#       *-windows-msvc triple. Exports MSYS_NO_PATHCONV=1 then, so that
-#       Git's bash hands the arguments of native programs over as written
-#       (it would rewrite /nonexistent/... or /MT as a path under its root).
+#   msvc_select
+#       Reads the script's cc and host. When cc is cl (cl or cl.exe, in any
+#       folder) or host a *-windows-msvc triple: sets msvc=1, host (default
+#       x86_64-pc-windows-msvc: cl has no -dumpmachine) and cc (cl when it
+#       was the default cc), and exports MSYS_NO_PATHCONV=1, so that Git's
+#       bash hands the arguments of native programs over as written (it
+#       would rewrite /nonexistent/... or /MT as a path under its root).
+#       Otherwise sets msvc to empty and changes nothing.
 #
 #   native_path PATH
 #       PATH as a Windows program reads it (C:/...), by cygpath where there
-#       is one (Git's bash); PATH as given elsewhere (the check on Linux,
-#       scripts/msvc-deps-check.js).
+#       is one (Git's bash); PATH as given elsewhere (Linux, macOS, and the
+#       check on Linux, scripts/msvc-deps-check.js). Every script prints its
+#       build folder through it.
 #
 #   msvc_archive CC AR DIR LIB FLAGS... -- FILES...
 #       In DIR, compiles each FILE (a path relative to DIR) with
@@ -163,11 +167,15 @@ debian_orig() {
   rm -rf "$apt"
 }
 
-msvc_mode() { # CC HOST
-  case "$(basename "$1")" in
+msvc_select() { # sets msvc, host, cc (the calling script's)
+  msvc=
+  case "$(basename "$cc")" in
     cl | cl.exe) ;;
-    *) case "$2" in *-windows-msvc) ;; *) return 1 ;; esac ;;
+    *) case "$host" in *-windows-msvc) ;; *) return 0 ;; esac ;;
   esac
+  msvc=1
+  host=${host:-x86_64-pc-windows-msvc}
+  [ "$cc" = cc ] && cc=cl
   export MSYS_NO_PATHCONV=1
 }
 

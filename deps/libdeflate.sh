@@ -6,7 +6,7 @@
 #
 #   deps/libdeflate.sh [--host TRIPLE] [--cc CC]     prints the build folder
 #   deps/libdeflate.sh --host x86_64-pc-windows-msvc --cc cl
-#       MSVC (Windows from source; deps/lib.sh msvc_mode): the same five
+#       MSVC (Windows from source; deps/lib.sh msvc_select): the same five
 #       files and define compiled by cl -O2 -MT, archived by lib.exe ($AR,
 #       default lib) as libdeflate.lib (binding.gyp's OS=="win" name).
 #
@@ -53,14 +53,8 @@ fetch_from_debian() {
 
 fetch_release "$tarball" "$LD_SHA256" SYMPHONY_LIBDEFLATE_TARBALL "$LD_URL" fetch_from_debian
 
-# MSVC (deps/lib.sh msvc_mode): cl and lib.exe; the triple is given, as cl
-# has no -dumpmachine.
-msvc=
-if msvc_mode "$cc" "$host"; then
-  msvc=1
-  host=${host:-x86_64-pc-windows-msvc}
-  [ "$cc" = cc ] && cc=cl
-fi
+# MSVC (deps/lib.sh msvc_select): cl and lib.exe.
+msvc_select
 
 triple=${host:-$("$cc" -dumpmachine)}
 ar=ar
@@ -72,13 +66,10 @@ if [ -n "$msvc" ]; then
   # -MT: node-gyp's Release runtime library (the static CRT); -w as -w.
   ar=${AR:-lib}
   cflags=(-O2 -MT -DNDEBUG -w)
-  key=$( { echo "$LD_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} keep-src msvc"; } | sha256sum | cut -c1-12)
-else
-  key=$( { echo "$LD_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 fi
+key=$( { echo "$LD_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/libdeflate-${LD_VERSION}-${triple}-${key}"
-shown=$out
-[ -n "$msvc" ] && shown=$(native_path "$out")
+shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then
   log "cached build $shown"
   echo "$shown"

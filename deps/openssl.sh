@@ -5,7 +5,7 @@
 #
 #   deps/openssl.sh [--host TRIPLE] [--cc CC]     prints the build folder
 #   deps/openssl.sh --host x86_64-pc-windows-msvc --cc cl
-#       MSVC (Windows from source; deps/lib.sh msvc_mode): VC-WIN64A with
+#       MSVC (Windows from source; deps/lib.sh msvc_select): VC-WIN64A with
 #       the same lean flags (not the GCC ones), no-shared, so OpenSSL's own
 #       configuration compiles the libraries with /MT /Zl (the static CRT,
 #       node-gyp's Release one); nmake build_libs makes libssl.lib and
@@ -50,13 +50,9 @@ fetch_from_debian() {
 
 fetch_release "$tarball" "$SSL_SHA256" SYMPHONY_OPENSSL_TARBALL "$SSL_URL" fetch_from_debian
 
-# MSVC (deps/lib.sh msvc_mode): cl, nmake and a native perl; the triple is
-# given, as cl has no -dumpmachine.
-msvc=
-if msvc_mode "$cc" "$host"; then
-  msvc=1
-  host=${host:-x86_64-pc-windows-msvc}
-  [ "$cc" = cc ] && cc=cl
+# MSVC (deps/lib.sh msvc_select): cl, nmake and a native perl.
+msvc_select
+if [ -n "$msvc" ]; then
   perl=${PERL:-perl}
   [ -z "${PERL:-}" ] && [ -x /c/Strawberry/perl/bin/perl.exe ] && perl=/c/Strawberry/perl/bin/perl.exe
 fi
@@ -95,13 +91,10 @@ if [ -n "$msvc" ]; then
   # are not PIC, export nothing unless asked (dllexport), and the linker's
   # /OPT:REF (node-gyp's Release) drops what is not reached.
   flags=("${flags[@]:0:${#flags[@]}-4}")
-  key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]} msvc"; cat "$here"/patches/openssl/*.patch; } | sha256sum | cut -c1-12)
-else
-  key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]}"; cat "$here"/patches/openssl/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 fi
+key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]}"; cat "$here"/patches/openssl/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/openssl-${SSL_VERSION}-${triple}-${key}"
-shown=$out
-[ -n "$msvc" ] && shown=$(native_path "$out")
+shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then
   log "cached build $shown"
   echo "$shown"

@@ -5,7 +5,7 @@
 #
 #   deps/yyjson.sh [--host TRIPLE] [--cc CC]     prints the build folder
 #   deps/yyjson.sh --host x86_64-pc-windows-msvc --cc cl
-#       MSVC (Windows from source; deps/lib.sh msvc_mode): yyjson.c with the
+#       MSVC (Windows from source; deps/lib.sh msvc_select): yyjson.c with the
 #       same defines compiled by cl -O2 -MT, archived by lib.exe ($AR,
 #       default lib) as libyyjson.lib (binding.gyp's OS=="win" name).
 #
@@ -70,14 +70,8 @@ fetch_from_debian() {
 
 fetch_release "$tarball" "$YY_SHA256" SYMPHONY_YYJSON_TARBALL "" fetch_from_debian
 
-# MSVC (deps/lib.sh msvc_mode): cl and lib.exe; the triple is given, as cl
-# has no -dumpmachine.
-msvc=
-if msvc_mode "$cc" "$host"; then
-  msvc=1
-  host=${host:-x86_64-pc-windows-msvc}
-  [ "$cc" = cc ] && cc=cl
-fi
+# MSVC (deps/lib.sh msvc_select): cl and lib.exe.
+msvc_select
 
 triple=${host:-$("$cc" -dumpmachine)}
 ar=ar
@@ -90,13 +84,10 @@ if [ -n "$msvc" ]; then
   # -MT: node-gyp's Release runtime library (the static CRT); -w as -w.
   ar=${AR:-lib}
   cflags=(-O2 -MT -DNDEBUG -w -DYYJSON_DISABLE_INCR_READER=1 -DYYJSON_DISABLE_UTILS=1)
-  key=$( { echo "$YY_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} keep-src msvc"; } | sha256sum | cut -c1-12)
-else
-  key=$( { echo "$YY_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 fi
+key=$( { echo "$YY_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/yyjson-${YY_VERSION}-${triple}-${key}"
-shown=$out
-[ -n "$msvc" ] && shown=$(native_path "$out")
+shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then
   log "cached build $shown"
   echo "$shown"
