@@ -75,15 +75,14 @@ struct entry {
     IO_STATUS_BLOCK iosb; /* first: a completion's lpOverlapped is the entry */
     afd_poll_info_t info; /* the request, and AFD's answer in place */
     int fd;
-    HANDLE base;              /* the base socket AFD is asked about */
-    uint32_t events;          /* the interest, SY_POLL_* */
-    uint32_t asked;           /* the interest of the pending request */
-    uint64_t tag;             /* handed back with its events */
-    bool pending;             /* a request is out: the kernel owns iosb and info */
-    bool queued;              /* on the update queue */
-    bool deleted;             /* out of the index; freed once neither pending nor queued */
-    entry_t *next_update;     /* the update queue */
-    entry_t *prev, *next_all; /* every entry, for destroy */
+    HANDLE base;          /* the base socket AFD is asked about */
+    uint32_t events;      /* the interest, SY_POLL_* */
+    uint32_t asked;       /* the interest of the pending request */
+    uint64_t tag;         /* handed back with its events */
+    bool pending;         /* a request is out: the kernel owns iosb and info */
+    bool queued;          /* on the update queue */
+    bool deleted;         /* out of the index; freed once neither pending nor queued */
+    entry_t *next_update; /* the update queue */
 };
 
 struct sy_poll {
@@ -91,7 +90,6 @@ struct sy_poll {
     HANDLE afd;  /* \Device\Afd\Symphony, tied to port */
     nt_device_io_control_fn ioctl;
     nt_cancel_fn cancel;
-    entry_t *all;        /* every entry, live and deleted-pending */
     entry_t *update;     /* entries whose request is to be (re)made */
     uint32_t pending;    /* requests out */
     OVERLAPPED_ENTRY *c; /* a wait's completions */
@@ -157,20 +155,32 @@ static void enqueue(sy_poll_t *p, entry_t *e) {
     p->update = e;
 }
 
-static void entry_free(sy_poll_t *p, entry_t *e) {
-    if (e->prev != NULL)
-        e->prev->next_all = e->next_all;
-    else
-        p->all = e->next_all;
-    if (e->next_all != NULL)
-        e->next_all->prev = e->prev;
-    sy_free(e);
-}
-
 static void cancel(sy_poll_t *p, entry_t *e) {
     IO_STATUS_BLOCK cancel_iosb;
     /* Not found: it has completed meanwhile (its completion is in the port). */
     (void)p->cancel(p->afd, &e->iosb, &cancel_iosb);
+}
+
+/* An entry out of the index: freed now, or, while its request is out or it
+ * is on the update queue, when the last of those lets go of it. */
+static void retire(sy_poll_t *p, entry_t *e) {
+    e->deleted = true;
+    if (e->pending)
+        cancel(p, e);
+    else if (!e->queued)
+        sy_free(e);
+}
+
+/* e's request came back: false when e was deleted (then freed, unless it
+ * is still on the update queue, which frees it). */
+static bool came_back(sy_poll_t *p, entry_t *e) {
+    e->pending = false;
+    p->pending--;
+    if (!e->deleted)
+        return true;
+    if (!e->queued)
+        sy_free(e);
+    return false;
 }
 
 /* What AFD said, as SY_POLL_* for the interest the request asked. */
@@ -224,7 +234,7 @@ static void update(sy_poll_t *p, sy_poll_event_t *out, int max, int *n) {
         e->queued = false;
         if (e->deleted) {
             if (!e->pending)
-                entry_free(p, e);
+                sy_free(e);
         } else if (e->pending) {
             /* A change while a request is out: cancelled, made anew when
              * the cancellation comes back. */
@@ -283,32 +293,33 @@ sy_poll_t *sy_poll_create(void) {
 void sy_poll_destroy(sy_poll_t *p) {
     if (p == NULL)
         return;
-    /* Every request cancelled, and its completion taken from the port,
-     * before the entries the kernel writes into are freed. */
-    if (p->afd != NULL) {
-        for (entry_t *e = p->all; e != NULL; e = e->next_all)
-            if (e->pending)
-                cancel(p, e);
-        OVERLAPPED_ENTRY c[64];
-        int64_t end = sy_clock_ms() + 5000;
-        while (p->pending > 0 && sy_clock_ms() < end) {
-            ULONG got = 0;
-            if (!GetQueuedCompletionStatusEx(p->port, c, 64, &got, 100, FALSE))
-                continue;
-            for (ULONG i = 0; i < got; i++) {
-                entry_t *e = (entry_t *)(void *)c[i].lpOverlapped;
-                if (e != NULL && e->pending) {
-                    e->pending = false;
-                    p->pending--;
-                }
-            }
-        }
-        CloseHandle(p->afd);
+    /* Every entry retired as sy_poll_del retires one, and the requests
+     * still out waited for: the kernel writes into their entries until
+     * they come back. One that has not come back in 5 s is left, never
+     * freed under the kernel. */
+    for (uint32_t i = 0; i < p->icap; i++)
+        if (p->index[i] != NULL)
+            retire(p, p->index[i]);
+    OVERLAPPED_ENTRY c[64];
+    int64_t end = sy_clock_ms() + 5000;
+    while (p->pending > 0 && sy_clock_ms() < end) {
+        ULONG got = 0;
+        if (!GetQueuedCompletionStatusEx(p->port, c, 64, &got, 100, FALSE))
+            continue;
+        for (ULONG i = 0; i < got; i++)
+            if (c[i].lpOverlapped != NULL)
+                (void)came_back(p, (entry_t *)(void *)c[i].lpOverlapped);
     }
+    /* Left on the update queue: every one deleted now. */
+    for (entry_t *e = p->update, *next; e != NULL; e = next) {
+        next = e->next_update;
+        if (!e->pending)
+            sy_free(e);
+    }
+    if (p->afd != NULL)
+        CloseHandle(p->afd);
     if (p->port != NULL)
         CloseHandle(p->port);
-    while (p->all != NULL)
-        entry_free(p, p->all);
     sy_free(p->c);
     sy_free(p->index);
     sy_free(p);
@@ -335,10 +346,6 @@ sy_err_t sy_poll_add(sy_poll_t *p, int fd, uint32_t events, uint64_t tag) {
     e->base = (HANDLE)base;
     e->events = events;
     e->tag = tag;
-    e->next_all = p->all;
-    if (p->all != NULL)
-        p->all->prev = e;
-    p->all = e;
     p->index[find(p, fd)] = e;
     p->live++;
     if (events != 0)
@@ -365,11 +372,7 @@ sy_err_t sy_poll_del(sy_poll_t *p, int fd) {
         return ENOENT;
     index_remove(p, i);
     p->live--;
-    e->deleted = true;
-    if (e->pending)
-        cancel(p, e); /* freed when its completion comes back */
-    else if (!e->queued)
-        entry_free(p, e);
+    retire(p, e);
     return 0;
 }
 
@@ -404,15 +407,8 @@ sy_err_t sy_poll_wait(sy_poll_t *p, sy_poll_event_t *out, int max, int timeout_m
         }
         for (ULONG k = 0; k < got; k++) {
             entry_t *e = (entry_t *)(void *)p->c[k].lpOverlapped;
-            if (e == NULL)
+            if (e == NULL || !came_back(p, e))
                 continue;
-            e->pending = false;
-            p->pending--;
-            if (e->deleted) {
-                if (!e->queued)
-                    entry_free(p, e);
-                continue;
-            }
             NTSTATUS st = e->iosb.Status;
             uint32_t ev = 0;
             if (st == SY_NT_CANCELLED)
