@@ -59,6 +59,35 @@ test('no external buffers hand native memory to JS', () => {
   assert.deepEqual(bad.map((f) => path.relative(root, f)), []);
 });
 
+// What MSVC does not take, each in one door (the Windows gate's MSVC
+// dialect check parses the rest as MSVC's C11; clang takes these silently
+// in MSVC mode): GNU-only forms in src/base/sy_port.h, pthread in
+// src/base/sy_thread.h. binding/glibc_floor.h and binding/glibc/ are
+// Linux's glibc symbol versions, never built elsewhere.
+const GNU_ONLY = /\b(__attribute__|__builtin_\w+|__typeof__|typeof|__thread|__int128|__extension__|__asm__|asm)\b/;
+const LINUX_GLIBC = (f) => f === path.join(root, 'binding', 'glibc_floor.h') || f.startsWith(path.join(root, 'binding', 'glibc') + path.sep);
+
+/** Every line of code (not comment or string) of src/ and binding/ outside door and LINUX_GLIBC that matches re. */
+function outsideDoor(re, door) {
+  const found = [];
+  for (const f of cFiles) {
+    if (f === path.join(root, door) || LINUX_GLIBC(f)) continue;
+    code(fs.readFileSync(f, 'utf8')).split('\n').forEach((line, i) => {
+      const m = re.exec(line);
+      if (m) found.push(`${path.relative(root, f)}:${i + 1}: ${m[0]}`);
+    });
+  }
+  return found;
+}
+
+test('GNU-only forms (__attribute__, __builtin_*, typeof, asm...) only in src/base/sy_port.h', () => {
+  assert.deepEqual(outsideDoor(GNU_ONLY, 'src/base/sy_port.h'), []);
+});
+
+test('pthread only in src/base/sy_thread.h, the door to threads', () => {
+  assert.deepEqual(outsideDoor(/\bpthread\w*/, 'src/base/sy_thread.h'), []);
+});
+
 test('src/ never includes the N-API headers', () => {
   const bad = files('src', ['.c', '.h']).filter((f) =>
     /#\s*include\s*[<"](node_api|js_native_api|node|uv)\.h[>"]/.test(fs.readFileSync(f, 'utf8')));
