@@ -30,7 +30,7 @@
 const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { buildAll, nodeExe, wineEnv, runWine, NODES } = require('../scripts/windows-gate');
+const { buildAll, nodeExe, wineEnv, runWine, DEFAULT_NODE } = require('../scripts/windows-gate');
 const { loadgenMakeVars } = require('./runner/util');
 
 const root = path.resolve(__dirname, '..');
@@ -101,7 +101,7 @@ async function main() {
   const day = new Date().toISOString().slice(0, 10);
   const out = o.out || path.join(root, 'bench', 'results', `${day}-windows`);
   fs.mkdirSync(out, { recursive: true });
-  const node = Object.keys(NODES)[0];
+  const node = DEFAULT_NODE;
   const ctx = { wine: tc.wine, env: wineEnv(tc), exe: nodeExe(node), file: files.jemalloc, out };
   const results = { machine: 'Debian 12, 2 cores, Wine 8.0', node, started: new Date(started).toISOString(), options: o, phases: [] };
 

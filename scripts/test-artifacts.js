@@ -220,7 +220,7 @@ async function runWindowsTarget(target, entries, timing) {
     check(bytes.toString('latin1').includes(`OpenSSL ${sslVersion} `), `${name}: carries OpenSSL ${sslVersion}, the version its notices name`);
     note(`  ${name}: ${(bytes.length / 1048576).toFixed(2)} MiB`);
   }
-  const exe = gate.nodeExe(Object.keys(gate.NODES)[0]);
+  const exe = gate.nodeExe();
   const env = gate.wineEnv(tc);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-art-win-'));
   try {

