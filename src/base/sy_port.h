@@ -4,7 +4,7 @@
  * base/sy_inet.h and net/sy_sock.h): POSIX's ssize_t and strcasecmp, which
  * MSVC's runtime lacks, and the GNU attributes, which MSVC lacks. No other
  * file of src/ or binding/ writes __attribute__ or __builtin_
- * (scripts/windows-gate.js checks it); where C11 has a form (_Noreturn,
+ * (__test__/repo/boundary.test.js checks it); where C11 has a form (_Noreturn,
  * _Alignas, _Static_assert) the code uses it instead.
  *
  * Threads: any (no state).

@@ -5,7 +5,7 @@
  * Windows with every compiler, mingw-w64 included (so that the Wine gate
  * runs the code MSVC compiles): SRWLOCK, CONDITION_VARIABLE,
  * InitOnceExecuteOnce, _beginthreadex. No other file of src/ or binding/
- * names pthread (scripts/windows-gate.js checks it).
+ * names pthread (__test__/repo/boundary.test.js checks it).
  *
  * The mutexes are not recursive, and nothing here is shared between
  * processes. A mutex or condition variable is not moved or copied once
