@@ -16,10 +16,10 @@ const root = path.resolve(__dirname, '..');
  * the cache (a clean machine, CI's, builds each once, not twice). A CC
  * other than gcc, or CFLAGS, given by the caller are kept as given.
  */
-function hostEnv(args, env) {
-  if (args.includes('--host') || args.includes('--cc') || process.platform !== 'linux') return env;
-  if (!['x64', 'arm64'].includes(process.arch) || (env.CC && env.CC !== 'gcc') || env.CFLAGS !== undefined) return env;
-  if (require('../lib/variants').detectLibc() !== 'glibc') return env;
+function hostEnv(args, env, { platform = process.platform, arch = process.arch, libc = null } = {}) {
+  if (args.includes('--host') || args.includes('--cc') || platform !== 'linux') return env;
+  if (!['x64', 'arm64'].includes(arch) || (env.CC && env.CC !== 'gcc') || env.CFLAGS !== undefined) return env;
+  if ((libc || require('../lib/variants').detectLibc()) !== 'glibc') return env;
   return { ...env, CC: 'gcc', CFLAGS: `-include ${path.join(root, 'binding', 'glibc_floor.h')}` };
 }
 
@@ -35,4 +35,4 @@ function depDir(name, args = [], env = process.env) {
   return dir;
 }
 
-module.exports = { depDir };
+module.exports = { depDir, hostEnv };

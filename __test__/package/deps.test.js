@@ -43,3 +43,17 @@ test('sysroot.sh: an unknown sysroot name is refused', () => {
   assert.match(r.stderr, /unknown sysroot 'solaris-sparc'/);
   assert.equal(r.stdout, '');
 });
+
+test('the deps for this host are built as the prebuilt target\'s on Linux glibc x64/arm64 (gcc, the glibc floor), and only there', () => {
+  const { hostEnv } = require('../../scripts/deps');
+  const floor = `-include ${path.join(deps, '..', 'binding', 'glibc_floor.h')}`;
+  const linux = { platform: 'linux', arch: 'x64', libc: 'glibc' };
+  assert.deepEqual(hostEnv([], { PATH: '/bin' }, linux), { PATH: '/bin', CC: 'gcc', CFLAGS: floor });
+  assert.deepEqual(hostEnv(['--lg-page', '16'], { CC: 'gcc' }, { ...linux, arch: 'arm64' }), { CC: 'gcc', CFLAGS: floor });
+  // Another target, the caller's compiler or flags, another system or libc: as given.
+  for (const [args, env, host] of [[['--host', 'aarch64-linux-gnu'], {}, linux], [['--cc', 'musl-gcc'], {}, linux],
+    [[], { CC: 'clang' }, linux], [[], { CFLAGS: '-O1' }, linux], [[], {}, { ...linux, libc: 'musl' }],
+    [[], {}, { ...linux, arch: 'ia32' }], [[], {}, { platform: 'darwin', arch: 'arm64', libc: 'darwin' }]]) {
+    assert.equal(hostEnv(args, env, host), env, JSON.stringify({ args, env, host }));
+  }
+});
