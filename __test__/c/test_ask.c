@@ -4,7 +4,9 @@
  * subscribe left pending, the limits (maxPending, maxSubscriptions), an
  * unsubscribe that drops a pending grant (the owner's late answer is
  * dropped natively), an unknown kind, and malformed frames until the
- * 1008 close; then a connection closed with asks pending and the server
+ * 1008 close; the greeting; entries past maxPending waiting for room; one
+ * bad entry refused alone; 17 malformed frames in one write (the 16
+ * answers before the close); then a connection closed with asks pending and the server
  * torn down: LeakSanitizer (make test) and valgrind (make valgrind) see
  * every ask's memory given back. */
 #define _GNU_SOURCE
@@ -41,6 +43,18 @@ static void send_frame(int fd, unsigned opcode, const void *payload, size_t len)
 }
 
 static void send_text(int fd, const char *s) { send_frame(fd, 0x1, s, strlen(s)); }
+
+/* A masked text frame of s (under 126 bytes) at out: its length. */
+static size_t text_frame_into(uint8_t *out, const char *s) {
+    size_t len = strlen(s);
+    static const uint8_t mask[4] = {1, 2, 3, 4};
+    out[0] = 0x81;
+    out[1] = (uint8_t)(0x80 | len);
+    memcpy(out + 2, mask, 4);
+    for (size_t i = 0; i < len; i++)
+        out[6 + i] = (uint8_t)s[i] ^ mask[i % 4];
+    return 6 + len;
+}
 
 /* The next server frame's opcode and payload (NUL-terminated in out). */
 static int read_frame(int fd, char *out, size_t cap, size_t *len) {
@@ -92,6 +106,12 @@ static int open_v2(uint16_t port) {
     }
     CHECK(strstr(head, "HTTP/1.1 101") == head);
     CHECK(strstr(head, "Sec-WebSocket-Protocol: symphony.v2\r\n") != NULL);
+    /* The greeting is the first frame (issue 42): the server's limits. */
+    char f[512];
+    size_t n = 0;
+    CHECK_EQ(read_frame(fd, f, sizeof(f), &n), 0x1);
+    CHECK(strcmp(f, "c{\"type\":\"hello\",\"limits\":{\"maxPayload\":65536,\"maxSubscriptions\":3,"
+                    "\"maxPending\":2,\"maxTopicLength\":1024,\"maxEntries\":1024}}") == 0);
     return fd;
 }
 
@@ -185,6 +205,56 @@ int main(void) {
     CHECK_EQ(op, 0x8);
     CHECK(n >= 2 && ((uint8_t)f[0] << 8 | (uint8_t)f[1]) == 1008);
     close(fd);
+
+    /* Past maxPending, a frame's entries wait on the IO thread and go to
+     * the owner as earlier asks are answered (issue 43): none refused. */
+    int fd3 = open_v2(port);
+    mark = nseen;
+    send_text(fd3, "s{\"subs\":[{\"rid\":1,\"topic\":\"x\"},{\"rid\":2,\"topic\":\"y\"},{\"rid\":3,"
+                   "\"topic\":\"z\",\"data\":[1]}]}");
+    const seen_t *o3 = wait_event(s, SY_EV_OPEN, mark);
+    uint64_t id3 = o3 ? o3->conn : 0;
+    from = nseen;
+    CHECK(wait_ask(s, &from) != NULL);
+    CHECK(wait_ask(s, &from) != NULL);
+    CHECK_EQ(sy_server_answer_subscribe(s, id3, 1, "x", 1, false, 0, 0, ",\"rid\":1", 8), 0);
+    CHECK(expect_frame(fd3, "\"type\":\"subscribed\",\"topic\":\"x\""));
+    const seen_t *z = wait_ask(s, &from); /* rid 3 went on once rid 1 was answered */
+    CHECK(z != NULL && z->len > 5 && z->payload[4] == '3');
+    /* Full (1 held, 2 pending: maxSubscriptions 3): refused, not kept. */
+    send_text(fd3, "s{\"subs\":[{\"rid\":4,\"topic\":\"w\"}]}");
+    CHECK(expect_frame(fd3, "\"rid\":4,\"topic\":\"w\",\"code\":\"too-many-subscriptions\""));
+    close(fd3);
+
+    /* One bad entry refuses one entry: the other goes to the owner. */
+    int fd4 = open_v2(port);
+    from = nseen;
+    send_text(fd4, "s{\"subs\":[{\"rid\":1,\"topic\":\"\"},{\"rid\":2,\"topic\":\"q\"},{\"rid\":3,\"topic\":\"r\","
+                   "\"since\":5}]}");
+    CHECK(expect_frame(fd4, "\"type\":\"refused\",\"rid\":1,\"topic\":\"\",\"code\":\"bad-request\""));
+    CHECK(expect_frame(fd4, "\"type\":\"refused\",\"rid\":3,\"topic\":\"r\",\"code\":\"bad-request\""));
+    const seen_t *q = wait_ask(s, &from);
+    CHECK(q != NULL && q->len > 5 && q->payload[4] == '2');
+    close(fd4);
+
+    /* 17 malformed frames in one write: the 16 answers, then the 1008. */
+    int fd5 = open_v2(port);
+    uint8_t burst[(SY_ASK_BAD_MAX + 1) * 16];
+    size_t bn = 0;
+    for (int i = 0; i <= SY_ASK_BAD_MAX; i++)
+        bn += text_frame_into(burst + bn, "s[]");
+    CHECK_EQ(write(fd5, burst, bn), (long long)bn);
+    int answers = 0;
+    for (;;) {
+        op = read_frame(fd5, f, sizeof(f), &n);
+        if (op != 0x1)
+            break;
+        answers += strstr(f, "\"code\":\"bad-request\"") != NULL;
+    }
+    CHECK_EQ(answers, SY_ASK_BAD_MAX);
+    CHECK_EQ(op, 0x8);
+    CHECK(n >= 2 && ((uint8_t)f[0] << 8 | (uint8_t)f[1]) == 1008);
+    close(fd5);
 
     /* A connection that goes with asks pending (rid 3 of the first one went
      * with it too): nothing leaks. */

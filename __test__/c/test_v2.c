@@ -26,6 +26,15 @@ static bool payload_is(const sy_refbuf_t *m, const char *want) {
     return m != NULL && m->len - m->hlen == strlen(want) && memcmp(m->data + m->hlen, want, strlen(want)) == 0;
 }
 
+/* The frame's payload holds needle. */
+static bool payload_has(const sy_refbuf_t *m, const char *needle) {
+    size_t n = strlen(needle), len = m->len - m->hlen;
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(m->data + m->hlen + i, needle, n) == 0)
+            return true;
+    return false;
+}
+
 static void test_direct(void) {
     guard_t g;
     sy_v2_frame_t f;
@@ -59,10 +68,10 @@ static void test_subscribe(void) {
     CHECK(f.nsubs == 2);
     CHECK(f.resub);
     sy_v2_sub_t s;
-    CHECK(sy_v2_sub_at(&f, 0, &s));
+    CHECK(sy_v2_sub_at(&f, 0, &s, &why) == SY_V2_OK);
     CHECK(s.rid == 1 && s.topic_len == 6 && memcmp(s.topic, "room.1", 6) == 0);
     CHECK(!s.has_since && s.token == NULL && s.data == NULL);
-    CHECK(sy_v2_sub_at(&f, 1, &s));
+    CHECK(sy_v2_sub_at(&f, 1, &s, &why) == SY_V2_OK);
     CHECK(s.rid == 4294967295u);
     CHECK(s.topic_len == 5 && memcmp(s.topic, "caf\xc3\xa9", 5) == 0);
     CHECK(s.has_since && s.epoch == 0x3f9a0c1d2e4b5a69ull && s.offset == UINT64_MAX);
@@ -77,13 +86,13 @@ static void test_subscribe(void) {
                     "s{\"subs\":[{\"rid\":0,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":7}}]}",
                     &f, &why) == SY_V2_OK);
     CHECK(!f.resub);
-    CHECK(sy_v2_sub_at(&f, 0, &s) && s.has_since && s.offset == 7);
+    CHECK(sy_v2_sub_at(&f, 0, &s, &why) == SY_V2_OK && s.has_since && s.offset == 7);
     sy_v2_frame_free(&f);
     guard_release(&g);
 
     /* since: null is no position. */
     CHECK(parse_str(&g, "s{\"subs\":[{\"rid\":0,\"topic\":\"t\",\"since\":null}]}", &f, &why) == SY_V2_OK);
-    CHECK(sy_v2_sub_at(&f, 0, &s) && !s.has_since);
+    CHECK(sy_v2_sub_at(&f, 0, &s, &why) == SY_V2_OK && !s.has_since);
     sy_v2_frame_free(&f);
     guard_release(&g);
 }
@@ -112,29 +121,7 @@ static void test_malformed(void) {
     BAD("s[]", false, 0);
     BAD("s{\"subs\":[]}", false, 0);
     BAD("s{\"subs\":{}}", false, 0);
-    BAD("s{\"subs\":[1]}", false, 0);
-    BAD("s{\"subs\":[{\"topic\":\"t\"}]}", false, 0);
-    BAD("s{\"subs\":[{\"rid\":-1,\"topic\":\"t\"}]}", false, 0);
-    BAD("s{\"subs\":[{\"rid\":4294967296,\"topic\":\"t\"}]}", false, 0);
-    BAD("s{\"subs\":[{\"rid\":1.5,\"topic\":\"t\"}]}", false, 0);
-    BAD("s{\"subs\":[{\"rid\":2}]}", true, 2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"\"}]}", true, 2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":5}]}", true, 2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"123\",\"offset\":\"1\"}}]}", true, 2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"zzzzzzzzzzzzzzzz\",\"offset\":\"1\"}}]}", true,
-        2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":\"-1\"}}]}", true,
-        2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":"
-        "\"18446744073709551616\"}}]}",
-        true, 2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":\"\"}}]}", true,
-        2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":5}]}", true, 2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"token\":\"\"}]}", true, 2);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"token\":7}]}", true, 2);
     BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"}],\"resub\":1}", false, 0);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"},{\"rid\":3}]}", false, 0);
     BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"}]}trailing", false, 0);
     BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",}]}", false, 0);     /* trailing comma */
     BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"/*c*/}]}", false, 0); /* comment */
@@ -169,6 +156,95 @@ static void test_malformed(void) {
     CHECK(parse_str(&g, in, &f, &why) == SY_V2_OK && f.topic_len == 1024);
     sy_v2_frame_free(&f);
     guard_release(&g);
+}
+
+/* in is a subscribe frame whose entry `at` is bad: the frame parses, the
+ * entry is SY_V2_BAD with a reason, (has_rid, rid) and its topic when one
+ * could be named (want_topic, or NULL); the entries before it are good. */
+#define ENTRY_BAD(in, at, want_rid, rid_value, want_topic) \
+    entry_bad_((in), (at), (want_rid), (rid_value), (want_topic), __LINE__)
+static void entry_bad_(const char *in, size_t at, bool want_rid, uint32_t rid, const char *want_topic, int line) {
+    guard_t g;
+    sy_v2_frame_t f;
+    const char *why = NULL;
+    check_count++;
+    if (parse_str(&g, in, &f, &why) != SY_V2_OK || f.nsubs <= at) {
+        check_failures++;
+        fprintf(stderr, "%s:%d: %s: the frame did not parse (%s)\n", __FILE__, line, in, why ? why : "");
+        sy_v2_frame_free(&f);
+        guard_release(&g);
+        return;
+    }
+    sy_v2_sub_t s;
+    for (size_t i = 0; i < at; i++)
+        CHECK(sy_v2_sub_at(&f, i, &s, &why) == SY_V2_OK);
+    why = NULL;
+    sy_v2_status_t st = sy_v2_sub_at(&f, at, &s, &why);
+    bool topic_ok = want_topic == NULL ? s.topic == NULL
+                                       : s.topic != NULL && s.topic_len == strlen(want_topic) &&
+                                             memcmp(s.topic, want_topic, s.topic_len) == 0;
+    check_count++;
+    if (st != SY_V2_BAD || why == NULL || why[0] == '\0' || s.has_rid != want_rid || (want_rid && s.rid != rid) ||
+        !topic_ok) {
+        check_failures++;
+        fprintf(stderr, "%s:%d: %s: status %d, why \"%s\", rid %d/%u, topic %s\n", __FILE__, line, in, (int)st,
+                why ? why : "(null)", (int)s.has_rid, (unsigned)s.rid, s.topic ? "set" : "none");
+    }
+    /* Its refusal is valid and names what could be read. */
+    sy_refbuf_t *m = sy_v2_refused_entry_frame(&s, why ? why : "");
+    CHECK(m != NULL && payload_has(m, "\"code\":\"bad-request\""));
+    sy_refbuf_release(m);
+    sy_v2_frame_free(&f);
+    guard_release(&g);
+}
+
+/* One bad entry is bad alone (issue 42): the frame parses, the entry does not. */
+static void test_bad_entries(void) {
+    ENTRY_BAD("s{\"subs\":[1]}", 0, false, 0, NULL);
+    ENTRY_BAD("s{\"subs\":[{\"topic\":\"t\"}]}", 0, false, 0, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":-1,\"topic\":\"t\"}]}", 0, false, 0, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":4294967296,\"topic\":\"t\"}]}", 0, false, 0, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":1.5,\"topic\":\"t\"}]}", 0, false, 0, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2}]}", 0, true, 2, NULL);
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"\"}]}", 0, true, 2, "");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":5}]}", 0, true, 2, NULL);
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"123\",\"offset\":\"1\"}}]}", 0, true, 2,
+              "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"zzzzzzzzzzzzzzzz\",\"offset\":\"1\"}}]}", 0,
+              true, 2, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":\"-1\"}}]}",
+              0, true, 2, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":"
+              "\"18446744073709551616\"}}]}",
+              0, true, 2, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":{\"epoch\":\"0000000000000001\",\"offset\":\"\"}}]}", 0,
+              true, 2, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"since\":5}]}", 0, true, 2, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"token\":\"\"}]}", 0, true, 2, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"token\":7}]}", 0, true, 2, "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"},{\"rid\":3}]}", 1, true, 3, NULL);
+    /* A topic over 1,024 bytes: refused, not named. */
+    char in[1200], topic[1026];
+    memset(topic, 'a', sizeof(topic));
+    topic[1025] = '\0';
+    snprintf(in, sizeof(in), "s{\"subs\":[{\"rid\":1,\"topic\":\"ok\"},{\"rid\":7,\"topic\":\"%s\"}]}", topic);
+    ENTRY_BAD(in, 1, true, 7, NULL);
+}
+
+static void test_hello(void) {
+    sy_v2_limits_t l = {.max_payload = 1048576, .max_subscriptions = 1024, .max_pending = 16};
+    sy_refbuf_t *m = sy_v2_hello_frame(&l);
+    CHECK(payload_is(m, "c{\"type\":\"hello\",\"limits\":{\"maxPayload\":1048576,\"maxSubscriptions\":1024,"
+                        "\"maxPending\":16,\"maxTopicLength\":1024,\"maxEntries\":1024}}"));
+    sy_refbuf_release(m);
+    /* The largest values fit. */
+    l = (sy_v2_limits_t){.max_payload = UINT64_MAX, .max_subscriptions = UINT32_MAX, .max_pending = UINT32_MAX};
+    char buf[SY_V2_LIMITS_JSON_MAX + 1];
+    CHECK(sy_v2_limits_json(buf, sizeof(buf), &l) > 0);
+    CHECK(sy_v2_limits_json(buf, 10, &l) == 0);
+    m = sy_v2_hello_frame(&l);
+    CHECK(m != NULL);
+    sy_refbuf_release(m);
 }
 
 static void test_unknown(void) {
@@ -243,6 +319,8 @@ int main(void) {
     test_direct();
     test_subscribe();
     test_malformed();
+    test_bad_entries();
+    test_hello();
     test_unknown();
     test_publish_request();
     test_answers();

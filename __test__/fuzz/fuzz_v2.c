@@ -10,7 +10,8 @@
  *  - on OK: the kind is the first byte; payloads and topics lie inside the
  *    input (or inside the JSON document, for topics and tokens); topics are
  *    1 to SY_V2_TOPIC_MAX bytes of valid UTF-8; a subscribe has 1 to
- *    SY_V2_BATCH_MAX entries, each read back; data, when present, is
+ *    SY_V2_BATCH_MAX entries, each read back good or bad (a bad one with
+ *    a reason and a refusal that builds); data, when present, is
  *    valid UTF-8 JSON text that yyjson reads again;
  *  - the refused / error answers build (topic within bounds). */
 #include <stdbool.h>
@@ -69,7 +70,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         REQUIRE(f.nsubs >= 1 && f.nsubs <= SY_V2_BATCH_MAX);
         for (size_t i = 0; i < f.nsubs; i++) {
             sy_v2_sub_t s;
-            REQUIRE(sy_v2_sub_at(&f, i, &s));
+            const char *why = NULL;
+            sy_v2_status_t st = sy_v2_sub_at(&f, i, &s, &why);
+            REQUIRE(st == SY_V2_OK || st == SY_V2_BAD);
+            if (st == SY_V2_BAD) {
+                /* A bad entry: refused alone, naming what could be read. */
+                REQUIRE(why != NULL && why[0] != '\0');
+                REQUIRE(s.topic == NULL || s.topic_len <= SY_V2_TOPIC_MAX);
+                sy_refbuf_t *m = sy_v2_refused_entry_frame(&s, why);
+                REQUIRE(m != NULL);
+                sy_refbuf_release(m);
+                continue;
+            }
             REQUIRE(s.topic_len >= 1 && s.topic_len <= SY_V2_TOPIC_MAX);
             REQUIRE(sy_utf8_is_valid((const uint8_t *)s.topic, s.topic_len));
             REQUIRE(s.token == NULL || (s.token_len >= 1 && s.token_len <= SY_V2_TOKEN_MAX));

@@ -27,11 +27,28 @@ typedef struct pending {
     char *topic;
 } pending_t;
 
-/* A connection's asks: those pending, and its malformed frames so far. */
+/* A subscribe entry waiting on this thread for room under max_pending
+ * (sy_ask.h): a copy of what the owner would be told. */
+typedef struct waiting {
+    uint32_t rid;
+    bool resub;
+    bool has_since;
+    uint16_t topic_len;
+    uint16_t token_len; /* 0: none (SY_V2_TOKEN_MAX fits) */
+    uint64_t epoch, offset;
+    size_t data_len; /* 0: none */
+    char bytes[];    /* topic, token, data */
+} waiting_t;
+
+/* A connection's asks: those pending, those waiting for room, and its
+ * malformed frames so far. */
 typedef struct sy_ask_conn {
     uint32_t n, cap;
     uint32_t bad;
     pending_t *p;
+    waiting_t **w;     /* w[whead..wn): oldest first */
+    uint32_t whead, wn, wcap;
+    size_t wbytes;     /* what the waiting entries hold */
 #ifdef SY_WITH_TLS
     /* The last token that verified on this connection (a copy), the key set
      * it verified with (a reference) and its grant: a client gives the same
@@ -90,6 +107,9 @@ static void state_free(ask_conn_t *a) {
     for (uint32_t i = 0; i < a->n; i++)
         sy_free(a->p[i].topic);
     sy_free(a->p);
+    for (uint32_t i = a->whead; i < a->wn; i++)
+        sy_free(a->w[i]);
+    sy_free(a->w);
 #ifdef SY_WITH_TLS
     forget_token(a);
 #endif
@@ -105,18 +125,25 @@ static void answer(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
     if (c->sse) {
         (void)sy_sse_out_push(io, c, m, true); /* made its event */
         sy_refbuf_release(m);
-    } else if (!sy_conn_push(io, c, m, false)) {
+    } else if (!sy_conn_notice(io, c, m)) { /* never dropped: queued, or c closed */
         sy_refbuf_release(m);
     }
+}
+
+/* One more malformed frame: true when it is one too many (c is closed
+ * 1008, after the answers queued before it). */
+static bool one_too_many(sy_io_t *io, sy_conn_t *c, ask_conn_t *a) {
+    if (++a->bad <= SY_ASK_BAD_MAX)
+        return false;
+    sy_conn_fail_after(io, c, 1008, "too many malformed commands");
+    return true;
 }
 
 /* A malformed frame: its error answer, and c closed past SY_ASK_BAD_MAX. */
 static void malformed(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, bool has_rid, uint32_t rid, const char *why) {
     sy_stat_inc(&sy_io_ctx(io)->stats.ask_errors);
-    if (++a->bad > SY_ASK_BAD_MAX) {
-        sy_conn_fail(io, c, 1008, "too many malformed commands");
+    if (one_too_many(io, c, a))
         return;
-    }
     answer(io, c, sy_v2_error_frame(has_rid, rid, "bad-request", why));
 }
 
@@ -150,7 +177,109 @@ static bool pending_topic(const ask_conn_t *a, const char *topic, size_t len) {
     for (uint32_t i = 0; i < a->n; i++)
         if (a->p[i].kind == 's' && a->p[i].topic_len == len && memcmp(a->p[i].topic, topic, len) == 0)
             return true;
+    for (uint32_t i = a->whead; i < a->wn; i++)
+        if (a->w[i]->topic_len == len && memcmp(a->w[i]->bytes, topic, len) == 0)
+            return true;
     return false;
+}
+
+/* Subscribe entries waiting for room under max_pending. */
+static uint32_t waiting_count(const ask_conn_t *a) { return a->wn - a->whead; }
+
+/* The most entries that may wait: max_subscriptions (else one frame's). */
+static uint32_t wait_max(const sy_io_opts_t *o) {
+    return o->max_subscriptions > 0 ? o->max_subscriptions : SY_V2_BATCH_MAX;
+}
+
+/* Keeps s (of a frame that said resub or not) waiting, behind those that
+ * wait already. False when there is no room (wait_max entries, or
+ * max_payload bytes, wait already) or no memory (*nomem). */
+static bool wait_add(const sy_io_opts_t *o, ask_conn_t *a, const sy_v2_sub_t *s, bool resub, bool *nomem) {
+    *nomem = false;
+    size_t bytes = s->topic_len + s->token_len + s->data_len;
+    if (waiting_count(a) >= wait_max(o) || a->wbytes + bytes > o->max_payload)
+        return false;
+    if (a->wn == a->wcap) {
+        if (a->whead > 0) { /* the front was taken: move the rest down */
+            memmove(a->w, a->w + a->whead, (size_t)waiting_count(a) * sizeof(*a->w));
+            a->wn -= a->whead;
+            a->whead = 0;
+        } else {
+            uint32_t cap = a->wcap ? a->wcap * 2 : 16;
+            waiting_t **w = sy_realloc(a->w, (size_t)cap * sizeof(*w));
+            if (w == NULL) {
+                *nomem = true;
+                return false;
+            }
+            a->w = w;
+            a->wcap = cap;
+        }
+    }
+    waiting_t *e = sy_malloc(sizeof(*e) + bytes);
+    if (e == NULL) {
+        *nomem = true;
+        return false;
+    }
+    *e = (waiting_t){.rid = s->rid,
+                     .resub = resub,
+                     .has_since = s->has_since,
+                     .topic_len = (uint16_t)s->topic_len,
+                     .token_len = (uint16_t)s->token_len,
+                     .epoch = s->epoch,
+                     .offset = s->offset,
+                     .data_len = s->data_len};
+    memcpy(e->bytes, s->topic, s->topic_len);
+    if (s->token_len > 0)
+        memcpy(e->bytes + s->topic_len, s->token, s->token_len);
+    if (s->data_len > 0)
+        memcpy(e->bytes + s->topic_len + s->token_len, s->data, s->data_len);
+    a->w[a->wn++] = e;
+    a->wbytes += bytes;
+    return true;
+}
+
+/* The oldest waiting entry, taken off the list (the caller frees it). */
+static waiting_t *wait_take(ask_conn_t *a) {
+    waiting_t *e = a->w[a->whead++];
+    a->wbytes -= (size_t)e->topic_len + e->token_len + e->data_len;
+    if (a->whead == a->wn)
+        a->whead = a->wn = 0;
+    return e;
+}
+
+/* The entry a waiting one stands for (pointing into it). */
+static void wait_entry(const waiting_t *e, sy_v2_sub_t *s) {
+    *s = (sy_v2_sub_t){.has_rid = true,
+                       .rid = e->rid,
+                       .topic = e->bytes,
+                       .topic_len = e->topic_len,
+                       .has_since = e->has_since,
+                       .epoch = e->epoch,
+                       .offset = e->offset,
+                       .token = e->token_len > 0 ? e->bytes + e->topic_len : NULL,
+                       .token_len = e->token_len,
+                       .data = e->data_len > 0 ? e->bytes + e->topic_len + e->token_len : NULL,
+                       .data_len = e->data_len};
+}
+
+/* Drops the waiting entries for topic (an unsubscribe): true when any. */
+static bool wait_drop(ask_conn_t *a, const char *topic, size_t len) {
+    uint32_t o = a->whead;
+    bool any = false;
+    for (uint32_t i = a->whead; i < a->wn; i++) {
+        waiting_t *e = a->w[i];
+        if (e->topic_len == len && memcmp(e->bytes, topic, len) == 0) {
+            a->wbytes -= (size_t)e->topic_len + e->token_len + e->data_len;
+            sy_free(e);
+            any = true;
+        } else {
+            a->w[o++] = e;
+        }
+    }
+    a->wn = o;
+    if (a->whead == a->wn)
+        a->whead = a->wn = 0;
+    return any;
 }
 
 /* c's subscription to the topic named so, or NULL. */
@@ -329,67 +458,116 @@ static void token_subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v
 }
 #endif
 
-static void subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f) {
+/* One subscribe entry, checked (of a frame that said resub or not): held
+ * already, refused, made to wait (a frame's entries past max_pending wait
+ * here, in order, and go on as earlier asks are answered: sy_ask_drain),
+ * decided by its token, or to the owner. from_wait: it waited already (and
+ * is no longer counted there). False when c was failed (out of memory). */
+static bool subscribe_entry(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v2_sub_t *s, bool resub,
+                            bool from_wait) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
+    sy_sub_t *have = held(c, s->topic, s->topic_len);
+    if (have != NULL && (from_wait || waiting_count(a) == 0)) {
+        /* Answered in order behind the publishes numbered before it
+         * (no decision: it is held already). */
+        sy_topic_ref(have->topic);
+        if (!queue_asked(io, c, a, have->topic, s)) {
+            sy_conn_fail_oom(io, c);
+            return false;
+        }
+        return true;
+    }
+    const char *code = NULL, *why = NULL;
+    if (have == NULL && pending_topic(a, s->topic, s->topic_len)) {
+        code = "pending";
+        why = "a subscribe to this topic is waiting for its answer";
+    } else if (have == NULL && o->max_subscriptions > 0 &&
+               c->nsubs + a->n + waiting_count(a) >= o->max_subscriptions) {
+        code = "too-many-subscriptions";
+        why = "this connection holds maxSubscriptions subscriptions";
+    } else if (a->n >= o->max_pending || (!from_wait && waiting_count(a) > 0)) {
+        bool nomem;
+        if (wait_add(o, a, s, resub, &nomem))
+            return true;
+        if (nomem) {
+            sy_conn_fail_oom(io, c);
+            return false;
+        }
+        code = "too-many-pending";
+        why = "this connection has maxPending asks waiting for answers";
+    }
+    if (code != NULL) {
+        sy_stat_inc(&sy_io_ctx(io)->stats.ask_refused);
+        answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, code, why));
+        return c->state == SY_CONN_OPEN;
+    }
+#ifdef SY_WITH_TLS
+    sy_tokens_t *tk = s->token != NULL ? tokens_acquire(sy_io_ctx(io)->shared) : NULL;
+    if (tk != NULL) {
+        token_subscribe(io, c, a, s, tk);
+        sy_tokens_unref(tk);
+        return c->state == SY_CONN_OPEN;
+    }
+#endif
+    if (!add_pending(a, 's', s->rid, s->topic, s->topic_len)) {
+        sy_conn_fail_oom(io, c);
+        return false;
+    }
+    char rid[11], since[16 + 1 + 20 + 1];
+    size_t rid_len = (size_t)snprintf(rid, sizeof(rid), "%u", (unsigned)s->rid);
+    size_t since_len = s->has_since ? (size_t)snprintf(since, sizeof(since), "%016llx:%llu",
+                                                       (unsigned long long)s->epoch, (unsigned long long)s->offset)
+                                    : 0;
+    const char *strs[5] = {rid, s->topic, since, s->token ? s->token : "", s->data ? s->data : ""};
+    size_t lens[5] = {rid_len, s->topic_len, since_len, s->token_len, s->data_len};
+    emit(io, c, 's', resub ? SY_ASK_RESUB : 0, strs, lens, 5);
+    sy_stat_inc(&sy_io_ctx(io)->stats.ask_subscribes);
+    return true;
+}
+
+/* A subscribe frame: each entry on its own; a bad entry is refused alone
+ * ("bad-request"), and a frame with any counts once as malformed. */
+static void subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f) {
+    bool bad = false;
     for (size_t i = 0; i < f->nsubs && c->state == SY_CONN_OPEN; i++) {
         sy_v2_sub_t s;
-        if (!sy_v2_sub_at(f, i, &s)) {
+        const char *why = "";
+        sy_v2_status_t st = sy_v2_sub_at(f, i, &s, &why);
+        if (st == SY_V2_NOMEM) {
             sy_conn_fail_oom(io, c);
             return;
         }
-        sy_sub_t *have = held(c, s.topic, s.topic_len);
-        if (have != NULL) {
-            /* Answered in order behind the publishes numbered before it
-             * (no decision: it is held already). */
-            sy_topic_ref(have->topic);
-            if (!queue_asked(io, c, a, have->topic, &s)) {
-                sy_conn_fail_oom(io, c);
+        if (st != SY_V2_OK) {
+            if (!bad && one_too_many(io, c, a))
                 return;
-            }
+            bad = true;
+            sy_stat_inc(&sy_io_ctx(io)->stats.ask_errors);
+            answer(io, c, sy_v2_refused_entry_frame(&s, why));
             continue;
         }
-        const char *code = NULL, *why = NULL;
-        if (pending_topic(a, s.topic, s.topic_len)) {
-            code = "pending";
-            why = "a subscribe to this topic is waiting for its answer";
-        } else if (o->max_subscriptions > 0 && c->nsubs + a->n >= o->max_subscriptions) {
-            code = "too-many-subscriptions";
-            why = "this connection holds maxSubscriptions subscriptions";
-        } else if (a->n >= o->max_pending) {
-            code = "too-many-pending";
-            why = "this connection has maxPending asks waiting for answers";
-        }
-        if (code != NULL) {
-            sy_stat_inc(&sy_io_ctx(io)->stats.ask_refused);
-            answer(io, c, sy_v2_refused_frame(s.rid, s.topic, s.topic_len, code, why));
-            continue;
-        }
-#ifdef SY_WITH_TLS
-        sy_tokens_t *tk = s.token != NULL ? tokens_acquire(sy_io_ctx(io)->shared) : NULL;
-        if (tk != NULL) {
-            token_subscribe(io, c, a, &s, tk);
-            sy_tokens_unref(tk);
-            continue;
-        }
-#endif
-        if (!add_pending(a, 's', s.rid, s.topic, s.topic_len)) {
-            sy_conn_fail_oom(io, c);
+        if (!subscribe_entry(io, c, a, &s, f->resub, false))
             return;
-        }
-        char rid[11], since[16 + 1 + 20 + 1];
-        size_t rid_len = (size_t)snprintf(rid, sizeof(rid), "%u", (unsigned)s.rid);
-        size_t since_len = s.has_since ? (size_t)snprintf(since, sizeof(since), "%016llx:%llu",
-                                                          (unsigned long long)s.epoch, (unsigned long long)s.offset)
-                                       : 0;
-        const char *strs[5] = {rid, s.topic, since, s.token ? s.token : "", s.data ? s.data : ""};
-        size_t lens[5] = {rid_len, s.topic_len, since_len, s.token_len, s.data_len};
-        emit(io, c, 's', f->resub ? SY_ASK_RESUB : 0, strs, lens, 5);
-        sy_stat_inc(&sy_io_ctx(io)->stats.ask_subscribes);
+    }
+}
+
+void sy_ask_drain(sy_io_t *io, sy_conn_t *c) {
+    ask_conn_t *a = state_of(io, c, false);
+    if (a == NULL)
+        return;
+    const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
+    while (waiting_count(a) > 0 && a->n < o->max_pending && c->state == SY_CONN_OPEN) {
+        waiting_t *e = wait_take(a);
+        sy_v2_sub_t s;
+        wait_entry(e, &s);
+        bool ok = subscribe_entry(io, c, a, &s, e->resub, true);
+        sy_free(e);
+        if (!ok)
+            return;
     }
 }
 
 static void unsubscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f) {
-    bool was = false;
+    bool was = wait_drop(a, f->topic, f->topic_len);
     for (uint32_t i = 0; i < a->n;) {
         if (a->p[i].kind == 's' && a->p[i].topic_len == f->topic_len &&
             memcmp(a->p[i].topic, f->topic, f->topic_len) == 0) {
@@ -414,6 +592,7 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t 
         size_t lens[2] = {rid_len, f->topic_len};
         emit(io, c, 'u', 0, strs, lens, 2);
     }
+    sy_ask_drain(io, c); /* room, when what it dropped was pending */
 }
 
 /* A publish or a request: to the owner, pending until answered. A publish

@@ -6,11 +6,24 @@
  * hooks), each then pending until the owner answers it (sy_ask_settle);
  * its unsubscribes are done here at once. What needs no decision is
  * answered here: a malformed frame (an error answer; past
- * SY_ASK_BAD_MAX of them the connection is closed 1008), a kind this
- * server does not know (an error answer), a subscribe past
- * max_subscriptions or past max_pending answers (refused), a subscribe to a
- * topic the connection holds (answered with its place, no decision, queued
- * behind the publishes numbered before it).
+ * SY_ASK_BAD_MAX of them the connection is closed 1008, after the answers
+ * queued before), a bad entry of a subscribe frame (refused "bad-request"
+ * alone, the others go on; a frame with any counts once as malformed), a
+ * kind this server does not know (an error answer), a subscribe past
+ * max_subscriptions (refused), a subscribe to a topic the connection holds
+ * (answered with its place, no decision, queued behind the publishes
+ * numbered before it).
+ *
+ * max_pending: a subscribe entry that finds max_pending asks pending waits
+ * here, in order (copied; at most max_subscriptions entries, else
+ * SY_V2_BATCH_MAX, holding at most max_payload bytes; past that it is
+ * refused "too-many-pending"), and goes on as earlier asks are answered
+ * (sy_ask_drain): one frame of 1,024 subscribes is all taken. Waiting
+ * entries count toward max_subscriptions; an unsubscribe drops those of its
+ * topic. A publish or a request past max_pending is refused at once.
+ *
+ * Answers and notices go out through sy_conn_notice: never dropped or
+ * conflated by the slow-consumer policy (or the connection is closed).
  *
  * SY_EV_ASK (sy_events.h): flags = the kind ('s', 'p', 'r', 'u'); code:
  * SY_ASK_BINARY (p, r: the payload came in a binary frame) | SY_ASK_RESUB
@@ -52,6 +65,10 @@ void sy_ask_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p
  * longer); false when it is not (answered already, or dropped: the client
  * unsubscribed meanwhile), and the owner's answer is dropped. */
 bool sy_ask_settle(sy_io_t *io, sy_conn_t *c, uint32_t rid);
+/* Room under max_pending (an ask answered, dropped): the subscribe
+ * entries that wait go on, oldest first, while there is room. The IO
+ * thread calls it after each owner's answer (sy_io.c). */
+void sy_ask_drain(sy_io_t *io, sy_conn_t *c);
 /* When c holds t already, answers the ask pos->rid with the "subscribed"
  * notice at pos->head (no replay) and returns true. */
 bool sy_ask_answer_held(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, const sy_sub_pos_t *pos);

@@ -259,6 +259,22 @@ void sy_conn_fail(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) 
     sy_io_mark_dirty(io, c);
 }
 
+void sy_conn_fail_after(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason) {
+    if (c->state != SY_CONN_OPEN) {
+        sy_conn_fail(io, c, code, reason);
+        return;
+    }
+    size_t len = reason ? strlen(reason) : 0;
+    if (!queue_own(c, c->sse ? sy_sse_out_close(code, reason, len) : sy_ws_msg_close(code, reason, len))) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    c->close_code = code;
+    set_close_reason(c, reason, len);
+    sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
+    sy_io_mark_dirty(io, c);
+}
+
 void sy_conn_fail_oom(sy_io_t *io, sy_conn_t *c) {
     sy_stat_inc(&sy_io_ctx(io)->stats.oom_closes);
     sy_conn_fail(io, c, 1011, "out of memory");
@@ -339,6 +355,38 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control) {
     sy_stat_inc(&sy_io_ctx(io)->stats.messages_out);
     sy_io_mark_dirty(io, c);
     return true;
+}
+
+/* The most a connection's queue may cost with a notice in it (sy_conn_notice):
+ * past it the client is closed rather than left without one. */
+static size_t notice_cap(const sy_io_t *io) { return 4 * sy_io_ctx(io)->shared->opts.max_backpressure + 65536; }
+
+bool sy_conn_notice(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
+    if (!sy_conn_open_to_owner((sy_conn_state_t)c->state))
+        return false;
+    if (queue_charge(c) + m->len > notice_cap(io)) {
+        sy_stat_inc(&sy_io_ctx(io)->stats.slow_closes);
+        sy_conn_fail(io, c, 1008, "slow consumer");
+        return false;
+    }
+    if (sy_outq_push(&c->outq, m) != 0) {
+        sy_conn_fail_oom(io, c);
+        return false;
+    }
+    if (!c->ctl_wait && queue_charge(c) > control_cap(io)) {
+        /* Its answers back up: its asks are not read until they are
+         * written (as queue_control's replies). */
+        c->ctl_wait = true;
+        sy_stat_inc(&sy_io_ctx(io)->stats.control_waits);
+        sy_io_update_poll(io, c);
+    }
+    sy_stat_inc(&sy_io_ctx(io)->stats.messages_out);
+    sy_io_mark_dirty(io, c);
+    return true;
+}
+
+uint32_t sy_conn_sse_heartbeat_ms(const sy_io_opts_t *o) {
+    return o->idle_timeout_s > 0 ? o->idle_timeout_s * 500u : SY_CONN_SSE_HEARTBEAT_MS;
 }
 
 sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
@@ -1125,8 +1173,7 @@ void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
  * failing). Every half idleTimeout, else every SY_CONN_SSE_HEARTBEAT_MS;
  * last_rx_ms is when the last went. */
 static void sse_heartbeat(sy_io_t *io, sy_conn_t *c, int64_t now) {
-    uint32_t idle_s = sy_io_ctx(io)->shared->opts.idle_timeout_s;
-    int64_t every = idle_s > 0 ? (int64_t)idle_s * 500 : SY_CONN_SSE_HEARTBEAT_MS;
+    int64_t every = sy_conn_sse_heartbeat_ms(&sy_io_ctx(io)->shared->opts);
     if (now - c->last_rx_ms < every)
         return;
     c->last_rx_ms = now;

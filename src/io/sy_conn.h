@@ -303,6 +303,21 @@ void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total);
  * queue_control). Never frees the connection and never removes it from a
  * subscriber array (a publish walks them). */
 bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control);
+/* Queues a notice or an answer made for c (a symphony.v1/v2 "c" frame:
+ * "subscribed", "refused", an ask's answer, a reply, the greeting), in
+ * order with its data and never subject to the slow-consumer policy (only
+ * publications are dropped or conflated): references as sy_conn_push's.
+ * Past twice maxBackpressure (the control cap) the connection is no longer
+ * read until its queue is written (ctl_wait, as for its control replies);
+ * when the queue would pass four times maxBackpressure plus 64 KiB, the
+ * connection is failed instead (1008 "slow consumer", counted in
+ * slow_closes): a client is never left without a notice it was owed.
+ * False when not queued (not open to the owner, failed, out of memory). */
+bool sy_conn_notice(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m);
+/* How often an open event stream gets its heartbeat comment: half
+ * idleTimeout, else SY_CONN_SSE_HEARTBEAT_MS (told to its client in
+ * "sy.open"; sent by the once-a-second sweep when nothing else went). */
+uint32_t sy_conn_sse_heartbeat_ms(const sy_io_opts_t *o);
 /* p[0..n) is a message from c's client (an event stream's POST,
  * io/sy_post.h): to the owner as the frames' messages go. */
 void sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, size_t n);
@@ -321,6 +336,10 @@ bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t c
 /* Fails the connection: close frame with code and reason, then close the
  * socket once written (no wait for the peer's reply). */
 void sy_conn_fail(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason);
+/* Fails the connection as sy_conn_fail does, but after what is queued
+ * already (the answers that explain the close reach the client first);
+ * not OPEN: sy_conn_fail. */
+void sy_conn_fail_after(sy_io_t *io, sy_conn_t *c, uint16_t code, const char *reason);
 /* Fails it with 1011 for lack of memory (counted in oom_closes). */
 void sy_conn_fail_oom(sy_io_t *io, sy_conn_t *c);
 /* Writes what is queued (an HTTP answer), then closes: no WebSocket. */

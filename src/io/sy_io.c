@@ -583,7 +583,7 @@ static void do_notice(sy_io_t *io, sy_cmd_t *cmd) {
         if (c->sse) {
             sy_sse_out_position(c, cmd->topic, true, cmd->epoch, cmd->offset);
             (void)sy_sse_out_push(io, c, cmd->buf, true);
-        } else if (c->v1 && sy_conn_push(io, c, cmd->buf, false)) {
+        } else if (c->v1 && sy_conn_notice(io, c, cmd->buf)) { /* never dropped */
             queued++;
         }
     }
@@ -674,8 +674,10 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
             sy_topic_t *t = cmd->topic;
             /* One held already (server.subscribe() came first): answered
              * with its place; cmd_release gives t back. */
-            if (cmd->pos != NULL && cmd->pos->asked && sy_ask_answer_held(io, c, t, cmd->pos))
+            if (cmd->pos != NULL && cmd->pos->asked && sy_ask_answer_held(io, c, t, cmd->pos)) {
+                sy_ask_drain(io, c); /* room for the asks that wait */
                 break;
+            }
             cmd->topic = NULL;
             if (sy_conn_subscribe(io, c, t)) { /* takes the reference and the interest */
                 size_t budget = sy_resume_budget(io, c);
@@ -683,6 +685,8 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
                 sy_resume_prepare(io, c, t, cmd->pos, &budget, &it);
                 sy_resume_deliver(io, c, &it);
             }
+            if (cmd->pos != NULL && cmd->pos->asked)
+                sy_ask_drain(io, c); /* room for the asks that wait */
         }
         break;
     case SY_CMD_POSTED:
@@ -693,8 +697,9 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         if (c != NULL && c->v2 && sy_ask_settle(io, c, cmd->arg.rid)) {
             if (c->sse)
                 (void)sy_sse_out_push(io, c, cmd->buf, true); /* its event; cmd->buf goes with the command */
-            else if (sy_conn_push(io, c, cmd->buf, false))
+            else if (sy_conn_notice(io, c, cmd->buf))
                 cmd->buf = NULL; /* the queue has its reference */
+            sy_ask_drain(io, c); /* room for the asks that wait */
         }
         break;
     case SY_CMD_UNSUBSCRIBE:

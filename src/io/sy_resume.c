@@ -129,7 +129,7 @@ void sy_resume_deliver(sy_io_t *io, sy_conn_t *c, sy_resume_item_t *it) {
             i = 0; /* every frame's reference goes below */
             goto release;
         }
-        if (m == NULL || !sy_conn_push(io, c, m, false)) {
+        if (m == NULL || !sy_conn_notice(io, c, m)) { /* never dropped: queued, or c closed */
             sy_refbuf_release(m);
             if (m == NULL)
                 sy_conn_fail_oom(io, c);
@@ -169,7 +169,7 @@ void sy_resume_unsubscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t, bool notif
         sy_refbuf_release(m);
         return;
     }
-    if (m == NULL || !sy_conn_push(io, c, m, false)) {
+    if (m == NULL || !sy_conn_notice(io, c, m)) {
         sy_refbuf_release(m);
         if (m == NULL)
             sy_conn_fail_oom(io, c);

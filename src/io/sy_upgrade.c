@@ -122,8 +122,15 @@ static const char *response_extra(sy_conn_t *c, const char *extra, size_t extra_
     return out;
 }
 
-/* Queues the 101 and opens the connection; c->rbuf holds the bytes that
- * followed the request head. */
+/* What a symphony.v2 client is told of this server's limits. */
+static sy_v2_limits_t limits_of(const sy_io_t *io) {
+    const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
+    return (sy_v2_limits_t){
+        .max_payload = o->max_payload, .max_subscriptions = o->max_subscriptions, .max_pending = o->max_pending};
+}
+
+/* Queues the 101 (and, for symphony.v2, the greeting) and opens the
+ * connection; c->rbuf holds the bytes that followed the request head. */
 static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char *proto, size_t proto_len,
                       const char *owner_extra, size_t owner_extra_len) {
     char small[512], *joined;
@@ -156,6 +163,17 @@ static void open_conn(sy_io_t *io, sy_conn_t *c, const char *accept, const char 
         sy_stat_inc(&sy_io_ctx(io)->stats.oom_closes);
         sy_conn_destroy(io, c, 1006);
         return;
+    }
+    if (c->v2) {
+        /* The greeting: the first frame after the 101, before any notice. */
+        sy_v2_limits_t lim = limits_of(io);
+        sy_refbuf_t *h = sy_v2_hello_frame(&lim);
+        if (h == NULL || sy_outq_push(&c->outq, h) != 0) {
+            sy_refbuf_release(h);
+            sy_stat_inc(&sy_io_ctx(io)->stats.oom_closes);
+            sy_conn_destroy(io, c, 1006);
+            return;
+        }
     }
     sy_conn_opened(io, c, proto, proto_len);
 }
@@ -219,16 +237,22 @@ static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t ext
     size_t proto_len = v2 ? SY_V2_PROTOCOL_LEN : SY_V1_PROTOCOL_LEN;
     c->v2 = v2;
     char small[1024];
-    size_t cap = extra_len + 512;
+    size_t cap = extra_len + 512 + SY_V2_LIMITS_JSON_MAX + 64;
     char *buf = cap <= sizeof(small) ? small : sy_malloc(cap);
     size_t n = buf != NULL ? sy_sse_response_head(buf, cap, extra, extra_len, SY_UPGRADE_SSE_RETRY_MS) : 0;
-    /* Then "sy.open": the name its client POSTs its messages with, and
-     * what they speak. */
+    /* Then "sy.open": the name its client POSTs its messages with, what
+     * they speak, the server's limits and how often its heartbeat comes. */
     char name[SY_POST_NAME_LEN];
     sy_post_name(sy_io_ctx(io)->shared, sy_conn_id(io, c), name);
-    int w = n > 0 ? snprintf(buf + n, cap - n, "event: sy.open\ndata: {\"stream\":\"%.*s\",\"protocol\":\"%s\"}\n\n",
-                             (int)SY_POST_NAME_LEN, name, proto)
-                  : -1;
+    char limits[SY_V2_LIMITS_JSON_MAX + 1];
+    sy_v2_limits_t lim = limits_of(io);
+    size_t limits_len = sy_v2_limits_json(limits, sizeof(limits), &lim);
+    int w = n > 0 && limits_len > 0
+                ? snprintf(buf + n, cap - n,
+                           "event: sy.open\ndata: {\"stream\":\"%.*s\",\"protocol\":\"%s\",%.*s,\"heartbeat\":%lu}\n\n",
+                           (int)SY_POST_NAME_LEN, name, proto, (int)limits_len, limits,
+                           (unsigned long)sy_conn_sse_heartbeat_ms(&sy_io_ctx(io)->shared->opts))
+                : -1;
     n = w > 0 && (size_t)w < cap - n ? n + (size_t)w : 0;
     sy_refbuf_t *m = n > 0 ? sy_refbuf_raw(buf, n) : NULL;
     if (buf != small)

@@ -88,11 +88,17 @@ static bool check_sub(yyjson_val *e, sy_v2_sub_t *out, const char **why) {
         *why = "a subscribe entry must be an object";
         return false;
     }
-    if (!read_rid(yyjson_obj_get(e, "rid"), &out->rid)) {
+    out->has_rid = read_rid(yyjson_obj_get(e, "rid"), &out->rid);
+    bool topic_ok = read_topic(yyjson_obj_get(e, "topic"), &out->topic, &out->topic_len);
+    if (!topic_ok && out->topic != NULL && out->topic_len > SY_V2_TOPIC_MAX) {
+        out->topic = NULL; /* too long to be named in the answer */
+        out->topic_len = 0;
+    }
+    if (!out->has_rid) {
         *why = "rid must be an integer from 0 to 4294967295";
         return false;
     }
-    if (!read_topic(yyjson_obj_get(e, "topic"), &out->topic, &out->topic_len)) {
+    if (!topic_ok) {
         *why = "topic must be a string of 1 to 1024 bytes";
         return false;
     }
@@ -218,17 +224,8 @@ sy_v2_status_t sy_v2_parse(const uint8_t *p, size_t n, sy_v2_frame_t *out, const
             goto bad;
         }
         out->resub = resub != NULL && yyjson_get_bool(resub);
-        size_t i, max;
-        yyjson_val *e;
-        yyjson_arr_foreach(subs, i, max, e) {
-            sy_v2_sub_t s;
-            if (!check_sub(e, &s, why)) {
-                /* The first entry's rid, when it has one, names the answer. */
-                if (i == 0)
-                    out->has_rid = read_rid(yyjson_obj_get(e, "rid"), &out->rid);
-                goto bad;
-            }
-        }
+        /* Each entry is checked on its own (sy_v2_sub_at): a bad one is
+         * refused alone. */
         out->subs = subs;
         out->nsubs = yyjson_arr_size(subs);
     }
@@ -242,22 +239,26 @@ bad:;
     return SY_V2_BAD;
 }
 
-bool sy_v2_sub_at(sy_v2_frame_t *f, size_t i, sy_v2_sub_t *out) {
+sy_v2_status_t sy_v2_sub_at(sy_v2_frame_t *f, size_t i, sy_v2_sub_t *out, const char **why) {
     yyjson_val *e = yyjson_arr_get((yyjson_val *)f->subs, i);
-    const char *why;
-    if (e == NULL || !check_sub(e, out, &why))
-        return false; /* not for a frame sy_v2_parse accepted */
+    if (e == NULL) {
+        *out = (sy_v2_sub_t){0};
+        *why = "no such entry";
+        return SY_V2_BAD; /* i >= nsubs: the caller's mistake */
+    }
+    if (!check_sub(e, out, why))
+        return SY_V2_BAD;
     yyjson_val *data = yyjson_obj_get(e, "data");
     if (data == NULL)
-        return true;
+        return SY_V2_OK;
     sy_json_free(f->texts);
     size_t len;
     f->texts = yyjson_val_write_opts(data, YYJSON_WRITE_NOFLAG, sy_json_alc(), &len, NULL);
     if (f->texts == NULL)
-        return false;
+        return SY_V2_NOMEM; /* the document was read strictly: only memory can fail */
     out->data = f->texts;
     out->data_len = len;
-    return true;
+    return SY_V2_OK;
 }
 
 void sy_v2_frame_free(sy_v2_frame_t *f) {
@@ -282,14 +283,14 @@ static size_t put_str(char *buf, const char *key, const char *s, size_t n) {
 /* c{"type":"<type>","rid":<rid>|null[,"topic":...],"code":...,"reason":...} */
 static sy_refbuf_t *answer(const char *type, bool has_rid, uint32_t rid, const char *topic, size_t topic_len,
                            const char *code, const char *reason) {
+    if (topic != NULL && topic_len > SY_V2_TOPIC_MAX)
+        return NULL;
     size_t code_len = code != NULL ? strlen(code) : 0, reason_len = reason != NULL ? strlen(reason) : 0;
     if (code_len > SY_V2_CODE_MAX)
         code_len = SY_V2_CODE_MAX;
     if (reason_len > SY_V2_REASON_MAX)
         reason_len = SY_V2_REASON_MAX;
     char buf[ANSWER_FIXED + 6 * (SY_V2_TOPIC_MAX + SY_V2_CODE_MAX + SY_V2_REASON_MAX)];
-    if (topic_len > SY_V2_TOPIC_MAX)
-        return NULL;
     size_t o = (size_t)sprintf(buf, "c{\"type\":\"%s\"", type);
     o += has_rid ? (size_t)sprintf(buf + o, ",\"rid\":%u", (unsigned)rid) : (size_t)sprintf(buf + o, ",\"rid\":null");
     if (topic != NULL)
@@ -309,6 +310,30 @@ sy_refbuf_t *sy_v2_error_frame(bool has_rid, uint32_t rid, const char *code, con
 sy_refbuf_t *sy_v2_refused_frame(uint32_t rid, const char *topic, size_t topic_len, const char *code,
                                  const char *reason) {
     return answer("refused", true, rid, topic, topic_len, code, reason);
+}
+
+sy_refbuf_t *sy_v2_refused_entry_frame(const sy_v2_sub_t *s, const char *reason) {
+    return answer("refused", s->has_rid, s->rid, s->topic, s->topic_len, "bad-request", reason);
+}
+
+size_t sy_v2_limits_json(char *buf, size_t cap, const sy_v2_limits_t *l) {
+    int n = snprintf(buf, cap,
+                     "\"limits\":{\"maxPayload\":%llu,\"maxSubscriptions\":%lu,\"maxPending\":%lu,"
+                     "\"maxTopicLength\":%d,\"maxEntries\":%d}",
+                     (unsigned long long)l->max_payload, (unsigned long)l->max_subscriptions,
+                     (unsigned long)l->max_pending, SY_V2_TOPIC_MAX, SY_V2_BATCH_MAX);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+sy_refbuf_t *sy_v2_hello_frame(const sy_v2_limits_t *l) {
+    char buf[32 + SY_V2_LIMITS_JSON_MAX];
+    size_t o = (size_t)snprintf(buf, sizeof(buf), "c{\"type\":\"hello\",");
+    size_t n = sy_v2_limits_json(buf + o, sizeof(buf) - o - 1, l);
+    if (n == 0)
+        return NULL; /* cannot happen: the buffer holds the longest */
+    o += n;
+    buf[o++] = '}';
+    return sy_ws_msg_z(SY_WS_OP_TEXT, buf, o, false);
 }
 
 sy_refbuf_t *sy_v2_unsubscribed_frame(uint32_t rid, const char *topic, size_t topic_len) {

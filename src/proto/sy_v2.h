@@ -61,8 +61,9 @@ typedef enum sy_v2_status {
 
 /* One subscribe entry, checked. */
 typedef struct sy_v2_sub {
+    bool has_rid; /* rid was read (a bad entry's answer names it; else "rid":null) */
     uint32_t rid;
-    const char *topic;
+    const char *topic; /* a bad entry's, when it is a string of 1 to 1024 bytes; else NULL */
     size_t topic_len;
     bool has_since;
     uint64_t epoch, offset;
@@ -91,12 +92,17 @@ typedef struct sy_v2_frame {
 
 /* Parses the client frame p[0..n). On SY_V2_OK the frame is the caller's
  * to free; on any other status nothing is held (out->has_rid and rid say
- * whether a request id could be read, for the error's answer). */
+ * whether a request id could be read, for the error's answer). A subscribe
+ * frame is SY_V2_BAD only as a whole (not JSON, no "subs" array of 1 to
+ * SY_V2_BATCH_MAX entries, "resub" not a boolean): its entries are checked
+ * one by one by sy_v2_sub_at, so that one bad entry refuses one entry. */
 sy_v2_status_t sy_v2_parse(const uint8_t *p, size_t n, sy_v2_frame_t *out, const char **why);
-/* Entry i (< nsubs) of a subscribe frame, checked by sy_v2_parse already.
- * Its data, if any, is written as JSON text (valid until the frame is
- * freed). False only when out of memory. */
-bool sy_v2_sub_at(sy_v2_frame_t *f, size_t i, sy_v2_sub_t *out);
+/* Entry i (< nsubs) of a subscribe frame, checked: SY_V2_OK, its data, if
+ * any, written as JSON text (valid until the next call or the frame is
+ * freed); SY_V2_BAD with the reason in *why and what could be read of it
+ * (has_rid and rid, its topic when a string of 1 to 1024 bytes) for the
+ * entry's refusal (sy_v2_refused_entry_frame); SY_V2_NOMEM. */
+sy_v2_status_t sy_v2_sub_at(sy_v2_frame_t *f, size_t i, sy_v2_sub_t *out, const char **why);
 void sy_v2_frame_free(sy_v2_frame_t *f);
 
 /* c{"type":"error","rid":N|null,"code":...,"reason":...} */
@@ -104,6 +110,27 @@ sy_refbuf_t *sy_v2_error_frame(bool has_rid, uint32_t rid, const char *code, con
 /* c{"type":"refused","rid":N,"topic":...,"code":...,"reason":...} */
 sy_refbuf_t *sy_v2_refused_frame(uint32_t rid, const char *topic, size_t topic_len, const char *code,
                                  const char *reason);
+/* c{"type":"refused","rid":N|null[,"topic":...],"code":"bad-request","reason":...}:
+ * the answer to a bad subscribe entry (sy_v2_sub_at's SY_V2_BAD). */
+sy_refbuf_t *sy_v2_refused_entry_frame(const sy_v2_sub_t *s, const char *reason);
+
+/* What a symphony.v2 client is told of the server's limits (the greeting). */
+typedef struct sy_v2_limits {
+    uint64_t max_payload;       /* bytes of a message from the client */
+    uint32_t max_subscriptions; /* per connection; 0: no limit */
+    uint32_t max_pending;       /* asks waiting for the application at once */
+} sy_v2_limits_t;
+/* The longest "limits":{...} sy_v2_limits_json writes, without a NUL. */
+#define SY_V2_LIMITS_JSON_MAX 160
+/* Writes "limits":{"maxPayload":N,"maxSubscriptions":N,"maxPending":N,
+ * "maxTopicLength":1024,"maxEntries":1024} (no braces around, no NUL
+ * counted) into buf; its length, 0 when cap is too small (cap >
+ * SY_V2_LIMITS_JSON_MAX is enough). Also an event stream's "sy.open". */
+size_t sy_v2_limits_json(char *buf, size_t cap, const sy_v2_limits_t *l);
+/* c{"type":"hello","limits":{...}}: the first frame after the 101 on a
+ * connection that chose symphony.v2 (docs/protocol.md, "The greeting"). */
+sy_refbuf_t *sy_v2_hello_frame(const sy_v2_limits_t *l);
+
 /* c{"type":"unsubscribed","topic":...,"rid":N}: the answer to an
  * unsubscribe from a topic the connection does not hold. */
 sy_refbuf_t *sy_v2_unsubscribed_frame(uint32_t rid, const char *topic, size_t topic_len);
