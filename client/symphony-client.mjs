@@ -19,7 +19,12 @@ export const PROTOCOL = 'symphony.v1';
 export const PROTOCOL_V2 = 'symphony.v2';
 const PROTOCOLS = [PROTOCOL, PROTOCOL_V2];
 // Refusals worth asking again after a backoff (the others are final).
-const TRANSIENT = new Set(['timeout', 'internal', 'too-many-pending', 'pending', 'memory', 'unavailable']);
+const TRANSIENT = new Set(['timeout', 'internal', 'too-many-pending', 'pending', 'memory', 'unavailable', 'rate-limited']);
+// A subscribe or a call not answered in this long is refused 'timeout' (the
+// server answers every ask within its askTimeout, 5 s by default).
+const ASK_TIMEOUT = 30000;
+// At most this many publishes and requests wait for 'open'.
+const MAX_QUEUED = 1024;
 
 // The server refuses more sy.since parameters than this (docs/protocol.md);
 // sending more would make every reconnect fail with 400.
@@ -32,6 +37,8 @@ const P_HEADER = /^(0|[1-9]\d{0,9})(?:,(0|[1-9]\d{0,19}))?$/;
 // frame from being scanned whole.
 const MAX_HEADER = 33;
 const noop = () => {};
+// A message without a position's info (the same object each time).
+const BARE = Object.freeze({ offset: undefined, epoch: undefined });
 
 /** A TypeError/RangeError with a Node-style code, for bad arguments. */
 function argError(Ctor, code, message) {
@@ -55,16 +62,7 @@ function toOffset(v) {
 function toBytes(data) {
   if (data instanceof ArrayBuffer || Object.prototype.toString.call(data) === '[object ArrayBuffer]') return new Uint8Array(data);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  // ws with binaryType 'fragments' (it was changed after the client set it).
-  if (Array.isArray(data)) {
-    let n = 0;
-    for (const d of data) n += d.byteLength;
-    const out = new Uint8Array(n);
-    n = 0;
-    for (const d of data) { out.set(d, n); n += d.byteLength; }
-    return out;
-  }
-  // A Blob could only be read asynchronously, which would reorder messages.
+  // A Blob (or ws' 'fragments', were binaryType changed after the client set it) could only be read asynchronously, which would reorder messages.
   return null;
 }
 
@@ -89,10 +87,40 @@ function framed(head, data) {
   return out;
 }
 
+/** options.timeout (ms): dflt when not given, else > 0. */
+function timeoutOf(options, dflt) {
+  const t = options && options.timeout !== undefined ? options.timeout : dflt;
+  if (t !== dflt && (typeof t !== 'number' || !(t > 0 && t <= 2147483647))) {
+    throw argError(RangeError, 'ERR_OUT_OF_RANGE', 'options.timeout must be > 0 and <= 2147483647 (ms)');
+  }
+  return t;
+}
+
 function checkTopic(topic) {
   if (typeof topic !== 'string' || topic === '') {
     throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "topic" argument must be a non-empty string');
   }
+}
+
+/** UTF-8 bytes of a string; -1 when it is not well-formed (a lone surrogate). */
+function utf8(s) {
+  try { return encodeURIComponent(s).replace(/%../g, '.').length; } catch { return -1; }
+}
+
+/** Why the server would refuse this topic (docs/protocol.md), or ''. */
+function badTopic(topic) {
+  const n = utf8(topic);
+  return n < 0 ? 'topic not UTF-8' : n > 1024 ? 'topic over 1,024 bytes' : '';
+}
+
+/**
+ * What ended an attempt, from what the transport said: Node's ws and fetch
+ * name the error, a browser does not ('failed').
+ */
+function causeOf(err) {
+  const m = err ? `${err.message} ${err.code} ${err.cause && err.cause.code} ${err.cause && err.cause.message}` : '';
+  return /REFUSED/.test(m) ? 'refused' : /RESET|hang|other side|PIPE/.test(m) ? 'reset'
+    : /NOTFOUND|EAI_/.test(m) ? 'dns' : /UNREACH/.test(m) ? 'unreachable' : /response: \d/.test(m) ? 'rejected' : 'failed';
 }
 
 /** The tiny event emitter (browsers have no EventEmitter). */
@@ -100,9 +128,7 @@ class Emitter {
   constructor() { this._events = Object.create(null); }
 
   on(event, listener) {
-    if (typeof listener !== 'function') {
-      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "listener" argument must be a function');
-    }
+    fnOpt('The "listener" argument', listener, 0);
     (this._events[event] || (this._events[event] = [])).push(listener);
     return this;
   }
@@ -118,93 +144,89 @@ class Emitter {
   }
 
   once(event, listener) {
-    if (typeof listener !== 'function') {
-      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "listener" argument must be a function');
-    }
+    fnOpt('The "listener" argument', listener, 0);
     const once = (...args) => { this.off(event, once); listener.apply(this, args); };
     return this.on(event, once);
   }
 
   _emit(event, ...args) {
-    const list = this._events[event];
-    if (!list || list.length === 0) return false;
     // A copy: a listener that adds or removes listeners affects the next emit only.
-    for (const fn of list.slice()) fn.apply(this, args);
-    return true;
+    for (const fn of (this._events[event] || []).slice()) fn.apply(this, args);
   }
+}
+
+/** A number option (ms, or a count): dflt when undefined, else checked. */
+function ms(name, v, dflt, min) {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', `options.${name} must be a number`);
+  if (!(v >= min && v <= 2147483647)) throw argError(RangeError, 'ERR_OUT_OF_RANGE', `options.${name} must be >= ${min} and <= 2147483647`);
+  return v;
+}
+
+/** An object option: {} when undefined. */
+function obj(name, v) {
+  if (v === undefined) return {};
+  if (v === null || typeof v !== 'object') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', `${name} must be an object`);
+  return v;
+}
+
+/** A function option, or dflt when undefined (a missing global: undefined). */
+function fnOpt(name, v, dflt) {
+  if (v === undefined) v = dflt;
+  if (v !== undefined && typeof v !== 'function') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', `${name} must be a function`);
+  return v;
+}
+
+/** options.token: undefined or a non-empty string. */
+function tokenOpt(t) {
+  if (t !== undefined && (typeof t !== 'string' || t === '')) throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.token must be a non-empty string');
+  return t;
 }
 
 /** The options' checks: every bad one throws at construction, not at the first reconnect. */
 function checkOptions(options) {
-  if (options === null || typeof options !== 'object') {
-    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object');
-  }
+  obj('The "options" argument', options);
   const transport = options.transport === undefined ? 'auto' : options.transport;
   if (transport !== 'auto' && transport !== 'websocket' && transport !== 'sse') {
     throw argError(TypeError, 'ERR_INVALID_ARG_VALUE', "options.transport must be 'auto', 'websocket' or 'sse'");
   }
-  const f = options.fetch !== undefined ? options.fetch : globalThis.fetch;
-  if (f !== undefined && typeof f !== 'function') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.fetch must be a function');
-  if (transport === 'sse' && typeof f !== 'function') {
-    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', "options.transport 'sse' needs fetch (options.fetch where there is no global fetch)");
-  }
+  const f = fnOpt('options.fetch', options.fetch, globalThis.fetch);
   // Wrapped: a browser's fetch called as a method of another object throws.
-  const fetchFn = typeof f === 'function' ? (...a) => f(...a) : null;
-  const fallback = options.fallback === undefined ? {} : options.fallback;
-  if (fallback === null || typeof fallback !== 'object') {
-    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.fallback must be an object { after, openTimeout, retryWebSocket }');
+  const fetchFn = f ? (...a) => f(...a) : null;
+  const WS = fnOpt('options.WebSocket', options.WebSocket, globalThis.WebSocket);
+  if (transport === 'sse' ? !f : !WS) {
+    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', transport === 'sse' ? "transport 'sse' needs options.fetch"
+      : "options.WebSocket must be a WebSocket class (ws) where there is none, or use transport 'sse'");
   }
+  const fallback = obj('options.fallback', options.fallback);
   const fb = { after: 2, openTimeout: 10000, retryWebSocket: 60000 };
-  for (const k of Object.keys(fb)) {
-    const v = fallback[k] === undefined ? fb[k] : fallback[k];
-    if (typeof v !== 'number' || !(v >= (k === 'after' ? 1 : 0) && v <= 2147483647)) {
-      throw argError(RangeError, 'ERR_OUT_OF_RANGE', `options.fallback.${k} must be a number >= ${k === 'after' ? 1 : 0} and <= 2147483647`);
-    }
-    fb[k] = v;
-  }
-  const WS = options.WebSocket !== undefined ? options.WebSocket : globalThis.WebSocket;
-  if (typeof WS !== 'function' && transport !== 'sse') {
-    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE',
-      'options.WebSocket must be a WebSocket constructor (e.g. the ws package) where there is no global WebSocket');
-  }
-  const backoff = options.backoff === undefined ? {} : options.backoff;
-  if (backoff === null || typeof backoff !== 'object') {
-    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.backoff must be an object { min, max }');
-  }
-  const min = backoff.min === undefined ? 500 : backoff.min;
-  const max = backoff.max === undefined ? Math.max(30000, min) : backoff.max;
-  for (const [name, v] of [['min', min], ['max', max]]) {
-    if (typeof v !== 'number') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', `options.backoff.${name} must be a number (ms)`);
-    if (!(v >= 0 && v <= 2147483647)) throw argError(RangeError, 'ERR_OUT_OF_RANGE', `options.backoff.${name} must be >= 0 and <= 2147483647 (ms)`);
-  }
-  if (max < min) throw argError(RangeError, 'ERR_OUT_OF_RANGE', 'options.backoff.max must be >= options.backoff.min');
-  const random = options.random === undefined ? Math.random : options.random;
-  if (typeof random !== 'function') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.random must be a function');
-  const timers = options.timers === undefined ? {} : options.timers;
-  if (timers === null || typeof timers !== 'object') throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.timers must be an object');
+  for (const k in fb) fb[k] = ms(`fallback.${k}`, fallback[k], fb[k], k === 'after' ? 1 : 0);
+  // openTimeout bounds every attempt on every transport (fallback.openTimeout: its former name).
+  const openTimeout = ms('openTimeout', options.openTimeout, fb.openTimeout, 1);
+  const heartbeat = ms('heartbeat', options.heartbeat, 30000, 0);
+  const backoff = obj('options.backoff', options.backoff);
+  const min = ms('backoff.min', backoff.min, 500, 0);
+  const max = ms('backoff.max', backoff.max, Math.max(30000, min), min);
+  const random = fnOpt('options.random', options.random, Math.random);
+  const timers = obj('options.timers', options.timers);
   // Wrapped: a browser's setTimeout called as a method of another object
   // throws "Illegal invocation".
-  const setT = timers.setTimeout || ((fn, ms) => setTimeout(fn, ms));
-  const clearT = timers.clearTimeout || ((t) => clearTimeout(t));
-  if (typeof setT !== 'function' || typeof clearT !== 'function') {
-    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.timers.setTimeout and clearTimeout must be functions');
-  }
-  return { WS, min, max, random, setT, clearT, transport, fetchFn, fb };
+  const setT = fnOpt('options.timers.setTimeout', timers.setTimeout, (fn, t) => setTimeout(fn, t));
+  const clearT = fnOpt('options.timers.clearTimeout', timers.clearTimeout, (t) => clearTimeout(t));
+  const now = fnOpt('options.timers.now', timers.now, Date.now);
+  return { WS, min, max, random, setT, clearT, now, transport, fetchFn, fb, openTimeout, heartbeat };
 }
 
 /** Given positions ({ [topic]: { epoch, offset } }, as positions() returns them), checked, as a Map. */
 function readPositions(given) {
   const out = new Map();
-  if (given === undefined || given === null) return out;
-  if (typeof given !== 'object') {
-    throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.positions must be an object { [topic]: { epoch, offset } }');
-  }
+  if (given === null) return out;
+  given = obj('options.positions', given);
   for (const [topic, p] of Object.entries(given)) {
-    if (topic === '') throw argError(TypeError, 'ERR_INVALID_ARG_VALUE', 'options.positions: a topic cannot be empty');
     const offset = p && typeof p === 'object' ? toOffset(p.offset) : undefined;
-    if (!p || typeof p.epoch !== 'string' || !EPOCH.test(p.epoch) || offset === undefined) {
+    if (topic === '' || !p || typeof p.epoch !== 'string' || !EPOCH.test(p.epoch) || offset === undefined) {
       throw argError(TypeError, 'ERR_INVALID_ARG_VALUE',
-        `options.positions[${JSON.stringify(topic)}] must be { epoch: 16 hexadecimal characters, offset: an integer 0 to 2^53-1 }`);
+        `options.positions[${JSON.stringify(topic)}] must be { epoch: 16 hex digits, offset: 0 to 2^53-1 }`);
     }
     out.set(topic, { epoch: p.epoch.toLowerCase(), offset });
   }
@@ -238,6 +260,12 @@ function baseUrl(url) {
   });
   u.search = '';
   return { href: u.href, query: own.join('&') };
+}
+
+/** Stops hearing a socket and closes it (with code and reason where they are valid). */
+function shut(ws, code, reason) {
+  ws.onopen = ws.onmessage = ws.onclose = ws.onerror = noop;
+  try { ws.close(code, reason); } catch { ws.close(); }
 }
 
 /** The http(s) URL of a ws(s) one. */
@@ -301,6 +329,7 @@ class StreamSocket {
     }
     if (res.status !== 200 || !res.body) {
       this._close.reason = `HTTP ${res.status}`;
+      this.cause = 'rejected';
       this._end(null);
       return;
     }
@@ -312,6 +341,7 @@ class StreamSocket {
       for (;;) {
         const { value, done } = await reader.read();
         if (done || this._ended) break;
+        this.heard = 1; // a byte (a heartbeat too): the stream lives
         buf += dec.decode(value, { stream: true });
         // The server ends every line with LF (a payload's CR is a line end there).
         for (let nl; (nl = buf.indexOf('\n')) >= 0;) {
@@ -353,6 +383,7 @@ class StreamSocket {
         const o = JSON.parse(text);
         this._name = o.stream;
         this.protocol = o.protocol || PROTOCOL;
+        this.hello = o; // its limits and heartbeat (docs/sse.md)
         this.onopen({});
         return;
       }
@@ -417,7 +448,7 @@ class StreamSocket {
     if (this._ended) return;
     this._ended = true;
     this._abort.abort();
-    if (err && err.name !== 'AbortError') this.onerror({ message: err.message });
+    if (err && err.name !== 'AbortError') this.onerror({ message: err.message, error: err });
     this.onclose(this._close);
   }
 }
@@ -438,7 +469,7 @@ export class Subscription extends Emitter {
     this._data = data;
     this._state = 'subscribing';
     this._rid = -1; // the subscribe in flight
-    this._retry = null; // its backoff's timer
+    this._retry = null; // its backoff's timer (and _wait: its answer's deadline)
     this._attempt = 0;
     this._renewed = false; // a fresh token was asked for after 'token-expired'
   }
@@ -448,6 +479,11 @@ export class Subscription extends Emitter {
 
   /** Stops it: no message of the topic follows; 'unsubscribed' ({ by: 'client' }) at once. */
   unsubscribe() { this._client._unsubscribe(this); }
+
+  _stop() {
+    clearTimeout(this._wait);
+    if (this._retry !== null) { this._client._clearT(this._retry); this._retry = null; }
+  }
 }
 
 export class SymphonyClient extends Emitter {
@@ -458,26 +494,28 @@ export class SymphonyClient extends Emitter {
    */
   constructor(url, options = {}) {
     super();
-    const o = checkOptions(options);
-    this._WS = o.WS;
-    this._min = o.min;
-    this._max = o.max;
-    this._random = o.random;
+    const o = this._o = checkOptions(options);
     this._setT = o.setT;
     this._clearT = o.clearT;
     this._url = baseUrl(url);
-    // The transport (docs/sse.md): 'auto' begins with a WebSocket and falls
-    // back to an event stream after fallback.after WebSockets in a row did
-    // not open (refused, or not open within openTimeout), then tries a
-    // WebSocket again every retryWebSocket ms while on the stream.
+    // The transport (docs/sse.md, "The rule"): 'auto' begins with a
+    // WebSocket and moves to the event stream only on evidence that
+    // WebSockets are blocked where HTTP passes: a WebSocket that opened and
+    // then said nothing, or one that failed after a plain GET to the same
+    // URL was answered (fallback.after failures in a row start that GET).
+    // A refused, reset or silent server is an outage: the transport stays.
+    // While on the stream, a WebSocket is tried every retryWebSocket ms.
     this._auto = o.transport === 'auto' && o.fetchFn !== null;
     this._transport = o.transport === 'sse' ? 'sse' : 'websocket';
-    this._fetch = o.fetchFn;
-    this._fb = o.fb;
+    this._why = o.transport === 'auto' ? 'first' : 'option';
     this._wsFails = 0;
+    // Unset until said: _suspect (HTTP passes: the next WebSocket that fails
+    // means WebSockets are blocked), _check (that GET, while it runs),
+    // _switching, _limits (the server's, from its hello), _kill (ends the
+    // current connection with a cause), _v1 and _v2 (what the server chose).
     this._probe = null; // a WebSocket tried while on the stream, and its timer
-    this._openTimer = null;
-    this._switching = false;
+    this._strikes = 0; // closes for size or policy in a row: the backoff grows past an open
+    this._down = o.now(); // when the outage began
     /** topic -> { epoch, offset }: what positions() returns and sy.since sends. */
     this._pos = readPositions(options.positions);
     /** This connection's topic ids -> { topic, epoch } (ids do not outlive a connection). */
@@ -486,15 +524,10 @@ export class SymphonyClient extends Emitter {
     this._timer = null;
     this._attempt = 0; // failed connections since the last open: the backoff's exponent
     this._state = 'connecting';
-    this._v1 = false;
-    this._v2 = false;
-    this._getToken = options.getToken;
-    if (this._getToken !== undefined && typeof this._getToken !== 'function') {
-      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.getToken must be a function (topic) => token');
-    }
+    this._getToken = fnOpt('options.getToken', options.getToken);
     /** topic -> Subscription: what the client asked for and keeps. */
     this._subs = new Map();
-    /** rid -> { resolve, reject, timer }: publishes and requests waiting for their answer. */
+    /** rid -> { resolve, reject, timer, frame, sent }: publishes and requests waiting to be sent or answered. */
     this._calls = new Map();
     /** topic -> unsubscribes in flight: its notices until their answer are stale. */
     this._leaving = new Map();
@@ -505,7 +538,18 @@ export class SymphonyClient extends Emitter {
     // first 'state' event); not a timer, so an injected timer sees only the
     // backoff's delays.
     queueMicrotask(() => { if (this._state === 'connecting' && this._ws === null) this._connect(); });
+    // A page that comes back online reconnects at once; one that goes
+    // offline drops its connection (a browser may keep it, dead, for minutes).
+    this._net = (ev) => {
+      if (ev.type === 'offline') { if (this._kill) this._kill('offline'); } else if (this._state === 'reconnecting') {
+        this._clearT(this._timer);
+        this._attempt = 0;
+        this._connect();
+      }
+    };
+    if (typeof addEventListener === 'function') { addEventListener('online', this._net); addEventListener('offline', this._net); }
   }
+
 
   /** 'connecting' | 'open' | 'reconnecting' | 'closed' */
   get state() { return this._state; }
@@ -535,11 +579,11 @@ export class SymphonyClient extends Emitter {
 
   /** Sends data (string, ArrayBuffer, typed array, Blob) as is. False when not open (nothing is queued). */
   send(data) {
-    const ws = this._ws;
-    if (!ws || this._state !== 'open') return false;
-    if (!this._v2) ws.send(data);
-    else if (typeof Blob === 'function' && data instanceof Blob) ws.send(new Blob(['d\n', data]));
-    else ws.send(framed('d\n', data));
+    const blob = typeof Blob === 'function' && data instanceof Blob;
+    // Checked first: bad data throws whatever the state.
+    const f = blob ? new Blob(['d\n', data]) : framed('d\n', data);
+    if (!this._ws || this._state !== 'open') return false;
+    this._ws.send(this._v2 ? f : data);
     return true;
   }
 
@@ -547,24 +591,28 @@ export class SymphonyClient extends Emitter {
    * Subscribes to topic (symphony.v2): the Subscription, the same one for
    * the same topic while it lives. options: { since: { epoch, offset }
    * (resume from there), token (a JWT the server checks), data (JSON for
-   * the server's onSubscribe) }.
+   * the server's onSubscribe) }. A topic the server would refuse (over
+   * 1,024 bytes, not UTF-8) is refused at once: 'refused' bad-request.
    */
   subscribe(topic, options = {}) {
     checkTopic(topic);
-    if (options === null || typeof options !== 'object') {
-      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object');
-    }
+    obj('The "options" argument', options);
     if (this._state === 'closed') throw argError(Error, 'ERR_CLIENT_CLOSED', 'The client is closed');
     let sub = this._subs.get(topic);
     if (sub) return sub;
-    if (options.token !== undefined && (typeof options.token !== 'string' || options.token === '')) {
-      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.token must be a non-empty string');
+    tokenOpt(options.token);
+    sub = new Subscription(this, topic, options.token, options.data);
+    const bad = badTopic(topic);
+    if (bad) {
+      // Never asked, so never 'subscribing': refused after the caller's listeners are on.
+      sub._state = 'unsubscribed';
+      queueMicrotask(() => sub._emit('refused', new AskError('bad-request', bad)));
+      return sub;
     }
     if (options.since !== undefined && options.since !== null) {
       const p = readPositions({ [topic]: options.since }).get(topic);
       this._pos.set(topic, p);
     }
-    sub = new Subscription(this, topic, options.token, options.data);
     this._subs.set(topic, sub);
     if (this._state === 'open') this._ask([sub], false);
     return sub;
@@ -578,32 +626,32 @@ export class SymphonyClient extends Emitter {
    * onPublish (or with options.token, a JWT the server checks instead):
    * resolves with { epoch, offset } (topics with history) or {},
    * rejects with an AskError (its code: 'forbidden', 'disconnected', ...).
+   * Before 'open' it waits for it (options.timeout ms, none by default).
    */
   publish(topic, data, options = {}) {
     checkTopic(topic);
-    const token = options && options.token;
-    if (token !== undefined && (typeof token !== 'string' || token === '')) {
-      throw argError(TypeError, 'ERR_INVALID_ARG_TYPE', 'options.token must be a non-empty string');
-    }
-    return this._call((rid) => framed(`p${JSON.stringify(token === undefined ? { rid, topic } : { rid, topic, token })}\n`, data), 0);
+    const token = tokenOpt(options && options.token);
+    const bad = badTopic(topic);
+    if (bad) return Promise.reject(new AskError('bad-request', bad));
+    return this._call((rid) => framed(`p${JSON.stringify(token === undefined ? { rid, topic } : { rid, topic, token })}\n`, data), timeoutOf(options, 0));
   }
 
   /**
    * Asks the server's onRequest: resolves with its reply (JSON value, or a
    * Uint8Array for bytes), rejects with an AskError ('timeout' after
-   * options.timeout ms, default 30000).
+   * options.timeout ms, default 30000, counted from the call: a request
+   * before 'open' waits for it).
    */
   request(data, options = {}) {
-    const timeout = options && options.timeout !== undefined ? options.timeout : 30000;
-    if (typeof timeout !== 'number' || !(timeout > 0 && timeout <= 2147483647)) {
-      throw argError(RangeError, 'ERR_OUT_OF_RANGE', 'options.timeout must be > 0 and <= 2147483647 (ms)');
-    }
+    const timeout = timeoutOf(options, ASK_TIMEOUT);
     return this._call((rid) => framed(`r${JSON.stringify({ rid })}\n`, data), timeout);
   }
 
   _call(make, timeout) {
-    if (this._state !== 'open' || !this._ws) return Promise.reject(new AskError('disconnected', 'not connected'));
-    if (!this._v2) return Promise.reject(new AskError('unsupported', `the server did not choose ${PROTOCOL_V2}`));
+    if (this._state === 'closed') return Promise.reject(new AskError('closed', 'the client was closed'));
+    let queued = 0;
+    for (const c of this._calls.values()) queued += !c.sent;
+    if (queued >= MAX_QUEUED) return Promise.reject(new AskError('too-many-pending', 'queue full'));
     const rid = ++this._rid;
     let frame;
     try {
@@ -612,7 +660,7 @@ export class SymphonyClient extends Emitter {
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) => {
-      const call = { resolve, reject, timer: null };
+      const call = { resolve, reject, timer: null, frame, sent: false };
       if (timeout > 0) {
         call.timer = this._setT(() => {
           this._calls.delete(rid);
@@ -620,8 +668,17 @@ export class SymphonyClient extends Emitter {
         }, timeout);
       }
       this._calls.set(rid, call);
-      this._ws.send(frame);
+      if (this._state === 'open') this._flush();
     });
+  }
+
+  /** Sends the calls that wait for the connection (after 'open'), in order. */
+  _flush() {
+    for (const [rid, c] of this._calls) {
+      if (c.sent) continue;
+      if (!this._v2) this._settle(rid, new AskError('unsupported', `the server did not choose ${PROTOCOL_V2}`));
+      else { c.sent = true; this._ws.send(c.frame); }
+    }
   }
 
   _settle(rid, err, value) {
@@ -633,7 +690,12 @@ export class SymphonyClient extends Emitter {
     else call.resolve(value);
   }
 
-  /** Asks for subs (one frame; resub after a reconnect), each with a fresh token when getToken says so. */
+  /**
+   * Asks for subs (resub after a reconnect), each with a fresh token when
+   * getToken says so, in frames that fit the server's limits (its hello:
+   * maxEntries and maxPayload); an entry too big for any frame is refused
+   * 'too-large' here. Each ask not answered in ASK_TIMEOUT is refused 'timeout'.
+   */
   _ask(subs, resub) {
     if (!this._v2) {
       // After the caller's listeners are on (subscribe() returns first).
@@ -650,7 +712,16 @@ export class SymphonyClient extends Emitter {
     const ask = subs.filter((sub) => this._getToken && (resub || sub._token === undefined || sub._renewed));
     const send = () => {
       if (this._ws !== ws || this._state !== 'open') return;
-      const entries = [];
+      const lim = this._limits || {};
+      const most = lim.maxEntries || MAX_SINCE;
+      const room = (lim.maxPayload || Infinity) - 30; // what the entries of one frame may take
+      let batch = [];
+      let bytes = 0;
+      const flush = () => {
+        if (batch.length > 0) ws.send(`s${JSON.stringify({ subs: batch, resub })}`);
+        batch = [];
+        bytes = 0;
+      };
       for (const sub of subs) {
         if (this._subs.get(sub.topic) !== sub || sub._state === 'unsubscribed') continue;
         sub._rid = ++this._rid;
@@ -660,11 +731,18 @@ export class SymphonyClient extends Emitter {
         if (p) e.since = { epoch: p.epoch, offset: String(p.offset) };
         if (sub._token !== undefined) e.token = sub._token;
         if (sub._data !== undefined) e.data = sub._data;
-        entries.push(e);
+        const n = utf8(JSON.stringify(e)) + 1;
+        if (n > room) { this._refused(sub, 'too-large', `over maxPayload (${lim.maxPayload})`); continue; }
+        if (batch.length === most || bytes + n > room) flush();
+        batch.push(e);
+        bytes += n;
+        const rid = sub._rid;
+        clearTimeout(sub._wait);
+        sub._wait = setTimeout(() => {
+          if (sub._rid === rid && sub._state === 'subscribing' && this._ws === ws) this._refused(sub, 'timeout', `no answer in ${ASK_TIMEOUT} ms`);
+        }, ASK_TIMEOUT);
       }
-      for (let i = 0; i < entries.length; i += MAX_SINCE) {
-        ws.send(`s${JSON.stringify({ subs: entries.slice(i, i + MAX_SINCE), resub })}`);
-      }
+      flush();
     };
     if (ask.length === 0) { send(); return; }
     Promise.all(ask.map((sub) => Promise.resolve().then(() => this._getToken(sub.topic)).then((token) => {
@@ -677,6 +755,7 @@ export class SymphonyClient extends Emitter {
 
   _refused(sub, code, reason) {
     const err = new AskError(code, reason);
+    sub._stop();
     if (code === 'token-expired' && this._getToken && !sub._renewed) {
       // Once with a fresh token; a second expiry is final.
       sub._renewed = true;
@@ -684,7 +763,7 @@ export class SymphonyClient extends Emitter {
       return;
     }
     if (TRANSIENT.has(code) && this._state === 'open') {
-      const delay = Math.floor(this._random() * Math.min(this._max, this._min * Math.pow(2, sub._attempt++)));
+      const delay = Math.floor(this._o.random() * Math.min(this._o.max, this._o.min * Math.pow(2, sub._attempt++)));
       err.retry = delay;
       sub._retry = this._setT(() => {
         sub._retry = null;
@@ -703,7 +782,7 @@ export class SymphonyClient extends Emitter {
     sub._state = 'unsubscribed';
     this._subs.delete(sub.topic);
     this._pos.delete(sub.topic);
-    if (sub._retry !== null) { this._clearT(sub._retry); sub._retry = null; }
+    sub._stop();
     if (this._v2 && this._ws && this._state === 'open') {
       this._leaving.set(sub.topic, (this._leaving.get(sub.topic) || 0) + 1);
       this._ws.send(`u${JSON.stringify({ rid: ++this._rid, topic: sub.topic })}`);
@@ -711,17 +790,18 @@ export class SymphonyClient extends Emitter {
     sub._emit('unsubscribed', { by: 'client' });
   }
 
-  /** The connection went: what waited for an answer fails, subscriptions wait for the next one. */
+  /**
+   * The connection went: what was sent and waited for an answer fails
+   * (code), what was not sent yet waits for the next connection (closed:
+   * fails too), subscriptions wait for the next one.
+   */
   _lost(code) {
-    const calls = this._calls;
-    this._calls = new Map();
-    for (const call of calls.values()) {
-      if (call.timer !== null) this._clearT(call.timer);
-      call.reject(new AskError(code, code === 'closed' ? 'the client was closed' : 'the connection was lost'));
+    for (const [rid, call] of this._calls) {
+      if (call.sent || code === 'closed') this._settle(rid, new AskError(code, code === 'closed' ? 'the client was closed' : 'the connection was lost'));
     }
     this._leaving.clear();
     for (const sub of this._subs.values()) {
-      if (sub._retry !== null) { this._clearT(sub._retry); sub._retry = null; }
+      sub._stop();
       if (sub._state === 'subscribed') sub._state = 'subscribing';
     }
   }
@@ -730,20 +810,14 @@ export class SymphonyClient extends Emitter {
   close(code = 1000, reason = '') {
     if (this._state === 'closed') return;
     if (this._timer !== null) { this._clearT(this._timer); this._timer = null; }
-    this._clearOpenTimer();
+    if (typeof removeEventListener === 'function') { removeEventListener('online', this._net); removeEventListener('offline', this._net); }
     this._cancelProbe();
-    const ws = this._ws;
-    this._ws = null;
+    if (this._check) this._check.abort();
+    if (this._kill) this._kill(null, code, reason);
     this._ids.clear();
     this._lost('closed');
     for (const sub of this._subs.values()) sub._state = 'unsubscribed';
     this._subs.clear();
-    if (ws) {
-      // No-ops, not null: ws emits 'error' when a connecting socket is
-      // closed, and an 'error' without a listener would throw.
-      ws.onopen = ws.onmessage = ws.onclose = ws.onerror = noop;
-      try { ws.close(code, reason); } catch { ws.close(); }
-    }
     this._setState('closed', {});
   }
 
@@ -760,63 +834,47 @@ export class SymphonyClient extends Emitter {
     this._emit('error', err);
   }
 
+  /**
+   * One attempt on the current transport, bounded by openTimeout: a
+   * symphony.v2 WebSocket is open at its first frame (the server's hello),
+   * an event stream at its sy.open. Once open, a watchdog ends a connection
+   * that says nothing: a stream after 1.5 times its heartbeat, a symphony.v2
+   * WebSocket after a heartbeat's wait and an `h` frame left unanswered.
+   */
   _connect() {
-    const url = this.url();
     const transport = this._transport;
-    this._setState('connecting', { url, attempt: this._attempt, transport });
+    const url = this.url();
+    this._setState('connecting', { url: transport === 'sse' ? httpUrl(url).href : url, attempt: this._attempt, transport });
     if (this._state !== 'connecting') return; // closed by a listener
+    this._limits = 0;
     let ws;
     try {
-      ws = transport === 'sse' ? new StreamSocket(url, PROTOCOLS, this._fetch) : new this._WS(url, PROTOCOLS);
+      ws = transport === 'sse' ? new StreamSocket(url, PROTOCOLS, this._o.fetchFn) : new this._o.WS(url, PROTOCOLS);
     } catch (err) {
       this._error('ERR_WEBSOCKET', `Cannot open a WebSocket: ${err && err.message}`, { cause: err });
-      this._wsFailed();
-      this._retry(1006, '');
+      this._failed(transport, 'failed', 1006, '');
       return;
     }
     this._ws = ws;
     ws.binaryType = 'arraybuffer';
     let opened = false;
-    if (transport === 'websocket' && this._auto) {
-      // Not open in time: as good as refused (a proxy that holds it).
-      this._openTimer = this._setT(() => {
-        this._openTimer = null;
-        if (this._ws === ws && !opened) ws.onclose({ code: 1006, reason: 'not open in time' });
-      }, this._fb.openTimeout);
-    }
-    ws.onopen = () => {
-      opened = true;
-      this._clearOpenTimer();
-      if (transport === 'websocket') this._wsFails = 0;
-      else this._scheduleProbe();
-      this._attempt = 0;
-      this._v2 = ws.protocol === PROTOCOL_V2;
-      this._v1 = this._v2 || ws.protocol === PROTOCOL;
-      // The subscriptions are asked for before 'open' is told: one that a
-      // listener of 'open' adds is then asked for once, by subscribe().
-      this._state = 'open';
-      if (this._subs.size > 0) this._ask(Array.from(this._subs.values()), this._opened);
-      this._opened = true;
-      this._setState('open', { protocol: ws.protocol, plain: !this._v1, transport });
-      if (!this._v1 && this._ws === ws) {
-        this._error('ERR_SUBPROTOCOL',
-          `The server did not choose ${PROTOCOL} (it chose ${JSON.stringify(ws.protocol || '')}): messages are bare payloads, without topics or positions`);
-      }
-    };
-    ws.onmessage = (ev) => this._frame(ev.data);
-    ws.onerror = (ev) => {
-      this._error('ERR_WEBSOCKET', (ev && ev.message) || 'WebSocket error', { event: ev });
-    };
-    ws.onclose = (ev) => {
+    let upgraded = false;
+    let cause = '';
+    let heard = 0;
+    let pinged = false;
+    let watch = null;
+    const deadline = setTimeout(() => {
+      // A WebSocket that opened and said nothing: something in between passes upgrades, not frames.
+      this._kill(upgraded ? 'silent' : 'timeout');
+    }, this._o.openTimeout);
+    const done = (code = 1006, reason = cause || '') => {
       if (this._ws !== ws) return;
-      this._ws = null;
-      this._clearOpenTimer();
+      this._ws = this._kill = null;
+      clearTimeout(deadline);
+      clearInterval(watch);
+      if (cause === null) { shut(ws, code, reason); return; } // close()
+      shut(ws);
       this._cancelProbe();
-      if (!opened && transport === 'websocket') {
-        ws.onopen = ws.onmessage = ws.onclose = ws.onerror = noop;
-        try { ws.close(); } catch { /* already closed */ }
-        this._wsFailed();
-      }
       this._ids.clear();
       this._lost('disconnected');
       if (this._switching) {
@@ -825,18 +883,105 @@ export class SymphonyClient extends Emitter {
         this._connect();
         return;
       }
-      this._retry(ev ? ev.code : 1006, ev ? ev.reason : '');
+      if (!opened) { this._failed(transport, cause || ws.cause || (code === 1006 ? 'failed' : 'closed'), code, reason); return; }
+      this._down = this._o.now();
+      this._retry(code, reason, cause || (code === 1006 ? 'lost' : 'closed'));
+    };
+    this._kill = (c, code, reason) => { cause = c; done(code, reason); };
+    const open = () => {
+      opened = true;
+      clearTimeout(deadline);
+      if (transport === 'websocket') {
+        this._wsFails = 0;
+        this._suspect = false;
+        this._check = null;
+      } else {
+        this._limits = ws.hello && ws.hello.limits;
+        this._scheduleProbe();
+      }
+      this._attempt = 0;
+      // The subscriptions are asked for before 'open' is told: one that a
+      // listener of 'open' adds is then asked for once, by subscribe().
+      this._state = 'open';
+      if (this._subs.size > 0) this._ask(Array.from(this._subs.values()), this._opened);
+      this._opened = true;
+      this._flush();
+      const hb = transport === 'sse' ? 1.5 * ((ws.hello && ws.hello.heartbeat) || 60000) : this._v2 ? this._o.heartbeat : 0;
+      if (hb > 0) {
+        watch = setInterval(() => {
+          if (heard || ws.heard) { heard = ws.heard = 0; pinged = false; } else if (transport === 'sse' || pinged) this._kill('stalled');
+          else { pinged = true; ws.send('h'); }
+        }, hb);
+      }
+      this._setState('open', { protocol: ws.protocol, plain: !this._v1, transport });
+      if (!this._v1 && this._ws === ws) {
+        this._error('ERR_SUBPROTOCOL',
+          `The server chose ${JSON.stringify(ws.protocol)}, not ${PROTOCOL}: bare payloads, no topics or positions`);
+      }
+    };
+    ws.onopen = () => {
+      upgraded = transport === 'websocket';
+      this._v2 = ws.protocol === PROTOCOL_V2;
+      this._v1 = this._v2 || ws.protocol === PROTOCOL;
+      if (!upgraded || !this._v2) open();
+    };
+    ws.onmessage = (ev) => {
+      heard = 1;
+      // The first frame (the hello: the server's limits) is read before the resubscribe that open() sends.
+      this._frame(ev.data);
+      if (!opened && this._ws === ws) open();
+    };
+    ws.onerror = (ev) => {
+      cause = causeOf(ev && (ev.error || ev));
+      this._error('ERR_WEBSOCKET', (ev && ev.message) || 'WebSocket error', { event: ev });
+    };
+    ws.onclose = (ev) => {
+      if (opened) cause = '';
+      done(ev ? ev.code : 1006, ev ? ev.reason : '');
     };
   }
 
-  _clearOpenTimer() {
-    if (this._openTimer !== null) { this._clearT(this._openTimer); this._openTimer = null; }
+  /**
+   * An attempt that did not open. 'auto', on a WebSocket: one that opened
+   * silent, or any failure once HTTP is known to pass, moves to the stream;
+   * fallback.after failures in a row ask whether HTTP passes (_probeHttp).
+   * On the stream: one answered with an HTTP status goes back to WebSockets.
+   */
+  _failed(transport, cause, code, reason) {
+    if (this._auto) {
+      if (transport === 'sse') {
+        if (cause === 'rejected') this._use('websocket', 'stream-rejected');
+      } else if (cause === 'silent' || this._suspect) {
+        this._use('sse', cause === 'silent' ? 'silent' : 'upgrade-blocked');
+        cause = this._why;
+      } else if (++this._wsFails >= this._o.fb.after && !this._check) this._probeHttp();
+    }
+    this._retry(code, reason, cause);
   }
 
-  /** A WebSocket did not open: after fallback.after in a row, 'auto' goes over to the stream. */
-  _wsFailed() {
-    if (!this._auto) return;
-    if (++this._wsFails >= this._fb.after) this._transport = 'sse';
+  _use(transport, why) {
+    this._transport = transport;
+    this._why = why;
+    this._wsFails = 0;
+    this._suspect = false;
+  }
+
+  /**
+   * A plain GET of the URL, bounded by openTimeout: any answer but 502-504
+   * (a proxy whose server is away) says HTTP passes. Runs beside the
+   * reconnects, which it never holds up.
+   */
+  _probeHttp() {
+    this._wsFails = 0;
+    const ac = this._check = new AbortController();
+    const t = setTimeout(() => ac.abort(), this._o.openTimeout);
+    Promise.resolve().then(() => this._o.fetchFn(httpUrl(this._url.href).href, { cache: 'no-store', signal: ac.signal })).then((res) => {
+      if (res.body) res.body.cancel().catch(noop);
+      if (this._check === ac && (res.status < 502 || res.status > 504)) this._suspect = true;
+    }, noop).then(() => {
+      clearTimeout(t);
+      if (this._check === ac) this._check = null;
+    });
   }
 
   /** On the stream ('auto'): a WebSocket is tried again in retryWebSocket ms. */
@@ -847,22 +992,20 @@ export class SymphonyClient extends Emitter {
     probe.timer = this._setT(() => {
       probe.timer = null;
       let ws;
-      try { ws = new this._WS(this.url(), PROTOCOLS); } catch { this._probe = null; this._scheduleProbe(); return; }
+      try { ws = new this._o.WS(this.url(), PROTOCOLS); } catch { this._probe = null; this._scheduleProbe(); return; }
       probe.ws = ws;
       const done = (ok) => {
-        ws.onopen = ws.onmessage = ws.onclose = ws.onerror = noop;
-        try { ws.close(1000, ''); } catch { /* closed */ }
+        shut(ws, 1000, '');
         if (this._probe !== probe) return;
         this._probe = null;
         if (!ok) { this._scheduleProbe(); return; }
-        this._transport = 'websocket';
-        this._wsFails = 0;
-        if (this._ws) { this._switching = true; this._ws.close(); } // onclose connects at once
+        this._use('websocket', 'websocket-open');
+        if (this._ws) { this._switching = true; this._kill('switch'); } // done() connects at once
       };
       ws.onopen = () => done(true);
       ws.onclose = () => done(false);
       ws.onerror = noop;
-    }, this._fb.retryWebSocket);
+    }, this._o.fb.retryWebSocket);
   }
 
   _cancelProbe() {
@@ -870,22 +1013,37 @@ export class SymphonyClient extends Emitter {
     if (p === null) return;
     this._probe = null;
     if (p.timer !== null) this._clearT(p.timer);
-    if (p.ws) {
-      p.ws.onopen = p.ws.onmessage = p.ws.onclose = p.ws.onerror = noop;
-      try { p.ws.close(); } catch { /* closed */ }
-    }
+    if (p.ws) shut(p.ws);
   }
 
   /** The transport of the connection ('websocket' | 'sse'): the one in use, or the next one tried. */
   get transport() { return this._transport; }
 
-  _retry(code, reason) {
-    // Full jitter: random(0, min(max, min * 2^attempt)).
-    const cap = Math.min(this._max, this._min * Math.pow(2, this._attempt));
-    const delay = Math.floor(this._random() * cap);
+  /**
+   * Why that transport: 'first' ('auto' begins with a WebSocket), 'option'
+   * (options.transport), 'upgrade-blocked' or 'silent' (the fallback, and
+   * its evidence), 'websocket-open' (back: a WebSocket opened while on the
+   * stream), 'stream-rejected' (back: the stream was answered with an HTTP status).
+   */
+  get transportReason() { return this._why; }
+
+  /**
+   * The next attempt after a backoff: random(0, cap), full jitter, where
+   * cap = min(max, min * 2^attempt, max(min, half the outage so far)), so a
+   * client is back within about half an outage's length. A close for size
+   * or policy (1008, 1009, 1013) grows the backoff past opens, until an
+   * attempt ends otherwise: never an immediate identical retry.
+   */
+  _retry(code, reason, cause) {
+    if (code === 1008 || code === 1009 || code === 1013) this._strikes++;
+    else this._strikes = 0;
+    const exp = Math.max(this._attempt, this._strikes);
+    let cap = Math.min(this._o.max, this._o.min * Math.pow(2, exp));
+    if (!this._strikes) cap = Math.min(cap, Math.max(this._o.min, (this._o.now() - this._down) / 2));
+    const delay = Math.floor(this._o.random() * cap);
     this._attempt++;
     this._stats.reconnects++;
-    this._setState('reconnecting', { delay, attempt: this._attempt, code, reason });
+    this._setState('reconnecting', { delay, attempt: this._attempt, code, reason, cause });
     // A listener of that state may have closed the client.
     if (this._state !== 'reconnecting') return;
     this._timer = this._setT(() => { this._timer = null; this._connect(); }, delay);
@@ -898,7 +1056,7 @@ export class SymphonyClient extends Emitter {
     if (data === null) { this._stats.malformed++; return; }
     if (!this._v1) {
       this._stats.messages++;
-      this._emit('message', null, data, { offset: undefined, epoch: undefined });
+      this._emit('message', null, data, BARE);
       return;
     }
     if (data.length === 0) { this._stats.malformed++; return; }
@@ -908,9 +1066,10 @@ export class SymphonyClient extends Emitter {
     const nl = text ? data.slice(0, MAX_HEADER).indexOf('\n') : data.subarray(0, MAX_HEADER).indexOf(0x0a);
     if (nl < 0) { this._stats.malformed++; return; }
     const payload = text ? data.slice(nl + 1) : data.subarray(nl + 1);
+    const head = text ? data.slice(1, nl) : String.fromCharCode.apply(null, data.subarray(1, nl));
     if (kind === 0x72) {
       // A reply: r<rid>\n<JSON> (text) or <bytes> (binary).
-      const rid = Number(text ? data.slice(1, nl) : String.fromCharCode.apply(null, data.subarray(1, nl)));
+      const rid = Number(head);
       let value = payload;
       if (text) {
         try { value = JSON.parse(payload); } catch { this._stats.malformed++; return; }
@@ -921,10 +1080,9 @@ export class SymphonyClient extends Emitter {
     if (kind === 0x64) {
       if (nl !== 1) { this._stats.malformed++; return; }
       this._stats.messages++;
-      this._emit('message', null, payload, { offset: undefined, epoch: undefined });
+      this._emit('message', null, payload, BARE);
       return;
     }
-    const head = text ? data.slice(1, nl) : String.fromCharCode.apply(null, data.subarray(1, nl));
     const m = P_HEADER.exec(head);
     const sub = m && this._ids.get(Number(m[1]));
     if (!sub) { this._stats.malformed++; return; }
@@ -962,6 +1120,8 @@ export class SymphonyClient extends Emitter {
       return;
     }
     if (n === null || typeof n !== 'object' || typeof n.type !== 'string') { this._stats.malformed++; return; }
+    if (n.type === 'hello') { this._limits = n.limits; return; }
+    if (n.type === 'pong') return;
     const idOk = Number.isInteger(n.id) && n.id >= 0 && n.id <= 0xffffffff;
     if (n.type === 'published' || n.type === 'error') {
       if (n.type === 'published') {
@@ -994,10 +1154,7 @@ export class SymphonyClient extends Emitter {
       if (typeof n.topic !== 'string' || n.topic === '' || !idOk) { this._stats.malformed++; return; }
       const history = n.epoch !== undefined || n.offset !== undefined;
       const offset = toOffset(n.offset);
-      if (history && (typeof n.epoch !== 'string' || !EPOCH.test(n.epoch) || offset === undefined)) {
-        this._stats.malformed++;
-        return;
-      }
+      if (history && (typeof n.epoch !== 'string' || !EPOCH.test(n.epoch) || offset === undefined)) { this._stats.malformed++; return; }
       const epoch = history ? n.epoch.toLowerCase() : undefined;
       this._ids.set(n.id, { topic: n.topic, epoch });
       const hasSince = n.since !== undefined;
@@ -1017,6 +1174,7 @@ export class SymphonyClient extends Emitter {
       const sub = this._subs.get(n.topic);
       if (sub && this._state !== 'closed') {
         sub._state = 'subscribed';
+        sub._stop();
         sub._attempt = 0;
         sub._renewed = false;
         sub._emit('subscribed', {

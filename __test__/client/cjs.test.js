@@ -43,7 +43,7 @@ test('CommonJS and ES module: the same exports, the same API', async () => {
   };
   assert.deepEqual(methods(esm.SymphonyClient), methods(cjs.SymphonyClient));
   assert.deepEqual(methods(cjs.SymphonyClient), ['close', 'off', 'on', 'once', 'positions', 'publish', 'request', 'send', 'state',
-    'stats', 'subscribe', 'subscriptions', 'transport', 'url'].sort());
+    'stats', 'subscribe', 'subscriptions', 'transport', 'transportReason', 'url'].sort());
   assert.deepEqual(methods(esm.Subscription), methods(cjs.Subscription));
   assert.deepEqual(methods(cjs.Subscription), ['off', 'on', 'once', 'state', 'unsubscribe']);
   // package.json's "exports" resolve to the two files.

@@ -125,7 +125,7 @@ test('positions: resumed on every reconnect as sy.since, URL-encoded, the user\'
   assert.deepEqual(sinceOf(second.url), [`${EPOCH_A}:12:${topic}`, `${EPOCH_B}:1:other`]);
   assert.match(second.url, /^\/feed\?room=a%20b&x=1&sy\.since=/);
   const reconnecting = only(events.items, 'state').find((s) => s[0] === 'reconnecting');
-  assert.deepEqual(reconnecting[1], { delay: 250, attempt: 1, code: 1001, reason: 'restart' });
+  assert.deepEqual(reconnecting[1], { delay: 250, attempt: 1, code: 1001, reason: 'restart', cause: 'closed' });
   assert.equal(c.stats().reconnects, 1);
   assert.equal(c.url(), `ws://127.0.0.1:${s.port}${second.url}`);
 
@@ -208,13 +208,17 @@ test('unknown kinds and malformed frames are ignored and counted, never thrown',
   assert.deepEqual(c.positions(), {}, 'an unsubscribed topic is not resumed');
 });
 
-test('backoff: random(0, min(max, min * 2^attempt)), the attempt reset by an open', T, async () => {
+test('backoff: random(0, min(max, min * 2^attempt, max(min, outage / 2))), the attempt reset by an open', T, async () => {
   const s = await server();
   s.refuse(true); // 503 to every upgrade: each connection fails before it opens
   const timers = fastTimers();
+  // The outage's clock: long ago, so the exponential cap is the smaller one.
+  let clock = 0;
+  timers.now = () => clock;
   const randoms = [];
   const random = () => { const r = [0.5, 0.999, 0][randoms.length % 3]; randoms.push(r); return r; };
   const { c, events } = client(s.url, { backoff: { min: 100, max: 1000 }, random, timers });
+  clock = 1e6;
   await s.upgrades.at(6);
   s.refuse(false);
   const first = await s.connections.at(0);
@@ -233,6 +237,25 @@ test('backoff: random(0, min(max, min * 2^attempt)), the attempt reset by an ope
   await s.connections.at(1);
   const r = randoms[randoms.length - 1];
   assert.deepEqual(timers.delays.slice(before), [Math.floor(r * 100)]);
+  assert.equal(only(events.items, 'state').filter((st) => st[0] === 'reconnecting').at(-1)[1].cause, 'lost');
+
+  // A short outage caps the delay at half its length (never below min):
+  // each delay is random times min(max, min * 2^(attempt-1), max(min, age / 2)),
+  // age read from the clock when the delay is chosen.
+  const second = await s.connections.at(1);
+  await events.until(() => c.state === 'open');
+  const chosen = [];
+  c.on('state', (st, info) => { if (st === 'reconnecting') chosen.push({ ...info, age: clock - lost, r: randoms.at(-1) }); });
+  s.refuse(true);
+  const lost = clock;
+  const u0 = s.upgrades.items.length;
+  second.ws.terminate();
+  await s.upgrades.at(u0 + 3);
+  clock = lost + 300;
+  await s.upgrades.at(u0 + 7);
+  const expected = chosen.map(({ attempt, age, r }) => Math.floor(r * Math.min(1000, 100 * 2 ** (attempt - 1), Math.max(100, age / 2))));
+  assert.deepEqual(chosen.map((x) => x.delay), expected);
+  assert.ok(chosen.some((x) => x.age === 300 && x.attempt >= 3 && x.r > 0 && x.delay === Math.floor(x.r * 150)), JSON.stringify(chosen));
 });
 
 test('the default backoff and jitter: delays within [0, cap), Math.random when none is given', T, async () => {

@@ -646,6 +646,10 @@ void sy_ask_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p
         sy_io_emit(io, sy_conn_id(io, c), SY_EV_MESSAGE, opcode == SY_WS_OP_BINARY ? 1 : 0, 0, p + 2, n - 2);
         return;
     }
+    if (n == 1 && p[0] == SY_V2_HEARTBEAT) {
+        answer(io, c, sy_v2_pong_frame()); /* costs no state, counts nothing */
+        return;
+    }
     ask_conn_t *a = state_of(io, c, true);
     if (a == NULL) {
         sy_conn_fail_oom(io, c);

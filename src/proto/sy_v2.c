@@ -336,6 +336,11 @@ sy_refbuf_t *sy_v2_hello_frame(const sy_v2_limits_t *l) {
     return sy_ws_msg_z(SY_WS_OP_TEXT, buf, o, false);
 }
 
+sy_refbuf_t *sy_v2_pong_frame(void) {
+    static const char pong[] = "c{\"type\":\"pong\"}";
+    return sy_ws_msg_z(SY_WS_OP_TEXT, pong, sizeof(pong) - 1, false);
+}
+
 sy_refbuf_t *sy_v2_unsubscribed_frame(uint32_t rid, const char *topic, size_t topic_len) {
     return answer("unsubscribed", true, rid, topic, topic_len, NULL, NULL);
 }

@@ -50,6 +50,7 @@ typedef enum sy_v2_kind {
     SY_V2_UNSUBSCRIBE = 'u',
     SY_V2_PUBLISH = 'p',
     SY_V2_REQUEST = 'r',
+    SY_V2_HEARTBEAT = 'h', /* the whole frame: "h"; answered with sy_v2_pong_frame */
 } sy_v2_kind_t;
 
 typedef enum sy_v2_status {
@@ -130,6 +131,11 @@ size_t sy_v2_limits_json(char *buf, size_t cap, const sy_v2_limits_t *l);
 /* c{"type":"hello","limits":{...}}: the first frame after the 101 on a
  * connection that chose symphony.v2 (docs/protocol.md, "The greeting"). */
 sy_refbuf_t *sy_v2_hello_frame(const sy_v2_limits_t *l);
+
+/* c{"type":"pong"}: the answer to a heartbeat ("h"), which a client sends
+ * when it has heard nothing for a while, to learn that the path is alive
+ * (docs/protocol.md, "Heartbeat"). */
+sy_refbuf_t *sy_v2_pong_frame(void);
 
 /* c{"type":"unsubscribed","topic":...,"rid":N}: the answer to an
  * unsubscribe from a topic the connection does not hold. */
