@@ -224,11 +224,19 @@ test('a subscribe frame with bad entries: each bad one refused bad-request with 
       { topic: 'norid' },
       'not an object',
       { rid: 9, topic: 'also-good' },
+      { rid: 10, topic: 'lone\ud800' }, // JSON.stringify escapes it: "\ud800", no UTF-8 string
     ],
   })}`);
+  // Raw bytes that are not UTF-8, in a binary frame: that entry alone.
+  c.ws.send(Buffer.concat([Buffer.from('s{"subs":[{"rid":11,"topic":"'), Buffer.from([0xff, 0xfe]),
+    Buffer.from('"},{"rid":12,"topic":"bin-good"}]}')]));
   await c.waitAnswer('subscribed', 1);
   await c.waitAnswer('subscribed', 9);
-  await c.until(() => c.notices('refused').length === 7, 10000, 'seven refusals');
+  await c.waitAnswer('subscribed', 12);
+  await c.until(() => c.notices('refused').length === 9, 10000, 'nine refusals');
+  assert.equal(c.answer('refused', 10).topic, undefined); // not UTF-8: not echoed
+  assert.equal(c.answer('refused', 10).reason, 'topic must be UTF-8');
+  assert.equal(c.answer('refused', 11).reason, 'topic must be UTF-8');
   const refused = c.notices('refused');
   assert.ok(refused.every((r) => r.code === 'bad-request' && typeof r.reason === 'string' && r.reason !== ''));
   const by = (rid) => refused.find((r) => r.rid === rid);
