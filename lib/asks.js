@@ -115,7 +115,13 @@ class Asks {
       case 'P': {
         // A publish its token granted on the IO thread: no hook to ask.
         const [, topic, data] = parts;
-        this.#published(id, rid, topic, data);
+        try {
+          this.#published(id, rid, topic, data);
+        } catch (err) {
+          // Nothing here may throw into the event batch: said, answered.
+          this.#report(err);
+          this.#answer(id, rid, notice({ type: 'error', rid, ...INTERNAL }));
+        }
         break;
       }
       case 'p': {
