@@ -46,9 +46,9 @@ typedef struct sy_ask_conn {
     uint32_t n, cap;
     uint32_t bad;
     pending_t *p;
-    waiting_t **w;     /* w[whead..wn): oldest first */
+    waiting_t **w; /* w[whead..wn): oldest first */
     uint32_t whead, wn, wcap;
-    size_t wbytes;     /* what the waiting entries hold */
+    size_t wbytes; /* what the waiting entries hold */
 #ifdef SY_WITH_TLS
     /* The last token that verified on this connection (a copy), the key set
      * it verified with (a reference) and its grant: a client gives the same
@@ -481,8 +481,7 @@ static bool subscribe_entry(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v
     if (have == NULL && pending_topic(a, s->topic, s->topic_len)) {
         code = "pending";
         why = "a subscribe to this topic is waiting for its answer";
-    } else if (have == NULL && o->max_subscriptions > 0 &&
-               c->nsubs + a->n + waiting_count(a) >= o->max_subscriptions) {
+    } else if (have == NULL && o->max_subscriptions > 0 && c->nsubs + a->n + waiting_count(a) >= o->max_subscriptions) {
         code = "too-many-subscriptions";
         why = "this connection holds maxSubscriptions subscriptions";
     } else if (a->n >= o->max_pending || (!from_wait && waiting_count(a) > 0)) {

@@ -6,8 +6,8 @@
 
 #include <yyjson.h>
 
-#include "base/sy_json.h"
 #include "base/sy_alloc.h"
+#include "base/sy_json.h"
 #include "proto/sy_utf8.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_ws_frame.h"
