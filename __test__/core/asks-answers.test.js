@@ -233,24 +233,25 @@ function dataOf(v) {
   }
 }
 
-test('fuzz: 300 seeded random replies and { data } grants, sync and async: each answered once, as JSON.stringify can', async () => {
+test('fuzz: seeded random replies and { data } grants (150 of each), sync and async: each answered once, as JSON.stringify can', async () => {
+  // SY_FUZZ_SEED replays a failure; SY_FUZZ_N (at most 1,000) runs longer.
   const seed = Number(process.env.SY_FUZZ_SEED ?? 0x5eed43);
   const rnd = prng(seed);
-  const N = 150;
+  const N = Math.min(Number(process.env.SY_FUZZ_N ?? 150), 1000);
   const replies = Array.from({ length: N }, () => ({ v: randomValue(rnd), async: rnd() < 0.5 }));
   const grants = Array.from({ length: N }, () => ({ v: randomValue(rnd), async: rnd() < 0.5 }));
   const later = (x, async) => (async ? new Promise((r) => setImmediate(() => r(x))) : x);
-  // maxPending 200: the 150 requests all go to the hook (a request past it
+  // maxPending past N: the requests all go to the hook (a request past it
   // is refused at once); the subscribes past it wait natively.
   const { server, url } = await startServer({
-    maxPending: 200,
+    maxPending: N + 50,
     onRequest: (id, data) => { const r = replies[Number(data.toString())]; return later(r.v, r.async); },
     onSubscribe: (id, topic) => { const g = grants[Number(topic.slice(1))]; return later({ data: g.v }, g.async); },
   });
   const errors = collect(server);
   const c = await connectV2(url);
   replies.forEach((_, i) => c.ws.send(`r{"rid":${i}}\n${i}`));
-  // One frame of 150 subscribes.
+  // One frame of N subscribes.
   c.sub(...grants.map((_, i) => ({ rid: 1000 + i, topic: `t${i}` })));
   const answered = (i) => c.reply(i) !== undefined || c.answer('error', i) !== undefined;
   const decided = (i) => c.answer('subscribed', 1000 + i) !== undefined || c.answer('refused', 1000 + i) !== undefined;

@@ -194,6 +194,24 @@ test('entries waiting for room are dropped by an unsubscribe of their topic, and
   c.ws.close();
 });
 
+test('publishes and requests waiting for the application do not count toward maxSubscriptions', async () => {
+  const holds = [];
+  const { server, url } = await startServer({
+    maxSubscriptions: 2, onRequest: () => new Promise((r) => holds.push(r)), onSubscribe: () => true,
+  });
+  const c = await connectV2(url);
+  for (let rid = 1; rid <= 3; rid++) c.ws.send(`r{"rid":${rid}}\nq`);
+  await waitFor(() => holds.length === 3, 10000, 'three requests held');
+  c.sub({ rid: 10, topic: 'a' }, { rid: 11, topic: 'b' }, { rid: 12, topic: 'c' });
+  await c.waitAnswer('subscribed', 10);
+  await c.waitAnswer('subscribed', 11);
+  await c.waitAnswer('refused', 12);
+  assert.equal(c.answer('refused', 12).code, 'too-many-subscriptions');
+  holds.forEach((r) => r('ok'));
+  assert.equal(server.subscribers('b'), 1);
+  c.ws.close();
+});
+
 // ---- malformed frames ---------------------------------------------------
 
 test('17 malformed frames in one write: the 16 bad-request answers reach the client before the 1008 close', async () => {

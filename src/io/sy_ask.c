@@ -44,6 +44,7 @@ typedef struct waiting {
  * malformed frames so far. */
 typedef struct sy_ask_conn {
     uint32_t n, cap;
+    uint32_t nsubs; /* of the n pending, the subscribes (counted in max_subscriptions) */
     uint32_t bad;
     pending_t *p;
     waiting_t **w; /* w[whead..wn): oldest first */
@@ -165,10 +166,14 @@ static bool add_pending(ask_conn_t *a, char kind, uint32_t rid, const char *topi
         e->topic_len = (uint16_t)topic_len;
     }
     a->n++;
+    if (kind == 's')
+        a->nsubs++;
     return true;
 }
 
 static void remove_pending(ask_conn_t *a, uint32_t i) {
+    if (a->p[i].kind == 's')
+        a->nsubs--;
     sy_free(a->p[i].topic);
     a->p[i] = a->p[--a->n];
 }
@@ -481,7 +486,8 @@ static bool subscribe_entry(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v
     if (have == NULL && pending_topic(a, s->topic, s->topic_len)) {
         code = "pending";
         why = "a subscribe to this topic is waiting for its answer";
-    } else if (have == NULL && o->max_subscriptions > 0 && c->nsubs + a->n + waiting_count(a) >= o->max_subscriptions) {
+    } else if (have == NULL && o->max_subscriptions > 0 &&
+               c->nsubs + a->nsubs + waiting_count(a) >= o->max_subscriptions) {
         code = "too-many-subscriptions";
         why = "this connection holds maxSubscriptions subscriptions";
     } else if (a->n >= o->max_pending || (!from_wait && waiting_count(a) > 0)) {
