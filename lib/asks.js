@@ -10,8 +10,16 @@
 //
 // Pending asks are kept per connection only while they wait: a connection
 // that asks nothing costs nothing here.
+//
+// Nothing a hook answers can throw out of here: an answer that cannot be
+// written (JSON.stringify throws on a BigInt, a cycle, nesting too deep, a
+// toJSON that throws; or the answer cannot be queued) reaches the client as
+// the 'internal' refusal or error, and the server's 'error' as a HookError
+// naming the hook, the connection and the topic. Sync and async hooks alike:
+// an async hook's answer is handled inside its .then callbacks, which never
+// throw (no unhandled rejection).
 
-const { ClientError } = require('./errors');
+const { ClientError, HookError } = require('./errors');
 
 const ASK_BINARY = 1; // SY_ASK_BINARY
 const ASK_RESUB = 2; // SY_ASK_RESUB
@@ -48,8 +56,10 @@ function decision(result) {
 /** What a thrown error or rejection tells the client: a ClientError's code and message, else 'internal'. */
 function thrown(err) {
   if (err instanceof ClientError) return refusal(err.code, err.message);
-  return refusal('internal', 'internal error');
+  return INTERNAL;
 }
+
+const INTERNAL = Object.freeze(refusal('internal', 'internal error'));
 
 class Asks {
   #hooks; // { onSubscribe, onPublish, onRequest }
@@ -81,14 +91,22 @@ class Asks {
           const colon = since.indexOf(':');
           position = { epoch: since.slice(0, colon), offset: Number(since.slice(colon + 1)) };
         }
+        let value;
+        try {
+          // Checked JSON natively (src/proto/sy_v2.c); parsed here once.
+          value = data === '' ? undefined : JSON.parse(data);
+        } catch {
+          // Valid JSON this engine cannot hold (nesting past its stack).
+          this.#answer(id, rid, notice({ type: 'refused', rid, topic, code: 'bad-request', reason: 'data cannot be read' }));
+          break;
+        }
         const ctx = {
           since: position,
           token: token === '' ? undefined : token,
-          // Checked JSON natively (src/proto/sy_v2.c); parsed here once.
-          data: data === '' ? undefined : JSON.parse(data),
+          data: value,
           resubscribe: (flags & ASK_RESUB) !== 0,
         };
-        this.#run(id, rid, 's', topic, this.#hooks.onSubscribe, [id, topic, ctx],
+        this.#run(id, rid, 's', topic, 'onSubscribe', [id, topic, ctx],
           (d) => this.#granted(id, rid, topic, position, d.options),
           (r) => this.#answer(id, rid, notice({ type: 'refused', rid, topic, code: r.code, reason: r.reason })),
           refusal('forbidden', 'this server takes no subscribes from clients (no onSubscribe, no tokens)'));
@@ -97,12 +115,18 @@ class Asks {
       case 'P': {
         // A publish its token granted on the IO thread: no hook to ask.
         const [, topic, data] = parts;
-        this.#published(id, rid, topic, data);
+        try {
+          this.#published(id, rid, topic, data);
+        } catch (err) {
+          // Nothing here may throw into the event batch: said, answered.
+          this.#report(err);
+          this.#answer(id, rid, notice({ type: 'error', rid, ...INTERNAL }));
+        }
         break;
       }
       case 'p': {
         const [, topic, data] = parts;
-        this.#run(id, rid, 'p', topic, this.#hooks.onPublish, [id, topic, data, { binary: (flags & ASK_BINARY) !== 0 }],
+        this.#run(id, rid, 'p', topic, 'onPublish', [id, topic, data, { binary: (flags & ASK_BINARY) !== 0 }],
           () => this.#published(id, rid, topic, data),
           (r) => this.#answer(id, rid, notice({ type: 'error', rid, code: r.code, reason: r.reason })),
           refusal('forbidden', 'this server takes no publishes from clients (no onPublish)'));
@@ -143,33 +167,58 @@ class Asks {
     this.#pending.delete(id);
   }
 
+  /** A hook's answer could not reach the client: the server's 'error' hears why. */
+  #failed(hook, id, topic, cause) {
+    try {
+      this.#report(new HookError(hook, id, topic, cause));
+    } catch (err) {
+      // An 'error' listener that throws: as a throwing listener of any
+      // other event, an uncaught exception, never from inside an answer.
+      process.nextTick(() => { throw err; });
+    }
+  }
+
   /**
-   * Asks hook(...args) within the timeout; calls grant(decision) or
-   * refuse({ code, reason }) once, unless the ask was dropped meanwhile.
+   * Asks the hook named `name` (...args) within the timeout; calls
+   * grant(decision) or refuse({ code, reason }) once, unless the ask was
+   * dropped meanwhile. Neither throws out of here (#failed, 'internal').
    */
-  #run(id, rid, kind, topic, hook, args, grant, refuse, none) {
+  #run(id, rid, kind, topic, name, args, grant, refuse, none) {
+    const hook = this.#hooks[name];
     if (typeof hook !== 'function') {
       refuse(none);
       return;
     }
     const decide = (value, failed) => {
-      if (failed) {
-        if (!(value instanceof ClientError)) this.#report(value);
-        refuse(thrown(value));
-        return;
+      try {
+        if (failed) {
+          if (!(value instanceof ClientError)) this.#report(value);
+          refuse(thrown(value));
+          return;
+        }
+        const d = decision(value);
+        if (d.ok) grant(d);
+        else refuse(d);
+      } catch (err) {
+        // An answer that could not be read or sent (a getter or toString
+        // that throws, a binding that refused it).
+        this.#failed(name, id, topic, err);
+        try {
+          refuse(INTERNAL);
+        } catch (again) {
+          this.#failed(name, id, topic, again);
+        }
       }
-      const d = decision(value);
-      if (d.ok) grant(d);
-      else refuse(d);
     };
-    let result;
+    let result, then;
     try {
       result = hook(...args);
+      then = result !== null && typeof result === 'object' ? result.then : undefined;
     } catch (err) {
       decide(err, true);
       return;
     }
-    if (result === null || typeof result !== 'object' || typeof result.then !== 'function') {
+    if (typeof then !== 'function') {
       // Answered at once: nothing to keep, no timer.
       decide(result, false);
       return;
@@ -182,7 +231,11 @@ class Asks {
       this.#settle(id, rid);
       decide(value, failed);
     };
-    result.then((v) => done(v, false), (e) => done(e, true));
+    try {
+      then.call(result, (v) => done(v, false), (e) => done(e, true));
+    } catch (err) {
+      done(err, true);
+    }
   }
 
   /** Keeps an ask pending with its timer (onTimeout answers and drops it). */
@@ -216,17 +269,20 @@ class Asks {
 
   #granted(id, rid, topic, since, options) {
     let extra = `,"rid":${rid}`;
-    if (options.data !== undefined) {
-      const data = JSON.stringify(options.data);
-      if (data !== undefined) extra += `,"data":${data}`;
-    }
     let ok;
     try {
+      // { data } as JSON: it may not be writable (a BigInt, a cycle, a
+      // client's 200,000-level data echoed back, a toJSON that throws).
+      const value = options.data;
+      if (value !== undefined) {
+        const data = JSON.stringify(value);
+        if (data !== undefined) extra += `,"data":${data}`;
+      }
       ok = this.#io.subscribe(id, rid, topic, since, extra);
     } catch (err) {
-      // The hook's data over the notice's room (RangeError): refused, said.
-      this.#report(err);
-      this.#answer(id, rid, notice({ type: 'refused', rid, topic, code: 'internal', reason: 'internal error' }));
+      // Not written, or over the notice's room (RangeError): refused, said.
+      this.#failed('onSubscribe', id, topic, err);
+      this.#answer(id, rid, notice({ type: 'refused', rid, topic, ...INTERNAL }));
       return;
     }
     if (ok) this.#presence.join(id, topic);
@@ -251,36 +307,55 @@ class Asks {
       return;
     }
     const p = this.#hold(id, rid, 'r', null, () => fail(refusal('timeout', 'the application did not answer in time')));
+    // The reply as its frame; throws when it cannot be written.
+    const frame = (value) => {
+      if (value instanceof Uint8Array) return Buffer.concat([Buffer.from(`r${rid}\n`), value]);
+      const json = JSON.stringify(value === undefined ? null : value);
+      if (json === undefined) throw new TypeError(`the reply is not a JSON value (${typeof value})`);
+      return `r${rid}\n${json}`;
+    };
     const reply = (value) => {
       if (p.gone) return;
       this.#settle(id, rid);
-      if (value instanceof Uint8Array) {
-        const head = Buffer.from(`r${rid}\n`);
-        this.#answer(id, rid, Buffer.concat([head, value]), true);
-        return;
+      try {
+        const f = frame(value);
+        this.#answer(id, rid, f, typeof f !== 'string');
+      } catch (err) {
+        this.#failed('onRequest', id, null, err);
+        try {
+          fail(INTERNAL);
+        } catch (again) {
+          this.#failed('onRequest', id, null, again);
+        }
       }
-      const json = JSON.stringify(value === undefined ? null : value);
-      if (json === undefined) {
-        fail(refusal('internal', 'the reply cannot be sent as JSON'));
-        return;
-      }
-      this.#answer(id, rid, `r${rid}\n${json}`);
     };
     const failed = (err) => {
       if (p.gone) return;
       this.#settle(id, rid);
-      if (!(err instanceof ClientError)) this.#report(err);
-      fail(thrown(err));
+      try {
+        if (!(err instanceof ClientError)) this.#report(err);
+        fail(thrown(err));
+      } catch (again) {
+        this.#failed('onRequest', id, null, again);
+      }
     };
-    let result;
+    let result, then;
     try {
       result = hook(id, data, { binary });
+      then = result !== null && typeof result === 'object' ? result.then : undefined;
     } catch (err) {
       failed(err);
       return;
     }
-    if (result !== null && typeof result === 'object' && typeof result.then === 'function') result.then(reply, failed);
-    else reply(result);
+    if (typeof then !== 'function') {
+      reply(result);
+      return;
+    }
+    try {
+      then.call(result, reply, failed);
+    } catch (err) {
+      failed(err);
+    }
   }
 }
 

@@ -35,6 +35,25 @@ class TlsError extends SymphonyError {
 }
 
 /**
+ * A hook's answer that cannot reach the client (onSubscribe's { data },
+ * onRequest's reply, or any answer JSON cannot write: a BigInt, a cycle,
+ * nesting too deep, a toJSON that throws): the client got the 'internal'
+ * refusal or error, and the server's 'error' gets this, naming the hook, the
+ * connection and the topic (null for a request); `cause` is what failed.
+ */
+class HookError extends SymphonyError {
+  constructor(hook, id, topic, cause) {
+    const where = topic === null ? '' : ` on topic ${JSON.stringify(topic)}`;
+    const why = cause instanceof Error ? cause.message : String(cause);
+    super('ERR_SYMPHONY_HOOK_ANSWER', `symphony: ${hook}'s answer to connection ${id}${where} cannot be sent: ${why}`, { cause });
+    this.name = 'SymphonyHookError';
+    this.hook = hook;
+    this.id = id;
+    this.topic = topic;
+  }
+}
+
+/**
  * An error a client is meant to see: thrown or rejected by onSubscribe,
  * onPublish or onRequest, its code and message reach the client as they
  * are (any other error reaches it as 'internal', and the server's 'error').
@@ -78,4 +97,4 @@ function integer(name, value, min, max) {
   return value;
 }
 
-module.exports = { SymphonyError, LoadError, AllocatorError, TlsError, ClientError, invalidArgType, outOfRange, invalidArgValue, integer };
+module.exports = { SymphonyError, LoadError, AllocatorError, TlsError, HookError, ClientError, invalidArgType, outOfRange, invalidArgValue, integer };

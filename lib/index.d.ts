@@ -710,6 +710,23 @@ export class ClientError extends Error {
   code: string;
 }
 
+/**
+ * A hook's answer that cannot reach the client (code ERR_SYMPHONY_HOOK_ANSWER),
+ * given to the server's 'error': a value JSON cannot write (a BigInt, a cycle,
+ * nesting too deep, a toJSON that throws) in onRequest's reply or
+ * onSubscribe's { data }, or any other failure between a hook and the wire.
+ * The client got the 'internal' refusal or error. `cause` is what failed.
+ */
+export class HookError extends SymphonyError {
+  constructor(hook: 'onSubscribe' | 'onPublish' | 'onRequest', id: ConnectionId, topic: string | null, cause: unknown);
+  /** The hook whose answer failed. */
+  hook: 'onSubscribe' | 'onPublish' | 'onRequest';
+  /** The connection that asked. */
+  id: ConnectionId;
+  /** The topic asked for; null for a request. */
+  topic: string | null;
+}
+
 /** Certificates, keys or passphrases that cannot be used (code ERR_SYMPHONY_TLS). */
 export class TlsError extends SymphonyError {
   constructor(message: string);

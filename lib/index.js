@@ -4,7 +4,7 @@
 // which is what lets Node find them when an ES module imports this file
 // (__test__/package/esm.test.mjs checks that all of them arrive).
 const allocator = require('./allocator');
-const { SymphonyError, LoadError, TlsError, ClientError } = require('./errors');
+const { SymphonyError, LoadError, TlsError, HookError, ClientError } = require('./errors');
 const { Server } = require('./server');
 
 module.exports = {
@@ -13,5 +13,6 @@ module.exports = {
   SymphonyError,
   LoadError,
   TlsError,
+  HookError,
   ClientError,
 };

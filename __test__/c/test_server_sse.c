@@ -183,9 +183,12 @@ static void open_stream(client_t *cl, const char *extra, const char *const *topi
     ev_t e;
     CHECK(next_event(cl, &e));
     CHECK_MEMSTR(e.event, strlen(e.event), "sy.open");
-    CHECK(!e.has_id && e.data_len == 11 + 64 + 27);
+    /* Its name, its protocol, the server's limits and its heartbeat (ms). */
+    static const char tail[] = "\",\"protocol\":\"symphony.v1\",\"limits\":{\"maxPayload\":1024,\"maxSubscriptions\":0,"
+                               "\"maxPending\":0,\"maxTopicLength\":1024,\"maxEntries\":1024},\"heartbeat\":15000}";
+    CHECK(!e.has_id && e.data_len == 11 + 64 + sizeof(tail) - 1);
     CHECK(memcmp(e.data, "{\"stream\":\"", 11) == 0 && strspn(e.data + 11, "0123456789abcdef") == 64);
-    CHECK(memcmp(e.data + 75, "\",\"protocol\":\"symphony.v1\"}", 27) == 0);
+    CHECK(e.data_len >= 75 + sizeof(tail) - 1 && memcmp(e.data + 75, tail, sizeof(tail) - 1) == 0);
     memcpy(cl->name, e.data + 11, 64);
     const seen_t *op = wait_conn(SY_EV_OPEN, cl->id, mark);
     CHECK(op != NULL && (op->flags & SY_EV_OPEN_SSE));

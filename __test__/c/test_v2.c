@@ -126,7 +126,8 @@ static void test_malformed(void) {
     BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",}]}", false, 0);     /* trailing comma */
     BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"/*c*/}]}", false, 0); /* comment */
     BAD("s{\"subs\":[{\"rid\":NaN,\"topic\":\"t\"}]}", false, 0);
-    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"\xff\"}]}", false, 0); /* invalid UTF-8 */
+    BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"}],\"x\":\"\\ud800\",}", false, 0); /* not UTF-8, and not JSON */
+    BAD("u{\"rid\":2,\"topic\":\"\xff\"}", false, 0); /* invalid UTF-8: the whole frame, but for a subscribe */
     BAD("u{\"topic\":\"t\"}", false, 0);
     BAD("u{\"rid\":9}", true, 9);
     BAD("u{\"rid\":9,\"topic\":\"\"}", true, 9);
@@ -223,6 +224,31 @@ static void test_bad_entries(void) {
     ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"token\":\"\"}]}", 0, true, 2, "t");
     ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\",\"token\":7}]}", 0, true, 2, "t");
     ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"t\"},{\"rid\":3}]}", 1, true, 3, NULL);
+    /* Strings that are not UTF-8 (raw bytes, an escaped lone surrogate):
+     * that entry alone, its topic not named. */
+    ENTRY_BAD("s{\"subs\":[{\"rid\":2,\"topic\":\"\xff\"}]}", 0, true, 2, NULL);
+    ENTRY_BAD("s{\"subs\":[{\"rid\":1,\"topic\":\"ok\"},{\"rid\":2,\"topic\":\"a\\ud800b\"}]}", 1, true, 2, NULL);
+    ENTRY_BAD("s{\"subs\":[{\"rid\":1,\"topic\":\"ok\"},{\"rid\":2,\"topic\":\"\\udc00\\ud800\"}]}", 1, true, 2, NULL);
+    ENTRY_BAD("s{\"subs\":[{\"rid\":1,\"topic\":\"ok\"},{\"rid\":3,\"topic\":\"t\",\"token\":\"a\\udfff\"}]}", 1, true, 3,
+              "t");
+    ENTRY_BAD("s{\"subs\":[{\"rid\":1,\"topic\":\"ok\"},{\"rid\":4,\"topic\":\"t\",\"data\":{\"k\":[\"\\ud800\"]}}]}", 1, true,
+              4, "t");
+    {
+        /* A pair is a character; an escaped backslash before "ud800" is text. */
+        guard_t g;
+        sy_v2_frame_t f;
+        const char *why;
+        sy_v2_sub_t s;
+        CHECK(parse_str(&g, "s{\"subs\":[{\"rid\":1,\"topic\":\"\\ud83d\\ude00\"},{\"rid\":2,\"topic\":\"\\\\ud800\"},"
+                            "{\"rid\":3,\"topic\":\"\\ud800\"}]}",
+                        &f, &why) == SY_V2_OK);
+        CHECK(f.nsubs == 3);
+        CHECK(sy_v2_sub_at(&f, 0, &s, &why) == SY_V2_OK && s.topic_len == 4 && memcmp(s.topic, "\xf0\x9f\x98\x80", 4) == 0);
+        CHECK(sy_v2_sub_at(&f, 1, &s, &why) == SY_V2_OK && s.topic_len == 6 && memcmp(s.topic, "\\ud800", 6) == 0);
+        CHECK(sy_v2_sub_at(&f, 2, &s, &why) == SY_V2_BAD && s.has_rid && s.rid == 3 && s.topic == NULL);
+        sy_v2_frame_free(&f);
+        guard_release(&g);
+    }
     /* A topic over 1,024 bytes: refused, not named. */
     char in[1200], topic[1026];
     memset(topic, 'a', sizeof(topic));

@@ -3,7 +3,7 @@
 // wrong type in lib/index.d.ts, or one that no longer matches lib/, fails it.
 import http from 'node:http';
 import {
-  Server, allocator, SymphonyError, TlsError, LoadError, ClientError,
+  Server, allocator, SymphonyError, TlsError, LoadError, ClientError, HookError,
   type ConnectionId, type TokenKey, type SubscribeAsk, type ServerOptions, type UpgradeRequest, type UpgradeResult, type ServerStats, type PresenceEntry,
 } from 'symphony-ws';
 
@@ -88,6 +88,10 @@ new Server({ bus: { sentinels: ['redis://127.0.0.1:26379'], name: 'mymaster', cl
 // @ts-expect-error sentinels need the primary's name
 new Server({ bus: { sentinels: ['redis://127.0.0.1:26379'] } });
 server.on('error', (err) => console.error(err.code, err.thread, err.errno, err.message));
+server.on('error', (err) => {
+  // A hook's answer that could not reach the client (it got 'internal').
+  if (err instanceof HookError) console.error(err.hook, err.id satisfies ConnectionId, err.topic ?? '(a request)', err.cause);
+});
 
 const web = http.createServer((req, res) => res.end('ok'));
 web.on('upgrade', (req, socket, head) => {

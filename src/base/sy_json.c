@@ -44,4 +44,11 @@ yyjson_doc *sy_json_read_err(const char *p, size_t len, bool *nomem, char *err, 
 
 yyjson_doc *sy_json_read(const char *p, size_t len, bool *nomem) { return sy_json_read_err(p, len, nomem, NULL, 0); }
 
+yyjson_doc *sy_json_read_lax_utf8(const char *p, size_t len, bool *nomem) {
+    yyjson_read_err why;
+    yyjson_doc *doc = yyjson_read_opts((char *)(uintptr_t)p, len, YYJSON_READ_ALLOW_INVALID_UNICODE, &ALC, &why);
+    *nomem = doc == NULL && why.code == YYJSON_READ_ERROR_MEMORY_ALLOCATION;
+    return doc;
+}
+
 void sy_json_free(void *text) { sy_free(text); }

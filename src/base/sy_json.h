@@ -4,7 +4,9 @@
  * thread lives in that thread's arena and nothing process-wide is set.
  *
  * Every parse in src/ goes through sy_json_read (strict JSON: no comments,
- * no trailing commas, no NaN or Infinity; UTF-8 checked); the values are
+ * no trailing commas, no NaN or Infinity; UTF-8 checked), or
+ * sy_json_read_lax_utf8 (the same, strings not UTF-8 kept for the caller
+ * to check); the values are
  * read with yyjson's own accessors (yyjson_obj_get, yyjson_get_str, ...).
  *
  * Threads: any thread; a document is used by one thread at a time.
@@ -34,6 +36,11 @@ yyjson_doc *sy_json_read(const char *p, size_t len, bool *nomem);
 /* The same, with what is wrong in err[0..errlen) when it returns NULL
  * ("unexpected character at byte 7"). */
 yyjson_doc *sy_json_read_err(const char *p, size_t len, bool *nomem, char *err, size_t errlen);
+/* The same as sy_json_read but for strings: raw bytes that are not UTF-8
+ * are kept in them as they are (YYJSON_READ_ALLOW_INVALID_UNICODE), for a
+ * caller that checks each string it uses and refuses the part that holds
+ * one (proto/sy_v2.c: one subscribe entry, not its whole frame). */
+yyjson_doc *sy_json_read_lax_utf8(const char *p, size_t len, bool *nomem);
 /* Frees text a yyjson writer made with sy_json_alc() (NULL: nothing). */
 void sy_json_free(void *text);
 

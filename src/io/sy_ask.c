@@ -44,11 +44,12 @@ typedef struct waiting {
  * malformed frames so far. */
 typedef struct sy_ask_conn {
     uint32_t n, cap;
+    uint32_t nsubs; /* of the n pending, the subscribes (counted in max_subscriptions) */
     uint32_t bad;
     pending_t *p;
-    waiting_t **w;     /* w[whead..wn): oldest first */
+    waiting_t **w; /* w[whead..wn): oldest first */
     uint32_t whead, wn, wcap;
-    size_t wbytes;     /* what the waiting entries hold */
+    size_t wbytes; /* what the waiting entries hold */
 #ifdef SY_WITH_TLS
     /* The last token that verified on this connection (a copy), the key set
      * it verified with (a reference) and its grant: a client gives the same
@@ -165,10 +166,14 @@ static bool add_pending(ask_conn_t *a, char kind, uint32_t rid, const char *topi
         e->topic_len = (uint16_t)topic_len;
     }
     a->n++;
+    if (kind == 's')
+        a->nsubs++;
     return true;
 }
 
 static void remove_pending(ask_conn_t *a, uint32_t i) {
+    if (a->p[i].kind == 's')
+        a->nsubs--;
     sy_free(a->p[i].topic);
     a->p[i] = a->p[--a->n];
 }
@@ -482,7 +487,7 @@ static bool subscribe_entry(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v
         code = "pending";
         why = "a subscribe to this topic is waiting for its answer";
     } else if (have == NULL && o->max_subscriptions > 0 &&
-               c->nsubs + a->n + waiting_count(a) >= o->max_subscriptions) {
+               c->nsubs + a->nsubs + waiting_count(a) >= o->max_subscriptions) {
         code = "too-many-subscriptions";
         why = "this connection holds maxSubscriptions subscriptions";
     } else if (a->n >= o->max_pending || (!from_wait && waiting_count(a) > 0)) {
@@ -567,7 +572,8 @@ void sy_ask_drain(sy_io_t *io, sy_conn_t *c) {
 }
 
 static void unsubscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f) {
-    bool was = wait_drop(a, f->topic, f->topic_len);
+    (void)wait_drop(a, f->topic, f->topic_len); /* the owner never heard of those */
+    bool was = false;
     for (uint32_t i = 0; i < a->n;) {
         if (a->p[i].kind == 's' && a->p[i].topic_len == f->topic_len &&
             memcmp(a->p[i].topic, f->topic, f->topic_len) == 0) {

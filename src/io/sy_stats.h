@@ -72,7 +72,7 @@
     X(ask_refused, "askRefused", SY_STAT_SUM, "symphony_client_asks_refused_total", "counter", 1, \
       "Client subscribes and publishes refused by the server's limits (maxSubscriptions, maxPending).") \
     X(ask_errors, "askErrors", SY_STAT_SUM, "symphony_client_ask_errors_total", "counter", 1, \
-      "Malformed or unknown frames from symphony.v2 clients (answered with an error).") \
+      "Malformed or unknown frames, and bad subscribe entries, from symphony.v2 clients (answered with an error or a refusal).") \
     X(handshake_rejects, "handshakeRejects", SY_STAT_SUM, "symphony_handshake_rejects_total", "counter", 1, \
       "Upgrade requests answered with an HTTP error.") \
     X(protocol_errors, "protocolErrors", SY_STAT_SUM, "symphony_protocol_errors_total", "counter", 1, \

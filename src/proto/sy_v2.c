@@ -6,7 +6,9 @@
 
 #include <yyjson.h>
 
+#include "base/sy_alloc.h"
 #include "base/sy_json.h"
+#include "proto/sy_utf8.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
@@ -81,8 +83,10 @@ static bool read_offset(yyjson_val *v, uint64_t *out) {
     return true;
 }
 
-/* Checks one subscribe entry; fills what needs no allocation. */
-static bool check_sub(yyjson_val *e, sy_v2_sub_t *out, const char **why) {
+/* Checks one subscribe entry; fills what needs no allocation. lax: the
+ * frame was read with its strings unchecked (read_lax): a topic or token
+ * that is not UTF-8 makes the entry bad. */
+static bool check_sub(yyjson_val *e, sy_v2_sub_t *out, const char **why, bool lax) {
     *out = (sy_v2_sub_t){0};
     if (!yyjson_is_obj(e)) {
         *why = "a subscribe entry must be an object";
@@ -102,6 +106,12 @@ static bool check_sub(yyjson_val *e, sy_v2_sub_t *out, const char **why) {
         *why = "topic must be a string of 1 to 1024 bytes";
         return false;
     }
+    if (lax && !sy_utf8_is_valid((const uint8_t *)out->topic, out->topic_len)) {
+        out->topic = NULL; /* not to be echoed */
+        out->topic_len = 0;
+        *why = "topic must be UTF-8";
+        return false;
+    }
     yyjson_val *since = yyjson_obj_get(e, "since");
     if (since != NULL && !yyjson_is_null(since)) {
         if (!yyjson_is_obj(since) || !read_epoch(yyjson_obj_get(since, "epoch"), &out->epoch) ||
@@ -119,6 +129,10 @@ static bool check_sub(yyjson_val *e, sy_v2_sub_t *out, const char **why) {
         }
         out->token = yyjson_get_str(token);
         out->token_len = yyjson_get_len(token);
+        if (lax && !sy_utf8_is_valid((const uint8_t *)out->token, out->token_len)) {
+            *why = "token must be UTF-8";
+            return false;
+        }
     }
     return true;
 }
@@ -135,6 +149,64 @@ static sy_v2_status_t read_head(const uint8_t *p, size_t n, yyjson_doc **doc, co
         yyjson_doc_free(*doc);
         *doc = NULL;
         *why = "the head must be a JSON object";
+        return SY_V2_BAD;
+    }
+    return SY_V2_OK;
+}
+
+/* Four hex digits at p (p[0..4) readable) -> *v. */
+static bool hex4(const uint8_t *p, unsigned *v) {
+    unsigned x = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned c = p[i], d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+            d = (c | 0x20) - 'a' + 10;
+        else
+            return false;
+        x = (x << 4) | d;
+    }
+    *v = x;
+    return true;
+}
+
+/* A subscribe head whose strict read failed, read again for its entries:
+ * strings whose bytes are not UTF-8, or that escape a lone surrogate
+ * (\uD800 to \uDFFF outside a pair, which no UTF-8 string holds: each is
+ * made six 0xFF bytes in a copy), are kept as they are, for check_sub to
+ * refuse the entry that holds one. Anything else wrong is still the
+ * strict read's error (*why untouched then). */
+static sy_v2_status_t read_lax(const uint8_t *p, size_t n, yyjson_doc **doc) {
+    uint8_t *copy = sy_malloc(n > 0 ? n : 1);
+    if (copy == NULL)
+        return SY_V2_NOMEM;
+    memcpy(copy, p, n);
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (copy[i] != '\\')
+            continue;
+        unsigned hi, lo;
+        if (copy[i + 1] != 'u' || i + 6 > n || !hex4(copy + i + 2, &hi)) {
+            i++; /* an escape of one character (or a broken one: the read says so) */
+            continue;
+        }
+        if (hi >= 0xD800 && hi <= 0xDBFF && i + 12 <= n && copy[i + 6] == '\\' && copy[i + 7] == 'u' &&
+            hex4(copy + i + 8, &lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
+            i += 11; /* a pair */
+            continue;
+        }
+        if (hi >= 0xD800 && hi <= 0xDFFF)
+            memset(copy + i, 0xFF, 6);
+        i += 5;
+    }
+    bool nomem;
+    *doc = sy_json_read_lax_utf8((const char *)copy, n, &nomem);
+    sy_free(copy);
+    if (*doc == NULL)
+        return nomem ? SY_V2_NOMEM : SY_V2_BAD;
+    if (!yyjson_is_obj(yyjson_doc_get_root(*doc))) {
+        yyjson_doc_free(*doc);
+        *doc = NULL;
         return SY_V2_BAD;
     }
     return SY_V2_OK;
@@ -179,6 +251,18 @@ sy_v2_status_t sy_v2_parse(const uint8_t *p, size_t n, sy_v2_frame_t *out, const
     }
     yyjson_doc *doc;
     sy_v2_status_t st = read_head(p + 1, head_end - 1, &doc, why);
+    if (st == SY_V2_BAD && p[0] == SY_V2_SUBSCRIBE) {
+        /* A string not UTF-8 refuses its entry, not the frame. */
+        sy_v2_status_t lax = read_lax(p + 1, head_end - 1, &doc);
+        if (lax == SY_V2_NOMEM) {
+            *why = "out of memory";
+            return SY_V2_NOMEM;
+        }
+        if (lax == SY_V2_OK) {
+            st = SY_V2_OK;
+            out->lax = true;
+        }
+    }
     if (st != SY_V2_OK)
         return st;
     yyjson_val *root = yyjson_doc_get_root(doc);
@@ -246,16 +330,25 @@ sy_v2_status_t sy_v2_sub_at(sy_v2_frame_t *f, size_t i, sy_v2_sub_t *out, const 
         *why = "no such entry";
         return SY_V2_BAD; /* i >= nsubs: the caller's mistake */
     }
-    if (!check_sub(e, out, why))
+    if (!check_sub(e, out, why, f->lax))
         return SY_V2_BAD;
     yyjson_val *data = yyjson_obj_get(e, "data");
     if (data == NULL)
         return SY_V2_OK;
     sy_json_free(f->texts);
     size_t len;
-    f->texts = yyjson_val_write_opts(data, YYJSON_WRITE_NOFLAG, sy_json_alc(), &len, NULL);
+    yyjson_write_err err;
+    f->texts = yyjson_val_write_opts(data, YYJSON_WRITE_NOFLAG, sy_json_alc(), &len, &err);
+    if (f->texts == NULL && err.code != YYJSON_WRITE_ERROR_MEMORY_ALLOCATION) {
+        *why = "data must be UTF-8"; /* cannot happen: the writer passes strings as they are */
+        return SY_V2_BAD;
+    }
     if (f->texts == NULL)
-        return SY_V2_NOMEM; /* the document was read strictly: only memory can fail */
+        return SY_V2_NOMEM;
+    if (f->lax && !sy_utf8_is_valid((const uint8_t *)f->texts, len)) {
+        *why = "data must be UTF-8";
+        return SY_V2_BAD;
+    }
     out->data = f->texts;
     out->data_len = len;
     return SY_V2_OK;

@@ -85,6 +85,7 @@ typedef struct sy_v2_frame {
     const uint8_t *payload; /* d, p, r */
     size_t payload_len;
     bool resub;   /* s: the client is subscribing again after a reconnect */
+    bool lax;     /* s: read with strings not UTF-8 kept, each entry checked (sy_v2_sub_at) */
     size_t nsubs; /* s */
     void *doc;    /* the JSON document (yyjson_doc), or NULL */
     void *subs;   /* s: the entries' array (yyjson_val) */
@@ -96,7 +97,10 @@ typedef struct sy_v2_frame {
  * whether a request id could be read, for the error's answer). A subscribe
  * frame is SY_V2_BAD only as a whole (not JSON, no "subs" array of 1 to
  * SY_V2_BATCH_MAX entries, "resub" not a boolean): its entries are checked
- * one by one by sy_v2_sub_at, so that one bad entry refuses one entry. */
+ * one by one by sy_v2_sub_at, so that one bad entry refuses one entry,
+ * also one whose topic, token or data is not UTF-8 (raw bytes, or an
+ * escaped lone surrogate: such a frame is read again with its strings
+ * kept, and each entry checks its own). */
 sy_v2_status_t sy_v2_parse(const uint8_t *p, size_t n, sy_v2_frame_t *out, const char **why);
 /* Entry i (< nsubs) of a subscribe frame, checked: SY_V2_OK, its data, if
  * any, written as JSON text (valid until the next call or the frame is
