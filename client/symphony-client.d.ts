@@ -53,8 +53,12 @@ export interface ClientOptions {
   backoff?: { min?: number; max?: number };
   /** A number in [0, 1): the jitter. Default Math.random. */
   random?: () => number;
-  /** The timer the reconnects wait with. Default the global setTimeout/clearTimeout. */
-  timers?: { setTimeout?: (fn: () => void, ms: number) => unknown; clearTimeout?: (handle: any) => void };
+  /** What the reconnects' delays wait with, and the outage's clock. Default the global setTimeout/clearTimeout and Date.now. */
+  timers?: { setTimeout?: (fn: () => void, ms: number) => unknown; clearTimeout?: (handle: any) => void; now?: () => number };
+  /** ms an attempt may take on any transport before it counts as failed (cause 'timeout'). Default 10000. */
+  openTimeout?: number;
+  /** ms without a frame after which a symphony.v2 WebSocket sends a heartbeat; unanswered by the next check, it is dead ('stalled'). Default 30000; 0: off. */
+  heartbeat?: number;
   /** Positions to resume from (what positions() returned earlier). */
   positions?: Positions;
   /**
@@ -66,17 +70,17 @@ export interface ClientOptions {
   getToken?: (topic: string) => string | Promise<string>;
   /**
    * How to reach the server (docs/sse.md). 'auto' (default, where fetch
-   * exists): a WebSocket, and after fallback.after WebSockets in a row that
-   * did not open, the server's event stream (read with fetch; messages and
-   * asks sent as POSTs), with the same API, positions and events; a
-   * WebSocket is tried again every fallback.retryWebSocket ms while on it.
-   * 'websocket' or 'sse': that one only.
+   * exists): a WebSocket, and on evidence that WebSockets are blocked where
+   * HTTP passes (docs/sse.md, "The rule"), the server's event stream (read
+   * with fetch; messages and asks sent as POSTs), with the same API,
+   * positions and events; a WebSocket is tried again every
+   * fallback.retryWebSocket ms while on it. 'websocket' or 'sse': that one only.
    */
   transport?: 'auto' | Transport;
   /** The fetch the event stream uses. Default the global fetch. */
   fetch?: (url: string, init?: any) => Promise<any>;
-  /** 'auto''s thresholds: after (default 2) WebSockets that did not open; openTimeout (ms, default 10000)
-   * after which one that has not opened counts as not opened; retryWebSocket (ms, default 60000). */
+  /** 'auto''s thresholds: after (default 2) WebSockets failed in a row, a plain GET asks whether HTTP passes;
+   * retryWebSocket (ms, default 60000); openTimeout: the former name of options.openTimeout. */
   fallback?: { after?: number; openTimeout?: number; retryWebSocket?: number };
 }
 
@@ -156,10 +160,17 @@ export interface RecoveredInfo {
   since: number | undefined;
 }
 
+/** Why a connection or an attempt ended (docs/sse.md, "The rule"). */
+export type ReconnectCause = 'closed' | 'lost' | 'refused' | 'reset' | 'dns' | 'unreachable' | 'rejected' | 'timeout'
+  | 'stalled' | 'offline' | 'upgrade-blocked' | 'silent' | 'failed';
+
+/** Why the client is on its transport. */
+export type TransportReason = 'first' | 'option' | 'upgrade-blocked' | 'silent' | 'websocket-open' | 'stream-rejected';
+
 export type StateInfo =
   | { url: string; attempt: number; transport: Transport } // connecting
   | { protocol: string; plain: boolean; transport: Transport } // open; plain: the server did not choose symphony.v1
-  | { delay: number; attempt: number; code: number; reason: string } // reconnecting
+  | { delay: number; attempt: number; code: number; reason: string; cause: ReconnectCause } // reconnecting
   | Record<string, never>; // closed
 
 export interface ClientStats {
@@ -197,6 +208,8 @@ export declare class SymphonyClient {
   readonly state: ClientState;
   /** The transport in use, or the one the next connection tries. */
   readonly transport: Transport;
+  /** Why that transport. */
+  readonly transportReason: TransportReason;
   on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
   off<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
   once<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
@@ -205,7 +218,7 @@ export declare class SymphonyClient {
   /** The kept positions (a copy). */
   positions(): Positions;
   stats(): ClientStats;
-  /** Sends as is (on symphony.v2 after "d\n"); false (nothing sent, nothing queued) when not open. */
+  /** Sends as is (on symphony.v2 after "d\n"); false (nothing sent, nothing queued) when not open; bad data throws in every state. */
   send(data: string | ArrayBufferLike | ArrayBufferView | BlobLike): boolean;
   /** Subscribes (symphony.v2): the same Subscription for the same topic while it lives. */
   subscribe(topic: string, options?: SubscribeOptions): Subscription;
@@ -213,8 +226,8 @@ export declare class SymphonyClient {
   subscriptions(): Subscription[];
   /** Publishes through the server's onPublish, or by a token (options.token) whose topics.publish grants it:
    * { epoch, offset } on a topic with history (without a bus), else {}. */
-  publish(topic: string, data: string | ArrayBufferLike | ArrayBufferView, options?: { token?: string }): Promise<{ epoch?: string; offset?: number }>;
-  /** The server's onRequest's reply: a JSON value, or a Uint8Array for bytes. */
+  publish(topic: string, data: string | ArrayBufferLike | ArrayBufferView, options?: { token?: string; timeout?: number }): Promise<{ epoch?: string; offset?: number }>;
+  /** The server's onRequest's reply: a JSON value, or a Uint8Array for bytes. Before 'open', publish and request wait for it (options.timeout from the call: request's default 30000). */
   request(data: string | ArrayBufferLike | ArrayBufferView, options?: { timeout?: number }): Promise<unknown>;
   /** Closes for good (no reconnect); 'state' 'closed' is emitted at once. */
   close(code?: number, reason?: string): void;

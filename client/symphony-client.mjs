@@ -968,14 +968,15 @@ export class SymphonyClient extends Emitter {
 
   /**
    * A plain GET of the URL, bounded by openTimeout: any answer but 502-504
-   * (a proxy whose server is away) says HTTP passes. Runs beside the
-   * reconnects, which it never holds up.
+   * (a proxy whose server is away) says HTTP passes. 'no-cors': a page of
+   * another origin learns that an answer came (status 0), not what it said.
+   * Runs beside the reconnects, which it never holds up.
    */
   _probeHttp() {
     this._wsFails = 0;
     const ac = this._check = new AbortController();
     const t = setTimeout(() => ac.abort(), this._o.openTimeout);
-    Promise.resolve().then(() => this._o.fetchFn(httpUrl(this._url.href).href, { cache: 'no-store', signal: ac.signal })).then((res) => {
+    Promise.resolve().then(() => this._o.fetchFn(httpUrl(this._url.href).href, { mode: 'no-cors', cache: 'no-store', signal: ac.signal })).then((res) => {
       if (res.body) res.body.cancel().catch(noop);
       if (this._check === ac && (res.status < 502 || res.status > 504)) this._suspect = true;
     }, noop).then(() => {

@@ -22,4 +22,6 @@ test('README and docs/api.md quote the client\'s minified + gzipped size as scri
     assert.ok(figures.length > 0, `${page} quotes the client's size`);
     assert.deepEqual([...new Set(figures)], [quoted], `${page}: node scripts/client-size.js says ${quoted}`);
   }
+  // The budget a page pays for the client: 8 KiB minified and gzipped.
+  assert.ok(minGzip <= 8192, `the client is ${minGzip} bytes minified and gzipped, over its 8,192-byte budget`);
 });

@@ -4,6 +4,7 @@
 import {
   SymphonyClient, connect, PROTOCOL,
   type Positions, type ClientState, type MessageInfo, type RecoveredInfo, type ClientStats, type ClientError,
+  type ReconnectCause, type TransportReason,
 } from 'symphony-ws/client';
 
 const saved: Positions = JSON.parse(localStorage.getItem('positions') ?? '{}');
@@ -23,6 +24,16 @@ client.on('recovered', (topic: string, ok: boolean, info: RecoveredInfo) => {
 client.once('subscribed', (topic, info) => console.log(topic, info.id, info.epoch, info.offset));
 client.on('unsubscribed', (topic: string) => console.log(topic));
 client.on('state', (state: ClientState, info) => console.log(state, info));
+client.on('state', (state, info) => {
+  if (state === 'reconnecting' && 'cause' in info) {
+    const cause: ReconnectCause = info.cause;
+    console.log(cause, info.delay, client.transport, client.transportReason satisfies TransportReason);
+  }
+});
+const early: Promise<{ epoch?: string; offset?: number }> = client.publish('t', 'x', { timeout: 5000 });
+void early;
+const c2 = new SymphonyClient('/live', { openTimeout: 2000, heartbeat: 0, timers: { now: () => 0 } });
+c2.close();
 client.on('error', (err: ClientError) => console.warn(err.code, err.message));
 const s: ClientStats = client.stats();
 const sent: boolean = client.send(new Uint8Array([1, 2]));
