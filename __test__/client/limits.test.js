@@ -141,4 +141,10 @@ test('one rule for calls: before open they wait for it; after close() they rejec
   await until(e, () => e.state === 'open');
   assert.match(seen[0][1].url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
   assert.equal(seen[0][1].transport, 'sse');
+  // Node 20 has no global WebSocket: the error says what to give, and that the stream needs none.
+  if (typeof globalThis.WebSocket !== 'function') {
+    assert.throws(() => new SymphonyClient(url), (err) => err.code === 'ERR_INVALID_ARG_TYPE' && /transport 'sse'/.test(err.message));
+    const f = new SymphonyClient(url, { transport: 'sse' });
+    f.close();
+  }
 });
