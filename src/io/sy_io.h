@@ -57,6 +57,7 @@
 #include "io/sy_history.h"
 #include "io/sy_io_opts.h"
 #include "io/sy_ratelimit.h"
+#include "io/sy_budget.h"
 #include "io/sy_stats.h"
 #include "io/sy_topic.h"
 #include "net/sy_stream.h"
@@ -101,6 +102,7 @@ typedef struct sy_io_shared {
     sy_rate_t in_msgs, in_bytes;
     uint32_t rate_grace;
     bool rate_on;
+    sy_budget_t work; /* each connection's work budget (io/sy_budget.h), from opts */
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {
