@@ -147,7 +147,7 @@ export interface ServerOptions {
    * each subscribe entry, publish, request, unsubscribe or POSTed message 1; each token signature checked
    * 1-40 by algorithm), in bursts of workBurst. Over it, asks are refused 'rate-limited' (workRefused);
    * asking on for another burst's worth, the connection is closed (1008; workCloses). 0: no budget.
-   * Default 4096. */
+   * Default 2048. */
   maxWorkPerSecond?: number;
   /** Burst of maxWorkPerSecond, in units (at most 60 seconds' worth). null: one second's worth. */
   workBurst?: number | null;

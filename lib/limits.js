@@ -39,10 +39,10 @@ const LIMIT_DEFAULTS = Object.freeze({
   // (about 10 µs of a core each: an ask's entry 1, a token's signature check
   // 1 to 40 by algorithm), in bursts of workBurst (null: one second's worth).
   // Over it, asks are refused 'rate-limited'; asking on, the connection is
-  // closed (1008). On by default: one hostile connection costs at most ~4% of
+  // closed (1008). On by default: one hostile connection costs at most ~2% of
   // a core, and a resubscribe of 1,024 topics with one token fits a burst.
-  // 0: no budget.
-  maxWorkPerSecond: 4096,
+  // 0: no budget. src/io/sy_budget.h's SY_WORK_DEFAULT_PER_S.
+  maxWorkPerSecond: 2048,
   workBurst: null,
 });
 

@@ -116,7 +116,7 @@ function nativeOptions(over = {}) {
     reclaim: true, compression: false, compressLevel: 6, compressThreshold: 128, historySize: 0, historyTtl: 0,
     historyMaxBytes: 0, maxConnectionsPerAddress: 0, upgradeRatePerAddress: 0, addressPrefixV4: 32,
     addressPrefixV6: 64, maxMessagesPerSecond: 0, messageBurst: 1, maxBytesPerSecond: 0, byteBurst: 1, rateLimit: 0,
-    rateLimitGrace: 1000, maxWorkPerSecond: 4096, workBurst: 4096, maxSubscriptions: 1024, maxPending: 16, ...over,
+    rateLimitGrace: 1000, maxWorkPerSecond: 2048, workBurst: 2048, maxSubscriptions: 1024, maxPending: 16, ...over,
   };
 }
 

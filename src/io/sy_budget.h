@@ -43,11 +43,13 @@
 #define SY_WORK_REFUSAL 1u /* an entry answered `rate-limited` */
 #define SY_WORK_MAX_PER_S (UINT64_C(1) << 32)
 #define SY_WORK_BURST_MAX_S 60u
-/* The defaults (lib/limits.js says the same): 4,096 units a second, in
- * bursts of a second's worth: about 4% of a core for one connection that
- * asks all it may, 41 ms of the thread for a whole burst; a resubscribe of
- * 1,024 topics with one token (1,024 entries and one check) fits a burst. */
-#define SY_WORK_DEFAULT_PER_S 4096u
+/* The default (lib/limits.js says the same): 2,048 units a second, in
+ * bursts of a second's worth: about 2% of a core for one connection that
+ * asks all it may, about 20 ms of the thread for a whole burst; a
+ * resubscribe of 1,024 topics with one token (1,024 entries and one check)
+ * fits a burst, as does one with a token of its own per topic for HS256
+ * (docs/limits.md: why, and what the attack bench measured). */
+#define SY_WORK_DEFAULT_PER_S 2048u
 
 typedef struct sy_budget {
     uint64_t per_s;   /* 0: no budget */
