@@ -142,9 +142,10 @@ sy_jwt_result_t sy_jwt_verify(const sy_jwt_keys_t *k, const sy_jwt_policy_t *p, 
                               int64_t now_s, sy_jwt_grant_t **out);
 /* The work of one signature check, in the units of a connection's work
  * budget (io/sy_budget.h: about 10 µs of a server core each), from
- * test_jwt's bench (docs/limits.md has the figures): HS256 6 µs, RS256
- * 40 µs with a 2,048-bit key (a larger key: times the square of its size
- * in 2,048-bit steps, its cost's growth), ES256 110 µs, EdDSA 400 µs. */
+ * test_jwt's bench at -O2 (docs/limits.md has the figures): HS256 3-6 µs,
+ * RS256 22-40 µs with a 2,048-bit key (a larger key: times the square of
+ * its size in 2,048-bit steps, its cost's growth), ES256 60-117 µs, EdDSA
+ * 178-440 µs (issue 43 item 4 may make it faster: then lower it). */
 #define SY_JWT_WORK_HS256 1u
 #define SY_JWT_WORK_RS256 4u
 #define SY_JWT_WORK_ES256 11u
