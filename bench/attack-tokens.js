@@ -10,7 +10,7 @@
 //
 //   node bench/attack-tokens.js [--scenario eddsa|es256|both] [--attackers 4]
 //        [--seconds 6] [--entries 1024] [--bystanders 5] [--threads 1]
-//        [--work N (maxWorkPerSecond; 0: no budget)] [--json]
+//        [--work N (maxWorkPerSecond; 0: no budget)] [--reconnect 1|0] [--json]
 //   npm run bench:attack -- [options]
 //
 // Scenarios: eddsa, one Ed25519 key; bad EdDSA tokens (a valid header and
@@ -20,7 +20,8 @@
 // frames of --entries entries, each with its own token (64 frames made
 // beforehand, in turn: 65,536 distinct tokens with the default), whenever
 // their socket takes more (and read and drop what the server answers); a
-// closed attacker connects again at once. After --seconds they stop writing and
+// closed attacker connects again at once (--reconnect 0: it does not, and
+// the attack is the issue's 4 connections and no more). After --seconds they stop writing and
 // keep their sockets open for 3 s (what they queued is still the server's
 // to read), then go.
 //
@@ -41,7 +42,7 @@ const TICK_MS = 20;
 const AFTER_S = 3;
 
 function args(argv) {
-  const o = { scenario: 'both', port: null, attackers: 4, seconds: 6, entries: 1024, bystanders: 5, threads: 1, work: null, json: false, role: null };
+  const o = { scenario: 'both', port: null, reconnect: 1, attackers: 4, seconds: 6, entries: 1024, bystanders: 5, threads: 1, work: null, json: false, role: null };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i].replace(/^--/, '');
     if (k === 'json') { o.json = true; continue; }
@@ -206,7 +207,7 @@ function attackersRole(o) {
     sock.on('close', () => {
       socks.delete(sock);
       st.closes++;
-      if (writing) connect();
+      if (writing && o.reconnect) connect();
     });
     sock.write('GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
       `Sec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n` +
@@ -319,7 +320,8 @@ async function main() {
     if (o.json) continue;
     const b = r.bystanders;
     console.log(`${name}: ${o.attackers} attackers x ${o.seconds} s, ${o.entries} entries a frame; ${o.bystanders} bystanders; ` +
-      `build ${path.relative(process.cwd(), ROOT) || '.'}${o.work !== null ? `, maxWorkPerSecond ${o.work}` : ''}`);
+      `build ${path.relative(process.cwd(), ROOT) || '.'}${o.work !== null ? `, maxWorkPerSecond ${o.work}` : ''}` +
+      `${o.reconnect ? ', closed attackers connect again' : ', no reconnects'}`);
     console.log(`  bystanders: ${b.messages} messages, ${b.missing} missing, max ${f1(b.maxMs)} ms, p99 ${f1(b.p99Ms)} ms, ` +
       `p50 ${f1(b.p50Ms)} ms, ${b.late} later than ${LATE_MS} ms`);
     console.log(`  IO thread: ${f1(r.ioBusy === null ? null : r.ioBusy * 100)}% of a core while attacked; idle ` +
