@@ -144,7 +144,7 @@ export interface ServerOptions {
   /** rateLimit 'close': how far ahead of its rate (ms, 0-60000) a client may get before it is closed. Default 1000. */
   rateLimitGrace?: number;
   /** The work one connection may cause on its IO thread, in units per second (about 10 µs of a core each:
-   * each subscribe entry, publish, request, unsubscribe or POSTed message 1; each token signature checked
+   * each subscribe entry, publish, request, unsubscribe or message POSTed to a symphony.v2 event stream 1; each token signature checked
    * 1-40 by algorithm), in bursts of workBurst. Over it, asks are refused 'rate-limited' (workRefused);
    * asking on for another burst's worth, the connection is closed (1008; workCloses). 0: no budget.
    * Default 2048. */

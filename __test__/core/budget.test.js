@@ -16,6 +16,7 @@ const { startServer, closeAll } = require('../helpers/server');
 const { waitFor } = require('../helpers/raw');
 const { connectV1 } = require('../helpers/v1');
 const { bystander } = require('../helpers/bystander');
+const { openStream, streamName, post } = require('../helpers/sse');
 const { Server } = require('../..');
 const { SymphonyClient } = require('../../client/symphony-client.cjs');
 
@@ -220,6 +221,29 @@ test('hook calls are counted per entry too: requests past the budget are refused
   }
   assert.equal((await c.closeInfo).code, 1008);
   assert.equal(server.stats().workCloses, 1);
+});
+
+test('messages POSTed to a symphony.v2 event stream are charged (answered 202 already: never refused); posting on, the stream is closed 1008', async () => {
+  const { server, port } = await startServer({ threads: 1, maxWorkPerSecond: 5, onUpgrade: () => ({ topics: ['t'] }) });
+  const ids = [];
+  server.on('open', (id) => ids.push(id));
+  const s = await openStream(port, { path: '/?sy.protocol=symphony.v2' });
+  const name = await streamName(s);
+  await waitFor(() => ids.length === 1, 5000, 'open');
+  const got = [];
+  server.on('message', (cid, data) => got.push(String(data)));
+  let isClosed = false;
+  const closed = new Promise((resolve) => server.on('close', (cid, code, reason) => { if (cid === ids[0]) { isClosed = true; resolve([code, String(reason)]); } }));
+  const answers = [];
+  for (let i = 0; i < 1000 && !isClosed; i++) answers.push((await post(port, name, `d\nm${i}`)).status);
+  const [code, reason] = await closed;
+  assert.equal(code, 1008);
+  assert.match(reason, /work budget/);
+  assert.ok(answers.every((a) => a === 202));
+  assert.ok(got.length >= 5 && got.length < answers.length, `${got.length} delivered of ${answers.length}`);
+  assert.deepEqual(got, got.map((_, i) => `m${i}`), 'in order, none skipped');
+  assert.equal(server.stats().workCloses, 1);
+  assert.equal(server.stats().workRefused, 0, 'none refused: each was answered already');
 });
 
 test('maxWorkPerSecond 0: no budget; the options are checked', async () => {

@@ -182,8 +182,7 @@ static sy_jwt_result_t check_jws(const sy_jwt_keys_t *k, const char *token, size
     size_t kid_len = 0;
     r = read_header(doc, &alg, &kid, &kid_len);
     if (r == SY_JWT_OK)
-        r = check_with_keys(k, alg, kid, kid_len, (const uint8_t *)token, j.len[0] + 1 + j.len[1], sig, sig_len,
-                            work);
+        r = check_with_keys(k, alg, kid, kid_len, (const uint8_t *)token, j.len[0] + 1 + j.len[1], sig, sig_len, work);
     yyjson_doc_free(doc);
     if (r == SY_JWT_OK && !sy_jwt_b64url_decode(j.part[1], j.len[1], buf, &body_len))
         r = SY_JWT_MALFORMED;

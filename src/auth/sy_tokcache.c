@@ -30,46 +30,44 @@ static uint64_t le64(const uint8_t *p) {
     return v;
 }
 
-#define SIPROUND                                                                                                       \
-    do {                                                                                                               \
-        v0 += v1;                                                                                                      \
-        v1 = rotl(v1, 13) ^ v0;                                                                                        \
-        v0 = rotl(v0, 32);                                                                                             \
-        v2 += v3;                                                                                                      \
-        v3 = rotl(v3, 16) ^ v2;                                                                                        \
-        v0 += v3;                                                                                                      \
-        v3 = rotl(v3, 21) ^ v0;                                                                                        \
-        v2 += v1;                                                                                                      \
-        v1 = rotl(v1, 17) ^ v2;                                                                                        \
-        v2 = rotl(v2, 32);                                                                                             \
-    } while (0)
+/* One SipRound over the state v[0..3]. */
+static void sipround(uint64_t v[4]) {
+    v[0] += v[1];
+    v[1] = rotl(v[1], 13) ^ v[0];
+    v[0] = rotl(v[0], 32);
+    v[2] += v[3];
+    v[3] = rotl(v[3], 16) ^ v[2];
+    v[0] += v[3];
+    v[3] = rotl(v[3], 21) ^ v[0];
+    v[2] += v[1];
+    v[1] = rotl(v[1], 17) ^ v[2];
+    v[2] = rotl(v[2], 32);
+}
 
 uint64_t sy_siphash24(const uint8_t key[16], const void *in, size_t len) {
     const uint8_t *p = in;
     uint64_t k0 = le64(key), k1 = le64(key + 8);
-    uint64_t v0 = k0 ^ UINT64_C(0x736f6d6570736575), v1 = k1 ^ UINT64_C(0x646f72616e646f6d);
-    uint64_t v2 = k0 ^ UINT64_C(0x6c7967656e657261), v3 = k1 ^ UINT64_C(0x7465646279746573);
+    uint64_t v[4] = {k0 ^ UINT64_C(0x736f6d6570736575), k1 ^ UINT64_C(0x646f72616e646f6d),
+                     k0 ^ UINT64_C(0x6c7967656e657261), k1 ^ UINT64_C(0x7465646279746573)};
     size_t whole = len - len % 8;
     for (size_t i = 0; i < whole; i += 8) {
         uint64_t m = le64(p + i);
-        v3 ^= m;
-        SIPROUND;
-        SIPROUND;
-        v0 ^= m;
+        v[3] ^= m;
+        sipround(v);
+        sipround(v);
+        v[0] ^= m;
     }
     uint64_t b = (uint64_t)len << 56;
     for (size_t i = 0; i < len % 8; i++)
         b |= (uint64_t)p[whole + i] << (8 * i);
-    v3 ^= b;
-    SIPROUND;
-    SIPROUND;
-    v0 ^= b;
-    v2 ^= 0xff;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    return v0 ^ v1 ^ v2 ^ v3;
+    v[3] ^= b;
+    sipround(v);
+    sipround(v);
+    v[0] ^= b;
+    v[2] ^= 0xff;
+    for (int i = 0; i < 4; i++)
+        sipround(v);
+    return v[0] ^ v[1] ^ v[2] ^ v[3];
 }
 
 sy_tokcache_t *sy_tokcache_new(void) {

@@ -6,8 +6,9 @@
  * What costs what (the caller charges it; about 10 µs of a server core
  * per unit): each entry a symphony.v2 client asks for (a subscribe entry,
  * counted per entry and not per frame; a publish; a request; an
- * unsubscribe; a message POSTed to an event stream) SY_WORK_ENTRY; each
- * token signature actually checked its weight by algorithm
+ * unsubscribe; a message POSTed to a symphony.v2 event stream)
+ * SY_WORK_ENTRY; each token signature actually checked its weight by
+ * algorithm
  * (auth/sy_jwt.h: sy_jwt_verify_work), charged after the check, so that a
  * token tried with two keys costs two checks; an entry refused for the
  * budget SY_WORK_REFUSAL (its answer is work too).
@@ -58,7 +59,7 @@ typedef struct sy_budget {
 } sy_budget_t;
 
 typedef enum sy_budget_verdict {
-    SY_BUDGET_OK = 0, /* charged: do it */
+    SY_BUDGET_OK = 0,  /* charged: do it */
     SY_BUDGET_REFUSED, /* the refusal charged: answer `rate-limited` */
     SY_BUDGET_CLOSE    /* refused past the grace: close the connection */
 } sy_budget_verdict_t;
