@@ -10,7 +10,7 @@
 //
 //   node bench/attack-tokens.js [--scenario eddsa|es256|both] [--attackers 4]
 //        [--seconds 6] [--entries 1024] [--bystanders 5] [--threads 1]
-//        [--work N (maxWorkPerSecond; 0: no budget)] [--reconnect 1|0] [--json]
+//        [--work N (maxWorkPerSecond; 0: no budget)] [--reconnect 1|0] [--after 3] [--json]
 //   npm run bench:attack -- [options]
 //
 // Scenarios: eddsa, one Ed25519 key; bad EdDSA tokens (a valid header and
@@ -21,9 +21,9 @@
 // beforehand, in turn: 65,536 distinct tokens with the default), whenever
 // their socket takes more (and read and drop what the server answers); a
 // closed attacker connects again at once (--reconnect 0: it does not, and
-// the attack is the issue's 4 connections and no more). After --seconds they stop writing and
-// keep their sockets open for 3 s (what they queued is still the server's
-// to read), then go.
+// the attack is the issue's 4 connections and no more). After --seconds
+// they stop writing and keep their sockets open for --after seconds
+// (default 3: what they queued is still the server's to read), then go.
 //
 // Processes: this one (the orchestrator: it samples the server's threads in
 // /proc), the server, the bystanders and the attackers, each its own Node
@@ -39,10 +39,9 @@ const crypto = require('node:crypto');
 const ROOT = process.env.BENCH_SYMPHONY_ROOT ? path.resolve(process.env.BENCH_SYMPHONY_ROOT) : path.join(__dirname, '..');
 const LATE_MS = 250;
 const TICK_MS = 20;
-const AFTER_S = 3;
 
 function args(argv) {
-  const o = { scenario: 'both', port: null, reconnect: 1, attackers: 4, seconds: 6, entries: 1024, bystanders: 5, threads: 1, work: null, json: false, role: null };
+  const o = { scenario: 'both', port: null, reconnect: 1, after: 3, attackers: 4, seconds: 6, entries: 1024, bystanders: 5, threads: 1, work: null, json: false, role: null };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i].replace(/^--/, '');
     if (k === 'json') { o.json = true; continue; }
@@ -267,7 +266,7 @@ async function scenario(o, name) {
   const tStart = Date.now();
   let stopAt = null;
   let stopped = null;
-  while (Date.now() - tStart < (o.seconds + AFTER_S) * 1000) {
+  while (Date.now() - tStart < (o.seconds + o.after) * 1000) {
     await sleep(100);
     samples.push({ t: Date.now() - tStart, ticks: threadTicks(pid) });
     if (stopAt === null && Date.now() - tStart >= o.seconds * 1000) {
@@ -325,7 +324,7 @@ async function main() {
     console.log(`  bystanders: ${b.messages} messages, ${b.missing} missing, max ${f1(b.maxMs)} ms, p99 ${f1(b.p99Ms)} ms, ` +
       `p50 ${f1(b.p50Ms)} ms, ${b.late} later than ${LATE_MS} ms`);
     console.log(`  IO thread: ${f1(r.ioBusy === null ? null : r.ioBusy * 100)}% of a core while attacked; idle ` +
-      `${r.idleAfterStopMs === null ? `not within ${AFTER_S} s` : `${r.idleAfterStopMs} ms`} after the attackers stopped`);
+      `${r.idleAfterStopMs === null ? `not within ${o.after} s` : `${r.idleAfterStopMs} ms`} after the attackers stopped`);
     const a = r.attack;
     console.log(`  attackers: ${a.frames} frames, ${a.entries} entries, ${(a.bytes / 1048576).toFixed(1)} MiB written, ` +
       `${a.connects} connections (${a.closes} closed), ${a.rateLimited} 'rate-limited' answers read`);
