@@ -8,7 +8,8 @@
 // phase (slow clients under each slowConsumer policy); the presence phase (joins and
 // leaves over 3 nodes and one Redis, presence on and off); the sse phase (event streams
 // against WebSocket on one symphony server, a node:http hub and better-sse). It checks the shape of what the runner writes (files, table
-// rows for both arms, the gates printed), not the numbers.
+// rows for both arms, the gates printed), not the numbers. And bench/attack-tokens.js
+// (issue 43's token attack) for a second, its JSON's shape.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -462,5 +463,25 @@ test('bench/runner/run.js refuses bad options and --full beyond the open-file li
     } finally {
       fs.rmSync(out, { recursive: true, force: true });
     }
+  }
+});
+
+test('bench/attack-tokens.js: a short attack of each kind, the shape of what it prints (not the numbers)', { timeout: 120 * 1000 }, async () => {
+  const child = spawn(process.execPath, [path.join(root, 'bench', 'attack-tokens.js'), '--seconds', '1', '--after', '1',
+    '--attackers', '1', '--bystanders', '1', '--entries', '64', '--json'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  assert.equal(code, 0, stderr);
+  const results = JSON.parse(stdout);
+  assert.deepEqual(results.map((r) => r.scenario), ['eddsa', 'es256']);
+  for (const r of results) {
+    assert.ok(r.bystanders.messages > 0, 'the bystander got publishes');
+    assert.equal(typeof r.bystanders.maxMs, 'number');
+    assert.ok(r.attack.entries > 0 && r.attack.connects >= 1);
+    for (const k of ['tokenChecks', 'tokenRefused', 'workRefused', 'workCloses']) assert.equal(typeof r.stats[k], 'number', k);
+    assert.ok(r.stats.tokenChecks > 0, 'bad tokens were checked');
   }
 });

@@ -63,6 +63,8 @@
     X(maxBytesPerSecond, 0, (int64_t)1 << 32) \
     X(byteBurst, 1, (int64_t)1 << 38) \
     X(rateLimitGrace, 0, 60000) \
+    X(maxWorkPerSecond, 0, (int64_t)1 << 32) \
+    X(workBurst, 1, (int64_t)1 << 38) \
     X(maxEventBytes, 65536, (int64_t)1 << 40) \
     X(compressLevel, SY_DEFLATE_LEVEL_MIN, SY_DEFLATE_LEVEL_MAX) \
     X(compressThreshold, 0, (int64_t)1 << 40) \
@@ -556,18 +558,20 @@ static bool proxy_options(napi_env env, napi_value obj, sy_server_opts_t *o) {
     return true;
 }
 
-/* The limits per address and per connection's inbound rate (rateLimit:
- * 0 pause, 1 close) into o. The binding's ranges are checked here; how
- * long a burst may last is sy_server_create's to check. */
+/* The limits per address, per connection's inbound rate (rateLimit: 0
+ * pause, 1 close) and per connection's work (maxWorkPerSecond, workBurst)
+ * into o. The binding's ranges are checked here; how long a burst may last
+ * is sy_server_create's to check. */
 static bool limit_opts(napi_env env, napi_value obj, sy_server_opts_t *o) {
-    int64_t per_addr, upg_rate, v4, v6, msgs, msg_burst, bytes, byte_burst, close, grace;
+    int64_t per_addr, upg_rate, v4, v6, msgs, msg_burst, bytes, byte_burst, close, grace, work, work_burst;
     napi_value v;
     if (!opt_int(env, obj, OPT_maxConnectionsPerAddress, &per_addr) ||
         !opt_int(env, obj, OPT_upgradeRatePerAddress, &upg_rate) || !opt_int(env, obj, OPT_addressPrefixV4, &v4) ||
         !opt_int(env, obj, OPT_addressPrefixV6, &v6) || !opt_int(env, obj, OPT_maxMessagesPerSecond, &msgs) ||
         !opt_int(env, obj, OPT_messageBurst, &msg_burst) || !opt_int(env, obj, OPT_maxBytesPerSecond, &bytes) ||
         !opt_int(env, obj, OPT_byteBurst, &byte_burst) || !opt_int(env, obj, OPT_rateLimitGrace, &grace) ||
-        !opt_get(env, obj, "rateLimit", &v) || !sy_napi_get_int64(env, v, "rateLimit", 0, 1, &close))
+        !opt_get(env, obj, "rateLimit", &v) || !sy_napi_get_int64(env, v, "rateLimit", 0, 1, &close) ||
+        !opt_int(env, obj, OPT_maxWorkPerSecond, &work) || !opt_int(env, obj, OPT_workBurst, &work_burst))
         return false;
     o->max_conns_per_address = (uint32_t)per_addr;
     o->upgrade_rate_per_address = (uint32_t)upg_rate;
@@ -579,6 +583,8 @@ static bool limit_opts(napi_env env, napi_value obj, sy_server_opts_t *o) {
     o->byte_burst = (uint64_t)byte_burst;
     o->rate_close = close != 0;
     o->rate_grace_ms = (uint32_t)grace;
+    o->max_work_per_s = (uint64_t)work;
+    o->work_burst = (uint64_t)work_burst;
     return true;
 }
 

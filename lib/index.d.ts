@@ -143,6 +143,14 @@ export interface ServerOptions {
   rateLimit?: 'pause' | 'close';
   /** rateLimit 'close': how far ahead of its rate (ms, 0-60000) a client may get before it is closed. Default 1000. */
   rateLimitGrace?: number;
+  /** The work one connection may cause on its IO thread, in units per second (about 10 µs of a core each:
+   * each subscribe entry, publish, request, unsubscribe or message POSTed to a symphony.v2 event stream 1; each token signature checked
+   * 1-40 by algorithm), in bursts of workBurst. Over it, asks are refused 'rate-limited' (workRefused);
+   * asking on for another burst's worth, the connection is closed (1008; workCloses). 0: no budget.
+   * Default 2048. */
+  maxWorkPerSecond?: number;
+  /** Burst of maxWorkPerSecond, in units (at most 60 seconds' worth). null: one second's worth. */
+  workBurst?: number | null;
   /** Per IO thread: stop reading from clients while JS has this many bytes of
    * events (messages) not yet delivered; resume below a quarter. Default 64 MiB. */
   maxEventBytes?: number;
@@ -352,6 +360,9 @@ export interface ThreadStats {
   askRequests: number;
   tokenSubscribes: number;
   tokenRefused: number;
+  tokenChecks: number;
+  workRefused: number;
+  workCloses: number;
   askRefused: number;
   askErrors: number;
   handshakeRejects: number;

@@ -1,9 +1,10 @@
 'use strict';
-// The native limits per client address and per connection's inbound rate:
-// their defaults, their checks at `new Server` and what the binding is given.
-// They hold without JS: a refused address is answered by the IO thread
-// before onUpgrade runs, and a client over its rate is paused (or closed) on
-// the IO thread. docs/limits.md.
+// The native limits per client address, per connection's inbound rate and
+// per connection's work: their defaults, their checks at `new Server` and
+// what the binding is given. They hold without JS: a refused address is
+// answered by the IO thread before onUpgrade runs, a client over its rate is
+// paused (or closed) on the IO thread, and an ask over the work budget is
+// refused there. docs/limits.md.
 
 const { binding } = require('./native');
 const { invalidArgType, invalidArgValue, outOfRange, integer } = require('./errors');
@@ -34,6 +35,15 @@ const LIMIT_DEFAULTS = Object.freeze({
   // closes it (1008) once it is more than rateLimitGrace ms of its rate ahead.
   rateLimit: 'pause',
   rateLimitGrace: 1000,
+  // The work one connection may cause on its IO thread, in units a second
+  // (about 10 µs of a core each: an ask's entry 1, a token's signature check
+  // 1 to 40 by algorithm), in bursts of workBurst (null: one second's worth).
+  // Over it, asks are refused 'rate-limited'; asking on, the connection is
+  // closed (1008). On by default: one hostile connection costs at most ~2% of
+  // a core, and a resubscribe of 1,024 topics with one token fits a burst.
+  // 0: no budget. src/io/sy_budget.h's SY_WORK_DEFAULT_PER_S.
+  maxWorkPerSecond: 2048,
+  workBurst: null,
 });
 
 const PREFIX_KEYS = new Set(['v4', 'v6']);
@@ -41,12 +51,13 @@ const PREFIX_KEYS = new Set(['v4', 'v6']);
 /** Checks o's limit options in place (o: the options with defaults). */
 function limitOptions(o) {
   for (const key of ['maxConnectionsPerAddress', 'upgradeRatePerAddress', 'maxMessagesPerSecond', 'maxBytesPerSecond',
-    'rateLimitGrace']) {
+    'rateLimitGrace', 'maxWorkPerSecond']) {
     integer(`options.${key}`, o[key], RANGES[key].min, RANGES[key].max);
   }
   o.addressPrefix = prefixOption(o.addressPrefix);
   o.messageBurst = burstOption(o, 'messageBurst', 'maxMessagesPerSecond');
   o.byteBurst = burstOption(o, 'byteBurst', 'maxBytesPerSecond');
+  o.workBurst = burstOption(o, 'workBurst', 'maxWorkPerSecond');
   if (o.rateLimit !== 'pause' && o.rateLimit !== 'close') {
     throw invalidArgValue('options.rateLimit', "must be 'pause' or 'close'", o.rateLimit);
   }
@@ -91,6 +102,8 @@ function nativeLimitOptions(o) {
     byteBurst: o.byteBurst ?? (o.maxBytesPerSecond || 1),
     rateLimit: o.rateLimit === 'close' ? 1 : 0,
     rateLimitGrace: o.rateLimitGrace,
+    maxWorkPerSecond: o.maxWorkPerSecond,
+    workBurst: o.workBurst ?? (o.maxWorkPerSecond || 1),
   };
 }
 

@@ -54,6 +54,11 @@ static int limits_init(sy_io_shared_t *sh, char *err, size_t errlen) {
                  SY_RATE_BURST_MAX_MS / 1000);
         return EINVAL;
     }
+    if (sy_budget_init(&sh->work, o->max_work_per_s, o->work_burst) != 0) {
+        snprintf(err, errlen, "maxWorkPerSecond is over %llu, or workBurst lasts more than %u s of it",
+                 (unsigned long long)SY_WORK_MAX_PER_S, SY_WORK_BURST_MAX_S);
+        return EINVAL;
+    }
     sh->rate_on = sh->in_msgs.per_s > 0 || sh->in_bytes.per_s > 0;
     sh->rate_grace = o->rate_grace_ms * SY_RATE_TICKS_PER_MS;
     if (o->max_conns_per_address == 0 && o->upgrade_rate_per_address == 0)

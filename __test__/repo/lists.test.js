@@ -116,7 +116,7 @@ function nativeOptions(over = {}) {
     reclaim: true, compression: false, compressLevel: 6, compressThreshold: 128, historySize: 0, historyTtl: 0,
     historyMaxBytes: 0, maxConnectionsPerAddress: 0, upgradeRatePerAddress: 0, addressPrefixV4: 32,
     addressPrefixV6: 64, maxMessagesPerSecond: 0, messageBurst: 1, maxBytesPerSecond: 0, byteBurst: 1, rateLimit: 0,
-    rateLimitGrace: 1000, maxSubscriptions: 1024, maxPending: 16, ...over,
+    rateLimitGrace: 1000, maxWorkPerSecond: 2048, workBurst: 2048, maxSubscriptions: 1024, maxPending: 16, ...over,
   };
 }
 
@@ -138,7 +138,7 @@ test('constants.options: lib/ and the binding accept the same ranges', () => {
     'maxConnections', 'maxEventBytes', 'maxHeaderSize', 'maxHeaders', 'maxPayload', 'port', 'threads',
     'maxFragments', 'controlRate', 'maxConnectionsPerAddress', 'upgradeRatePerAddress', 'addressPrefixV4',
     'addressPrefixV6', 'maxMessagesPerSecond', 'messageBurst', 'maxBytesPerSecond', 'byteBurst', 'rateLimitGrace',
-    'maxSubscriptions', 'maxPending'].sort());
+    'maxSubscriptions', 'maxPending', 'maxWorkPerSecond', 'workBurst'].sort());
   for (const [key, { min, max }] of Object.entries(constants.options)) {
     for (const bad of [min - 1, max + 1]) {
       assert.throws(() => new Server(jsOptions(key, bad)), { name: 'RangeError', message: new RegExp(`${jsName(key)}.*>= ${min} and <= ${max}`) });
@@ -147,7 +147,8 @@ test('constants.options: lib/ and the binding accept the same ranges', () => {
     }
     for (const good of [min, max]) {
       if (key === 'port' && good !== 0) continue; // never bound here, but keep to port 0
-      const s = new Server(jsOptions(key, good));
+      // A burst is at most a minute of its rate: the largest workBurst with no budget.
+      const s = new Server({ ...jsOptions(key, good), ...(key === 'workBurst' ? { maxWorkPerSecond: 0 } : {}) });
       assert.equal(jsValue(s, key), good);
       s.close();
     }

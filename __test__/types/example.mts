@@ -27,6 +27,8 @@ const options: ServerOptions = {
   byteBurst: 256 << 10,
   rateLimit: 'pause',
   rateLimitGrace: 500,
+  maxWorkPerSecond: 4096,
+  workBurst: null,
   // What clients ask (symphony.v2).
   onSubscribe: async (id: ConnectionId, topic: string, ask: SubscribeAsk) => {
     if (ask.resubscribe && ask.since) console.log(ask.since.epoch, ask.since.offset);
@@ -124,6 +126,7 @@ const user: unknown = server.getUserData(1);
 const stats: ServerStats | null = server.stats();
 if (stats) console.log(delivered, user, stats.connections, stats.threads[0]?.arena, stats.compressed, stats.topics);
 if (stats) console.log(stats.addresses, stats.addressRejects, stats.upgradeRateRejects, stats.rateWaits, stats.threads[0]?.rateCloses);
+if (stats) console.log(stats.tokenChecks, stats.workRefused, stats.threads[0]?.workCloses);
 const text: string = server.metrics({ service: 'feed' });
 console.log(text.length, server.options.noServer, server.options.compression, server.address()?.port);
 
@@ -167,6 +170,8 @@ new Server({ prot: 80 });
 new Server({ slowConsumer: 'evict' });
 // @ts-expect-error compression levels are numbers
 new Server({ compression: { level: 'max' } });
+// @ts-expect-error maxWorkPerSecond is a number
+new Server({ maxWorkPerSecond: '2048' });
 // @ts-expect-error rateLimit is 'pause' or 'close'
 new Server({ rateLimit: 'drop' });
 // @ts-expect-error addressPrefix has v4 and v6 only

@@ -85,17 +85,44 @@ static bool kid_is(const sy_jwt_key_t *key, const char *kid, size_t len) {
     return key->kid != NULL && key->kid_len == len && memcmp(key->kid, kid, len) == 0;
 }
 
+/* The work of checking a signature with key (sy_jwt.h's weights; an RSA
+ * key's grows with the square of its size). */
+static uint32_t key_work(const sy_jwt_key_t *key) {
+    switch (key->alg) {
+    case SY_JWT_HS256:
+        return SY_JWT_WORK_HS256;
+    case SY_JWT_ES256:
+        return SY_JWT_WORK_ES256;
+    case SY_JWT_EDDSA:
+        return SY_JWT_WORK_EDDSA;
+    default: {
+        int bits = EVP_PKEY_get_bits(key->pkey);
+        uint32_t k = bits > 2048 ? (uint32_t)(bits + 2047) / 2048 : 1; /* <= 8 (16,384 bits) */
+        return SY_JWT_WORK_RS256 * k * k;
+    }
+    }
+}
+
+/* sy_jwt_sig_verify, counted in *work. */
+static sy_jwt_result_t checked(const sy_jwt_key_t *key, const uint8_t *input, size_t len, const uint8_t *sig,
+                               size_t sig_len, sy_jwt_work_t *work) {
+    work->checks++;
+    work->units += key_work(key);
+    return sy_jwt_sig_verify(key, input, len, sig, sig_len);
+}
+
 /* The key rules of sy_jwt.h, and the signature checked with the key (or
- * keys) they choose. */
+ * keys) they choose; *work counts the checks made. */
 static sy_jwt_result_t check_with_keys(const sy_jwt_keys_t *k, sy_jwt_alg_t alg, const char *kid, size_t kid_len,
-                                       const uint8_t *input, size_t len, const uint8_t *sig, size_t sig_len) {
+                                       const uint8_t *input, size_t len, const uint8_t *sig, size_t sig_len,
+                                       sy_jwt_work_t *work) {
     bool kid_other_alg = false;
     if (kid != NULL) {
         for (size_t i = 0; i < k->n; i++) {
             if (!kid_is(&k->v[i], kid, kid_len))
                 continue;
             if (k->v[i].alg == alg)
-                return sy_jwt_sig_verify(&k->v[i], input, len, sig, sig_len);
+                return checked(&k->v[i], input, len, sig, sig_len, work);
             kid_other_alg = true;
         }
         if (kid_other_alg)
@@ -113,20 +140,20 @@ static sy_jwt_result_t check_with_keys(const sy_jwt_keys_t *k, sy_jwt_alg_t alg,
     if (of_alg == 0)
         return k->n == 0 ? SY_JWT_KEY : SY_JWT_ALG;
     if (kid != NULL)
-        return of_alg == 1 && only->kid == NULL ? sy_jwt_sig_verify(only, input, len, sig, sig_len) : SY_JWT_KEY;
+        return of_alg == 1 && only->kid == NULL ? checked(only, input, len, sig, sig_len, work) : SY_JWT_KEY;
     if (kidless == 0)
-        return of_alg == 1 ? sy_jwt_sig_verify(only, input, len, sig, sig_len) : SY_JWT_KEY;
+        return of_alg == 1 ? checked(only, input, len, sig, sig_len, work) : SY_JWT_KEY;
     sy_jwt_result_t r = SY_JWT_SIGNATURE;
     for (size_t i = 0; i < k->n && r == SY_JWT_SIGNATURE; i++)
         if (k->v[i].alg == alg && k->v[i].kid == NULL)
-            r = sy_jwt_sig_verify(&k->v[i], input, len, sig, sig_len);
+            r = checked(&k->v[i], input, len, sig, sig_len, work);
     return r;
 }
 
 /* The JWS layer. On SY_JWT_OK with payload != NULL, *payload is the decoded
  * payload at the start of a block the caller frees (sy_free). */
 static sy_jwt_result_t check_jws(const sy_jwt_keys_t *k, const char *token, size_t len, uint8_t **payload,
-                                 size_t *payload_len) {
+                                 size_t *payload_len, sy_jwt_work_t *work) {
     jws_t j;
     if (token == NULL || len == 0 || len > SY_JWT_MAX_LEN || !split(token, len, &j))
         return SY_JWT_MALFORMED;
@@ -155,7 +182,7 @@ static sy_jwt_result_t check_jws(const sy_jwt_keys_t *k, const char *token, size
     size_t kid_len = 0;
     r = read_header(doc, &alg, &kid, &kid_len);
     if (r == SY_JWT_OK)
-        r = check_with_keys(k, alg, kid, kid_len, (const uint8_t *)token, j.len[0] + 1 + j.len[1], sig, sig_len);
+        r = check_with_keys(k, alg, kid, kid_len, (const uint8_t *)token, j.len[0] + 1 + j.len[1], sig, sig_len, work);
     yyjson_doc_free(doc);
     if (r == SY_JWT_OK && !sy_jwt_b64url_decode(j.part[1], j.len[1], buf, &body_len))
         r = SY_JWT_MALFORMED;
@@ -170,15 +197,22 @@ done:
 }
 
 sy_jwt_result_t sy_jwt_verify_signature(const sy_jwt_keys_t *k, const char *token, size_t len) {
-    return check_jws(k, token, len, NULL, NULL);
+    sy_jwt_work_t work = {0};
+    return check_jws(k, token, len, NULL, NULL, &work);
 }
 
 sy_jwt_result_t sy_jwt_verify(const sy_jwt_keys_t *k, const sy_jwt_policy_t *p, const char *token, size_t len,
                               int64_t now_s, sy_jwt_grant_t **out) {
+    sy_jwt_work_t work = {0};
+    return sy_jwt_verify_work(k, p, token, len, now_s, out, &work);
+}
+
+sy_jwt_result_t sy_jwt_verify_work(const sy_jwt_keys_t *k, const sy_jwt_policy_t *p, const char *token, size_t len,
+                                   int64_t now_s, sy_jwt_grant_t **out, sy_jwt_work_t *work) {
     uint8_t *payload = NULL;
     size_t payload_len = 0;
     *out = NULL;
-    sy_jwt_result_t r = check_jws(k, token, len, &payload, &payload_len);
+    sy_jwt_result_t r = check_jws(k, token, len, &payload, &payload_len, work);
     if (r != SY_JWT_OK)
         return r;
     r = sy_jwt_claims_grant(payload, payload_len, p, now_s, out);

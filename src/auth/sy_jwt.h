@@ -140,6 +140,29 @@ typedef struct sy_jwt_grant sy_jwt_grant_t;
  * seconds). SY_JWT_OK: *out is the grant (the caller's); else *out is NULL. */
 sy_jwt_result_t sy_jwt_verify(const sy_jwt_keys_t *k, const sy_jwt_policy_t *p, const char *token, size_t len,
                               int64_t now_s, sy_jwt_grant_t **out);
+/* The work of one signature check, in the units of a connection's work
+ * budget (io/sy_budget.h: about 10 µs of a server core each), from
+ * test_jwt's bench at -O2 (docs/limits.md has the figures): HS256 3-6 µs,
+ * RS256 22-40 µs with a 2,048-bit key (a larger key: times the square of
+ * its size in 2,048-bit steps, its cost's growth), ES256 60-117 µs, EdDSA
+ * 178-440 µs (issue 43 item 4 may make it faster: then lower it). */
+#define SY_JWT_WORK_HS256 1u
+#define SY_JWT_WORK_RS256 4u
+#define SY_JWT_WORK_ES256 11u
+#define SY_JWT_WORK_EDDSA 40u
+
+/* The signature checks a verification made: how many (each key a token
+ * was tried with: one for a token with a kid, as many as there are keys
+ * of its alg without a kid for a token without; none for a token refused
+ * before its signature) and their work (the weights above). */
+typedef struct sy_jwt_work {
+    uint32_t checks;
+    uint32_t units;
+} sy_jwt_work_t;
+
+/* sy_jwt_verify, and the checks it made added to *work. */
+sy_jwt_result_t sy_jwt_verify_work(const sy_jwt_keys_t *k, const sy_jwt_policy_t *p, const char *token, size_t len,
+                                   int64_t now_s, sy_jwt_grant_t **out, sy_jwt_work_t *work);
 /* The signature layer alone: token[0..len) is a compact JWS (the header
  * rules above) whose signature verifies with a key of the set. Its payload
  * is not read (it need not be JSON): SY_JWT_OK, MALFORMED, ALG, KEY,

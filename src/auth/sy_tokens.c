@@ -5,6 +5,8 @@
 
 #include "base/sy_alloc.h"
 
+static atomic_uint_fast64_t serials;
+
 sy_tokens_t *sy_tokens_new(sy_jwt_keys_t *keys, const char *audience, size_t audience_len, const char *issuer,
                            size_t issuer_len, uint32_t leeway_s) {
     sy_tokens_t *t = sy_malloc(sizeof(*t) + audience_len + issuer_len + 2);
@@ -13,6 +15,7 @@ sy_tokens_t *sy_tokens_new(sy_jwt_keys_t *keys, const char *audience, size_t aud
         return NULL;
     }
     atomic_init(&t->refs, 1);
+    t->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
     t->keys = keys;
     t->policy = (sy_jwt_policy_t){.leeway_s = leeway_s};
     char *p = t->text;

@@ -29,6 +29,8 @@
 
 typedef struct sy_tokens {
     atomic_uint refs;
+    uint64_t serial; /* this process's sets are numbered from 1: it names the set in a
+                        thread's cache of refused tokens (auth/sy_tokcache.h) */
     sy_jwt_keys_t *keys;
     sy_jwt_policy_t policy; /* its strings point into text[] */
     char text[];

@@ -16,6 +16,7 @@
 #include "proto/sy_v2.h"
 #include "proto/sy_ws_frame.h"
 #ifdef SY_WITH_TLS
+#include "auth/sy_tokcache.h"
 #include "auth/sy_tokens.h"
 #endif
 
@@ -49,7 +50,8 @@ typedef struct sy_ask_conn {
     pending_t *p;
     waiting_t **w; /* w[whead..wn): oldest first */
     uint32_t whead, wn, wcap;
-    size_t wbytes; /* what the waiting entries hold */
+    size_t wbytes;    /* what the waiting entries hold */
+    int64_t work_tat; /* its work budget's time (io/sy_budget.h) */
 #ifdef SY_WITH_TLS
     /* The last token that verified on this connection (a copy), the key set
      * it verified with (a reference) and its grant: a client gives the same
@@ -147,6 +149,41 @@ static void malformed(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, bool has_rid, ui
         return;
     answer(io, c, sy_v2_error_frame(has_rid, rid, "bad-request", why));
 }
+
+/* ---- the work budget (io/sy_budget.h) ----------------------------------- */
+
+#define WORK_WHY "this connection is over its work budget (maxWorkPerSecond): ask again later"
+
+/* An entry of c's worth `units` asks to be done: true to do it (charged).
+ * False when it is refused (refusable: the caller answers `rate-limited`;
+ * else it is done anyway, its refusal charged) or c was closed (asking on
+ * past the grace: 1008; c is no longer open). */
+static bool work_take(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, uint64_t units, bool refusable) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    switch (sy_budget_take(&x->shared->work, &a->work_tat, sy_budget_now(x->now_ms), units)) {
+    case SY_BUDGET_OK:
+        return true;
+    case SY_BUDGET_REFUSED:
+        if (!refusable)
+            return true;
+        sy_stat_inc(&x->stats.work_refused);
+        return false;
+    default:
+        sy_stat_inc(&x->stats.work_closes);
+        sy_conn_fail_after(io, c, 1008, "over its work budget (maxWorkPerSecond)"); /* its refusals first */
+        return false;
+    }
+}
+
+#ifdef SY_WITH_TLS
+/* Work an entry's take did not know (its token's checks): charged. */
+static void work_charge(sy_io_t *io, ask_conn_t *a, uint64_t units) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    sy_budget_charge(&x->shared->work, &a->work_tat, sy_budget_now(x->now_ms), units);
+}
+#endif
+
+/* ---- pending asks ---------------------------------------------------------- */
 
 static bool add_pending(ask_conn_t *a, char kind, uint32_t rid, const char *topic, size_t topic_len) {
     if (a->n == a->cap) {
@@ -380,11 +417,22 @@ static sy_tokens_t *tokens_acquire(sy_io_shared_t *sh) {
     return t;
 }
 
+/* The thread's cache of refused tokens, made on first use; NULL when out
+ * of memory (every token is verified then). */
+static sy_tokcache_t *tokcache(sy_io_t *io) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    if (x->tokcache == NULL)
+        x->tokcache = sy_tokcache_new();
+    return x->tokcache;
+}
+
 /* The grant of token, verified with tk: the connection's kept one when it
- * is that token, verified with that set and not expired; else verified now
- * (and kept when valid). NULL with *r the refusal. */
-static const sy_jwt_grant_t *grant_of(ask_conn_t *a, sy_tokens_t *tk, const char *token, size_t len,
-                                      sy_jwt_result_t *r) {
+ * is that token, verified with that set and not expired; the refusal the
+ * thread's cache has for it (no check); else verified now (kept when
+ * valid, cached when refused), its checks counted in *w. NULL with *r the
+ * refusal. */
+static const sy_jwt_grant_t *grant_of(sy_io_t *io, ask_conn_t *a, sy_tokens_t *tk, const char *token, size_t len,
+                                      sy_jwt_result_t *r, sy_jwt_work_t *w) {
     int64_t now = sy_clock_unix_s();
     if (a->grant != NULL && a->tok_set == tk && a->tok_len == len && memcmp(a->tok, token, len) == 0) {
         int64_t exp = sy_jwt_grant_exp(a->grant), leeway = (int64_t)tk->policy.leeway_s;
@@ -393,10 +441,17 @@ static const sy_jwt_grant_t *grant_of(ask_conn_t *a, sy_tokens_t *tk, const char
         *r = SY_JWT_EXPIRED;
         return NULL;
     }
-    sy_jwt_grant_t *g = NULL;
-    *r = sy_jwt_verify(tk->keys, &tk->policy, token, len, now, &g);
-    if (*r != SY_JWT_OK)
+    sy_tokcache_t *cache = tokcache(io);
+    uint64_t hash = cache != NULL ? sy_tokcache_hash(cache, token, len) : 0;
+    if (cache != NULL && (*r = sy_tokcache_find(cache, tk->serial, hash)) != SY_JWT_OK)
         return NULL;
+    sy_jwt_grant_t *g = NULL;
+    *r = sy_jwt_verify_work(tk->keys, &tk->policy, token, len, now, &g, w);
+    if (*r != SY_JWT_OK) {
+        if (cache != NULL)
+            sy_tokcache_add(cache, tk->serial, hash, *r);
+        return NULL;
+    }
     forget_token(a);
     a->grant = g; /* freed with the connection's state, or by the next token */
     char *copy = sy_malloc(len);
@@ -411,11 +466,17 @@ static const sy_jwt_grant_t *grant_of(ask_conn_t *a, sy_tokens_t *tk, const char
 }
 
 /* What a token says about action on topic: NULL when it grants it, else
- * the refusal's code (counted in tokenRefused). */
+ * the refusal's code (counted in tokenRefused). The signature checks made
+ * are charged to the connection's work budget. */
 static const char *token_check(sy_io_t *io, ask_conn_t *a, sy_tokens_t *tk, const char *token, size_t len,
                                sy_jwt_action_t action, const char *topic, size_t topic_len) {
     sy_jwt_result_t r = SY_JWT_OK;
-    const sy_jwt_grant_t *g = grant_of(a, tk, token, len, &r);
+    sy_jwt_work_t w = {0};
+    const sy_jwt_grant_t *g = grant_of(io, a, tk, token, len, &r, &w);
+    if (w.checks > 0) {
+        sy_stat_add(&sy_io_ctx(io)->stats.token_checks, w.checks);
+        work_charge(io, a, w.units);
+    }
     const char *code = NULL;
     if (g == NULL)
         code = sy_jwt_result_name(r);
@@ -542,12 +603,21 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f
             sy_conn_fail_oom(io, c);
             return;
         }
+        /* Each entry is charged, before anything (a bad one too: its answer
+         * is work); one over the budget is refused rate-limited. */
+        bool within = work_take(io, c, a, SY_WORK_ENTRY, true);
+        if (c->state != SY_CONN_OPEN)
+            return;
         if (st != SY_V2_OK) {
             if (!bad && one_too_many(io, c, a))
                 return;
             bad = true;
             sy_stat_inc(&sy_io_ctx(io)->stats.ask_errors);
             answer(io, c, sy_v2_refused_entry_frame(&s, why));
+            continue;
+        }
+        if (!within) {
+            answer(io, c, sy_v2_refused_frame(s.rid, s.topic, s.topic_len, "rate-limited", WORK_WHY));
             continue;
         }
         if (!subscribe_entry(io, c, a, &s, f->resub, false))
@@ -572,6 +642,10 @@ void sy_ask_drain(sy_io_t *io, sy_conn_t *c) {
 }
 
 static void unsubscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f) {
+    /* Charged, never refused (it lowers the work to come); past the
+     * grace, c is closed. */
+    if (!work_take(io, c, a, SY_WORK_ENTRY, false))
+        return;
     (void)wait_drop(a, f->topic, f->topic_len); /* the owner never heard of those */
     bool was = false;
     for (uint32_t i = 0; i < a->n;) {
@@ -607,6 +681,11 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t 
  * publishes without asking onPublish). */
 static void ask_owner(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f, unsigned opcode) {
     char kind = (char)f->kind;
+    if (!work_take(io, c, a, SY_WORK_ENTRY, true)) {
+        if (c->state == SY_CONN_OPEN)
+            answer(io, c, sy_v2_error_frame(true, f->rid, "rate-limited", WORK_WHY));
+        return;
+    }
 #ifdef SY_WITH_TLS
     sy_tokens_t *tk = f->token != NULL ? tokens_acquire(sy_io_ctx(io)->shared) : NULL;
     if (tk != NULL) {
@@ -648,7 +727,19 @@ static void ask_owner(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f
 
 void sy_ask_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
     if (n > 0 && p[0] == SY_V2_DIRECT && n >= 2 && p[1] == '\n') {
-        /* The common case, without a parse: an application message. */
+        /* The common case, without a parse: an application message. One
+         * POSTed to an event stream (answered already: never refused) is
+         * charged to the stream's work budget; past its grace the stream
+         * is closed. */
+        if (c->sse) {
+            ask_conn_t *a = state_of(io, c, true);
+            if (a == NULL) {
+                sy_conn_fail_oom(io, c);
+                return;
+            }
+            if (!work_take(io, c, a, SY_WORK_ENTRY, false))
+                return;
+        }
         sy_io_emit(io, sy_conn_id(io, c), SY_EV_MESSAGE, opcode == SY_WS_OP_BINARY ? 1 : 0, 0, p + 2, n - 2);
         return;
     }
@@ -733,4 +824,8 @@ void sy_ask_free_all(sy_io_t *io) {
     sy_free(x->asks);
     x->asks = NULL;
     x->asks_cap = 0;
+#ifdef SY_WITH_TLS
+    sy_tokcache_free(x->tokcache);
+    x->tokcache = NULL;
+#endif
 }

@@ -25,6 +25,18 @@
  * Answers and notices go out through sy_conn_notice: never dropped or
  * conflated by the slow-consumer policy (or the connection is closed).
  *
+ * The work budget (io/sy_budget.h, maxWorkPerSecond): each subscribe
+ * entry, publish, request and unsubscribe, and each message POSTed to a
+ * symphony.v2 event stream, costs SY_WORK_ENTRY; each token signature
+ * checked its weight (auth/sy_jwt.h), charged after the check. An entry
+ * the budget has no room for is refused `rate-limited` before anything
+ * else is done for it (an unsubscribe and a POSTed message are done
+ * anyway: the first lowers the work, the second was answered already); a
+ * connection that goes on asking past the grace is closed (1008, counted
+ * in workCloses).
+ * A token refused on this thread is remembered (auth/sy_tokcache.h): the
+ * same bytes are refused again without a check, until the key set changes.
+ *
  * SY_EV_ASK (sy_events.h): flags = the kind ('s', 'p', 'r', 'u'); code:
  * SY_ASK_BINARY (p, r: the payload came in a binary frame) | SY_ASK_RESUB
  * (s: the client is subscribing again after a reconnect); payload: a

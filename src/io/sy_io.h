@@ -52,6 +52,7 @@
 #include "base/sy_errors.h"
 #include "base/sy_refbuf.h"
 #include "base/sy_thread.h"
+#include "io/sy_budget.h"
 #include "io/sy_deflate.h"
 #include "io/sy_events.h"
 #include "io/sy_history.h"
@@ -101,6 +102,7 @@ typedef struct sy_io_shared {
     sy_rate_t in_msgs, in_bytes;
     uint32_t rate_grace;
     bool rate_on;
+    sy_budget_t work; /* each connection's work budget (io/sy_budget.h), from opts */
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {

@@ -63,6 +63,11 @@ typedef struct sy_io_opts {
     uint64_t max_bytes_per_s, byte_burst;
     bool rate_close;
     uint32_t rate_grace_ms;
+    /* The work one connection may cause on its IO thread (io/sy_budget.h),
+     * in units per second (0: no budget), in bursts of work_burst (0: a
+     * second's worth). Over it, asks are refused `rate-limited`;
+     * persisting, the connection is closed (1008). */
+    uint64_t max_work_per_s, work_burst;
     size_t max_event_bytes;     /* per IO thread: stop reading clients while the owner
                                      holds this many bytes of undelivered events */
     bool upgrade_handler;       /* ask the owner about each upgrade (SY_EV_UPGRADE) */

@@ -57,6 +57,8 @@ typedef struct sy_io_ctx {
     bool reads_paused;         /* the owner is behind on events: open connections are not read */
     struct sy_ask_conn **asks; /* per slot, a symphony.v2 client's asks (io/sy_ask.h) */
     uint32_t asks_cap;
+    struct sy_tokcache *tokcache; /* the tokens this thread refused lately (auth/sy_tokcache.h; made
+                                     on the first token, freed with the asks by sy_ask_free_all) */
 } sy_io_ctx_t;
 
 /* The context of io (const when io is). */

@@ -69,6 +69,12 @@
       "Client subscribes granted by a token checked on an IO thread (no call into JavaScript).") \
     X(token_refused, "tokenRefused", SY_STAT_SUM, "symphony_token_refused_total", "counter", 1, \
       "Client subscribes and publishes refused by their token (invalid, expired, not for that topic).") \
+    X(token_checks, "tokenChecks", SY_STAT_SUM, "symphony_token_checks_total", "counter", 1, \
+      "Token signatures checked on IO threads (a token without kid tried with two keys: two).") \
+    X(work_refused, "workRefused", SY_STAT_SUM, "symphony_work_refused_total", "counter", 1, \
+      "Client asks refused (rate-limited) over their connection's maxWorkPerSecond.") \
+    X(work_closes, "workCloses", SY_STAT_SUM, "symphony_work_closes_total", "counter", 1, \
+      "Connections closed (1008) for asking on past maxWorkPerSecond after their refusals.") \
     X(ask_refused, "askRefused", SY_STAT_SUM, "symphony_client_asks_refused_total", "counter", 1, \
       "Client subscribes and publishes refused by the server's limits (maxSubscriptions, maxPending).") \
     X(ask_errors, "askErrors", SY_STAT_SUM, "symphony_client_ask_errors_total", "counter", 1, \
