@@ -40,7 +40,8 @@
  * Threads: a set is made and filled (sy_jwt_keys_new, sy_jwt_keys_add_*)
  * by one thread, before it is shared; from then on it is only read, and
  * sy_jwt_verify runs on any number of threads at once with the same set
- * (each call makes its own OpenSSL contexts). sy_jwt_keys_ref and
+ * (each key keeps ready OpenSSL contexts, each used by one thread at a
+ * time: sy_jwt_int.h says how). sy_jwt_keys_ref and
  * sy_jwt_keys_unref from any thread (the count is atomic). A grant is used
  * by one thread at a time. OpenSSL's memory must already be routed to
  * sy_alloc (tls/sy_tls.h: sy_tls_global_init, which the binding calls
