@@ -139,6 +139,13 @@ if [ -n "$msvc" ]; then
   (cd "$out.tmp" && nmake -nologo build_libs >make.out 2>&1) || { tail -30 "$out.tmp/make.out" >&2; exit 1; }
 else
   (cd "$out.tmp" && env ${tools[@]+"${tools[@]}"} CC="$cc" ./Configure "$target" "${flags[@]}" >configure.out 2>&1) || { tail -30 "$out.tmp/configure.out" >&2; exit 1; }
+  # The same stop after Configure (__test__/package/deps.test.js reads the
+  # Makefile's CFLAGS).
+  if [ "${SYMPHONY_OPENSSL_CONFIGURE_ONLY:-}" = 1 ]; then
+    log "configured only (SYMPHONY_OPENSSL_CONFIGURE_ONLY=1): $out.tmp/Makefile"
+    native_path "$out.tmp"
+    exit 0
+  fi
   (cd "$out.tmp" && make -j"$(nproc)" build_libs >make.out 2>&1) || { tail -30 "$out.tmp/make.out" >&2; exit 1; }
 fi
 mv "$out.tmp" "$out"

@@ -3,26 +3,31 @@
 // and Node cost for the same signature, on one core (docs/tokens.md's
 // figures come from it).
 //
-//   node bench/tokens.js [--cpu 1] [--rounds 7] [--ms 300] [--driver FILE] [--no-openssl] [--json FILE]
+//   node bench/micro/tokens.js [--cpu 1] [--passes 3] [--rounds 3] [--ms 200] [--driver FILE] [--no-openssl] [--json FILE]
+//   (npm run bench:tokens -- ...)
 //
 // For each algorithm (HS256, RS256 2,048 bits, ES256, EdDSA) a key and a
 // token of docs/tokens.md's claims are made with node:crypto, then, each
 // pinned to the same core (taskset -c CPU) and timed in CPU time (what
-// `openssl speed` counts; steady on a machine others share):
-//   - symphony: bench/micro/jwt_verify.c (built here into bench/out/ at
-//     -O2 against the addon's own OpenSSL, jemalloc and yyjson from
-//     deps/*.sh): src/auth's signature step ("sig"), the JWS layer
-//     ("jws": base64url, the header's JSON, the key) and the whole token
-//     ("token": and the claims), and the same OpenSSL with every context
-//     kept, as `openssl speed` runs it ("raw");
+// `openssl speed` counts; steadier than wall time on a machine others
+// share):
+//   - symphony: bench/micro/jwt_verify.c, built here into bench/out/ at
+//     -O2 against the addon's own OpenSSL, jemalloc and yyjson
+//     (deps/*.sh, the builds scripts/build.js links): src/auth's signature
+//     step ("sig"), the JWS layer ("jws": base64url, the header's JSON, the
+//     key) and the whole token ("token": and the claims), and the same
+//     OpenSSL with every context kept, as `openssl speed` runs it ("raw");
 //   - node: Node's own crypto.verify (createHmac for HS256) on a KeyObject
-//     made once, the signature already decoded (its OpenSSL: Node's);
+//     made once, the signature already decoded (Node's OpenSSL);
 //   - openssl speed: the `openssl` command when there is one (the
-//     system's OpenSSL, named in the table): rsa2048, ecdsap256, ed25519
+//     system's OpenSSL, named in the output): rsa2048, ecdsap256, ed25519
 //     verify, and -hmac sha256 over the signing input's length.
-// Each figure is the median of --rounds rounds of about --ms ms each, with
-// the rounds' spread. The ratios are symphony's signature step over the
-// same OpenSSL's "raw", and over Node's verify (goal: 1.1x at most).
+// --passes passes, each running all three (so that a busy spell of the
+// machine falls on all of them), of --rounds rounds of about --ms ms each
+// (openssl speed: one run of 1 s a pass). Each figure is the median of
+// every round, with the rounds' spread. The ratios: symphony's signature
+// step over the same OpenSSL's raw loop, and over Node's verify (the goal
+// of issue 43: 1.1x at most).
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -30,7 +35,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 
-const root = path.resolve(__dirname, '..');
+const root = path.resolve(__dirname, '..', '..');
 const ALGS = ['HS256', 'RS256', 'ES256', 'EdDSA'];
 
 function arg(name, def) {
@@ -111,17 +116,18 @@ const median = (v) => {
 };
 const stat = (v) => ({ median: median(v), min: Math.min(...v), max: Math.max(...v), rounds: v });
 
-/** The C driver for one token: { raw, sig, jws, token } of stat(). */
-function symphony(driver, t, cpu, rounds, ms) {
-  // A short probe round for the iterations a round needs.
+/** The iterations of a round of about ms for one token (a short probe). */
+function iterations(driver, t, cpu, ms) {
   const probe = pinned(cpu, driver, ['1', '20', t.jwk, t.token]);
   if (probe.status !== 0) throw new Error(`tokens: jwt_verify ${t.alg}: ${probe.stderr}`);
-  const us = JSON.parse(probe.stdout).sig[0];
-  const n = Math.max(20, Math.round((ms * 1000) / us));
+  return Math.max(20, Math.round((ms * 1000) / JSON.parse(probe.stdout).sig[0]));
+}
+
+/** The C driver for one token: { raw, sig, jws, token }, µs per round. */
+function symphony(driver, t, cpu, rounds, n) {
   const r = pinned(cpu, driver, [String(rounds), String(n), t.jwk, t.token]);
   if (r.status !== 0) throw new Error(`tokens: jwt_verify ${t.alg}: ${r.stderr}`);
-  const v = JSON.parse(r.stdout);
-  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, stat(x)]));
+  return JSON.parse(r.stdout);
 }
 
 /** The child's side: Node's verify of each token, µs of CPU time per call per round. */
@@ -159,23 +165,21 @@ function nodeChild() {
 function nodeVerify(tokens, cpu, rounds, ms) {
   const r = pinned(cpu, process.execPath, [__filename, '--node-child'], { input: JSON.stringify({ tokens, rounds, ms }) });
   if (r.status !== 0) throw new Error(`tokens: the Node child failed: ${r.stderr}`);
-  return Object.fromEntries(Object.entries(JSON.parse(r.stdout)).map(([k, v]) => [k, stat(v)]));
+  return JSON.parse(r.stdout);
 }
 
-/** `openssl speed -mr`, µs per verify by alg, in its own CPU time; null without the command. */
-function opensslSpeed(tokens, cpu, rounds, ms) {
+function opensslVersion() {
   const version = spawnSync('openssl', ['version'], { encoding: 'utf8' });
-  if (version.error || version.status !== 0) return null;
-  const seconds = String(Math.max(1, Math.round(ms / 1000)));
-  const out = { version: version.stdout.trim() };
+  return version.error || version.status !== 0 ? null : version.stdout.trim();
+}
+
+/** One `openssl speed -mr -seconds 1` run per alg: µs per verify by alg, in its own CPU time. */
+function opensslSpeed(tokens, cpu) {
+  const out = {};
   const per = (alg, args, pick) => {
-    const v = [];
-    for (let i = 0; i < Math.min(rounds, 3); i++) {
-      const r = pinned(cpu, 'openssl', ['speed', '-mr', '-seconds', seconds, ...args]);
-      const us = pick(`${r.stdout}\n${r.stderr}`);
-      if (us != null) v.push(us);
-    }
-    if (v.length) out[alg] = stat(v);
+    const r = pinned(cpu, 'openssl', ['speed', '-mr', '-seconds', '1', ...args]);
+    const us = pick(`${r.stdout}\n${r.stderr}`);
+    if (us != null) out[alg] = [us];
   };
   // -mr lines: +F2:i:bits:sign/s:verify/s (RSA) ... (3.0) or +F2:i:bits:sign:verify:enc:dec (3.x later);
   // ECDSA +F4:i:bits:sign/s:verify/s, EdDSA +F6:i:bits:name:sign/s:verify/s; HMAC +F:i:name:bytes/s.
@@ -203,24 +207,33 @@ function fmt(s) {
 function main() {
   if (flag('node-child')) return nodeChild();
   const cpu = arg('cpu', Math.min(1, os.cpus().length - 1));
-  const rounds = arg('rounds', 7);
-  const ms = arg('ms', 300);
+  const passes = arg('passes', 3);
+  const rounds = arg('rounds', 3);
+  const ms = arg('ms', 200);
   const driver = arg('driver', null) || buildDriver();
+  const speedVersion = flag('no-openssl') ? null : opensslVersion();
   const tokens = makeTokens();
   const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
-  const sym = Object.fromEntries(tokens.map((t) => [t.alg, symphony(driver, t, cpu, rounds, ms)]));
-  const node = nodeVerify(tokens, cpu, rounds, ms);
-  const speed = flag('no-openssl') ? null : opensslSpeed(tokens, cpu, rounds, ms);
+  const n = Object.fromEntries(tokens.map((t) => [t.alg, iterations(driver, t, cpu, ms)]));
+  // by alg: { raw, sig, jws, token, node, speed: [µs per round] }
+  const all = Object.fromEntries(ALGS.map((a) => [a, { raw: [], sig: [], jws: [], token: [], node: [], speed: [] }]));
+  const add = (alg, key, v) => all[alg][key].push(...v);
+  for (let p = 0; p < passes; p++) {
+    for (const t of tokens) for (const [k, v] of Object.entries(symphony(driver, t, cpu, rounds, n[t.alg]))) add(t.alg, k, v);
+    for (const [alg, v] of Object.entries(nodeVerify(tokens, cpu, rounds, ms))) add(alg, 'node', v);
+    if (speedVersion) for (const [alg, v] of Object.entries(opensslSpeed(tokens, cpu))) add(alg, 'speed', v);
+  }
   const loadAfter = os.loadavg().map((x) => x.toFixed(2)).join(' ');
+  const st = Object.fromEntries(ALGS.map((a) => [a, Object.fromEntries(Object.entries(all[a]).map(([k, v]) => [k, v.length ? stat(v) : null]))]));
 
-  console.log(`tokens: µs of CPU time per verification, median (min-max) of ${rounds} rounds of ~${ms} ms, pinned to cpu ${cpu}`);
+  console.log(`tokens: µs of CPU time per verification, median (min-max) of ${passes} passes × ${rounds} rounds of ~${ms} ms, pinned to cpu ${cpu}`);
   console.log(`${os.cpus()[0].model}, ${os.cpus().length} cores; load average ${load} before, ${loadAfter} after`);
-  console.log(`symphony: ${path.relative(root, driver)} (OpenSSL 3.5.7 of deps/openssl.sh); node ${process.version} (OpenSSL ${process.versions.openssl})${speed ? `; openssl speed: ${speed.version}` : ''}`);
-  const rows = [['alg', 'sig step', 'jws layer', 'whole token', 'same OpenSSL raw', 'node verify', 'openssl speed', 'sig/raw', 'sig/node']];
+  console.log(`symphony: ${path.relative(root, driver)} (OpenSSL 3.5.7 of deps/openssl.sh); node ${process.version} (OpenSSL ${process.versions.openssl})${speedVersion ? `; openssl speed: ${speedVersion}` : ''}`);
+  const rows = [['alg', 'sig step', 'jws layer', 'whole token', 'same OpenSSL, raw', 'Node verify', 'openssl speed', 'sig/raw', 'sig/Node']];
   for (const t of tokens) {
-    const s = sym[t.alg];
-    rows.push([t.alg, fmt(s.sig), fmt(s.jws), fmt(s.token), fmt(s.raw), fmt(node[t.alg]), fmt(speed && speed[t.alg]),
-      `${(s.sig.median / s.raw.median).toFixed(2)}x`, `${(s.sig.median / node[t.alg].median).toFixed(2)}x`]);
+    const s = st[t.alg];
+    rows.push([t.alg, fmt(s.sig), fmt(s.jws), fmt(s.token), fmt(s.raw), fmt(s.node), fmt(s.speed),
+      `${(s.sig.median / s.raw.median).toFixed(2)}x`, `${(s.sig.median / s.node.median).toFixed(2)}x`]);
   }
   const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   for (const [i, r] of rows.entries()) {
@@ -228,7 +241,10 @@ function main() {
     if (i === 0) console.log(`|${w.map((x) => '-'.repeat(x + 2)).join('|')}|`);
   }
   const json = arg('json', null);
-  if (json) fs.writeFileSync(json, JSON.stringify({ cpu, rounds, ms, load: [load, loadAfter], symphony: sym, node, speed, tokens: tokens.map((t) => ({ alg: t.alg, bytes: t.token.length })) }, null, 2));
+  if (json) {
+    fs.writeFileSync(json, JSON.stringify({ cpu, passes, rounds, ms, load: [load, loadAfter], node: process.version, speed: speedVersion,
+      tokens: tokens.map((t) => ({ alg: t.alg, bytes: t.token.length })), results: st }, null, 2));
+  }
 }
 
 main();
