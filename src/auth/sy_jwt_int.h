@@ -96,8 +96,9 @@ void sy_jwt_key_clear(sy_jwt_key_t *key);
  * long) or ENOMEM. */
 sy_err_t sy_jwt_key_set_kid(sy_jwt_key_t *key, const char *kid, size_t len, char *err, size_t errlen);
 
-/* key's pool, empty (its SHA-256 fetched for RS256 and ES256): 0 or
- * ENOMEM (key->pool may then be set: sy_jwt_key_clear frees it). */
+/* key's pool (its SHA-256 fetched for RS256 and ES256), holding one
+ * context made for key: 0 or ENOMEM (key->pool may then be set:
+ * sy_jwt_key_clear frees it). */
 sy_err_t sy_jwt_pool_init(sy_jwt_key_t *key);
 /* The pool and every context in it; NULL is a no-op. */
 void sy_jwt_pool_free(sy_jwt_pool_t *pool);
