@@ -115,8 +115,7 @@ static bool raw_once(bench_t *b) {
     switch (b->key->alg) {
     case SY_JWT_HS256:
         return EVP_MAC_init(b->mac, NULL, 0, NULL) == 1 && EVP_MAC_update(b->mac, b->input, b->input_len) == 1 &&
-               EVP_MAC_final(b->mac, md, &n, sizeof(md)) == 1 && n == b->sig_len &&
-               CRYPTO_memcmp(md, b->sig, n) == 0;
+               EVP_MAC_final(b->mac, md, &n, sizeof(md)) == 1 && n == b->sig_len && CRYPTO_memcmp(md, b->sig, n) == 0;
     case SY_JWT_RS256:
     case SY_JWT_ES256: {
         const uint8_t *sig = b->key->alg == SY_JWT_ES256 ? b->der : b->sig;

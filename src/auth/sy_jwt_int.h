@@ -65,7 +65,7 @@ typedef struct sy_jwt_key {
     size_t kid_len;
     uint8_t *secret; /* HS256 */
     size_t secret_len;
-    EVP_PKEY *pkey; /* the others: a public key that fits alg */
+    EVP_PKEY *pkey;      /* the others: a public key that fits alg */
     sy_jwt_pool_t *pool; /* given by sy_jwt_keys_push */
 } sy_jwt_key_t;
 

@@ -114,9 +114,8 @@ sy_err_t sy_jwt_pool_init(sy_jwt_key_t *key) {
         pool->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
     /* The first contexts now: a key they cannot be made for is refused
      * here, not at each token, and the first token pays no fetch. */
-    sy_jwt_vctx_t *v = (key->alg == SY_JWT_RS256 || key->alg == SY_JWT_ES256) && pool->sha256 == NULL
-                           ? NULL
-                           : vctx_new(key);
+    sy_jwt_vctx_t *v =
+        (key->alg == SY_JWT_RS256 || key->alg == SY_JWT_ES256) && pool->sha256 == NULL ? NULL : vctx_new(key);
     ERR_clear_error();
     if (v == NULL)
         return ENOMEM; /* key->pool is freed with the key */
