@@ -751,13 +751,12 @@ static void test_threads(void) {
     }
 }
 
-static int64_t allocated(void);
-
 /* ---- a key's kept contexts ---------------------------------------------------- */
 
 /* A key keeps its OpenSSL contexts from call to call (sy_jwt_sig.c): a
  * context that checked a bad signature, a signature of the wrong length or
- * a forged one checks the next good one, and the other way round. */
+ * a forged one checks the next good one, and the other way round; and no
+ * call keeps a byte (main's second round counts them). */
 static void test_kept_contexts(void) {
     char good[4096], forged[4096], cut[4096];
     for (int a = 0; a < 4; a++) {
@@ -787,10 +786,12 @@ static void test_kept_contexts(void) {
 }
 
 /* More threads at once than a key keeps contexts for (64): each verifies
- * good and forged tokens with one key of each alg; the set's last
- * reference gives back everything its keys kept. The first storm of a
- * process leaves OpenSSL's own one-time state for threads (24 bytes
- * here), so the balance is read from the second (balanced true). */
+ * good and forged tokens with one key of each alg, then the set's last
+ * reference frees what its keys kept (ASan's and valgrind's leak checks
+ * see that it is all of it). No byte count here: OpenSSL 3.5 frees some
+ * of its shared state behind readers (RCU), so what it holds just after
+ * many threads is not the same from run to run (test_kept_contexts,
+ * on one thread, counts the bytes). */
 #define STORM_THREADS 72
 #ifdef SY_TEST_VALGRIND
 #define STORM_EACH 2
@@ -811,7 +812,7 @@ static void *storm(void *arg) {
     return (void *)right;
 }
 
-static void test_storm(bool balanced) {
+static void test_storm(void) {
     for (int a = 0; a < 4; a++) {
         signer_t other;
         signer_init(&other, ALGS[a]);
@@ -819,7 +820,6 @@ static void test_storm(bool balanced) {
         token_kid(&other, NULL, CLAIMS_OK, storm_forged[a]);
         signer_free(&other);
     }
-    int64_t before = allocated();
     storm_keys = sy_jwt_keys_new();
     CHECK(storm_keys != NULL);
     for (int a = 0; a < 4; a++)
@@ -838,8 +838,6 @@ static void test_storm(bool balanced) {
         CHECK_EQ(verify_at(storm_keys, NULL, storm_good[a], NOW), SY_JWT_OK);
     }
     sy_jwt_keys_unref(storm_keys);
-    if (balanced)
-        CHECK_EQ(allocated(), before);
 }
 
 /* ---- cost ------------------------------------------------------------------- */
@@ -920,13 +918,12 @@ int main(void) {
         test_compact_form();
         test_key_errors();
         test_rfc_vectors();
+        test_kept_contexts();
         if (round == 1)
             CHECK_EQ(allocated(), before);
     }
     test_threads();
-    test_kept_contexts();
-    test_storm(false);
-    test_storm(true);
+    test_storm();
     bench();
     sy_jwt_keys_unref(the_keys);
     for (int a = 0; a < 4; a++)
