@@ -40,7 +40,8 @@
  * Threads: a set is made and filled (sy_jwt_keys_new, sy_jwt_keys_add_*)
  * by one thread, before it is shared; from then on it is only read, and
  * sy_jwt_verify runs on any number of threads at once with the same set
- * (each call makes its own OpenSSL contexts). sy_jwt_keys_ref and
+ * (each key keeps ready OpenSSL contexts, each used by one thread at a
+ * time: sy_jwt_int.h says how). sy_jwt_keys_ref and
  * sy_jwt_keys_unref from any thread (the count is atomic). A grant is used
  * by one thread at a time. OpenSSL's memory must already be routed to
  * sy_alloc (tls/sy_tls.h: sy_tls_global_init, which the binding calls
@@ -142,14 +143,14 @@ sy_jwt_result_t sy_jwt_verify(const sy_jwt_keys_t *k, const sy_jwt_policy_t *p, 
                               int64_t now_s, sy_jwt_grant_t **out);
 /* The work of one signature check, in the units of a connection's work
  * budget (io/sy_budget.h: about 10 µs of a server core each), from
- * test_jwt's bench at -O2 (docs/limits.md has the figures): HS256 3-6 µs,
- * RS256 22-40 µs with a 2,048-bit key (a larger key: times the square of
- * its size in 2,048-bit steps, its cost's growth), ES256 60-117 µs, EdDSA
- * 178-440 µs (issue 43 item 4 may make it faster: then lower it). */
+ * npm run bench:tokens (docs/tokens.md has the figures; the whole token,
+ * rounded up): HS256 1.2 µs, RS256 19 µs with a 2,048-bit key (a larger
+ * key: times the square of its size in 2,048-bit steps, its cost's
+ * growth), ES256 58 µs, EdDSA 77 µs. */
 #define SY_JWT_WORK_HS256 1u
-#define SY_JWT_WORK_RS256 4u
-#define SY_JWT_WORK_ES256 11u
-#define SY_JWT_WORK_EDDSA 40u
+#define SY_JWT_WORK_RS256 2u
+#define SY_JWT_WORK_ES256 6u
+#define SY_JWT_WORK_EDDSA 8u
 
 /* The signature checks a verification made: how many (each key a token
  * was tried with: one for a token with a kid, as many as there are keys

@@ -5,11 +5,23 @@
  *
  * Threads: as sy_jwt.h says: a set is filled by one thread, then only
  * read; the functions here keep no state of their own (pure, or acting on
- * the set or buffers they are given).
+ * the set or buffers they are given), but for a key's pool of
+ * verification contexts (sy_jwt_pool_t), which any number of threads use
+ * at once: sy_jwt_sig_verify takes a context out of a slot with an atomic
+ * exchange (the thread that took it is then its only user, for that one
+ * call), or makes one when every slot is empty, and gives it back to an
+ * empty slot with a compare-and-swap, or frees it when none is empty. So a
+ * key holds at most SY_JWT_POOL_SLOTS contexts, as many as threads have
+ * verified with it at once, each made once. The fetched SHA-256 (RS256,
+ * ES256) is only read once the pool is made. sy_jwt_pool_init runs on the
+ * thread that fills the set; sy_jwt_pool_free (by sy_jwt_key_clear) when
+ * no thread can verify with the key any more (the set's last reference).
  *
  * Ownership: sy_jwt_keys_push takes over the key it is given (its kid,
- * secret and EVP_PKEY) whether it succeeds or not; sy_jwt_key_clear frees
- * what a key holds. sy_jwt_claims_grant's grant is the caller's.
+ * secret and EVP_PKEY) whether it succeeds or not, and gives it its pool;
+ * sy_jwt_key_clear frees what a key holds, the pool and its contexts too.
+ * sy_jwt_claims_grant's grant is the caller's. Every context, like every
+ * OpenSSL allocation, comes from sy_alloc (sy_tls_global_init).
  *
  * Errors: the key functions return 0, EINVAL (with what is wrong in err)
  * or ENOMEM; sy_jwt_sig_verify and sy_jwt_claims_grant a sy_jwt_result_t;
@@ -37,13 +49,24 @@ typedef enum sy_jwt_alg { SY_JWT_HS256, SY_JWT_RS256, SY_JWT_ES256, SY_JWT_EDDSA
 #define SY_JWT_RSA_MIN_BITS 2048
 #define SY_JWT_RSA_MAX_BITS 16384
 
+/* A key's ready OpenSSL contexts (sy_jwt_sig.c): up to SY_JWT_POOL_SLOTS,
+ * for as many threads verifying with the key at once (a 65th thread's call
+ * makes and frees its own). */
+#define SY_JWT_POOL_SLOTS 64
+typedef struct sy_jwt_vctx sy_jwt_vctx_t;
+typedef struct sy_jwt_pool {
+    EVP_MD *sha256; /* RS256, ES256: fetched once, only read */
+    _Atomic(sy_jwt_vctx_t *) slot[SY_JWT_POOL_SLOTS];
+} sy_jwt_pool_t;
+
 typedef struct sy_jwt_key {
     sy_jwt_alg_t alg;
     char *kid; /* NULL: the key has none */
     size_t kid_len;
     uint8_t *secret; /* HS256 */
     size_t secret_len;
-    EVP_PKEY *pkey; /* the others: a public key that fits alg */
+    EVP_PKEY *pkey;      /* the others: a public key that fits alg */
+    sy_jwt_pool_t *pool; /* given by sy_jwt_keys_push */
 } sy_jwt_key_t;
 
 struct sy_jwt_keys {
@@ -73,8 +96,16 @@ void sy_jwt_key_clear(sy_jwt_key_t *key);
  * long) or ENOMEM. */
 sy_err_t sy_jwt_key_set_kid(sy_jwt_key_t *key, const char *kid, size_t len, char *err, size_t errlen);
 
-/* Verifies sig over input with key: SY_JWT_OK, SY_JWT_SIGNATURE or
- * SY_JWT_MEMORY. Leaves the thread's OpenSSL error queue empty. */
+/* key's pool (its SHA-256 fetched for RS256 and ES256), holding one
+ * context made for key: 0 or ENOMEM (key->pool may then be set:
+ * sy_jwt_key_clear frees it). */
+sy_err_t sy_jwt_pool_init(sy_jwt_key_t *key);
+/* The pool and every context in it; NULL is a no-op. */
+void sy_jwt_pool_free(sy_jwt_pool_t *pool);
+
+/* Verifies sig over input with key (whose pool sy_jwt_keys_push made):
+ * SY_JWT_OK, SY_JWT_SIGNATURE or SY_JWT_MEMORY. Any number of threads at
+ * once with the same key. Leaves the thread's OpenSSL error queue empty. */
 sy_jwt_result_t sy_jwt_sig_verify(const sy_jwt_key_t *key, const uint8_t *input, size_t len, const uint8_t *sig,
                                   size_t sig_len);
 

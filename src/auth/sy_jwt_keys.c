@@ -53,6 +53,7 @@ void sy_jwt_key_clear(sy_jwt_key_t *key) {
         sy_free(key->secret);
     }
     EVP_PKEY_free(key->pkey);
+    sy_jwt_pool_free(key->pool);
     memset(key, 0, sizeof(*key));
 }
 
@@ -87,6 +88,11 @@ sy_err_t sy_jwt_key_set_kid(sy_jwt_key_t *key, const char *kid, size_t len, char
 }
 
 sy_err_t sy_jwt_keys_push(sy_jwt_keys_t *k, sy_jwt_key_t *key, char *err, size_t errlen) {
+    if (sy_jwt_pool_init(key) != 0) {
+        sy_jwt_key_clear(key);
+        snprintf(err, errlen, "out of memory");
+        return ENOMEM;
+    }
     if (k->n == k->cap) {
         size_t cap = k->cap == 0 ? 4 : k->cap * 2;
         sy_jwt_key_t *v = sy_realloc(k->v, cap * sizeof(*v));
