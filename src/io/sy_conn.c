@@ -1186,7 +1186,7 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
         c->rbuf = NULL;
         c->rcap = 0;
     }
-    if (!c->sse && !c->in_msg && c->mbuf != NULL) {
+    if (!c->sse && !c->in_msg && c->state != SY_CONN_HTTP && c->mbuf != NULL) { /* HTTP: a POST's (post) */
         sy_free(c->mbuf);
         c->mbuf = NULL;
         c->mlen = c->mcap = 0;

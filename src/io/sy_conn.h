@@ -221,8 +221,18 @@ typedef struct sy_conn {
         uint8_t *mbuf;         /* payload of the fragmented message so far */
         sy_sse_pos_t *sse_pos; /* an event stream's: its position in each topic, beside subs[]
                                      (subs_cap entries; it never receives a message) */
+        struct sy_post_wait *post; /* SY_CONN_HTTP: a stream's POST whose head was read and
+                                      whose body is still arriving (io/sy_post.h) */
     };
-    size_t mlen, mcap;
+    union {
+        struct {
+            size_t mlen, mcap; /* of mbuf */
+        };
+        struct {
+            uint64_t sse_serial; /* an event stream's serial (its name says it: io/sy_post.h):
+                                    never the same twice in the process, unlike its id */
+        };
+    };
 
     sy_outq_t outq;
 

@@ -57,6 +57,8 @@ typedef struct sy_io_ctx {
     bool reads_paused;         /* the owner is behind on events: open connections are not read */
     struct sy_ask_conn **asks; /* per slot, a symphony.v2 client's asks (io/sy_ask.h) */
     uint32_t asks_cap;
+    uint64_t stream_serials; /* the event streams opened on this thread: the next one's serial
+                                (io/sy_post.h), never reused, unlike connection ids */
 } sy_io_ctx_t;
 
 /* The context of io (const when io is). */

@@ -101,15 +101,22 @@ bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy
         sh->read = true;
         sh->bad = !sy_v1_frame_read(v1, &sh->fi) || sh->fi.kind != 'p';
     }
-    uint32_t i = sub_of(c, t);
-    if (sh->bad || i == c->nsubs)
+    if (sh->bad)
         return false;
     const sy_v1_frame_info_t *fi = &sh->fi;
     const uint8_t *body = sy_refbuf_payload(v1) + fi->body;
     size_t blen = sy_refbuf_payload_len(v1) - fi->body;
-    if (fi->has_offset)
-        c->sse_pos[i] = (sy_sse_pos_t){.epoch = cmd->epoch, .offset = fi->offset, .known = true};
-    if (fi->has_offset && alone(c, i)) {
+    /* A symphony.v2 stream's ids are its event's topic's position only (its
+     * client keeps the others): the shared event, nothing per stream or per
+     * topic it holds (the caller walks this topic's subscribers). */
+    uint32_t i = 0;
+    if (!c->v2) {
+        if ((i = sub_of(c, t)) == c->nsubs)
+            return false;
+        if (fi->has_offset)
+            c->sse_pos[i] = (sy_sse_pos_t){.epoch = cmd->epoch, .offset = fi->offset, .known = true};
+    }
+    if (fi->has_offset && (c->v2 || alone(c, i))) {
         if (sh->alone == NULL) {
             char id[SY_SSE_ENTRY_MAX];
             size_t n = sy_sse_id_entry(id, cmd->epoch, fi->offset, t->name, t->name_len);
@@ -152,10 +159,13 @@ void sy_sse_shared_done(sy_sse_shared_t *sh) {
     *sh = (sy_sse_shared_t){0};
 }
 
+/* An id entry at most: "sy.since=", epoch, ':', 20 digits, ':', the name encoded, '&'. */
+static size_t entry_max(const sy_topic_t *t) { return 9 + 16 + 1 + 20 + 1 + 3 * t->name_len + 1; }
+
 size_t sy_sse_out_replay_cost(const sy_conn_t *c, const sy_topic_t *t, sy_refbuf_t *const *frames, size_t n) {
-    size_t id = 0;
-    for (uint32_t k = 0; k < c->nsubs; k++) /* "sy.since=", epoch, ':', 20 digits, ':', the name encoded, '&' */
-        id += 9 + 16 + 1 + 20 + 1 + 3 * c->subs[k].topic->name_len + 1;
+    size_t id = c->v2 ? entry_max(t) : 0;
+    for (uint32_t k = 0; !c->v2 && k < c->nsubs; k++)
+        id += entry_max(c->subs[k].topic);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         sy_v1_frame_info_t fi;
@@ -208,8 +218,14 @@ bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m, bool notic
         ids = false;
         break;
     }
-    char small[ID_STACK], *heap = NULL, *id = small;
-    size_t n = ids ? stream_id(c, first, small, &heap, &id) : 0;
+    char small[ID_STACK > SY_SSE_ENTRY_MAX ? ID_STACK : SY_SSE_ENTRY_MAX], *heap = NULL, *id = small;
+    size_t n = 0;
+    if (c->v2) /* a publish's own position only; a notice none (its client keeps them) */
+        n = fi.kind == 'p' && fi.has_offset && c->sse_pos[first].known
+                ? sy_sse_id_entry(small, c->sse_pos[first].epoch, fi.offset, name, name_len)
+                : 0;
+    else if (ids)
+        n = stream_id(c, first, small, &heap, &id);
     sy_refbuf_t *e = sy_sse_event(id, n, name, name_len, body, blen, fi.binary);
     sy_free(heap);
     return push_own(io, c, e);

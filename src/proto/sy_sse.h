@@ -15,9 +15,11 @@
  * parameters (proto/sy_since.h), the event's own topic first: the browser
  * sends it back as Last-Event-ID when it reconnects, and the server reads
  * it with sy_since exactly as it reads a URL's. One topic's id is one
- * entry, the same for every subscriber of the topic that has only it (the
- * frame is made once per publish); a connection with more topics gets its
- * own id line, about 40 bytes per topic with history.
+ * entry, the same for every subscriber of the topic that has only it, or
+ * that keeps its positions itself (a symphony.v2 stream: its ids are its
+ * event's entry only; io/sy_sse_out.h): the frame is made once per
+ * publish. A symphony.v1 connection with more topics gets its own id line,
+ * about 40 bytes per topic with history.
  *
  * Payload lines: SSE ends a line at LF, CR or CRLF and the browser joins
  * data lines with LF, so a text payload arrives with each CR or CRLF
