@@ -19,12 +19,13 @@ const net = require('node:net');
 const { once } = require('node:events');
 
 if (process.argv[2] === '--reader') {
-  // The child: reads one stream, says how many events of `topic` it had
+  // The child: reads one stream, says how many events of topics named
+  // `topic`... (a prefix) it had
   // and how many bytes, on each request from the parent.
   const [, , , port, path, topic] = process.argv;
   const sock = net.connect(Number(port), '127.0.0.1');
   sock.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n`);
-  const marker = Buffer.from(`event: ${topic}\n`);
+  const marker = Buffer.from(`event: ${topic}`);
   let bytes = 0;
   let events = 0;
   let tail = Buffer.alloc(0);
@@ -42,13 +43,14 @@ if (process.argv[2] === '--reader') {
         process.send({ stream });
       }
     }
-    const b = Buffer.concat([tail, d]);
+    // Counted in whole lines only; the incomplete last line is kept for
+    // the next chunk.
+    const all = Buffer.concat([tail, d]);
+    const cut = all.lastIndexOf(0x0a);
+    const b = all.subarray(0, cut + 1);
+    tail = all.subarray(cut + 1);
     for (let i = b.indexOf(marker); i >= 0; i = b.indexOf(marker, i + 1)) events++;
     for (let i = b.indexOf(nmark); i >= 0; i = b.indexOf(nmark, i + 1)) notices++;
-    // Kept: the incomplete last line only (a marker ends with its LF, so
-    // none is counted twice).
-    const cut = b.lastIndexOf(0x0a);
-    tail = b.subarray(cut + 1);
     process.send({ bytes, events, notices });
   });
   sock.on('close', () => process.exit(0));
@@ -110,11 +112,12 @@ async function publishes(ntopics, v2) {
   const server = new Server({ host: '127.0.0.1', port: 0, threads: 1, history: { size: 16 }, maxBackpressure: 256 << 20,
     onUpgrade: () => (v2 ? { topics, protocol: 'symphony.v2' } : { topics }) });
   const { port } = await server.listen();
-  const r = reader(port, v2 ? '/?sy.protocol=symphony.v2' : '/', 'topic-0');
+  const r = reader(port, v2 ? '/?sy.protocol=symphony.v2' : '/', 'topic-');
   await r.until((s) => s.notices >= ntopics);
   // Every topic has a position (one publish each): a v1 id carries them all.
+  // (The reader counts the events of every topic-N.)
   for (const t of topics) server.publish(t, 'x');
-  await r.until((s) => s.events >= 1);
+  await r.until((s) => s.events >= ntopics);
   const before = r.events;
   const b0 = r.bytes;
   const c0 = threadCpu();

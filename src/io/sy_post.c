@@ -1,6 +1,7 @@
 /* sy_post — see sy_post.h. */
 #include "io/sy_post.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -186,9 +187,10 @@ static void post_body_done(sy_io_t *io, sy_conn_t *c) {
                         .arg.binary = w->binary,
                         .epoch = w->serial,
                         .offset = sy_conn_id(io, c)};
-        if (m == NULL || sy_io_push(sh->ios[sy_id_thread(w->stream)], &cmd) != 0) {
+        sy_err_t rc = m != NULL ? sy_io_push(sh->ios[sy_id_thread(w->stream)], &cmd) : ENOMEM;
+        if (rc != 0) {
             sy_refbuf_release(m);
-            refuse(io, c, 503, "out of memory");
+            refuse(io, c, 503, rc == EPIPE ? "the server is stopping" : "out of memory");
         } else {
             sy_conn_enter(io, c, SY_CONN_UPGRADING); /* until the stream's thread answers */
         }
