@@ -75,6 +75,36 @@ static size_t stream_id(const sy_conn_t *c, uint32_t first, char *small, char **
     return n;
 }
 
+/* c's id line ("id: ", its known positions joined by '&', subscription
+ * `first` first, "\n"), written once into a buffer of its exact length
+ * (one per delivery: no copy, no growing). At least one position must be
+ * known. NULL when out of memory. */
+static sy_refbuf_t *stream_id_line(const sy_conn_t *c, uint32_t first) {
+    size_t len = 4; /* "id: " */
+    for (uint32_t k = 0; k < c->nsubs; k++) {
+        const sy_topic_t *t = c->subs[k].topic;
+        if (c->sse_pos[k].known) /* the entry and its '&' (or the last one's "\n") */
+            len += sy_sse_id_entry_len(c->sse_pos[k].offset, t->name, t->name_len) + 1;
+    }
+    sy_refbuf_t *m = sy_refbuf_alloc(0, len, 0);
+    if (m == NULL)
+        return NULL;
+    char *o = (char *)m->data;
+    memcpy(o, "id: ", 4);
+    size_t at = 4;
+    for (uint32_t k = 0; k < c->nsubs; k++) {
+        uint32_t i = k == 0 ? first : (k == first ? 0 : k);
+        if (!c->sse_pos[i].known)
+            continue;
+        if (at > 4)
+            o[at++] = '&';
+        const sy_topic_t *t = c->subs[i].topic;
+        at += sy_sse_id_entry(o + at, c->sse_pos[i].epoch, c->sse_pos[i].offset, t->name, t->name_len);
+    }
+    o[at] = '\n';
+    return m;
+}
+
 /* Queues m (one reference, the caller's: taken over either way). */
 static bool push_own(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
     if (m == NULL) {
@@ -135,14 +165,8 @@ bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy
         sy_conn_fail_oom(io, c);
         return false;
     }
-    if (fi->has_offset) { /* else the stream's last id still says where it is */
-        char small[ID_STACK], *heap, *id;
-        size_t n = stream_id(c, i, small, &heap, &id);
-        sy_refbuf_t *line = n > 0 ? sy_sse_id_line(id, n) : NULL;
-        sy_free(heap);
-        if (!push_own(io, c, line))
-            return false;
-    }
+    if (fi->has_offset && !push_own(io, c, stream_id_line(c, i)))
+        return false; /* (without an offset, the stream's last id still says where it is) */
     if (!sy_conn_push(io, c, sh->rest, false))
         return false;
     sh->queued_rest++;

@@ -90,6 +90,17 @@ size_t sy_sse_id_entry(char *out, uint64_t epoch, uint64_t offset, const char *t
     return o;
 }
 
+size_t sy_sse_id_entry_len(uint64_t offset, const char *topic, size_t topic_len) {
+    if (topic_len > SY_SINCE_TOPIC_MAX)
+        return 0;
+    size_t n = sizeof(SY_SINCE_PARAM "=") - 1 + 16 + 1 + 1 + 1; /* "sy.since=", epoch, ':', a digit, ':' */
+    for (; offset >= 10; offset /= 10)
+        n++;
+    for (size_t i = 0; i < topic_len; i++)
+        n += unreserved((unsigned char)topic[i]) ? 1 : 3;
+    return n;
+}
+
 /* The "data: " lines of payload[0..len), split where SSE splits (LF, CR
  * or CRLF; the last line may be empty), written to out unless it is NULL:
  * their length. */

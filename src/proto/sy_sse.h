@@ -65,6 +65,10 @@ size_t sy_sse_response_head(char *out, size_t cap, const char *extra, size_t ext
  * into out (SY_SSE_ENTRY_MAX bytes), its length. */
 size_t sy_sse_id_entry(char *out, uint64_t epoch, uint64_t offset, const char *topic, size_t topic_len);
 
+/* The length sy_sse_id_entry gives for these (0 for a topic it refuses):
+ * to size an id before it is written. */
+size_t sy_sse_id_entry_len(uint64_t offset, const char *topic, size_t topic_len);
+
 /* An event: "id: " id "\n" when id_len > 0, "event: " name "\n" when
  * name_len > 0 (a name with CR, LF or NUL is left out: the event is a
  * "message"), the payload's data lines (binary: base64 and "enc: base64"),
