@@ -67,10 +67,16 @@ test('a symphony.v2 stream: each publish\'s id is its own topic\'s position only
   const again = await openStream(port, { path: `/?sy.protocol=symphony.v2&${since}` });
   const replay = [];
   await again.next((e) => {
-    if (topics.includes(e.event)) replay.push(e.data);
+    if (topics.includes(e.event)) replay.push(e);
     return replay.length === 2;
   });
-  assert.deepEqual(replay.sort(), ['t3-c', 't40-b']);
+  assert.deepEqual(replay.map((e) => e.data).sort(), ['t3-c', 't40-b']);
+  for (const e of replay) { // replayed: each with its own position only
+    const es = entries(e.id);
+    assert.equal(es.length, 1, e.id);
+    assert.equal(es[0].topic, e.event);
+    assert.equal(es[0].offset, String(Number(pos.get(e.event).offset) + 1));
+  }
   server.publish('t0', 't0-b');
   const live = await again.next((e) => e.event === 't0');
   assert.equal(live.data, 't0-b');
