@@ -14,11 +14,11 @@
  * client that leaves (1001), a stream that stops reading (1008 at
  * maxBackpressure) and shutdown with streams open (1001). */
 #define _GNU_SOURCE
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "check.h"

@@ -218,9 +218,9 @@ typedef struct sy_conn {
                          (sy_inflate works in place) */
     size_t rlen, rcap;
     union {
-        uint8_t *mbuf;         /* payload of the fragmented message so far */
-        sy_sse_pos_t *sse_pos; /* an event stream's: its position in each topic, beside subs[]
-                                     (subs_cap entries; it never receives a message) */
+        uint8_t *mbuf;             /* payload of the fragmented message so far */
+        sy_sse_pos_t *sse_pos;     /* an event stream's: its position in each topic, beside subs[]
+                                      (subs_cap entries; it never receives a message) */
         struct sy_post_wait *post; /* SY_CONN_HTTP: a stream's POST whose head was read and
                                       whose body is still arriving (io/sy_post.h) */
     };

@@ -23,8 +23,7 @@ void sy_post_key_init(uint8_t key[32], uint64_t *tag) {
 }
 
 /* HMAC-SHA-1 (RFC 2104) of the tag's, the id's and the serial's 8 bytes under key. */
-static void mac_of(const uint8_t key[32], uint64_t tag, uint64_t id, uint64_t serial,
-                   uint8_t out[SY_SHA1_DIGEST_LEN]) {
+static void mac_of(const uint8_t key[32], uint64_t tag, uint64_t id, uint64_t serial, uint8_t out[SY_SHA1_DIGEST_LEN]) {
     uint8_t pad[64], msg[24], inner[SY_SHA1_DIGEST_LEN];
     for (size_t i = 0; i < 8; i++) {
         msg[i] = (uint8_t)(tag >> (8 * i));
