@@ -314,8 +314,9 @@ void sy_conn_wrote(sy_io_t *io, sy_conn_t *c, long res, size_t total);
  * subscriber array (a publish walks them). */
 bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control);
 /* p[0..n) is a message from c's client (an event stream's POST,
- * io/sy_post.h): to the owner as the frames' messages go. */
-void sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, size_t n);
+ * io/sy_post.h): to the owner as the frames' messages go. False when it
+ * was over c's inbound rate: not delivered, and c is closed 1008. */
+bool sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, size_t n);
 
 /* The upgrade succeeded (sy_upgrade): the 101 is queued. Opens the
  * connection, tells the owner, and handles bytes that followed the request. */

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "base/sy_alloc.h"
-
 #include "base/sy_random.h"
 #include "io/sy_upgrade.h"
 #include "proto/sy_handshake.h"
@@ -277,8 +276,8 @@ void sy_post_deliver(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd) {
     uint16_t status = 410;
     if (c != NULL && c->sse && c->state == SY_CONN_OPEN && c->sse_serial == cmd->epoch) {
         sy_stat_inc(&sy_io_ctx(io)->stats.sse_posts);
-        sy_conn_deliver(io, c, cmd->arg.binary, cmd->buf->data, cmd->buf->len);
-        status = c->state == SY_CONN_OPEN ? 202 : 429; /* over its rate: not delivered, the stream closed 1008 */
+        /* Over its rate: not delivered, and the stream is closed 1008. */
+        status = sy_conn_deliver(io, c, cmd->arg.binary, cmd->buf->data, cmd->buf->len) ? 202 : 429;
     }
     if (cmd->offset == 0)
         return; /* from another node (sy_server_post): answered there */

@@ -18,8 +18,9 @@
  * when the stream was open and it was handed to the owner as the stream's
  * message, 410 when the stream has closed (or its id now names another
  * connection), 429 when the message was over the stream's inbound rate
- * (not delivered: the stream is closed 1008, sy_conn_deliver). POSTs a client sends one after another (each after the last
- * one's answer) reach the handler in that order. The head is parsed once:
+ * (not delivered: the stream is closed 1008, sy_conn_deliver). POSTs a
+ * client sends one after another (each after the last one's answer)
+ * reach the handler in that order. The head is parsed once:
  * a body that arrives after it is awaited with what the head said
  * (sy_post_wait_t in c->post), never by parsing the head again.
  *
