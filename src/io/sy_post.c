@@ -160,14 +160,11 @@ static atomic_uint heads_read;
 unsigned sy_post_heads_read(void) { return atomic_load(&heads_read); }
 #endif
 
-/* The body is whole at c->rbuf: the POST is checked, then forwarded, or
- * queued to the stream's thread, which answers (the connection waits in
- * UPGRADING meanwhile, as a forwarded one does). Frees c->post. */
-static void post_body_done(sy_io_t *io, sy_conn_t *c) {
-    sy_post_wait_t *w = c->post;
-    c->post = NULL;
+/* The body is whole at body (w->len bytes, in c->rbuf): the POST is
+ * checked, then forwarded, or queued to the stream's thread, which answers
+ * (the connection waits in UPGRADING meanwhile, as a forwarded one does). */
+static void post_body_done(sy_io_t *io, sy_conn_t *c, const sy_post_wait_t *w, const uint8_t *body) {
     sy_io_shared_t *sh = sy_io_ctx(io)->shared;
-    const uint8_t *body = c->rbuf;
     if (!w->binary && !sy_utf8_is_valid(body, w->len)) {
         refuse(io, c, 400, "a text message must be UTF-8 (send bytes as application/octet-stream)");
     } else if (w->elsewhere) {
@@ -193,7 +190,6 @@ static void post_body_done(sy_io_t *io, sy_conn_t *c) {
             sy_conn_enter(io, c, SY_CONN_UPGRADING); /* until the stream's thread answers */
         }
     }
-    sy_free(w);
 }
 
 bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, long head) {
@@ -235,25 +231,33 @@ bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, lo
         refuse(io, c, 404, "no such event stream");
         return true;
     }
-    sy_post_wait_t *w = sy_malloc(sizeof(*w));
-    if (w == NULL) {
+    sy_post_wait_t w = {
+        .stream = id, .serial = serial, .len = (size_t)clen, .binary = binary_body(req), .elsewhere = elsewhere};
+    memcpy(w.name, v, SY_POST_NAME_LEN); /* a name of either kind is that long */
+    if (c->rlen - (size_t)head >= w.len) {
+        /* The body came with its head (anything after it is left unread). */
+        post_body_done(io, c, &w, c->rbuf + head);
+        return true;
+    }
+    /* The rest of the body is to come: what the head said is kept, and the
+     * head is done with (what follows it is the body). */
+    if ((c->post = sy_malloc(sizeof(w))) == NULL) {
         refuse(io, c, 503, "out of memory");
         return true;
     }
-    *w = (sy_post_wait_t){
-        .stream = id, .serial = serial, .len = (size_t)clen, .binary = binary_body(req), .elsewhere = elsewhere};
-    memcpy(w->name, v, SY_POST_NAME_LEN); /* a name of either kind is that long */
-    /* The head is done with: what follows it is the body. */
+    *c->post = w;
     memmove(c->rbuf, c->rbuf + head, c->rlen - (size_t)head);
     c->rlen -= (size_t)head;
-    c->post = w;
-    sy_post_body(io, c);
     return true;
 }
 
 void sy_post_body(sy_io_t *io, sy_conn_t *c) {
-    if (c->rlen >= c->post->len)
-        post_body_done(io, c); /* anything after the body is left unread: the answer closes */
+    if (c->rlen < c->post->len)
+        return;
+    sy_post_wait_t *w = c->post;
+    c->post = NULL;
+    post_body_done(io, c, w, c->rbuf); /* anything after the body is left unread: the answer closes */
+    sy_free(w);
 }
 
 sy_refbuf_t *sy_post_answer(int status) {
