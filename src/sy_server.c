@@ -895,15 +895,16 @@ sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status) {
 }
 
 sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary) {
-    uint64_t id;
+    uint64_t id, serial;
     if (!s->listening || s->shutting_down)
         return ENOTCONN;
-    if (!sy_post_name_stream(&s->shared, name, name_len, &id))
+    if (!sy_post_name_stream(&s->shared, name, name_len, &id, &serial))
         return ENOENT;
     sy_refbuf_t *m = sy_refbuf_raw(data, len);
     if (m == NULL)
         return ENOMEM;
-    sy_cmd_t cmd = {.type = SY_CMD_POSTED, .conn = id, .buf = m, .arg.binary = binary};
+    /* No POST here to answer (offset 0): the forwarding node answered. */
+    sy_cmd_t cmd = {.type = SY_CMD_POSTED, .conn = id, .buf = m, .arg.binary = binary, .epoch = serial};
     int rc = sy_io_push(s->io[sy_id_thread(id)], &cmd);
     if (rc != 0) {
         sy_refbuf_release(m);
@@ -911,6 +912,12 @@ sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const
     }
     return 0;
 }
+
+#ifdef SY_TESTING
+void sy_server_stream_name(sy_server_t *s, uint64_t id, uint64_t serial, char *out) {
+    sy_post_name(&s->shared, id, serial, out);
+}
+#endif
 
 void sy_server_node_tag(const sy_server_t *s, char out[17]) {
     static const char hex[] = "0123456789abcdef";

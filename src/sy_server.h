@@ -168,10 +168,16 @@ sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *h
 /* Event streams across nodes (io/sy_post.h): the answer to a POST the owner
  * was given as SY_EV_POST (202 once forwarded; 404, 503); a POST forwarded
  * from another node for name (ENOENT: not a stream of this node; ENOTCONN:
- * not running); this node's tag, as its streams' names begin (16 hex
+ * not running; a stream of this node that has closed does not get it,
+ * and 0 is returned: the forwarding node has answered); this node's tag, as its streams' names begin (16 hex
  * digits and a NUL). */
 sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status);
 sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary);
+#ifdef SY_TESTING
+/* Testing builds: the name of stream id with any serial (80 characters,
+ * no NUL: io/sy_post.h), as a stream that held the id before would have. */
+void sy_server_stream_name(sy_server_t *s, uint64_t id, uint64_t serial, char *out);
+#endif
 void sy_server_node_tag(const sy_server_t *s, char out[17]);
 /* True when id names a connection that is open now. */
 bool sy_server_is_open(sy_server_t *s, uint64_t id);

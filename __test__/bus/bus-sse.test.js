@@ -26,7 +26,7 @@ async function node(options) {
   return { s, port };
 }
 
-test('POSTs for a stream land on either node and reach it in order; a forged name reaches nobody; without a bus 404', { timeout: 60000 }, async (t) => {
+test('POSTs for a stream land on either node and reach it in order; a forged name, or a closed stream\'s, reaches nobody (410 from its own node); without a bus 404', { timeout: 60000 }, async (t) => {
   const redis = await startRedis({ t });
   const bus = { url: redis.url, backoff: { min: 50, max: 300 } };
   const a = await node({ bus, onUpgrade: () => ({ topics: ['t'] }) });
@@ -50,12 +50,30 @@ test('POSTs for a stream land on either node and reach it in order; a forged nam
   assert.equal(a.s.stats().ssePosts, 40);
   // A name with a's tag and a wrong MAC: b cannot tell (it forwards, 202);
   // a drops it. One more real one shows nothing came in between.
-  const forged = `${name.slice(0, 63)}${name[63] === '0' ? '1' : '0'}`;
+  const forged = `${name.slice(0, 79)}${name[79] === '0' ? '1' : '0'}`;
   assert.equal((await post(b.port, forged, 'forged')).status, 202);
   assert.equal((await post(b.port, name, 'after')).status, 202);
   await waitFor(() => got.length === 41, 10000, 'the message after the forged one');
   assert.equal(got[40], 'after');
   // A node without a bus answers 404 for a stream it does not hold.
   assert.equal((await post(alone.port, name, 'lost')).status, 404);
+  // Once the stream has closed: its node answers 410; the other forwards
+  // (it cannot tell, 202) and the stream's node drops it.
+  const closed = once(a.s, 'close');
   stream.close();
+  await closed;
+  const late = await post(a.port, name, 'late');
+  assert.equal(late.status, 410);
+  assert.match(late.body, /the event stream has closed/);
+  assert.equal((await post(b.port, name, 'late')).status, 202);
+  // A new stream's POST through b after it arrives, and nothing else: the
+  // late one went over the same control channel before it, to a stream
+  // whose serial no longer names anything.
+  const stream2 = await openStream(a.port);
+  const name2 = await streamName(stream2);
+  assert.notEqual(name2, name);
+  assert.equal((await post(b.port, name2, 'next stream')).status, 202);
+  await waitFor(() => got.length === 42, 10000, 'the new stream\'s message');
+  assert.deepEqual(got.slice(40), ['after', 'next stream']);
+  stream2.close();
 });

@@ -7,11 +7,14 @@
  * CR/CRLF and binary; an id too long for the stack (24 long topics);
  * direct messages (no id); a resume by Last-Event-ID
  * (exactly the missed ones), a foreign epoch (not recovered), a malformed
- * one (400); POSTs (202 and the message, a body after its head, 411,
- * 413, 400, 404, a stream closed meanwhile); server.end (sy.close, then the end of the body), a
+ * one (400); POSTs (202 and the message, a body after its head, one sent
+ * a byte at a time with its head parsed once, 411, 413, 400, 404, a name
+ * with another serial 410, a stream closed meanwhile 410); server.end
+ * (sy.close, then the end of the body), a
  * client that leaves (1001), a stream that stops reading (1008 at
  * maxBackpressure) and shutdown with streams open (1001). */
 #define _GNU_SOURCE
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include "check.h"
 #include "harness.h"
 #include "io/sy_events.h"
+#include "io/sy_post.h"
 #include "sy_server.h"
 
 static sy_server_t *srv;
@@ -29,7 +33,7 @@ static uint16_t port;
 typedef struct {
     int fd;
     uint64_t id;   /* its connection */
-    char name[65]; /* its stream's name (sy.open) */
+    char name[81]; /* its stream's name (sy.open) */
     char buf[16384];
     size_t len;
 } client_t;
@@ -137,6 +141,9 @@ static bool at_eof(client_t *cl) {
 
 /* Opens a stream (extra: request header lines), accepted with topics:
  * checks its head and sy.open (rcvbuf > 0: its receive buffer); its notices are the caller's to read. */
+/* The subprotocol open_stream accepts with ("": the default, symphony.v1). */
+static const char *accept_proto = "";
+
 static void open_stream(client_t *cl, const char *extra, const char *const *topics, size_t n, int rcvbuf) {
     char req[512];
     int rl =
@@ -160,7 +167,9 @@ static void open_stream(client_t *cl, const char *extra, const char *const *topi
     for (size_t i = 0; i < n; i++)
         lens[i] = strlen(topics[i]);
     static const char cors[] = "Access-Control-Allow-Origin: *\r\n";
-    CHECK_EQ(sy_server_accept(srv, cl->id, "", 0, cors, sizeof(cors) - 1, topics, lens, n, true), 0);
+    CHECK_EQ(sy_server_accept(srv, cl->id, accept_proto, strlen(accept_proto), cors, sizeof(cors) - 1, topics, lens, n,
+                              true),
+             0);
     char *end;
     while ((end = memmem(cl->buf, cl->len, "\r\n\r\n", 4)) == NULL)
         if (!fill(cl))
@@ -183,13 +192,16 @@ static void open_stream(client_t *cl, const char *extra, const char *const *topi
     ev_t e;
     CHECK(next_event(cl, &e));
     CHECK_MEMSTR(e.event, strlen(e.event), "sy.open");
-    /* Its name, its protocol, the server's limits and its heartbeat (ms). */
-    static const char tail[] = "\",\"protocol\":\"symphony.v1\",\"limits\":{\"maxPayload\":1024,\"maxSubscriptions\":0,"
-                               "\"maxPending\":0,\"maxTopicLength\":1024,\"maxEntries\":1024},\"heartbeat\":15000}";
-    CHECK(!e.has_id && e.data_len == 11 + 64 + sizeof(tail) - 1);
-    CHECK(memcmp(e.data, "{\"stream\":\"", 11) == 0 && strspn(e.data + 11, "0123456789abcdef") == 64);
-    CHECK(e.data_len >= 75 + sizeof(tail) - 1 && memcmp(e.data + 75, tail, sizeof(tail) - 1) == 0);
-    memcpy(cl->name, e.data + 11, 64);
+    /* Its name (80 hex digits), its protocol, the server's limits and its heartbeat (ms). */
+    static const char limits[] = "\",\"limits\":{\"maxPayload\":1024,\"maxSubscriptions\":0,"
+                                 "\"maxPending\":0,\"maxTopicLength\":1024,\"maxEntries\":1024},\"heartbeat\":15000}";
+    const char *proto = *accept_proto ? "\",\"protocol\":\"symphony.v2" : "\",\"protocol\":\"symphony.v1";
+    size_t plen = strlen(proto);
+    CHECK(!e.has_id && e.data_len == 11 + 80 + plen + sizeof(limits) - 1);
+    CHECK(memcmp(e.data, "{\"stream\":\"", 11) == 0 && strspn(e.data + 11, "0123456789abcdef") == 80);
+    CHECK(e.data_len >= 91 + plen + sizeof(limits) - 1 && memcmp(e.data + 91, proto, plen) == 0 &&
+          memcmp(e.data + 91 + plen, limits, sizeof(limits) - 1) == 0);
+    memcpy(cl->name, e.data + 11, 80);
     const seen_t *op = wait_conn(SY_EV_OPEN, cl->id, mark);
     CHECK(op != NULL && (op->flags & SY_EV_OPEN_SSE));
 }
@@ -227,6 +239,83 @@ static void publish(const char *topic, const void *data, size_t len, unsigned fl
 }
 
 static client_t a, a2, a3, b, many, slow;
+
+/* A symphony.v2 stream (its client keeps its positions) with two topics:
+ * its notices carry no id, each publish's id its own topic's position
+ * only (the event shared with the one-topic streams: the same bytes). */
+static void test_v2_ids(void) {
+    static const char *const tcd[] = {"c", "d"};
+    static client_t v2;
+    accept_proto = "symphony.v2";
+    open_stream(&v2, "Sec-WebSocket-Protocol: symphony.v1, symphony.v2\r\n", tcd, 2, 0);
+    accept_proto = "";
+    ev_t e;
+    for (int i = 0; i < 2; i++) {
+        CHECK(next_event(&v2, &e));
+        CHECK_MEMSTR(e.event, strlen(e.event), "sy.notice");
+        CHECK(!e.has_id);
+    }
+    uint64_t ec = 0, ed = 0, lc = 0, ld = 0, first = 0;
+    size_t kept = 0;
+    CHECK(sy_server_position(srv, "c", 1, &ec, &lc, &first, &kept));
+    CHECK(sy_server_position(srv, "d", 1, &ed, &ld, &first, &kept));
+    publish("c", "vc", 2, 0);
+    publish("d", "vd", 2, 0);
+    publish("c", "vc2", 3, 0);
+    char id[160];
+    snprintf(id, sizeof(id), "sy.since=%016llx:%llu:c", (unsigned long long)ec, (unsigned long long)lc + 1);
+    expect(&v2, "c", "vc", id);
+    snprintf(id, sizeof(id), "sy.since=%016llx:%llu:d", (unsigned long long)ed, (unsigned long long)ld + 1);
+    expect(&v2, "d", "vd", id);
+    snprintf(id, sizeof(id), "sy.since=%016llx:%llu:c", (unsigned long long)ec, (unsigned long long)lc + 2);
+    expect(&v2, "c", "vc2", id);
+    size_t mark = nseen;
+    close(v2.fd);
+    const seen_t *cl = wait_conn(SY_EV_CLOSE, v2.id, mark);
+    CHECK(cl != NULL && cl->code == 1001);
+}
+
+/* A POST sent one byte at a time, head and body: its head is parsed once
+ * (the body's bytes are awaited with what it said), then 202 and the
+ * message, whole. */
+static void test_post_bytes(void) {
+    size_t mark = nseen;
+    unsigned heads = sy_post_heads_read();
+    char req[256];
+    int rl = snprintf(req, sizeof(req), "POST /?sy.stream=%s HTTP/1.1\r\nContent-Length: 9\r\n\r\nbyte-wise", b.name);
+    int fd = connect_to(port);
+    int one = 1;
+    CHECK_EQ(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
+    for (int i = 0; i < rl; i++)
+        CHECK_EQ(write(fd, req + i, 1), 1);
+    char ans[256];
+    CHECK(read_some(fd, (uint8_t *)ans, sizeof(ans), 12) >= 12);
+    CHECK(memcmp(ans, "HTTP/1.1 202", 12) == 0);
+    close(fd);
+    const seen_t *m = wait_conn(SY_EV_MESSAGE, b.id, mark);
+    CHECK(m != NULL && m->len == 9 && memcmp(m->payload, "byte-wise", 9) == 0);
+    CHECK_EQU(sy_post_heads_read() - heads, 1);
+}
+
+/* A name names one stream: the same id with another serial (as a name of
+ * a closed stream whose id was given again would be, after ~2M
+ * connections on its thread) reaches nobody and is answered 410, while
+ * the stream's own name still reaches it. */
+static void test_post_serial(void) {
+    uint64_t serial = 0;
+    for (int i = 32; i < 48; i++)
+        serial = serial << 4 | (uint64_t)(b.name[i] <= '9' ? b.name[i] - '0' : b.name[i] - 'a' + 10);
+    char other[81] = {0}, same[81] = {0};
+    sy_server_stream_name(srv, b.id, serial + 1, other);
+    sy_server_stream_name(srv, b.id, serial, same);
+    CHECK(memcmp(same, b.name, 80) == 0);
+    CHECK(memcmp(other, b.name, 32) == 0 && memcmp(other + 32, b.name + 32, 16) != 0);
+    size_t mark = nseen;
+    CHECK_EQ(post_text(other, "not yours"), 410);
+    CHECK_EQ(post_text(same, "yours"), 202);
+    const seen_t *m = wait_conn(SY_EV_MESSAGE, b.id, mark);
+    CHECK(m != NULL && m->len == 5 && memcmp(m->payload, "yours", 5) == 0);
+}
 
 /* A stream whose client stops reading (a small receive window): closed
  * 1008 once over maxBackpressure, its body ending with the sy.close event. */
@@ -401,9 +490,9 @@ int main(void) {
     CHECK_EQ(post(b.name, "Transfer-Encoding: chunked\r\n", "0\r\n\r\n", 5), 411);
     CHECK_EQ(post(b.name, "Content-Length: 2000\r\n", "", 0), 413);
     CHECK_EQ(post(b.name, "Content-Length: 2\r\n", "\xff\xfe", 2), 400);
-    char forged[65];
+    char forged[81];
     memcpy(forged, b.name, sizeof(forged));
-    forged[63] = forged[63] == '0' ? '1' : '0';
+    forged[79] = forged[79] == '0' ? '1' : '0';
     CHECK_EQ(post_text(forged, "x"), 404);
     CHECK_EQ(post_text("abc", "x"), 404);
     /* The body after the head: no answer until it is whole. */
@@ -423,8 +512,12 @@ int main(void) {
 
     test_slow();
 
+    test_post_bytes();
+    test_post_serial();
+    test_v2_ids();
+
     /* server.end: sy.close, then the end of the body; a POST after it is
-     * answered but reaches nobody. */
+     * answered 410 and reaches nobody. */
     mark = nseen;
     CHECK_EQ(sy_server_end(srv, b.id, 4000, "bye", 3), 0);
     expect(&b, "sy.close", "{\"code\":4000,\"reason\":\"bye\"}", NULL);
@@ -433,7 +526,7 @@ int main(void) {
     cl = wait_conn(SY_EV_CLOSE, b.id, mark);
     CHECK(cl != NULL && cl->code == 4000);
     size_t after_end = nseen;
-    CHECK_EQ(post_text(b.name, "late"), 202);
+    CHECK_EQ(post_text(b.name, "late"), 410);
     CHECK_EQ(sy_server_send(srv, b.id, "x", 1, 0), ENOTCONN);
 
     /* Shutdown with streams open: each gets sy.close 1001, then EOF. */
@@ -441,8 +534,8 @@ int main(void) {
     sy_server_thread_stats(srv, 0, &s0);
     sy_server_thread_stats(srv, 1, &s1);
     CHECK_EQU(s0.sse_connections + s1.sse_connections, 3);
-    CHECK_EQU(s0.sse_opened + s1.sse_opened, 6);
-    CHECK_EQU(s0.sse_posts + s1.sse_posts, 3);
+    CHECK_EQU(s0.sse_opened + s1.sse_opened, 7);
+    CHECK_EQU(s0.sse_posts + s1.sse_posts, 5);
     mark = nseen;
     sy_server_shutdown(srv, 500);
     client_t *open_ones[] = {&a2, &a3, &many};

@@ -413,6 +413,14 @@ static void test_id_entry(void) {
     /* Control characters and CR/LF: never raw in an id line. */
     n = sy_sse_id_entry(out, 1, 2, "\r\n\t\x7f", 4);
     CHECK_MEMSTR(out, n, "sy.since=0000000000000001:2:%0D%0A%09%7F");
+    /* sy_sse_id_entry_len says each length before it is written. */
+    CHECK_EQU(sy_sse_id_entry_len(2, "\r\n\t\x7f", 4), n);
+    char *other = malloc(SY_SSE_ENTRY_MAX);
+    CHECK_EQU(sy_sse_id_entry_len(2, topic, sizeof(topic) - 1), sy_sse_id_entry(other, 1, 2, topic, sizeof(topic) - 1));
+    static const uint64_t offsets[] = {0, 9, 10, 99, 100, 1042, UINT64_MAX / 10, UINT64_MAX};
+    for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++)
+        CHECK_EQU(sy_sse_id_entry_len(offsets[i], "a", 1), sy_sse_id_entry(other, 7, offsets[i], "a", 1));
+    free(other);
 
     /* Read back as a Last-Event-ID: the same positions. */
     char *q = NULL;

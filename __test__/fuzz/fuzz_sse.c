@@ -6,7 +6,8 @@
  *    or '?'; when it accepts, the query is '?', the value and a NUL,
  *    sy_since_check agrees, sy_since_next yields at least one entry, each
  *    with a topic of 1 to SY_SINCE_TOPIC_MAX bytes of valid UTF-8, and each
- *    entry written again by sy_sse_id_entry reads back the same;
+ *    entry written again by sy_sse_id_entry (at the length
+ *    sy_sse_id_entry_len said) reads back the same;
  *  - sy_sse_event over a name, an id and a payload cut from the input, as
  *    text and as binary: the event ends with "\n\n", and a WHATWG
  *    EventSource reader (below) dispatches exactly one event, with nothing
@@ -85,6 +86,7 @@ static void last_event_id(const uint8_t *data, size_t size) {
         /* Written again as we write ids: the same position back. */
         size_t el = sy_sse_id_entry(entry, e.epoch, e.offset, e.topic, e.topic_len);
         REQUIRE(el > 0 && el < SY_SSE_ENTRY_MAX);
+        REQUIRE(sy_sse_id_entry_len(e.offset, e.topic, e.topic_len) == el); /* sized before written */
         REQUIRE(sy_sse_last_event_id(entry, el, q2) == NULL);
         sy_since_iter_t it2 = {0};
         sy_since_t f;
@@ -161,7 +163,7 @@ static void events(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < len && i < 8; i++)
             x = x << 8 | p[i];
         idn = sy_sse_id_entry(id, x, ~x, (const char *)name, nlen);
-        REQUIRE(idn > 0 && idn < SY_SSE_ENTRY_MAX);
+        REQUIRE(idn > 0 && idn < SY_SSE_ENTRY_MAX && sy_sse_id_entry_len(~x, (const char *)name, nlen) == idn);
         REQUIRE(memchr(id, '\n', idn) == NULL && memchr(id, '\r', idn) == NULL && memchr(id, '\0', idn) == NULL);
     }
     /* On the heap at their exact sizes. */

@@ -46,7 +46,7 @@ test('a GET for text/event-stream: onUpgrade is asked (transport sse), the strea
   assert.equal(reqs[0].url, '/feed?x=1');
   assert.equal(reqs[0].headers.authorization, 'Bearer abc');
   const name = await streamName(s);
-  assert.match(name, /^[0-9a-f]{64}$/);
+  assert.match(name, /^[0-9a-f]{80}$/);
   const sub = await s.next((e) => e.event === 'sy.notice');
   assert.equal(JSON.parse(sub.data).type, 'subscribed');
   assert.equal(server.stats().sseConnections, 1);
@@ -204,11 +204,13 @@ test('POSTs reach the stream\'s \'message\' handler in order; bad ones are refus
     assert.match(r.body, why);
   }
   assert.equal(server.stats().ssePosts, 21);
-  // A stream that has gone: its POSTs are answered, and reach nobody.
+  // A stream that has gone: its POSTs are answered 410, and reach nobody.
   const closed = once(server, 'close');
   s.close();
   await closed;
-  assert.equal((await post(port, name, 'late')).status, 202);
+  const late = await post(port, name, 'late');
+  assert.equal(late.status, 410);
+  assert.match(late.body, /the event stream has closed/);
   assert.equal(got.length, 21);
 });
 
@@ -299,7 +301,7 @@ test('a stream and WebSocket clients of the same topic get the same messages', a
   s.close();
 });
 
-test('maxMessagesPerSecond holds for POSTed messages: over it, the stream is closed 1008 (its POSTs were answered already)', async () => {
+test('maxMessagesPerSecond holds for POSTed messages: over it, the stream is closed 1008 and that POST answered 429, the next ones 410', async () => {
   const { server, port } = await startServer({ threads: 1, maxMessagesPerSecond: 5, onUpgrade: () => ({ topics: ['t'] }) });
   const opened = once(server, 'open');
   const s = await openStream(port);
@@ -316,8 +318,12 @@ test('maxMessagesPerSecond holds for POSTed messages: over it, the stream is clo
   const [code, reason] = await closed;
   assert.equal(code, 1008);
   assert.equal(String(reason), 'too many messages');
-  assert.ok(answers.every((a) => a === 202));
-  assert.ok(got.length >= 5 && got.length < answers.length, `${got.length} delivered of ${answers.length}`);
+  // 202 for each delivered, 429 for the one over the rate (not delivered:
+  // the close), 410 for any sent after it before the close was seen here.
+  const over = answers.indexOf(429);
+  assert.ok(over >= 5, JSON.stringify(answers));
+  assert.ok(answers.slice(0, over).every((a) => a === 202) && answers.slice(over + 1).every((a) => a === 410), JSON.stringify(answers));
+  assert.equal(got.length, over, `${got.length} delivered of ${answers.length}`);
   assert.deepEqual(got, got.map((_, i) => `m${i}`), 'in order, none skipped');
   assert.equal(server.stats().sseRateCloses, 1);
   const e = await s.next((x) => x.event === 'sy.close');

@@ -648,7 +648,7 @@ bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t c
 static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n);
 static void policy_close(sy_io_t *io, sy_conn_t *c, atomic_uint_fast64_t *counter, const char *reason);
 
-void sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, size_t n) {
+bool sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, size_t n) {
     const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
     if (sh->rate_on) {
         /* The per-connection rates hold for POSTed messages too. A POST was
@@ -658,12 +658,13 @@ void sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, s
         if (!sy_rate_fits(&sh->in_msgs, c->in_msg_tat, now, 1, 0) ||
             !sy_rate_fits(&sh->in_bytes, c->in_byte_tat, now, n, 0)) {
             policy_close(io, c, &sy_io_ctx(io)->stats.sse_rate_closes, "too many messages");
-            return;
+            return false;
         }
         c->in_msg_tat = sy_rate_charge(&sh->in_msgs, c->in_msg_tat, now, 1);
         c->in_byte_tat = sy_rate_charge(&sh->in_bytes, c->in_byte_tat, now, n);
     }
     deliver(io, c, binary ? SY_WS_OP_BINARY : SY_WS_OP_TEXT, p, n);
+    return true;
 }
 
 static void deliver(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
@@ -1233,7 +1234,7 @@ void sy_conn_sweep(sy_io_t *io, sy_conn_t *c) {
         c->rbuf = NULL;
         c->rcap = 0;
     }
-    if (!c->sse && !c->in_msg && c->mbuf != NULL) {
+    if (!c->sse && !c->in_msg && c->state != SY_CONN_HTTP && c->mbuf != NULL) { /* HTTP: a POST's (post) */
         sy_free(c->mbuf);
         c->mbuf = NULL;
         c->mlen = c->mcap = 0;

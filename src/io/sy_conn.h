@@ -218,11 +218,21 @@ typedef struct sy_conn {
                          (sy_inflate works in place) */
     size_t rlen, rcap;
     union {
-        uint8_t *mbuf;         /* payload of the fragmented message so far */
-        sy_sse_pos_t *sse_pos; /* an event stream's: its position in each topic, beside subs[]
-                                     (subs_cap entries; it never receives a message) */
+        uint8_t *mbuf;             /* payload of the fragmented message so far */
+        sy_sse_pos_t *sse_pos;     /* an event stream's: its position in each topic, beside subs[]
+                                      (subs_cap entries; it never receives a message) */
+        struct sy_post_wait *post; /* SY_CONN_HTTP: a stream's POST whose head was read and
+                                      whose body is still arriving (io/sy_post.h) */
     };
-    size_t mlen, mcap;
+    union {
+        struct {
+            size_t mlen, mcap; /* of mbuf */
+        };
+        struct {
+            uint64_t sse_serial; /* an event stream's serial (its name says it: io/sy_post.h):
+                                    never the same twice in the process, unlike its id */
+        };
+    };
 
     sy_outq_t outq;
 
@@ -319,8 +329,9 @@ bool sy_conn_notice(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m);
  * "sy.open"; sent by the once-a-second sweep when nothing else went). */
 uint32_t sy_conn_sse_heartbeat_ms(const sy_io_opts_t *o);
 /* p[0..n) is a message from c's client (an event stream's POST,
- * io/sy_post.h): to the owner as the frames' messages go. */
-void sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, size_t n);
+ * io/sy_post.h): to the owner as the frames' messages go. False when it
+ * was over c's inbound rate: not delivered, and c is closed 1008. */
+bool sy_conn_deliver(sy_io_t *io, sy_conn_t *c, bool binary, const uint8_t *p, size_t n);
 
 /* The upgrade succeeded (sy_upgrade): the 101 is queued. Opens the
  * connection, tells the owner, and handles bytes that followed the request. */

@@ -690,8 +690,11 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
         }
         break;
     case SY_CMD_POSTED:
+        sy_post_deliver(io, c, cmd);
+        break;
+    case SY_CMD_POST_ANSWER:
         if (c != NULL)
-            sy_post_deliver(io, c, cmd->arg.binary, cmd->buf->data, cmd->buf->len);
+            sy_post_answered(io, c, cmd->arg.status);
         break;
     case SY_CMD_ANSWER:
         if (c != NULL && c->v2 && sy_ask_settle(io, c, cmd->arg.rid)) {

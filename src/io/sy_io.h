@@ -124,8 +124,10 @@ typedef enum sy_cmd_type {
                            subscribers (its sequence changed: sy_history.h) */
     SY_CMD_ANSWER,      /* conn, buf, arg.rid: the owner's answer to a symphony.v2
                            client's ask (io/sy_ask.h); dropped unless still pending */
-    SY_CMD_POSTED,      /* conn, buf (raw), arg.binary: an event stream's message, POSTed
-                           on another connection (io/sy_post.h) */
+    SY_CMD_POSTED,      /* conn, buf (raw), arg.binary, epoch: the serial its name says, offset:
+                           the POST's connection to answer (0: none, from the bus): an event
+                           stream's message, POSTed on another connection (io/sy_post.h) */
+    SY_CMD_POST_ANSWER, /* conn (a POST's, waiting), arg.status: its answer (io/sy_post.h) */
 } sy_cmd_type_t;
 
 typedef struct sy_accept {
@@ -163,6 +165,7 @@ typedef struct sy_cmd {
         uint32_t seq;         /* SY_CMD_OWNER_DONE: the batch the owner has handled */
         uint32_t rid;         /* SY_CMD_ANSWER */
         bool binary;          /* SY_CMD_POSTED */
+        uint16_t status;      /* SY_CMD_POST_ANSWER: 202, 410, 429 */
     } arg;
     uint64_t conn;
     sy_topic_t *topic;
@@ -170,7 +173,8 @@ typedef struct sy_cmd {
     sy_refbuf_t *v1; /* SY_CMD_PUBLISH: the symphony.v1 frame (a reference), or NULL */
     /* SY_CMD_PUBLISH with an offset in its v1 frame, and SY_CMD_NOTICE: the
      * topic's epoch then (and a notice's last offset), what an event
-     * stream's ids say (io/sy_sse_out.h). */
+     * stream's ids say (io/sy_sse_out.h). SY_CMD_POSTED: the stream's
+     * serial and the POST's connection (above). */
     uint64_t epoch, offset;
     union {
         sy_accept_t *accept; /* SY_CMD_ACCEPT */

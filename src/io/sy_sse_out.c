@@ -75,6 +75,36 @@ static size_t stream_id(const sy_conn_t *c, uint32_t first, char *small, char **
     return n;
 }
 
+/* c's id line ("id: ", its known positions joined by '&', subscription
+ * `first` first, "\n"), written once into a buffer of its exact length
+ * (one per delivery: no copy, no growing). At least one position must be
+ * known. NULL when out of memory. */
+static sy_refbuf_t *stream_id_line(const sy_conn_t *c, uint32_t first) {
+    size_t len = 4; /* "id: " */
+    for (uint32_t k = 0; k < c->nsubs; k++) {
+        const sy_topic_t *t = c->subs[k].topic;
+        if (c->sse_pos[k].known) /* the entry and its '&' (or the last one's "\n") */
+            len += sy_sse_id_entry_len(c->sse_pos[k].offset, t->name, t->name_len) + 1;
+    }
+    sy_refbuf_t *m = sy_refbuf_alloc(0, len, 0);
+    if (m == NULL)
+        return NULL;
+    char *o = (char *)m->data;
+    memcpy(o, "id: ", 4);
+    size_t at = 4;
+    for (uint32_t k = 0; k < c->nsubs; k++) {
+        uint32_t i = k == 0 ? first : (k == first ? 0 : k);
+        if (!c->sse_pos[i].known)
+            continue;
+        if (at > 4)
+            o[at++] = '&';
+        const sy_topic_t *t = c->subs[i].topic;
+        at += sy_sse_id_entry(o + at, c->sse_pos[i].epoch, c->sse_pos[i].offset, t->name, t->name_len);
+    }
+    o[at] = '\n';
+    return m;
+}
+
 /* Queues m (one reference, the caller's: taken over either way). */
 static bool push_own(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
     if (m == NULL) {
@@ -101,15 +131,22 @@ bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy
         sh->read = true;
         sh->bad = !sy_v1_frame_read(v1, &sh->fi) || sh->fi.kind != 'p';
     }
-    uint32_t i = sub_of(c, t);
-    if (sh->bad || i == c->nsubs)
+    if (sh->bad)
         return false;
     const sy_v1_frame_info_t *fi = &sh->fi;
     const uint8_t *body = sy_refbuf_payload(v1) + fi->body;
     size_t blen = sy_refbuf_payload_len(v1) - fi->body;
-    if (fi->has_offset)
-        c->sse_pos[i] = (sy_sse_pos_t){.epoch = cmd->epoch, .offset = fi->offset, .known = true};
-    if (fi->has_offset && alone(c, i)) {
+    /* A symphony.v2 stream's ids are its event's topic's position only (its
+     * client keeps the others): the shared event, nothing per stream or per
+     * topic it holds (the caller walks this topic's subscribers). */
+    uint32_t i = 0;
+    if (!c->v2) {
+        if ((i = sub_of(c, t)) == c->nsubs)
+            return false;
+        if (fi->has_offset)
+            c->sse_pos[i] = (sy_sse_pos_t){.epoch = cmd->epoch, .offset = fi->offset, .known = true};
+    }
+    if (fi->has_offset && (c->v2 || alone(c, i))) {
         if (sh->alone == NULL) {
             char id[SY_SSE_ENTRY_MAX];
             size_t n = sy_sse_id_entry(id, cmd->epoch, fi->offset, t->name, t->name_len);
@@ -128,14 +165,8 @@ bool sy_sse_out_publish(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd, const sy
         sy_conn_fail_oom(io, c);
         return false;
     }
-    if (fi->has_offset) { /* else the stream's last id still says where it is */
-        char small[ID_STACK], *heap, *id;
-        size_t n = stream_id(c, i, small, &heap, &id);
-        sy_refbuf_t *line = n > 0 ? sy_sse_id_line(id, n) : NULL;
-        sy_free(heap);
-        if (!push_own(io, c, line))
-            return false;
-    }
+    if (fi->has_offset && !push_own(io, c, stream_id_line(c, i)))
+        return false; /* (without an offset, the stream's last id still says where it is) */
     if (!sy_conn_push(io, c, sh->rest, false))
         return false;
     sh->queued_rest++;
@@ -152,10 +183,13 @@ void sy_sse_shared_done(sy_sse_shared_t *sh) {
     *sh = (sy_sse_shared_t){0};
 }
 
+/* An id entry at most: "sy.since=", epoch, ':', 20 digits, ':', the name encoded, '&'. */
+static size_t entry_max(const sy_topic_t *t) { return 9 + 16 + 1 + 20 + 1 + 3 * t->name_len + 1; }
+
 size_t sy_sse_out_replay_cost(const sy_conn_t *c, const sy_topic_t *t, sy_refbuf_t *const *frames, size_t n) {
-    size_t id = 0;
-    for (uint32_t k = 0; k < c->nsubs; k++) /* "sy.since=", epoch, ':', 20 digits, ':', the name encoded, '&' */
-        id += 9 + 16 + 1 + 20 + 1 + 3 * c->subs[k].topic->name_len + 1;
+    size_t id = c->v2 ? entry_max(t) : 0;
+    for (uint32_t k = 0; !c->v2 && k < c->nsubs; k++)
+        id += entry_max(c->subs[k].topic);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         sy_v1_frame_info_t fi;
@@ -208,8 +242,14 @@ bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m, bool notic
         ids = false;
         break;
     }
-    char small[ID_STACK], *heap = NULL, *id = small;
-    size_t n = ids ? stream_id(c, first, small, &heap, &id) : 0;
+    char small[ID_STACK > SY_SSE_ENTRY_MAX ? ID_STACK : SY_SSE_ENTRY_MAX], *heap = NULL, *id = small;
+    size_t n = 0;
+    if (c->v2) /* a publish's own position only; a notice none (its client keeps them) */
+        n = fi.kind == 'p' && fi.has_offset && c->sse_pos[first].known
+                ? sy_sse_id_entry(small, c->sse_pos[first].epoch, fi.offset, name, name_len)
+                : 0;
+    else if (ids)
+        n = stream_id(c, first, small, &heap, &id);
     sy_refbuf_t *e = sy_sse_event(id, n, name, name_len, body, blen, fi.binary);
     sy_free(heap);
     return push_own(io, c, e);

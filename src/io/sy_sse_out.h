@@ -4,12 +4,21 @@
  * frames are symphony.v1's made events (proto/sy_sse.h), with ids that
  * carry its position in each of its topics (c->sse_pos, beside c->subs).
  *
+ * Which positions an id carries depends on who reads it (docs/sse.md):
+ * a symphony.v1 stream's client is a browser's EventSource, which keeps
+ * nothing but the last id and sends it back as Last-Event-ID: its ids
+ * carry every topic's position. A symphony.v2 stream's client keeps its
+ * positions itself, as a WebSocket client does, and says them in its
+ * URL (sy.since): its publishes' ids carry their own topic's position
+ * only, and its notices none, so what an event costs does not grow with
+ * the topics it holds.
+ *
  * A publish's event is made once per publish and IO thread, and only when
  * a stream subscribes (sy_sse_shared_t, by do_publish): with its id for
- * the streams that have this topic only, without for the others, which
- * get their own id line before it. Notices, replays and direct messages
- * are made events per stream (sy_sse_out_push): rare, and their ids are
- * the stream's own.
+ * the symphony.v2 streams and for those that have this topic only,
+ * without for the others, which get their own id line before it. Notices,
+ * replays and direct messages are made events per stream
+ * (sy_sse_out_push): rare, and their ids are the stream's own.
  *
  * Threads: the IO thread that owns the connection.
  *
@@ -58,10 +67,12 @@ void sy_sse_shared_done(sy_sse_shared_t *sh);
 /* Queues the symphony.v1 frame m (a notice, a replayed publish, a direct
  * message) to stream c as its event; a notice without an id unless
  * notice_id (the notices of an accept: only the last one carries the
- * stream's positions, or they would cost topics² bytes). */
+ * stream's positions, or they would cost topics² bytes) and c is a
+ * symphony.v1 stream. */
 bool sy_sse_out_push(sy_io_t *io, sy_conn_t *c, const sy_refbuf_t *m, bool notice_id);
 /* What replaying frames[0..n) of topic t costs stream c as events, at
- * most (each with the id of every topic of c, at 20 digits an offset). */
+ * most (each with the id of every topic of c, or of t for a symphony.v2
+ * stream, at 20 digits an offset). */
 size_t sy_sse_out_replay_cost(const sy_conn_t *c, const sy_topic_t *t, sy_refbuf_t *const *frames, size_t n);
 
 /* The event that tells a stream it is closed ("sy.close", data

@@ -243,7 +243,7 @@ static void open_stream(sy_io_t *io, sy_conn_t *c, const char *extra, size_t ext
     /* Then "sy.open": the name its client POSTs its messages with, what
      * they speak, the server's limits and how often its heartbeat comes. */
     char name[SY_POST_NAME_LEN];
-    sy_post_name(sy_io_ctx(io)->shared, sy_conn_id(io, c), name);
+    sy_post_name(sy_io_ctx(io)->shared, sy_conn_id(io, c), c->sse_serial, name);
     char limits[SY_V2_LIMITS_JSON_MAX + 1];
     sy_v2_limits_t lim = limits_of(io);
     size_t limits_len = sy_v2_limits_json(limits, sizeof(limits), &lim);
@@ -313,6 +313,7 @@ static void stream_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
     c->sse = true;
     c->v1 = true;
     c->mbuf = NULL;
+    sy_post_stream_opened(io, c); /* its serial, which its name will say */
     if (o->upgrade_handler) {
         emit_upgrade(io, c, req);
         sy_conn_enter(io, c, SY_CONN_UPGRADING);
@@ -324,6 +325,10 @@ static void stream_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
 
 void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
+    if (c->post != NULL) { /* a stream's POST, its head read: more of its body */
+        sy_post_body(io, c);
+        return;
+    }
     sy_http_header_t headers[SY_MAX_HEADERS_CAP];
     sy_http_request_t req;
     long n = parse_head(io, c, &req, headers);
@@ -428,6 +433,8 @@ void sy_upgrade_accept(sy_io_t *io, sy_conn_t *c, sy_accept_t *a, sy_refbuf_t *e
         c->deflate = false;
     if (!c->sse)
         set_protocol(c, a->protocol, a->protocol_len);
+    else /* before its subscriptions: a symphony.v2 stream's replays cost one position an event */
+        c->v2 = a->protocol_len == SY_V2_PROTOCOL_LEN && memcmp(a->protocol, SY_V2_PROTOCOL, SY_V2_PROTOCOL_LEN) == 0;
     /* Subscribed before the 101 goes (nothing is missed in between); what
      * each subscription tells the client is decided now, while the target
      * (with the client's positions) is still in rbuf, so that the owner

@@ -26,7 +26,8 @@
 #include "io/sy_conn.h"
 #include "io/sy_io_thread.h"
 
-/* The request head has grown (c->rbuf): answers it once complete. */
+/* The request head has grown (c->rbuf): answers it once complete (a
+ * stream's POST whose head was read: its body has, io/sy_post.h). */
 void sy_upgrade_request(sy_io_t *io, sy_conn_t *c);
 /* The owner's answer to an SY_EV_UPGRADE. accept takes over the accept's
  * topic references and interest counts (sy_accept_free) and extra (raw

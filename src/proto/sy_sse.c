@@ -57,14 +57,26 @@ static bool unreserved(unsigned char c) {
 }
 
 size_t sy_sse_id_entry(char *out, uint64_t epoch, uint64_t offset, const char *topic, size_t topic_len) {
-    static const char hex[] = "0123456789ABCDEF";
+    /* Written by hand, not by snprintf: a symphony.v1 stream with many
+     * topics writes one entry per topic per event (io/sy_sse_out.h). */
+    static const char hex[] = "0123456789ABCDEF", lower[] = "0123456789abcdef";
     if (topic_len > SY_SINCE_TOPIC_MAX)
         return 0;
-    int n = snprintf(out, SY_SSE_ENTRY_MAX, SY_SINCE_PARAM "=%016llx:%llu:", (unsigned long long)epoch,
-                     (unsigned long long)offset);
-    if (n < 0)
-        return 0;
-    size_t o = (size_t)n;
+    static const char param[] = SY_SINCE_PARAM "=";
+    memcpy(out, param, sizeof(param) - 1);
+    size_t o = sizeof(param) - 1;
+    for (int i = 0; i < 16; i++)
+        out[o++] = lower[(epoch >> (60 - 4 * i)) & 15];
+    out[o++] = ':';
+    char digits[20];
+    size_t nd = 0;
+    do {
+        digits[nd++] = (char)('0' + offset % 10);
+        offset /= 10;
+    } while (offset > 0);
+    while (nd > 0)
+        out[o++] = digits[--nd];
+    out[o++] = ':';
     for (size_t i = 0; i < topic_len; i++) {
         unsigned char c = (unsigned char)topic[i];
         if (unreserved(c)) {
@@ -76,6 +88,17 @@ size_t sy_sse_id_entry(char *out, uint64_t epoch, uint64_t offset, const char *t
         }
     }
     return o;
+}
+
+size_t sy_sse_id_entry_len(uint64_t offset, const char *topic, size_t topic_len) {
+    if (topic_len > SY_SINCE_TOPIC_MAX)
+        return 0;
+    size_t n = sizeof(SY_SINCE_PARAM "=") - 1 + 16 + 1 + 1 + 1; /* "sy.since=", epoch, ':', a digit, ':' */
+    for (; offset >= 10; offset /= 10)
+        n++;
+    for (size_t i = 0; i < topic_len; i++)
+        n += unreserved((unsigned char)topic[i]) ? 1 : 3;
+    return n;
 }
 
 /* The "data: " lines of payload[0..len), split where SSE splits (LF, CR

@@ -15,9 +15,11 @@
  * parameters (proto/sy_since.h), the event's own topic first: the browser
  * sends it back as Last-Event-ID when it reconnects, and the server reads
  * it with sy_since exactly as it reads a URL's. One topic's id is one
- * entry, the same for every subscriber of the topic that has only it (the
- * frame is made once per publish); a connection with more topics gets its
- * own id line, about 40 bytes per topic with history.
+ * entry, the same for every subscriber of the topic that has only it, or
+ * that keeps its positions itself (a symphony.v2 stream: its ids are its
+ * event's entry only; io/sy_sse_out.h): the frame is made once per
+ * publish. A symphony.v1 connection with more topics gets its own id line,
+ * about 40 bytes per topic with history.
  *
  * Payload lines: SSE ends a line at LF, CR or CRLF and the browser joins
  * data lines with LF, so a text payload arrives with each CR or CRLF
@@ -62,6 +64,10 @@ size_t sy_sse_response_head(char *out, size_t cap, const char *extra, size_t ext
 /* One position in an id: "sy.since=<epoch>:<offset>:<topic percent-encoded>"
  * into out (SY_SSE_ENTRY_MAX bytes), its length. */
 size_t sy_sse_id_entry(char *out, uint64_t epoch, uint64_t offset, const char *topic, size_t topic_len);
+
+/* The length sy_sse_id_entry gives for these (0 for a topic it refuses):
+ * to size an id before it is written. */
+size_t sy_sse_id_entry_len(uint64_t offset, const char *topic, size_t topic_len);
 
 /* An event: "id: " id "\n" when id_len > 0, "event: " name "\n" when
  * name_len > 0 (a name with CR, LF or NUL is left out: the event is a
