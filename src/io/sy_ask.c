@@ -233,13 +233,21 @@ static uint32_t wait_max(const sy_io_opts_t *o) {
     return o->max_subscriptions > 0 ? o->max_subscriptions : SY_V2_BATCH_MAX;
 }
 
+/* The most bytes (topics, tokens, data) the waiting entries may hold: a
+ * frame's worth, and never less than 256 KiB, so that a client library's
+ * subscribes sent one frame each (a page subscribing to a thousand topics
+ * at start) wait here under a small maxPayload too. */
+static size_t wait_bytes(const sy_io_opts_t *o) {
+    return o->max_payload > ((size_t)256 << 10) ? o->max_payload : (size_t)256 << 10;
+}
+
 /* Keeps s (of a frame that said resub or not) waiting, behind those that
  * wait already. False when there is no room (wait_max entries, or
- * max_payload bytes, wait already) or no memory (*nomem). */
+ * wait_bytes, wait already) or no memory (*nomem). */
 static bool wait_add(const sy_io_opts_t *o, ask_conn_t *a, const sy_v2_sub_t *s, bool resub, bool *nomem) {
     *nomem = false;
     size_t bytes = s->topic_len + s->token_len + s->data_len;
-    if (waiting_count(a) >= wait_max(o) || a->wbytes + bytes > o->max_payload)
+    if (waiting_count(a) >= wait_max(o) || a->wbytes + bytes > wait_bytes(o))
         return false;
     if (a->wn == a->wcap) {
         if (a->whead > 0) { /* the front was taken: move the rest down */
