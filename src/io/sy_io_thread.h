@@ -59,7 +59,7 @@ typedef struct sy_io_ctx {
     uint32_t asks_cap;
     struct sy_tokcache *tokcache; /* the tokens this thread refused lately (auth/sy_tokcache.h; made
                                      on the first token, freed with the asks by sy_ask_free_all) */
-    uint64_t stream_serials; /* the event streams opened on this thread: the next one's serial
+    uint64_t stream_serials;      /* the event streams opened on this thread: the next one's serial
                                 (io/sy_post.h), never reused, unlike connection ids */
 } sy_io_ctx_t;
 
