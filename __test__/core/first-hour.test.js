@@ -13,7 +13,7 @@ const { spawn } = require('node:child_process');
 const path = require('node:path');
 const WebSocket = require('ws');
 const { Server, SymphonyError, HookError } = require('../..');
-const { startServer, closeAll } = require('../helpers/server');
+const { startServer, client, closed, closeAll } = require('../helpers/server');
 
 const root = path.resolve(__dirname, '..', '..');
 
@@ -141,4 +141,16 @@ test("handleRequest after a body parser (express.json()): the stream's POST gets
   const err = await error;
   assert.equal(err.code, 'ERR_SYMPHONY_BODY_READ');
   assert.match(err.message, /POST \/\?sy\.stream=abc was already read.*express\.json\(\).*mount symphony before body parsers/);
+});
+
+test("shutdown: the server's 'close' event has the reason the client was told ('server shutting down')", async () => {
+  const { server, url } = await startServer();
+  const opened = new Promise((resolve) => server.once('open', resolve));
+  const ws = await client(url);
+  await opened;
+  const atServer = new Promise((resolve) => server.once('close', (id, code, reason) => resolve({ code, reason })));
+  const atClient = closed(ws);
+  await server.close();
+  assert.deepEqual(await atClient, { code: 1001, reason: 'server shutting down' });
+  assert.deepEqual(await atServer, { code: 1001, reason: 'server shutting down' });
 });
