@@ -65,3 +65,36 @@ test('docs: every allocator.config.NAME they name is a field of allocator.config
   }
   assert.deepEqual(wrong, [], `allocator.config has ${fields.join(', ')}`);
 });
+
+test("docs/api.md: the option table's defaults are the server's (lib/server.js DEFAULTS)", () => {
+  const { DEFAULTS } = require('../../lib/server');
+  const text = read('docs/api.md');
+  const rows = text.slice(text.indexOf('| option |')).split('\n').slice(2);
+  // Defaults that are rules, not values: what the code does for each is tested where it is made.
+  const RULES = { threads: 'min(2, CPUs)', maxFragments: 'max(1024, `maxPayload` / 64)' };
+  const wrong = [];
+  let checked = 0;
+  for (const row of rows) {
+    if (!row.startsWith('|')) break;
+    const [, name, cell] = row.split('|').map((c) => c.trim());
+    const key = name.replace(/`/g, '');
+    assert.ok(Object.hasOwn(DEFAULTS, key), `docs/api.md names option ${key}, which DEFAULTS lacks`);
+    if (RULES[key] !== undefined) {
+      assert.equal(cell, RULES[key], key);
+      continue;
+    }
+    let value;
+    if (/^`[^`]+`$/.test(cell)) value = Function(`return (${cell.slice(1, -1)});`)();
+    else if (/^\d[\d,]*$/.test(cell)) value = Number(cell.replace(/,/g, ''));
+    else if (/^\d+ MiB$/.test(cell)) value = Number(cell.split(' ')[0]) * 1048576;
+    else { wrong.push(`${key}: a default docs-facts cannot read: ${cell}`); continue; }
+    checked++;
+    try {
+      assert.deepEqual(value, DEFAULTS[key]);
+    } catch {
+      wrong.push(`${key}: docs/api.md says ${cell}, DEFAULTS has ${JSON.stringify(DEFAULTS[key])}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+  assert.ok(checked > 30, `${checked} defaults checked`);
+});
