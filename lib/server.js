@@ -904,7 +904,7 @@ class Server extends EventEmitter {
         'answer sooner, or raise handshakeTimeout');
       err.id = id;
       this.#report(err);
-    }, limit * 1000) : null;
+    }, limit * 1000).unref() : null;
     try {
       result = await this.#opts.onUpgrade(req);
     } catch (err) {
