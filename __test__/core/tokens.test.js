@@ -130,6 +130,12 @@ test('what a token can get wrong, each refused with its code; bystanders unaffec
   await c.until(() => c.notices('refused').length === cases.length, 10000, 'every refusal');
   const got = cases.map((_, i) => c.answer('refused', i + 1).code);
   assert.deepEqual(got, cases.map(([, , code]) => code));
+  // Each reason says what its code means (not one sentence for all).
+  const reasons = cases.map((_, i) => c.answer('refused', i + 1).reason);
+  assert.equal(new Set(reasons).size, cases.length, JSON.stringify(reasons));
+  assert.match(reasons[0], /expired/);
+  assert.match(reasons[4], /signature/);
+  assert.match(reasons[8], /does not grant this topic/);
   // The right one, with aud as an array.
   c.sub({ rid: 99, topic: 't', token: sign(grant(['t'], { aud: ['x', 'feeds'], iss: 'auth.example' }), { key: SECRET }) });
   await c.waitAnswer('subscribed', 99);
