@@ -838,6 +838,26 @@ static napi_value server_wake(napi_env env, napi_callback_info info) {
     return NULL;
 }
 
+/* serverRef(handle, ref): whether the server's thread-safe function keeps
+ * Node's event loop alive (a noServer server not used yet does not; it is
+ * ref'd at its first connection and at close). */
+static napi_value server_ref(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    sy_bserver_t *b;
+    size_t argc = 2;
+    bool ref = true;
+    if (!sy_napi_args(env, info, 2, &argc, argv, NULL) || !get_handle(env, argv[0], &b) ||
+        !sy_napi_get_bool(env, argv[1], "ref", &ref))
+        return NULL;
+    if (b->tsfn_live) {
+        if (ref)
+            (void)napi_ref_threadsafe_function(env, b->tsfn);
+        else
+            (void)napi_unref_threadsafe_function(env, b->tsfn);
+    }
+    return NULL;
+}
+
 /* A queued command: true; an id that names no open connection: false. */
 static napi_value result_of(napi_env env, int rc) {
     if (rc != 0 && rc != ENOTCONN) {
@@ -1705,6 +1725,7 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverTopic", server_topic, NULL) &&
            sy_napi_set_function(env, exports, "serverPublishTopic", server_publish_topic, NULL) &&
            sy_napi_set_function(env, exports, "serverWake", server_wake, NULL) &&
+           sy_napi_set_function(env, exports, "serverRef", server_ref, NULL) &&
            sy_napi_set_function(env, exports, "serverSend", server_send, NULL) &&
            sy_napi_set_function(env, exports, "serverSubscribe", server_subscribe, NULL) &&
            sy_napi_set_function(env, exports, "serverUnsubscribe", server_unsubscribe, NULL) &&

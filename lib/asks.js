@@ -192,7 +192,8 @@ class Asks {
     const decide = (value, failed) => {
       try {
         if (failed) {
-          if (!(value instanceof ClientError)) this.#report(value);
+          // Said with what threw it: the hook, the connection, the topic.
+          if (!(value instanceof ClientError)) this.#report(new HookError(name, id, topic, value, true));
           refuse(thrown(value));
           return;
         }
@@ -333,7 +334,7 @@ class Asks {
       if (p.gone) return;
       this.#settle(id, rid);
       try {
-        if (!(err instanceof ClientError)) this.#report(err);
+        if (!(err instanceof ClientError)) this.#report(new HookError('onRequest', id, null, err, true));
         fail(thrown(err));
       } catch (again) {
         this.#failed('onRequest', id, null, again);

@@ -39,13 +39,17 @@ class TlsError extends SymphonyError {
  * onRequest's reply, or any answer JSON cannot write: a BigInt, a cycle,
  * nesting too deep, a toJSON that throws): the client got the 'internal'
  * refusal or error, and the server's 'error' gets this, naming the hook, the
- * connection and the topic (null for a request); `cause` is what failed.
+ * connection and the topic (null for a request or an upgrade); `cause` is
+ * what failed. With `threw`, the hook itself threw or rejected (with
+ * anything but a ClientError): code ERR_SYMPHONY_HOOK_THREW.
  */
 class HookError extends SymphonyError {
-  constructor(hook, id, topic, cause) {
+  constructor(hook, id, topic, cause, threw = false) {
     const where = topic === null ? '' : ` on topic ${JSON.stringify(topic)}`;
     const why = cause instanceof Error ? cause.message : String(cause);
-    super('ERR_SYMPHONY_HOOK_ANSWER', `symphony: ${hook}'s answer to connection ${id}${where} cannot be sent: ${why}`, { cause });
+    super(threw ? 'ERR_SYMPHONY_HOOK_THREW' : 'ERR_SYMPHONY_HOOK_ANSWER', threw
+      ? `symphony: ${hook} threw for connection ${id}${where}: ${why}`
+      : `symphony: ${hook}'s answer to connection ${id}${where} cannot be sent: ${why}`, { cause });
     this.name = 'SymphonyHookError';
     this.hook = hook;
     this.id = id;

@@ -36,12 +36,17 @@ export interface UpgradeRequest {
 /** How a connection reaches its client (docs/sse.md). */
 export type Transport = 'websocket' | 'sse';
 
-export type UpgradeResult =
+/**
+ * onUpgrade's answer. UserData: what `data` attaches to the connection
+ * (getUserData(id), 'open''s info.data); Server<UserData> infers it from
+ * onUpgrade, or takes it as written (new Server<{ user: string }>({ ... })).
+ */
+export type UpgradeResult<UserData = unknown> =
   | boolean
   | { status: number; headers?: Record<string, string | string[]> }
   | {
       topics?: string[];
-      data?: unknown;
+      data?: UserData;
       /** The connection's presence info (JSON-serializable, at most presence.maxInfo bytes as JSON),
        * listed by server.presence() and given in 'join' / 'leave' for topics with presence. Default null. */
       presence?: unknown;
@@ -85,7 +90,7 @@ export interface TlsOptions {
   servername?: Record<string, { cert: Pem; key: Pem; passphrase?: string }>;
 }
 
-export interface ServerOptions {
+export interface ServerOptions<UserData = unknown> {
   /** Address to bind. Default '0.0.0.0'. */
   host?: string;
   /** 0 picks a free port. Default 0. */
@@ -161,7 +166,7 @@ export interface ServerOptions {
    * Default true (false when SYMPHONY_RECLAIM=0 is in the environment). */
   reclaim?: boolean;
   /** Decides each upgrade. Without it every valid upgrade is accepted natively. */
-  onUpgrade?: ((req: UpgradeRequest) => UpgradeResult | Promise<UpgradeResult>) | null;
+  onUpgrade?: ((req: UpgradeRequest) => UpgradeResult<UserData> | Promise<UpgradeResult<UserData>>) | null;
   /** wss:// only, on symphony's private OpenSSL. The PEM is copied at the call
    * and not kept; server.options.tls then shows only the SNI names. */
   tls?: TlsOptions | null;
@@ -525,9 +530,16 @@ export interface Recovery {
   reason: RecoveryReason | null;
 }
 
-export class Server extends EventEmitter {
-  constructor(options?: ServerOptions);
-  readonly options: Omit<Required<ServerOptions>, 'tls'> & { tls: { servername: string[] } | null };
+/**
+ * UserData: the data onUpgrade attaches to each connection (its result's
+ * `data`), as getUserData(id) and 'open''s info.data give it back; inferred
+ * from onUpgrade, or given: new Server<{ user: string }>({ ... }). As with
+ * uWebSockets.js' getUserData, it is typed as present: getUserData of an id
+ * that is closed, or whose onUpgrade attached nothing, is undefined.
+ */
+export class Server<UserData = unknown> extends EventEmitter {
+  constructor(options?: ServerOptions<UserData>);
+  readonly options: Omit<Required<ServerOptions<UserData>>, 'tls'> & { tls: { servername: string[] } | null };
   /** New certificates for new handshakes, atomically; open connections keep
    * theirs. Throws TlsError (and keeps the old ones) when they cannot be used. */
   setTls(tls: TlsOptions): void;
@@ -571,13 +583,13 @@ export class Server extends EventEmitter {
   unsubscribe(id: ConnectionId, topic: string): boolean;
   end(id: ConnectionId, code?: number, reason?: string): boolean;
   terminate(id: ConnectionId): boolean;
-  getUserData(id: ConnectionId): unknown;
+  getUserData(id: ConnectionId): UserData;
   stats(): ServerStats | null;
   /** Prometheus text exposition (0.0.4) of stats() and the allocator's gauges. */
   metrics(labels?: Record<string, string>): string;
   close(): Promise<void>;
 
-  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: unknown; compression: boolean; recovery: Array<Recovery & { topic: string }>; transport: Transport }) => void): this;
+  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: UserData; compression: boolean; recovery: Array<Recovery & { topic: string }>; transport: Transport }) => void): this;
   /** A resume's result (at the accept, after 'open'; or a subscribe with since). */
   on(event: 'recovery', listener: (id: ConnectionId, topic: string, result: Recovery) => void): this;
   on(event: 'message', listener: (id: ConnectionId, data: Buffer, isBinary: boolean) => void): this;
@@ -722,21 +734,29 @@ export class ClientError extends Error {
 }
 
 /**
- * A hook's answer that cannot reach the client (code ERR_SYMPHONY_HOOK_ANSWER),
- * given to the server's 'error': a value JSON cannot write (a BigInt, a cycle,
- * nesting too deep, a toJSON that throws) in onRequest's reply or
- * onSubscribe's { data }, or any other failure between a hook and the wire.
- * The client got the 'internal' refusal or error. `cause` is what failed.
+ * Given to the server's 'error' when a hook failed, naming the hook, the
+ * connection and the topic; `cause` is what failed.
+ * - code ERR_SYMPHONY_HOOK_ANSWER: a hook's answer cannot reach the client:
+ *   a value JSON cannot write (a BigInt, a cycle, nesting too deep, a toJSON
+ *   that throws) in onRequest's reply or onSubscribe's { data }, or any other
+ *   failure between a hook and the wire. The client got the 'internal'
+ *   refusal or error.
+ * - code ERR_SYMPHONY_HOOK_THREW (`threw`): the hook threw or rejected with
+ *   anything but a ClientError (onUpgrade: the client got 500).
  */
 export class HookError extends SymphonyError {
-  constructor(hook: 'onSubscribe' | 'onPublish' | 'onRequest', id: ConnectionId, topic: string | null, cause: unknown);
-  /** The hook whose answer failed. */
-  hook: 'onSubscribe' | 'onPublish' | 'onRequest';
+  constructor(hook: HookName, id: ConnectionId, topic: string | null, cause: unknown, threw?: boolean);
+  code: 'ERR_SYMPHONY_HOOK_ANSWER' | 'ERR_SYMPHONY_HOOK_THREW';
+  /** The hook that failed. */
+  hook: HookName;
   /** The connection that asked. */
   id: ConnectionId;
-  /** The topic asked for; null for a request. */
+  /** The topic asked for; null for a request or an upgrade. */
   topic: string | null;
 }
+
+/** The hooks a HookError names. */
+export type HookName = 'onUpgrade' | 'onSubscribe' | 'onPublish' | 'onRequest';
 
 /** Certificates, keys or passphrases that cannot be used (code ERR_SYMPHONY_TLS). */
 export class TlsError extends SymphonyError {

@@ -6,7 +6,7 @@ const { EventEmitter } = require('node:events');
 const net = require('node:net');
 const os = require('node:os');
 const { binding } = require('./native');
-const { SymphonyError, TlsError, invalidArgType, outOfRange, invalidArgValue, integer } = require('./errors');
+const { SymphonyError, TlsError, HookError, invalidArgType, outOfRange, invalidArgValue, integer } = require('./errors');
 const { exposition } = require('./metrics');
 const { busOption, nativeBusOptions, Bus, update: busUpdate, attach: busAttach, call: busCall, ctl: busCtl } = require('./bus');
 const { presenceOption, infoText, Presence } = require('./presence');
@@ -556,7 +556,19 @@ class Server extends EventEmitter {
       // The IO threads start now, without a listener.
       binding.serverListen(this.#handle, (type, id, code, payload) => this.#dispatch(type, id, code, payload), false);
       this.#state = 'listening';
+      // --- first hour (issue 46): a noServer server never used does not keep the process alive.
+      this.#keepAlive(false);
     }
+  }
+
+  // --- first hour (issue 46): whether the IO threads' events keep Node's
+  // loop alive. A noServer server holds it only from its first connection
+  // (handleUpgrade / handleRequest) and while it closes.
+  #held = true;
+  #keepAlive(on) {
+    if (this.#held === on || typeof binding.serverRef !== 'function') return;
+    this.#held = on;
+    binding.serverRef(this.#handle, on);
   }
 
   /**
@@ -604,6 +616,7 @@ class Server extends EventEmitter {
     if (typeof socket._handle.readStop === 'function') socket._handle.readStop();
     const later = [];
     for (let chunk; (chunk = socket.read()) !== null;) later.push(chunk);
+    this.#keepAlive(true);
     try {
       if (!binding.serverAdopt(this.#handle, fd, Buffer.concat([requestHead(req), head, ...later]))) {
         return refuse(503, 'ERR_SERVER_NOT_RUNNING', 'the server is not running');
@@ -640,6 +653,15 @@ class Server extends EventEmitter {
     // Node must not answer it or keep the socket alive after.
     res.shouldKeepAlive = false;
     if (stream) return this.handleUpgrade(req, req.socket, Buffer.alloc(0));
+    // --- first hour (issue 46): a body something read before (a body parser
+    // such as express.json() mounted first) would never end here: said.
+    if (req.readableEnded || req.readableDidRead) {
+      answerThroughNode(req.socket, 500, 'the request body was already read');
+      req.socket.destroy();
+      this.#report(new SymphonyError('ERR_SYMPHONY_BODY_READ', `symphony: handleRequest: the body of POST ${req.url} was already ` +
+        'read by something mounted before handleRequest (a body parser such as express.json()): mount symphony before body parsers'));
+      return true;
+    }
     // The body, whole (at most maxPayload + 1 bytes are kept: symphony
     // answers 413 past maxPayload), then the head it is given with: its
     // length as Content-Length, without the Transfer-Encoding Node decoded.
@@ -701,6 +723,10 @@ class Server extends EventEmitter {
     if (this.#opts.noServer) {
       return Promise.reject(new SymphonyError('ERR_SERVER_NO_LISTEN',
         'symphony: listen() on a noServer server: its connections come through handleUpgrade()'));
+    }
+    if (this.#state === 'closing' || this.#state === 'closed') {
+      return Promise.reject(new SymphonyError('ERR_SERVER_NOT_RUNNING',
+        'symphony: listen() after close(): a closed server does not listen again; create a new Server'));
     }
     if (this.#state !== 'new') {
       return Promise.reject(new SymphonyError('ERR_SERVER_ALREADY_LISTEN', 'symphony: listen() was already called'));
@@ -787,7 +813,10 @@ class Server extends EventEmitter {
         this.#presence.closed(id);
         this.#recovering.delete(id);
         this.#asks.closed(id);
-        this.emit('close', id, code, payload);
+        // --- first hour (issue 46): at shutdown the clients were told 1001
+        // 'server shutting down' (src/io/sy_io.c); their echo carries no
+        // reason, so 'close' says the one they were told.
+        this.emit('close', id, code, this.#state === 'closing' && code === 1001 && payload === '' ? 'server shutting down' : payload);
         break;
       case EV_DRAIN:
         this.emit('drain', id);
@@ -865,12 +894,25 @@ class Server extends EventEmitter {
   /** Asks onUpgrade and answers; rejects only when reporting a failure throws. */
   async #upgrade(id, req) {
     let result;
+    // --- first hour (issue 46): an answer slower than handshakeTimeout is
+    // said ('error'), not only counted: the IO thread has hung up by then.
+    const limit = this.#opts.handshakeTimeout;
+    const timer = limit > 0 ? setTimeout(() => {
+      if (this.#state !== 'listening') return;
+      const err = new SymphonyError('ERR_SYMPHONY_UPGRADE_TIMEOUT', `symphony: onUpgrade did not answer connection ${id} ` +
+        `(${req.url}) within handshakeTimeout (${limit} s): the client was hung up on (stats().timeouts); ` +
+        'answer sooner, or raise handshakeTimeout');
+      err.id = id;
+      this.#report(err);
+    }, limit * 1000).unref() : null;
     try {
       result = await this.#opts.onUpgrade(req);
     } catch (err) {
       this.#refuse(id, 500, undefined);
-      this.#report(err);
+      this.#report(new HookError('onUpgrade', id, null, err, true));
       return;
+    } finally {
+      clearTimeout(timer);
     }
     if (this.#state !== 'listening') return;
     try {
@@ -917,7 +959,13 @@ class Server extends EventEmitter {
       throw new SymphonyError('ERR_SYMPHONY_TOKENS', 'symphony: tokens: this build has no OpenSSL to verify them');
     }
     const t = this.#opts.tokens;
-    binding.serverSetTokens(this.#handle, keys, t.audience, t.issuer, t.leeway);
+    try {
+      binding.serverSetTokens(this.#handle, keys, t.audience, t.issuer, t.leeway);
+    } catch (err) {
+      // --- first hour (issue 46): the binding's error as a SymphonyError, as every error of symphony's own.
+      if (err.code === 'ERR_SYMPHONY_TOKENS') throw new SymphonyError(err.code, err.message);
+      throw err;
+    }
   }
 
   /**
@@ -1111,13 +1159,20 @@ class Server extends EventEmitter {
    * Who is subscribed to topic (a topic with presence): [{ node, id, info }]
    * for every connection, on every node with a bus (read from Redis; a
    * node that died is left out after options.presence.ttl), this node's
-   * without. [] for a topic without presence.
+   * without. [] for a topic without presence on a server with presence;
+   * rejects (ERR_SYMPHONY_NO_PRESENCE) on a server without it.
    */
   presence(topic) {
     try {
       checkTopic(topic);
     } catch (err) {
       return Promise.reject(err);
+    }
+    // --- first hour (issue 46): asking a server without presence is a mistake, said.
+    if (this.#opts.presence === null && !this.#presence.has(topic)) {
+      return Promise.reject(new SymphonyError('ERR_SYMPHONY_NO_PRESENCE', `symphony: presence(${JSON.stringify(topic)}): ` +
+        'this topic keeps no presence (the server was created without options.presence): turn it on with options.presence, ' +
+        'or for one topic with server.topic(name, { presence: true })'));
     }
     if (this.#state !== 'listening') return Promise.resolve([]);
     return this.#presence.list(topic);
@@ -1178,6 +1233,7 @@ class Server extends EventEmitter {
     this.#closed = { promise, resolve };
     if (this.#state === 'listening') {
       this.#state = 'closing';
+      this.#keepAlive(true); // --- first hour (issue 46): close() resolves before the process ends
       // This node's presence entries leave Redis (and every node is told)
       // while the bus still runs (for at most closeDeadline ms).
       let timer;

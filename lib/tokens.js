@@ -49,7 +49,8 @@ function nativeKey(k, name) {
 }
 
 function nativeKeys(keys, name) {
-  if (!Array.isArray(keys) || keys.length === 0) throw invalidArgType(name, 'a non-empty array of keys', keys);
+  if (!Array.isArray(keys)) throw invalidArgType(name, 'a non-empty array of keys', keys);
+  if (keys.length === 0) throw invalidArgValue(name, 'must hold at least one key (with none, every token would be refused)', '[]');
   return keys.map((k, i) => nativeKey(k, `${name}[${i}]`));
 }
 

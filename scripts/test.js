@@ -19,6 +19,12 @@
 // __test__/package/esm.test.mjs (the package imported from an ES module by its name)
 // is one of the node:test suites.
 //
+// First (in well under a second) it checks that every system package the
+// tests need is there (scripts/system-deps.js: the list `npm run setup`
+// installs) and, if one is missing, stops at once with the whole list and
+// the line that installs them. Each suite file is bounded in time
+// (--test-timeout, FILE_TIMEOUT_MS): a file that hangs fails and the run goes on.
+//
 //   node scripts/test.js [--only=types,c,c-valgrind,tls,fuzz,jemalloc,system,bench-smoke]
 //   node scripts/test.js --list-testing   (prints the suites run against the testing builds)
 
@@ -31,12 +37,26 @@ const { testingDir } = require('./build');
 const { candidatePaths } = require('../lib/loader');
 const { platformDir, pageOfFile } = require('../lib/variants');
 const { suites, loads } = require('./suites');
+const systemDeps = require('./system-deps');
+
+/** The longest a suite file may run (node --test's --test-timeout bounds each file, and each test without its own). */
+const FILE_TIMEOUT_MS = 10 * 60 * 1000;
 
 const root = path.resolve(__dirname, '..');
 const only = (process.argv.find((a) => a.startsWith('--only=')) || '').slice(7).split(',').filter(Boolean);
 const want = (name) => only.length === 0 || only.includes(name);
 
 const results = [];
+
+// The system packages, before anything else (not for --list-testing).
+if (!process.argv.includes('--list-testing')) {
+  const need = systemDeps.missing(['test']);
+  if (need.length > 0) {
+    console.error(`npm test: missing system packages (the tests need every one):\n${need.map((e) => `  ${e.pkg.padEnd(20)} ${e.why}`).join('\n')}\n`);
+    console.error(`Install them with \`npm run setup\` as root, or:\n\n  ${systemDeps.installLine(need.map((e) => e.pkg))}\n`);
+    process.exit(1);
+  }
+}
 
 /** Runs one step when its name (or the group it belongs to) is wanted. */
 function step(name, cmd, args, env = {}, group = name) {
@@ -184,7 +204,7 @@ if (want('tls') || want('c-valgrind') || want('fuzz')) {
   // suites test what lies between processes (Redis, Chromium), not the
   // allocator: they run once, against the default build, as a third
   // stream beside the two.
-  const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot'];
+  const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot', `--test-timeout=${FILE_TIMEOUT_MS}`];
   const between = (f) => /^__test__[\\/](bus|browser|examples)[\\/]/.test(f);
   const twice = suites().filter((f) => !between(f));
   const once = suites().filter(between);
@@ -198,7 +218,7 @@ if (want('tls') || want('c-valgrind') || want('fuzz')) {
       { SYMPHONY_ALLOCATOR: allocator, SYMPHONY_NATIVE: testingBuilds[allocator] }, allocator);
   }
   // The benchmark runner's shape, once (it runs both allocator arms itself).
-  step('bench-smoke', process.execPath, ['--test', '--test-reporter=dot', '__test__/bench-smoke.js']);
+  step('bench-smoke', process.execPath, ['--test', '--test-reporter=dot', `--test-timeout=${FILE_TIMEOUT_MS}`, '__test__/bench-smoke.js']);
 
   console.log('\n=== summary');
   for (const r of results) console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name} (${r.secs} s)`);

@@ -68,9 +68,13 @@ test('Chromium: subscribe, unsubscribe, publish and request across cuts: every r
   const live = new Set();
   server.on('open', (id) => live.add(id));
   server.on('close', (id) => live.delete(id));
+  // Each step's cleanup is registered as soon as there is something to
+  // clean: a failed launch (no chromium) ends the file instead of leaving
+  // the server listening.
+  t.after(() => server.close());
   const { port } = await server.listen();
   const { tab, close } = await openPage(page);
-  t.after(async () => { await close(); await server.close(); });
+  t.after(close);
   const ev = (js, ms = 20000) => tab.evaluate(js, { timeout: ms + 5000 });
 
   await ev(`start('ws://127.0.0.1:${port}/', ${JSON.stringify(ROOMS)})`);

@@ -182,8 +182,10 @@ test('subscriber counts across nodes: every node answers; a node that does not a
   // Another program broke a topic's presence key (the wrong type): a read
   // rejects with Redis' own words (ERR_BUS_REPLY); the node goes on.
   await redis.call('SET', '{symphony:broken}:presence', 'x');
+  await a.presenceTopic('broken', true);
   await assert.rejects(a.presence('broken'), (err) => err.code === 'ERR_BUS_REPLY' && /WRONGTYPE/.test(err.message));
-  assert.deepEqual(await a.presence('feed'), []); // presence is off on these nodes: nothing listed
+  // Presence is off on these nodes: asking is a mistake, said.
+  await assert.rejects(a.presence('feed'), (err) => err.code === 'ERR_SYMPHONY_NO_PRESENCE');
   assert.equal(await a.subscribersAll('feed'), 3);
   for (const cl of clients) await cl.closeAndWait();
 });

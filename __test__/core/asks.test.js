@@ -142,7 +142,13 @@ test('onSubscribe as a Promise; a throw and a rejection refuse (internal, the er
   assert.deepEqual([c.answer('refused', 2).code, c.answer('refused', 2).reason], ['internal', 'internal error']);
   assert.deepEqual([c.answer('refused', 3).code, c.answer('refused', 3).reason], ['banned', 'you are banned']);
   assert.equal(errors.length, 1);
-  assert.equal(errors[0].message, 'secret detail');
+  // The server is told which hook threw, for which connection and topic.
+  assert.equal(errors[0].code, 'ERR_SYMPHONY_HOOK_THREW');
+  assert.equal(errors[0].hook, 'onSubscribe');
+  assert.equal(errors[0].topic, 'throw');
+  assert.equal(typeof errors[0].id, 'number');
+  assert.equal(errors[0].cause.message, 'secret detail');
+  assert.match(errors[0].message, /onSubscribe threw for connection \d+ on topic "throw": secret detail/);
   c.ws.close();
 });
 
@@ -306,6 +312,7 @@ test('onRequest: a value, a Buffer, a Promise, a ClientError and a throw; replie
   assert.deepEqual([c.answer('error', 3).code, c.answer('error', 3).reason], ['not-found', 'no such thing']);
   assert.deepEqual([c.answer('error', 4).code, c.answer('error', 4).reason], ['internal', 'internal error']);
   assert.equal(errors.length, 1);
+  assert.deepEqual([errors[0].code, errors[0].hook, errors[0].topic, errors[0].cause.message], ['ERR_SYMPHONY_HOOK_THREW', 'onRequest', null, 'hidden']);
   assert.equal(server.stats().askRequests, 5);
   c.ws.close();
 });

@@ -130,6 +130,12 @@ test('what a token can get wrong, each refused with its code; bystanders unaffec
   await c.until(() => c.notices('refused').length === cases.length, 10000, 'every refusal');
   const got = cases.map((_, i) => c.answer('refused', i + 1).code);
   assert.deepEqual(got, cases.map(([, , code]) => code));
+  // Each reason says what its code means (not one sentence for all).
+  const reasons = cases.map((_, i) => c.answer('refused', i + 1).reason);
+  assert.equal(new Set(reasons).size, cases.length, JSON.stringify(reasons));
+  assert.match(reasons[0], /expired/);
+  assert.match(reasons[4], /signature/);
+  assert.match(reasons[8], /does not grant this topic/);
   // The right one, with aud as an array.
   c.sub({ rid: 99, topic: 't', token: sign(grant(['t'], { aud: ['x', 'feeds'], iss: 'auth.example' }), { key: SECRET }) });
   await c.waitAnswer('subscribed', 99);
@@ -209,7 +215,7 @@ test('the client library: getToken renews a token the server says expired, on ev
 });
 
 test('bad tokens options throw', () => {
-  assert.throws(() => new Server({ tokens: { keys: [] } }), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => new Server({ tokens: { keys: [] } }), { code: 'ERR_INVALID_ARG_VALUE', message: /must hold at least one key/ });
   assert.throws(() => new Server({ tokens: { keys: [{ alg: 'HS512', secret: 'x' }] } }), { code: 'ERR_INVALID_ARG_VALUE' });
   assert.throws(() => new Server({ tokens: { keys: [{ alg: 'HS256' }] } }), { code: 'ERR_INVALID_ARG_TYPE' });
   assert.throws(() => new Server({ tokens: { keys: [{ alg: 'ES256', publicKey: 'nope' }] } }), { code: 'ERR_SYMPHONY_TOKENS' });

@@ -31,7 +31,7 @@ function findChromium() {
     } catch {}
   }
   throw new Error('chromium not found on PATH: install Debian\'s `chromium` package '
-    + '(.ci/run does), or set CHROMIUM to the browser executable');
+    + '(npm run setup does), or set CHROMIUM to the browser executable');
 }
 
 function withTimeout(promise, ms, what) {

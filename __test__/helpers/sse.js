@@ -106,7 +106,7 @@ function post(port, name, body, headers = {}, path = '/') {
       let b = '';
       res.setEncoding('utf8');
       res.on('data', (d) => { b += d; });
-      res.on('end', () => resolve({ status: res.statusCode, body: b }));
+      res.on('end', () => resolve({ status: res.statusCode, statusMessage: res.statusMessage, body: b }));
     });
     r.once('error', reject);
     r.end(body);

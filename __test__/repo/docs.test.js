@@ -56,7 +56,7 @@ function runnable() {
 
 /** The blocks the tests below run. */
 const RUNS = ['README.md#quick-start-server', 'README.md#quick-start-client', 'README.md#asks-server', 'README.md#asks-client',
-  'docs/sse.md#sse-quick'];
+  'docs/sse.md#sse-quick', 'docs/faq.md#faq-body-parsers'];
 
 function block(key) {
   assert.ok(RUNS.includes(key), `${key} is not in RUNS`);
@@ -211,4 +211,51 @@ test('docs: the README\'s "Clients subscribe, publish and request" blocks run as
     cli.once('exit', (code) => reject(new Error(`the client block exited with ${code}: ${printed}`)));
   });
   assert.deepEqual(printed.trim().split('\n'), ['lobby #1: hello from the quick start', '{ members: 1 }', 'admin: forbidden']);
+});
+
+test('docs: the FAQ\'s Express example (symphony before body parsers) runs as printed: a stream\'s JSON POST and the app\'s own JSON route both work', { timeout: 30000 }, async (t) => {
+  const http = require('node:http');
+  const code = block('docs/faq.md#faq-body-parsers');
+  assert.match(code, /web\.listen\(8080,/);
+  assert.ok(code.indexOf('symphony.handleRequest') < code.indexOf('express.json()'), 'handleRequest is mounted before express.json()');
+  const child = spawn(process.execPath, ['-e', code.replace('web.listen(8080,', 'web.listen(0,')], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => child.kill());
+  let out = '';
+  let errors = '';
+  child.stderr.on('data', (d) => { errors += d; });
+  const base = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/localhost:\d+\/)/.exec(out);
+      if (m) resolve(m[1].replace('localhost', '127.0.0.1'));
+    });
+    child.once('exit', (status) => reject(new Error(`the example exited with ${status}: ${out}${errors}`)));
+  });
+  // The app's own JSON route, behind express.json().
+  const echo = await fetch(`${base}api/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":1}' });
+  assert.deepEqual(await echo.json(), { n: 1 });
+  // A stream, and a JSON POST to it: published to 'chat', received by the stream.
+  let text = '';
+  const req = http.get(`${base}`, { headers: { accept: 'text/event-stream' } });
+  t.after(() => req.destroy());
+  const res = await new Promise((resolve, reject) => { req.once('response', resolve); req.once('error', reject); });
+  assert.equal(res.statusCode, 200);
+  const waiting = new Set();
+  res.on('data', (d) => { text += d; for (const w of waiting) w(); });
+  res.once('end', () => { text += '\n(the stream ended)'; for (const w of waiting) w(); });
+  const until = (re) => new Promise((resolve, reject) => {
+    const check = () => {
+      const m = re.exec(text);
+      if (m) { waiting.delete(check); resolve(m); } else if (text.endsWith('(the stream ended)')) reject(new Error(text));
+    };
+    waiting.add(check);
+    check();
+  });
+  const [, stream] = await until(/event: sy\.open\ndata: \{"stream":"([^"]+)"/);
+  const post = await fetch(`${base}?sy.stream=${encodeURIComponent(stream)}`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"hello":"sse"}',
+  });
+  assert.equal(post.status, 202);
+  await until(/event: chat\ndata: \{"hello":"sse"\}\n/);
+  assert.equal(errors, '', 'nothing reached \'error\'');
 });

@@ -203,6 +203,7 @@ test('POSTs reach the stream\'s \'message\' handler in order; bad ones are refus
     assert.equal(r.status, status);
     assert.match(r.body, why);
   }
+  assert.equal(refusals[4][0].statusMessage, 'Length Required');
   assert.equal(server.stats().ssePosts, 21);
   // A stream that has gone: its POSTs are answered 410, and reach nobody.
   const closed = once(server, 'close');

@@ -9,13 +9,23 @@
 #include "base/sy_json.h"
 
 static const char *const RESULT_NAMES[] = {
-#define SY_JWT_NAME_(e, name) name,
+#define SY_JWT_NAME_(e, name, reason) name,
     SY_JWT_RESULTS_LIST(SY_JWT_NAME_)
 #undef SY_JWT_NAME_
 };
 
+static const char *const RESULT_REASONS[] = {
+#define SY_JWT_REASON_(e, name, reason) reason,
+    SY_JWT_RESULTS_LIST(SY_JWT_REASON_)
+#undef SY_JWT_REASON_
+};
+
 const char *sy_jwt_result_name(sy_jwt_result_t r) {
     return (unsigned)r < (unsigned)SY_JWT_RESULTS ? RESULT_NAMES[r] : "unknown";
+}
+
+const char *sy_jwt_result_reason(sy_jwt_result_t r) {
+    return (unsigned)r < (unsigned)SY_JWT_RESULTS ? RESULT_REASONS[r] : "the token was refused";
 }
 
 /* The three parts of a compact JWS. */

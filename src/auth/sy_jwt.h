@@ -112,21 +112,21 @@ typedef struct sy_jwt_policy {
 } sy_jwt_policy_t;
 
 /* The results, with their wire names (one list for the enum and the names). */
-#define SY_JWT_RESULTS_LIST(X)                                                                    \
-    X(SY_JWT_OK, "ok")                                                                            \
-    X(SY_JWT_MALFORMED, "token-malformed")   /* not a compact JWS / JWT as the rules above say */ \
-    X(SY_JWT_ALG, "token-alg")               /* alg none, unknown, or not the key's */            \
-    X(SY_JWT_KEY, "token-key")               /* no key for the token's kid / alg */               \
-    X(SY_JWT_SIGNATURE, "token-signature")   /* the signature does not verify */                  \
-    X(SY_JWT_EXPIRED, "token-expired")       /* now >= exp + leeway */                            \
-    X(SY_JWT_NOT_YET, "token-not-yet-valid") /* now + leeway < nbf */                             \
-    X(SY_JWT_AUDIENCE, "token-audience")     /* aud does not name the policy's audience */        \
-    X(SY_JWT_ISSUER, "token-issuer")         /* iss is not the policy's issuer */                 \
-    X(SY_JWT_CLAIMS, "token-claims")         /* symphony's claims (topics) malformed */           \
-    X(SY_JWT_MEMORY, "memory")               /* out of memory */
+#define SY_JWT_RESULTS_LIST(X)                                                                               \
+    X(SY_JWT_OK, "ok", "the token is valid")                                                                 \
+    X(SY_JWT_MALFORMED, "token-malformed", "the token is not a compact JWS as symphony reads one")           \
+    X(SY_JWT_ALG, "token-alg", "the token's alg is none, unknown, or not its key's")                         \
+    X(SY_JWT_KEY, "token-key", "no key of the server matches the token's kid and alg")                       \
+    X(SY_JWT_SIGNATURE, "token-signature", "the token's signature does not verify")                          \
+    X(SY_JWT_EXPIRED, "token-expired", "the token has expired (exp)")                                        \
+    X(SY_JWT_NOT_YET, "token-not-yet-valid", "the token is not valid yet (nbf)")                             \
+    X(SY_JWT_AUDIENCE, "token-audience", "the token's aud does not name this server's audience")            \
+    X(SY_JWT_ISSUER, "token-issuer", "the token's iss is not the issuer this server trusts")                \
+    X(SY_JWT_CLAIMS, "token-claims", "the token's topics claim is malformed")                                \
+    X(SY_JWT_MEMORY, "memory", "the server ran out of memory checking the token")
 
 typedef enum sy_jwt_result {
-#define SY_JWT_ENUM_(e, name) e,
+#define SY_JWT_ENUM_(e, name, reason) e,
     SY_JWT_RESULTS_LIST(SY_JWT_ENUM_)
 #undef SY_JWT_ENUM_
         SY_JWT_RESULTS
@@ -134,6 +134,9 @@ typedef enum sy_jwt_result {
 
 /* The wire name of r ("token-expired", ...); "unknown" outside the enum. */
 const char *sy_jwt_result_name(sy_jwt_result_t r);
+/* The one-line reason a refusal with r says ("the token has expired
+ * (exp)", ...); "the token was refused" outside the enum. */
+const char *sy_jwt_result_reason(sy_jwt_result_t r);
 
 typedef struct sy_jwt_grant sy_jwt_grant_t;
 

@@ -474,10 +474,10 @@ static const sy_jwt_grant_t *grant_of(sy_io_t *io, ask_conn_t *a, sy_tokens_t *t
 }
 
 /* What a token says about action on topic: NULL when it grants it, else
- * the refusal's code (counted in tokenRefused). The signature checks made
- * are charged to the connection's work budget. */
+ * the refusal's code (counted in tokenRefused) and, in *why, its reason.
+ * The signature checks made are charged to the connection's work budget. */
 static const char *token_check(sy_io_t *io, ask_conn_t *a, sy_tokens_t *tk, const char *token, size_t len,
-                               sy_jwt_action_t action, const char *topic, size_t topic_len) {
+                               sy_jwt_action_t action, const char *topic, size_t topic_len, const char **why) {
     sy_jwt_result_t r = SY_JWT_OK;
     sy_jwt_work_t w = {0};
     const sy_jwt_grant_t *g = grant_of(io, a, tk, token, len, &r, &w);
@@ -486,10 +486,14 @@ static const char *token_check(sy_io_t *io, ask_conn_t *a, sy_tokens_t *tk, cons
         work_charge(io, a, w.units);
     }
     const char *code = NULL;
-    if (g == NULL)
+    if (g == NULL) {
         code = sy_jwt_result_name(r);
-    else if (!sy_jwt_allows(g, action, topic, topic_len))
+        *why = sy_jwt_result_reason(r);
+    } else if (!sy_jwt_allows(g, action, topic, topic_len)) {
         code = "forbidden";
+        *why = action == SY_JWT_PUBLISH ? "the token does not grant publishing on this topic"
+                                        : "the token does not grant this topic";
+    }
     if (code != NULL)
         sy_stat_inc(&sy_io_ctx(io)->stats.token_refused);
     return code;
@@ -501,9 +505,10 @@ static const char *token_check(sy_io_t *io, ask_conn_t *a, sy_tokens_t *tk, cons
  * thread, so that an unsubscribe meanwhile drops it. */
 static void token_subscribe(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, const sy_v2_sub_t *s, sy_tokens_t *tk) {
     sy_io_ctx_t *x = sy_io_ctx(io);
-    const char *code = token_check(io, a, tk, s->token, s->token_len, SY_JWT_SUBSCRIBE, s->topic, s->topic_len);
+    const char *why = "";
+    const char *code = token_check(io, a, tk, s->token, s->token_len, SY_JWT_SUBSCRIBE, s->topic, s->topic_len, &why);
     if (code != NULL) {
-        answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, code, "the token does not grant this topic"));
+        answer(io, c, sy_v2_refused_frame(s->rid, s->topic, s->topic_len, code, why));
         return;
     }
     sy_topic_t *t = sy_topic_acquire(&x->shared->topics, s->topic, s->topic_len, true);
@@ -697,10 +702,11 @@ static void ask_owner(sy_io_t *io, sy_conn_t *c, ask_conn_t *a, sy_v2_frame_t *f
 #ifdef SY_WITH_TLS
     sy_tokens_t *tk = f->token != NULL ? tokens_acquire(sy_io_ctx(io)->shared) : NULL;
     if (tk != NULL) {
-        const char *code = token_check(io, a, tk, f->token, f->token_len, SY_JWT_PUBLISH, f->topic, f->topic_len);
+        const char *why = "";
+        const char *code = token_check(io, a, tk, f->token, f->token_len, SY_JWT_PUBLISH, f->topic, f->topic_len, &why);
         sy_tokens_unref(tk);
         if (code != NULL) {
-            answer(io, c, sy_v2_error_frame(true, f->rid, code, "the token does not grant this publish"));
+            answer(io, c, sy_v2_error_frame(true, f->rid, code, why));
             return;
         }
         kind = 'P';

@@ -331,6 +331,8 @@ const char *sy_http_reason_phrase(int status) {
         return "Conflict";
     case 410:
         return "Gone";
+    case 411:
+        return "Length Required";
     case 413:
         return "Content Too Large";
     case 414:

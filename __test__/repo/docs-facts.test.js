@@ -1,0 +1,100 @@
+'use strict';
+// Facts the README and docs/ state, held to the code (issue 46) beside
+// docs.test.js (dead links, runnable blocks) and api-doc.test.js (docs/api.md
+// against the types and the error codes):
+// - no link is empty (`[text]()`, `[](target)`);
+// - the platform packages' tables and counts are lib/variants.js' PLATFORMS;
+// - the main package's packed size they quote is npm pack's, to 0.1 MiB;
+// - every `allocator.config.NAME` they name is a field of allocator.config.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { PLATFORMS, platformPackageName } = require('../../lib/variants');
+
+const root = path.resolve(__dirname, '..', '..');
+const pages = ['README.md', ...fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const read = (page) => fs.readFileSync(path.join(root, page), 'utf8');
+const prose = (text) => text.replace(/^```[\s\S]*?^```/gm, '');
+const WORDS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];
+
+test('docs: no empty link ([text]() or [](target))', () => {
+  const empty = [];
+  for (const page of pages) {
+    const lines = prose(read(page)).split('\n');
+    lines.forEach((line, i) => {
+      for (const m of line.matchAll(/\[[^\]]*\]\(\s*\)|\[\]\([^)]*\)/g)) empty.push(`${page}:${i + 1}: ${m[0]}`);
+    });
+  }
+  assert.deepEqual(empty, []);
+});
+
+test('docs: the platform packages\' tables list exactly PLATFORMS (lib/variants.js), and the counts say how many', () => {
+  const names = PLATFORMS.map(platformPackageName).sort();
+  for (const page of ['docs/faq.md', 'docs/builds.md']) {
+    const text = read(page);
+    const rows = [...text.matchAll(/^\| `(@symphony-ws\/[a-z0-9-]+)` \|/gm)].map((m) => m[1]);
+    assert.deepEqual([...new Set(rows)].sort(), names, `${page}: the table's packages`);
+    const counts = [...text.matchAll(/\b(?:all|the)\s+(\w+)\s+(?:in\s+`optionalDependencies`|platform\s+packages)/g)].map((m) => m[1]);
+    assert.ok(counts.length > 0, `${page} says how many platform packages there are`);
+    assert.deepEqual([...new Set(counts)], [WORDS[PLATFORMS.length]], `${page}: ${PLATFORMS.length} platform packages`);
+  }
+});
+
+test('docs: the main package\'s packed size they quote is npm pack\'s (to 0.1 MiB)', () => {
+  const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', timeout: 120000 });
+  assert.equal(r.status, 0, r.stderr);
+  const mib = (JSON.parse(r.stdout)[0].size / 1048576).toFixed(1);
+  const quoted = [];
+  for (const page of ['docs/faq.md', 'docs/builds.md']) {
+    for (const m of read(page).matchAll(/build from source: about ([0-9.]+) MiB packed/g)) quoted.push(`${page}: ${m[1]}`);
+  }
+  assert.equal(quoted.length, 2, 'faq.md and builds.md each quote it');
+  assert.deepEqual(quoted.filter((q) => !q.endsWith(`: ${mib}`)), [], `npm pack: about ${mib} MiB`);
+});
+
+test('docs: every allocator.config.NAME they name is a field of allocator.config', () => {
+  const { allocator } = require('../..');
+  const fields = Object.keys(allocator.config);
+  const wrong = [];
+  for (const page of pages) {
+    for (const m of read(page).matchAll(/allocator\.config\.([A-Za-z_]+)/g)) {
+      if (!fields.includes(m[1])) wrong.push(`${page}: allocator.config.${m[1]}`);
+    }
+  }
+  assert.deepEqual(wrong, [], `allocator.config has ${fields.join(', ')}`);
+});
+
+test("docs/api.md: the option table's defaults are the server's (lib/server.js DEFAULTS)", () => {
+  const { DEFAULTS } = require('../../lib/server');
+  const text = read('docs/api.md');
+  const rows = text.slice(text.indexOf('| option |')).split('\n').slice(2);
+  // Defaults that are rules, not values: what the code does for each is tested where it is made.
+  const RULES = { threads: 'min(2, CPUs)', maxFragments: 'max(1024, `maxPayload` / 64)' };
+  const wrong = [];
+  let checked = 0;
+  for (const row of rows) {
+    if (!row.startsWith('|')) break;
+    const [, name, cell] = row.split('|').map((c) => c.trim());
+    const key = name.replace(/`/g, '');
+    assert.ok(Object.hasOwn(DEFAULTS, key), `docs/api.md names option ${key}, which DEFAULTS lacks`);
+    if (RULES[key] !== undefined) {
+      assert.equal(cell, RULES[key], key);
+      continue;
+    }
+    let value;
+    if (/^`[^`]+`$/.test(cell)) value = Function(`return (${cell.slice(1, -1)});`)();
+    else if (/^\d[\d,]*$/.test(cell)) value = Number(cell.replace(/,/g, ''));
+    else if (/^\d+ MiB$/.test(cell)) value = Number(cell.split(' ')[0]) * 1048576;
+    else { wrong.push(`${key}: a default docs-facts cannot read: ${cell}`); continue; }
+    checked++;
+    try {
+      assert.deepEqual(value, DEFAULTS[key]);
+    } catch {
+      wrong.push(`${key}: docs/api.md says ${cell}, DEFAULTS has ${JSON.stringify(DEFAULTS[key])}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+  assert.ok(checked > 30, `${checked} defaults checked`);
+});
