@@ -162,7 +162,10 @@ test('an onRequest returning a thenable whose then throws: the throw is the hook
   await c.waitAnswer('error', 1);
   assert.equal(c.answer('error', 1).code, 'internal');
   await waitFor(() => errors.length === 1, 10000, 'the error');
-  assert.equal(errors[0], boom);
+  // Said as a hook that threw: which hook, which connection, and the throw itself.
+  assert.equal(errors[0].code, 'ERR_SYMPHONY_HOOK_THREW');
+  assert.equal(errors[0].hook, 'onRequest');
+  assert.equal(errors[0].cause, boom);
   c.ws.close();
 });
 

@@ -112,17 +112,17 @@ typedef struct sy_jwt_policy {
 } sy_jwt_policy_t;
 
 /* The results, with their wire names (one list for the enum and the names). */
-#define SY_JWT_RESULTS_LIST(X)                                                                               \
-    X(SY_JWT_OK, "ok", "the token is valid")                                                                 \
-    X(SY_JWT_MALFORMED, "token-malformed", "the token is not a compact JWS as symphony reads one")           \
-    X(SY_JWT_ALG, "token-alg", "the token's alg is none, unknown, or not its key's")                         \
-    X(SY_JWT_KEY, "token-key", "no key of the server matches the token's kid and alg")                       \
-    X(SY_JWT_SIGNATURE, "token-signature", "the token's signature does not verify")                          \
-    X(SY_JWT_EXPIRED, "token-expired", "the token has expired (exp)")                                        \
-    X(SY_JWT_NOT_YET, "token-not-yet-valid", "the token is not valid yet (nbf)")                             \
-    X(SY_JWT_AUDIENCE, "token-audience", "the token's aud does not name this server's audience")            \
-    X(SY_JWT_ISSUER, "token-issuer", "the token's iss is not the issuer this server trusts")                \
-    X(SY_JWT_CLAIMS, "token-claims", "the token's topics claim is malformed")                                \
+#define SY_JWT_RESULTS_LIST(X)                                                                     \
+    X(SY_JWT_OK, "ok", "the token is valid")                                                       \
+    X(SY_JWT_MALFORMED, "token-malformed", "the token is not a compact JWS as symphony reads one") \
+    X(SY_JWT_ALG, "token-alg", "the token's alg is none, unknown, or not its key's")               \
+    X(SY_JWT_KEY, "token-key", "no key of the server matches the token's kid and alg")             \
+    X(SY_JWT_SIGNATURE, "token-signature", "the token's signature does not verify")                \
+    X(SY_JWT_EXPIRED, "token-expired", "the token has expired (exp)")                              \
+    X(SY_JWT_NOT_YET, "token-not-yet-valid", "the token is not valid yet (nbf)")                   \
+    X(SY_JWT_AUDIENCE, "token-audience", "the token's aud does not name this server's audience")   \
+    X(SY_JWT_ISSUER, "token-issuer", "the token's iss is not the issuer this server trusts")       \
+    X(SY_JWT_CLAIMS, "token-claims", "the token's topics claim is malformed")                      \
     X(SY_JWT_MEMORY, "memory", "the server ran out of memory checking the token")
 
 typedef enum sy_jwt_result {
