@@ -14,20 +14,14 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startServer, closeAll, healthy } = require('../helpers/server');
 const { waitFor } = require('../helpers/raw');
-const { connectV1 } = require('../helpers/v1');
+const { connectV2: connectV2Base } = require('../helpers/v1');
 const { HookError, SymphonyError, ClientError } = require('../..');
 
 test.afterEach(closeAll);
 
-/** A symphony.v2 connection with its raw frames kept (as asks.test.js's). */
 async function connectV2(url) {
-  const c = await connectV1(url, { protocols: ['symphony.v1', 'symphony.v2'] });
-  c.raw = [];
-  c.ws.on('message', (data, binary) => c.raw.push({ data: Buffer.from(data), binary }));
-  c.answer = (type, rid) => c.notices(type).find((n) => n.rid === rid);
-  c.waitAnswer = (type, rid) => c.until(() => c.answer(type, rid) !== undefined, 10000, `${type} ${rid}`);
+  const c = await connectV2Base(url);
   c.reply = (rid) => c.raw.find((f) => f.data.toString('latin1').startsWith(`r${rid}\n`));
-  c.sub = (...subs) => c.ws.send(`s${JSON.stringify({ subs })}`);
   return c;
 }
 

@@ -13,18 +13,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startServer, closeAll, healthy } = require('../helpers/server');
 const { waitFor } = require('../helpers/raw');
-const { connectV1 } = require('../helpers/v1');
+const { connectV1, connectV2 } = require('../helpers/v1');
 const { openStream } = require('../helpers/sse');
 
 test.afterEach(closeAll);
-
-async function connectV2(url) {
-  const c = await connectV1(url, { protocols: ['symphony.v1', 'symphony.v2'] });
-  c.answer = (type, rid) => c.notices(type).find((n) => n.rid === rid);
-  c.waitAnswer = (type, rid) => c.until(() => c.answer(type, rid) !== undefined, 10000, `${type} ${rid}`);
-  c.sub = (...subs) => c.ws.send(`s${JSON.stringify({ subs })}`);
-  return c;
-}
 
 /** A masked client text frame (mask key 0: the payload as is), for raw writes. */
 function textFrame(text) {

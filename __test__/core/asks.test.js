@@ -9,21 +9,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startServer, closeAll, client, healthy } = require('../helpers/server');
 const { waitFor } = require('../helpers/raw');
-const { connectV1 } = require('../helpers/v1');
+const { connectV1, connectV2 } = require('../helpers/v1');
 const { ClientError } = require('../..');
 
 test.afterEach(closeAll);
-
-/** A symphony.v2 connection: connectV1's, with the raw frames kept too. */
-async function connectV2(url, opts = {}) {
-  const c = await connectV1(url, { protocols: ['symphony.v1', 'symphony.v2'], ...opts });
-  c.raw = [];
-  c.ws.on('message', (data, binary) => c.raw.push({ data: Buffer.from(data), binary }));
-  c.answer = (type, rid) => c.notices(type).find((n) => n.rid === rid);
-  c.waitAnswer = (type, rid, what) => c.until(() => c.answer(type, rid) !== undefined, 10000, what ?? `${type} ${rid}`);
-  c.sub = (...subs) => c.ws.send(`s${JSON.stringify({ subs })}`);
-  return c;
-}
 
 /** Collects the server's ids of opened connections. */
 function opened(server) {

@@ -14,7 +14,7 @@ const crypto = require('node:crypto');
 const WebSocket = require('ws');
 const { startServer, closeAll } = require('../helpers/server');
 const { waitFor } = require('../helpers/raw');
-const { connectV1 } = require('../helpers/v1');
+const { connectV2: connectV2Base } = require('../helpers/v1');
 const { bystander } = require('../helpers/bystander');
 const { openStream, streamName, post } = require('../helpers/sse');
 const { Server } = require('../..');
@@ -47,7 +47,7 @@ const ed = crypto.generateKeyPairSync('ed25519');
 const edKeys = () => ({ keys: [{ alg: 'EdDSA', publicKey: ed.publicKey }] });
 
 async function connectV2(url) {
-  const c = await connectV1(url, { protocols: ['symphony.v2'] });
+  const c = await connectV2Base(url, { protocols: ['symphony.v2'] });
   c.closeInfo = new Promise((r) => c.ws.once('close', (code, reason) => r({ code, reason: reason.toString() })));
   /** Every answer to rids [from, to]: a notice (refused, subscribed,
    * error), or a request's reply (r<rid>\n...) as { type: 'reply', rid }. */

@@ -12,7 +12,7 @@ const crypto = require('node:crypto');
 const WebSocket = require('ws');
 const { startServer, closeAll, healthy } = require('../helpers/server');
 const { waitFor } = require('../helpers/raw');
-const { connectV1 } = require('../helpers/v1');
+const { connectV2 } = require('../helpers/v1');
 const { Server } = require('../..');
 const { SymphonyClient } = require('../../client/symphony-client.cjs');
 
@@ -36,14 +36,6 @@ function sign(claims, { alg = 'HS256', key, kid, header = {} }) {
 
 const SECRET = 'a secret of the application, 32 bytes at least';
 const grant = (topics, extra = {}) => ({ sub: 'user-1', exp: now() + 600, topics: { subscribe: topics }, ...extra });
-
-async function connectV2(url) {
-  const c = await connectV1(url, { protocols: ['symphony.v1', 'symphony.v2'] });
-  c.answer = (type, rid) => c.notices(type).find((n) => n.rid === rid);
-  c.waitAnswer = (type, rid) => c.until(() => c.answer(type, rid) !== undefined, 10000, `${type} ${rid}`);
-  c.sub = (...subs) => c.ws.send(`s${JSON.stringify({ subs })}`);
-  return c;
-}
 
 test('HS256: a token that grants the topic subscribes without the hook; prefixes and exact names', async () => {
   let hook = 0;

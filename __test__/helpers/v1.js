@@ -67,4 +67,19 @@ function connectV1(url, { since = [], protocols = ['symphony.v1'], wsOptions = {
   });
 }
 
-module.exports = { sinceQuery, parseFrame, connectV1 };
+/**
+ * A symphony.v2 connection: connectV1's (opts as its), with the raw frames
+ * kept (raw), answers by rid (answer, waitAnswer), and sub(...entries),
+ * which sends one subscribe frame.
+ */
+async function connectV2(url, opts = {}) {
+  const c = await connectV1(url, { protocols: ['symphony.v1', 'symphony.v2'], ...opts });
+  c.raw = [];
+  c.ws.on('message', (data, binary) => c.raw.push({ data: Buffer.from(data), binary }));
+  c.answer = (type, rid) => c.notices(type).find((n) => n.rid === rid);
+  c.waitAnswer = (type, rid, what) => c.until(() => c.answer(type, rid) !== undefined, 10000, what ?? `${type} ${rid}`);
+  c.sub = (...subs) => c.ws.send(`s${JSON.stringify({ subs })}`);
+  return c;
+}
+
+module.exports = { sinceQuery, parseFrame, connectV1, connectV2 };
