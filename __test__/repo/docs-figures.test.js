@@ -11,7 +11,17 @@
 // And no other figure: every number in the README's prose (outside code
 // blocks and link targets) is one of these or named below as no figure (a
 // port in a URL, a protocol's version, a close code). A new figure without
-// its source fails here.
+// its source fails here. Where the pages of docs/ the README links to
+// restate one of these figures, they are held too: the restatement is on its
+// page and its measurements are in the same run's report.
+//
+// Not held yet: the rest of docs/'s figures (about 3,000 numbers; the
+// tables and paragraphs that cite a bench/results run name it, but a cell
+// by cell check is still to write), and figures no file here stores: the
+// tokens' µs per algorithm (docs/tokens.md: `npm run bench:tokens` prints
+// them, nothing keeps its output), the platform packages' packed sizes
+// (docs/faq.md, docs/builds.md: `npm run packages -- --pack`), the client's
+// 0.3-0.5 s after an outage (docs/sse.md).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -198,6 +208,41 @@ const FIGURES = [
     } },
 ];
 
+/**
+ * Where docs/ restate a README figure (the pages its links lead to), as
+ * printed there, and the run it comes from: each must still be on its page,
+ * and each of its numbers that is a measurement (not a ratio or a share,
+ * which the README's checks above compute) must be in that run's report.
+ * (Whitespace as single spaces, bold not counted.)
+ */
+const RESTATED = [
+  ['docs/benchmarks.md', '| jemalloc | 90.2-90.7 | 58.1 (57.7-58.7) | 26.7 (26.5-26.8) |', DEFAULT],
+  ['docs/benchmarks.md', 'A parked connection now costs 325 B of footprint over the idle process', DEFAULT],
+  ['docs/benchmarks.md', '| ws | 52.0 | 140.3 | 4,871 (4,827-5,546) |', DEFAULT],
+  ['docs/benchmarks.md', 'symphony spends 0.66x the CPU of `ws` per delivered message', DEFAULT],
+  ['docs/benchmarks.md', '`ws` delivers 67%', DEFAULT],
+  ['docs/memory.md', 'instead of 82% (jemalloc alone, any arena count)', POLICY],
+  ['docs/performance.md', '| 10,000 topics × 1, 50,000 publishes/s: CPU-s per 1M | 6.59 | 8.55 | 0.77x |', UWS],
+  ['docs/performance.md', '| 10,000 topics × 1, 100,000 publishes/s: CPU-s per 1M | 4.94 | 9.93 | 0.50x |', UWS],
+  ['docs/performance.md', '| the same: due-p50 / p99 | 1.5 / 28 ms | 220 / 415 ms |', UWS],
+  ['docs/performance.md', '| 108,000/s (108k–123k) | 80,000/s (60k–90k) | 1.35x |', UWS],
+  ['docs/performance.md', '| 5.48 | 8.67 | 0.63x |', UWS],
+  ['docs/performance.md', '| 9.82 | 13.32 | 0.74x |', UWS],
+  ['docs/tls.md', '12.9 KB per idle TLS connection', TLS],
+  ['docs/tls.md', '| 12,948 (12,888–12,971) | 31,625 (31,608–31,952) |', TLS],
+  ['docs/history.md', '0.031x its server CPU per replayed message', HISTORY],
+  ['docs/bus.md', '| 0.26x (15.4 vs 59.5 µs; per repeat 0.23-0.26x) |', BUS_HISTORY],
+  ['docs/bus.md', 'The bus costs +0.6% CPU per delivered message (13.16 against 13.08,', BUS],
+  ['docs/bus.md', 'Cross-node p99 is within 1.05 ms of same-node p99', BUS],
+  ['docs/benchmarks.md', '| SSE ÷ WebSocket, CPU per delivered message | 1.10x (0.83–1.15) |', SSE],
+  ['docs/benchmarks.md', '| 5.34 (5.24–5.43) | 4.87 (4.74–6.35) | 9.38 (9.20–9.43) |', SSE],
+  ['docs/benchmarks.md', '| and no queue round trip | 3.5 µs (3.4–5.1) | 6.6 µs (5.0–9.3) | 28.0 µs (25.5–48.0) |', ASKS],
+  ['docs/api.md', 'CPU per subscribe 3.5 µs with tokens and 6.6 µs with an `onSubscribe` hook (answered at once), against 28.0 µs for socket.io 4.8\'s `join`', ASKS],
+  ['docs/builds.md', '0.28 / 4.3 / 36.6 ms', WINDOWS],
+  ['docs/builds.md', '0.066 / 0.072 / 0.076 ms: flat', WINDOWS],
+  ['docs/builds.md', '102,342 messages to each (102.3 M deliveries), none lost', WINDOWS],
+];
+
 /** Figures other tests hold: the quote, and the test that checks it against its source. */
 const HELD_ELSEWHERE = [
   { quote: '8,190 bytes', test: '__test__/repo/client-size.test.js' }, // scripts/client-size.js
@@ -306,4 +351,26 @@ test('docs-figures: every number in the README\'s prose is a figure checked abov
     if (!covered[m.index]) loose.push(`${m[0]} in "...${text.slice(Math.max(0, m.index - 40), m.index + m[0].length + 20)}..."`);
   }
   assert.deepEqual(loose, [], 'a figure with no source: add it to FIGURES with where it comes from, or take it out');
+});
+
+test('docs-figures: the docs the README links to for its figures say the same figures', () => {
+  const missing = [];
+  const unsourced = [];
+  for (const [page, quote, source] of RESTATED) {
+    // Bold (**) and line breaks as the page prints them do not count.
+    const text = read(page).replace(/\*\*/g, '').replace(/\s+/g, ' ');
+    if (!text.includes(quote)) missing.push(`${page}: ${quote}`);
+    const report = read(source).replace(/(\d),(?=\d{3})/g, '$1');
+    for (const m of quote.matchAll(/(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\d.x%]|\w)/g)) {
+      const n = m[0].replace(/,/g, '');
+      // A measurement rounded as printed (28 ms: the report's 28.05; 28.0 µs: 27.98), in the
+      // report's unit or a thousand or a million of them (12.9 KB: 12,948 B; 102.3 M: 102,341,885).
+      const digits = (n.split('.')[1] ?? '').length;
+      const found = [...report.matchAll(/(?<![\d.])\d+(?:\.\d+)?(?![\d])/g)]
+        .some((r) => [1, 1e3, 1e6].some((scale) => (Number(r[0]) / scale).toFixed(digits) === Number(n).toFixed(digits)));
+      if (!found) unsourced.push(`${page}: ${m[0]} in "${quote}" is not in ${source}`);
+    }
+  }
+  assert.deepEqual(missing, [], 'a page no longer says what the README says (or says it differently): update the page, or this list with it');
+  assert.deepEqual(unsourced, []);
 });
