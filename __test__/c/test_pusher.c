@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "proto/sy_pusher.h"
+#include "vectors.h"
 
 static sy_pusher_limits_t LIM;
 
@@ -169,8 +170,6 @@ static void test_malformed(void) {
     bad("{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"a b\"}}", SY_PUSHER_CHANNEL_NAME, "a b");
     bad("{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"caf\\u00e9\"}}", SY_PUSHER_CHANNEL_NAME, "café");
     bad("{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"a\\\"b\"}}", SY_PUSHER_CHANNEL_NAME, "a\"b");
-    bad("{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"#server-to-user-1\"}}", SY_PUSHER_CHANNEL_RESERVED,
-        "#server-to-user-1");
     char longc[400];
     snprintf(longc, sizeof(longc), "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"%0201d\"}}", 0);
     char name201[202];
@@ -267,7 +266,7 @@ static void test_other_kinds(void) {
 static void test_channels(void) {
     sy_pusher_chan_t c;
     const char *ok = "AZaz09_-=@,.;";
-    CHECK_EQ(sy_pusher_channel_check(ok, strlen(ok), 200, false, &c), SY_PUSHER_OK);
+    CHECK_EQ(sy_pusher_channel_check(ok, strlen(ok), 200, &c), SY_PUSHER_OK);
     struct {
         const char *name;
         sy_pusher_ctype_t type;
@@ -286,24 +285,30 @@ static void test_channels(void) {
         {"private-", SY_PUSHER_PRIVATE, false},
     };
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        CHECK_EQ(sy_pusher_channel_check(kinds[i].name, strlen(kinds[i].name), 200, false, &c), SY_PUSHER_OK);
+        CHECK_EQ(sy_pusher_channel_check(kinds[i].name, strlen(kinds[i].name), 200, &c), SY_PUSHER_OK);
         CHECK_EQ(c.type, kinds[i].type);
         CHECK_EQ(c.cache, kinds[i].cache);
     }
     const char *bads[] = {"a b", "a/b", "a:b", "a#b", "a\x01", "a*", "é", "a+b", "a%20"};
     for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++)
-        CHECK_EQ(sy_pusher_channel_check(bads[i], strlen(bads[i]), 200, false, &c), SY_PUSHER_CHANNEL_NAME);
-    CHECK_EQ(sy_pusher_channel_check("a\0b", 3, 200, false, &c), SY_PUSHER_CHANNEL_NAME);
-    CHECK_EQ(sy_pusher_channel_check("", 0, 200, false, &c), SY_PUSHER_CHANNEL_NAME);
-    CHECK_EQ(sy_pusher_channel_check("abcd", 4, 4, false, &c), SY_PUSHER_OK);
-    CHECK_EQ(sy_pusher_channel_check("abcde", 5, 4, false, &c), SY_PUSHER_CHANNEL_LONG);
-    /* #server-to-user-<id>: the server's only. */
-    CHECK_EQ(sy_pusher_channel_check("#server-to-user-42", 18, 200, false, &c), SY_PUSHER_CHANNEL_RESERVED);
-    CHECK_EQ(sy_pusher_channel_check("#server-to-user-42", 18, 200, true, &c), SY_PUSHER_OK);
+        CHECK_EQ(sy_pusher_channel_check(bads[i], strlen(bads[i]), 200, &c), SY_PUSHER_CHANNEL_NAME);
+    CHECK_EQ(sy_pusher_channel_check("a\0b", 3, 200, &c), SY_PUSHER_CHANNEL_NAME);
+    CHECK_EQ(sy_pusher_channel_check("", 0, 200, &c), SY_PUSHER_CHANNEL_NAME);
+    CHECK_EQ(sy_pusher_channel_check("abcd", 4, 4, &c), SY_PUSHER_OK);
+    CHECK_EQ(sy_pusher_channel_check("abcde", 5, 4, &c), SY_PUSHER_CHANNEL_LONG);
+    /* #server-to-user-<id>: a signed-in user's own. */
+    CHECK_EQ(sy_pusher_channel_check("#server-to-user-42", 18, 200, &c), SY_PUSHER_OK);
     CHECK_EQ(c.type, SY_PUSHER_SERVER_TO_USER);
-    CHECK_EQ(sy_pusher_channel_check("#server-to-user-", 16, 200, true, &c), SY_PUSHER_CHANNEL_NAME);
-    CHECK_EQ(sy_pusher_channel_check("#server-to-user-a\nb", 19, 200, true, &c), SY_PUSHER_CHANNEL_NAME);
-    CHECK_EQ(sy_pusher_channel_check("#other", 6, 200, true, &c), SY_PUSHER_CHANNEL_NAME);
+    size_t id_len;
+    const char *id = sy_pusher_server_to_user_id("#server-to-user-42", 18, &id_len);
+    CHECK(eq(id, id_len, "42"));
+    CHECK(!sy_pusher_needs_auth(c.type));
+    CHECK_EQ(sy_pusher_channel_check("#server-to-user-", 16, 200, &c), SY_PUSHER_CHANNEL_NAME);
+    CHECK_EQ(sy_pusher_channel_check("#server-to-user-a\nb", 19, 200, &c), SY_PUSHER_CHANNEL_NAME);
+    CHECK_EQ(sy_pusher_channel_check("#other", 6, 200, &c), SY_PUSHER_CHANNEL_NAME);
+    char s2u[200];
+    snprintf(s2u, sizeof(s2u), "#server-to-user-%0129d", 0);
+    CHECK_EQ(sy_pusher_channel_check(s2u, strlen(s2u), 200, &c), SY_PUSHER_CHANNEL_NAME); /* id past 128 */
 
     CHECK(sy_pusher_is_client_event("client-a", 8));
     CHECK(sy_pusher_is_client_event("client-", 7));
@@ -510,6 +515,109 @@ static void test_event_frames(void) {
     }
 }
 
+/* ---- what the real clients send (vectors/pusher.js) ------------------------ */
+
+static void test_real_clients(yyjson_doc *v) {
+    yyjson_val *root = yyjson_doc_get_root(v);
+    yyjson_val *msgs = yyjson_obj_get(root, "client_messages"), *it;
+    size_t i, max, kinds[SY_PUSHER_MSG_OTHER + 1] = {0};
+    bool server_to_user = false, presence = false;
+    yyjson_arr_foreach(msgs, i, max, it) {
+        sy_pusher_msg_t m;
+        sy_pusher_err_t e = parse(yyjson_get_str(it), &m);
+        CHECK_EQ(e, SY_PUSHER_OK);
+        if (e != SY_PUSHER_OK) {
+            fprintf(stderr, "  pusher-js sent: %s\n", yyjson_get_str(it));
+            continue;
+        }
+        kinds[m.kind]++;
+        /* What pusher-js meant, read with yyjson. */
+        yyjson_doc *d = yyjson_read(yyjson_get_str(it), yyjson_get_len(it), 0);
+        yyjson_val *msg = yyjson_doc_get_root(d), *data = yyjson_obj_get(msg, "data");
+        size_t n;
+        const char *s;
+        switch (m.kind) {
+        case SY_PUSHER_MSG_SUBSCRIBE:
+            s = vec_str(data, "channel", &n);
+            CHECK(eq(m.channel, m.channel_len, s));
+            if (sy_pusher_needs_auth(m.chan.type)) {
+                s = vec_str(data, "auth", &n);
+                CHECK(eq(m.auth, m.auth_len, s));
+            }
+            if (m.chan.type == SY_PUSHER_PRESENCE) {
+                presence = true;
+                s = vec_str(data, "channel_data", &n);
+                CHECK(eq(m.channel_data, m.channel_data_len, s));
+                sy_pusher_user_t u;
+                CHECK_EQ(sy_pusher_member_parse(m.channel_data, m.channel_data_len, 1024, &u), SY_PUSHER_OK);
+                CHECK(eq(u.id, u.id_len, "u-1"));
+                sy_pusher_user_free(&u);
+            }
+            if (m.chan.type == SY_PUSHER_SERVER_TO_USER) {
+                /* After pusher:signin, with an empty auth. */
+                server_to_user = true;
+                size_t id_len;
+                const char *id = sy_pusher_server_to_user_id(m.channel, m.channel_len, &id_len);
+                CHECK(eq(id, id_len, "42"));
+            }
+            break;
+        case SY_PUSHER_MSG_SIGNIN: {
+            s = vec_str(data, "user_data", &n);
+            CHECK(eq(m.user_data, m.user_data_len, s));
+            s = vec_str(data, "auth", &n);
+            CHECK(eq(m.auth, m.auth_len, s));
+            sy_pusher_user_t u;
+            CHECK_EQ(sy_pusher_user_parse(m.user_data, m.user_data_len, &u), SY_PUSHER_OK);
+            CHECK(eq(u.id, u.id_len, "42"));
+            sy_pusher_user_free(&u);
+            break;
+        }
+        case SY_PUSHER_MSG_CLIENT_EVENT: {
+            CHECK_EQ(m.chan.type, SY_PUSHER_PRIVATE);
+            size_t len;
+            char *want = yyjson_val_write(data, 0, &len); /* JSON.stringify's form, for these values */
+            CHECK(want != NULL && eq(m.data, m.data_len, want));
+            free(want);
+            break;
+        }
+        case SY_PUSHER_MSG_UNSUBSCRIBE:
+            CHECK(eq(m.channel, m.channel_len, "my-channel"));
+            break;
+        default:
+            break;
+        }
+        yyjson_doc_free(d);
+        sy_pusher_msg_free(&m);
+    }
+    /* public, cache, private, Echo's private, Echo's presence, #server-to-user-42 */
+    CHECK_EQ(kinds[SY_PUSHER_MSG_SUBSCRIBE], 6);
+    CHECK_EQ(kinds[SY_PUSHER_MSG_SIGNIN], 1);
+    CHECK_EQ(kinds[SY_PUSHER_MSG_CLIENT_EVENT], 2); /* trigger and Echo's whisper */
+    CHECK_EQ(kinds[SY_PUSHER_MSG_UNSUBSCRIBE], 1);
+    CHECK_EQ(kinds[SY_PUSHER_MSG_PING], 1);
+    CHECK(server_to_user && presence);
+
+    /* Channel names: what the SDK signs for is what this accepts (its
+     * #server-to-user- refusal: no auth is ever made for one). */
+    yyjson_arr_foreach(yyjson_obj_get(root, "channels"), i, max, it) {
+        size_t n;
+        const char *name = vec_str(it, "name", &n);
+        bool sdk_ok = yyjson_get_bool(yyjson_obj_get(it, "valid"));
+        sy_pusher_chan_t c;
+        sy_pusher_err_t e = sy_pusher_channel_check(name, n, SY_PUSHER_CHANNEL_MAX_DEFAULT, &c);
+        bool ours = e == SY_PUSHER_OK && c.type != SY_PUSHER_SERVER_TO_USER;
+        CHECK_EQ(ours, sdk_ok);
+        if (ours != sdk_ok)
+            fprintf(stderr, "  channel %.40s: SDK %d, here %d\n", name, sdk_ok, ours);
+    }
+    yyjson_arr_foreach(yyjson_obj_get(root, "socket_ids"), i, max, it) {
+        size_t n;
+        const char *id = vec_str(it, "id", &n);
+        bool sdk_ok = yyjson_get_bool(yyjson_obj_get(it, "valid"));
+        CHECK_EQ(sy_pusher_socket_id_valid(id, n), sdk_ok);
+    }
+}
+
 int main(void) {
     sy_pusher_limits_default(&LIM);
     test_subscribe();
@@ -520,5 +628,9 @@ int main(void) {
     test_users();
     test_frames();
     test_event_frames();
+    yyjson_doc *v = vectors_load("pusher");
+    if (v != NULL)
+        test_real_clients(v);
+    yyjson_doc_free(v);
     return check_report("test_pusher");
 }

@@ -51,16 +51,13 @@ static bool channel_char(unsigned char c) {
            c == '=' || c == '@' || c == ',' || c == '.' || c == ';';
 }
 
-sy_pusher_err_t sy_pusher_channel_check(const char *name, size_t len, size_t max_len, bool server,
-                                        sy_pusher_chan_t *out) {
+sy_pusher_err_t sy_pusher_channel_check(const char *name, size_t len, size_t max_len, sy_pusher_chan_t *out) {
     *out = (sy_pusher_chan_t){SY_PUSHER_PUBLIC, false};
     if (len == 0)
         return SY_PUSHER_CHANNEL_NAME;
     if (len > max_len)
         return SY_PUSHER_CHANNEL_LONG;
     if (has_prefix(name, len, S2U)) {
-        if (!server)
-            return SY_PUSHER_CHANNEL_RESERVED;
         size_t id_len = len - S2U_LEN;
         if (id_len == 0 || id_len > SY_PUSHER_USER_ID_MAX)
             return SY_PUSHER_CHANNEL_NAME;
@@ -147,11 +144,11 @@ static sy_pusher_err_t parse_subscribe(yyjson_val *data, const sy_pusher_limits_
     m->channel = nonempty_str(yyjson_obj_get(data, "channel"), &m->channel_len);
     if (m->channel == NULL)
         return SY_PUSHER_NO_CHANNEL;
-    sy_pusher_err_t e = sy_pusher_channel_check(m->channel, m->channel_len, lim->max_channel_len, false, &m->chan);
+    sy_pusher_err_t e = sy_pusher_channel_check(m->channel, m->channel_len, lim->max_channel_len, &m->chan);
     if (e != SY_PUSHER_OK)
         return e;
     if (!sy_pusher_needs_auth(m->chan.type))
-        return SY_PUSHER_OK; /* a public channel's auth and channel_data are ignored, as Pusher does */
+        return SY_PUSHER_OK; /* a public (or #server-to-user-) channel's auth and channel_data are ignored */
     m->auth = nonempty_str(yyjson_obj_get(data, "auth"), &m->auth_len);
     if (m->auth == NULL)
         return SY_PUSHER_AUTH_MISSING;
@@ -172,7 +169,7 @@ static sy_pusher_err_t parse_client_event(yyjson_val *root, const sy_pusher_limi
         return SY_PUSHER_CLIENT_EVENT_LONG;
     m->channel = nonempty_str(yyjson_obj_get(root, "channel"), &m->channel_len);
     if (m->channel == NULL ||
-        sy_pusher_channel_check(m->channel, m->channel_len, lim->max_channel_len, false, &m->chan) != SY_PUSHER_OK)
+        sy_pusher_channel_check(m->channel, m->channel_len, lim->max_channel_len, &m->chan) != SY_PUSHER_OK)
         return SY_PUSHER_CLIENT_CHANNEL;
     if (m->chan.type != SY_PUSHER_PRIVATE && m->chan.type != SY_PUSHER_PRESENCE)
         return SY_PUSHER_CLIENT_PUBLIC; /* encrypted: pusher-js refuses them too */

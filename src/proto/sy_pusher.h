@@ -91,7 +91,8 @@ typedef enum sy_pusher_scope {
     X(CHANNEL_NAME, 400, SY_PUSHER_TO_CHANNEL, "InvalidChannel",                                                     \
       "Invalid channel name: only A-Z a-z 0-9 _ - = @ , . ; are allowed")                                            \
     X(CHANNEL_LONG, 400, SY_PUSHER_TO_CHANNEL, "LimitReached", "Channel name too long")                              \
-    X(CHANNEL_RESERVED, 400, SY_PUSHER_TO_CHANNEL, "InvalidChannel", "Channel name reserved for the server")         \
+    X(CHANNEL_RESERVED, 400, SY_PUSHER_TO_CHANNEL, "InvalidChannel",                                                 \
+      "#server-to-user- channels are the signed-in user's own")                                                      \
     X(AUTH_MISSING, 401, SY_PUSHER_TO_CHANNEL, "AuthError",                                                          \
       "Private, presence and encrypted channels need \"auth\" (a string)")                                           \
     X(CHANNEL_DATA, 401, SY_PUSHER_TO_CHANNEL, "AuthError", "\"channel_data\" must be a string")                     \
@@ -127,7 +128,7 @@ typedef enum sy_pusher_ctype {
     SY_PUSHER_PRIVATE,        /* private- */
     SY_PUSHER_PRESENCE,       /* presence- */
     SY_PUSHER_ENCRYPTED,      /* private-encrypted- */
-    SY_PUSHER_SERVER_TO_USER, /* #server-to-user-<id>: the server's only */
+    SY_PUSHER_SERVER_TO_USER, /* #server-to-user-<id>: the signed-in user's own */
 } sy_pusher_ctype_t;
 
 typedef struct sy_pusher_chan {
@@ -136,16 +137,25 @@ typedef struct sy_pusher_chan {
 } sy_pusher_chan_t;
 
 /* Whether a type needs an auth signature to subscribe. */
-static inline bool sy_pusher_needs_auth(sy_pusher_ctype_t t) { return t != SY_PUSHER_PUBLIC; }
+static inline bool sy_pusher_needs_auth(sy_pusher_ctype_t t) {
+    return t == SY_PUSHER_PRIVATE || t == SY_PUSHER_PRESENCE || t == SY_PUSHER_ENCRYPTED;
+}
 
 /* Checks a channel name: 1 to max_len bytes of [A-Za-z0-9_\-=@,.;], its
- * type and cache flag by prefix. "#server-to-user-<id>" (id 1 to
- * SY_PUSHER_USER_ID_MAX bytes, any but control bytes) is accepted only
- * with server (the HTTP API; a client may not subscribe to it:
- * SY_PUSHER_CHANNEL_RESERVED). SY_PUSHER_OK, SY_PUSHER_CHANNEL_NAME or
+ * type and cache flag by prefix; or "#server-to-user-<id>" (id 1 to
+ * SY_PUSHER_USER_ID_MAX bytes but control bytes): the channel of a
+ * signed-in user, which pusher-js subscribes to after pusher:signin with
+ * an empty auth, and which the caller allows only to a connection signed
+ * in as that id (sy_pusher_server_to_user_id; SY_PUSHER_CHANNEL_RESERVED
+ * for the others). SY_PUSHER_OK, SY_PUSHER_CHANNEL_NAME or
  * SY_PUSHER_CHANNEL_LONG. */
-sy_pusher_err_t sy_pusher_channel_check(const char *name, size_t len, size_t max_len, bool server,
-                                        sy_pusher_chan_t *out);
+sy_pusher_err_t sy_pusher_channel_check(const char *name, size_t len, size_t max_len, sy_pusher_chan_t *out);
+
+/* The user id of a SY_PUSHER_SERVER_TO_USER channel (after the prefix). */
+static inline const char *sy_pusher_server_to_user_id(const char *name, size_t len, size_t *id_len) {
+    *id_len = len - 16;
+    return name + 16;
+}
 
 /* An event name: 1 to max_len bytes (any UTF-8 the JSON allowed). */
 static inline bool sy_pusher_event_ok(size_t len, size_t max_len) { return len > 0 && len <= max_len; }
