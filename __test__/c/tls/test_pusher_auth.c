@@ -17,6 +17,7 @@
 #include "../vectors.h"
 #include "auth/sy_pusher_auth.h"
 #include "base/sy_alloc.h"
+#include "proto/sy_pusher_http.h"
 #include "tls/sy_tls.h"
 
 static bool eq(const char *p, size_t n, const char *s) { return n == strlen(s) && memcmp(p, s, n) == 0; }
@@ -192,6 +193,31 @@ static void test_sdk_vectors(yyjson_doc *v) {
         CHECK_EQ(sy_pusher_auth_request(t, a, "other-key", 9, to_sign, tn, sig, sl), SY_PUSHER_AUTH_KEY);
         CHECK_EQ(sy_pusher_auth_request(t, a, "nokey", 5, to_sign, tn, sig, sl), SY_PUSHER_AUTH_KEY);
         CHECK_EQ(sy_pusher_auth_request(t, a, key, kn, to_sign, tn, sig, sl - 1), SY_PUSHER_AUTH_FORMAT);
+        /* The whole way a request goes: read (proto/sy_pusher_http), then
+         * its key, signature and body_md5 checked here. */
+        size_t mn, pn;
+        const char *method = vec_str(it, "method", &mn), *path = vec_str(it, "path", &pn);
+        char target[2048];
+        snprintf(target, sizeof(target), "%s?%s", path, query);
+        sy_pusher_req_t r;
+        CHECK_EQ(sy_pusher_http_request(method, mn, target, strlen(target), bn, 1700000000, 200, &r),
+                 SY_PUSHER_HTTP_OK);
+        CHECK(sy_pusher_apps_by_id(t, r.app_id, r.app_id_len) == a);
+        CHECK_EQ(sy_pusher_auth_request(t, a, r.auth_key, r.auth_key_len, r.to_sign, r.to_sign_len, r.auth_signature,
+                                        r.auth_signature_len),
+                 SY_PUSHER_AUTH_OK);
+        CHECK(bn == 0 || sy_pusher_body_md5_ok(t, body, bn, r.body_md5, r.body_md5_len));
+        sy_pusher_req_free(&r);
+        /* A parameter added after signing: refused. */
+        snprintf(target, sizeof(target), "%s?%s&info=user_count", path, query);
+        if (strstr(query, "info=") == NULL) {
+            CHECK_EQ(sy_pusher_http_request(method, mn, target, strlen(target), bn, 1700000000, 200, &r),
+                     SY_PUSHER_HTTP_OK);
+            CHECK_EQ(sy_pusher_auth_request(t, a, r.auth_key, r.auth_key_len, r.to_sign, r.to_sign_len,
+                                            r.auth_signature, r.auth_signature_len),
+                     SY_PUSHER_AUTH_SIGNATURE);
+            sy_pusher_req_free(&r);
+        }
         const char *md5 = strstr(query, "body_md5=");
         if (bn > 0) {
             CHECK(md5 != NULL);
