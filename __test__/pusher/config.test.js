@@ -79,6 +79,11 @@ test('Soketi\'s --config file: apps, nested or dotted keys; the environment wins
   const p = pusherOptions(options.pusher);
   assert.deepEqual(p.apps.map((a) => [a.id, a.key, a.secrets[0]]), [['a', 'ka', 'rotated'], ['b', 'kb', 'sb']]);
   assert.equal(p.maxBatchSize, 20);
+  // Soketi's defaults where larger than Pusher's: an app moving from Soketi keeps working.
+  assert.equal(p.maxEventBytes, 100 * 1024);
+  assert.equal(p.maxPresenceMemberBytes, 2 * 1024);
+  assert.equal(p.apps[0].maxClientEventsPerSecond, 0);
+  assert.equal(pusherOptions({ apps: [app] }).maxEventBytes, 10 * 1024);
 });
 
 test('Soketi settings symphony cannot honour are errors that say what to do', () => {

@@ -13,22 +13,23 @@ const { SymphonyError, invalidArgType, invalidArgValue, integer } = require('../
 const WEBHOOK_EVENTS = ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed', 'client_event', 'cache_miss', 'subscription_count'];
 
 /**
- * The protocol's limits and times, with their defaults: Pusher's where its
- * documentation gives one (activity timeout 120 s, 10 client events per
- * second, 100 channels per event, batches of 10), Soketi's where it is
- * larger and an app moving from Soketi would break on Pusher's (names of 200
- * characters, where Pusher documents 164; events of 100 KiB, where Pusher
- * allows 10 KiB).
+ * The protocol's limits and times, with Pusher's documented defaults
+ * (activity timeout 120 s, events of 10 KiB, 10 client events per second,
+ * 100 channels per event, batches of 10, 100 members of 1 KiB each), but
+ * names of 200 characters as Soketi allows (Pusher documents 164 for a
+ * channel; a longer one breaks nothing). The standalone server started with
+ * Soketi's settings (fromSoketi) takes Soketi's defaults where they are
+ * larger, so an application moving from Soketi keeps working.
  */
 const LIMITS = {
   activityTimeout: [120, 1, 3600],             // s: what connection_established tells the client
   maxChannelNameLength: [200, 1, 1024],        // characters
   maxEventNameLength: [200, 1, 1024],          // characters
-  maxEventBytes: [100 * 1024, 1, 64 << 20],    // one event's data, as sent by a client or the HTTP API
+  maxEventBytes: [10 * 1024, 1, 64 << 20],     // one event's data, as sent by a client or the HTTP API
   maxChannelsPerEvent: [100, 1, 1000],         // channels of one HTTP API event
   maxBatchSize: [10, 1, 1000],                 // events of one /batch_events
   maxPresenceMembers: [100, 1, 1 << 20],       // members of one presence channel
-  maxPresenceMemberBytes: [2048, 1, 1 << 20],  // one member's user_info, as JSON
+  maxPresenceMemberBytes: [1024, 1, 1 << 20],  // one member's user_info, as JSON
   userAuthenticationTimeout: [30000, 0, 3600000], // ms a connection of an app with user
                                                // authentication may stay without pusher:signin; 0: forever
   cacheTtl: [3600, 0, 31 * 86400],             // s a cache channel keeps its last event; 0: no limit
@@ -115,9 +116,9 @@ function appOf(name, a) {
   // (signatures of clients' auth and of HTTP API requests), so a secret can
   // be rotated without a moment when some signers are refused.
   const secrets = typeof a.secret === 'string' ? [a.secret] : a.secret;
-  if (!Array.isArray(secrets) || secrets.length === 0 || secrets.length > 8 ||
+  if (!Array.isArray(secrets) || secrets.length === 0 || secrets.length > 4 ||
       secrets.some((s) => typeof s !== 'string' || s.length === 0 || s.length > 1024)) {
-    throw invalidArgValue(`${name}.secret`, 'must be a string of 1 to 1024 characters, or an array of 1 to 8 of them (the first signs, all verify)', a.secret);
+    throw invalidArgValue(`${name}.secret`, 'must be a string of 1 to 1024 characters, or an array of 1 to 4 of them (the first signs, all verify)', a.secret);
   }
   const app = {
     id,
@@ -310,10 +311,12 @@ function fromSoketi({ env = {}, file = {} } = {}) {
   for (const [target, v] of Object.entries(got)) {
     if (target.startsWith('app.')) apps[0][target.slice(4)] = v;
   }
-  // Soketi's default: client events unlimited where it does not say.
+  // Soketi's defaults where they differ from Pusher's (and so from
+  // pusherOptions'): client events unlimited, events of 100 KiB, members of 2 KiB.
   for (const a of apps) if (a.maxClientEventsPerSecond === undefined) a.maxClientEventsPerSecond = -1;
 
-  const options = { host: got.host ?? '0.0.0.0', port: Number(got.port ?? 6001), pusher: { apps } };
+  const options = { host: got.host ?? '0.0.0.0', port: Number(got.port ?? 6001),
+    pusher: { apps, maxEventBytes: 100 * 1024, maxPresenceMemberBytes: 2 * 1024 } };
   for (const [target, v] of Object.entries(got)) {
     if (target.startsWith('pusher.')) options.pusher[target.slice(7)] = v;
   }
