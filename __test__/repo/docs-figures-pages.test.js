@@ -182,6 +182,8 @@ function HELD() {
       `${src(CLIENT, /const ASK_TIMEOUT = (\d+);/)} ms by default;`,
       `at most ${thousands(src(CLIENT, /const MAX_QUEUED = (\d+);/))} (then \`too-many-pending\`)`,
       `past four times \`maxBackpressure\` plus ${src('src/io/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB); ${define('src/io/sy_ask.h', 'SY_ASK_BAD_MAX') + 1} malformed symphony.v2 frames`,
+      `then ${define('src/io/sy_conn.h', 'SY_CONN_DRAIN_MS') / 1000} s more for the client's FIN`,
+      `(\`sy.open\`'s \`heartbeat\`, × ${src(CLIENT, /transport === 'sse' \? ([\d.]+) \* \(\(ws\.hello/)})`,
       `codes are ${src('lib/errors.js', /must be (\d+ to \d+) characters of a-z/)} characters of a-z`,
     ],
   };
@@ -211,6 +213,12 @@ const ALL = [
 
 /** Numbers that are no figure, per page: a quote (or a pattern), with why. */
 const NONE = {
+  'docs/api.md': [
+    '`0` | 0 picks a free port', "`['10.0.0.0/8']`", // an example
+    '0 → 1 and 1 → 0', 'random(0, min(max, min × 2^attempt', '[0, 1)', '2^53-1', '`ttl`/3', 'ttl/3', 'a-z, 0-9', '`publish` returns 0', // arithmetic, not figures
+    '**8,190 bytes**', // client-size.test.js holds it (scripts/client-size.js)
+    'a loop of 100 publishes costs one hand-over, not 100', // an example
+  ],
 };
 
 /**
