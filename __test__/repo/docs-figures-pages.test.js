@@ -32,7 +32,7 @@ const prose = (text) => text
   .replace(/^```[\s\S]*?^```$/gm, (m) => m.replace(/[^\n]/g, ' '))
   .replace(/\]\([^)]*\)/g, (m) => `]${' '.repeat(m.length - 1)}`);
 /** A number as prose writes it: 4,871 or 0.66 or 2048 (not part of a word, a version or a name). */
-const NUMBER = /(?<![\w.-])\d[\d,]*(?:\.\d+)?(?![\w])/g;
+const NUMBER = /(?<![\w.,])(?<![^\d]-)\d[\d,]*(?:\.\d+)?(?![\w])/g;
 
 /** The numbers of a run's reports (its .md, .txt, .log and extensionless files, in subfolders too). */
 const reportCache = new Map();
@@ -65,22 +65,36 @@ function measured(n, runs) {
   });
 }
 
-/** The runs each section of text cites (its own and its parents'), by offset: [{ at, runs }]. */
-function sections(text) {
+/**
+ * The runs a number at each offset of text may come from: those its block
+ * (a paragraph, a list, a table) cites, for a table those of the paragraph
+ * just before it too, and those its section (## or deeper) and each section
+ * above it (## or deeper) cite anywhere (a section that says once "The
+ * run: bench/results/<run>"). The page's title section lends none: a page
+ * that cites a run once does not make its every number that run's.
+ * Returns (offset) => [run].
+ */
+function citedRuns(text) {
+  const cite = (body) => [...body.matchAll(/(?<![\w-])(\d{4}-\d\d-\d\d-[\w.-]*[\w])/g)].map((m) => m[1]).filter((r) => RUNS.has(r));
+  const blocks = [];
+  for (const m of text.matchAll(/(?:^|\n)((?:[^\n]+(?:\n|$))+)/g)) {
+    const at = m.index + (m[0].startsWith('\n') ? 1 : 0);
+    blocks.push({ at, end: at + m[1].length, table: m[1].startsWith('|'), runs: cite(m[1]) });
+  }
   const heads = [...text.matchAll(/^(#+) /gm)].map((m) => ({ at: m.index, level: m[1].length }));
-  const bounds = [{ at: 0, level: 0 }, ...heads];
-  const cited = (i) => {
-    const body = text.slice(bounds[i].at, i + 1 < bounds.length ? bounds[i + 1].at : text.length);
-    return [...body.matchAll(/(?<![\w-])(\d{4}-\d\d-\d\d-[\w.-]*[\w])/g)].map((m) => m[1]).filter((r) => RUNS.has(r));
-  };
-  return bounds.map((b, i) => {
-    const runs = new Set(cited(i));
-    // A section's parents: each earlier heading of a lower level (the page's top for all).
-    for (let j = i - 1, level = b.level; j >= 0 && level > 0; j--) {
-      if (bounds[j].level < level) { level = bounds[j].level; for (const r of cited(j)) runs.add(r); }
-    }
-    return { at: b.at, runs: [...runs] };
+  const sectionRuns = heads.map((h, i) => {
+    if (h.level < 2) return [];
+    const end = heads.slice(i + 1).find((n) => n.level <= h.level)?.at ?? text.length;
+    return cite(text.slice(h.at, end));
   });
+  return (offset) => {
+    const i = blocks.findIndex((b) => offset >= b.at && offset < b.end);
+    if (i < 0) return [];
+    const b = blocks[i];
+    // Every section (## or deeper) the offset is in: each heading before it whose section has not ended.
+    const inherited = heads.flatMap((h, j) => (h.at <= offset && (heads.slice(j + 1).find((n) => n.level <= h.level)?.at ?? text.length) > offset ? sectionRuns[j] : []));
+    return [...new Set([...b.runs, ...(b.table && i > 0 ? blocks[i - 1].runs : []), ...inherited])];
+  };
 }
 
 /** Where a 1-based line of text starts. */
@@ -186,6 +200,25 @@ function HELD() {
       `(\`sy.open\`'s \`heartbeat\`, × ${src(CLIENT, /transport === 'sse' \? ([\d.]+) \* \(\(ws\.hello/)})`,
       `codes are ${src('lib/errors.js', /must be (\d+ to \d+) characters of a-z/)} characters of a-z`,
     ],
+    'docs/history.md': [
+      `Counted as each frame's bytes plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
+      `its frame plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} bytes`,
+      `**epoch**, ${src(CLIENT, /const EPOCH = \/\^\[0-9a-fA-F\]\{(\d+)\}\$\//)} hexadecimal characters`,
+    ],
+    'docs/metrics.md': [
+      `the thread stops after ${define('src/io/sy_io_thread.h', 'SY_IO_POLL_FAILURES_MAX')} in a row`,
+      `a fixed ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
+    ],
+    'docs/operations.md': [
+      `more than ${define('src/io/sy_peer.h', 'SY_PEER_PROXY_MAX') / 1024} KiB, a v1 line over ${define('src/proto/sy_proxy.h', 'SY_PROXY_V1_MAX')} bytes`,
+      `per batch of up to ${define('src/io/sy_io_thread.h', 'SY_IO_URING_ENTRIES')} sends`,
+    ],
+    'docs/tokens.md': [
+      `at least ${define('src/auth/sy_jwt_int.h', 'SY_JWT_SECRET_MIN')} bytes`,
+      `an RSA public key of ${thousands(define('src/auth/sy_jwt_int.h', 'SY_JWT_RSA_MIN_BITS'))} to ${thousands(define('src/auth/sy_jwt_int.h', 'SY_JWT_RSA_MAX_BITS'))} bits`,
+      `RS256 needs an RSA key of ${define('src/auth/sy_jwt_int.h', 'SY_JWT_RSA_MIN_BITS')} to ${define('src/auth/sy_jwt_int.h', 'SY_JWT_RSA_MAX_BITS')} bits`,
+      `over ${thousands(define('src/proto/sy_v2.h', 'SY_V2_TOKEN_MAX'))} bytes`,
+    ],
   };
   return held;
 }
@@ -205,7 +238,10 @@ const ALL = [
   /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker)\s?v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
   new RegExp(`(?<![\\w.-])${CODES}${UNIT}`), // an HTTP status or a close code
   /(?<![\w.])0(?=`?:? (?:no|none|off|disables)\b)/, // 0 as "no limit" (what each option does with it: its tests)
-  /\b\d+\.\d+\.\d+(?:\.\d+)?\b/, // a version or an address (1.2.3, 10.0.0.5)
+  /\b\d+\.\d+\.\d+(?:\.\d+)?(?::\d+)?(?:\/\d+)?/, // a version or an address (1.2.3, 10.0.0.5:8080, 10.0.0.0/8)
+  /\bhttps?:\/\/[^\s)>]+/, // a URL
+  /`[^`\n]*[{"[][^`\n]*`/, // an example as typed (JSON, an object, a list)
+  /\brules? \d+\b|\(\d+, \d+, \d+, \.\.\.\)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
   /`[^`\n]*(?:--|=|\$ )[^`\n]*`/, // a command line or a setting as typed
   /\b\d+[- ]vCPUs?\b|\bCPUs? \d(?:,\s?\d)*\b|\bcore \d\b|\b\d+ GiB(?= RAM|,)/, // the machine measured on, and the core pinned to
   /\b(?:TLS|HTTP)\/?\s?\d(?:\.\d)?(?: and \d\.\d)?|\bHTTP\/\d(?:\.\d)?|\bIPv[46]|\bx86_64|\bUTF-8|\bSHA-?\d+|\bP-256|\bsha256|\b(?:HS|RS|ES|PS)\d{3}|\bEd25519|\bbase64|\bv\d/, // names with a number in them
@@ -218,6 +254,13 @@ const NONE = {
     '0 → 1 and 1 → 0', 'random(0, min(max, min × 2^attempt', '[0, 1)', '2^53-1', '`ttl`/3', 'ttl/3', 'a-z, 0-9', '`publish` returns 0', // arithmetic, not figures
     '**8,190 bytes**', // client-size.test.js holds it (scripts/client-size.js)
     'a loop of 100 publishes costs one hand-over, not 100', // an example
+  ],
+  'docs/history.md': ['`since + 1 .. head`', 'IO thread 0 visits'],
+  'docs/metrics.md': ['(1 per thread; 0: send/sendmsg', '`ioUring` is 1 per IO thread that sends with io_uring and 0 for one'], // a gauge's values
+  'docs/operations.md': ['else it is 0'],
+  'docs/tokens.md': [
+    'RFC 7518 section 3.2: at least the hash\'s 256 bits', 'R‖S, 64 bytes', // the standards'
+    '`tokens.keys[1]:', 'this one has 1024', // an error message as printed
   ],
 };
 
@@ -252,12 +295,10 @@ function loose(page, { pending = true } = {}) {
     for (const m of text.matchAll(re)) { found = true; cover(m.index, m[0].length); }
     if (!found && typeof rule === 'string') problems.push(`${page}: "${rule}" (${(NONE[page] ?? []).includes(rule) ? 'named as no figure' : 'not held yet'}) is not on the page: take it out of ${(NONE[page] ?? []).includes(rule) ? 'NONE' : 'docs-figures-pending.json'}`);
   }
-  const secs = sections(raw);
+  const runsAt = citedRuns(raw);
   for (const m of text.matchAll(NUMBER)) {
     if (covered[m.index]) continue;
-    let s = secs.length - 1;
-    while (secs[s].at > m.index) s--;
-    const { runs } = secs[s];
+    const runs = runsAt(m.index);
     if (runs.length > 0 && measured(m[0], runs)) continue;
     const at = lineOf(raw, m.index);
     const around = text.slice(Math.max(0, m.index - 40), m.index + m[0].length + 30).replace(/\s+/g, ' ').trim();
