@@ -68,7 +68,7 @@ function measured(n, runs) {
 /**
  * The runs a number at each offset of text may come from: those its block
  * (a paragraph, a list, a table) cites, for a table those of the paragraph
- * just before it too, and those its section (## or deeper) and each section
+ * just before it and of a note in brackets just after it too, and those its section (## or deeper) and each section
  * above it (## or deeper) cite anywhere (a section that says once "The
  * run: bench/results/<run>"). The page's title section lends none: a page
  * that cites a run once does not make its every number that run's.
@@ -93,8 +93,26 @@ function citedRuns(text) {
     const b = blocks[i];
     // Every section (## or deeper) the offset is in: each heading before it whose section has not ended.
     const inherited = heads.flatMap((h, j) => (h.at <= offset && (heads.slice(j + 1).find((n) => n.level <= h.level)?.at ?? text.length) > offset ? sectionRuns[j] : []));
-    return [...new Set([...b.runs, ...(b.table && i > 0 ? blocks[i - 1].runs : []), ...inherited])];
+    const note = b.table && blocks[i + 1]?.at !== undefined && text[blocks[i + 1].at] === '(' ? blocks[i + 1].runs : [];
+    return [...new Set([...b.runs, ...(b.table && i > 0 ? blocks[i - 1].runs : []), ...note, ...inherited])];
   };
+}
+
+/**
+ * Whether the number m (in a table row of text whose figures a run holds) is
+ * the ratio of two other figures of its row (each cell's leading number), as
+ * printed: an "on / off" or "÷" column.
+ */
+function ratioInRow(text, m) {
+  const start = text.lastIndexOf('\n', m.index) + 1;
+  const end = (text.indexOf('\n', m.index) + 1 || text.length + 1) - 1;
+  const row = text.slice(start, end);
+  if (!row.startsWith('|')) return false;
+  const s = m[0].replace(/,/g, '');
+  const digits = (s.split('.')[1] ?? '').length;
+  const want = Number(s).toFixed(digits);
+  const lead = row.split('|').map((c) => /^\s*\**~?(\d[\d,]*(?:\.\d+)?)/.exec(c)?.[1]).filter(Boolean).map((c) => Number(c.replace(/,/g, '')));
+  return lead.some((a) => lead.some((b) => b !== 0 && a !== Number(s) && (a / b).toFixed(digits) === want));
 }
 
 /** Where a 1-based line of text starts. */
@@ -142,6 +160,7 @@ function HELD() {
   const { DEFAULTS } = require('../../lib/server');
   const { BUS_DEFAULTS } = require('../../lib/bus');
   const { PRESENCE_DEFAULTS } = require('../../lib/presence');
+  const { LIMIT_DEFAULTS: LIMITS } = require('../../lib/limits');
   const range = (key, sep = '-') => `${thousands(constants.options[key].min)}${sep}${thousands(constants.options[key].max)}`;
   const HISTORY = { size: src('lib/server.js', /HISTORY_DEFAULTS = .*size: (\d+)/), ttl: src('lib/server.js', /HISTORY_DEFAULTS = .*ttl: (\d+)/), maxBytes: 2 ** src('lib/server.js', /HISTORY_DEFAULTS = .*maxBytes: 64 << (\d+)/) * 64 };
   const COMPRESSION = { threshold: src('lib/server.js', /COMPRESSION_DEFAULTS = .*threshold: (\d+)/), level: src('lib/server.js', /COMPRESSION_DEFAULTS = .*level: (\d+)/) };
@@ -200,6 +219,15 @@ function HELD() {
       `(\`sy.open\`'s \`heartbeat\`, × ${src(CLIENT, /transport === 'sse' \? ([\d.]+) \* \(\(ws\.hello/)})`,
       `codes are ${src('lib/errors.js', /must be (\d+ to \d+) characters of a-z/)} characters of a-z`,
     ],
+    'docs/limits.md': [
+      `an IPv4 address or an IPv6 /${LIMITS.addressPrefix.v6}`,
+      `which stays ${src('src/io/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)} bytes`,
+      `the rest of one ${src('src/io/sy_io_thread.h', /#define SY_IO_RX_SIZE \((\d+) \* 1024\)/)} KiB read`,
+      `(default ${DEFAULTS.rateLimitGrace}, at most ${thousands(constants.options.rateLimitGrace.max)})`,
+      `(1,024 entries and one check: at most ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') * define('src/io/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_EDDSA'))} units; with a token per topic, HS256: ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') * (define('src/io/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_HS256')))})`,
+      `about ${Math.floor(DEFAULTS.maxWorkPerSecond / (define('src/io/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_EDDSA')))} of them are granted at once`,
+      `(a larger key: times the square of its size in 2,048-bit steps: 4,096 bits ${define('src/auth/sy_jwt.h', 'SY_JWT_WORK_RS256') * 4})`,
+    ],
     'docs/history.md': [
       `Counted as each frame's bytes plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
       `its frame plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} bytes`,
@@ -242,7 +270,7 @@ const ALL = [
   /\bhttps?:\/\/[^\s)>]+/, // a URL
   /`[^`\n]*[{"[][^`\n]*`/, // an example as typed (JSON, an object, a list)
   /\brules? \d+\b|\(\d+, \d+, \d+, \.\.\.\)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
-  /`[^`\n]*(?:--|=|\$ )[^`\n]*`/, // a command line or a setting as typed
+  /`[^`\n]*(?:--|=|\$ |\s-[a-zA-Z])[^`\n]*`/, // a command line or a setting as typed
   /\b\d+[- ]vCPUs?\b|\bCPUs? \d(?:,\s?\d)*\b|\bcore \d\b|\b\d+ GiB(?= RAM|,)/, // the machine measured on, and the core pinned to
   /\b(?:TLS|HTTP)\/?\s?\d(?:\.\d)?(?: and \d\.\d)?|\bHTTP\/\d(?:\.\d)?|\bIPv[46]|\bx86_64|\bUTF-8|\bSHA-?\d+|\bP-256|\bsha256|\b(?:HS|RS|ES|PS)\d{3}|\bEd25519|\bbase64|\bv\d/, // names with a number in them
 ];
@@ -256,6 +284,7 @@ const NONE = {
     'a loop of 100 publishes costs one hand-over, not 100', // an example
   ],
   'docs/history.md': ['`since + 1 .. head`', 'IO thread 0 visits'],
+  'docs/limits.md': ['(`v6: 48`, `v4: 24`)', 'off by default (0)', 'a 60 Hz game', 'A /64 because', '2^64', 'one 32-bit time'],
   'docs/metrics.md': ['(1 per thread; 0: send/sendmsg', '`ioUring` is 1 per IO thread that sends with io_uring and 0 for one'], // a gauge's values
   'docs/operations.md': ['else it is 0'],
   'docs/tokens.md': [
@@ -300,6 +329,7 @@ function loose(page, { pending = true } = {}) {
     if (covered[m.index]) continue;
     const runs = runsAt(m.index);
     if (runs.length > 0 && measured(m[0], runs)) continue;
+    if (runs.length > 0 && ratioInRow(text, m)) continue;
     const at = lineOf(raw, m.index);
     const around = text.slice(Math.max(0, m.index - 40), m.index + m[0].length + 30).replace(/\s+/g, ' ').trim();
     problems.push(`${page}:${at}: ${m[0]} is not held: ${runs.length ? `not in ${runs.join(', ')}'s reports, ` : 'no run cited in its section, '}not made from a source (HELD), not named as no figure (NONE): "...${around}..."`);
