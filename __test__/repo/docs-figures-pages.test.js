@@ -228,6 +228,33 @@ function HELD() {
       `about ${Math.floor(DEFAULTS.maxWorkPerSecond / (define('src/io/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_EDDSA')))} of them are granted at once`,
       `(a larger key: times the square of its size in 2,048-bit steps: 4,096 bits ${define('src/auth/sy_jwt.h', 'SY_JWT_WORK_RS256') * 4})`,
     ],
+    'docs/protocol.md': (() => {
+      const topic = thousands(define('src/sy_server.h', 'SY_TOPIC_MAX_LEN'));
+      const batch = thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX'));
+      const epoch = define('src/proto/sy_since.h', 'SY_SINCE_EPOCH_HEX');
+      const bad = define('src/io/sy_ask.h', 'SY_ASK_BAD_MAX');
+      return [
+        `control frame over ${define('src/proto/sy_ws_frame.h', 'SY_WS_MAX_CONTROL_PAYLOAD')} bytes`,
+        `(default max(1,024, \`maxPayload\` / 64): ${thousands(Math.max(1024, DEFAULTS.maxPayload / 64))};`,
+        `(default ${DEFAULTS.controlRate}, bursts of as many)`,
+        `four times \`maxBackpressure\` plus ${src('src/io/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB`,
+        `after the ${bad} answers`, `holds ${bad + 1} topics`, `After ${bad} the next one closes`, `the answers to the ${bad}`,
+        `(1 to ${topic} bytes of UTF-8)`, `1 to ${topic} bytes`, `at most ${topic} bytes`,
+        `1 to ${batch} topics`, `1 to ${batch} entries`, `more than ${thousands(define('src/proto/sy_since.h', 'SY_SINCE_MAX'))})`, `At most ${thousands(define('src/proto/sy_since.h', 'SY_SINCE_MAX'))} parameters`,
+        `${epoch} lowercase hexadecimal characters`, `exactly ${epoch} hexadecimal characters`, `epoch not ${epoch} hex`, `must be ${epoch} hexadecimal characters`, `"<${epoch} hex>"`,
+        `(the client library: \`heartbeat\`, ${src(CLIENT, /'heartbeat', options\.heartbeat, (\d+)/) / 1000} s, then another ${src(CLIENT, /'heartbeat', options\.heartbeat, (\d+)/) / 1000} s`,
+        `and ${src('src/io/sy_ask.c', /: \(size_t\)(\d+) << 10;/)} KiB of their topics`,
+        `the last ${define('src/auth/sy_tokcache.h', 'SY_TOKCACHE_WAYS') * define('src/auth/sy_tokcache.h', 'SY_TOKCACHE_SETS')} tokens it refused`,
+        `(default ${thousands(DEFAULTS.maxWorkPerSecond)} units a second`,
+        `request and unsubscribe costs ${define('src/io/sy_budget.h', 'SY_WORK_ENTRY')}, each token signature checked ${define(JWT, 'SY_JWT_WORK_HS256')} (HS256) to ${define(JWT, 'SY_JWT_WORK_EDDSA')} (EdDSA)`,
+        `resubscribe of ${batch} topics with one token`,
+        `\`maxSubscriptions\` (default ${thousands(DEFAULTS.maxSubscriptions)})`, `\`maxPending\` (default ${DEFAULTS.maxPending})`,
+        `entries, else ${batch},`, `resubscribe of ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') - 1)} topics`,
+      ];
+    })(),
+    'docs/tls.md': [
+      `each IO thread spends at most ${src('src/io/sy_conn.c', /#define SY_HANDSHAKE_TURN_US (\d+)/) / 1000} ms of handshake work per loop`,
+    ],
     'docs/history.md': [
       `Counted as each frame's bytes plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
       `its frame plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} bytes`,
@@ -252,7 +279,7 @@ function HELD() {
 }
 
 /** HTTP statuses and WebSocket close codes symphony answers with (what each means: api-doc.test.js, lists.test.js), not followed by a unit. */
-const CODES = '(?:101|200|202|204|301|302|400|401|403|404|405|408|411|413|414|426|429|431|500|501|502|503|504|10(?:0[0-9]|1[0-5])|4\\d{3})';
+const CODES = '(?:101|200|202|204|301|302|400|401|403|404|405|408|411|413|414|426|429|431|500|501|502|503|504|505|10(?:0[0-9]|1[0-5])|4\\d{3})';
 const UNIT = '(?!\\d|[,.]\\d|\\s*(?:ms|s|µs|B|KB|KiB|MB|MiB|GB|bytes|members|connections|clients|subscribers|topics|messages|entries|rooms|nodes|keys|tokens|sockets|times|publishes|deliveries|%|x|/s)(?![\\w-]))';
 
 /** Numbers that are no figure, on every page. */
@@ -264,12 +291,13 @@ const ALL = [
   /\b[0-9a-f]{7,12}(?:\.\.[0-9a-f]{7,12})?\b(?=[^\n]*)(?<=[a-f][0-9a-f]*|\d{7,12})/, // a commit
   // another program's version (the project's own dependencies' versions: THIRD_PARTY_NOTICES.md, docs-figures.test.js)
   /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker)\s?v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
-  new RegExp(`(?<![\\w.-])${CODES}${UNIT}`), // an HTTP status or a close code
+  new RegExp(`(?<![\\w.])${CODES}${UNIT}`), // an HTTP status or a close code
   /(?<![\w.])0(?=`?:? (?:no|none|off|disables)\b)/, // 0 as "no limit" (what each option does with it: its tests)
   /\b\d+\.\d+\.\d+(?:\.\d+)?(?::\d+)?(?:\/\d+)?/, // a version or an address (1.2.3, 10.0.0.5:8080, 10.0.0.0/8)
   /\bhttps?:\/\/[^\s)>]+/, // a URL
   /`[^`\n]*[{"[][^`\n]*`/, // an example as typed (JSON, an object, a list)
-  /\brules? \d+\b|\(\d+, \d+, \d+, \.\.\.\)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
+  /`[^`\n]*\/[^`\n]*`/, // a path or a name with a slash, as typed (`deps/patches/openssl/0001-...`, `http/1.1`)
+  /\b(?:since|offset|head) \+ 1\b|\brules? \d+\b|\b1, 2, 3,? (?:\.\.\.|…)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
   /`[^`\n]*(?:--|=|\$ |\s-[a-zA-Z])[^`\n]*`/, // a command line or a setting as typed
   /\b\d+[- ]vCPUs?\b|\bCPUs? \d(?:,\s?\d)*\b|\bcore \d\b|\b\d+ GiB(?= RAM|,)/, // the machine measured on, and the core pinned to
   /\b(?:TLS|HTTP)\/?\s?\d(?:\.\d)?(?: and \d\.\d)?|\bHTTP\/\d(?:\.\d)?|\bIPv[46]|\bx86_64|\bUTF-8|\bSHA-?\d+|\bP-256|\bsha256|\b(?:HS|RS|ES|PS)\d{3}|\bEd25519|\bbase64|\bv\d/, // names with a number in them
@@ -284,6 +312,15 @@ const NONE = {
     'a loop of 100 publishes costs one hand-over, not 100', // an example
   ],
   'docs/history.md': ['`since + 1 .. head`', 'IO thread 0 visits'],
+  'docs/tls.md': [
+    'anything older than 3.5', 'the 3.5 LTS line', '3.0\'s support ended in September 2026', 'SSL 3', // OpenSSL's versions
+    '`SSL_MAX_PIPELINES` (32)', // OpenSSL's constant
+  ],
+  'docs/protocol.md': [
+    'other than 13', '`Sec-WebSocket-Version: 13`', '64-bit length', 'close frame of 1 byte', 'its 2 wire bytes', '1 to 20 decimal digits', '18446744073709551615', // RFC 6455's and a u64's
+    '64-bit integer', 'a 64-bit id', 'they are 64-bit', '`0` is the position', 'at 0)', 'an integer 0 to 2^32-1', 'counts up from 1', // the wire's types
+    '`p7,1043', 'is offset 1043 of the topic whose id is 7', // an example
+  ],
   'docs/limits.md': ['(`v6: 48`, `v4: 24`)', 'off by default (0)', 'a 60 Hz game', 'A /64 because', '2^64', 'one 32-bit time'],
   'docs/metrics.md': ['(1 per thread; 0: send/sendmsg', '`ioUring` is 1 per IO thread that sends with io_uring and 0 for one'], // a gauge's values
   'docs/operations.md': ['else it is 0'],
