@@ -238,7 +238,7 @@ function HELD() {
         `(default max(1,024, \`maxPayload\` / 64): ${thousands(Math.max(1024, DEFAULTS.maxPayload / 64))};`,
         `(default ${DEFAULTS.controlRate}, bursts of as many)`,
         `four times \`maxBackpressure\` plus ${src('src/io/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB`,
-        `after the ${bad} answers`, `holds ${bad + 1} topics`, `After ${bad} the next one closes`, `the answers to the ${bad}`,
+        `after the ${bad} answers`, `${bad + 1} malformed symphony.v2 frames`, `holds ${bad + 1} topics`, `After ${bad} the next one closes`, `the answers to the ${bad}`,
         `(1 to ${topic} bytes of UTF-8)`, `1 to ${topic} bytes`, `at most ${topic} bytes`,
         `1 to ${batch} topics`, `1 to ${batch} entries`, `more than ${thousands(define('src/proto/sy_since.h', 'SY_SINCE_MAX'))})`, `At most ${thousands(define('src/proto/sy_since.h', 'SY_SINCE_MAX'))} parameters`,
         `${epoch} lowercase hexadecimal characters`, `exactly ${epoch} hexadecimal characters`, `epoch not ${epoch} hex`, `must be ${epoch} hexadecimal characters`, `"<${epoch} hex>"`,
@@ -252,6 +252,15 @@ function HELD() {
         `entries, else ${batch},`, `resubscribe of ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') - 1)} topics`,
       ];
     })(),
+    'docs/faq.md': [
+      `\`maxEventBytes\` (${DEFAULTS.maxEventBytes / 1048576} MiB)`,
+      `\`maxFragments\` frames (${thousands(Math.max(1024, DEFAULTS.maxPayload / 64))} by default)`,
+      `pings and pongs per second (${DEFAULTS.controlRate}, in bursts`,
+      `\`handshakeTimeout\` (${DEFAULTS.handshakeTimeout} s)`,
+      `half of \`idleTimeout\` (${DEFAULTS.idleTimeout / 2} s by default)`,
+      `glibc (≥ ${src('scripts/glibc-floor.js', /GLIBC_FLOOR = '([\d.]+)'/)})`, `a glibc older than ${src('scripts/glibc-floor.js', /GLIBC_FLOOR = '([\d.]+)'/)}`,
+      `minimum macOS ${src('scripts/macos-gate.js', /arm64: \{[^}]*minos: '([\d.]+)'/)} (arm64) and ${src('binding.gyp', /'MACOSX_DEPLOYMENT_TARGET': '([\d.]+)'/)} (x64)`,
+    ],
     'docs/tls.md': [
       `each IO thread spends at most ${src('src/io/sy_conn.c', /#define SY_HANDSHAKE_TURN_US (\d+)/) / 1000} ms of handshake work per loop`,
     ],
@@ -295,12 +304,20 @@ const ALL = [
   /(?<![\w.])0(?=`?:? (?:no|none|off|disables)\b)/, // 0 as "no limit" (what each option does with it: its tests)
   /\b\d+\.\d+\.\d+(?:\.\d+)?(?::\d+)?(?:\/\d+)?/, // a version or an address (1.2.3, 10.0.0.5:8080, 10.0.0.0/8)
   /\bhttps?:\/\/[^\s)>]+/, // a URL
-  /`[^`\n]*[{"[][^`\n]*`/, // an example as typed (JSON, an object, a list)
-  /`[^`\n]*\/[^`\n]*`/, // a path or a name with a slash, as typed (`deps/patches/openssl/0001-...`, `http/1.1`)
   /\b(?:since|offset|head) \+ 1\b|\brules? \d+\b|\b1, 2, 3,? (?:\.\.\.|…)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
-  /`[^`\n]*(?:--|=|\$ |\s-[a-zA-Z])[^`\n]*`/, // a command line or a setting as typed
   /\b\d+[- ]vCPUs?\b|\bCPUs? \d(?:,\s?\d)*\b|\bcore \d\b|\b\d+ GiB(?= RAM|,)/, // the machine measured on, and the core pinned to
   /\b(?:TLS|HTTP)\/?\s?\d(?:\.\d)?(?: and \d\.\d)?|\bHTTP\/\d(?:\.\d)?|\bIPv[46]|\bx86_64|\bUTF-8|\bSHA-?\d+|\bP-256|\bsha256|\b(?:HS|RS|ES|PS)\d{3}|\bEd25519|\bbase64|\bv\d/, // names with a number in them
+];
+
+/**
+ * Inline code that is no figure, on every page: what the reader types or
+ * reads as it is (each span `...` as the page pairs them, across a line
+ * break too).
+ */
+const CODE = [
+  /--|=|\$ |\s-[a-zA-Z]/, // a command line or a setting
+  /[{"[]/, // an example: JSON, an object, a list
+  /\//, // a path, or a name with a slash (`deps/patches/openssl/0001-...`, `http/1.1`)
 ];
 
 /** Numbers that are no figure, per page: a quote (or a pattern), with why. */
@@ -312,6 +329,14 @@ const NONE = {
     'a loop of 100 publishes costs one hand-over, not 100', // an example
   ],
   'docs/history.md': ['`since + 1 .. head`', 'IO thread 0 visits'],
+  'docs/faq.md': [
+    'about 0.6 MiB packed', // docs-facts.test.js holds it (npm pack)
+    'idle timeout are 60 s by default', // other programs' defaults
+    'kernels come with 4, 16 or 64 KiB pages', 'a 4 KiB and a 64 KiB build', 'on a 16 KiB-page kernel', 'the 64 KiB build', '(16 KiB pages on Apple silicon, 4 KiB on Intel)', 'jemalloc (4 KiB pages)', // page sizes of the platforms
+    'PE32+ x86-64', 'RFC 6455', 'Autobahn\'s 2.10', // a format's name, the suite's case
+    'a shorter `idleTimeout` (say 100, pinging at 50 s)', // an example
+    '**npm** (10 and 11), **pnpm** (10)', 'with Node 20 and 22', '20 and 22 (the release', // other programs' versions
+  ],
   'docs/tls.md': [
     'anything older than 3.5', 'the 3.5 LTS line', '3.0\'s support ended in September 2026', 'SSL 3', // OpenSSL's versions
     '`SSL_MAX_PIPELINES` (32)', // OpenSSL's constant
@@ -361,6 +386,7 @@ function loose(page, { pending = true } = {}) {
     for (const m of text.matchAll(re)) { found = true; cover(m.index, m[0].length); }
     if (!found && typeof rule === 'string') problems.push(`${page}: "${rule}" (${(NONE[page] ?? []).includes(rule) ? 'named as no figure' : 'not held yet'}) is not on the page: take it out of ${(NONE[page] ?? []).includes(rule) ? 'NONE' : 'docs-figures-pending.json'}`);
   }
+  for (const m of text.matchAll(/`(?:[^`\n]|\n(?![ \t]*\n))+`/g)) if (CODE.some((re) => re.test(m[0].slice(1, -1)))) cover(m.index, m[0].length);
   const runsAt = citedRuns(raw);
   for (const m of text.matchAll(NUMBER)) {
     if (covered[m.index]) continue;
