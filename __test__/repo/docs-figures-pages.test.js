@@ -128,7 +128,7 @@ function src(file, re) {
   return /^\d+$/.test(m[1]) ? Number(m[1]) : m[1];
 }
 /** A #define's value in a C header (SY_X 8u, SY_X 64). */
-const define = (file, name) => src(file, new RegExp(`#define ${name}\\s+(\\d+)u?\\b`));
+const define = (file, name) => src(file, new RegExp(`#define ${name}\\s+(?:\\\\\\n\\s*)?(\\d+)u?\\b`));
 /** A default as docs/api.md's tables print it: 1 MiB, `null`, `{ min: 100, max: 1000 }`, 2000. */
 function printed(v) {
   if (typeof v === 'number') return v >= 1048576 && v % 1048576 === 0 ? `${v / 1048576} MiB` : String(v);
@@ -261,6 +261,16 @@ function HELD() {
       `glibc (≥ ${src('scripts/glibc-floor.js', /GLIBC_FLOOR = '([\d.]+)'/)})`, `a glibc older than ${src('scripts/glibc-floor.js', /GLIBC_FLOOR = '([\d.]+)'/)}`,
       `minimum macOS ${src('scripts/macos-gate.js', /arm64: \{[^}]*minos: '([\d.]+)'/)} (arm64) and ${src('binding.gyp', /'MACOSX_DEPLOYMENT_TARGET': '([\d.]+)'/)} (x64)`,
     ],
+    'docs/sse.md': [
+      `\`retry: ${define('src/io/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS')}\` (browsers reconnect after ${define('src/io/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS') / 1000} s)`,
+      `(${define('src/io/sy_post.h', 'SY_POST_NAME_LEN')} hex digits)`,
+      `(${define('src/io/sy_conn.h', 'SY_CONN_SSE_HEARTBEAT_MS') / 1000} s without one)`,
+      `\`fallback.retryWebSocket\` (${client.fallback.retryWebSocket / 1000} s)`,
+      `\`fallback.after\` (${client.fallback.after})`,
+      `\`openTimeout\` (${client.openTimeout / 1000} s)`,
+      `\`heartbeat\` (${client.heartbeat / 1000} s)`,
+      `for ${src(CLIENT, /transport === 'sse' \? ([\d.]+) \* \(\(ws\.hello/)} times the heartbeat`,
+    ],
     'docs/tls.md': [
       `each IO thread spends at most ${src('src/io/sy_conn.c', /#define SY_HANDSHAKE_TURN_US (\d+)/) / 1000} ms of handshake work per loop`,
     ],
@@ -288,7 +298,7 @@ function HELD() {
 }
 
 /** HTTP statuses and WebSocket close codes symphony answers with (what each means: api-doc.test.js, lists.test.js), not followed by a unit. */
-const CODES = '(?:101|200|202|204|301|302|400|401|403|404|405|408|411|413|414|426|429|431|500|501|502|503|504|505|10(?:0[0-9]|1[0-5])|4\\d{3})';
+const CODES = '(?:101|410|200|202|204|301|302|400|401|403|404|405|408|411|413|414|426|429|431|500|501|502|503|504|505|10(?:0[0-9]|1[0-5])|4\\d{3})';
 const UNIT = '(?!\\d|[,.]\\d|\\s*(?:ms|s|µs|B|KB|KiB|MB|MiB|GB|bytes|members|connections|clients|subscribers|topics|messages|entries|rooms|nodes|keys|tokens|sockets|times|publishes|deliveries|%|x|/s)(?![\\w-]))';
 
 /** Numbers that are no figure, on every page. */
@@ -299,12 +309,12 @@ const ALL = [
   /\b[Ii]ssues? \d+(?: and \d+)?|#\d+/, // an issue of this project
   /\b[0-9a-f]{7,12}(?:\.\.[0-9a-f]{7,12})?\b(?=[^\n]*)(?<=[a-f][0-9a-f]*|\d{7,12})/, // a commit
   // another program's version (the project's own dependencies' versions: THIRD_PARTY_NOTICES.md, docs-figures.test.js)
-  /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker)\s?v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
+  /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker)\s*v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
   new RegExp(`(?<![\\w.])${CODES}${UNIT}`), // an HTTP status or a close code
   /(?<![\w.])0(?=`?:? (?:no|none|off|disables)\b)/, // 0 as "no limit" (what each option does with it: its tests)
   /\b\d+\.\d+\.\d+(?:\.\d+)?(?::\d+)?(?:\/\d+)?/, // a version or an address (1.2.3, 10.0.0.5:8080, 10.0.0.0/8)
   /\bhttps?:\/\/[^\s)>]+/, // a URL
-  /\b(?:since|offset|head) \+ 1\b|\brules? \d+\b|\b1, 2, 3,? (?:\.\.\.|…)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
+  /\bO\(\d\)|\b(?:since|offset|head) \+ 1\b|\brules? \d+\b|\b1, 2, 3,? (?:\.\.\.|…)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
   /\b\d+[- ]vCPUs?\b|\bCPUs? \d(?:,\s?\d)*\b|\bcore \d\b|\b\d+ GiB(?= RAM|,)/, // the machine measured on, and the core pinned to
   /\b(?:TLS|HTTP)\/?\s?\d(?:\.\d)?(?: and \d\.\d)?|\bHTTP\/\d(?:\.\d)?|\bIPv[46]|\bx86_64|\bUTF-8|\bSHA-?\d+|\bP-256|\bsha256|\b(?:HS|RS|ES|PS)\d{3}|\bEd25519|\bbase64|\bv\d/, // names with a number in them
 ];
@@ -337,6 +347,7 @@ const NONE = {
     'a shorter `idleTimeout` (say 100, pinging at 50 s)', // an example
     '**npm** (10 and 11), **pnpm** (10)', 'with Node 20 and 22', '20 and 22 (the release', // other programs' versions
   ],
+  'docs/sse.md': ['`tryAllTransports` (4.8)'], // socket.io's client version
   'docs/tls.md': [
     'anything older than 3.5', 'the 3.5 LTS line', '3.0\'s support ended in September 2026', 'SSL 3', // OpenSSL's versions
     '`SSL_MAX_PIPELINES` (32)', // OpenSSL's constant
