@@ -261,6 +261,20 @@ function HELD() {
       `glibc (≥ ${src('scripts/glibc-floor.js', /GLIBC_FLOOR = '([\d.]+)'/)})`, `a glibc older than ${src('scripts/glibc-floor.js', /GLIBC_FLOOR = '([\d.]+)'/)}`,
       `minimum macOS ${src('scripts/macos-gate.js', /arm64: \{[^}]*minos: '([\d.]+)'/)} (arm64) and ${src('binding.gyp', /'MACOSX_DEPLOYMENT_TARGET': '([\d.]+)'/)} (x64)`,
     ],
+    'docs/memory.md': (() => {
+      const conf = src('src/base/sy_alloc.c', /#define SY_JE_BUILTIN_CONF "([^"]+)"/);
+      const R = 'src/io/sy_reclaim.h';
+      return [
+        ...conf.split(',').filter((c) => /\d/.test(c) && !c.startsWith('dirty')).map((c) => `\`${c}\``),
+        `\`${conf.split(',').find((c) => c.startsWith('dirty'))}\` (jemalloc's default)`,
+        `\`${conf.replace(/,(?=dirty)/, ', ')}\``, // the page wraps the line after a comma
+        `(from at least ${define(R, 'SY_RECLAIM_MIN_PEAK')}), or ${define(R, 'SY_RECLAIM_IDLE_MS') / 1000} s without any event`,
+        `at most one per ${define(R, 'SY_RECLAIM_INTERVAL_MS') / 1000} s`,
+        `(${define(R, 'SY_RECLAIM_SLICE')} connections looked at per slice`,
+        `Up to ${define(R, 'SY_RECLAIM_PASSES')} passes, while a pass still moves 1 block in ${src('src/io/sy_reclaim.c', /r->moved_pass \* (\d+) > r->seen/)}`,
+        `\`sy_conn_t\` ${src('src/io/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)}`,
+      ];
+    })(),
     'docs/sse.md': [
       `\`retry: ${define('src/io/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS')}\` (browsers reconnect after ${define('src/io/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS') / 1000} s)`,
       `(${define('src/io/sy_post.h', 'SY_POST_NAME_LEN')} hex digits)`,
@@ -347,7 +361,8 @@ const NONE = {
     'a shorter `idleTimeout` (say 100, pinging at 50 s)', // an example
     '**npm** (10 and 11), **pnpm** (10)', 'with Node 20 and 22', '20 and 22 (the release', // other programs' versions
   ],
-  'docs/sse.md': ['`tryAllTransports` (4.8)'], // socket.io's client version
+  'docs/sse.md': ['`tryAllTransports` (4.8)'],
+  'docs/memory.md': ['jemalloc\'s default of 4 arenas per CPU', 'up to 4 KiB (jemalloc\'s defaults span up to 7 pages)', 'instead of 4 times per CPU'], // jemalloc's defaults // socket.io's client version
   'docs/tls.md': [
     'anything older than 3.5', 'the 3.5 LTS line', '3.0\'s support ended in September 2026', 'SSL 3', // OpenSSL's versions
     '`SSL_MAX_PIPELINES` (32)', // OpenSSL's constant
