@@ -261,6 +261,22 @@ function HELD() {
       `glibc (≥ ${src('scripts/glibc-floor.js', /GLIBC_FLOOR = '([\d.]+)'/)})`, `a glibc older than ${src('scripts/glibc-floor.js', /GLIBC_FLOOR = '([\d.]+)'/)}`,
       `minimum macOS ${src('scripts/macos-gate.js', /arm64: \{[^}]*minos: '([\d.]+)'/)} (arm64) and ${src('binding.gyp', /'MACOSX_DEPLOYMENT_TARGET': '([\d.]+)'/)} (x64)`,
     ],
+    'docs/bus.md': [
+      `(${BUS_DEFAULTS.backoff.min} ms doubling to ${BUS_DEFAULTS.backoff.max / 1000} s)`,
+      `(\`maxBuffer\`, ${BUS_DEFAULTS.maxBuffer / 1048576} MiB;`,
+      `| \`maxBuffer\` | ${BUS_DEFAULTS.maxBuffer / 1048576} MiB |`, `| \`connectTimeout\` | ${BUS_DEFAULTS.connectTimeout} ms |`,
+      `Redis Sentinel: 1 to ${src('lib/bus.js', /sentinels\.length > (\d+)\) throw/)} sentinels`,
+      `1 to ${define('src/bus/sy_bus_sentinel.h', 'SY_BUS_SENTINEL_NAME_MAX')} bytes without spaces`,
+      `±${src('src/bus/sy_bus_link.h', /\+-(\d+)% jitter/)}% jitter`,
+      `the next waits up to ${define('src/bus/sy_bus_subs.c', 'BUS_SUBSCRIBE_WINDOW_MS')} ms to gather more`,
+      `(up to ${define('src/bus/sy_bus_int.h', 'SY_BUS_REDIRECTS_MAX')} redirections)`,
+      ...['shard', 'sentinel'].map((f) => {
+        const [down, up] = f === 'shard' ? ['BUS_REFRESH_DOWN_MS', 'BUS_REFRESH_UP_MS'] : ['SENTINEL_ASK_DOWN_MS', 'SENTINEL_ASK_UP_MS'];
+        return `every ${define(`src/bus/sy_bus_${f}.c`, down)} ms while the bus is not up, and every ${define(`src/bus/sy_bus_${f}.c`, up) / 1000} s while it is`;
+      }),
+      `an ${define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_LEN')}-byte envelope`,
+      `(bit ${Math.log2(define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_BINARY'))}: binary, bit ${Math.log2(define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_COMPRESS'))}: may be compressed)`,
+    ],
     'docs/memory.md': (() => {
       const conf = src('src/base/sy_alloc.c', /#define SY_JE_BUILTIN_CONF "([^"]+)"/);
       const R = 'src/io/sy_reclaim.h';
@@ -362,6 +378,10 @@ const NONE = {
     '**npm** (10 and 11), **pnpm** (10)', 'with Node 20 and 22', '20 and 22 (the release', // other programs' versions
   ],
   'docs/sse.md': ['`tryAllTransports` (4.8)'],
+  'docs/bus.md': [
+    '`HELLO 3`', 'port 26379 by default', 'modulo 16384', '`down-after-milliseconds 30000`', '`down-after-milliseconds 1000`', '`--cluster-pipeline`, 10 by default', // Redis's
+    'private OpenSSL (3.5)', 'random 64-bit id', // a version, a type
+  ],
   'docs/memory.md': ['jemalloc\'s default of 4 arenas per CPU', 'up to 4 KiB (jemalloc\'s defaults span up to 7 pages)', 'instead of 4 times per CPU'], // jemalloc's defaults // socket.io's client version
   'docs/tls.md': [
     'anything older than 3.5', 'the 3.5 LTS line', '3.0\'s support ended in September 2026', 'SSL 3', // OpenSSL's versions
