@@ -277,6 +277,9 @@ function HELD() {
       `an ${define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_LEN')}-byte envelope`,
       `(bit ${Math.log2(define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_BINARY'))}: binary, bit ${Math.log2(define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_COMPRESS'))}: may be compressed)`,
     ],
+    'docs/builds.md': [
+      `minimum macOS ${src('scripts/macos-gate.js', /arm64: \{[^}]*minos: '([\d.]+)'/)} / ${src('binding.gyp', /'MACOSX_DEPLOYMENT_TARGET': '([\d.]+)'/)}`,
+    ],
     'docs/memory.md': (() => {
       const conf = src('src/base/sy_alloc.c', /#define SY_JE_BUILTIN_CONF "([^"]+)"/);
       const R = 'src/io/sy_reclaim.h';
@@ -339,14 +342,14 @@ const ALL = [
   /\b[Ii]ssues? \d+(?: and \d+)?|#\d+/, // an issue of this project
   /\b[0-9a-f]{7,12}(?:\.\.[0-9a-f]{7,12})?\b(?=[^\n]*)(?<=[a-f][0-9a-f]*|\d{7,12})/, // a commit
   // another program's version (the project's own dependencies' versions: THIRD_PARTY_NOTICES.md, docs-figures.test.js)
-  /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker)\s*v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
+  /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker|RHEL|Visual Studio)\s*v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
   new RegExp(`(?<![\\w.])${CODES}${UNIT}`), // an HTTP status or a close code
   /(?<![\w.])0(?=`?:? (?:no|none|off|disables)\b)/, // 0 as "no limit" (what each option does with it: its tests)
   /\b\d+\.\d+\.\d+(?:\.\d+)?(?::\d+)?(?:\/\d+)?/, // a version or an address (1.2.3, 10.0.0.5:8080, 10.0.0.0/8)
   /\bhttps?:\/\/[^\s)>]+/, // a URL
   /\bO\(\d\)|\b(?:since|offset|head) \+ 1\b|\brules? \d+\b|\b1, 2, 3,? (?:\.\.\.|…)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
   /\b\d+[- ]vCPUs?\b|\bCPUs? \d(?:,\s?\d)*\b|\bcore \d\b|\b\d+ GiB(?= RAM|,)/, // the machine measured on, and the core pinned to
-  /\b(?:TLS|HTTP)\/?\s?\d(?:\.\d)?(?: and \d\.\d)?|\bHTTP\/\d(?:\.\d)?|\bIPv[46]|\bx86_64|\bUTF-8|\bSHA-?\d+|\bP-256|\bsha256|\b(?:HS|RS|ES|PS)\d{3}|\bEd25519|\bbase64|\bv\d/, // names with a number in them
+  /\b(?:TLS|HTTP)\/?\s?\d(?:\.\d)?(?: and \d\.\d)?|\bHTTP\/\d(?:\.\d)?|\bIPv[46]|\bx86[-_]64|\bUTF-8|\bSHA-?\d+|\bP-256|\bsha256|\b(?:HS|RS|ES|PS)\d{3}|\bEd25519|\bbase64|\bv\d/, // names with a number in them
 ];
 
 /**
@@ -355,7 +358,7 @@ const ALL = [
  * break too).
  */
 const CODE = [
-  /--|=|\$ |\s-[a-zA-Z]/, // a command line or a setting
+  /--|=|\$ |(?:^|\s)-[a-zA-Z]/, // a command line or a setting
   /[{"[]/, // an example: JSON, an object, a list
   /\//, // a path, or a name with a slash (`deps/patches/openssl/0001-...`, `http/1.1`)
 ];
@@ -378,6 +381,11 @@ const NONE = {
     '**npm** (10 and 11), **pnpm** (10)', 'with Node 20 and 22', '20 and 22 (the release', // other programs' versions
   ],
   'docs/sse.md': ['`tryAllTransports` (4.8)'],
+  'docs/builds.md': [
+    /\b(?:4|16|64) KiB\b/, /\blg-page \d+|\b12 \(4 KiB\)|\bboth 12 and 16\b|,\s+12 on x64|\b16 and 64 KiB/, // the platforms' page sizes (and jemalloc's log2 of them)
+    /\b2\.(?:17|2\d|3\d)\b/, // glibc's versions (the floor, 2.17: docs.test.js holds it)
+    'about 0.6 MiB packed', // docs-facts.test.js holds it (npm pack)
+  ],
   'docs/bus.md': [
     '`HELLO 3`', 'port 26379 by default', 'modulo 16384', '`down-after-milliseconds 30000`', '`down-after-milliseconds 1000`', '`--cluster-pipeline`, 10 by default', // Redis's
     'private OpenSSL (3.5)', 'random 64-bit id', // a version, a type
