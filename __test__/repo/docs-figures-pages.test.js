@@ -304,9 +304,18 @@ function HELD() {
       `\`heartbeat\` (${client.heartbeat / 1000} s)`,
       `for ${src(CLIENT, /transport === 'sse' \? ([\d.]+) \* \(\(ws\.hello/)} times the heartbeat`,
     ],
-    'docs/tls.md': [
-      `each IO thread spends at most ${src('src/io/sy_conn.c', /#define SY_HANDSHAKE_TURN_US (\d+)/) / 1000} ms of handshake work per loop`,
-    ],
+    'docs/tls.md': (() => {
+      const T = '__test__/tls/tls.test.js';
+      const length = (n) => src(T, new RegExp(`Array\\.from\\(\\{ length: (${n}) \\}`));
+      const [peak, low] = src(T, /'--schedule', '(\d+:\d+,\d+):\d+'/).split(/:\d+,/).map(Number);
+      return [
+        `each IO thread spends at most ${src('src/io/sy_conn.c', /#define SY_HANDSHAKE_TURN_US (\d+)/) / 1000} ms of handshake work per loop`,
+        // what tls.test.js does
+        `a test opens ${length(150)} RSA handshakes at once on one IO thread while publishing every ${src(T, /server\.publish\('feed', `tick \$\{n\+\+\}`\), (\d+)\)/)} ms`,
+        `A test holds ${length(20)} TLS connections`, `another that ${length(40)} closed TLS connections`,
+        `falling from ${thousands(peak)} connections to ${low} gives its pages back to at most ${Number(src(T, /share\(\) <= ([\d.]+) &&/)) * 100}% of the peak's`,
+      ];
+    })(),
     'docs/history.md': [
       `Counted as each frame's bytes plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
       `its frame plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} bytes`,
