@@ -280,6 +280,12 @@ function HELD() {
     'docs/builds.md': [
       `minimum macOS ${src('scripts/macos-gate.js', /arm64: \{[^}]*minos: '([\d.]+)'/)} / ${src('binding.gyp', /'MACOSX_DEPLOYMENT_TARGET': '([\d.]+)'/)}`,
     ],
+    'docs/testing.md': [
+      `Node 20 (≥ ${/^>=(\d+\.\d+)\.0$/.exec(JSON.parse(read('package.json')).engines.node)[1]})`,
+      `${src('__test__/fuzz/Makefile', /^SMOKE_TIME \?= (\d+)$/m)} s of fuzzing per parser`, `${src('__test__/fuzz/Makefile', /^SMOKE_TIME \?= (\d+)$/m)} s of libFuzzer on each parser`,
+      `bounded to ${Number(/--test-timeout=(\d+)/.exec(JSON.parse(read('package.json')).scripts['test:js'])[1]) / 60000} minutes`,
+      `the ${define('src/proto/sy_proxy.h', 'SY_PROXY_V1_MAX')}-byte and length bounds`,
+    ],
     'docs/memory.md': (() => {
       const conf = src('src/base/sy_alloc.c', /#define SY_JE_BUILTIN_CONF "([^"]+)"/);
       const R = 'src/io/sy_reclaim.h';
@@ -351,7 +357,7 @@ const ALL = [
   /\b[Ii]ssues? \d+(?: and \d+)?|#\d+/, // an issue of this project
   /\b[0-9a-f]{7,12}(?:\.\.[0-9a-f]{7,12})?\b(?=[^\n]*)(?<=[a-f][0-9a-f]*|\d{7,12})/, // a commit
   // another program's version (the project's own dependencies' versions: THIRD_PARTY_NOTICES.md, docs-figures.test.js)
-  /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker|RHEL|Visual Studio)\s*v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
+  /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker|RHEL|Visual Studio|clang-format|valgrind|Valgrind)\s*v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
   new RegExp(`(?<![\\w.])${CODES}${UNIT}`), // an HTTP status or a close code
   /(?<![\w.])0(?=`?:? (?:no|none|off|disables)\b)/, // 0 as "no limit" (what each option does with it: its tests)
   /\b\d+\.\d+\.\d+(?:\.\d+)?(?::\d+)?(?:\/\d+)?/, // a version or an address (1.2.3, 10.0.0.5:8080, 10.0.0.0/8)
@@ -390,6 +396,7 @@ const NONE = {
     '**npm** (10 and 11), **pnpm** (10)', 'with Node 20 and 22', '20 and 22 (the release', // other programs' versions
   ],
   'docs/sse.md': ['`tryAllTransports` (4.8)'],
+  'docs/testing.md': ['PORT+1', '3.2, 3.3, 4.1.3, 4.1.4, 4.2.3, 4.2.4 and 5.15'], // a port's arithmetic, Autobahn's case numbers
   'docs/builds.md': [
     /\b(?:4|16|64) KiB\b/, /\blg-page \d+|\b12 \(4 KiB\)|\bboth 12 and 16\b|,\s+12 on x64|\b16 and 64 KiB/, // the platforms' page sizes (and jemalloc's log2 of them)
     /\b2\.(?:17|2\d|3\d)\b/, // glibc's versions (the floor, 2.17: docs.test.js holds it)
