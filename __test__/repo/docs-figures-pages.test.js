@@ -179,6 +179,7 @@ function HELD() {
       `| \`port\` | \`${DEFAULTS.port}\` |`,
       `| \`threads\` | min(2, CPUs) | IO threads (${range('threads')}) |`,
       `| \`maxFragments\` | max(${src('lib/server.js', /Math\.max\((\d+), Math\.floor\(o\.maxPayload/)}, \`maxPayload\` / ${src('lib/server.js', /o\.maxPayload \/ (\d+)\)/)}) |`,
+      `refuse with that status (${constants.REFUSE_STATUS_MIN}-${constants.REFUSE_STATUS_MAX})`,
       `(${thousands(Math.max(1024, DEFAULTS.maxPayload / 64))} with the default \`maxPayload\`: enough for a whole message in ${src('lib/server.js', /o\.maxPayload \/ (\d+)\)/)}-byte fragments`,
       `its first ${range('addressPrefixV4')} (IPv4) or ${range('addressPrefixV6')} (IPv6) bits`,
       `at most ${src('lib/limits.js', /BURST_MAX_SECONDS = (\d+)/)} seconds' worth`,
@@ -346,7 +347,7 @@ function HELD() {
 }
 
 /** HTTP statuses and WebSocket close codes symphony answers with (what each means: api-doc.test.js, lists.test.js), not followed by a unit. */
-const CODES = '(?:101|410|200|202|204|301|302|400|401|403|404|405|408|411|413|414|426|429|431|500|501|502|503|504|505|10(?:0[0-9]|1[0-5])|4\\d{3})';
+const CODES = '(?:101|410|200|202|204|301|302|400|401|403|404|405|408|411|413|414|426|429|431|500|501|502|503|504|505|10(?:0[0-9]|1[0-5]))';
 const UNIT = '(?!\\d|[,.]\\d|\\s*(?:ms|s|µs|B|KB|KiB|MB|MiB|GB|bytes|members|connections|clients|subscribers|topics|messages|entries|rooms|nodes|keys|tokens|sockets|times|publishes|deliveries|%|x|/s)(?![\\w-]))';
 
 /** Numbers that are no figure, on every page. */
@@ -359,10 +360,11 @@ const ALL = [
   // another program's version (the project's own dependencies' versions: THIRD_PARTY_NOTICES.md, docs-figures.test.js)
   /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker|RHEL|Visual Studio|clang-format|valgrind|Valgrind)\s*v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
   new RegExp(`(?<![\\w.])${CODES}${UNIT}`), // an HTTP status or a close code
+  /\b[14]000-4999\b|\b(?:close|code)s? 4\d{3}\b/, // the application's close codes
   /(?<![\w.])0(?=`?:? (?:no|none|off|disables)\b)/, // 0 as "no limit" (what each option does with it: its tests)
   /\b\d+\.\d+\.\d+(?:\.\d+)?(?::\d+)?(?:\/\d+)?/, // a version or an address (1.2.3, 10.0.0.5:8080, 10.0.0.0/8)
   /\bhttps?:\/\/[^\s)>]+/, // a URL
-  /\bO\(\d\)|\b(?:since|offset|head) \+ 1\b|\brules? \d+\b|\b1, 2, 3,? (?:\.\.\.|…)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
+  /\b\d\d:\d\d(?::\d\d)? UTC\b|\bO\(\d\)|\b(?:since|offset|head) \+ 1\b|\brules? \d+\b|\b1, 2, 3,? (?:\.\.\.|…)|\(`?1`? or (?:0|unset)\b|\b1 or 0\b/, // a rule's number, a counting, a flag's values
   /\b\d+[- ]vCPUs?\b|\bCPUs? \d(?:,\s?\d)*\b|\bcore \d\b|\b\d+ GiB(?= RAM|,)/, // the machine measured on, and the core pinned to
   /\b(?:TLS|HTTP)\/?\s?\d(?:\.\d)?(?: and \d\.\d)?|\bHTTP\/\d(?:\.\d)?|\bIPv[46]|\bx86[-_]64|\bUTF-8|\bSHA-?\d+|\bP-256|\bsha256|\b(?:HS|RS|ES|PS)\d{3}|\bEd25519|\bbase64|\bv\d/, // names with a number in them
 ];
@@ -448,7 +450,13 @@ function loose(page, { pending = true } = {}) {
     // Lines wrap anywhere: the phrase's spaces match any whitespace.
     const re = new RegExp(quote.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/ /g, '\\s+'), 'g');
     for (const m of text.matchAll(re)) { found = true; cover(m.index, m[0].length); }
-    if (!found) problems.push(`${page}: "${quote}" (made from its source) is not on the page${flat.includes(quote.split(' ')[0]) ? '' : ''}: the page or its source moved`);
+    if (!found) {
+      // Where the page says the same words with other numbers, show it.
+      const words = quote.split(/\d[\d,.]*/).filter((w) => w.trim().length > 3).sort((a, b) => b.length - a.length)[0];
+      const at = words ? flat.indexOf(words.trim()) : -1;
+      const near = at >= 0 ? `; the page has "...${flat.slice(Math.max(0, at - 40), at + words.length + 40)}..."` : '';
+      problems.push(`${page}: "${quote}" (made from its source) is not on the page${near}: the page or its source moved`);
+    }
   }
   for (const rule of [...ALL, ...(NONE[page] ?? []), ...(pending ? PENDING[page] ?? [] : [])]) {
     const re = typeof rule === 'string' ? new RegExp(rule.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/ /g, '\\s+'), 'g') : new RegExp(rule.source, rule.flags.includes('g') ? rule.flags : `${rule.flags}g`);
