@@ -1,22 +1,34 @@
 'use strict';
 // Every figure the pages of docs/ quote comes from somewhere a test reads
 // (issue 46; docs-figures.test.js does the same for the README). Each number
-// in a page's prose (outside code blocks and link targets) is one of:
-// - a measurement: the section it is in (or a section above it) cites the
-//   bench/results/<run> it was measured in (a link, or the run's name), and
-//   the number is in that run's reports (its .md, .txt and .log files),
-//   rounded as printed, in the report's unit or a thousand or a million of
-//   them (12.9 KB: 12,948 B);
+// in a page's prose (outside code blocks and link targets; a range's two
+// ends both) is one of:
+// - a measurement: its paragraph or table (a table: with the paragraph
+//   before it and a bracketed note after it), or its section (## or deeper)
+//   or a section above it, cites the bench/results/<run> it was measured in
+//   (a link, or the run's full name), and the number is in that run's
+//   reports (its .md, .txt, .log files), rounded as printed, in the
+//   report's unit or a thousand or a million of them (12.9 KB: 12,948 B);
+//   in such a table, a ratio of two of its row's figures (an "on / off"
+//   column) is held too;
 // - a value the code sets: HELD below makes the phrase from the source that
-//   sets it (the running server's defaults and constants, lib/*.js, src/
-//   #defines, the stats list) and the page must print exactly that phrase;
-// - no figure: NONE below (per page, and ALL for every page) names it (an
-//   RFC, a section, a year, a port in an example, an HTTP status or close
-//   code whose meaning is checked by api-doc.test.js and lists.test.js...).
+//   sets it (the running server's defaults and binding constants, lib/*.js,
+//   the client, src/ #defines, package.json, what a test does) and the page
+//   must print exactly that phrase;
+// - no figure: ALL (every page), CODE (inline code) and NONE (per page) name
+//   it: a date, an RFC and its sections, another program's version, an HTTP
+//   status or a close code (their meanings: api-doc.test.js, lists.test.js),
+//   a command or an example as typed, a figure another test holds;
+// - not held yet: a line of docs-figures-pending.json (what the pages said
+//   when this test was written that has no run, source or rule yet: profiles
+//   and test timings no file keeps, sizes worked out by hand). That list
+//   may only shrink: an edited line is no longer on its page and fails
+//   until it leaves the list, and its numbers are then held like any other.
 // A number that is none of these fails, with its page and line: give it its
 // run, its source, or take it out.
 //
-// docs/internals.md and docs/pusher.md are not held here yet.
+// docs/internals.md and docs/pusher.md are not held here yet (other work
+// edits them).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
