@@ -10,7 +10,8 @@
 //   reports (its .md, .txt, .log files), rounded as printed, in the
 //   report's unit or a thousand or a million of them (12.9 KB: 12,948 B);
 //   in such a table, a ratio of two of its row's figures (an "on / off"
-//   column) is held too;
+//   column) is held too; a test file cited the same way (`__test__/...`)
+//   lends the numbers its source has, as written (what the test does);
 // - a value the code sets: HELD below makes the phrase from the source that
 //   sets it (the running server's defaults and binding constants, lib/*.js,
 //   the client, src/ #defines, package.json, what a test does) and the page
@@ -46,11 +47,16 @@ const prose = (text) => text
 /** A number as prose writes it: 4,871 or 0.66 or 2048 (not part of a word, a version or a name). */
 const NUMBER = /(?<![\w.,])(?<![^\d]-)\d[\d,]*(?:\.\d+)?(?![\w])/g;
 
-/** The numbers of a run's reports (its .md, .txt, .log and extensionless files, in subfolders too). */
+/** The numbers of a run's reports (its .md, .txt, .log and extensionless files, in subfolders too), or of a test's source. */
 const reportCache = new Map();
 function reportNumbers(run) {
   if (reportCache.has(run)) return reportCache.get(run);
   const nums = new Set();
+  if (run.startsWith('__test__/')) {
+    for (const m of read(run).replace(/(\d)_(?=\d{3})/g, '$1').matchAll(/(?<![\w.])\d+(?:\.\d+)?(?![\w])/g)) nums.add(Number(m[0]));
+    reportCache.set(run, [...nums]);
+    return reportCache.get(run);
+  }
   const walk = (dir) => {
     for (const f of fs.readdirSync(dir)) {
       const p = path.join(dir, f);
@@ -72,7 +78,8 @@ function measured(n, runs) {
   const want = Number(s).toFixed(digits);
   return runs.some((run) => {
     const key = `${run} ${digits}`;
-    if (!rounded.has(key)) rounded.set(key, new Set(reportNumbers(run).flatMap((r) => [1, 1e3, 1e6].map((scale) => (r / scale).toFixed(digits)))));
+    const scales = run.startsWith('__test__/') ? [1] : [1, 1e3, 1e6];
+    if (!rounded.has(key)) rounded.set(key, new Set(reportNumbers(run).flatMap((r) => scales.map((scale) => (r / scale).toFixed(digits)))));
     return rounded.get(key).has(want);
   });
 }
@@ -87,7 +94,10 @@ function measured(n, runs) {
  * Returns (offset) => [run].
  */
 function citedRuns(text) {
-  const cite = (body) => [...body.matchAll(/(?<![\w-])(\d{4}-\d\d-\d\d-[\w.-]*[\w])/g)].map((m) => m[1]).filter((r) => RUNS.has(r));
+  const cite = (body) => [
+    ...[...body.matchAll(/(?<![\w-])(\d{4}-\d\d-\d\d-[\w.-]*[\w])/g)].map((m) => m[1]).filter((r) => RUNS.has(r)),
+    ...[...body.matchAll(/\b(__test__\/[\w/.-]+\.(?:js|mjs|c))\b/g)].map((m) => m[1]).filter((f) => fs.existsSync(path.join(root, f))),
+  ];
   const blocks = [];
   for (const m of text.matchAll(/(?:^|\n)((?:[^\n]+(?:\n|$))+)/g)) {
     const at = m.index + (m[0].startsWith('\n') ? 1 : 0);
@@ -293,6 +303,10 @@ function HELD() {
     'docs/builds.md': [
       `minimum macOS ${src('scripts/macos-gate.js', /arm64: \{[^}]*minos: '([\d.]+)'/)} / ${src('binding.gyp', /'MACOSX_DEPLOYMENT_TARGET': '([\d.]+)'/)}`,
     ],
+    'docs/contributing.md': [
+      `(JSON: the last ${src('examples/server.js', /const HISTORY = (\d+);/)} one-second samples)`,
+      `(${src('examples/showcase.html', /Number\(params\.get\('clients'\)\) \|\| (\d+)\)/)} by default, at most ${src('examples/showcase.html', /const MAX_EXTRA = (\d+);/)}: Chromium allows ${src('examples/showcase.html', /fails WebSockets past (\d+) per tab/)} WebSockets per tab`,
+    ],
     'docs/testing.md': [
       `Node 20 (≥ ${/^>=(\d+\.\d+)\.0$/.exec(JSON.parse(read('package.json')).engines.node)[1]})`,
       `${src('__test__/fuzz/Makefile', /^SMOKE_TIME \?= (\d+)$/m)} s of fuzzing per parser`, `${src('__test__/fuzz/Makefile', /^SMOKE_TIME \?= (\d+)$/m)} s of libFuzzer on each parser`,
@@ -410,6 +424,7 @@ const NONE = {
     '**npm** (10 and 11), **pnpm** (10)', 'with Node 20 and 22', '20 and 22 (the release', // other programs' versions
   ],
   'docs/sse.md': ['`tryAllTransports` (4.8)'],
+  'docs/contributing.md': ['PORT+1'],
   'docs/testing.md': ['PORT+1', '3.2, 3.3, 4.1.3, 4.1.4, 4.2.3, 4.2.4 and 5.15'], // a port's arithmetic, Autobahn's case numbers
   'docs/builds.md': [
     /\b(?:4|16|64) KiB\b/, /\blg-page \d+|\b12 \(4 KiB\)|\bboth 12 and 16\b|,\s+12 on x64|\b16 and 64 KiB/, // the platforms' page sizes (and jemalloc's log2 of them)
