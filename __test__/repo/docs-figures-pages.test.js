@@ -205,7 +205,7 @@ function HELD() {
       `(${thousands(Math.max(1024, DEFAULTS.maxPayload / 64))} with the default \`maxPayload\`: enough for a whole message in ${src('lib/server.js', /o\.maxPayload \/ (\d+)\)/)}-byte fragments`,
       `its first ${range('addressPrefixV4')} (IPv4) or ${range('addressPrefixV6')} (IPv6) bits`,
       `at most ${src('lib/limits.js', /BURST_MAX_SECONDS = (\d+)/)} seconds' worth`,
-      `how many ms (${range('rateLimitGrace')})`,
+      `how many ms (${range('rateLimitGrace')})`, `\`rateLimitGrace\` ms (default ${DEFAULTS.rateLimitGrace})`,
       `(about ${src('src/io/sy_budget.h', /about (\d+) µs of a server core/)} µs of a core each: each subscribe entry, publish, request, unsubscribe, or message POSTed to a symphony.v2 event stream ${define('src/io/sy_budget.h', 'SY_WORK_ENTRY')};`,
       `each token signature checked ${define(JWT, 'SY_JWT_WORK_HS256')} (HS256) to ${define(JWT, 'SY_JWT_WORK_EDDSA')} (EdDSA)`,
       `or it is idle for ${define('src/io/sy_reclaim.h', 'SY_RECLAIM_IDLE_MS') / 1000} s`,
@@ -385,7 +385,7 @@ const ALL = [
   /\b[0-9a-f]{7,12}(?:\.\.[0-9a-f]{7,12})?\b(?=[^\n]*)(?<=[a-f][0-9a-f]*|\d{7,12})/, // a commit
   // another program's version (the project's own dependencies' versions: THIRD_PARTY_NOTICES.md, docs-figures.test.js)
   /\b(?:Node(?:\.js)?|Linux|Debian|Rocky Linux|Alpine|node:|OpenSSL|Redis|glibc|GLIBC_|musl|socket\.io|ws|uWebSockets\.js|npm|pnpm|yarn|Chromium|Chrome|Firefox|Safari|Wine|wine|macOS|Windows|Ubuntu|perf`?|GCC|gcc|clang|Clang|MinGW|jemalloc|libdeflate|hiredis|yyjson|Express|Fastify|TypeScript|ioredis|Valkey|HAProxy|haproxy|nginx|Envoy|Caddy|Python|Go|Java|Ruby|Bun|Deno|kernel|kernels|Kernel|ES|ECMAScript|Pusher|pusher-js|Kubernetes|Docker|RHEL|Visual Studio|clang-format|valgrind|Valgrind)\s*v?\d+(?:\.\d+)*(?:\.x)?\+?(?: or later)?/,
-  new RegExp(`(?<![\\w.])${CODES}${UNIT}`), // an HTTP status or a close code
+  new RegExp(`(?<=(?:\\b(?:answered|answers?|gets?|got|with|refused?|refuses|HTTP|status|statuses|returns?|codes?|close|closes|closed|an?|or|and|then|is|not|no|every|its|each|by|to|than|on|from|but|else|the|server's|sends?|writes|POST|whose)|[,/(|\`:*-])\\s*)${CODES}${UNIT}`), // an HTTP status or a close code (after a word that names one)
   /\b[14]000-4999\b|\b(?:close|code)s? 4\d{3}\b/, // the application's close codes
   /(?<![\w.])0(?=`?:? (?:no|none|off|disables)\b)/, // 0 as "no limit" (what each option does with it: its tests)
   /\b\d+\.\d+\.\d+(?:\.\d+)?(?::\d+)?(?:\/\d+)?/, // a version or an address (1.2.3, 10.0.0.5:8080, 10.0.0.0/8)
