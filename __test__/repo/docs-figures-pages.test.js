@@ -85,13 +85,14 @@ function measured(n, runs) {
 }
 
 /**
- * The runs a number at each offset of text may come from: those its block
- * (a paragraph, a list, a table) cites, for a table those of the paragraph
- * just before it and of a note in brackets just after it too, and those its section (## or deeper) and each section
- * above it (## or deeper) cite anywhere (a section that says once "The
- * run: bench/results/<run>"). The page's title section lends none: a page
- * that cites a run once does not make its every number that run's.
- * Returns (offset) => [run].
+ * The runs (and test files) a number at each offset of text may come from:
+ * those its block (a paragraph, a list, a table) cites, for a table those
+ * of the paragraph just before it and of a note in brackets just after it
+ * too, and those its section (## or deeper) and each section above it (##
+ * or deeper) cite anywhere (a section that says once "The run:
+ * bench/results/<run>"). The page's title section lends none: a page that
+ * cites a run once does not make its every number that run's.
+ * Returns (offset) => [run or test file].
  */
 function citedRuns(text) {
   const cite = (body) => [
@@ -137,7 +138,7 @@ function ratioInRow(text, m) {
   return lead.some((a) => lead.some((b) => b !== 0 && a !== Number(s) && (a / b).toFixed(digits) === want));
 }
 
-/** Where a 1-based line of text starts. */
+/** The 1-based line of an offset of text. */
 const lineOf = (text, at) => text.slice(0, at).split('\n').length;
 
 // ---- the sources -------------------------------------------------------
