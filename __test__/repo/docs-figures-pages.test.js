@@ -240,6 +240,7 @@ function HELD() {
       `at most ${thousands(src(CLIENT, /const MAX_QUEUED = (\d+);/))} (then \`too-many-pending\`)`,
       `past four times \`maxBackpressure\` plus ${src('src/io/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB); ${define('src/io/sy_ask.h', 'SY_ASK_BAD_MAX') + 1} malformed symphony.v2 frames`,
       `then ${define('src/io/sy_conn.h', 'SY_CONN_DRAIN_MS') / 1000} s more for the client's FIN`,
+      `or as soon as ${thousands(define('src/io/sy_io.h', 'SY_IO_DEFER_MAX'))} are waiting`,
       `(\`sy.open\`'s \`heartbeat\`, × ${src(CLIENT, /transport === 'sse' \? ([\d.]+) \* \(\(ws\.hello/)})`,
       `codes are ${src('lib/errors.js', /must be (\d+ to \d+) characters of a-z/)} characters of a-z`,
     ],
@@ -293,6 +294,7 @@ function HELD() {
       `1 to ${define('src/bus/sy_bus_sentinel.h', 'SY_BUS_SENTINEL_NAME_MAX')} bytes without spaces`,
       `±${src('src/bus/sy_bus_link.h', /\+-(\d+)% jitter/)}% jitter`,
       `the next waits up to ${define('src/bus/sy_bus_subs.c', 'BUS_SUBSCRIBE_WINDOW_MS')} ms to gather more`,
+      `its acknowledgements awaited (at most ${define('src/sy_server.h', 'SY_SERVER_BUS_FLUSH_MS')} ms)`,
       `(up to ${define('src/bus/sy_bus_int.h', 'SY_BUS_REDIRECTS_MAX')} redirections)`,
       ...['shard', 'sentinel'].map((f) => {
         const [down, up] = f === 'shard' ? ['BUS_REFRESH_DOWN_MS', 'BUS_REFRESH_UP_MS'] : ['SENTINEL_ASK_DOWN_MS', 'SENTINEL_ASK_UP_MS'];
