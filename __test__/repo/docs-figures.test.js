@@ -15,13 +15,9 @@
 // restate one of these figures, they are held too: the restatement is on its
 // page and its measurements are in the same run's report.
 //
-// Not held yet: the rest of docs/'s figures (about 3,000 numbers; the
-// tables and paragraphs that cite a bench/results run name it, but a cell
-// by cell check is still to write), and figures no file here stores: the
-// tokens' µs per algorithm (docs/tokens.md: `npm run bench:tokens` prints
-// them, nothing keeps its output), the platform packages' packed sizes
-// (docs/faq.md, docs/builds.md: `npm run packages -- --pack`), the client's
-// 0.3-0.5 s after an outage (docs/sse.md).
+// The rest of docs/'s figures: docs-figures-pages.test.js (each page's
+// numbers measured in a run it cites, made from their source, or named as
+// no figure; what is not held yet is listed in docs-figures-pending.json).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
