@@ -18,11 +18,16 @@
 // so loadgen measures due-time latency; S: the channel's sequence number).
 // --batch K: K events (K channels in turn) per request to /batch_events.
 //
-// Control, lines on stdin: "rate R" (publishes/s, open loop: due times
-// every 1/R s; a publish due while every socket is busy waits, counted in
-// `late`), "rate max" (closed loop: every socket sends its next request as
-// soon as the answer to the last came), "rate 0" (stop), "mark" (answered
-// on stdout with the totals). Answers, one JSON line each on stdout:
+// A channel has at most one request in flight, so its events reach the
+// server in order (loadgen's --seq checks order per connection): a free
+// socket takes the next channel that has a publish due and none in flight.
+//
+// Control, lines on stdin: "rate R" (publishes/s over every channel, open
+// loop: each channel's due times every channels/R s; a publish due while
+// its channel or every socket is busy waits; one due more than a second
+// ago is dropped, counted in `late`), "rate max" (closed loop: every
+// socket sends its next request as soon as the answer to the last came),
+// "rate 0" (stop), "mark" (answered on stdout with the totals). Answers, one JSON line each on stdout:
 //   {"ready":true,"sockets":n}                       once every socket connected
 //   {"rate":R}                                        after "rate"
 //   {"mark":k,"mono_ns":"…","requests":q,"ok":a,"failed":f,"statuses":{…},
@@ -51,7 +56,9 @@ const o = parseArgs(process.argv.slice(2));
 const out = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
 const seqs = new Array(o.channels).fill(0);
 const pad = 'x'.repeat(o.size);
-let next = 0; // the next channel
+let next = 0; // the channel to look at first
+const due = new Array(o.channels).fill(0); // open loop: publishes due per channel
+const busyCh = new Array(o.channels).fill(false); // a request in flight
 
 function payload(g) {
   const seq = ++seqs[g];
@@ -59,26 +66,24 @@ function payload(g) {
   return `${head}${pad.slice(0, Math.max(0, o.size - head.length - 2))}"}`;
 }
 
-function oneEvent() {
-  const g = next;
-  next = (next + 1) % o.channels;
+function oneEvent(g) {
   return { name: 'bench', channel: `${o.prefix}${g}`, data: payload(g) };
 }
 
 /** One signed request (a Buffer), and how many events it carries. */
-function request() {
+function request(g) {
   let path;
   let body;
   let events;
   if (o.batch > 0) {
     path = `/apps/${o.id}/batch_events`;
     const batch = [];
-    for (let k = 0; k < o.batch; k++) batch.push(oneEvent());
+    for (let k = 0; k < o.batch; k++) batch.push(oneEvent((g + k) % o.channels));
     body = JSON.stringify({ batch });
     events = o.batch;
   } else {
     path = `/apps/${o.id}/events`;
-    const e = oneEvent();
+    const e = oneEvent(g);
     body = JSON.stringify({ name: e.name, channels: [e.channel], data: e.data });
     events = 1;
   }
@@ -88,13 +93,12 @@ function request() {
   const len = Buffer.byteLength(body);
   const head = `POST ${path}?${query}&auth_signature=${sig} HTTP/1.1\r\nHost: 127.0.0.1:${o.port}\r\n`
     + `Content-Type: application/json\r\nContent-Length: ${len}\r\n\r\n`;
-  return { buf: Buffer.from(head + body), events };
+  return { buf: Buffer.from(head + body), events, g };
 }
 
 const totals = { requests: 0, ok: 0, failed: 0, events: 0, late: 0, connects: 0, statuses: {} };
 let inflight = 0;
 let mode = 0; // publishes/s; Infinity: closed loop; 0: stopped
-let owed = 0; // open loop: publishes due and not yet sent
 
 /** Reads HTTP/1.1 responses (Content-Length or chunked) off one socket. */
 function responses(s, onResponse) {
@@ -130,23 +134,41 @@ function responses(s, onResponse) {
 // closes after each answer (Soketi answers with Connection: close) gets a
 // new connection for the next request, as an HTTP client's agent would
 // open one: counted in `connects`.
-function send(slot) {
-  const r = request();
+function send(slot, g) {
+  const r = request(g);
   slot.busy = r.events;
+  slot.g = g;
+  busyCh[g] = true;
   inflight++;
   totals.requests++;
   slot.s.write(r.buf);
 }
 
+/** The next channel with a publish due (any, closed loop) and none in
+ * flight, round robin; -1 when none. (--batch: its first channel.) */
+function nextChannel() {
+  for (let k = 0; k < o.channels; k++) {
+    const g = (next + k) % o.channels;
+    if (busyCh[g] || (mode !== Infinity && due[g] < 1)) continue;
+    next = (g + 1) % o.channels;
+    return g;
+  }
+  return -1;
+}
+
 function pump() {
   for (const slot of slots) {
-    if (slot.busy || !slot.ready) continue;
-    if (mode === Infinity) send(slot);
-    else if (owed >= 1) {
-      owed--;
-      send(slot);
-    } else break;
+    if (slot.busy || !slot.ready || mode === 0) continue;
+    const g = nextChannel();
+    if (g < 0) break;
+    if (mode !== Infinity) due[g]--;
+    send(slot, g);
   }
+}
+
+function done(slot) {
+  if (slot.busy) busyCh[slot.g] = false;
+  slot.busy = 0;
 }
 
 let stopping = false;
@@ -170,7 +192,7 @@ function connect(slot) {
     if (slot.busy) {
       inflight--;
       totals.failed++;
-      slot.busy = 0;
+      done(slot);
     }
     if (!stopping) setImmediate(() => connect(slot));
   });
@@ -189,7 +211,7 @@ function connect(slot) {
     } else {
       totals.failed++;
     }
-    slot.busy = 0;
+    done(slot);
     pump();
   });
 }
@@ -202,12 +224,17 @@ setInterval(() => {
   const dt = Number(t - last) / 1e9;
   last = t;
   if (mode > 0 && mode !== Infinity) {
-    owed += mode * dt;
-    const free = slots.filter((x) => !x.busy && x.ready).length;
-    if (owed >= 1 && free === 0) totals.late += Math.floor(owed);
+    const per = mode / o.channels;
+    for (let g = 0; g < o.channels; g++) {
+      due[g] += per * dt;
+      // a backlog beyond a second of publishes is dropped, not sent in a burst
+      if (due[g] > Math.max(1, per)) {
+        const drop = Math.floor(due[g] - Math.max(1, per));
+        totals.late += drop;
+        due[g] -= drop;
+      }
+    }
     pump();
-    // a backlog beyond a second of publishes is dropped, not sent in a burst
-    if (owed > mode) owed = mode;
   }
 }, 5);
 
@@ -216,7 +243,7 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
   const [word, arg] = line.trim().split(/\s+/);
   if (word === 'rate') {
     mode = arg === 'max' ? Infinity : Number(arg) || 0;
-    owed = 0;
+    due.fill(0);
     last = process.hrtime.bigint();
     out({ rate: arg === 'max' ? 'max' : mode });
     if (mode === Infinity) pump();
