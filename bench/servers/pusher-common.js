@@ -42,6 +42,25 @@ function freePort() {
   });
 }
 
+/** Resolves once 127.0.0.1:port accepts a TCP connection (Soketi's start()
+ * resolves before its uWS listen socket is up), or rejects after `seconds`. */
+async function accepting(port, seconds = 20) {
+  const t1 = Date.now() + seconds * 1000;
+  for (;;) {
+    const ok = await new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > t1) throw new Error(`nothing listens on 127.0.0.1:${port} after ${seconds} s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Stats lines every `interval` s; counters() gives { connections, ... }
  * (null where the server cannot tell). Returns the timer. */
 function statsLines(interval, counters, memory = memoryKiB) {
@@ -65,4 +84,4 @@ function bound(seconds) {
   setTimeout(() => process.exit(0), Math.max(1, seconds) * 1000).unref();
 }
 
-module.exports = { parseArgs, app, freePort, statsLines, bound };
+module.exports = { parseArgs, app, freePort, accepting, statsLines, bound };

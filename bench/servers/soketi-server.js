@@ -18,7 +18,7 @@
 // debug off, host 127.0.0.1.
 
 const path = require('node:path');
-const { parseArgs, app, freePort, statsLines, bound } = require('./pusher-common');
+const { parseArgs, app, freePort, accepting, statsLines, bound } = require('./pusher-common');
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
@@ -56,6 +56,7 @@ async function main() {
   const { Cli } = require(path.join(pkgDir, 'dist', 'cli', 'cli.js'));
   const cli = new Cli();
   await cli.start({});
+  await accepting(port);
   const adapter = cli.server.adapter;
   const local = adapter && (adapter.driver || adapter);
   const sockets = () => {
