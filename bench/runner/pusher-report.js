@@ -30,6 +30,7 @@ const TABLES = {
       ['lost: owed by the accepted publishes − received (after the drain)', (f) => f.lost, 0],
       ['gaps / duplicates + out of order / bad payloads', (f) => (f.gaps || 0) + (f.dups || 0) + (f.back || 0) + (f.badPayloads || 0), 0],
       ['publishes failed', (f) => f.publishFailed, 0],
+      ['publishes dropped by the publisher (due > 1 s ago: it could not keep the rate)', (f) => f.publisherLate, 0],
       ['loadgen CPU (% of its core)', (f) => f.loadgenCpuPct, 0],
     ],
   },
