@@ -65,7 +65,9 @@ Selection:
                          last four, which run nothing else; publish jemalloc, ws and uws;
                          presence sy-presence and sy-nopresence, which run nothing else; asks
                          asks-token, asks-hook, asks-socketio, asks-rt-symphony, asks-rt-socketio;
-                         sse sse-symphony, sse-symphony-ws, sse-node, sse-better)
+                         sse sse-symphony, sse-symphony-ws, sse-node, sse-better; the pusher
+                         phases symphony-pusher and soketi, Soketi installed on demand into
+                         bench/out/peers/soketi)
   --uws-path DIR         uWebSockets.js to load for the uws arms (a folder with its package;
                          never a dependency): without it they are left out
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
