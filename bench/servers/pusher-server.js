@@ -1,7 +1,8 @@
 'use strict';
 // symphony speaking the Pusher Channels protocol v7 (issue 45), the server
 // of the pusher phases' symphony-pusher arm: one app, as Soketi's default
-// app (BENCH_PUSHER_APP=id:key:secret), nothing else configured.
+// app (BENCH_PUSHER_APP=id:key:secret), and the two limits soketi-server.js
+// raises on Soketi raised alike (LIMITS).
 //
 //   BENCH_PUSHER_APP=id:key:secret node bench/servers/pusher-server.js --port 0 --threads 1
 //
@@ -27,6 +28,15 @@ const ROOT = symphonyRoot();
 const { Server, allocator } = require(ROOT);
 
 const UNAVAILABLE = 3;
+
+// The limits soketi-server.js raises on Soketi, raised alike here (the
+// option's names, docs/pusher.md): members per presence channel (Pusher's
+// 100 by default; the storm's --pusher-members may ask for more) and
+// events per /batch_events.
+const LIMITS = {
+  maxPresenceMembers: Number(process.env.BENCH_PRESENCE_MAX_MEMBERS || 100000),
+  maxBatchSize: 100,
+};
 
 function unavailable(why) {
   process.stdout.write(`${JSON.stringify({ unavailable: `symphony has no pusher option (${why})` })}\n`);
@@ -70,7 +80,7 @@ async function main() {
   const a = app();
   let server;
   try {
-    server = new Server({ host: '127.0.0.1', port: o.port, threads: o.threads, pusher: { apps: [a] } });
+    server = new Server({ host: '127.0.0.1', port: o.port, threads: o.threads, pusher: { apps: [a], ...LIMITS } });
   } catch (err) {
     if (/pusher/i.test(String(err && err.message)) || (err && /OPTION|UNKNOWN/.test(String(err.code)))) {
       unavailable(`new Server() refused it: ${err.code || ''} ${err.message}`.trim());
