@@ -74,7 +74,7 @@ static void tsfn_finalize(napi_env env, void *data, void *hint) {
 
 /* serverCreate(opts) -> handle. The events' callback is given to
  * serverListen, which keeps it in the thread-safe function. */
-static napi_value server_create(napi_env env, napi_callback_info info) {
+napi_value server_create(napi_env env, napi_callback_info info) {
     napi_value argv[1];
     size_t argc = 1;
     sy_server_opts_t o;
@@ -107,7 +107,7 @@ static napi_value server_create(napi_env env, napi_callback_info info) {
 /* serverListen(handle, dispatch, bind) -> port: starts the IO threads,
  * with a listening socket when bind is true (else port 0: noServer, the
  * connections come through serverAdopt). */
-static napi_value server_listen(napi_env env, napi_callback_info info) {
+napi_value server_listen(napi_env env, napi_callback_info info) {
     napi_value argv[3];
     sy_bserver_t *b;
     bool bind = true;
@@ -144,7 +144,7 @@ static napi_value server_listen(napi_env env, napi_callback_info info) {
 
 /* serverWake(handle): the end of a turn in which publish or send queued
  * messages (SY_SEND_LATER): the IO threads take them now. */
-static napi_value server_wake(napi_env env, napi_callback_info info) {
+napi_value server_wake(napi_env env, napi_callback_info info) {
     napi_value argv[1];
     sy_bserver_t *b;
     size_t argc = 1;
@@ -158,7 +158,7 @@ static napi_value server_wake(napi_env env, napi_callback_info info) {
 /* serverRef(handle, ref): whether the server's thread-safe function keeps
  * Node's event loop alive (a noServer server not used yet does not; it is
  * ref'd at its first connection and at close). */
-static napi_value server_ref(napi_env env, napi_callback_info info) {
+napi_value server_ref(napi_env env, napi_callback_info info) {
     napi_value argv[2];
     sy_bserver_t *b;
     size_t argc = 2;
@@ -176,40 +176,35 @@ static napi_value server_ref(napi_env env, napi_callback_info info) {
 }
 
 /* serverSetBus(handle, opts, onState) -> undefined: before listen. */
-static napi_value server_set_bus(napi_env env, napi_callback_info info) {
-    napi_value argv[3];
-    sy_bserver_t *b;
-    if (!sy_barg_server(env, info, 3, argv, &b))
+napi_value server_set_bus(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "- -"))
         return NULL;
-    if (b->listening || b->bus_tsfn != NULL) {
+    if (c.b->listening || c.b->bus_tsfn != NULL) {
         sy_napi_throw(env, "ERR_SYMPHONY_BUS", "symphony: the bus must be set once, before the server starts");
         return NULL;
     }
-    return sy_binding_bus_set(env, b->srv, argv[1], argv[2], &b->bus_tsfn);
+    return sy_binding_bus_set(env, c.b->srv, c.argv[1], c.argv[2], &c.b->bus_tsfn);
 }
 
 /* serverBusCall(handle, id, route, args) -> boolean (binding/bus.c) */
-static napi_value server_bus_call(napi_env env, napi_callback_info info) {
-    napi_value argv[4];
-    sy_bserver_t *b;
-    if (!sy_barg_server(env, info, 4, argv, &b))
-        return NULL;
-    return sy_binding_bus_call(env, b->srv, b->bus_tsfn, argv[1], argv[2], argv[3]);
+napi_value server_bus_call(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    return sy_bcall(env, info, &c, "- - -")
+               ? sy_binding_bus_call(env, c.b->srv, c.b->bus_tsfn, c.argv[1], c.argv[2], c.argv[3])
+               : NULL;
 }
 
 /* serverBusStats(handle) -> { state, counters... } or null */
-static napi_value server_bus_stats(napi_env env, napi_callback_info info) {
-    napi_value argv[1];
-    sy_bserver_t *b;
-    if (!sy_barg_server(env, info, 1, argv, &b))
-        return NULL;
-    return sy_binding_bus_stats(env, b->srv);
+napi_value server_bus_stats(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    return sy_bcall(env, info, &c, "") ? sy_binding_bus_stats(env, c.b->srv) : NULL;
 }
 
 /* serverClose(handle, deadlineMs) -> bool: begins shutdown (false when the
  * server is not running); the events' callback gets EV_CLOSED once every
  * IO thread has stopped. */
-static napi_value server_close(napi_env env, napi_callback_info info) {
+napi_value server_close(napi_env env, napi_callback_info info) {
     napi_value argv[2];
     size_t argc = 2;
     sy_bserver_t *b;
@@ -224,13 +219,12 @@ static napi_value server_close(napi_env env, napi_callback_info info) {
 
 bool sy_binding_server_init(napi_env env, napi_value exports) {
     static const sy_bfunction_t fns[] = {
-        {"serverCreate", server_create},    {"serverListen", server_listen},  {"serverWake", server_wake},
-        {"serverRef", server_ref},          {"serverSetBus", server_set_bus}, {"serverBusStats", server_bus_stats},
-        {"serverBusCall", server_bus_call}, {"serverClose", server_close},
-    };
-    return sy_bval_functions(env, exports, fns, sizeof(fns) / sizeof(fns[0])) && sy_bstats_init(env, exports) &&
+#define SY_BFUNCTION_ROW(js, c) {#js, c},
+        SY_BSERVER_FUNCTIONS(SY_BFUNCTION_ROW)
 #ifdef SY_WITH_TLS
-           sy_btls_init(env, exports) &&
+            SY_BSERVER_TLS_FUNCTIONS(SY_BFUNCTION_ROW)
 #endif
-           sy_bconn_init(env, exports) && sy_btopics_init(env, exports);
+#undef SY_BFUNCTION_ROW
+    };
+    return sy_bval_functions(env, exports, fns, sizeof(fns) / sizeof(fns[0])) && sy_bstats_init(env, exports);
 }

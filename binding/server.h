@@ -74,6 +74,24 @@ typedef struct {
     char stack[SY_STACK_BYTES];
 } sy_bytes_t;
 
+/* A call's arguments as sy_bcall reads them (argv[0] the server handle). */
+#define SY_BCALL_MAX_ARGS 8
+#define SY_BCALL_MAX_BYTES 3
+typedef struct {
+    napi_value argv[SY_BCALL_MAX_ARGS];
+    sy_bserver_t *b;
+    uint64_t id;
+    unsigned flags;
+    sy_btopic_t *topic;
+    uint32_t u32;
+    bool flag;
+    int64_t ints[2];
+    size_t nbytes, nints;
+    sy_bytes_t bytes[SY_BCALL_MAX_BYTES]; /* topics and b: arguments, in order */
+} sy_bcall_t;
+/* The range of an int: argument, as sy_bcall's variable arguments want it. */
+#define SY_BRANGE(min, max) (int64_t)(min), (int64_t)(max)
+
 /* One function of binding.server*: its JS name and its callback. */
 typedef struct {
     const char *name;
@@ -109,6 +127,17 @@ bool sy_barg_bytes(napi_env env, napi_value v, const char *name, sy_bytes_t *out
 bool sy_barg_topic(napi_env env, napi_value v, sy_bytes_t *out);
 /* The topic handle (serverTopic) v of server b, or NULL with an error thrown. */
 sy_btopic_t *sy_barg_topic_handle(napi_env env, napi_value v, sy_bserver_t *b);
+/* The arguments of a call on a running server, read by fmt: after the
+ * handle, one space-separated token per argument: "id" (c->id), "topic"
+ * (the next of c->bytes), "th" (a topic handle: c->topic), "b:NAME" (bytes,
+ * NAME in errors: the next of c->bytes), "flags" (SY_SEND_*: c->flags),
+ * "u32:NAME" (c->u32), "bool:NAME" (c->flag), "int:NAME" (the next of
+ * c->ints, within the next SY_BRANGE of the variable arguments), "-"
+ * (read by the caller from c->argv). On failure nothing is held; on
+ * success the caller ends with sy_bcall_done. */
+bool sy_bcall(napi_env env, napi_callback_info info, sy_bcall_t *c, const char *fmt, ...);
+/* Frees what c's arguments hold and returns result. */
+napi_value sy_bcall_done(sy_bcall_t *c, napi_value result);
 /* obj[key] into *out. */
 bool sy_barg_get(napi_env env, napi_value obj, const char *key, napi_value *out);
 
@@ -138,13 +167,38 @@ bool sy_bopts_init(napi_env env, napi_value exports, napi_value constants);
 void sy_bevents_call_js(napi_env env, napi_value fn, void *context, void *data);
 void sy_bevents_on_batch(void *ctx, sy_batch_t *batch);
 
-bool sy_bconn_init(napi_env env, napi_value exports);
-bool sy_btopics_init(napi_env env, napi_value exports);
-/* binding.statFields, binding.constants (with options from sy_bopts_init)
- * and serverStats. */
+/* binding.statFields and binding.constants (with options from sy_bopts_init). */
 bool sy_bstats_init(napi_env env, napi_value exports);
-#ifdef SY_WITH_TLS
-bool sy_btls_init(napi_env env, napi_value exports);
-#endif
+
+/* The functions of binding.server*, once: X(JS name, C function), each
+ * defined in the part named; server.c registers them all. */
+/* clang-format off */
+#define SY_BSERVER_FUNCTIONS(X) \
+    /* server.c */ \
+    X(serverCreate, server_create) X(serverListen, server_listen) X(serverWake, server_wake) \
+    X(serverRef, server_ref) X(serverSetBus, server_set_bus) X(serverBusStats, server_bus_stats) \
+    X(serverBusCall, server_bus_call) X(serverClose, server_close) \
+    /* server_conn.c */ \
+    X(serverAdopt, server_adopt) X(serverSend, server_send) X(serverSubscribe, server_subscribe) \
+    X(serverUnsubscribe, server_unsubscribe) X(serverSubscribeSince, server_subscribe_since) \
+    X(serverAnswerSubscribe, server_answer_subscribe) X(serverAnswer, server_answer) X(serverEnd, server_end) \
+    X(serverTerminate, server_terminate) X(serverAccept, server_accept) X(serverRefuse, server_refuse) \
+    X(serverPostAnswer, server_post_answer) X(serverPost, server_post) \
+    /* server_topics.c */ \
+    X(serverPublish, server_publish) X(serverTopic, server_topic) X(serverPublishTopic, server_publish_topic) \
+    X(serverPosition, server_position) X(serverTopicHistory, server_topic_history) X(parseSince, parse_since) \
+    X(serverSubscribers, server_subscribers) X(serverTopics, server_topics) \
+    X(serverTopicApplied, server_topic_applied) X(serverTopicEvents, server_topic_events) \
+    X(serverNodeTag, server_node_tag) \
+    /* server_stats.c */ \
+    X(serverStats, server_stats)
+/* server_tls.c, SY_WITH_TLS builds only. */
+#define SY_BSERVER_TLS_FUNCTIONS(X) \
+    X(serverSetTls, server_set_tls) X(serverSetTokens, server_set_tokens)
+/* clang-format on */
+#define SY_BFUNCTION_DECL(js, c) napi_value c(napi_env env, napi_callback_info info);
+SY_BSERVER_FUNCTIONS(SY_BFUNCTION_DECL)
+SY_BSERVER_TLS_FUNCTIONS(SY_BFUNCTION_DECL)
+#undef SY_BFUNCTION_DECL
 
 #endif

@@ -12,195 +12,142 @@
 
 /* serverAdopt(handle, fd, bytes) -> bool: false when the server is not
  * running; throws ERR_SYMPHONY_ADOPT when fd is not a usable socket. */
-static napi_value server_adopt(napi_env env, napi_callback_info info) {
-    napi_value argv[3];
-    sy_bserver_t *b;
-    int64_t fd;
-    sy_bytes_t bytes;
-    if (!sy_barg_server(env, info, 3, argv, &b) || !sy_napi_get_int64(env, argv[1], "fd", 0, INT32_MAX, &fd) ||
-        !sy_barg_bytes(env, argv[2], "bytes", &bytes))
+napi_value server_adopt(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "int:fd b:bytes", SY_BRANGE(0, INT32_MAX)))
         return NULL;
-    int rc = sy_server_adopt(b->srv, (int)fd, bytes.data, bytes.len);
-    sy_free(bytes.owned);
-    if (rc == ENOTSOCK || rc == EBADF || rc == EMFILE || rc == ENFILE) {
+    int rc = sy_server_adopt(c.b->srv, (int)c.ints[0], c.bytes[0].data, c.bytes[0].len);
+    bool unusable = rc == ENOTSOCK || rc == EBADF || rc == EMFILE || rc == ENFILE;
+    if (unusable) {
         char msg[128];
         snprintf(msg, sizeof(msg), "symphony: cannot take over the socket: %s", sy_strerror(rc));
         sy_napi_throw(env, "ERR_SYMPHONY_ADOPT", msg);
-        return NULL;
     }
-    return sy_bval_result(env, rc);
+    return sy_bcall_done(&c, unusable ? NULL : sy_bval_result(env, rc));
 }
 
 /* serverSend(handle, id, data, flags) -> bool */
-static napi_value server_send(napi_env env, napi_callback_info info) {
-    napi_value argv[4];
-    sy_bserver_t *b;
-    uint64_t id;
-    unsigned flags = 0;
-    sy_bytes_t data;
-    if (!sy_barg_server(env, info, 4, argv, &b) || !sy_barg_id(env, argv[1], &id) ||
-        !sy_barg_send_flags(env, argv[3], &flags) || !sy_barg_bytes(env, argv[2], "data", &data))
+napi_value server_send(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "id b:data flags"))
         return NULL;
-    int rc = sy_server_send(b->srv, id, data.data, data.len, flags | SY_SEND_LATER);
-    sy_free(data.owned);
-    return sy_bval_result(env, rc);
+    const sy_bytes_t *d = &c.bytes[0];
+    return sy_bcall_done(&c,
+                         sy_bval_result(env, sy_server_send(c.b->srv, c.id, d->data, d->len, c.flags | SY_SEND_LATER)));
 }
 
+/* serverSubscribe / serverUnsubscribe(handle, id, topic) -> bool */
 static napi_value sub_call(napi_env env, napi_callback_info info, bool subscribe) {
-    napi_value argv[3];
-    sy_bserver_t *b;
-    uint64_t id;
-    sy_bytes_t topic;
-    if (!sy_barg_server(env, info, 3, argv, &b) || !sy_barg_id(env, argv[1], &id) ||
-        !sy_barg_topic(env, argv[2], &topic))
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "id topic"))
         return NULL;
-    int rc = subscribe ? sy_server_subscribe(b->srv, id, topic.data, topic.len)
-                       : sy_server_unsubscribe(b->srv, id, topic.data, topic.len);
-    sy_free(topic.owned);
-    return sy_bval_result(env, rc);
+    const sy_bytes_t *t = &c.bytes[0];
+    int rc = subscribe ? sy_server_subscribe(c.b->srv, c.id, t->data, t->len)
+                       : sy_server_unsubscribe(c.b->srv, c.id, t->data, t->len);
+    return sy_bcall_done(&c, sy_bval_result(env, rc));
 }
 
-/* An epoch as symphony.v1 writes it: 16 hexadecimal characters. */
-static bool get_epoch(napi_env env, napi_value v, uint64_t *out) {
+/* A position to resume from: an epoch as symphony.v1 writes it (16
+ * hexadecimal characters) and an offset. */
+static bool get_since(napi_env env, napi_value epoch, napi_value offset, uint64_t *e, uint64_t *o) {
     char buf[SY_SINCE_EPOCH_HEX + 2];
     size_t n = 0;
     napi_valuetype t;
-    if (napi_typeof(env, v, &t) != napi_ok || t != napi_string ||
-        napi_get_value_string_latin1(env, v, buf, sizeof(buf), &n) != napi_ok || !sy_since_epoch(buf, n, out)) {
+    int64_t x = 0;
+    if (napi_typeof(env, epoch, &t) != napi_ok || t != napi_string ||
+        napi_get_value_string_latin1(env, epoch, buf, sizeof(buf), &n) != napi_ok || !sy_since_epoch(buf, n, e)) {
         sy_napi_throw_type(env, "since.epoch", "a string of 16 hexadecimal characters");
         return false;
     }
+    if (!sy_napi_get_int64(env, offset, "since.offset", 0, ((int64_t)1 << 53) - 1, &x))
+        return false;
+    *o = (uint64_t)x;
     return true;
 }
 
 /* serverSubscribeSince(handle, id, topic, epoch, offset) -> bool: a
  * subscription that resumes from (epoch, offset). */
-static napi_value server_subscribe_since(napi_env env, napi_callback_info info) {
-    napi_value argv[5];
-    sy_bserver_t *b;
-    uint64_t id, epoch;
-    int64_t offset;
-    sy_bytes_t topic;
-    if (!sy_barg_server(env, info, 5, argv, &b) || !sy_barg_id(env, argv[1], &id) || !get_epoch(env, argv[3], &epoch) ||
-        !sy_napi_get_int64(env, argv[4], "since.offset", 0, ((int64_t)1 << 53) - 1, &offset) ||
-        !sy_barg_topic(env, argv[2], &topic))
+napi_value server_subscribe_since(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    uint64_t epoch, offset;
+    if (!sy_bcall(env, info, &c, "id topic - -"))
         return NULL;
-    int rc = sy_server_subscribe_since(b->srv, id, topic.data, topic.len, epoch, (uint64_t)offset);
-    sy_free(topic.owned);
-    return sy_bval_result(env, rc);
+    if (!get_since(env, c.argv[3], c.argv[4], &epoch, &offset))
+        return sy_bcall_done(&c, NULL);
+    const sy_bytes_t *t = &c.bytes[0];
+    return sy_bcall_done(
+        &c, sy_bval_result(env, sy_server_subscribe_since(c.b->srv, c.id, t->data, t->len, epoch, offset)));
 }
 
 /* serverAnswerSubscribe(handle, id, rid, topic, epoch | null, offset, extra)
  * -> bool: the owner grants a client's subscribe (sy_server.h). */
-static napi_value server_answer_subscribe(napi_env env, napi_callback_info info) {
-    napi_value argv[7];
-    sy_bserver_t *b;
-    uint64_t id, epoch = 0;
-    uint32_t rid;
-    int64_t offset = 0;
-    sy_bytes_t topic, extra;
+napi_value server_answer_subscribe(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    uint64_t epoch = 0, offset = 0;
     napi_valuetype et;
-    if (!sy_barg_server(env, info, 7, argv, &b) || !sy_barg_id(env, argv[1], &id) ||
-        !sy_napi_get_uint32(env, argv[2], "rid", &rid) ||
-        !sy_napi_ok(env, napi_typeof(env, argv[4], &et), "napi_typeof"))
+    if (!sy_bcall(env, info, &c, "id u32:rid topic - - b:extra"))
         return NULL;
+    if (!sy_napi_ok(env, napi_typeof(env, c.argv[4], &et), "napi_typeof"))
+        return sy_bcall_done(&c, NULL);
     bool resume = et != napi_null && et != napi_undefined;
-    if ((resume && (!get_epoch(env, argv[4], &epoch) ||
-                    !sy_napi_get_int64(env, argv[5], "since.offset", 0, ((int64_t)1 << 53) - 1, &offset))) ||
-        !sy_barg_topic(env, argv[3], &topic))
-        return NULL;
-    if (!sy_barg_bytes(env, argv[6], "extra", &extra)) {
-        sy_free(topic.owned);
-        return NULL;
-    }
-    int rc = sy_server_answer_subscribe(b->srv, id, rid, topic.data, topic.len, resume, epoch, (uint64_t)offset,
-                                        extra.data, extra.len);
-    sy_free(topic.owned);
-    sy_free(extra.owned);
-    if (rc == EMSGSIZE) {
+    if (resume && !get_since(env, c.argv[4], c.argv[5], &epoch, &offset))
+        return sy_bcall_done(&c, NULL);
+    const sy_bytes_t *t = &c.bytes[0], *x = &c.bytes[1];
+    int rc = sy_server_answer_subscribe(c.b->srv, c.id, c.u32, t->data, t->len, resume, epoch, offset, x->data, x->len);
+    if (rc == EMSGSIZE)
         sy_napi_throw_range(env, "extra", "at most 8192 bytes");
-        return NULL;
-    }
-    return sy_bval_result(env, rc);
+    return sy_bcall_done(&c, rc == EMSGSIZE ? NULL : sy_bval_result(env, rc));
 }
 
 /* serverAnswer(handle, id, rid, frame, binary) -> bool: the owner's answer
  * to a client's ask, a whole symphony.v2 frame (sy_server.h). */
-static napi_value server_answer(napi_env env, napi_callback_info info) {
-    napi_value argv[5];
-    sy_bserver_t *b;
-    uint64_t id;
-    uint32_t rid;
-    bool binary;
-    sy_bytes_t frame;
-    if (!sy_barg_server(env, info, 5, argv, &b) || !sy_barg_id(env, argv[1], &id) ||
-        !sy_napi_get_uint32(env, argv[2], "rid", &rid) || !sy_napi_get_bool(env, argv[4], "binary", &binary) ||
-        !sy_barg_bytes(env, argv[3], "frame", &frame))
+napi_value server_answer(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "id u32:rid b:frame bool:binary"))
         return NULL;
-    int rc = sy_server_answer(b->srv, id, rid, frame.data, frame.len, binary);
-    sy_free(frame.owned);
-    return sy_bval_result(env, rc);
+    const sy_bytes_t *f = &c.bytes[0];
+    return sy_bcall_done(&c, sy_bval_result(env, sy_server_answer(c.b->srv, c.id, c.u32, f->data, f->len, c.flag)));
 }
 
-static napi_value server_subscribe(napi_env env, napi_callback_info info) { return sub_call(env, info, true); }
-static napi_value server_unsubscribe(napi_env env, napi_callback_info info) { return sub_call(env, info, false); }
+napi_value server_subscribe(napi_env env, napi_callback_info info) { return sub_call(env, info, true); }
+napi_value server_unsubscribe(napi_env env, napi_callback_info info) { return sub_call(env, info, false); }
 
 /* serverEnd(handle, id, code, reason) -> bool. lib/server.js also checks
  * that code is one an endpoint may send (RFC 6455 7.4). */
-static napi_value server_end(napi_env env, napi_callback_info info) {
-    napi_value argv[4];
-    sy_bserver_t *b;
-    uint64_t id;
-    int64_t code;
-    sy_bytes_t reason;
-    if (!sy_barg_server(env, info, 4, argv, &b) || !sy_barg_id(env, argv[1], &id) ||
-        !sy_napi_get_int64(env, argv[2], "code", SY_CLOSE_CODE_MIN, SY_CLOSE_CODE_MAX, &code) ||
-        !sy_barg_bytes(env, argv[3], "reason", &reason))
+napi_value server_end(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "id int:code b:reason", SY_BRANGE(SY_CLOSE_CODE_MIN, SY_CLOSE_CODE_MAX)))
         return NULL;
-    if (reason.len > SY_CLOSE_REASON_MAX_LEN) {
-        sy_free(reason.owned);
+    const sy_bytes_t *r = &c.bytes[0];
+    if (r->len > SY_CLOSE_REASON_MAX_LEN) {
         char range[48];
         snprintf(range, sizeof(range), "at most %u UTF-8 bytes", (unsigned)SY_CLOSE_REASON_MAX_LEN);
         sy_napi_throw_range(env, "reason", range);
-        return NULL;
+        return sy_bcall_done(&c, NULL);
     }
-    int rc = sy_server_end(b->srv, id, (unsigned)code, reason.data, reason.len);
-    sy_free(reason.owned);
-    return sy_bval_result(env, rc);
+    return sy_bcall_done(&c, sy_bval_result(env, sy_server_end(c.b->srv, c.id, (unsigned)c.ints[0], r->data, r->len)));
 }
 
-static napi_value server_terminate(napi_env env, napi_callback_info info) {
-    napi_value argv[2];
-    sy_bserver_t *b;
-    uint64_t id;
-    if (!sy_barg_server(env, info, 2, argv, &b) || !sy_barg_id(env, argv[1], &id))
+/* serverTerminate(handle, id) -> bool */
+napi_value server_terminate(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "id"))
         return NULL;
-    return sy_bval_result(env, sy_server_terminate(b->srv, id));
+    return sy_bval_result(env, sy_server_terminate(c.b->srv, c.id));
 }
 
 /* serverAccept(handle, id, protocol, headers, topics[], compress) -> bool */
-static napi_value server_accept(napi_env env, napi_callback_info info) {
-    napi_value argv[6];
-    sy_bserver_t *b;
-    uint64_t id;
+napi_value server_accept(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
     uint32_t ntopics = 0;
-    bool is_array = false, compress = true;
-    if (!sy_barg_server(env, info, 6, argv, &b) || !sy_barg_id(env, argv[1], &id) ||
-        !sy_napi_get_bool(env, argv[5], "compress", &compress) ||
-        !sy_napi_ok(env, napi_is_array(env, argv[4], &is_array), "napi_is_array"))
+    bool is_array = false;
+    if (!sy_bcall(env, info, &c, "id b:protocol b:headers - bool:compress"))
         return NULL;
-    if (!is_array) {
+    if (!sy_napi_ok(env, napi_is_array(env, c.argv[4], &is_array), "napi_is_array"))
+        return sy_bcall_done(&c, NULL);
+    if (!is_array || !sy_napi_ok(env, napi_get_array_length(env, c.argv[4], &ntopics), "napi_get_array_length")) {
         sy_napi_throw_type(env, "topics", "an array of strings");
-        return NULL;
-    }
-    if (!sy_napi_ok(env, napi_get_array_length(env, argv[4], &ntopics), "napi_get_array_length"))
-        return NULL;
-    sy_bytes_t proto, headers;
-    if (!sy_barg_bytes(env, argv[2], "protocol", &proto))
-        return NULL;
-    if (!sy_barg_bytes(env, argv[3], "headers", &headers)) {
-        sy_free(proto.owned);
-        return NULL;
+        return sy_bcall_done(&c, NULL);
     }
     char **names = ntopics ? sy_calloc(ntopics, sizeof(*names)) : NULL;
     size_t *lens = ntopics ? sy_calloc(ntopics, sizeof(*lens)) : NULL;
@@ -210,7 +157,7 @@ static napi_value server_accept(napi_env env, napi_callback_info info) {
     for (uint32_t i = 0; ok && i < ntopics; i++) {
         napi_value t;
         sy_bytes_t tb;
-        ok = sy_napi_ok(env, napi_get_element(env, argv[4], i, &t), "napi_get_element") && sy_barg_topic(env, t, &tb);
+        ok = sy_napi_ok(env, napi_get_element(env, c.argv[4], i, &t), "napi_get_element") && sy_barg_topic(env, t, &tb);
         if (ok) {
             names[i] = tb.owned ? tb.owned : sy_memdup(tb.data, tb.len);
             lens[i] = tb.len;
@@ -220,89 +167,42 @@ static napi_value server_accept(napi_env env, napi_callback_info info) {
             }
         }
     }
-    int rc = 0;
-    if (ok)
-        rc = sy_server_accept(b->srv, id, proto.data, proto.len, headers.data, headers.len, (const char *const *)names,
-                              lens, ntopics, compress);
+    const sy_bytes_t *p = &c.bytes[0], *h = &c.bytes[1];
+    int rc = ok ? sy_server_accept(c.b->srv, c.id, p->data, p->len, h->data, h->len, (const char *const *)names, lens,
+                                   ntopics, c.flag)
+                : 0;
     for (uint32_t i = 0; names != NULL && i < ntopics; i++)
         sy_free(names[i]);
     sy_free(names);
     sy_free(lens);
-    sy_free(proto.owned);
-    sy_free(headers.owned);
-    if (!ok)
-        return NULL;
-    return sy_bval_result(env, rc);
+    sy_bcall_done(&c, NULL);
+    return ok ? sy_bval_result(env, rc) : NULL;
 }
 
 /* serverRefuse(handle, id, status, headers) -> bool */
-static napi_value server_refuse(napi_env env, napi_callback_info info) {
-    napi_value argv[4];
-    sy_bserver_t *b;
-    uint64_t id;
-    int64_t status;
-    sy_bytes_t headers;
-    if (!sy_barg_server(env, info, 4, argv, &b) || !sy_barg_id(env, argv[1], &id) ||
-        !sy_napi_get_int64(env, argv[2], "status", SY_REFUSE_STATUS_MIN, SY_REFUSE_STATUS_MAX, &status) ||
-        !sy_barg_bytes(env, argv[3], "headers", &headers))
+napi_value server_refuse(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "id int:status b:headers", SY_BRANGE(SY_REFUSE_STATUS_MIN, SY_REFUSE_STATUS_MAX)))
         return NULL;
-    int rc = sy_server_refuse(b->srv, id, (int)status, headers.data, headers.len);
-    sy_free(headers.owned);
-    return sy_bval_result(env, rc);
+    const sy_bytes_t *h = &c.bytes[0];
+    return sy_bcall_done(&c, sy_bval_result(env, sy_server_refuse(c.b->srv, c.id, (int)c.ints[0], h->data, h->len)));
 }
 
 /* serverPostAnswer(handle, id, status) -> bool: a forwarded POST's answer (202, 404, 503). */
-static napi_value server_post_answer(napi_env env, napi_callback_info info) {
-    napi_value argv[3];
-    sy_bserver_t *b;
-    uint64_t id;
-    int64_t status;
-    if (!sy_barg_server(env, info, 3, argv, &b) || !sy_barg_id(env, argv[1], &id) ||
-        !sy_napi_get_int64(env, argv[2], "status", 200, 599, &status))
+napi_value server_post_answer(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "id int:status", SY_BRANGE(200, 599)))
         return NULL;
-    return sy_bval_result(env, sy_server_post_answer(b->srv, id, (int)status));
+    return sy_bval_result(env, sy_server_post_answer(c.b->srv, c.id, (int)c.ints[0]));
 }
 
 /* serverPost(handle, name, data, binary) -> bool: a POST forwarded from another node;
  * false when name is no stream of this node, or the server is not running. */
-static napi_value server_post(napi_env env, napi_callback_info info) {
-    napi_value argv[4];
-    sy_bserver_t *b;
-    sy_bytes_t name, data;
-    bool binary = false;
-    if (!sy_barg_server(env, info, 4, argv, &b) || !sy_barg_bytes(env, argv[1], "name", &name))
+napi_value server_post(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "b:name b:data bool:binary"))
         return NULL;
-    if (!sy_barg_bytes(env, argv[2], "data", &data)) {
-        sy_free(name.owned);
-        return NULL;
-    }
-    if (napi_get_value_bool(env, argv[3], &binary) != napi_ok) {
-        sy_free(name.owned);
-        sy_free(data.owned);
-        sy_napi_throw(env, "ERR_INVALID_ARG_TYPE", "binary must be a boolean");
-        return NULL;
-    }
-    int rc = sy_server_post(b->srv, (const char *)name.data, name.len, data.data, data.len, binary);
-    sy_free(name.owned);
-    sy_free(data.owned);
-    return sy_bval_result(env, rc == ENOENT ? ENOTCONN : rc);
-}
-
-bool sy_bconn_init(napi_env env, napi_value exports) {
-    static const sy_bfunction_t fns[] = {
-        {"serverAdopt", server_adopt},
-        {"serverSend", server_send},
-        {"serverSubscribe", server_subscribe},
-        {"serverUnsubscribe", server_unsubscribe},
-        {"serverSubscribeSince", server_subscribe_since},
-        {"serverAnswerSubscribe", server_answer_subscribe},
-        {"serverAnswer", server_answer},
-        {"serverEnd", server_end},
-        {"serverTerminate", server_terminate},
-        {"serverAccept", server_accept},
-        {"serverRefuse", server_refuse},
-        {"serverPostAnswer", server_post_answer},
-        {"serverPost", server_post},
-    };
-    return sy_bval_functions(env, exports, fns, sizeof(fns) / sizeof(fns[0]));
+    const sy_bytes_t *n = &c.bytes[0], *d = &c.bytes[1];
+    int rc = sy_server_post(c.b->srv, n->data, n->len, d->data, d->len, c.flag);
+    return sy_bcall_done(&c, sy_bval_result(env, rc == ENOENT ? ENOTCONN : rc));
 }

@@ -229,21 +229,20 @@ static bool row_default(napi_env env, const opt_row_t *r, napi_value *out) {
     return sy_napi_ok(env, napi_create_double(env, (double)r->def, out), "napi_create_double");
 }
 
-/* One row as { name, path, kind, default, min, max (uint), values (enum), help }, frozen. */
-static bool schema_row(napi_env env, const opt_row_t *r, napi_value *out) {
+/* One row as { name, path, kind, default, min, max (uint), values (enum), help }. */
+static bool schema_row(napi_env env, const void *ctx, size_t i, napi_value obj) {
+    (void)ctx;
+    const opt_row_t *r = &OPTS[i];
     napi_value def, values;
-    if (!sy_napi_ok(env, napi_create_object(env, out), "napi_create_object") ||
-        !sy_napi_set_string(env, *out, "name", r->name) || !sy_napi_set_string(env, *out, "path", r->path) ||
-        !sy_napi_set_string(env, *out, "kind", KIND_NAMES[r->kind]) || !row_default(env, r, &def) ||
-        !sy_napi_set_value(env, *out, "default", def) || !sy_napi_set_string(env, *out, "help", r->help))
+    if (!sy_napi_set_string(env, obj, "name", r->name) || !sy_napi_set_string(env, obj, "path", r->path) ||
+        !sy_napi_set_string(env, obj, "kind", KIND_NAMES[r->kind]) || !row_default(env, r, &def) ||
+        !sy_napi_set_value(env, obj, "default", def) || !sy_napi_set_string(env, obj, "help", r->help))
         return false;
-    if (r->kind == SY_OPT_UINT && (!sy_napi_set_double(env, *out, "min", (double)r->min) ||
-                                   !sy_napi_set_double(env, *out, "max", (double)r->max)))
+    if (r->kind == SY_OPT_UINT &&
+        (!sy_napi_set_double(env, obj, "min", (double)r->min) || !sy_napi_set_double(env, obj, "max", (double)r->max)))
         return false;
-    if (r->kind == SY_OPT_ENUM &&
-        (!enum_values(env, r->values, &values) || !sy_napi_set_value(env, *out, "values", values)))
-        return false;
-    return sy_napi_ok(env, napi_object_freeze(env, *out), "napi_object_freeze");
+    return r->kind != SY_OPT_ENUM ||
+           (enum_values(env, r->values, &values) && sy_napi_set_value(env, obj, "values", values));
 }
 
 /* constants.options: { name: { min, max } } of the integer options lib/
@@ -267,15 +266,5 @@ static bool export_ranges(napi_env env, napi_value constants) {
 }
 
 bool sy_bopts_init(napi_env env, napi_value exports, napi_value constants) {
-    napi_value arr;
-    if (!sy_napi_ok(env, napi_create_array_with_length(env, OPT_COUNT, &arr), "napi_create_array_with_length"))
-        return false;
-    for (size_t i = 0; i < OPT_COUNT; i++) {
-        napi_value row;
-        if (!schema_row(env, &OPTS[i], &row) ||
-            !sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)i, row), "napi_set_element"))
-            return false;
-    }
-    return sy_napi_ok(env, napi_object_freeze(env, arr), "napi_object_freeze") &&
-           sy_napi_set_value(env, exports, "optionSchema", arr) && export_ranges(env, constants);
+    return sy_napi_set_rows(env, exports, "optionSchema", OPT_COUNT, schema_row, NULL) && export_ranges(env, constants);
 }

@@ -37,11 +37,11 @@ static bool thread_stats_object(napi_env env, sy_stats_t *t, napi_value *out) {
 }
 
 /* serverStats(handle) -> { total fields..., topics, threads: [...] } */
-static napi_value server_stats(napi_env env, napi_callback_info info) {
-    napi_value argv[1];
-    sy_bserver_t *b;
-    if (!sy_barg_server(env, info, 1, argv, &b))
+napi_value server_stats(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, ""))
         return NULL;
+    sy_bserver_t *b = c.b;
     unsigned n = sy_server_threads(b->srv);
     napi_value arr, total;
     sy_stats_t sum = {0};
@@ -74,25 +74,14 @@ static napi_value server_stats(napi_env env, napi_callback_info info) {
 
 /* binding.statFields: [{ name, aggregate: 'sum'|'max', metric, type, scale,
  * help }] in the list's order, frozen. */
-static bool export_stat_fields(napi_env env, napi_value exports) {
-    napi_value arr;
-    if (!sy_napi_ok(env, napi_create_array_with_length(env, STAT_COUNT, &arr), "napi_create_array_with_length"))
-        return false;
-    for (size_t i = 0; i < STAT_COUNT; i++) {
-        napi_value o;
-        if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") ||
-            !sy_napi_set_string(env, o, "name", STAT_FIELDS[i].name) ||
-            !sy_napi_set_string(env, o, "aggregate", STAT_FIELDS[i].max ? "max" : "sum") ||
-            !sy_napi_set_string(env, o, "metric", STAT_FIELDS[i].metric) ||
-            !sy_napi_set_string(env, o, "type", STAT_FIELDS[i].type) ||
-            !sy_napi_set_double(env, o, "scale", STAT_FIELDS[i].scale) ||
-            !sy_napi_set_string(env, o, "help", STAT_FIELDS[i].help) ||
-            !sy_napi_ok(env, napi_object_freeze(env, o), "napi_object_freeze") ||
-            !sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)i, o), "napi_set_element"))
-            return false;
-    }
-    return sy_napi_ok(env, napi_object_freeze(env, arr), "napi_object_freeze") &&
-           sy_napi_set_value(env, exports, "statFields", arr);
+static bool stat_field_row(napi_env env, const void *ctx, size_t i, napi_value o) {
+    (void)ctx;
+    return sy_napi_set_string(env, o, "name", STAT_FIELDS[i].name) &&
+           sy_napi_set_string(env, o, "aggregate", STAT_FIELDS[i].max ? "max" : "sum") &&
+           sy_napi_set_string(env, o, "metric", STAT_FIELDS[i].metric) &&
+           sy_napi_set_string(env, o, "type", STAT_FIELDS[i].type) &&
+           sy_napi_set_double(env, o, "scale", STAT_FIELDS[i].scale) &&
+           sy_napi_set_string(env, o, "help", STAT_FIELDS[i].help);
 }
 
 /* The scalar members of binding.constants, by their JS names (the C name
@@ -134,6 +123,6 @@ static bool export_constants(napi_env env, napi_value exports) {
 }
 
 bool sy_bstats_init(napi_env env, napi_value exports) {
-    return export_stat_fields(env, exports) && export_constants(env, exports) &&
-           sy_napi_set_function(env, exports, "serverStats", server_stats, NULL);
+    return sy_napi_set_rows(env, exports, "statFields", STAT_COUNT, stat_field_row, NULL) &&
+           export_constants(env, exports) && sy_napi_set_function(env, exports, "serverStats", server_stats, NULL);
 }

@@ -39,7 +39,7 @@ static bool cert_in_get(napi_env env, napi_value obj, cert_in_t *c) {
  * ca: PEM or null. The PEM bytes are read during the call only. Before
  * listen: the server speaks TLS; after: a reload for new handshakes. On any
  * error the server keeps the certificates it had. */
-static napi_value server_set_tls(napi_env env, napi_callback_info info) {
+napi_value server_set_tls(napi_env env, napi_callback_info info) {
     napi_value argv[3];
     sy_bserver_t *b;
     uint32_t n = 0;
@@ -147,7 +147,7 @@ static bool token_key(napi_env env, napi_value e, uint32_t i, sy_jwt_keys_t *key
  * undefined: what the IO threads check clients' tokens with from now on
  * (keys: lib/tokens.js's tuples; an empty array: tokens are not checked).
  * On any error the server keeps the keys it had. */
-static napi_value server_set_tokens(napi_env env, napi_callback_info info) {
+napi_value server_set_tokens(napi_env env, napi_callback_info info) {
     napi_value argv[5];
     sy_bserver_t *b;
     uint32_t n = 0, leeway = 0;
@@ -205,11 +205,4 @@ done:
     return result;
 }
 
-bool sy_btls_init(napi_env env, napi_value exports) {
-    static const sy_bfunction_t fns[] = {
-        {"serverSetTls", server_set_tls},
-        {"serverSetTokens", server_set_tokens},
-    };
-    return sy_bval_functions(env, exports, fns, sizeof(fns) / sizeof(fns[0]));
-}
 #endif

@@ -9,28 +9,24 @@
 #include "proto/sy_since.h"
 #include "sy_napi.h"
 
-/* serverPublish(handle, topic, data, flags) -> subscribers */
-static napi_value server_publish(napi_env env, napi_callback_info info) {
-    napi_value argv[4];
-    sy_bserver_t *b;
-    unsigned flags = 0;
-    sy_bytes_t topic, data;
-    if (!sy_barg_server(env, info, 4, argv, &b) || !sy_barg_send_flags(env, argv[3], &flags) ||
-        !sy_barg_topic(env, argv[1], &topic))
-        return NULL;
-    if (!sy_barg_bytes(env, argv[2], "data", &data)) {
-        sy_free(topic.owned);
-        return NULL;
-    }
-    size_t n = 0;
-    int rc = sy_server_publish(b->srv, topic.data, topic.len, data.data, data.len, flags | SY_SEND_LATER, &n);
-    sy_free(topic.owned);
-    sy_free(data.owned);
+/* The subscribers a publish reached, or the out-of-memory error. */
+static napi_value published(napi_env env, int rc, size_t n) {
     if (rc != 0) {
         sy_napi_throw_oom(env, NULL);
         return NULL;
     }
     return sy_bval_int(env, (int64_t)n);
+}
+
+/* serverPublish(handle, topic, data, flags) -> subscribers */
+napi_value server_publish(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    size_t n = 0;
+    if (!sy_bcall(env, info, &c, "topic b:data flags"))
+        return NULL;
+    const sy_bytes_t *t = &c.bytes[0], *d = &c.bytes[1];
+    int rc = sy_server_publish(c.b->srv, t->data, t->len, d->data, d->len, c.flags | SY_SEND_LATER, &n);
+    return sy_bcall_done(&c, published(env, rc, n));
 }
 
 static void topic_finalize(napi_env env, void *data, void *hint) {
@@ -46,15 +42,14 @@ static void topic_finalize(napi_env env, void *data, void *hint) {
 }
 
 /* serverTopic(handle, topic) -> topic handle */
-static napi_value server_topic(napi_env env, napi_callback_info info) {
-    napi_value argv[2];
-    sy_bserver_t *b;
-    sy_bytes_t topic;
-    if (!sy_barg_server(env, info, 2, argv, &b) || !sy_barg_topic(env, argv[1], &topic))
+napi_value server_topic(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "topic"))
         return NULL;
+    sy_bserver_t *b = c.b;
     sy_btopic_t *h = sy_malloc(sizeof(*h));
-    sy_topic_t *t = h != NULL ? sy_server_topic(b->srv, topic.data, topic.len) : NULL;
-    sy_free(topic.owned);
+    sy_topic_t *t = h != NULL ? sy_server_topic(b->srv, c.bytes[0].data, c.bytes[0].len) : NULL;
+    sy_bcall_done(&c, NULL);
     if (t == NULL) {
         sy_free(h);
         sy_napi_throw_oom(env, NULL);
@@ -73,25 +68,14 @@ static napi_value server_topic(napi_env env, napi_callback_info info) {
 }
 
 /* serverPublishTopic(handle, topic handle, data, flags) -> subscribers */
-static napi_value server_publish_topic(napi_env env, napi_callback_info info) {
-    napi_value argv[4];
-    sy_bserver_t *b;
-    unsigned flags = 0;
-    sy_bytes_t data;
-    sy_btopic_t *h;
-    if (!sy_barg_server(env, info, 4, argv, &b) || !sy_barg_send_flags(env, argv[3], &flags) ||
-        (h = sy_barg_topic_handle(env, argv[1], b)) == NULL)
-        return NULL;
-    if (!sy_barg_bytes(env, argv[2], "data", &data))
-        return NULL;
+napi_value server_publish_topic(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
     size_t n = 0;
-    int rc = sy_server_publish_topic(b->srv, h->t, data.data, data.len, flags | SY_SEND_LATER, &n);
-    sy_free(data.owned);
-    if (rc != 0) {
-        sy_napi_throw_oom(env, NULL);
+    if (!sy_bcall(env, info, &c, "th b:data flags"))
         return NULL;
-    }
-    return sy_bval_int(env, (int64_t)n);
+    const sy_bytes_t *d = &c.bytes[0];
+    int rc = sy_server_publish_topic(c.b->srv, c.topic->t, d->data, d->len, c.flags | SY_SEND_LATER, &n);
+    return sy_bcall_done(&c, published(env, rc, n));
 }
 
 /* The epoch as its 16 hexadecimal characters. */
@@ -105,21 +89,17 @@ static napi_value epoch_string(napi_env env, uint64_t e) {
 }
 
 /* serverPosition(handle, topic) -> { epoch, offset, first, kept } or null */
-static napi_value server_position(napi_env env, napi_callback_info info) {
-    napi_value argv[2];
-    sy_bserver_t *b;
-    sy_bytes_t topic;
-    if (!sy_barg_server(env, info, 2, argv, &b) || !sy_barg_topic(env, argv[1], &topic))
-        return NULL;
+napi_value server_position(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
     uint64_t epoch = 0, last = 0, first = 0;
     size_t kept = 0;
-    bool ok = sy_server_position(b->srv, topic.data, topic.len, &epoch, &last, &first, &kept);
-    sy_free(topic.owned);
+    if (!sy_bcall(env, info, &c, "topic"))
+        return NULL;
+    bool ok = sy_server_position(c.b->srv, c.bytes[0].data, c.bytes[0].len, &epoch, &last, &first, &kept);
+    sy_bcall_done(&c, NULL);
     napi_value o, e;
-    if (!ok) {
-        napi_get_null(env, &o);
-        return o;
-    }
+    if (!ok)
+        return sy_napi_ok(env, napi_get_null(env, &o), "napi_get_null") ? o : NULL;
     if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") || (e = epoch_string(env, epoch)) == NULL ||
         !sy_napi_set_value(env, o, "epoch", e) || !sy_bval_set_u64(env, o, "offset", last) ||
         !sy_bval_set_u64(env, o, "first", first) || !sy_bval_set_u64(env, o, "kept", kept))
@@ -128,112 +108,84 @@ static napi_value server_position(napi_env env, napi_callback_info info) {
 }
 
 /* serverTopicHistory(handle, topic handle, size, ttl) */
-static napi_value server_topic_history(napi_env env, napi_callback_info info) {
-    napi_value argv[4];
-    sy_bserver_t *b;
-    sy_btopic_t *h;
+napi_value server_topic_history(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
     int64_t size, ttl;
-    if (!sy_barg_server(env, info, 4, argv, &b) || (h = sy_barg_topic_handle(env, argv[1], b)) == NULL ||
-        !sy_bopts_int(env, argv[2], "historySize", "historySize", &size) ||
-        !sy_bopts_int(env, argv[3], "historyTtl", "historyTtl", &ttl))
+    if (!sy_bcall(env, info, &c, "th - -") || !sy_bopts_int(env, c.argv[2], "historySize", "historySize", &size) ||
+        !sy_bopts_int(env, c.argv[3], "historyTtl", "historyTtl", &ttl))
         return NULL;
-    if (sy_server_topic_history(b->srv, h->t, (uint32_t)size, (uint32_t)ttl) != 0) {
+    if (sy_server_topic_history(c.b->srv, c.topic->t, (uint32_t)size, (uint32_t)ttl) != 0) {
         sy_napi_throw_oom(env, NULL);
         return NULL;
     }
     napi_value u;
-    napi_get_undefined(env, &u);
-    return u;
+    return sy_napi_ok(env, napi_get_undefined(env, &u), "napi_get_undefined") ? u : NULL;
 }
 
-/* serverSubscribers(handle, topic) -> this node's subscribers of topic */
-static napi_value server_subscribers(napi_env env, napi_callback_info info) {
-    napi_value argv[2];
-    sy_bserver_t *b;
-    sy_bytes_t topic;
-    if (!sy_barg_server(env, info, 2, argv, &b) || !sy_barg_topic(env, argv[1], &topic))
+/* serverSubscribers(handle, topic) -> this node's subscribers of topic;
+ * serverTopicApplied(handle, topic) -> its applied subscriptions of topic
+ * (the count SY_EV_TOPIC follows). */
+static napi_value count_call(napi_env env, napi_callback_info info, bool applied) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "topic"))
         return NULL;
-    unsigned n = sy_server_subscribers(b->srv, topic.data, topic.len);
-    sy_free(topic.owned);
-    return sy_bval_int(env, (int64_t)n);
+    const sy_bytes_t *t = &c.bytes[0];
+    unsigned n =
+        applied ? sy_server_topic_applied(c.b->srv, t->data, t->len) : sy_server_subscribers(c.b->srv, t->data, t->len);
+    return sy_bcall_done(&c, sy_bval_int(env, (int64_t)n));
 }
 
-/* serverTopicApplied(handle, topic) -> this node's applied subscriptions of
- * topic (the count SY_EV_TOPIC follows) */
-static napi_value server_topic_applied(napi_env env, napi_callback_info info) {
-    napi_value argv[2];
-    sy_bserver_t *b;
-    sy_bytes_t topic;
-    if (!sy_barg_server(env, info, 2, argv, &b) || !sy_barg_topic(env, argv[1], &topic))
+napi_value server_subscribers(napi_env env, napi_callback_info info) { return count_call(env, info, false); }
+napi_value server_topic_applied(napi_env env, napi_callback_info info) { return count_call(env, info, true); }
+
+/* The topics of the server: [name, subscribers, ...], or with applied
+ * only those that have applied subscriptions, [name, ...]. */
+static napi_value topic_list(napi_env env, sy_bserver_t *b, bool applied) {
+    sy_topic_count_t *list;
+    size_t n;
+    if (sy_server_topic_list(b->srv, &list, &n) != 0) {
+        sy_napi_throw_oom(env, NULL);
         return NULL;
-    unsigned n = sy_server_topic_applied(b->srv, topic.data, topic.len);
-    sy_free(topic.owned);
-    return sy_bval_int(env, (int64_t)n);
+    }
+    napi_value arr = NULL;
+    bool ok = sy_napi_ok(env, napi_create_array(env, &arr), "napi_create_array");
+    uint32_t k = 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        napi_value name, count;
+        if (applied && list[i].applied == 0)
+            continue;
+        ok = sy_napi_ok(env, napi_create_string_utf8(env, list[i].name, list[i].len, &name),
+                        "napi_create_string_utf8") &&
+             sy_napi_ok(env, napi_set_element(env, arr, k++, name), "napi_set_element") &&
+             (applied || ((count = sy_bval_int(env, (int64_t)list[i].subscribers)) != NULL &&
+                          sy_napi_ok(env, napi_set_element(env, arr, k++, count), "napi_set_element")));
+    }
+    sy_free(list);
+    return ok ? arr : NULL;
 }
 
 /* serverTopicEvents(handle, on) -> with on, the topics that have applied
  * subscriptions now (after the switch: an edge after it is an event) */
-static napi_value server_topic_events(napi_env env, napi_callback_info info) {
-    napi_value argv[2];
-    sy_bserver_t *b;
-    bool on;
-    if (!sy_barg_server(env, info, 2, argv, &b) || !sy_napi_get_bool(env, argv[1], "on", &on))
+napi_value server_topic_events(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    napi_value arr;
+    if (!sy_bcall(env, info, &c, "bool:on"))
         return NULL;
-    sy_server_topic_events(b->srv, on);
-    napi_value arr = NULL;
-    if (!sy_napi_ok(env, napi_create_array(env, &arr), "napi_create_array"))
-        return NULL;
-    if (!on)
-        return arr;
-    sy_topic_count_t *list;
-    size_t n;
-    if (sy_server_topic_list(b->srv, &list, &n) != 0) {
-        sy_napi_throw_oom(env, NULL);
-        return NULL;
-    }
-    bool ok = true;
-    uint32_t k = 0;
-    for (size_t i = 0; ok && i < n; i++) {
-        napi_value name;
-        if (list[i].applied == 0)
-            continue;
-        ok = sy_napi_ok(env, napi_create_string_utf8(env, list[i].name, list[i].len, &name),
-                        "napi_create_string_utf8") &&
-             sy_napi_ok(env, napi_set_element(env, arr, k++, name), "napi_set_element");
-    }
-    sy_free(list);
-    return ok ? arr : NULL;
+    sy_server_topic_events(c.b->srv, c.flag);
+    if (!c.flag)
+        return sy_napi_ok(env, napi_create_array(env, &arr), "napi_create_array") ? arr : NULL;
+    return topic_list(env, c.b, true);
 }
 
 /* serverTopics(handle) -> [name, subscribers, name, subscribers, ...] */
-static napi_value server_topics(napi_env env, napi_callback_info info) {
-    napi_value argv[1];
-    sy_bserver_t *b;
-    if (!sy_barg_server(env, info, 1, argv, &b))
-        return NULL;
-    sy_topic_count_t *list;
-    size_t n;
-    if (sy_server_topic_list(b->srv, &list, &n) != 0) {
-        sy_napi_throw_oom(env, NULL);
-        return NULL;
-    }
-    napi_value arr = NULL;
-    bool ok = sy_napi_ok(env, napi_create_array_with_length(env, 2 * n, &arr), "napi_create_array_with_length");
-    for (size_t i = 0; ok && i < n; i++) {
-        napi_value name, count;
-        ok = sy_napi_ok(env, napi_create_string_utf8(env, list[i].name, list[i].len, &name),
-                        "napi_create_string_utf8") &&
-             (count = sy_bval_int(env, (int64_t)list[i].subscribers)) != NULL &&
-             sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)(2 * i), name), "napi_set_element") &&
-             sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)(2 * i + 1), count), "napi_set_element");
-    }
-    sy_free(list);
-    return ok ? arr : NULL;
+napi_value server_topics(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    return sy_bcall(env, info, &c, "") ? topic_list(env, c.b, false) : NULL;
 }
 
 /* parseSince(url) -> [{ topic, epoch, offset }] (proto/sy_since.h), or a
  * string: why the positions are malformed. */
-static napi_value parse_since(napi_env env, napi_callback_info info) {
+napi_value parse_since(napi_env env, napi_callback_info info) {
     napi_value argv[1];
     size_t argc = 1;
     sy_bytes_t url;
@@ -273,29 +225,12 @@ static napi_value parse_since(napi_env env, napi_callback_info info) {
 }
 
 /* serverNodeTag(handle) -> string: how this node's streams' names begin. */
-static napi_value server_node_tag(napi_env env, napi_callback_info info) {
-    napi_value argv[1], out;
-    sy_bserver_t *b;
-    if (!sy_barg_server(env, info, 1, argv, &b))
-        return NULL;
+napi_value server_node_tag(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    napi_value out;
     char tag[17];
-    sy_server_node_tag(b->srv, tag);
-    return napi_create_string_utf8(env, tag, 16, &out) == napi_ok ? out : NULL;
-}
-
-bool sy_btopics_init(napi_env env, napi_value exports) {
-    static const sy_bfunction_t fns[] = {
-        {"serverPublish", server_publish},
-        {"serverTopic", server_topic},
-        {"serverPublishTopic", server_publish_topic},
-        {"serverPosition", server_position},
-        {"serverTopicHistory", server_topic_history},
-        {"parseSince", parse_since},
-        {"serverSubscribers", server_subscribers},
-        {"serverTopics", server_topics},
-        {"serverTopicApplied", server_topic_applied},
-        {"serverTopicEvents", server_topic_events},
-        {"serverNodeTag", server_node_tag},
-    };
-    return sy_bval_functions(env, exports, fns, sizeof(fns) / sizeof(fns[0]));
+    if (!sy_bcall(env, info, &c, ""))
+        return NULL;
+    sy_server_node_tag(c.b->srv, tag);
+    return sy_napi_ok(env, napi_create_string_utf8(env, tag, 16, &out), "napi_create_string_utf8") ? out : NULL;
 }
