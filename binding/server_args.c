@@ -196,7 +196,10 @@ static bool bcall_arg(napi_env env, sy_bcall_t *c, const char *kind, const char 
         c->nbytes++;
         return true;
     }
-    return strcmp(kind, "-") == 0;
+    if (strcmp(kind, "-") == 0)
+        return true;
+    sy_napi_throw(env, "ERR_SYMPHONY_NAPI", "symphony: sy_bcall: a format the binding does not know");
+    return false;
 }
 
 bool sy_bcall(napi_env env, napi_callback_info info, sy_bcall_t *c, const char *fmt, ...) {

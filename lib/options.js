@@ -19,7 +19,6 @@ const { tokensOption } = require('./tokens');
 // The rows lib/ names by a path of the user's options ("" rows it derives:
 // upgradeHandler from onUpgrade, tellTokenSubscribes, proxyProtocol).
 const SCHEMA = binding.optionSchema.filter((r) => r.path !== '');
-const ROWS = Object.freeze(Object.fromEntries(SCHEMA.map((r) => [r.path, r])));
 
 // Options given as an object of parts (rows "group.part"): what false, true
 // and null mean, and how their errors read.
@@ -260,4 +259,4 @@ function tlsArgs(tls, name) {
   return [certs, pem(tls.ca, `${name}.ca`, true)];
 }
 
-module.exports = { DEFAULTS, ROWS, normalizeOptions, nativeOptions, topicHistoryOption, tlsArgs, tlsSummary, isBytes };
+module.exports = { DEFAULTS, normalizeOptions, nativeOptions, topicHistoryOption, tlsArgs, tlsSummary, isBytes };
