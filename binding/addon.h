@@ -30,7 +30,7 @@ typedef struct sy_addon {
 /* exports.allocator: the allocator's API (binding/allocator.c). */
 bool sy_binding_allocator_init(napi_env env, napi_value exports);
 /* exports.server*, exports.statFields and exports.constants: the fan-out
- * server (binding/server.c). */
+ * server (binding/server*.c, parts listed in binding/server.h). */
 bool sy_binding_server_init(napi_env env, napi_value exports);
 
 struct sy_server;

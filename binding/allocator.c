@@ -37,14 +37,17 @@ static bool alloc_ok(napi_env env, int rc, const char *what) {
     return false;
 }
 
+/* rc checked as alloc_ok does, then a new object into *obj. */
+static bool alloc_object(napi_env env, int rc, const char *what, napi_value *obj) {
+    return alloc_ok(env, rc, what) && sy_napi_ok(env, napi_create_object(env, obj), "napi_create_object");
+}
+
 static napi_value stats(napi_env env, napi_callback_info info) {
     (void)info;
     sy_alloc_stats_t s;
     napi_value obj;
-    if (!alloc_ok(env, sy_alloc_stats(&s), "stats") ||
-        !sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object"))
-        return NULL;
-    if (!sy_napi_set_stat(env, obj, "allocated", s.allocated) || !sy_napi_set_stat(env, obj, "active", s.active) ||
+    if (!alloc_object(env, sy_alloc_stats(&s), "stats", &obj) ||
+        !sy_napi_set_stat(env, obj, "allocated", s.allocated) || !sy_napi_set_stat(env, obj, "active", s.active) ||
         !sy_napi_set_stat(env, obj, "resident", s.resident) || !sy_napi_set_stat(env, obj, "mapped", s.mapped) ||
         !sy_napi_set_stat(env, obj, "retained", s.retained) || !sy_napi_set_stat(env, obj, "metadata", s.metadata) ||
         !sy_napi_set_stat(env, obj, "cached", s.cached))
@@ -142,7 +145,7 @@ static napi_value config(napi_env env, napi_callback_info info) {
     if (rc == ENOTSUP)
         return make_null(env);
     napi_value obj;
-    if (!alloc_ok(env, rc, "config") || !sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object"))
+    if (!alloc_object(env, rc, "config", &obj))
         return NULL;
     if (!sy_napi_set_int64(env, obj, "pageSize", (int64_t)c.page_size) ||
         !sy_napi_set_int64(env, obj, "narenas", (int64_t)c.narenas) ||
@@ -171,14 +174,40 @@ static bool tls_ready(napi_env env) {
 }
 #endif
 
+/* A library's memory must come through sy_alloc: an object it makes (by
+ * make, freed by drop) is owned by our jemalloc, or (system build) counted
+ * by sy_alloc. Sets obj.<lib>Routed and obj.<lib>IsJemalloc. */
+static bool routed_probe(napi_env env, napi_value obj, void *(*make)(void), void (*drop)(void *), const char *lib) {
+    sy_alloc_stats_t s0, s1;
+    bool counted = sy_alloc_stats(&s0) == 0;
+    void *p = make();
+    if (p == NULL) {
+        char what[32];
+        snprintf(what, sizeof(what), "%s probe", strcmp(lib, "redis") == 0 ? "hiredis" : lib);
+        sy_napi_throw_oom(env, what);
+        return false;
+    }
+    counted = counted && sy_alloc_stats(&s1) == 0 && s1.allocated > s0.allocated;
+    unsigned arena = 0;
+    bool owned = sy_alloc_owner(p, &arena) == 0;
+    drop(p);
+#ifdef SY_USE_JEMALLOC
+    bool routed = owned;
+#else
+    bool routed = counted;
+#endif
+    char routed_key[32], owned_key[32];
+    snprintf(routed_key, sizeof(routed_key), "%sRouted", lib);
+    snprintf(owned_key, sizeof(owned_key), "%sIsJemalloc", lib);
+    return sy_napi_set_bool(env, obj, routed_key, routed) && sy_napi_set_bool(env, obj, owned_key, owned);
+}
+
 static napi_value self_check(napi_env env, napi_callback_info info) {
     (void)info;
     sy_alloc_check_t c;
     napi_value obj;
-    if (!alloc_ok(env, sy_alloc_self_check(&c), "self-check") ||
-        !sy_napi_ok(env, napi_create_object(env, &obj), "napi_create_object"))
-        return NULL;
-    if (!sy_napi_set_bool(env, obj, "jemallocLinked", c.jemalloc_linked) ||
+    if (!alloc_object(env, sy_alloc_self_check(&c), "self-check", &obj) ||
+        !sy_napi_set_bool(env, obj, "jemallocLinked", c.jemalloc_linked) ||
         !sy_napi_set_bool(env, obj, "oursIsJemalloc", c.ours_is_jemalloc) ||
         !sy_napi_set_stat(env, obj, "oursArena", c.ours_is_jemalloc ? (int64_t)c.ours_arena : -1) ||
         !sy_napi_set_bool(env, obj, "libcIsJemalloc", c.libc_is_jemalloc) ||
@@ -209,47 +238,11 @@ static napi_value self_check(napi_env env, napi_callback_info info) {
         return NULL;
 #endif
     /* libdeflate's memory (permessage-deflate): a decompressor made as the
-     * IO threads make theirs must come through sy_alloc: owned by our
-     * jemalloc, or (system build) counted by sy_alloc. */
-    sy_alloc_stats_t s0, s1;
-    bool counted = sy_alloc_stats(&s0) == 0;
-    void *z = sy_deflate_probe_new();
-    if (z == NULL) {
-        sy_napi_throw_oom(env, "deflate probe");
-        return NULL;
-    }
-    counted = counted && sy_alloc_stats(&s1) == 0 && s1.allocated > s0.allocated;
-    unsigned zarena = 0;
-    bool zowned = sy_alloc_owner(z, &zarena) == 0;
-    sy_deflate_probe_free(z);
-#ifdef SY_USE_JEMALLOC
-    bool zrouted = zowned;
-#else
-    bool zrouted = counted;
-#endif
-    if (!sy_napi_set_bool(env, obj, "deflateRouted", zrouted) ||
-        !sy_napi_set_bool(env, obj, "deflateIsJemalloc", zowned))
-        return NULL;
-    /* hiredis' memory (the Redis bus): a reply reader made by hiredis, as
-     * each bus connection makes one, must come through sy_alloc the same
-     * way (hiredisSetAllocators, set when the addon loaded). */
-    sy_alloc_stats_t r0, r1;
-    bool rcounted = sy_alloc_stats(&r0) == 0;
-    void *reader = sy_redis_alloc_probe_new();
-    if (reader == NULL) {
-        sy_napi_throw_oom(env, "hiredis probe");
-        return NULL;
-    }
-    rcounted = rcounted && sy_alloc_stats(&r1) == 0 && r1.allocated > r0.allocated;
-    unsigned rarena = 0;
-    bool rowned = sy_alloc_owner(reader, &rarena) == 0;
-    sy_redis_alloc_probe_free(reader);
-#ifdef SY_USE_JEMALLOC
-    bool rrouted = rowned;
-#else
-    bool rrouted = rcounted;
-#endif
-    if (!sy_napi_set_bool(env, obj, "redisRouted", rrouted) || !sy_napi_set_bool(env, obj, "redisIsJemalloc", rowned))
+     * IO threads make theirs; hiredis' (the Redis bus): a reply reader made
+     * by hiredis, as each bus connection makes one
+     * (hiredisSetAllocators, set when the addon loaded). */
+    if (!routed_probe(env, obj, sy_deflate_probe_new, sy_deflate_probe_free, "deflate") ||
+        !routed_probe(env, obj, sy_redis_alloc_probe_new, sy_redis_alloc_probe_free, "redis"))
         return NULL;
     return obj;
 }

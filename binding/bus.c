@@ -380,30 +380,25 @@ static napi_value bus_key_base(napi_env env, napi_callback_info info) {
     return out;
 }
 
-bool sy_binding_bus_init(napi_env env, napi_value exports) {
-    static const struct {
-        const char *name, *metric, *type, *help;
-    } fields[] = {
+/* The bus' counters, by their JS names, from the one list (src/bus/sy_bus.h). */
+static const struct {
+    const char *name, *metric, *type, *help;
+} BUS_FIELDS[] = {
 #define BUS_FIELD(field, js, metric, type, help) {js, metric, type, help},
-        SY_BUS_STATS_LIST(BUS_FIELD)
+    SY_BUS_STATS_LIST(BUS_FIELD)
 #undef BUS_FIELD
-    };
-    size_t n = sizeof(fields) / sizeof(fields[0]);
-    napi_value arr;
-    if (!sy_napi_ok(env, napi_create_array_with_length(env, n, &arr), "napi_create_array_with_length"))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        napi_value o;
-        if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") ||
-            !sy_napi_set_string(env, o, "name", fields[i].name) ||
-            !sy_napi_set_string(env, o, "metric", fields[i].metric) ||
-            !sy_napi_set_string(env, o, "type", fields[i].type) ||
-            !sy_napi_set_string(env, o, "help", fields[i].help) ||
-            !sy_napi_ok(env, napi_object_freeze(env, o), "napi_object_freeze") ||
-            !sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)i, o), "napi_set_element"))
-            return false;
-    }
-    return sy_napi_ok(env, napi_object_freeze(env, arr), "napi_object_freeze") &&
-           sy_napi_set_value(env, exports, "busStatFields", arr) &&
+};
+
+static bool bus_field_row(napi_env env, const void *ctx, size_t i, napi_value o) {
+    (void)ctx;
+    return sy_napi_set_string(env, o, "name", BUS_FIELDS[i].name) &&
+           sy_napi_set_string(env, o, "metric", BUS_FIELDS[i].metric) &&
+           sy_napi_set_string(env, o, "type", BUS_FIELDS[i].type) &&
+           sy_napi_set_string(env, o, "help", BUS_FIELDS[i].help);
+}
+
+bool sy_binding_bus_init(napi_env env, napi_value exports) {
+    return sy_napi_set_rows(env, exports, "busStatFields", sizeof(BUS_FIELDS) / sizeof(BUS_FIELDS[0]), bus_field_row,
+                            NULL) &&
            sy_napi_set_function(env, exports, "busKeyBase", bus_key_base, NULL);
 }

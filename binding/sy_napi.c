@@ -66,25 +66,26 @@ static bool type_of(napi_env env, napi_value v, napi_valuetype *t) {
     return sy_napi_ok(env, napi_typeof(env, v, t), "napi_typeof");
 }
 
-bool sy_napi_get_bool(napi_env env, napi_value v, const char *name, bool *out) {
+/* v is of type want, else a TypeError naming it ("of type <expected>"). */
+static bool want_type(napi_env env, napi_value v, napi_valuetype want, const char *name, const char *expected) {
     napi_valuetype t;
     if (!type_of(env, v, &t))
         return false;
-    if (t != napi_boolean) {
-        sy_napi_throw_type(env, name, "of type boolean");
+    if (t != want) {
+        sy_napi_throw_type(env, name, expected);
         return false;
     }
-    return sy_napi_ok(env, napi_get_value_bool(env, v, out), "napi_get_value_bool");
+    return true;
+}
+
+bool sy_napi_get_bool(napi_env env, napi_value v, const char *name, bool *out) {
+    return want_type(env, v, napi_boolean, name, "of type boolean") &&
+           sy_napi_ok(env, napi_get_value_bool(env, v, out), "napi_get_value_bool");
 }
 
 bool sy_napi_get_int64(napi_env env, napi_value v, const char *name, int64_t min, int64_t max, int64_t *out) {
-    napi_valuetype t;
-    if (!type_of(env, v, &t))
+    if (!want_type(env, v, napi_number, name, "of type number"))
         return false;
-    if (t != napi_number) {
-        sy_napi_throw_type(env, name, "of type number");
-        return false;
-    }
     double d = 0;
     if (!sy_napi_ok(env, napi_get_value_double(env, v, &d), "napi_get_value_double"))
         return false;
@@ -186,4 +187,18 @@ bool sy_napi_get_named_string(napi_env env, napi_value obj, const char *key, cha
     *out = NULL;
     return sy_napi_ok(env, napi_get_named_property(env, obj, key, &v), "napi_get_named_property") &&
            sy_napi_get_string(env, v, key, out);
+}
+
+bool sy_napi_set_rows(napi_env env, napi_value obj, const char *key, size_t n, sy_napi_row_fn fill, const void *ctx) {
+    napi_value arr;
+    if (!sy_napi_ok(env, napi_create_array_with_length(env, n, &arr), "napi_create_array_with_length"))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        napi_value o;
+        if (!sy_napi_ok(env, napi_create_object(env, &o), "napi_create_object") || !fill(env, ctx, i, o) ||
+            !sy_napi_ok(env, napi_object_freeze(env, o), "napi_object_freeze") ||
+            !sy_napi_ok(env, napi_set_element(env, arr, (uint32_t)i, o), "napi_set_element"))
+            return false;
+    }
+    return sy_napi_ok(env, napi_object_freeze(env, arr), "napi_object_freeze") && sy_napi_set_value(env, obj, key, arr);
 }

@@ -60,4 +60,10 @@ bool sy_napi_set_string(napi_env env, napi_value obj, const char *key, const cha
 bool sy_napi_set_value(napi_env env, napi_value obj, const char *key, napi_value value);
 bool sy_napi_set_function(napi_env env, napi_value obj, const char *key, napi_callback fn, void *data);
 
+/* Fills obj, row i of a list (ctx: the list). */
+typedef bool (*sy_napi_row_fn)(napi_env env, const void *ctx, size_t i, napi_value obj);
+/* obj[key] = a frozen array of n frozen objects, the i'th filled by fill:
+ * how binding/ exports its lists (statFields, busStatFields, optionSchema). */
+bool sy_napi_set_rows(napi_env env, napi_value obj, const char *key, size_t n, sy_napi_row_fn fill, const void *ctx);
+
 #endif

@@ -24,27 +24,41 @@ static sy_addon_t *addon_of(napi_env env, napi_callback_info info) {
     return data;
 }
 
+/* The addon's test blocks, and the call's one argument: an integer within
+ * [min, max]. */
+static sy_test_blocks_t *blocks_arg(napi_env env, napi_callback_info info, const char *name, int64_t min, int64_t max,
+                                    int64_t *out) {
+    napi_value argv[1];
+    size_t argc = 1;
+    sy_addon_t *addon = addon_of(env, info);
+    if (addon == NULL || !sy_napi_args(env, info, 1, &argc, argv, NULL) ||
+        !sy_napi_get_int64(env, argv[0], name, min, max, out))
+        return NULL;
+    return &addon->test;
+}
+
+/* Room for one more block in t. */
+static bool blocks_grow(napi_env env, sy_test_blocks_t *t) {
+    if (t->count < t->cap)
+        return true;
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    void **blocks = sy_realloc(t->blocks, cap * sizeof(*blocks));
+    if (blocks == NULL) {
+        sy_napi_throw_oom(env, NULL);
+        return false;
+    }
+    t->blocks = blocks;
+    t->cap = cap;
+    return true;
+}
+
 /* _testAlloc(bytes) -> id: allocates `bytes` through sy_malloc and writes
  * every byte, so its pages are resident. */
 static napi_value test_alloc(napi_env env, napi_callback_info info) {
-    napi_value argv[1];
-    size_t argc = 1;
     int64_t bytes = 0;
-    sy_addon_t *addon = addon_of(env, info);
-    if (addon == NULL || !sy_napi_args(env, info, 1, &argc, argv, NULL) ||
-        !sy_napi_get_int64(env, argv[0], "bytes", 1, SY_TEST_MAX_BLOCK, &bytes))
+    sy_test_blocks_t *t = blocks_arg(env, info, "bytes", 1, SY_TEST_MAX_BLOCK, &bytes);
+    if (t == NULL || !blocks_grow(env, t))
         return NULL;
-    sy_test_blocks_t *t = &addon->test;
-    if (t->count == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        void **blocks = sy_realloc(t->blocks, cap * sizeof(*blocks));
-        if (blocks == NULL) {
-            sy_napi_throw_oom(env, NULL);
-            return NULL;
-        }
-        t->blocks = blocks;
-        t->cap = cap;
-    }
     void *p = sy_malloc((size_t)bytes);
     if (p == NULL) {
         sy_napi_throw_oom(env, NULL);
@@ -64,15 +78,11 @@ static napi_value test_alloc(napi_env env, napi_callback_info info) {
 /* _testFree(id) -> boolean: frees a block made by _testAlloc; false if the
  * id is unknown or already freed. */
 static napi_value test_free(napi_env env, napi_callback_info info) {
-    napi_value argv[1];
-    size_t argc = 1;
     int64_t id = 0;
-    sy_addon_t *addon = addon_of(env, info);
-    if (addon == NULL || !sy_napi_args(env, info, 1, &argc, argv, NULL) ||
-        !sy_napi_get_int64(env, argv[0], "id", 0, INT32_MAX, &id))
-        return NULL;
-    sy_test_blocks_t *t = &addon->test;
     bool freed = false;
+    sy_test_blocks_t *t = blocks_arg(env, info, "id", 0, INT32_MAX, &id);
+    if (t == NULL)
+        return NULL;
     if ((size_t)id < t->count && t->blocks[id] != NULL) {
         sy_free(t->blocks[id]);
         t->blocks[id] = NULL;

@@ -4,21 +4,20 @@
 
 const { EventEmitter } = require('node:events');
 const net = require('node:net');
-const os = require('node:os');
 const { binding } = require('./native');
 const { SymphonyError, TlsError, HookError, invalidArgType, outOfRange, invalidArgValue, integer } = require('./errors');
 const { exposition } = require('./metrics');
-const { busOption, nativeBusOptions, Bus, update: busUpdate, attach: busAttach, call: busCall, ctl: busCtl } = require('./bus');
-const { presenceOption, infoText, Presence } = require('./presence');
-const { proxyProtocolOptions, trustProxyOption, clientAddress } = require('./proxy');
-const { LIMIT_DEFAULTS, limitOptions, nativeLimitOptions } = require('./limits');
+const { nativeBusOptions, Bus, update: busUpdate, attach: busAttach, call: busCall, ctl: busCtl } = require('./bus');
+const { infoText, Presence } = require('./presence');
+const { trustProxyOption, clientAddress } = require('./proxy');
+const { DEFAULTS, normalizeOptions, nativeOptions, topicHistoryOption, tlsArgs, tlsSummary, isBytes } = require('./options');
 const { Asks } = require('./asks');
-const { tokensOption, nativeKeys } = require('./tokens');
+const { nativeKeys } = require('./tokens');
 
 // The limits the binding checks and its event codes, from the binding itself
-// (binding/server.c): checked here first only to name the user's option.
+// (binding/server_stats.c): checked here first only to name the user's argument.
 const {
-  options: RANGES, TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
+  TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
   EV_OPEN_DEFLATE, EV_OPEN_SSE, EV_UPGRADE_SSE, EV_POST, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC, EV_ASK,
 } = binding.constants;
@@ -26,94 +25,6 @@ const {
 // Why a resume did not recover, by the native code (sy_v1_reason_t in
 // src/proto/sy_v1.h; the same words symphony.v1 clients get).
 const RECOVERY_REASONS = ['', 'epoch', 'trimmed', 'future', 'too-large', 'no-history', 'memory', 'not-symphony.v1'];
-
-// The slow-consumer policies, as the binding numbers them (sy_slow_policy_t).
-const SLOW_CONSUMER = Object.freeze({ __proto__: null, drop: 0, close: 1, conflate: 2 });
-
-const DEFAULTS = Object.freeze({
-  host: '0.0.0.0',
-  port: 0,
-  path: null,
-  threads: Math.min(2, os.availableParallelism ? os.availableParallelism() : os.cpus().length || 1),
-  maxPayload: 1 << 20,
-  // Frames in one message from a client (more: close 1008). 1,024 lets a
-  // client send maxPayload in fragments of 1 KiB; browsers do not fragment.
-  // Frames in one client message: null → max(1024, maxPayload / 64), so a
-  // message of maxPayload bytes may come in 64-byte fragments (Autobahn's
-  // 9.3/9.4 shapes) while 100,000 empty ones cannot.
-  maxFragments: null,
-  // Pings and pongs per second per connection, in bursts of as many (more:
-  // close 1008). Keepalives are one every few seconds at most.
-  controlRate: 100,
-  maxBackpressure: 1 << 20,
-  slowConsumer: 'drop',
-  idleTimeout: 120,
-  handshakeTimeout: 10,
-  closeTimeout: 5,
-  maxHeaderSize: 8192,
-  maxHeaders: 64,
-  backlog: 511,
-  maxConnections: 0,
-  // Per client address and per connection's inbound rate (lib/limits.js).
-  ...LIMIT_DEFAULTS,
-  maxEventBytes: 64 << 20,
-  closeDeadline: 2000,
-  // The memory policy (docs/memory.md): after a thread's connections
-  // fall to half, or it goes idle, it gives its memory back. SYMPHONY_RECLAIM=0
-  // in the environment turns the default off (for comparisons).
-  reclaim: !['0', 'false', 'off'].includes(String(process.env.SYMPHONY_RECLAIM ?? '').toLowerCase()),
-  onUpgrade: null,
-  // { cert, key, ca?, passphrase?, servername?: { name: { cert, key, passphrase? } } }:
-  // wss:// only. The PEM is copied into native memory at the call and not kept.
-  tls: null,
-  // permessage-deflate (RFC 7692): false, true, or { threshold, level }.
-  // Off by default, as in ws and uWebSockets.js: it costs CPU per publish
-  // (once, whatever the subscriber count) and helps payloads that compress
-  // on their own (no context is kept between messages). docs/compression.md.
-  compression: false,
-  // No listener of its own: connections come from another server's
-  // 'upgrade' event through handleUpgrade() (one port with node:http,
-  // Express, Fastify). docs/operations.md, "One port with Express or node:http".
-  noServer: false,
-  // Several servers as one fan-out over Redis: { url, prefix, cluster, ... }
-  // (lib/bus.js has every option). docs/bus.md, "Scaling out".
-  bus: null,
-  // Per-topic history and recovery on reconnect (docs/history.md): false,
-  // true (HISTORY_DEFAULTS), or { size, ttl, maxBytes }. Off by default:
-  // a topic without history costs what it did before.
-  history: false,
-  // The PROXY protocol (v1 and v2) before every connection's first byte on
-  // symphony's own listener: false, true (required) or 'optional'; and the
-  // sources a header is accepted from (addresses/CIDR ranges; null: any, the
-  // listener being reachable only by the proxy). docs/operations.md, "Behind a load balancer".
-  proxyProtocol: false,
-  proxyProtocolFrom: null,
-  // req.remoteAddress from Forwarded / X-Forwarded-For when the immediate
-  // peer is trusted: false, true, a number of hops, or addresses/CIDR ranges.
-  trustProxy: false,
-  // Who is subscribed to a topic, with each connection's info (onUpgrade's
-  // result.presence), on every node (with a bus, kept in Redis): false,
-  // true, or { topics: true | (topic) => boolean, ttl, maxInfo }. docs/api.md, "Presence: who is here, on every node".
-  presence: false,
-  // What symphony.v2 clients may ask (docs/protocol.md, "Clients ask";
-  // README, "Clients subscribe, publish and request"): each hook answers
-  // true, false or { code, reason } (onSubscribe may grant with { data }),
-  // at once or as a Promise; onRequest answers the reply. Without a hook, a
-  // client's subscribes and publishes are refused: nothing is open by default.
-  onSubscribe: null,
-  onPublish: null,
-  // Tokens (JWT) the IO threads verify: { keys, audience, issuer, leeway }
-  // (docs/tokens.md). A client's subscribe with a token that grants its topic
-  // goes live with no call into JavaScript; one whose token does not is refused.
-  tokens: null,
-  onRequest: null,
-  // A hook that has not answered after this many ms refuses ('timeout').
-  askTimeout: 5000,
-  // Per connection: subscriptions a client may ask for (server-made ones
-  // count too; 0: no limit), and its asks waiting for a hook at once.
-  maxSubscriptions: 1024,
-  maxPending: 16,
-});
 
 // The subprotocol a connection gets when the application does not choose:
 // symphony.v2 when the client offers it (the client library offers
@@ -123,79 +34,12 @@ function defaultProtocol(req) {
   return req.protocols.includes(V2) ? V2 : req.protocols[0] ?? '';
 }
 
-// history: true. size: messages kept per topic; ttl: seconds (0: no age
-// limit); maxBytes: all topics together, the oldest going first.
-const HISTORY_DEFAULTS = Object.freeze({ size: 100, ttl: 300, maxBytes: 64 << 20 });
-const HISTORY_KEYS = new Set(Object.keys(HISTORY_DEFAULTS));
-const TOPIC_HISTORY_KEYS = new Set(['size', 'ttl']); // maxBytes is the server's
-
-const COMPRESSION_DEFAULTS = Object.freeze({ threshold: 128, level: 6 });
-const COMPRESSION_KEYS = new Set(Object.keys(COMPRESSION_DEFAULTS));
-
 // Response headers symphony writes itself; a user may not set them.
 const RESERVED_HEADERS = new Set([
   'upgrade', 'connection', 'sec-websocket-accept', 'sec-websocket-protocol',
   'sec-websocket-extensions', 'sec-websocket-version', 'content-length', 'transfer-encoding',
 ]);
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
-/** options[key] within the binding's range for it. */
-function option(o, key) {
-  const { min, max } = RANGES[key];
-  return integer(`options.${key}`, o[key], min, max);
-}
-
-function normalizeOptions(options) {
-  if (options === undefined) options = {};
-  if (options === null || typeof options !== 'object') throw invalidArgType('options', 'an object', options);
-  const o = { ...DEFAULTS };
-  for (const key of Object.keys(options)) {
-    if (!(key in DEFAULTS)) throw invalidArgValue(`options.${key}`, 'is not a known option', key);
-    if (options[key] !== undefined) o[key] = options[key];
-  }
-  if (typeof o.host !== 'string' || o.host.length === 0) throw invalidArgType('options.host', 'a non-empty string', o.host);
-  option(o, 'port');
-  if (o.path !== null) {
-    if (typeof o.path !== 'string') throw invalidArgType('options.path', 'a string or null', o.path);
-    if (!o.path.startsWith('/') || /[?#\s]/.test(o.path)) {
-      throw invalidArgValue('options.path', "must start with '/' and hold no '?', '#' or spaces", o.path);
-    }
-  }
-  for (const key of ['threads', 'maxPayload', 'controlRate', 'maxBackpressure']) option(o, key);
-  if (o.maxFragments === null) {
-    o.maxFragments = Math.min(Math.max(1024, Math.floor(o.maxPayload / 64)), RANGES.maxFragments.max);
-  } else {
-    option(o, 'maxFragments');
-  }
-  if (!Object.hasOwn(SLOW_CONSUMER, o.slowConsumer)) {
-    throw invalidArgValue('options.slowConsumer', "must be 'drop', 'close' or 'conflate'", o.slowConsumer);
-  }
-  for (const key of ['idleTimeout', 'handshakeTimeout', 'closeTimeout', 'maxHeaderSize', 'maxHeaders', 'backlog',
-    'maxConnections', 'maxEventBytes', 'closeDeadline']) option(o, key);
-  if (typeof o.reclaim !== 'boolean') throw invalidArgType('options.reclaim', 'of type boolean', o.reclaim);
-  for (const key of ['onSubscribe', 'onPublish', 'onRequest']) {
-    if (o[key] !== null && typeof o[key] !== 'function') throw invalidArgType(`options.${key}`, 'a function or null', o[key]);
-  }
-  integer('options.askTimeout', o.askTimeout, 1, 2147483647);
-  o.tokens = tokensOption(o.tokens);
-  for (const key of ['maxSubscriptions', 'maxPending']) option(o, key);
-  if (o.onUpgrade !== null && typeof o.onUpgrade !== 'function') {
-    throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
-  }
-  if (o.tls !== null) tlsArgs(o.tls, 'options.tls'); // checked now, applied by the constructor
-  o.compression = compressionOption(o.compression);
-  if (typeof o.noServer !== 'boolean') throw invalidArgType('options.noServer', 'of type boolean', o.noServer);
-  if (o.noServer && o.tls !== null) {
-    throw invalidArgValue('options.tls', 'cannot be used with noServer (TLS is the other server\'s: terminate it there, or give symphony its own port)', 'tls');
-  }
-  o.bus = busOption(o.bus);
-  o.history = historyOption(o.history, 'options.history');
-  o.presence = presenceOption(o.presence);
-  proxyProtocolOptions(o); // checked now, given to the binding by the constructor
-  trustProxyOption(o.trustProxy);
-  limitOptions(o);
-  return o;
-}
 
 /** The request head as the client sent it (as far as Node keeps it), for the native parser. */
 function requestHead(req) {
@@ -212,90 +56,6 @@ function answerThroughNode(socket, status, text) {
     `Connection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
-/** options.compression as false or a frozen { threshold, level }. */
-function compressionOption(value) {
-  if (value === false) return false;
-  if (value === true) return COMPRESSION_DEFAULTS;
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw invalidArgType('options.compression', 'a boolean or an object', value);
-  }
-  for (const k of Object.keys(value)) {
-    if (!COMPRESSION_KEYS.has(k)) throw invalidArgValue(`options.compression.${k}`, 'is not a known compression option', k);
-  }
-  const z = { ...COMPRESSION_DEFAULTS };
-  for (const k of COMPRESSION_KEYS) if (value[k] !== undefined) z[k] = value[k];
-  integer('options.compression.threshold', z.threshold, RANGES.compressThreshold.min, RANGES.compressThreshold.max);
-  integer('options.compression.level', z.level, RANGES.compressLevel.min, RANGES.compressLevel.max);
-  return Object.freeze(z);
-}
-
-/** options.history (or a topic's, without maxBytes) → { size, ttl, maxBytes }; size 0: none. */
-function historyOption(value, name, keys = HISTORY_KEYS) {
-  if (value === false || value === null) return { size: 0, ttl: 0, maxBytes: 0 };
-  if (value === true) return HISTORY_DEFAULTS;
-  if (typeof value !== 'object' || Array.isArray(value)) throw invalidArgType(name, 'a boolean or an object', value);
-  for (const k of Object.keys(value)) {
-    if (!keys.has(k)) throw invalidArgValue(`${name}.${k}`, 'is not a known history option', k);
-  }
-  const h = { ...HISTORY_DEFAULTS };
-  for (const k of keys) if (value[k] !== undefined) h[k] = value[k];
-  integer(`${name}.size`, h.size, RANGES.historySize.min, RANGES.historySize.max);
-  integer(`${name}.ttl`, h.ttl, RANGES.historyTtl.min, RANGES.historyTtl.max);
-  integer(`${name}.maxBytes`, h.maxBytes, RANGES.historyMaxBytes.min, RANGES.historyMaxBytes.max);
-  return Object.freeze(h);
-}
-
-function pem(value, name, optional) {
-  if (optional && (value === undefined || value === null)) return null;
-  if (typeof value === 'string' || isBytes(value)) return value;
-  throw invalidArgType(name, `a PEM string or Buffer${optional ? ' (or undefined)' : ''}`, value);
-}
-
-function passphrase(value, name) {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw invalidArgType(name, 'of type string', value);
-  return value;
-}
-
-/** What options.tls keeps of tls options: the SNI names (the PEM is in native memory). */
-function tlsSummary(tls) {
-  return { servername: Object.keys(tls.servername ?? {}) };
-}
-
-const TLS_KEYS = new Set(['cert', 'key', 'ca', 'passphrase', 'servername']);
-const SNI_KEYS = new Set(['cert', 'key', 'passphrase']);
-const SERVERNAME = /^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
-
-/**
- * The native call's arguments for tls options: [certs, ca], the default
- * certificate first, then one per SNI name. Only reads the options.
- */
-function tlsArgs(tls, name) {
-  if (tls === null || typeof tls !== 'object' || Array.isArray(tls)) throw invalidArgType(name, 'an object', tls);
-  for (const k of Object.keys(tls)) {
-    if (!TLS_KEYS.has(k)) throw invalidArgValue(`${name}.${k}`, 'is not a known tls option', k);
-  }
-  const certs = [{
-    cert: pem(tls.cert, `${name}.cert`), key: pem(tls.key, `${name}.key`),
-    passphrase: passphrase(tls.passphrase, `${name}.passphrase`), servername: null,
-  }];
-  const sni = tls.servername ?? {};
-  if (typeof sni !== 'object' || Array.isArray(sni)) throw invalidArgType(`${name}.servername`, 'an object', sni);
-  for (const [host, entry] of Object.entries(sni)) {
-    const at = `${name}.servername["${host}"]`;
-    if (!SERVERNAME.test(host) || host.length > 253) throw invalidArgValue(at, 'is not a host name or *.wildcard', host);
-    if (entry === null || typeof entry !== 'object') throw invalidArgType(at, 'an object', entry);
-    for (const k of Object.keys(entry)) {
-      if (!SNI_KEYS.has(k)) throw invalidArgValue(`${at}.${k}`, 'is not a known option', k);
-    }
-    certs.push({
-      cert: pem(entry.cert, `${at}.cert`), key: pem(entry.key, `${at}.key`),
-      passphrase: passphrase(entry.passphrase, `${at}.passphrase`), servername: host.toLowerCase(),
-    });
-  }
-  return [certs, pem(tls.ca, `${name}.ca`, true)];
-}
-
 function headerLines(headers, name) {
   if (headers === undefined || headers === null) return '';
   if (typeof headers !== 'object') throw invalidArgType(name, 'an object', headers);
@@ -310,10 +70,6 @@ function headerLines(headers, name) {
     }
   }
   return out;
-}
-
-function isBytes(data) {
-  return ArrayBuffer.isView(data) || data instanceof ArrayBuffer;
 }
 
 function checkData(data) {
@@ -471,41 +227,7 @@ class Server extends EventEmitter {
     this.#opts = normalizeOptions(options);
     const o = this.#opts;
     this.#trust = trustProxyOption(o.trustProxy);
-    const proxy = proxyProtocolOptions(o);
-    this.#handle = binding.serverCreate({
-      host: o.host,
-      port: o.port,
-      path: o.path,
-      threads: o.threads,
-      maxPayload: o.maxPayload,
-      maxFragments: o.maxFragments,
-      controlRate: o.controlRate,
-      maxBackpressure: o.maxBackpressure,
-      slowConsumer: SLOW_CONSUMER[o.slowConsumer],
-      idleTimeout: o.idleTimeout,
-      handshakeTimeout: o.handshakeTimeout,
-      closeTimeout: o.closeTimeout,
-      maxHeaderSize: o.maxHeaderSize,
-      maxHeaders: o.maxHeaders,
-      backlog: o.backlog,
-      maxConnections: o.maxConnections,
-      maxEventBytes: o.maxEventBytes,
-      upgradeHandler: typeof o.onUpgrade === 'function',
-      reclaim: o.reclaim,
-      compression: o.compression !== false,
-      compressLevel: (o.compression || COMPRESSION_DEFAULTS).level,
-      compressThreshold: (o.compression || COMPRESSION_DEFAULTS).threshold,
-      historySize: o.history.size,
-      historyTtl: o.history.ttl,
-      historyMaxBytes: o.history.maxBytes,
-      maxSubscriptions: o.maxSubscriptions,
-      // Presence needs to hear of the subscribes tokens grant natively.
-      tellTokenSubscribes: o.presence !== null && o.tokens !== null,
-      maxPending: o.maxPending,
-      proxyProtocol: proxy.mode,
-      proxyProtocolFrom: proxy.from,
-      ...nativeLimitOptions(o),
-    });
+    this.#handle = binding.serverCreate(nativeOptions(o));
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
       o.tls = tlsSummary(o.tls);
@@ -1036,7 +758,7 @@ class Server extends EventEmitter {
       for (const k of Object.keys(options)) {
         if (k !== 'history' && k !== 'presence') throw invalidArgValue(`options.${k}`, 'is not a known topic option', k);
       }
-      if (options.history !== undefined) history = historyOption(options.history, 'options.history', TOPIC_HISTORY_KEYS);
+      if (options.history !== undefined) history = topicHistoryOption(options.history);
       if (options.presence !== undefined) {
         if (typeof options.presence !== 'boolean') throw invalidArgType('options.presence', 'of type boolean', options.presence);
         presence = options.presence;

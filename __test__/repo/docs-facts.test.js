@@ -5,7 +5,10 @@
 // - no link is empty (`[text]()`, `[](target)`);
 // - the platform packages' tables and counts are lib/variants.js' PLATFORMS;
 // - the main package's packed size they quote is npm pack's, to 0.1 MiB;
-// - every `allocator.config.NAME` they name is a field of allocator.config.
+// - every `allocator.config.NAME` they name is a field of allocator.config;
+// - the server's options are one list (binding.optionSchema, from
+//   src/io/sy_io_opts.h): docs/api.md's table, ServerOptions in the types and
+//   lib/options.js' DEFAULTS name the same options, with the list's defaults.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -72,8 +75,8 @@ test('docs: every allocator.config.NAME they name is a field of allocator.config
   assert.deepEqual(wrong, [], `allocator.config has ${fields.join(', ')}`);
 });
 
-test("docs/api.md: the option table's defaults are the server's (lib/server.js DEFAULTS)", () => {
-  const { DEFAULTS } = require('../../lib/server');
+test("docs/api.md: the option table's defaults are the server's (lib/options.js DEFAULTS)", () => {
+  const { DEFAULTS } = require('../../lib/options');
   const text = read('docs/api.md');
   const rows = text.slice(text.indexOf('| option |')).split('\n').slice(2);
   // Defaults that are rules, not values: what the code does for each is tested where it is made.
@@ -103,4 +106,53 @@ test("docs/api.md: the option table's defaults are the server's (lib/server.js D
   }
   assert.deepEqual(wrong, []);
   assert.ok(checked > 30, `${checked} defaults checked`);
+});
+
+test('the option list (binding.optionSchema, from src/io/sy_io_opts.h) is the one docs/api.md, the types and the runtime use', () => {
+  const { binding } = require('../../lib/native');
+  const { DEFAULTS } = require('../../lib/options');
+  const api = read('docs/api.md');
+  const table = api.slice(api.indexOf('| option |')).split('\n').slice(2);
+  const rows = new Map();
+  for (const row of table) {
+    if (!row.startsWith('|')) break;
+    const [, name, cell, meaning] = row.split('|').map((c) => c.trim());
+    rows.set(name.replace(/`/g, ''), { cell, meaning });
+  }
+  const dts = read('lib/index.d.ts');
+  const start = dts.indexOf('export interface ServerOptions');
+  const body = dts.slice(start, dts.indexOf('\n}', start));
+  // Each property with the doc comment above it.
+  const props = new Map([...body.matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*\n\s+([A-Za-z]+)\?:/g)].map((m) => [m[2], m[1]]));
+  // One set of options everywhere: the runtime's defaults, the table's rows, the types' properties.
+  assert.deepEqual([...rows.keys()].sort(), Object.keys(DEFAULTS).sort(), 'docs/api.md\'s table lists exactly the options');
+  assert.deepEqual([...props.keys()].sort(), Object.keys(DEFAULTS).sort(), 'ServerOptions declares exactly the options');
+  const schema = binding.optionSchema.filter((r) => r.path !== '');
+  const wrong = [];
+  let typed = 0;
+  for (const r of schema) {
+    const [top, part] = r.path.split('.');
+    if (!rows.has(top)) { wrong.push(`${r.path}: not in docs/api.md's table`); continue; }
+    if (r.default === null || (r.path === 'reclaim' && process.env.SYMPHONY_RECLAIM !== undefined)) continue;
+    if (part !== undefined) {
+      // A part's default (history.size 100, compression.level 6...) is said in its option's row.
+      const said = r.default >= 1048576 && r.default % 1048576 === 0 ? `${r.default / 1048576} MiB` : String(r.default);
+      if (!rows.get(top).cell.includes(said) && !rows.get(top).meaning.includes(said)) {
+        wrong.push(`${r.path}: docs/api.md's ${top} row does not say its default ${said}`);
+      }
+      continue;
+    }
+    if (!Object.hasOwn(DEFAULTS, r.path) || (typeof DEFAULTS[r.path] !== 'object' && DEFAULTS[r.path] !== r.default)) {
+      wrong.push(`${r.path}: the list's default is ${JSON.stringify(r.default)}, lib/options.js has ${JSON.stringify(DEFAULTS[r.path])}`);
+    }
+    // The types say the same default ("Default 120.", "Default 1 MiB.", "Default 'drop'.").
+    const m = /Default:? ('[^']*'|\d[\d,]*(?: MiB)?|true|false|null)\b/.exec(props.get(r.path) ?? '');
+    if (m === null) continue;
+    typed++;
+    const v = m[1].startsWith("'") ? m[1].slice(1, -1) : m[1].endsWith('MiB') ? Number(m[1].split(' ')[0]) * 1048576
+      : JSON.parse(m[1].replace(/,/g, ''));
+    if (v !== r.default) wrong.push(`${r.path}: lib/index.d.ts says Default ${m[1]}, the list ${JSON.stringify(r.default)}`);
+  }
+  assert.deepEqual(wrong, []);
+  assert.ok(typed > 20, `${typed} defaults of the types checked`);
 });

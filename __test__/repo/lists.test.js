@@ -10,6 +10,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Server } = require('../..');
 const { binding } = require('../../lib/native');
+const { normalizeOptions, nativeOptions: libNative } = require('../../lib/options');
 const { startServer, client, closeAll } = require('../helpers/server');
 const { waitFor } = require('../helpers/raw');
 
@@ -106,30 +107,40 @@ test('constants: frozen, and the event codes distinct', () => {
   assert.equal(constants.CLOSE_REASON_MAX_LEN, 123, 'a control frame\'s 125 bytes less the code');
 });
 
-/** The options serverCreate reads, from the constructor's defaults. */
+/** The options serverCreate reads, as lib/options.js makes them from the constructor's defaults. */
 function nativeOptions(over = {}) {
-  return {
-    host: '127.0.0.1', port: 0, path: null, threads: 1, maxPayload: 1 << 20, maxFragments: 1024, controlRate: 100,
-    maxBackpressure: 1 << 20,
-    slowConsumer: 0, idleTimeout: 120, handshakeTimeout: 10, closeTimeout: 5, maxHeaderSize: 8192,
-    maxHeaders: 64, backlog: 511, maxConnections: 0, maxEventBytes: 64 << 20, upgradeHandler: false,
-    reclaim: true, compression: false, compressLevel: 6, compressThreshold: 128, historySize: 0, historyTtl: 0,
-    historyMaxBytes: 0, maxConnectionsPerAddress: 0, upgradeRatePerAddress: 0, addressPrefixV4: 32,
-    addressPrefixV6: 64, maxMessagesPerSecond: 0, messageBurst: 1, maxBytesPerSecond: 0, byteBurst: 1, rateLimit: 0,
-    rateLimitGrace: 1000, maxWorkPerSecond: 2048, workBurst: 2048, maxSubscriptions: 1024, maxPending: 16, ...over,
-  };
+  return { ...libNative(normalizeOptions({ host: '127.0.0.1', threads: 1 })), ...over };
 }
 
-// Native options that are nested in lib/'s: compression: { level, threshold },
-// history: { size, ttl, maxBytes }, addressPrefix: { v4, v6 }.
-const NESTED = {
-  compressLevel: ['compression', 'level'], compressThreshold: ['compression', 'threshold'],
-  historySize: ['history', 'size'], historyTtl: ['history', 'ttl'], historyMaxBytes: ['history', 'maxBytes'],
-  addressPrefixV4: ['addressPrefix', 'v4'], addressPrefixV6: ['addressPrefix', 'v6'],
-};
-const jsOptions = (key, v) => (NESTED[key] ? { [NESTED[key][0]]: { [NESTED[key][1]]: v } } : { [key]: v });
-const jsName = (key) => (NESTED[key] ? `options\\.${NESTED[key][0]}\\.${NESTED[key][1]}` : `options\\.${key}`);
-const jsValue = (s, key) => (NESTED[key] ? s.options[NESTED[key][0]][NESTED[key][1]] : s.options[key]);
+// Native options that are parts of lib/'s object options (compression: { level,
+// threshold }, history: { size, ttl, maxBytes }, addressPrefix: { v4, v6 }):
+// the list's path says which ("history.size").
+const PATHS = Object.fromEntries(binding.optionSchema.map((r) => [r.name, r.path.split('.')]));
+const jsOptions = (key, v) => (PATHS[key][1] ? { [PATHS[key][0]]: { [PATHS[key][1]]: v } } : { [key]: v });
+const jsName = (key) => `options\\.${PATHS[key].join('\\.')}`;
+const jsValue = (s, key) => PATHS[key].reduce((o, k) => o[k], s.options);
+
+test('optionSchema: one row per option, each well formed, and serverCreate takes each by its default', () => {
+  const KINDS = ['uint', 'bool', 'enum', 'string'];
+  const names = new Set();
+  for (const r of binding.optionSchema) {
+    assert.ok(Object.isFrozen(r) && !names.has(r.name) && KINDS.includes(r.kind) && r.help.length > 0, r.name);
+    names.add(r.name);
+    if (r.kind === 'uint') assert.ok(Number.isSafeInteger(r.min) && r.min <= r.max, r.name);
+    if (r.kind === 'enum') assert.ok(r.values.includes(r.default), r.name);
+  }
+  // Every native option lib/ gives is a row (or proxyProtocolFrom, decoded by hand), and the reverse.
+  const given = Object.keys(nativeOptions());
+  assert.deepEqual(given.filter((k) => !names.has(k)), ['proxyProtocolFrom']);
+  assert.deepEqual([...names].filter((k) => !given.includes(k)), []);
+  // With only what has no default, the binding takes the list's defaults.
+  const needed = Object.fromEntries(binding.optionSchema.filter((r) => r.default === null && r.kind === 'uint')
+    .map((r) => [r.name, r.min]));
+  binding.serverClose(binding.serverCreate({ host: '127.0.0.1', ...needed }), 0);
+  for (const [key, bad] of [['slowConsumer', 'slow'], ['rateLimit', 1]]) {
+    assert.throws(() => binding.serverCreate(nativeOptions({ [key]: bad })), { message: new RegExp(key) });
+  }
+});
 
 test('constants.options: lib/ and the binding accept the same ranges', () => {
   const keys = Object.keys(constants.options);

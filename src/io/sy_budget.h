@@ -44,7 +44,7 @@
 #define SY_WORK_REFUSAL 1u /* an entry answered `rate-limited` */
 #define SY_WORK_MAX_PER_S (UINT64_C(1) << 32)
 #define SY_WORK_BURST_MAX_S 60u
-/* The default (lib/limits.js says the same): 2,048 units a second, in
+/* The default (maxWorkPerSecond's in io/sy_io_opts.h's list): 2,048 units a second, in
  * bursts of a second's worth: about 2% of a core for one connection that
  * asks all it may, about 20 ms of the thread for a whole burst; a
  * resubscribe of 1,024 topics with one token (1,024 entries and one check)

@@ -3,7 +3,7 @@
  *
  * Every place that names the counters comes from SY_STATS_LIST: the IO
  * thread's live counters (sy_stats_live_t), the owner's snapshot
- * (sy_stats_t), the binding's JS object (binding/server.c) and, through the
+ * (sy_stats_t), the binding's JS object (binding/server_stats.c) and, through the
  * descriptors the binding exports, lib/metrics.js's Prometheus text and the
  * TypeScript types' field list. Adding a counter is one line here.
  *
