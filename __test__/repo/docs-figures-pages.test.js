@@ -180,13 +180,14 @@ let held = null;
 function HELD() {
   if (held) return held;
   const { constants } = require('../../lib/native').binding;
-  const { DEFAULTS } = require('../../lib/server');
+  const { DEFAULTS } = require('../../lib/options');
   const { BUS_DEFAULTS } = require('../../lib/bus');
   const { PRESENCE_DEFAULTS } = require('../../lib/presence');
-  const { LIMIT_DEFAULTS: LIMITS } = require('../../lib/limits');
+  // The parts of object options (history.size...): their defaults from the one list (src/io/sy_io_opts.h).
+  const part = (path) => require('../../lib/native').binding.optionSchema.find((r) => r.path === path).default;
   const range = (key, sep = '-') => `${thousands(constants.options[key].min)}${sep}${thousands(constants.options[key].max)}`;
-  const HISTORY = { size: src('lib/server.js', /HISTORY_DEFAULTS = .*size: (\d+)/), ttl: src('lib/server.js', /HISTORY_DEFAULTS = .*ttl: (\d+)/), maxBytes: 2 ** src('lib/server.js', /HISTORY_DEFAULTS = .*maxBytes: 64 << (\d+)/) * 64 };
-  const COMPRESSION = { threshold: src('lib/server.js', /COMPRESSION_DEFAULTS = .*threshold: (\d+)/), level: src('lib/server.js', /COMPRESSION_DEFAULTS = .*level: (\d+)/) };
+  const HISTORY = { size: part('history.size'), ttl: part('history.ttl'), maxBytes: part('history.maxBytes') };
+  const COMPRESSION = { threshold: part('compression.threshold'), level: part('compression.level') };
   const CLIENT = 'client/symphony-client.mjs';
   const client = {
     backoff: { min: src(CLIENT, /backoff\.min', backoff\.min, (\d+)/), max: src(CLIENT, /backoff\.max', backoff\.max, Math\.max\((\d+)/) },
@@ -201,11 +202,11 @@ function HELD() {
       ...defaultRows('docs/api.md', 'option', DEFAULTS, ['threads', 'maxFragments', 'port']),
       `| \`port\` | \`${DEFAULTS.port}\` |`,
       `| \`threads\` | min(2, CPUs) | IO threads (${range('threads')}) |`,
-      `| \`maxFragments\` | max(${src('lib/server.js', /Math\.max\((\d+), Math\.floor\(o\.maxPayload/)}, \`maxPayload\` / ${src('lib/server.js', /o\.maxPayload \/ (\d+)\)/)}) |`,
+      `| \`maxFragments\` | max(${src('lib/options.js', /Math\.max\((\d+), Math\.floor\(o\.maxPayload/)}, \`maxPayload\` / ${src('lib/options.js', /o\.maxPayload \/ (\d+)\)/)}) |`,
       `refuse with that status (${constants.REFUSE_STATUS_MIN}-${constants.REFUSE_STATUS_MAX})`,
-      `(${thousands(Math.max(1024, DEFAULTS.maxPayload / 64))} with the default \`maxPayload\`: enough for a whole message in ${src('lib/server.js', /o\.maxPayload \/ (\d+)\)/)}-byte fragments`,
+      `(${thousands(Math.max(1024, DEFAULTS.maxPayload / 64))} with the default \`maxPayload\`: enough for a whole message in ${src('lib/options.js', /o\.maxPayload \/ (\d+)\)/)}-byte fragments`,
       `its first ${range('addressPrefixV4')} (IPv4) or ${range('addressPrefixV6')} (IPv6) bits`,
-      `at most ${src('lib/limits.js', /BURST_MAX_SECONDS = (\d+)/)} seconds' worth`,
+      `at most ${src('lib/options.js', /BURST_MAX_SECONDS = (\d+)/)} seconds' worth`,
       `how many ms (${range('rateLimitGrace')})`, `\`rateLimitGrace\` ms (default ${DEFAULTS.rateLimitGrace})`,
       `(about ${src('src/io/sy_budget.h', /about (\d+) µs of a server core/)} µs of a core each: each subscribe entry, publish, request, unsubscribe, or message POSTed to a symphony.v2 event stream ${define('src/io/sy_budget.h', 'SY_WORK_ENTRY')};`,
       `each token signature checked ${define(JWT, 'SY_JWT_WORK_HS256')} (HS256) to ${define(JWT, 'SY_JWT_WORK_EDDSA')} (EdDSA)`,
@@ -245,7 +246,7 @@ function HELD() {
       `codes are ${src('lib/errors.js', /must be (\d+ to \d+) characters of a-z/)} characters of a-z`,
     ],
     'docs/limits.md': [
-      `an IPv4 address or an IPv6 /${LIMITS.addressPrefix.v6}`,
+      `an IPv4 address or an IPv6 /${DEFAULTS.addressPrefix.v6}`,
       `which stays ${src('src/io/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)} bytes`,
       `the rest of one ${src('src/io/sy_io_thread.h', /#define SY_IO_RX_SIZE \((\d+) \* 1024\)/)} KiB read`,
       `(default ${DEFAULTS.rateLimitGrace}, at most ${thousands(constants.options.rateLimitGrace.max)})`,
