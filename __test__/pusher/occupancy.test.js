@@ -251,6 +251,38 @@ test('two nodes over Redis: one occupied and one vacated per transition, whichev
   assert.equal(events.items.filter((e) => e.event === 'error').length, 0);
 });
 
+test('the bus cut while transitions are written: each is still decided and sent once', { timeout: 60000 }, async (t) => {
+  const defer = cleanup(t);
+  const redis = await redisFor(defer);
+  const events = new Events();
+  const bus = { url: redis.url, backoff: { min: 50, max: 200 } };
+  const a = await node(defer, { bus, events, name: 'a' });
+  const b = await node(defer, { bus, events, name: 'b' });
+  const ca = await client(defer, a.url);
+  const cb = await client(defer, b.url);
+  const ups = (n) => n.server.bus;
+  for (let i = 0; i < 5; i++) {
+    const topic = `cut.${i}`;
+    const wasUp = [once(ups(a), 'up'), once(ups(b), 'up')];
+    // The nodes' connections killed as their writes go: a reply may be lost
+    // after Redis applied the write; the write sent again gets its answer.
+    const subs = Promise.all([subscribe(ca, topic), subscribe(cb, topic)]);
+    await redis.call('CLIENT', 'KILL', 'TYPE', 'normal');
+    const [x, y] = await subs;
+    await Promise.all(wasUp);
+    await events.until(() => counts(events, topic).includes(2), `${topic}: the count 2`);
+    const wasUpAgain = [once(ups(a), 'up'), once(ups(b), 'up')];
+    x.unsubscribe();
+    y.unsubscribe();
+    await redis.call('CLIENT', 'KILL', 'TYPE', 'normal');
+    await Promise.all(wasUpAgain);
+    await events.until(() => events.of('vacated', topic).length === 1, `${topic}: vacated`);
+    assert.equal(events.of('occupied', topic).length, 1, `${topic}: one occupied`);
+  }
+  assert.equal(events.items.filter((e) => e.event === 'error').length, 0);
+  assert.equal(a.occ.stats().reborn + b.occ.stats().reborn, 0);
+});
+
 test('a node killed with the last subscribers: vacated once, by a live node, after its time', { timeout: 60000 }, async (t) => {
   const defer = cleanup(t);
   const redis = await redisFor(defer);

@@ -291,6 +291,7 @@ class Occupancy {
   #timer = null;
   #registered = false;
   #registering = null;
+  #upSince = Infinity; // when the bus last came up (ms): claims wait ttl after it
   #closed = false;
   #idle = new Set(); // resolvers waiting for every write to be done
   #onEdge;
@@ -310,9 +311,13 @@ class Occupancy {
     if (this.#bus !== null) {
       // Up again: a renewal first (which finds out whether this node was
       // taken for dead while the bus was down), then what waits.
-      this.#onUp = () => (this.#registered ? this.#tick() : this.#register());
+      this.#onUp = () => {
+        this.#upSince = performance.now();
+        if (this.#registered) this.#tick();
+        else this.#register();
+      };
       this.#bus.on('up', this.#onUp);
-      if (this.#bus.state === 'up') this.#register();
+      if (this.#bus.state === 'up') this.#onUp();
     }
     // Renewal and claims (with a bus), and the counts read again (both):
     // every ttl/3.
@@ -550,6 +555,9 @@ class Occupancy {
   }
 
   async #claim() {
+    // Back from an outage every node's time may be past: each gets a ttl to
+    // renew before any is taken for dead.
+    if (performance.now() - this.#upSince < this.#opts.ttl) return;
     let dead;
     try {
       dead = await this.#store.claim(CLAIMS_PER_RENEWAL);
