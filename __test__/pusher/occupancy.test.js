@@ -143,6 +143,20 @@ async function subscribe(c, topic) {
   return sub;
 }
 
+/** Redis, and a node per name (its occupancy options: occupancy) with one client, all recording into one Events. */
+async function cluster(t, names, occupancy = {}) {
+  const defer = cleanup(t);
+  const redis = await redisFor(defer);
+  const events = new Events();
+  const bus = { url: redis.url, backoff: { min: 50, max: 200 } };
+  const nodes = [];
+  for (const name of names) {
+    const n = await node(defer, { bus, events, name, occupancy });
+    nodes.push({ ...n, c: await client(defer, n.url) });
+  }
+  return { defer, redis, events, bus, nodes };
+}
+
 const counts = (events, topic) => events.of('count', topic).map((e) => e.n);
 
 test('one node: occupied at the first subscriber, counts, vacated at the last; other topics not tracked', async (t) => {
@@ -213,14 +227,9 @@ test('subscription_count: each change up to countSmall, then at most one per cou
 });
 
 test('two nodes over Redis: one occupied and one vacated per transition, whichever node decides', { timeout: 60000 }, async (t) => {
-  const defer = cleanup(t);
-  const redis = await redisFor(defer);
-  const events = new Events();
-  const bus = { url: redis.url, backoff: { min: 50, max: 200 } };
-  const a = await node(defer, { bus, events, name: 'a' });
-  const b = await node(defer, { bus, events, name: 'b' });
-  const ca = await client(defer, a.url);
-  const cb = await client(defer, b.url);
+  const { redis, events, nodes: [a, b] } = await cluster(t, ['a', 'b']);
+  const { c: ca } = a;
+  const { c: cb } = b;
 
   // First on A, then on B: one occupied (A's), the count 2 (B's).
   const sa = await subscribe(ca, 'room');
@@ -252,14 +261,9 @@ test('two nodes over Redis: one occupied and one vacated per transition, whichev
 });
 
 test('the bus cut while transitions are written: each is still decided and sent once', { timeout: 60000 }, async (t) => {
-  const defer = cleanup(t);
-  const redis = await redisFor(defer);
-  const events = new Events();
-  const bus = { url: redis.url, backoff: { min: 50, max: 200 } };
-  const a = await node(defer, { bus, events, name: 'a' });
-  const b = await node(defer, { bus, events, name: 'b' });
-  const ca = await client(defer, a.url);
-  const cb = await client(defer, b.url);
+  const { redis, events, nodes: [a, b] } = await cluster(t, ['a', 'b']);
+  const { c: ca } = a;
+  const { c: cb } = b;
   const ups = (n) => n.server.bus;
   for (let i = 0; i < 5; i++) {
     const topic = `cut.${i}`;
@@ -283,13 +287,36 @@ test('the bus cut while transitions are written: each is still decided and sent 
   assert.equal(a.occ.stats().reborn + b.occ.stats().reborn, 0);
 });
 
+test('a node taken for dead while alive takes a new id and moves its counts in one write each: no transition', { timeout: 60000 }, async (t) => {
+  const { redis, events, nodes: [a] } = await cluster(t, ['a'], { ttl: 1500 });
+  const ca = a.c;
+  await subscribe(ca, 'held');
+  await events.until(() => events.of('occupied', 'held').length === 1, 'occupied');
+  const first = a.occ.node;
+  // As a claimer does with a node whose time is past: out of the live set.
+  await redis.call('ZREM', '{symphony:}:occ:nodes', first);
+  await poll(() => a.occ.node !== first, { what: 'a new id at the next renewal' });
+  await poll(async () => (await redis.call('HGETALL', '{symphony:held}:occ')).join() === `${a.occ.node},1`,
+    { what: 'the count under the new id only' });
+  assert.equal(await redis.call('SISMEMBER', `{symphony:}:occ:dead:${a.occ.node}`, 'held'), 1);
+  assert.deepEqual(events.items.map((e) => e.event), ['occupied', 'count']);
+  assert.equal(a.occ.stats().reborn, 1);
+});
+
+test('Redis restarted empty: the nodes write their topics again; occupied is sent again (at least once)', { timeout: 60000 }, async (t) => {
+  const { redis, events, nodes: [a] } = await cluster(t, ['a'], { ttl: 1500 });
+  const ca = a.c;
+  await subscribe(ca, 'kept');
+  await events.until(() => events.of('occupied', 'kept').length === 1, 'occupied');
+  await redis.restart();
+  await events.until(() => events.of('occupied', 'kept').length === 2, 'occupied again, from the rewrite');
+  assert.deepEqual(await redis.call('HGETALL', '{symphony:kept}:occ'), [a.occ.node, '1']);
+  assert.equal(events.of('vacated', 'kept').length, 0);
+});
+
 test('a node killed with the last subscribers: vacated once, by a live node, after its time', { timeout: 60000 }, async (t) => {
-  const defer = cleanup(t);
-  const redis = await redisFor(defer);
-  const events = new Events();
-  const bus = { url: redis.url, backoff: { min: 50, max: 200 } };
   const TTL = 1500;
-  const a = await node(defer, { bus, events, name: 'a', occupancy: { ttl: TTL } });
+  const { defer, redis, events, bus, nodes: [a] } = await cluster(t, ['a'], { ttl: TTL });
   const child = fork(__filename, [JSON.stringify({ bus, occupancy: { ttl: TTL, vacateDelay: 0 } })], {
     env: { ...process.env, OCC_NODE: '1' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -306,8 +333,7 @@ test('a node killed with the last subscribers: vacated once, by a live node, aft
   const ck = await client(defer, `ws://127.0.0.1:${port}/`);
   await subscribe(ck, 'lonely');
   // A holds another topic, so that it has something of its own going on.
-  const ca = await client(defer, a.url);
-  await subscribe(ca, 'mine');
+  await subscribe(a.c, 'mine');
   await events.until(() => events.of('occupied', 'lonely').length === 1 && events.of('occupied', 'mine').length === 1, 'both occupied');
   assert.equal(events.of('occupied', 'lonely')[0].node, 'k');
 
@@ -363,6 +389,11 @@ test('the webhooks, through lib/pusher/webhooks.js: each event POSTed once to a 
   const sdk = new Pusher({ appId: '7', key: 'the-key', secret: 'the-secret' });
   const all = () => got.items.flatMap(({ headers, body }) => sdk.webhook({ headers, rawBody: body }).getEvents());
   await got.until(() => all().some((e) => e.name === 'channel_vacated'), 'channel_vacated at the receiver');
+  // Every node done, every POST answered: what is at the receiver is all.
+  for (const n of nodes) {
+    await n.occ.close();
+    await n.hooks.close();
+  }
   for (const { headers, body } of got.items) assert.equal(sdk.webhook({ headers, rawBody: body }).isValid(), true);
   const events = all();
   assert.equal(events.filter((e) => e.name === 'channel_occupied').length, 1);

@@ -285,7 +285,12 @@ class Occupancy {
   #bus;
   #node = crypto.randomBytes(8).toString('hex');
   #seq = 0;
-  // topic -> { local, written (null: unknown), indexed, busy, unacked, vacate (timer), countTimer }
+  #gen = 0; // this node's ids so far: a write begun under an older one leaves the topic to the rewrite
+  // topic -> { local: this node's subscribers, written: its count in Redis
+  // (-1: to be written again), old: an earlier id of this node to remove,
+  // indexed: in this node's set, busy: a write going, retry: one failed,
+  // unacked: { op, count, old } sent without an answer, vacate: the
+  // vacateDelay timer, countTimer, active: the last 'subscription' event }
   #topics = new Map();
   #queued = false;
   #timer = null;
@@ -420,11 +425,13 @@ class Occupancy {
   }
 
   async #write(topic, s, want) {
+    const gen = this.#gen;
     if (s.unacked === null) {
       if (want > 0 && !s.indexed && this.#bus !== null) {
         // In this node's set before its count is in the topic: whoever
         // claims this node finds the topic.
         await this.#store.index(this.#node, topic, true);
+        if (gen !== this.#gen) return; // reborn meanwhile: indexed again under the new id
         s.indexed = true;
       }
       s.unacked = { op: `${this.#node}.${++this.#seq}`, count: want, old: s.old ?? '' };
@@ -432,13 +439,19 @@ class Occupancy {
     const u = s.unacked;
     this.#stats.writes++;
     const answer = await this.#store.write(topic, this.#node, u.count, u.op, u.old);
+    if (gen !== this.#gen) {
+      // Reborn meanwhile: this write's decision stands (Redis made it), and
+      // the rewrite under the new id moves its count.
+      this.#decided(topic, answer);
+      return;
+    }
     s.unacked = null;
     s.old = null;
     s.written = u.count;
     this.#decided(topic, answer);
     if (s.written === 0 && s.local === 0 && s.indexed && this.#bus !== null && s.vacate === null) {
       await this.#store.index(this.#node, topic, false);
-      s.indexed = false;
+      if (gen === this.#gen) s.indexed = false;
     }
   }
 
@@ -541,6 +554,7 @@ class Occupancy {
   #reborn() {
     const old = this.#node;
     this.#node = crypto.randomBytes(8).toString('hex');
+    this.#gen++;
     this.#stats.reborn++;
     this.#registered = false;
     for (const s of this.#topics.values()) {
