@@ -298,7 +298,7 @@ test('a node taken for dead while alive takes a new id and moves its counts in o
   await poll(() => a.occ.node !== first, { what: 'a new id at the next renewal' });
   await poll(async () => (await redis.call('HGETALL', '{symphony:held}:occ')).join() === `${a.occ.node},1`,
     { what: 'the count under the new id only' });
-  assert.equal(await redis.call('SISMEMBER', `{symphony:}:occ:dead:${a.occ.node}`, 'held'), 1);
+  assert.equal(await redis.call('SISMEMBER', `{symphony:}:occ:node:${a.occ.node}`, 'held'), 1);
   assert.deepEqual(events.items.map((e) => e.event), ['occupied', 'count']);
   assert.equal(a.occ.stats().reborn, 1);
 });

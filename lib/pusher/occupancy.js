@@ -133,10 +133,11 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 return 1
 `;
 
-// KEYS[1]: {prefix}:occ:nodes, KEYS[2]: {prefix}:occ:dead. ARGV: ttl, most.
-// Moves the nodes whose time is past to the dead set, claims up to `most`
-// dead nodes not claimed (or whose claim lapsed) for ttl, and returns them
-// as { node, its topics, node, its topics, ... }.
+// KEYS[1]: {prefix}:occ:nodes, KEYS[2]: {prefix}:occ:dead. ARGV: ttl, most,
+// the base of the nodes' topic sets ({prefix}:occ:node:). Moves the nodes
+// whose time is past to the dead set, claims up to `most` dead nodes not
+// claimed (or whose claim lapsed) for ttl, and returns them as { node, its
+// topics, node, its topics, ... }.
 const CLAIM = `${NOW}local ttl = tonumber(ARGV[1])
 for _, n in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
   redis.call('ZREM', KEYS[1], n)
@@ -146,16 +147,16 @@ local out = {}
 for _, n in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))) do
   redis.call('ZADD', KEYS[2], now + ttl, n)
   out[#out + 1] = n
-  out[#out + 1] = redis.call('SMEMBERS', KEYS[2] .. ':' .. n)
+  out[#out + 1] = redis.call('SMEMBERS', ARGV[3] .. n)
 end
 return out
 `;
 
-// KEYS[1]: {prefix}:occ:nodes, KEYS[2]: {prefix}:occ:dead. ARGV: node.
-// The node is gone: from the live and the dead set, with its topics.
+// KEYS[1]: {prefix}:occ:nodes, KEYS[2]: {prefix}:occ:dead. ARGV: node, the
+// base of the topic sets. The node is gone: from both sets, with its topics.
 const FORGET = `redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('DEL', KEYS[2] .. ':' .. ARGV[1])
+redis.call('DEL', ARGV[2] .. ARGV[1])
 return 1
 `;
 
@@ -221,6 +222,7 @@ class RedisStore {
   #key(topic) { return `${binding.busKeyBase(this.#prefix + topic)}:occ`; }
   get #nodes() { return `{${this.#prefix}}:occ:nodes`; }
   get #dead() { return `{${this.#prefix}}:occ:dead`; }
+  get #held() { return `{${this.#prefix}}:occ:node:`; }
 
   // EVAL with the body each time (Redis caches it by its SHA): no NOSCRIPT
   // resend that could land behind later calls of the same topic.
@@ -239,17 +241,17 @@ class RedisStore {
   alive(node, mode) { return this.#eval(ALIVE, [this.#nodes], [node, this.#opts.ttl, mode]); }
 
   index(node, topic, on) {
-    return this.#bus[busCall](this.#nodes, [on ? 'SADD' : 'SREM', `${this.#dead}:${node}`, topic]);
+    return this.#bus[busCall](this.#nodes, [on ? 'SADD' : 'SREM', this.#held + node, topic]);
   }
 
   async claim(most) {
-    const flat = await this.#eval(CLAIM, [this.#nodes, this.#dead], [this.#opts.ttl, most]);
+    const flat = await this.#eval(CLAIM, [this.#nodes, this.#dead], [this.#opts.ttl, most, this.#held]);
     const out = [];
     for (let i = 0; i + 1 < flat.length; i += 2) out.push({ node: flat[i], topics: flat[i + 1] });
     return out;
   }
 
-  forget(node) { return this.#eval(FORGET, [this.#nodes, this.#dead], [node]); }
+  forget(node) { return this.#eval(FORGET, [this.#nodes, this.#dead], [node, this.#held]); }
 }
 
 function occupancyOptions(v) {
