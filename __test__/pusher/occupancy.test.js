@@ -190,6 +190,23 @@ test('one node: occupied at the first subscriber, counts, vacated at the last; o
   await events.until(() => events.of('occupied', 'chat').length === 2, 'occupied again');
 });
 
+test('made while topics already have subscribers: they count from the start, and their end is heard', async (t) => {
+  const defer = cleanup(t);
+  const server = new Server({ host: '127.0.0.1', port: 0, threads: 1, onSubscribe: () => true });
+  defer(() => server.close());
+  const { port } = await server.listen();
+  const c = await client(defer, `ws://127.0.0.1:${port}/`);
+  await subscribe(c, 'early');
+  await poll(() => server.subscribers('early') === 1, { what: 'the subscribe applied' });
+  const events = new Events();
+  const occ = new Occupancy(server, { vacateDelay: 0, ...recorder(events, 'a') });
+  defer(() => occ.close());
+  await events.until(() => events.of('occupied', 'early').length === 1, 'occupied from what the server has');
+  c.close();
+  await events.until(() => events.of('vacated', 'early').length === 1, 'vacated');
+  assert.deepEqual(events.items.map((e) => e.event), ['occupied', 'count', 'vacated']);
+});
+
 test('vacateDelay: a last subscriber that comes back within it sends nothing; close() sends the vacated at once', async (t) => {
   const defer = cleanup(t);
   const events = new Events();

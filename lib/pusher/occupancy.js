@@ -271,8 +271,9 @@ function occupancyOptions(v) {
   return Object.freeze(o);
 }
 
-// Dead nodes claimed per renewal.
+// Dead nodes claimed per renewal, and a dead node's topics written at once.
 const CLAIMS_PER_RENEWAL = 16;
+const CLAIM_WRITES = 64;
 
 /**
  * The occupancy of a server's topics across the cluster. Made before the
@@ -295,6 +296,7 @@ class Occupancy {
   // vacateDelay timer, countTimer, active: the last 'subscription' event }
   #topics = new Map();
   #queued = false;
+  #dirty = new Set(); // topics to write at the end of this turn
   #timer = null;
   #registered = false;
   #registering = null;
@@ -325,6 +327,15 @@ class Occupancy {
       };
       this.#bus.on('up', this.#onUp);
       if (this.#bus.state === 'up') this.#onUp();
+    }
+    // Topics this node has subscribers of already: 'subscription' reports
+    // their end, not their start.
+    for (const [topic, n] of server.topics()) {
+      if (n > 0 && this.#tracked(topic)) {
+        const s = this.#state(topic);
+        s.active = true;
+        this.#set(topic, s, n);
+      }
     }
     // Renewal and claims (with a bus), and the counts read again (both):
     // every ttl/3.
@@ -371,7 +382,7 @@ class Occupancy {
       if (s.vacate === null) {
         s.vacate = setTimeout(() => {
           s.vacate = null;
-          this.#queue();
+          this.#queue(topic);
         }, this.#opts.vacateDelay);
         s.vacate.unref?.();
       }
@@ -381,16 +392,20 @@ class Occupancy {
       clearTimeout(s.vacate);
       s.vacate = null;
     }
-    this.#queue();
+    this.#queue(topic);
   }
 
-  // Every topic whose write failed is tried again.
+  // Every topic looked at again (those whose write failed tried again).
   #retry() {
-    for (const s of this.#topics.values()) s.retry = false;
+    for (const [topic, s] of this.#topics) {
+      s.retry = false;
+      this.#dirty.add(topic);
+    }
     this.#queue();
   }
 
-  #queue() {
+  #queue(topic) {
+    if (topic !== undefined) this.#dirty.add(topic);
     if (this.#queued) return;
     this.#queued = true;
     setImmediate(() => {
@@ -400,7 +415,12 @@ class Occupancy {
   }
 
   #flush() {
-    for (const [topic, s] of this.#topics) this.#sync(topic, s);
+    const dirty = this.#dirty;
+    this.#dirty = new Set();
+    for (const topic of dirty) {
+      const s = this.#topics.get(topic);
+      if (s !== undefined) this.#sync(topic, s);
+    }
     this.#settleIdle();
   }
 
@@ -488,7 +508,7 @@ class Occupancy {
           this.#call('onCount', topic, emit);
         }
         if (again > 0) this.#countLater(topic, again);
-        else this.#queue();
+        else this.#queue(topic);
       }, (err) => {
         this.#failed(err);
         this.#countLater(topic, this.#opts.countInterval);
@@ -584,9 +604,11 @@ class Occupancy {
     for (const { node, topics } of dead) {
       if (node === this.#node) continue;
       try {
-        for (const topic of topics) {
-          const answer = await this.#store.write(topic, node, 0, `claim.${this.#node}.${++this.#seq}`, '');
-          this.#decided(topic, answer);
+        for (let i = 0; i < topics.length; i += CLAIM_WRITES) {
+          await Promise.all(topics.slice(i, i + CLAIM_WRITES).map(async (topic) => {
+            const answer = await this.#store.write(topic, node, 0, `claim.${this.#node}.${++this.#seq}`, '');
+            this.#decided(topic, answer);
+          }));
         }
         await this.#store.forget(node);
         this.#stats.claimed++;
@@ -630,11 +652,10 @@ class Occupancy {
       s.local = 0;
       s.active = false;
     }
-    for (const s of this.#topics.values()) s.retry = false;
     let timer;
     const done = new Promise((resolve) => {
       this.#idle.add(resolve);
-      this.#flush();
+      this.#retry();
     });
     const ok = await Promise.race([done.then(() => true), new Promise((r) => { timer = setTimeout(() => r(false), timeout); })]);
     clearTimeout(timer);
