@@ -24,7 +24,7 @@ const { SymphonyClient } = require('../../client/symphony-client.cjs');
 const { Occupancy } = require('../../lib/pusher/occupancy');
 const { Webhooks } = require('../../lib/pusher/webhooks');
 const { pusherOptions } = require('../../lib/pusher/config');
-const { startRedis, poll } = require('../helpers/redis');
+const { startRedis, startCluster, poll } = require('../helpers/redis');
 
 // ---------------------------------------------------------------------------
 // The child: one node with its occupancy, its events sent to the parent.
@@ -207,6 +207,25 @@ test('made while topics already have subscribers: they count from the start, and
   assert.deepEqual(events.items.map((e) => e.event), ['occupied', 'count', 'vacated']);
 });
 
+test('bad options: a clear error naming the option, and nothing started', async (t) => {
+  const defer = cleanup(t);
+  const server = new Server({ host: '127.0.0.1', port: 0, threads: 1 });
+  defer(() => server.close());
+  const bad = [
+    [{ onVacated: 'no' }, TypeError, /options\.onVacated/],
+    [{ topics: /chat/ }, TypeError, /options\.topics/],
+    [{ ttl: 10 }, RangeError, /options\.ttl/],
+    [{ countInterval: -1 }, RangeError, /options\.countInterval/],
+    [{ vacatedelay: 0 }, TypeError, /options\.vacatedelay.*not a known occupancy option/],
+    ['fast', TypeError, /options/],
+  ];
+  for (const [options, type, message] of bad) {
+    assert.throws(() => new Occupancy(server, options), (err) => err instanceof type && message.test(err.message), JSON.stringify(options));
+  }
+  assert.throws(() => new Occupancy({}, {}), (err) => err instanceof TypeError && /server/.test(err.message));
+  assert.equal(server.listenerCount('subscription'), 0);
+});
+
 test('vacateDelay: a last subscriber that comes back within it sends nothing; close() sends the vacated at once', async (t) => {
   const defer = cleanup(t);
   const events = new Events();
@@ -274,6 +293,25 @@ test('two nodes over Redis: one occupied and one vacated per transition, whichev
   // Nothing is left in Redis but the live nodes (and the counts' throttle keys expire).
   await poll(async () => (await redis.call('KEYS', '*:occ')).length === 0, { what: 'the topics gone from Redis' });
   assert.deepEqual((await redis.call('ZRANGE', '{symphony:}:occ:nodes', '0', '-1')).sort(), [a.occ.node, b.occ.node].sort());
+  assert.equal(events.items.filter((e) => e.event === 'error').length, 0);
+});
+
+test('a Redis Cluster (3 primaries): one occupied and one vacated per topic, hash-tagged ones too, every script within its slot', { timeout: 120000 }, async (t) => {
+  const defer = cleanup(t);
+  const redis = await startCluster({ primaries: 3, replicas: 0 });
+  defer(() => redis.stop());
+  const events = new Events();
+  const bus = { url: redis.urls, backoff: { min: 50, max: 200 } };
+  const [a, b] = [await node(defer, { bus, events, name: 'a' }), await node(defer, { bus, events, name: 'b' })];
+  const [ca, cb] = [await client(defer, a.url), await client(defer, b.url)];
+  const topics = ['room:1', 'room:2', 'room:3', '{tag}:a', '{tag}:b'];
+  const subs = await Promise.all(topics.flatMap((topic) => [subscribe(ca, topic), subscribe(cb, topic)]));
+  for (const topic of topics) await events.until(() => counts(events, topic).includes(2), `${topic}: the count 2`);
+  for (const sub of subs) sub.unsubscribe();
+  for (const topic of topics) {
+    await events.until(() => events.of('vacated', topic).length === 1, `${topic}: vacated`);
+    assert.equal(events.of('occupied', topic).length, 1, `${topic}: one occupied`);
+  }
   assert.equal(events.items.filter((e) => e.event === 'error').length, 0);
 });
 

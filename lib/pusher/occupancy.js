@@ -302,6 +302,7 @@ class Occupancy {
   #registering = null;
   #upSince = Infinity; // when the bus last came up (ms): claims wait ttl after it
   #closed = false;
+  #closing = null; // close()'s resolver for a write that fails while it waits
   #idle = new Set(); // resolvers waiting for every write to be done
   #onEdge;
   #onUp;
@@ -529,6 +530,7 @@ class Occupancy {
 
   #failed(err) {
     this.#stats.failures++;
+    this.#closing?.(false);
     // The bus down (or the server closed): written again once it is up
     // (the 'up' event, or the next renewal).
     if (err?.code !== 'ERR_BUS_DOWN' && err?.code !== 'ERR_SYMPHONY_CLOSED' && this.#opts.onError !== null) this.#call('onError', err);
@@ -657,8 +659,14 @@ class Occupancy {
       this.#idle.add(resolve);
       this.#retry();
     });
-    const ok = await Promise.race([done.then(() => true), new Promise((r) => { timer = setTimeout(() => r(false), timeout); })]);
+    // Done when every write is; given up at timeout, or at a write that
+    // fails (the bus down, the server closed: it would not go through).
+    const ok = await Promise.race([done.then(() => true), new Promise((r) => {
+      this.#closing = r;
+      timer = setTimeout(() => r(false), timeout);
+    })]);
     clearTimeout(timer);
+    this.#closing = null;
     this.#closed = true;
     if (ok && this.#bus !== null && this.#registered) await this.#store.forget(this.#node).catch(() => {});
   }
