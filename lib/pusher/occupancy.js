@@ -1,5 +1,6 @@
 'use strict';
-// A channel's occupancy across the cluster (docs/pusher.md, "Webhooks"):
+// A channel's occupancy across the cluster (docs/pusher.md, "Occupancy
+// across nodes"):
 // channel_occupied once when the first subscriber anywhere appears,
 // channel_vacated once when the last one anywhere leaves (a dead node's
 // too, once its time is past), and subscription_count when the cluster's
@@ -39,6 +40,12 @@
 // that finds itself gone at its renewal (taken for dead after a stall,
 // or Redis lost its keys) takes a new id and writes its topics again,
 // moving each topic's count from its old id to its new in one call.
+//
+// Each transition is decided once; the deciding node then calls onOccupied
+// or onVacated, so a node killed between Redis' answer and that call loses
+// the event (at most once). Redis losing its keys makes every node write
+// its topics again: occupied comes again (at least once), and a topic
+// emptied meanwhile is never vacated.
 
 const crypto = require('node:crypto');
 const { binding } = require('../native');
@@ -276,10 +283,11 @@ const CLAIMS_PER_RENEWAL = 16;
 const CLAIM_WRITES = 64;
 
 /**
- * The occupancy of a server's topics across the cluster. Made before the
- * server has subscribers (its 'subscription' listener reports topics from
- * then on); close() before server.close(), so that this node's topics
- * leave Redis (and their last leave is decided) while the bus runs.
+ * The occupancy of a server's topics across the cluster: from when it is
+ * made (the topics with subscribers then, server.topics(), and the
+ * 'subscription' events after) to close(), which comes before
+ * server.close(), so that this node's topics leave Redis (and their last
+ * leave is decided) while the bus runs.
  */
 class Occupancy {
   #server;
