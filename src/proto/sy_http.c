@@ -54,6 +54,18 @@ static long version_digit(const unsigned char *b, size_t *p, size_t end, unsigne
     return 0;
 }
 
+/* The LF that must follow the CR at b[*p]: 0 with *p just past it,
+ * NEED_MORE, or SY_HTTP_E_LINE_ENDING (a bare CR). */
+static long after_cr(const unsigned char *b, size_t end, size_t *p) {
+    size_t q = *p + 1;
+    if (q == end)
+        return NEED_MORE;
+    if (b[q] != '\n')
+        return SY_HTTP_E_LINE_ENDING;
+    *p = q + 1;
+    return 0;
+}
+
 /* Parses the request line starting at *pos, reading no byte at or past
  * end. On success advances *pos past its CRLF and returns 0; returns
  * NEED_MORE or an SY_HTTP_E_* error otherwise. */
@@ -110,12 +122,9 @@ static long parse_request_line(const unsigned char *b, size_t end, size_t *pos, 
         return SY_HTTP_E_LINE_ENDING;
     if (b[p] != '\r')
         return SY_HTTP_E_VERSION_SYNTAX;
-    p++;
-    if (p == end)
-        return NEED_MORE;
-    if (b[p] != '\n')
-        return SY_HTTP_E_LINE_ENDING;
-    *pos = p + 1;
+    if ((rc = after_cr(b, end, &p)) != 0)
+        return rc;
+    *pos = p;
     return 0;
 }
 
@@ -133,14 +142,12 @@ static long parse_headers(const unsigned char *b, size_t end, size_t *pos, sy_ht
         if (p == end)
             return NEED_MORE;
         if (b[p] == '\r') {
-            p++;
-            if (p == end)
-                return NEED_MORE;
-            if (b[p] != '\n')
-                return SY_HTTP_E_LINE_ENDING;
-            *pos = p + 1;
-            *count = n;
-            return 0;
+            long rc = after_cr(b, end, &p);
+            if (rc == 0) {
+                *pos = p;
+                *count = n;
+            }
+            return rc;
         }
         if (b[p] == '\n')
             return SY_HTTP_E_LINE_ENDING;
@@ -179,12 +186,9 @@ static long parse_headers(const unsigned char *b, size_t end, size_t *pos, sy_ht
         }
         if (p == end)
             return NEED_MORE;
-        p++; /* CR */
-        if (p == end)
-            return NEED_MORE;
-        if (b[p] != '\n')
-            return SY_HTTP_E_LINE_ENDING;
-        p++;
+        long rc = after_cr(b, end, &p);
+        if (rc != 0)
+            return rc;
         hdrs[n].name = (const char *)b + n0;
         hdrs[n].name_len = nend - n0;
         hdrs[n].value = (const char *)b + v0;
@@ -218,11 +222,11 @@ long sy_http_parse_request(const char *buf, size_t len, const sy_http_limits_t *
 
     /* Leading empty lines. */
     while (pos < end && b[pos] == '\r') {
-        if (pos + 1 == end)
+        rc = after_cr(b, end, &pos);
+        if (rc == NEED_MORE)
             return (end == max_head) ? SY_HTTP_E_HEAD_TOO_LARGE : SY_HTTP_PARTIAL;
-        if (b[pos + 1] != '\n')
-            return SY_HTTP_E_LINE_ENDING;
-        pos += 2;
+        if (rc != 0)
+            return rc;
     }
 
     memset(&r, 0, sizeof(r));
