@@ -8,6 +8,7 @@
 
 #include "base/sy_alloc.h"
 #include "base/sy_json.h"
+#include "proto/sy_since.h"
 #include "proto/sy_utf8.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_ws_frame.h"
@@ -34,27 +35,9 @@ static bool read_topic(yyjson_val *v, const char **s, size_t *n) {
     return *n > 0 && *n <= SY_V2_TOPIC_MAX;
 }
 
-/* "16 hex" -> u64. */
+/* "16 hex" -> u64, as in sy.since. */
 static bool read_epoch(yyjson_val *v, uint64_t *out) {
-    if (!yyjson_is_str(v) || yyjson_get_len(v) != 16)
-        return false;
-    const char *s = yyjson_get_str(v);
-    uint64_t e = 0;
-    for (size_t i = 0; i < 16; i++) {
-        char c = s[i];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            d = (unsigned)(c - 'A' + 10);
-        else
-            return false;
-        e = (e << 4) | d;
-    }
-    *out = e;
-    return true;
+    return yyjson_is_str(v) && sy_since_epoch(yyjson_get_str(v), yyjson_get_len(v), out);
 }
 
 /* An offset: a decimal string of 1 to 20 digits within u64 (as in sy.since),
