@@ -35,6 +35,20 @@ static bool read_topic(yyjson_val *v, const char **s, size_t *n) {
     return *n > 0 && *n <= SY_V2_TOPIC_MAX;
 }
 
+/* An optional token: none (absent or null), or a string of 1 to
+ * SY_V2_TOKEN_MAX bytes. False with *why when it is something else. */
+static bool read_token(yyjson_val *v, const char **s, size_t *n, const char **why) {
+    if (v == NULL || yyjson_is_null(v))
+        return true;
+    if (!yyjson_is_str(v) || yyjson_get_len(v) == 0 || yyjson_get_len(v) > SY_V2_TOKEN_MAX) {
+        *why = "token must be a string of 1 to 8192 bytes";
+        return false;
+    }
+    *s = yyjson_get_str(v);
+    *n = yyjson_get_len(v);
+    return true;
+}
+
 /* "16 hex" -> u64, as in sy.since. */
 static bool read_epoch(yyjson_val *v, uint64_t *out) {
     return yyjson_is_str(v) && sy_since_epoch(yyjson_get_str(v), yyjson_get_len(v), out);
@@ -104,18 +118,11 @@ static bool check_sub(yyjson_val *e, sy_v2_sub_t *out, const char **why, bool la
         }
         out->has_since = true;
     }
-    yyjson_val *token = yyjson_obj_get(e, "token");
-    if (token != NULL && !yyjson_is_null(token)) {
-        if (!yyjson_is_str(token) || yyjson_get_len(token) == 0 || yyjson_get_len(token) > SY_V2_TOKEN_MAX) {
-            *why = "token must be a string of 1 to 8192 bytes";
-            return false;
-        }
-        out->token = yyjson_get_str(token);
-        out->token_len = yyjson_get_len(token);
-        if (lax && !sy_utf8_is_valid((const uint8_t *)out->token, out->token_len)) {
-            *why = "token must be UTF-8";
-            return false;
-        }
+    if (!read_token(yyjson_obj_get(e, "token"), &out->token, &out->token_len, why))
+        return false;
+    if (lax && out->token != NULL && !sy_utf8_is_valid((const uint8_t *)out->token, out->token_len)) {
+        *why = "token must be UTF-8";
+        return false;
     }
     return true;
 }
@@ -264,15 +271,8 @@ sy_v2_status_t sy_v2_parse(const uint8_t *p, size_t n, sy_v2_frame_t *out, const
         }
     }
     if (p[0] == SY_V2_PUBLISH) {
-        yyjson_val *token = yyjson_obj_get(root, "token");
-        if (token != NULL && !yyjson_is_null(token)) {
-            if (!yyjson_is_str(token) || yyjson_get_len(token) == 0 || yyjson_get_len(token) > SY_V2_TOKEN_MAX) {
-                *why = "token must be a string of 1 to 8192 bytes";
-                goto bad;
-            }
-            out->token = yyjson_get_str(token);
-            out->token_len = yyjson_get_len(token);
-        }
+        if (!read_token(yyjson_obj_get(root, "token"), &out->token, &out->token_len, why))
+            goto bad;
     }
     if (payload) {
         out->payload = nl + 1;
