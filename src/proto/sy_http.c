@@ -253,48 +253,34 @@ long sy_http_parse_request(const char *buf, size_t len, const sy_http_limits_t *
     return (long)pos;
 }
 
+static const struct {
+    int status;
+    const char *text;
+} ERRORS[] = {
+#define SY_HTTP_E_ROW_(e, v, status, text) [-(v)] = {status, text},
+    SY_HTTP_ERRORS_LIST(SY_HTTP_E_ROW_)
+#undef SY_HTTP_E_ROW_
+};
+
+/* err's row, or NULL for a value not in the list. */
+static const char *text_of(long err, int *status) {
+    long n = (long)(sizeof(ERRORS) / sizeof(ERRORS[0]));
+    if (err >= 0 || err <= -n || ERRORS[-err].text == NULL)
+        return NULL;
+    *status = ERRORS[-err].status;
+    return ERRORS[-err].text;
+}
+
 int sy_http_error_status(long err) {
-    switch (err) {
-    case SY_HTTP_E_LINE_TOO_LONG:
-        return 414;
-    case SY_HTTP_E_HEAD_TOO_LARGE:
-        return 431;
-    case SY_HTTP_E_TOO_MANY_HEADERS:
-        return 431;
-    case SY_HTTP_E_VERSION:
-        return 505;
-    default:
-        return (err < 0) ? 400 : 0;
-    }
+    int status = err < 0 ? 400 : 0;
+    (void)text_of(err, &status);
+    return status;
 }
 
 const char *sy_http_error_str(long err) {
-    switch (err) {
-    case SY_HTTP_E_METHOD:
-        return "invalid method";
-    case SY_HTTP_E_TARGET:
-        return "invalid request target";
-    case SY_HTTP_E_VERSION_SYNTAX:
-        return "invalid HTTP version";
-    case SY_HTTP_E_LINE_ENDING:
-        return "line not ended by CRLF";
-    case SY_HTTP_E_HEADER_NAME:
-        return "invalid header name";
-    case SY_HTTP_E_HEADER_VALUE:
-        return "invalid character in header value";
-    case SY_HTTP_E_OBS_FOLD:
-        return "obsolete line folding";
-    case SY_HTTP_E_LINE_TOO_LONG:
-        return "request line too long";
-    case SY_HTTP_E_HEAD_TOO_LARGE:
-        return "request header too large";
-    case SY_HTTP_E_TOO_MANY_HEADERS:
-        return "too many header fields";
-    case SY_HTTP_E_VERSION:
-        return "HTTP version not supported";
-    default:
-        return "unknown error";
-    }
+    int status;
+    const char *text = text_of(err, &status);
+    return text != NULL ? text : "unknown error";
 }
 
 const char *sy_http_reason_phrase(int status) {
