@@ -147,24 +147,19 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     b->sentinel_lconf.user = b->sentinel_user;
     b->sentinel_lconf.pass = b->sentinel_pass;
     if (b->nsentinels > 0)
-        sy_bus_sentinel_init(&b->sentinel, &(sy_bus_sentinel_conf_t){.hosts = b->sentinel_hosts,
-                                                                     .ports = b->sentinel_ports,
-                                                                     .n = b->nsentinels,
-                                                                     .name = b->sentinel_name,
-                                                                     .ops = &sy_bus_thread_ops,
-                                                                     .ctx = b,
-                                                                     .lconf = &b->sentinel_lconf,
-                                                                     .poll = b->poll,
-                                                                     .seed = (uint32_t)(b->node >> 17)});
+        sy_bus_sentinel_init(&b->sentinel,
+                             &(sy_bus_sentinel_conf_t){.hosts = b->sentinel_hosts,
+                                                       .ports = b->sentinel_ports,
+                                                       .n = b->nsentinels,
+                                                       .name = b->sentinel_name,
+                                                       .links = {&sy_bus_thread_ops, b, &b->sentinel_lconf, b->poll},
+                                                       .seed = (uint32_t)(b->node >> 17)});
     sy_bus_shards_init(&b->shards, &(sy_bus_shards_conf_t){.cluster = b->cluster,
                                                            .sentinel = b->nsentinels > 0,
                                                            .hosts = b->hosts,
                                                            .ports = b->ports,
                                                            .nseeds = b->nseeds,
-                                                           .ops = &sy_bus_thread_ops,
-                                                           .ctx = b,
-                                                           .lconf = &b->lconf,
-                                                           .poll = b->poll,
+                                                           .links = {&sy_bus_thread_ops, b, &b->lconf, b->poll},
                                                            .seed = (uint32_t)(b->node ^ (b->node >> 32))});
     sy_bus_subs_init(&b->subs, &b->chans, &b->shards, &b->c.channels, &b->c.subscribe_commands);
     b->topics = topics;

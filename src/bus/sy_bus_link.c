@@ -174,16 +174,15 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
     went_down(l, why);
 }
 
-void sy_bus_link_init(sy_bus_link_t *l, const sy_bus_link_ops_t *ops, void *ctx, const sy_bus_link_conf_t *conf,
-                      sy_poll_t *poll, const char *host, uint16_t port, uint32_t seed) {
+void sy_bus_link_init(sy_bus_link_t *l, const sy_bus_link_env_t *env, const char *host, uint16_t port, uint32_t seed) {
     memset(l, 0, sizeof(*l));
-    l->ops = ops;
-    l->ctx = ctx;
-    l->conf = conf;
-    l->poll = poll;
+    l->ops = env->ops;
+    l->ctx = env->ctx;
+    l->conf = env->lconf;
+    l->poll = env->poll;
     l->fd = -1;
     l->state = SY_LINK_IDLE;
-    l->delay_ms = conf->backoff_min_ms;
+    l->delay_ms = env->lconf->backoff_min_ms;
     l->rng = seed | 1u;
     snprintf(l->host, sizeof(l->host), "%s", host);
     l->port = port;
