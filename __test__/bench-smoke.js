@@ -49,8 +49,9 @@ test('bench/runner/run.js --quick: parked and cpu phases, jemalloc and system ar
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-'));
   try {
     const t0 = Date.now();
+    // one cpu shape: the runner's rows and gates per shape are the same code for each
     const r = await run(['--quick', '--repeats', '1', '--phases', 'parked,cpu', '--arms', 'jemalloc,system',
-      '--connections', '200', '--settle', '1', '--active', '2', '--cpu-window', '3', '--out', out], RUN_BOUND_S);
+      '--connections', '200', '--settle', '1', '--active', '1', '--cpu-shapes', '256x10', '--cpu-window', '2', '--out', out], RUN_BOUND_S);
     const secs = (Date.now() - t0) / 1000;
     assert.equal(r.code, 0, `exit ${r.code ?? r.signal} after ${secs.toFixed(0)} s\n${r.stderr.slice(-3000)}`);
 
@@ -90,16 +91,16 @@ test('bench/runner/run.js --quick: parked and cpu phases, jemalloc and system ar
     assert.ok(parked && cpu && gates, 'report sections missing');
     for (const arm of ['jemalloc', 'system']) {
       assert.equal((parked.match(new RegExp(`^\\| ${arm} \\|`, 'gm')) || []).length, 2, `parked tables: rows for ${arm}`);
-      assert.equal((cpu.match(new RegExp(`^\\| [^|]+ \\| ${arm} \\|`, 'gm')) || []).length, 2, `cpu table: a row per shape for ${arm}`);
+      assert.equal((cpu.match(new RegExp(`^\\| [^|]+ \\| ${arm} \\|`, 'gm')) || []).length, 1, `cpu table: a row per shape for ${arm}`);
     }
     assert.ok(!section(md, 'Soak: peak ↔ trough cycles'), 'no soak section when the soak did not run');
     const gateLines = gates.split('\n').filter((l) => /^- \*\*(PASS|FAIL|n\/a)\*\* — /.test(l));
-    assert.equal(gateLines.length, 8, gates);
+    assert.equal(gateLines.length, 6, gates); // 4 + 2 per cpu shape
     assert.ok(gateLines.some((l) => /\*\*n\/a\*\*.*TLS connection/.test(l)), 'the TLS gate is n/a without jemalloc-tls');
     assert.equal(gateLines.filter((l) => /\*\*n\/a\*\*.*soak/.test(l)).length, 2, 'the two soak gates are n/a');
     for (const l of gateLines.filter((x) => /system/.test(x))) assert.match(l, /\*\*(PASS|FAIL)\*\*.*jemalloc .* vs system /, l);
     // and on stderr
-    assert.match(r.stderr, /gates:\n(.*(PASS|FAIL|n\/a) .*\n){8}/);
+    assert.match(r.stderr, /gates:\n(.*(PASS|FAIL|n\/a) .*\n){6}/);
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
   }
@@ -109,7 +110,7 @@ test('bench/runner/run.js --quick over TLS: parked and handshakes phases, jemall
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-tls-'));
   try {
     const r = await run(['--quick', '--repeats', '1', '--phases', 'parked,handshakes', '--arms', 'jemalloc-tls',
-      '--connections', '200', '--handshakes', '100', '--settle', '1', '--active', '2', '--out', out], RUN_BOUND_S);
+      '--connections', '200', '--handshakes', '100', '--settle', '1', '--active', '1', '--out', out], RUN_BOUND_S);
     assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
     const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
     for (const phase of ['parked', 'handshakes']) {
@@ -141,7 +142,7 @@ test('bench/runner/run.js --quick json: the JSON shape with permessage-deflate, 
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-json-'));
   try {
     const r = await run(['--quick', '--repeats', '1', '--phases', 'json', '--arms', 'jemalloc-deflate,ws-deflate',
-      '--connections', '200', '--settle', '1', '--json-window', '3', '--out', out], RUN_BOUND_S);
+      '--connections', '200', '--settle', '1', '--json-window', '2', '--out', out], RUN_BOUND_S);
     assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
     const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
     for (const arm of ['jemalloc-deflate', 'ws-deflate']) {
@@ -258,7 +259,7 @@ test('bench/runner/run.js --quick slow: slow clients under drop, close and confl
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-slow-'));
   try {
     const r = await run(['--quick', '--repeats', '1', '--phases', 'slow', '--slow-normal', '50', '--slow-clients', '4',
-      '--slow-settle', '4', '--slow-window', '2', '--out', out], RUN_BOUND_S);
+      '--slow-settle', '2', '--slow-window', '1', '--out', out], RUN_BOUND_S);
     assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
     const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
     for (const policy of ['drop', 'close', 'conflate']) {
@@ -334,7 +335,7 @@ test('bench/runner/run.js --quick sse: event streams against WebSocket, a node:h
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'symphony-bench-sse-'));
   try {
     const r = await run(['--quick', '--repeats', '1', '--phases', 'sse', '--sse-connections', '100', '--sse-memory-connections', '100',
-      '--sse-window', '2', '--out', out], RUN_BOUND_S);
+      '--sse-window', '1', '--settle', '1', '--out', out], RUN_BOUND_S);
     assert.equal(r.code, 0, `exit ${r.code ?? r.signal}\n${r.stderr.slice(-3000)}`);
     const res = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
     for (const arm of ['sse-symphony', 'sse-symphony-ws', 'sse-node', 'sse-better']) {

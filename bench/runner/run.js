@@ -164,7 +164,7 @@ Populations and timing:
   --asks-round-trips N   asks phase: timed round trips of each kind, one at a time (default 5000;
                          quick 2000), after N/4 of warm-up
   --peak-hold S --trough-hold S --active S --ramp R (connections/s)
-  --settle S             idle and settle times of the parked and cpu phases
+  --settle S             idle and settle times of the parked, cpu, json, publish and sse phases
 
 Output:
   --name WHAT            results folder bench/results/YYYY-MM-DD-WHAT (the UTC date; WHAT:
@@ -495,6 +495,7 @@ async function main() {
   const settle = num(o, 'settle', 0.5, 600);
   if (settle !== undefined) {
     cfg.parked.idle = cfg.parked.settle = cfg.cpu.settle = cfg.json.idle = cfg.json.parked = cfg.json.settle = cfg.publish.settle = settle;
+    cfg.sse.settle = cfg.sse.memory.idle = cfg.sse.memory.settle = settle;
   }
   cfg.json.connections = int(o, 'json-connections', 1, 1e6) ?? cfg.json.connections;
   cfg.json.rate = num(o, 'json-rate', 0.1, 1000) ?? cfg.json.rate;

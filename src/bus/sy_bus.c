@@ -25,6 +25,31 @@ static char *dup_str(const char *s, size_t len) {
     return d;
 }
 
+/* A copy of an optional string: true when there is none or it is copied. */
+static bool dup_opt(char **to, const char *s) { return s == NULL || (*to = dup_str(s, strlen(s))) != NULL; }
+
+/* Copies n addresses into fresh arrays (one slot at least): true when all
+ * were copied; free_addrs frees what was. */
+static bool dup_addrs(char ***hosts, uint16_t **ports, const char *const *from_hosts, const uint16_t *from_ports,
+                      unsigned n) {
+    *hosts = sy_calloc(n ? n : 1, sizeof(**hosts));
+    *ports = sy_calloc(n ? n : 1, sizeof(**ports));
+    bool ok = *hosts != NULL && *ports != NULL;
+    for (unsigned i = 0; ok && i < n; i++) {
+        (*ports)[i] = from_ports[i];
+        ok = ((*hosts)[i] = dup_str(from_hosts[i], strlen(from_hosts[i]))) != NULL;
+    }
+    return ok;
+}
+
+static void free_addrs(char **hosts, uint16_t *ports, unsigned n) {
+    if (hosts != NULL)
+        for (unsigned i = 0; i < n; i++)
+            sy_free(hosts[i]);
+    sy_free(hosts);
+    sy_free(ports);
+}
+
 static void wake(sy_bus_t *b) { sy_wake_signal(&b->wake); }
 
 /* Unlocks b->lock after queueing work for the bus thread, and wakes it
@@ -70,8 +95,6 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     b->tls_free = o->tls_free;
     sy_wake_init(&b->wake);
     b->nseeds = o->nseeds;
-    b->hosts = sy_calloc(o->nseeds ? o->nseeds : 1, sizeof(*b->hosts)); /* none with Sentinel */
-    b->ports = sy_calloc(o->nseeds ? o->nseeds : 1, sizeof(*b->ports));
     b->prefix = dup_str(o->prefix, o->prefix_len);
     /* The nodes' control channel (sy_bus_ctl_publish): prefix + its name. */
     b->ctl_channel_len = o->prefix_len + SY_BUS_CTL_NAME_LEN;
@@ -80,31 +103,15 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
         memcpy(b->ctl_channel, o->prefix, o->prefix_len);
         memcpy(b->ctl_channel + o->prefix_len, SY_BUS_CTL_NAME, SY_BUS_CTL_NAME_LEN);
     }
-    bool ok = b->hosts != NULL && b->ports != NULL && b->prefix != NULL && b->ctl_channel != NULL;
-    if (ok)
-        ok = sy_bus_chans_init(&b->chans, b->prefix, o->prefix_len) == 0;
-    for (unsigned i = 0; ok && i < o->nseeds; i++) {
-        ok = (b->hosts[i] = dup_str(o->hosts[i], strlen(o->hosts[i]))) != NULL;
-        b->ports[i] = o->ports[i];
-    }
-    if (ok && o->user != NULL)
-        ok = (b->user = dup_str(o->user, strlen(o->user))) != NULL;
-    if (ok && o->pass != NULL)
-        ok = (b->pass = dup_str(o->pass, strlen(o->pass))) != NULL;
+    bool ok = b->prefix != NULL && b->ctl_channel != NULL &&
+              dup_addrs(&b->hosts, &b->ports, o->hosts, o->ports, o->nseeds) /* none with Sentinel */ &&
+              sy_bus_chans_init(&b->chans, b->prefix, o->prefix_len) == 0 && dup_opt(&b->user, o->user) &&
+              dup_opt(&b->pass, o->pass);
     if (ok && o->nsentinels > 0) {
         b->nsentinels = o->nsentinels;
-        b->sentinel_hosts = sy_calloc(o->nsentinels, sizeof(*b->sentinel_hosts));
-        b->sentinel_ports = sy_calloc(o->nsentinels, sizeof(*b->sentinel_ports));
-        ok = b->sentinel_hosts != NULL && b->sentinel_ports != NULL &&
-             (b->sentinel_name = dup_str(o->sentinel_name, name_len)) != NULL;
-        for (unsigned i = 0; ok && i < o->nsentinels; i++) {
-            ok = (b->sentinel_hosts[i] = dup_str(o->sentinel_hosts[i], strlen(o->sentinel_hosts[i]))) != NULL;
-            b->sentinel_ports[i] = o->sentinel_ports[i];
-        }
-        if (ok && o->sentinel_user != NULL)
-            ok = (b->sentinel_user = dup_str(o->sentinel_user, strlen(o->sentinel_user))) != NULL;
-        if (ok && o->sentinel_pass != NULL)
-            ok = (b->sentinel_pass = dup_str(o->sentinel_pass, strlen(o->sentinel_pass))) != NULL;
+        ok = dup_addrs(&b->sentinel_hosts, &b->sentinel_ports, o->sentinel_hosts, o->sentinel_ports, o->nsentinels) &&
+             (b->sentinel_name = dup_str(o->sentinel_name, name_len)) != NULL &&
+             dup_opt(&b->sentinel_user, o->sentinel_user) && dup_opt(&b->sentinel_pass, o->sentinel_pass);
     }
     if (ok) {
         b->poll = sy_poll_create();
@@ -140,24 +147,19 @@ sy_bus_t *sy_bus_create(const sy_bus_opts_t *o, sy_topics_t *topics, sy_bus_deli
     b->sentinel_lconf.user = b->sentinel_user;
     b->sentinel_lconf.pass = b->sentinel_pass;
     if (b->nsentinels > 0)
-        sy_bus_sentinel_init(&b->sentinel, &(sy_bus_sentinel_conf_t){.hosts = b->sentinel_hosts,
-                                                                     .ports = b->sentinel_ports,
-                                                                     .n = b->nsentinels,
-                                                                     .name = b->sentinel_name,
-                                                                     .ops = &sy_bus_thread_ops,
-                                                                     .ctx = b,
-                                                                     .lconf = &b->sentinel_lconf,
-                                                                     .poll = b->poll,
-                                                                     .seed = (uint32_t)(b->node >> 17)});
+        sy_bus_sentinel_init(&b->sentinel,
+                             &(sy_bus_sentinel_conf_t){.hosts = b->sentinel_hosts,
+                                                       .ports = b->sentinel_ports,
+                                                       .n = b->nsentinels,
+                                                       .name = b->sentinel_name,
+                                                       .links = {&sy_bus_thread_ops, b, &b->sentinel_lconf, b->poll},
+                                                       .seed = (uint32_t)(b->node >> 17)});
     sy_bus_shards_init(&b->shards, &(sy_bus_shards_conf_t){.cluster = b->cluster,
                                                            .sentinel = b->nsentinels > 0,
                                                            .hosts = b->hosts,
                                                            .ports = b->ports,
                                                            .nseeds = b->nseeds,
-                                                           .ops = &sy_bus_thread_ops,
-                                                           .ctx = b,
-                                                           .lconf = &b->lconf,
-                                                           .poll = b->poll,
+                                                           .links = {&sy_bus_thread_ops, b, &b->lconf, b->poll},
                                                            .seed = (uint32_t)(b->node ^ (b->node >> 32))});
     sy_bus_subs_init(&b->subs, &b->chans, &b->shards, &b->c.channels, &b->c.subscribe_commands);
     b->topics = topics;
@@ -218,18 +220,10 @@ void sy_bus_destroy(sy_bus_t *b) {
     if (b->poll != NULL)
         sy_poll_destroy(b->poll);
     sy_wake_close(&b->wake); /* after the poller: sy_poll.h's rule for closing */
-    if (b->hosts != NULL)
-        for (unsigned i = 0; i < b->nseeds; i++)
-            sy_free(b->hosts[i]);
-    sy_free(b->hosts);
-    sy_free(b->ports);
+    free_addrs(b->hosts, b->ports, b->nseeds);
     sy_free(b->user);
     sy_free(b->pass);
-    if (b->sentinel_hosts != NULL)
-        for (unsigned i = 0; i < b->nsentinels; i++)
-            sy_free(b->sentinel_hosts[i]);
-    sy_free(b->sentinel_hosts);
-    sy_free(b->sentinel_ports);
+    free_addrs(b->sentinel_hosts, b->sentinel_ports, b->nsentinels);
     sy_free(b->sentinel_name);
     sy_free(b->sentinel_user);
     sy_free(b->sentinel_pass);

@@ -64,37 +64,21 @@ static void sync_poll(sy_bus_link_t *l) {
         sy_bus_link_fail(l, "the bus poller refused the connection", false);
 }
 
-static void ev_add_read(void *d) {
+/* hiredis asks for one kind of readiness (on) or drops it: the poller is
+ * told when the interest changes. */
+static void want(void *d, uint32_t event, bool on) {
     sy_bus_link_t *l = d;
-    if (!(l->events & SY_POLL_IN)) {
-        l->events |= SY_POLL_IN;
+    uint32_t events = on ? l->events | event : l->events & ~event;
+    if (events != l->events) {
+        l->events = events;
         sync_poll(l);
     }
 }
 
-static void ev_del_read(void *d) {
-    sy_bus_link_t *l = d;
-    if (l->events & SY_POLL_IN) {
-        l->events &= ~SY_POLL_IN;
-        sync_poll(l);
-    }
-}
-
-static void ev_add_write(void *d) {
-    sy_bus_link_t *l = d;
-    if (!(l->events & SY_POLL_OUT)) {
-        l->events |= SY_POLL_OUT;
-        sync_poll(l);
-    }
-}
-
-static void ev_del_write(void *d) {
-    sy_bus_link_t *l = d;
-    if (l->events & SY_POLL_OUT) {
-        l->events &= ~SY_POLL_OUT;
-        sync_poll(l);
-    }
-}
+static void ev_add_read(void *d) { want(d, SY_POLL_IN, true); }
+static void ev_del_read(void *d) { want(d, SY_POLL_IN, false); }
+static void ev_add_write(void *d) { want(d, SY_POLL_OUT, true); }
+static void ev_del_write(void *d) { want(d, SY_POLL_OUT, false); }
 
 static void ev_cleanup(void *d) {
     sy_bus_link_t *l = d;
@@ -190,16 +174,15 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
     went_down(l, why);
 }
 
-void sy_bus_link_init(sy_bus_link_t *l, const sy_bus_link_ops_t *ops, void *ctx, const sy_bus_link_conf_t *conf,
-                      sy_poll_t *poll, const char *host, uint16_t port, uint32_t seed) {
+void sy_bus_link_init(sy_bus_link_t *l, const sy_bus_link_env_t *env, const char *host, uint16_t port, uint32_t seed) {
     memset(l, 0, sizeof(*l));
-    l->ops = ops;
-    l->ctx = ctx;
-    l->conf = conf;
-    l->poll = poll;
+    l->ops = env->ops;
+    l->ctx = env->ctx;
+    l->conf = env->lconf;
+    l->poll = env->poll;
     l->fd = -1;
     l->state = SY_LINK_IDLE;
-    l->delay_ms = conf->backoff_min_ms;
+    l->delay_ms = env->lconf->backoff_min_ms;
     l->rng = seed | 1u;
     snprintf(l->host, sizeof(l->host), "%s", host);
     l->port = port;

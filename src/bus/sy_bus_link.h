@@ -101,10 +101,19 @@ struct sy_bus_link {
     char err[SY_BUS_ERRLEN]; /* why the link last went down */
 };
 
+/* What an owner's links (the sentinels', the shards') are all made with:
+ * the callbacks and their context, the credentials and TLS, the poller. */
+typedef struct sy_bus_link_env {
+    const sy_bus_link_ops_t *ops;
+    void *ctx;
+    const sy_bus_link_conf_t *lconf;
+    sy_poll_t *poll;
+} sy_bus_link_env_t;
+
 /* Sets up a link to host:port (copied; too long a host is cut, and fails
- * to connect). Connects at the first sy_bus_link_tick. */
-void sy_bus_link_init(sy_bus_link_t *l, const sy_bus_link_ops_t *ops, void *ctx, const sy_bus_link_conf_t *conf,
-                      sy_poll_t *poll, const char *host, uint16_t port, uint32_t seed);
+ * to connect) in env (the pointers are kept). Connects at the first
+ * sy_bus_link_tick. */
+void sy_bus_link_init(sy_bus_link_t *l, const sy_bus_link_env_t *env, const char *host, uint16_t port, uint32_t seed);
 /* Connects now when idle or waiting. */
 void sy_bus_link_connect(sy_bus_link_t *l);
 /* Closes the connection and leaves the link idle: no callback of ops

@@ -32,8 +32,8 @@ static void aim(sy_bus_sentinel_t *st) {
 
 void sy_bus_sentinel_start(sy_bus_sentinel_t *st) {
     const sy_bus_sentinel_conf_t *c = &st->conf;
-    sy_bus_link_init(&st->ask, c->ops, c->ctx, c->lconf, c->poll, c->hosts[0], c->ports[0], c->seed);
-    sy_bus_link_init(&st->watch, c->ops, c->ctx, c->lconf, c->poll, c->hosts[0], c->ports[0], c->seed + 1);
+    sy_bus_link_init(&st->ask, &c->links, c->hosts[0], c->ports[0], c->seed);
+    sy_bus_link_init(&st->watch, &c->links, c->hosts[0], c->ports[0], c->seed + 1);
     st->ask.owner = st->watch.owner = st;
     st->ask.role = SY_BUS_ROLE_SENTINEL;
     st->watch.role = SY_BUS_ROLE_WATCH;
@@ -145,7 +145,7 @@ void sy_bus_sentinel_down(sy_bus_sentinel_t *st, sy_bus_link_t *l, const char *e
 }
 
 unsigned sy_bus_sentinel_role_delay(sy_bus_sentinel_t *st) {
-    const sy_bus_link_conf_t *lc = st->conf.lconf;
+    const sy_bus_link_conf_t *lc = st->conf.links.lconf;
     unsigned d = st->role_delay ? st->role_delay : lc->backoff_min_ms;
     st->role_delay = d >= lc->backoff_max_ms / 2 ? lc->backoff_max_ms : d * 2;
     return d;

@@ -18,7 +18,7 @@
  * sy_bus_sentinel_why says so, naming the last one and its reason. An
  * answer resets that count.
  *
- * The links' callbacks go to the ops and ctx of the conf (roles
+ * The links' callbacks go to the ops and ctx of the conf's links (roles
  * SY_BUS_ROLE_SENTINEL and SY_BUS_ROLE_WATCH, owner the sy_bus_sentinel_t);
  * the caller hands the ask link's up/down back here (sy_bus_sentinel_up,
  * sy_bus_sentinel_down).
@@ -55,11 +55,8 @@ typedef struct sy_bus_sentinel_conf {
     char *const *hosts; /* the sentinels */
     const uint16_t *ports;
     unsigned n;
-    const char *name; /* the primary's name (no space) */
-    const sy_bus_link_ops_t *ops;
-    void *ctx;
-    const sy_bus_link_conf_t *lconf; /* the sentinels' credentials and TLS */
-    sy_poll_t *poll;
+    const char *name;        /* the primary's name (no space) */
+    sy_bus_link_env_t links; /* with the sentinels' credentials and TLS */
     uint32_t seed;
 } sy_bus_sentinel_conf_t;
 

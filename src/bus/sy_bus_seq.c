@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include "base/sy_alloc.h"
+#include "proto/sy_since.h"
 
 /* clang-format off */
 const char sy_bus_seq_publish_lua[] =
@@ -98,24 +99,7 @@ char *sy_bus_seq_keys(const char *channel, size_t len, char **stream, size_t *st
 }
 
 bool sy_bus_seq_epoch(const char *s, size_t len, uint64_t *epoch) {
-    if (len != 16)
-        return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < 16; i++) {
-        char ch = s[i];
-        unsigned d;
-        if (ch >= '0' && ch <= '9')
-            d = (unsigned)(ch - '0');
-        else if (ch >= 'a' && ch <= 'f')
-            d = (unsigned)(ch - 'a' + 10);
-        else if (ch >= 'A' && ch <= 'F')
-            d = (unsigned)(ch - 'A' + 10);
-        else
-            return false;
-        v = v << 4 | d;
-    }
-    *epoch = v;
-    return v != 0;
+    return sy_since_epoch(s, len, epoch) && *epoch != 0;
 }
 
 /* A decimal u64 of 1 to 20 digits, > 0, ending at a byte not a digit (or

@@ -27,8 +27,8 @@ static sy_bus_shard_t *shard_new(sy_bus_shards_t *sh, const char *host, uint16_t
     sy_bus_shard_t *s = sy_calloc(1, sizeof(*s));
     if (s == NULL)
         return NULL;
-    sy_bus_link_init(&s->pub, c->ops, c->ctx, c->lconf, c->poll, host, port, sh->rng++);
-    sy_bus_link_init(&s->sub, c->ops, c->ctx, c->lconf, c->poll, host, port, sh->rng++);
+    sy_bus_link_init(&s->pub, &c->links, host, port, sh->rng++);
+    sy_bus_link_init(&s->sub, &c->links, host, port, sh->rng++);
     s->pub.owner = s->sub.owner = s;
     s->pub.role = SY_BUS_ROLE_PUB;
     s->sub.role = SY_BUS_ROLE_SUB;
@@ -56,7 +56,7 @@ sy_err_t sy_bus_shards_start(sy_bus_shards_t *sh) {
         sh->set = (sy_bus_shard_set_t){.shards = one, .n = 1, .complete = true};
         return 0;
     }
-    sy_bus_link_init(&sh->cfg, c->ops, c->ctx, c->lconf, c->poll, c->hosts[0], c->ports[0], sh->rng++);
+    sy_bus_link_init(&sh->cfg, &c->links, c->hosts[0], c->ports[0], sh->rng++);
     sh->cfg.role = SY_BUS_ROLE_CFG;
     sh->cfg_next = 1;
     sh->map_wanted = true;

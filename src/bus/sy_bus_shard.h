@@ -18,7 +18,7 @@
  * (sy_bus_shards_want_map), every 500 ms while the bus is not up, and
  * every 5 s otherwise.
  *
- * The links' callbacks go to the ops and ctx given to sy_bus_shards_init;
+ * The links' callbacks go to the ops and ctx of the conf's links;
  * each link's role (SY_BUS_ROLE_*) and owner (its sy_bus_shard_t, or
  * NULL for the control link) say which one called.
  *
@@ -68,10 +68,7 @@ typedef struct sy_bus_shards_conf {
     char *const *hosts; /* the seeds */
     const uint16_t *ports;
     unsigned nseeds;
-    const sy_bus_link_ops_t *ops;
-    void *ctx;
-    const sy_bus_link_conf_t *lconf;
-    sy_poll_t *poll;
+    sy_bus_link_env_t links;
     uint32_t seed; /* the links' jitter */
 } sy_bus_shards_conf_t;
 

@@ -54,6 +54,18 @@ static long version_digit(const unsigned char *b, size_t *p, size_t end, unsigne
     return 0;
 }
 
+/* The LF that must follow the CR at b[*p]: 0 with *p just past it,
+ * NEED_MORE, or SY_HTTP_E_LINE_ENDING (a bare CR). */
+static long after_cr(const unsigned char *b, size_t end, size_t *p) {
+    size_t q = *p + 1;
+    if (q == end)
+        return NEED_MORE;
+    if (b[q] != '\n')
+        return SY_HTTP_E_LINE_ENDING;
+    *p = q + 1;
+    return 0;
+}
+
 /* Parses the request line starting at *pos, reading no byte at or past
  * end. On success advances *pos past its CRLF and returns 0; returns
  * NEED_MORE or an SY_HTTP_E_* error otherwise. */
@@ -110,12 +122,9 @@ static long parse_request_line(const unsigned char *b, size_t end, size_t *pos, 
         return SY_HTTP_E_LINE_ENDING;
     if (b[p] != '\r')
         return SY_HTTP_E_VERSION_SYNTAX;
-    p++;
-    if (p == end)
-        return NEED_MORE;
-    if (b[p] != '\n')
-        return SY_HTTP_E_LINE_ENDING;
-    *pos = p + 1;
+    if ((rc = after_cr(b, end, &p)) != 0)
+        return rc;
+    *pos = p;
     return 0;
 }
 
@@ -133,14 +142,12 @@ static long parse_headers(const unsigned char *b, size_t end, size_t *pos, sy_ht
         if (p == end)
             return NEED_MORE;
         if (b[p] == '\r') {
-            p++;
-            if (p == end)
-                return NEED_MORE;
-            if (b[p] != '\n')
-                return SY_HTTP_E_LINE_ENDING;
-            *pos = p + 1;
-            *count = n;
-            return 0;
+            long rc = after_cr(b, end, &p);
+            if (rc == 0) {
+                *pos = p;
+                *count = n;
+            }
+            return rc;
         }
         if (b[p] == '\n')
             return SY_HTTP_E_LINE_ENDING;
@@ -179,12 +186,9 @@ static long parse_headers(const unsigned char *b, size_t end, size_t *pos, sy_ht
         }
         if (p == end)
             return NEED_MORE;
-        p++; /* CR */
-        if (p == end)
-            return NEED_MORE;
-        if (b[p] != '\n')
-            return SY_HTTP_E_LINE_ENDING;
-        p++;
+        long rc = after_cr(b, end, &p);
+        if (rc != 0)
+            return rc;
         hdrs[n].name = (const char *)b + n0;
         hdrs[n].name_len = nend - n0;
         hdrs[n].value = (const char *)b + v0;
@@ -218,11 +222,11 @@ long sy_http_parse_request(const char *buf, size_t len, const sy_http_limits_t *
 
     /* Leading empty lines. */
     while (pos < end && b[pos] == '\r') {
-        if (pos + 1 == end)
+        rc = after_cr(b, end, &pos);
+        if (rc == NEED_MORE)
             return (end == max_head) ? SY_HTTP_E_HEAD_TOO_LARGE : SY_HTTP_PARTIAL;
-        if (b[pos + 1] != '\n')
-            return SY_HTTP_E_LINE_ENDING;
-        pos += 2;
+        if (rc != 0)
+            return rc;
     }
 
     memset(&r, 0, sizeof(r));
@@ -249,48 +253,34 @@ long sy_http_parse_request(const char *buf, size_t len, const sy_http_limits_t *
     return (long)pos;
 }
 
+static const struct {
+    int status;
+    const char *text;
+} ERRORS[] = {
+#define SY_HTTP_E_ROW_(e, v, status, text) [-(v)] = {status, text},
+    SY_HTTP_ERRORS_LIST(SY_HTTP_E_ROW_)
+#undef SY_HTTP_E_ROW_
+};
+
+/* err's row, or NULL for a value not in the list. */
+static const char *text_of(long err, int *status) {
+    long n = (long)(sizeof(ERRORS) / sizeof(ERRORS[0]));
+    if (err >= 0 || err <= -n || ERRORS[-err].text == NULL)
+        return NULL;
+    *status = ERRORS[-err].status;
+    return ERRORS[-err].text;
+}
+
 int sy_http_error_status(long err) {
-    switch (err) {
-    case SY_HTTP_E_LINE_TOO_LONG:
-        return 414;
-    case SY_HTTP_E_HEAD_TOO_LARGE:
-        return 431;
-    case SY_HTTP_E_TOO_MANY_HEADERS:
-        return 431;
-    case SY_HTTP_E_VERSION:
-        return 505;
-    default:
-        return (err < 0) ? 400 : 0;
-    }
+    int status = err < 0 ? 400 : 0;
+    (void)text_of(err, &status);
+    return status;
 }
 
 const char *sy_http_error_str(long err) {
-    switch (err) {
-    case SY_HTTP_E_METHOD:
-        return "invalid method";
-    case SY_HTTP_E_TARGET:
-        return "invalid request target";
-    case SY_HTTP_E_VERSION_SYNTAX:
-        return "invalid HTTP version";
-    case SY_HTTP_E_LINE_ENDING:
-        return "line not ended by CRLF";
-    case SY_HTTP_E_HEADER_NAME:
-        return "invalid header name";
-    case SY_HTTP_E_HEADER_VALUE:
-        return "invalid character in header value";
-    case SY_HTTP_E_OBS_FOLD:
-        return "obsolete line folding";
-    case SY_HTTP_E_LINE_TOO_LONG:
-        return "request line too long";
-    case SY_HTTP_E_HEAD_TOO_LARGE:
-        return "request header too large";
-    case SY_HTTP_E_TOO_MANY_HEADERS:
-        return "too many header fields";
-    case SY_HTTP_E_VERSION:
-        return "HTTP version not supported";
-    default:
-        return "unknown error";
-    }
+    int status;
+    const char *text = text_of(err, &status);
+    return text != NULL ? text : "unknown error";
 }
 
 const char *sy_http_reason_phrase(int status) {

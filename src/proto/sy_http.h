@@ -43,18 +43,27 @@
 #include <stddef.h>
 
 /* Results of sy_http_parse_request(). */
-#define SY_HTTP_PARTIAL 0                /* complete head not received yet */
-#define SY_HTTP_E_METHOD (-1)            /* 400: method not a token / not followed by SP */
-#define SY_HTTP_E_TARGET (-2)            /* 400: empty or invalid request-target */
-#define SY_HTTP_E_VERSION_SYNTAX (-3)    /* 400: not "HTTP/" DIGIT "." DIGIT */
-#define SY_HTTP_E_LINE_ENDING (-4)       /* 400: bare CR or bare LF */
-#define SY_HTTP_E_HEADER_NAME (-5)       /* 400: empty/invalid field-name, no ':' */
-#define SY_HTTP_E_HEADER_VALUE (-6)      /* 400: control character (NUL...) in a value */
-#define SY_HTTP_E_OBS_FOLD (-7)          /* 400: line folding */
-#define SY_HTTP_E_LINE_TOO_LONG (-8)     /* 414: request line over max_line_bytes */
-#define SY_HTTP_E_HEAD_TOO_LARGE (-9)    /* 431: head over max_head_bytes */
-#define SY_HTTP_E_TOO_MANY_HEADERS (-10) /* 431: more headers than allowed */
-#define SY_HTTP_E_VERSION (-11)          /* 505: HTTP version other than 1.0/1.1 */
+#define SY_HTTP_PARTIAL 0 /* complete head not received yet */
+/* The errors: name, value, the HTTP status to answer, and the text
+ * sy_http_error_str gives (one list for the values, statuses and texts). */
+#define SY_HTTP_ERRORS_LIST(X)                                                                                       \
+    X(SY_HTTP_E_METHOD, -1, 400, "invalid method")                          /* not a token, or not followed by SP */ \
+    X(SY_HTTP_E_TARGET, -2, 400, "invalid request target")                  /* empty or invalid */                   \
+    X(SY_HTTP_E_VERSION_SYNTAX, -3, 400, "invalid HTTP version")            /* not "HTTP/" DIGIT "." DIGIT */        \
+    X(SY_HTTP_E_LINE_ENDING, -4, 400, "line not ended by CRLF")             /* a bare CR or a bare LF */             \
+    X(SY_HTTP_E_HEADER_NAME, -5, 400, "invalid header name")                /* empty or invalid, or no ':' */        \
+    X(SY_HTTP_E_HEADER_VALUE, -6, 400, "invalid character in header value") /* a control character */                \
+    X(SY_HTTP_E_OBS_FOLD, -7, 400, "obsolete line folding")                                                          \
+    X(SY_HTTP_E_LINE_TOO_LONG, -8, 414, "request line too long")      /* over max_line_bytes */                      \
+    X(SY_HTTP_E_HEAD_TOO_LARGE, -9, 431, "request header too large")  /* over max_head_bytes */                      \
+    X(SY_HTTP_E_TOO_MANY_HEADERS, -10, 431, "too many header fields") /* more than allowed */                        \
+    X(SY_HTTP_E_VERSION, -11, 505, "HTTP version not supported")      /* other than 1.0 and 1.1 */
+
+enum {
+#define SY_HTTP_E_ENUM_(e, v, status, text) e = (v),
+    SY_HTTP_ERRORS_LIST(SY_HTTP_E_ENUM_)
+#undef SY_HTTP_E_ENUM_
+};
 
 #define SY_HTTP_DEFAULT_MAX_HEAD_BYTES 8192u
 #define SY_HTTP_DEFAULT_MAX_LINE_BYTES 8192u
@@ -109,8 +118,8 @@ typedef struct {
  * have been written. Never reads buf past len. */
 long sy_http_parse_request(const char *buf, size_t len, const sy_http_limits_t *limits, sy_http_request_t *req);
 
-/* The HTTP status to answer for a parse error: 400, 414, 431 or 505 as noted
- * next to each SY_HTTP_E_* value; 400 for an unknown negative value; 0 for a
+/* The HTTP status to answer for a parse error: 400, 414, 431 or 505 as
+ * SY_HTTP_ERRORS_LIST gives; 400 for an unknown negative value; 0 for a
  * value >= 0 (not an error). */
 int sy_http_error_status(long err);
 

@@ -213,33 +213,13 @@ long sy_proxy_parse(const uint8_t *buf, size_t len, size_t max_len, sy_proxy_t *
     return parse_v2(buf, len, max_len, out);
 }
 
+static const char *const ERROR_TEXT[] = {
+#define SY_PROXY_E_TEXT_(e, v, text) [-(v)] = text,
+    SY_PROXY_ERRORS_LIST(SY_PROXY_E_TEXT_)
+#undef SY_PROXY_E_TEXT_
+};
+
 const char *sy_proxy_error_str(long err) {
-    switch (err) {
-    case SY_PROXY_E_NOT_PROXY:
-        return "not a PROXY protocol header";
-    case SY_PROXY_E_V1_TOO_LONG:
-        return "PROXY v1 line longer than 107 bytes";
-    case SY_PROXY_E_V1_SYNTAX:
-        return "malformed PROXY v1 line";
-    case SY_PROXY_E_V1_PROTO:
-        return "PROXY v1 protocol not TCP4, TCP6 or UNKNOWN";
-    case SY_PROXY_E_V1_ADDRESS:
-        return "PROXY v1 address invalid for its protocol";
-    case SY_PROXY_E_V1_PORT:
-        return "PROXY v1 port invalid";
-    case SY_PROXY_E_V2_VERSION:
-        return "PROXY v2 version not 2";
-    case SY_PROXY_E_V2_COMMAND:
-        return "PROXY v2 command not LOCAL or PROXY";
-    case SY_PROXY_E_V2_FAMILY:
-        return "PROXY v2 family or transport unknown or not a stream";
-    case SY_PROXY_E_V2_LENGTH:
-        return "PROXY v2 length shorter than its addresses";
-    case SY_PROXY_E_V2_TLV:
-        return "PROXY v2 TLV runs past the header";
-    case SY_PROXY_E_TOO_LARGE:
-        return "PROXY v2 header too large";
-    default:
-        return "unknown error";
-    }
+    long n = (long)(sizeof(ERROR_TEXT) / sizeof(ERROR_TEXT[0]));
+    return err < 0 && err > -n && ERROR_TEXT[-err] != NULL ? ERROR_TEXT[-err] : "unknown error";
 }

@@ -45,18 +45,27 @@
 #include <stdint.h>
 
 #define SY_PROXY_PARTIAL 0
-#define SY_PROXY_E_NOT_PROXY (-1)   /* starts with neither "PROXY " nor the v2 signature */
-#define SY_PROXY_E_V1_TOO_LONG (-2) /* v1: no CRLF within 107 bytes */
-#define SY_PROXY_E_V1_SYNTAX (-3)   /* v1: not the line's shape (spaces, fields, bare CR or LF) */
-#define SY_PROXY_E_V1_PROTO (-4)    /* v1: protocol not TCP4, TCP6 or UNKNOWN */
-#define SY_PROXY_E_V1_ADDRESS (-5)  /* v1: an address not of the protocol's family */
-#define SY_PROXY_E_V1_PORT (-6)     /* v1: a port not 0..65535 in decimal */
-#define SY_PROXY_E_V2_VERSION (-7)  /* v2: version not 2 */
-#define SY_PROXY_E_V2_COMMAND (-8)  /* v2: command not LOCAL or PROXY */
-#define SY_PROXY_E_V2_FAMILY (-9)   /* v2: unknown family or transport, or DGRAM */
-#define SY_PROXY_E_V2_LENGTH (-10)  /* v2: length shorter than the family's addresses */
-#define SY_PROXY_E_V2_TLV (-11)     /* v2: a TLV runs past the end of the header */
-#define SY_PROXY_E_TOO_LARGE (-12)  /* v2: the header is longer than the caller allows */
+/* The errors: name, value, the text sy_proxy_error_str gives, and when
+ * (one list for the values and the texts). */
+#define SY_PROXY_ERRORS_LIST(X)                                                                                      \
+    X(SY_PROXY_E_NOT_PROXY, -1, "not a PROXY protocol header")           /* neither "PROXY " nor the v2 signature */ \
+    X(SY_PROXY_E_V1_TOO_LONG, -2, "PROXY v1 line longer than 107 bytes") /* no CRLF within 107 bytes */              \
+    X(SY_PROXY_E_V1_SYNTAX, -3, "malformed PROXY v1 line")               /* spaces, fields, bare CR or LF */         \
+    X(SY_PROXY_E_V1_PROTO, -4, "PROXY v1 protocol not TCP4, TCP6 or UNKNOWN")                                        \
+    X(SY_PROXY_E_V1_ADDRESS, -5, "PROXY v1 address invalid for its protocol")                                        \
+    X(SY_PROXY_E_V1_PORT, -6, "PROXY v1 port invalid") /* not 0..65535 in decimal */                                 \
+    X(SY_PROXY_E_V2_VERSION, -7, "PROXY v2 version not 2")                                                           \
+    X(SY_PROXY_E_V2_COMMAND, -8, "PROXY v2 command not LOCAL or PROXY")                                              \
+    X(SY_PROXY_E_V2_FAMILY, -9, "PROXY v2 family or transport unknown or not a stream") /* or DGRAM */               \
+    X(SY_PROXY_E_V2_LENGTH, -10, "PROXY v2 length shorter than its addresses")                                       \
+    X(SY_PROXY_E_V2_TLV, -11, "PROXY v2 TLV runs past the header")                                                   \
+    X(SY_PROXY_E_TOO_LARGE, -12, "PROXY v2 header too large") /* longer than the caller allows */
+
+enum {
+#define SY_PROXY_E_ENUM_(e, v, text) e = (v),
+    SY_PROXY_ERRORS_LIST(SY_PROXY_E_ENUM_)
+#undef SY_PROXY_E_ENUM_
+};
 
 #define SY_PROXY_V1_MAX 107                    /* the longest v1 line, CRLF included */
 #define SY_PROXY_V2_FIXED 16                   /* signature, version/command, family, length */

@@ -8,6 +8,7 @@
 
 #include "base/sy_alloc.h"
 #include "base/sy_json.h"
+#include "proto/sy_since.h"
 #include "proto/sy_utf8.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_ws_frame.h"
@@ -34,27 +35,23 @@ static bool read_topic(yyjson_val *v, const char **s, size_t *n) {
     return *n > 0 && *n <= SY_V2_TOPIC_MAX;
 }
 
-/* "16 hex" -> u64. */
-static bool read_epoch(yyjson_val *v, uint64_t *out) {
-    if (!yyjson_is_str(v) || yyjson_get_len(v) != 16)
+/* An optional token: none (absent or null), or a string of 1 to
+ * SY_V2_TOKEN_MAX bytes. False with *why when it is something else. */
+static bool read_token(yyjson_val *v, const char **s, size_t *n, const char **why) {
+    if (v == NULL || yyjson_is_null(v))
+        return true;
+    if (!yyjson_is_str(v) || yyjson_get_len(v) == 0 || yyjson_get_len(v) > SY_V2_TOKEN_MAX) {
+        *why = "token must be a string of 1 to 8192 bytes";
         return false;
-    const char *s = yyjson_get_str(v);
-    uint64_t e = 0;
-    for (size_t i = 0; i < 16; i++) {
-        char c = s[i];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            d = (unsigned)(c - 'A' + 10);
-        else
-            return false;
-        e = (e << 4) | d;
     }
-    *out = e;
+    *s = yyjson_get_str(v);
+    *n = yyjson_get_len(v);
     return true;
+}
+
+/* "16 hex" -> u64, as in sy.since. */
+static bool read_epoch(yyjson_val *v, uint64_t *out) {
+    return yyjson_is_str(v) && sy_since_epoch(yyjson_get_str(v), yyjson_get_len(v), out);
 }
 
 /* An offset: a decimal string of 1 to 20 digits within u64 (as in sy.since),
@@ -121,18 +118,11 @@ static bool check_sub(yyjson_val *e, sy_v2_sub_t *out, const char **why, bool la
         }
         out->has_since = true;
     }
-    yyjson_val *token = yyjson_obj_get(e, "token");
-    if (token != NULL && !yyjson_is_null(token)) {
-        if (!yyjson_is_str(token) || yyjson_get_len(token) == 0 || yyjson_get_len(token) > SY_V2_TOKEN_MAX) {
-            *why = "token must be a string of 1 to 8192 bytes";
-            return false;
-        }
-        out->token = yyjson_get_str(token);
-        out->token_len = yyjson_get_len(token);
-        if (lax && !sy_utf8_is_valid((const uint8_t *)out->token, out->token_len)) {
-            *why = "token must be UTF-8";
-            return false;
-        }
+    if (!read_token(yyjson_obj_get(e, "token"), &out->token, &out->token_len, why))
+        return false;
+    if (lax && out->token != NULL && !sy_utf8_is_valid((const uint8_t *)out->token, out->token_len)) {
+        *why = "token must be UTF-8";
+        return false;
     }
     return true;
 }
@@ -281,15 +271,8 @@ sy_v2_status_t sy_v2_parse(const uint8_t *p, size_t n, sy_v2_frame_t *out, const
         }
     }
     if (p[0] == SY_V2_PUBLISH) {
-        yyjson_val *token = yyjson_obj_get(root, "token");
-        if (token != NULL && !yyjson_is_null(token)) {
-            if (!yyjson_is_str(token) || yyjson_get_len(token) == 0 || yyjson_get_len(token) > SY_V2_TOKEN_MAX) {
-                *why = "token must be a string of 1 to 8192 bytes";
-                goto bad;
-            }
-            out->token = yyjson_get_str(token);
-            out->token_len = yyjson_get_len(token);
-        }
+        if (!read_token(yyjson_obj_get(root, "token"), &out->token, &out->token_len, why))
+            goto bad;
     }
     if (payload) {
         out->payload = nl + 1;

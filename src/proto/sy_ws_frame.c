@@ -224,37 +224,13 @@ unsigned sy_ws_error_close_code(long err) {
     return 1002;
 }
 
+static const char *const ERROR_TEXT[] = {
+#define SY_WS_E_TEXT_(e, v, text) [-(v)] = text,
+    SY_WS_ERRORS_LIST(SY_WS_E_TEXT_)
+#undef SY_WS_E_TEXT_
+};
+
 const char *sy_ws_error_str(long err) {
-    switch (err) {
-    case SY_WS_E_RSV:
-        return "RSV bit set but no extension negotiated";
-    case SY_WS_E_RSV1_CONTROL:
-        return "compressed (RSV1) control frame";
-    case SY_WS_E_RSV1_CONTINUATION:
-        return "RSV1 set on a continuation frame";
-    case SY_WS_E_OPCODE:
-        return "reserved opcode";
-    case SY_WS_E_UNMASKED:
-        return "client frame not masked";
-    case SY_WS_E_MASKED:
-        return "server frame masked";
-    case SY_WS_E_CONTROL_TOO_LONG:
-        return "control frame payload over 125 bytes";
-    case SY_WS_E_CONTROL_FRAGMENTED:
-        return "fragmented control frame";
-    case SY_WS_E_LENGTH_MSB:
-        return "64-bit payload length with the high bit set";
-    case SY_WS_E_UNEXPECTED_CONTINUATION:
-        return "continuation frame with no message to continue";
-    case SY_WS_E_EXPECTED_CONTINUATION:
-        return "new data frame inside a fragmented message";
-    case SY_WS_E_CLOSE_PAYLOAD:
-        return "close frame payload of 1 byte";
-    case SY_WS_E_CLOSE_CODE:
-        return "invalid close code";
-    case SY_WS_E_CLOSE_UTF8:
-        return "close reason is not valid UTF-8";
-    default:
-        return "unknown error";
-    }
+    long n = (long)(sizeof(ERROR_TEXT) / sizeof(ERROR_TEXT[0]));
+    return err < 0 && err > -n && ERROR_TEXT[-err] != NULL ? ERROR_TEXT[-err] : "unknown error";
 }

@@ -51,20 +51,29 @@
  * (and "OK, not inside a message" for sy_ws_frag_step); negative values are
  * errors naming the rule broken. */
 #define SY_WS_PARTIAL 0
-#define SY_WS_E_RSV (-1)                     /* RSV2/3 set, or RSV1 without SY_WS_ALLOW_RSV1 */
-#define SY_WS_E_OPCODE (-2)                  /* reserved opcode 3-7 or 0xB-0xF */
-#define SY_WS_E_UNMASKED (-3)                /* client frame not masked (server role) */
-#define SY_WS_E_MASKED (-4)                  /* server frame masked (client role) */
-#define SY_WS_E_CONTROL_TOO_LONG (-5)        /* control frame payload > 125 */
-#define SY_WS_E_CONTROL_FRAGMENTED (-6)      /* control frame without FIN */
-#define SY_WS_E_LENGTH_MSB (-7)              /* 64-bit length with its top bit set */
-#define SY_WS_E_UNEXPECTED_CONTINUATION (-8) /* continuation with no message open */
-#define SY_WS_E_EXPECTED_CONTINUATION (-9)   /* text/binary inside a fragmented message */
-#define SY_WS_E_CLOSE_PAYLOAD (-10)          /* close payload of 1 byte */
-#define SY_WS_E_CLOSE_CODE (-11)             /* close code not valid on the wire */
-#define SY_WS_E_CLOSE_UTF8 (-12)             /* close reason not valid UTF-8 */
-#define SY_WS_E_RSV1_CONTROL (-13)           /* RSV1 (compressed) on a control frame */
-#define SY_WS_E_RSV1_CONTINUATION (-14)      /* RSV1 on a continuation frame (RFC 7692 6.1) */
+/* The errors: name, value, the rule broken, and the text sy_ws_error_str
+ * gives (one list for the values and the texts). */
+#define SY_WS_ERRORS_LIST(X)                                                                        \
+    X(SY_WS_E_RSV, -1, "RSV bit set but no extension negotiated") /* RSV2/3, or RSV1 not allowed */ \
+    X(SY_WS_E_OPCODE, -2, "reserved opcode")                      /* 3-7 or 0xB-0xF */              \
+    X(SY_WS_E_UNMASKED, -3, "client frame not masked")            /* server role */                 \
+    X(SY_WS_E_MASKED, -4, "server frame masked")                  /* client role */                 \
+    X(SY_WS_E_CONTROL_TOO_LONG, -5, "control frame payload over 125 bytes")                         \
+    X(SY_WS_E_CONTROL_FRAGMENTED, -6, "fragmented control frame") /* without FIN */                 \
+    X(SY_WS_E_LENGTH_MSB, -7, "64-bit payload length with the high bit set")                        \
+    X(SY_WS_E_UNEXPECTED_CONTINUATION, -8, "continuation frame with no message to continue")        \
+    X(SY_WS_E_EXPECTED_CONTINUATION, -9, "new data frame inside a fragmented message")              \
+    X(SY_WS_E_CLOSE_PAYLOAD, -10, "close frame payload of 1 byte")                                  \
+    X(SY_WS_E_CLOSE_CODE, -11, "invalid close code") /* not valid on the wire */                    \
+    X(SY_WS_E_CLOSE_UTF8, -12, "close reason is not valid UTF-8")                                   \
+    X(SY_WS_E_RSV1_CONTROL, -13, "compressed (RSV1) control frame")                                 \
+    X(SY_WS_E_RSV1_CONTINUATION, -14, "RSV1 set on a continuation frame") /* RFC 7692 6.1 */
+
+enum {
+#define SY_WS_E_ENUM_(e, v, text) e = (v),
+    SY_WS_ERRORS_LIST(SY_WS_E_ENUM_)
+#undef SY_WS_E_ENUM_
+};
 
 /* Parser roles and flags (the role argument of sy_ws_frame_parse). */
 #define SY_WS_ROLE_SERVER 0u /* frames come from a client: must be masked */
