@@ -629,15 +629,22 @@ bool sy_conn_end(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *close_frame, uint16_t c
             sy_refbuf_release(e);
             return false;
         }
+        if (n > 2)
+            set_close_reason(c, sy_refbuf_payload(close_frame) + 2, n - 2);
         sy_refbuf_release(close_frame);
         c->close_code = code;
         sy_conn_enter(io, c, SY_CONN_FLUSH_CLOSE);
         sy_io_mark_dirty(io, c);
         return true;
     }
+    size_t n = sy_refbuf_payload_len(close_frame);
     if (sy_outq_push(&c->outq, close_frame) != 0)
         return false;
     c->close_code = code;
+    /* The reason we told the client is the owner's close event's too (its
+     * echo carries none). */
+    if (n > 2)
+        set_close_reason(c, sy_refbuf_payload(close_frame) + 2, n - 2);
     sy_conn_enter(io, c, SY_CONN_CLOSING);
     sy_io_mark_dirty(io, c);
     return true;
@@ -1153,8 +1160,9 @@ void sy_conn_on_readable(sy_io_t *io, sy_conn_t *c) {
     /* The stream ended or failed (after the bytes above). */
     if (rc == SY_STREAM_BAD)
         sy_stat_inc(&sy_io_ctx(io)->stats.protocol_errors);
-    /* A stream's client leaves by closing its socket: going away. */
-    sy_conn_destroy(io, c, close_code_or(c, c->sse && rc == SY_STREAM_END ? 1001 : 1006));
+    /* The client left without a close handshake (a stream's client has
+     * none: it closes its socket), or the socket failed: 1006. */
+    sy_conn_destroy(io, c, close_code_or(c, 1006));
 }
 
 void sy_conn_feed(sy_io_t *io, sy_conn_t *c, const uint8_t *p, size_t n) {
