@@ -59,7 +59,7 @@
   'targets': [
     {
       'target_name': 'symphony',
-      'sources': ["<!@(node -p \"['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/bus', 'binding'].flatMap((d) => require('fs').readdirSync(d).filter((f) => f.endsWith('.c') && f.indexOf('.') > 0).map((f) => d + '/' + f)).sort().join(' ')\")"],
+      'sources': ["<!@(node -p \"['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/io/model', 'src/io/loop', 'src/io/conn', 'src/io/wire', 'src/io/app', 'src/bus', 'binding'].flatMap((d) => require('fs').readdirSync(d).filter((f) => f.endsWith('.c') && f.indexOf('.') > 0).map((f) => d + '/' + f)).sort().join(' ')\")"],
       'include_dirs': ['src', '<(sy_libdeflate_dir)/include', '<(sy_hiredis_dir)/include', '<(sy_yyjson_dir)/include'],
       'defines': ['NAPI_VERSION=8', 'SY_LG_PAGE=<(sy_lg_page)'],
       'cflags_c': [

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "base/sy_alloc.h"
-#include "io/sy_ask.h"
-#include "io/sy_deflate.h"
+#include "io/app/sy_ask.h"
+#include "io/model/sy_deflate.h"
 #include "proto/sy_cidr.h"
 #include "proto/sy_since.h"
 #include "proto/sy_ws_frame.h"

@@ -152,16 +152,16 @@ function cycles(nodes, arrows) {
   return out;
 }
 
-/** The include cycles among every file of root/src (by header: a .c and its .h are one module). */
+/** The include cycles among the files of root/src (a header that, through others, includes itself). */
 function srcIncludeCycles(root) {
   const base = path.join(root, 'src');
   const srcs = walk(base, ['.c', '.h']);
-  const modOf = (f) => path.relative(base, f).split(path.sep).join('/').replace(/\.[ch]$/, '');
-  const nodes = new Set(srcs.map(modOf));
+  const rel = (f) => path.relative(base, f).split(path.sep).join('/');
+  const nodes = new Set(srcs.map(rel));
   const arrows = [];
   for (const f of srcs) {
-    for (const m of fs.readFileSync(f, 'utf8').matchAll(/^#\s*include\s*"([^"]+)\.h"/gm)) {
-      if (nodes.has(m[1]) && m[1] !== modOf(f)) arrows.push([modOf(f), m[1]]);
+    for (const m of fs.readFileSync(f, 'utf8').matchAll(/^#\s*include\s*"([^"]+)"/gm)) {
+      if (nodes.has(m[1])) arrows.push([rel(f), m[1]]);
     }
   }
   return cycles([...nodes], arrows);

@@ -15,12 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/sy_deflate.h"
 #include "base/sy_refbuf.h"
+#include "io/model/sy_deflate.h"
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
 
-#define REQUIRE(c) do { if (!(c)) abort(); } while (0)
+#define REQUIRE(c)   \
+    do {             \
+        if (!(c))    \
+            abort(); \
+    } while (0)
 
 static sy_deflate_t z;
 static sy_deflate_once_t once;
