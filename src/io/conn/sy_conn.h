@@ -1,8 +1,11 @@
 /*
- * sy_conn — one client connection of an IO thread and the WebSocket protocol
- * on it: frames in, the send queue out, the close handshake, timeouts and the
- * slow-consumer policy. The transport under it is a sy_stream (plain or
- * TLS); the HTTP upgrade before it is sy_upgrade.
+ * sy_conn — one client connection of an IO thread, knowing no protocol by
+ * name: its states, reading (its wire's data: io/conn/sy_wire.h), the send
+ * queue out and its backpressure (the slow-consumer policy, control
+ * replies, notices), flush, close (its wire's close message), timeouts.
+ * The transport under it is a sy_stream (plain or TLS); the protocols on
+ * it are tables chosen at the upgrade (c->wire, c->proto), registered by
+ * the thread with the hooks of the floors above (sy_conn_hooks_t).
  *
  * States, and what each one's deadline is (sy_conn_enter derives it, and the
  * poll interest, from the state; nothing else sets them). A new connection
@@ -45,13 +48,13 @@
  * One allocation per connection; the receive buffer exists only while a
  * request head or a frame is incomplete; the send queue's array only while
  * it is used. A closed connection gives back its slot at once and is freed
- * at the end of the loop turn (sy_io frees the `dead` list).
+ * at the end of the loop turn (sy_io_free_dead frees the `dead` list).
  *
- * The lists that point at a connection (the slot table, the dirty, dead and
- * paused lists) belong to sy_io, the subscriber arrays to sy_topic; both name
- * it by slot where they can (io/sy_io_thread.h). sy_conn changes them only
- * through their functions, and sees of its thread only sy_io_ctx_t (the
- * clock, the options, the counters, the receive buffer, the compressor).
+ * The lists that point at a connection (the slot table's cells, the dirty,
+ * dead and paused lists, the poller's registration) are this module's (the
+ * end of sy_conn.c), the subscriber arrays sy_topic's; both name it by
+ * slot where they can, so a moved connection changes one cell
+ * (sy_io_compact_slot). Nothing else links or unlinks them.
  *
  * Threads: the IO thread that owns the connection only (but sy_io_destroy,
  * on the owner's thread, frees with sy_conn_free the connections of a

@@ -1,31 +1,25 @@
 /*
- * sy_io_thread — one IO thread from the inside: its struct and what the
- * modules that run on it (sy_conn, sy_upgrade, sy_reclaim) call back. Only
- * src/io includes this header (the boundary test checks it); the owner's
- * API is io/sy_io.h.
+ * sy_io_thread — one IO thread as the floors running on it see it (conn,
+ * wire, app; the thread's own files): this turn's batch of events to the
+ * owner (sy_io_emit; sy_io_hand_over, the one door up), the live ids the
+ * owner reads, the owner's progress through the batches (a connection
+ * that waits for it: sy_io_await_owner), the connections waiting for their
+ * inbound rate. Only src/io includes this header (the boundary test checks
+ * it); the owner's API is io/sy_io.h and io/loop/sy_queue.h.
  *
- * Who points at a connection is sy_io's business: the slot table (a
- * connection's identity inside the core is its slot; the poller's tags and
- * the topics' subscriber arrays hold slots, so moving a connection in
- * memory changes one cell, sy_io_compact_slot), and the dirty, dead and
- * paused lists. Nothing else links or unlinks them.
+ * The connections themselves (who points at them: the slot table's cells,
+ * the dirty, dead and paused lists, the poller) are io/conn/sy_conn.h's;
+ * this floor names them only by id or slot.
  *
- * Threads: every function here runs on the IO thread itself (io), except
- * where a field says the owner touches it (the queue under qlock, the
- * atomics). sy_io_ctx_t's stats are relaxed atomics that any thread reads.
+ * Threads: every function here runs on the IO thread itself.
  *
- * Ownership: sy_io_adopt takes over fd (closed when it fails). sy_io_emit*
- * copy the payload into the turn's batch. The lists and the slot table
- * point at connections and own them (sy_io_forget moves one to the dead
- * list, freed at the end of the turn); callers keep no pointer to a
- * connection past the turn (sy_io_compact_slot may move it). rx,
- * stream_scratch and deflate are the thread's, freed with it.
+ * Ownership: sy_io_emit* copy the payload into the turn's batch;
+ * sy_io_hand_over gives the batch to the owner (sy_batch_fn), which gives
+ * it back with sy_io_batch_done.
  *
- * Errors: sy_io_adopt returns NULL when it could not (stopping, out of
- * memory, out of slots, the transport or the poller refused it);
- * sy_io_await_owner answers false when out of memory (the caller closes);
- * an event that cannot be added is counted lost, not reported; a poller
- * refusing a connection marks it broken.
+ * Errors: sy_io_await_owner answers false and sy_io_rate_wait ENOMEM when
+ * out of memory (the caller closes); an event that cannot be added is
+ * counted lost, not reported.
  */
 #ifndef SY_IO_THREAD_H
 #define SY_IO_THREAD_H

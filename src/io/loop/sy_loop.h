@@ -1,46 +1,36 @@
 /*
- * sy_loop — the IO threads as everyone else reaches them (the owner, the
- * bus thread, the other IO threads, the floors of src/io): what they share
- * (sy_io_shared_t), the commands and their queue, the ids. Making,
- * starting and stopping a thread is io/sy_io.h's. One IO thread One IO thread owns a
- * poller, its connections (named by ids: thread, slot, generation), a
- * command queue, a receive buffer and an allocator arena; IO thread 0 also
- * owns the listening socket and deals accepted sockets out to every thread
- * in turn. The thread's own machinery (its struct, the loop, what sy_conn,
- * sy_upgrade and sy_reclaim call back) is in io/sy_io_thread.h, which only
- * src/io includes.
+ * sy_loop — what the IO threads of a server share and how they are told
+ * what to do: sy_io_shared_t (the options, the topics and their history,
+ * the transport, the limits, the protocols' tables and hooks), the
+ * commands (sy_cmd_t) and what they carry, and the context every floor on
+ * a thread sees (sy_io_ctx_t: the clock, the counters, the receive buffer,
+ * the compressor). Types only: the queue is io/loop/sy_queue.h, a thread's
+ * inside io/loop/sy_io_thread.h, making and stopping one io/sy_io.h.
  *
- * Threads: who calls what:
- *  - the owner (sy_server, on the JS thread): sy_io_push_later, sy_io_wake,
- *    sy_io_batch_done;
- *  - any thread: sy_io_push (the owner; IO thread 0 handing a socket to
- *    another thread; the bus thread delivering a publish from Redis; an IO
- *    thread to itself), sy_io_is_open, sy_io_index, sy_io_stats_snapshot
- *    (relaxed reads; the server calls it on the owner's thread),
- *    sy_accept_free (by whoever owns the accept), the id helpers.
- * The queue is under the thread's mutex; the thread takes it whole.
+ * One IO thread owns a poller, its connections (named by ids: thread,
+ * slot, generation; io/model/sy_slots.h), a command queue, a receive
+ * buffer and an allocator arena; IO thread 0 also owns the listening
+ * socket and deals accepted sockets out to every thread in turn.
  *
- * Ownership: a pushed command's references (buf, topic, accept, pos, fd)
- * move into the queue on success, and the caller must not read them after
- * (the thread may have run the command and freed them already); on
- * failure the caller keeps them. sy_io_create
- * takes over listen_fd (closed on failure too); sy_io_destroy frees the
- * thread and what its queue still holds. shared stays the caller's (the
- * server's) and must outlive the thread.
+ * Threads: sy_io_shared_t is read-only once the threads run, but for the
+ * registry and the atomics; a command is made by whoever pushes it and run
+ * by its thread; sy_io_ctx_t is its thread's (its stats are relaxed
+ * atomics any thread reads).
  *
- * Errors: sy_io_create returns NULL with the errno value in *err; the other
- * functions that can fail return 0 or an errno value (base/sy_errors.h):
- * push ENOMEM, or EPIPE once the thread has exited.
- * A failure the loop cannot go on from (its poller's wait failing
- * SY_IO_POLL_FAILURES_MAX times in a row) does not abort the process: the
- * thread closes its connections (1011), reports SY_EV_FAILED with the errno
- * value, then SY_EV_STOPPED, and exits. The other threads go on; thread 0's
- * failure ends accepting.
+ * Ownership: a command owns its references (buf, v1, topic, accept, pos,
+ * fd) until its thread runs it or sy_io_cmd_discard gives them back; shared
+ * stays the server's and outlives the threads; the tables it points at are
+ * static.
+ *
+ * Errors: none here (types). A failure the loop cannot go on from (its
+ * poller's wait failing SY_IO_POLL_FAILURES_MAX times in a row) does not
+ * abort the process: the thread closes its connections (1011), reports
+ * SY_EV_FAILED with the errno value, then SY_EV_STOPPED, and exits.
  *
  * The owner's progress ("owner caught up"): the thread numbers the event
  * batches it hands over; sy_io_batch_done tells it the owner has handled
  * one, and a connection that must not close before the owner's replies to
- * its last events are carried out waits for that (io/sy_io_thread.h,
+ * its last events are carried out waits for that (io/loop/sy_io_thread.h,
  * sy_io_await_owner; docs/internals.md has the whole protocol).
  */
 #ifndef SY_LOOP_H
