@@ -19,6 +19,7 @@
 #ifdef SY_WITH_TLS
 #include "auth/sy_tokcache.h"
 #include "auth/sy_tokens.h"
+#include "io/model/sy_grow.h"
 #endif
 
 /* One ask the owner has not answered yet. */
@@ -188,12 +189,10 @@ static void work_charge(sy_io_t *io, ask_conn_t *a, uint64_t units) {
 
 static bool add_pending(ask_conn_t *a, char kind, uint32_t rid, const char *topic, size_t topic_len) {
     if (a->n == a->cap) {
-        uint32_t cap = a->cap ? a->cap * 2 : 4;
-        pending_t *p = sy_realloc(a->p, (size_t)cap * sizeof(*p));
+        pending_t *p = sy_grow(a->p, &a->cap, sizeof(*p), 4);
         if (p == NULL)
             return false;
         a->p = p;
-        a->cap = cap;
     }
     pending_t *e = &a->p[a->n];
     *e = (pending_t){.rid = rid, .kind = kind};

@@ -5,6 +5,7 @@
 #include "base/sy_alloc.h"
 #include "io/loop/sy_io_struct.h"
 #include "io/loop/sy_queue.h"
+#include "io/model/sy_grow.h"
 
 uint32_t sy_io_slot_count(const sy_io_t *io) { return io->slots.n; }
 
@@ -49,12 +50,10 @@ bool sy_io_owner_done(const sy_io_t *io, uint32_t seq) { return (int32_t)(seq - 
 
 bool sy_io_await_owner(sy_io_t *io, uint64_t id, uint32_t msg_seq) {
     if (io->nawaiting == io->awaiting_cap) {
-        uint32_t cap = io->awaiting_cap ? io->awaiting_cap * 2 : 8;
-        uint64_t *a = sy_realloc(io->awaiting, (size_t)cap * sizeof(*a));
+        uint64_t *a = sy_grow(io->awaiting, &io->awaiting_cap, sizeof(*a), 8);
         if (a == NULL)
             return false;
         io->awaiting = a;
-        io->awaiting_cap = cap;
     }
     io->awaiting[io->nawaiting++] = id;
     /* With sy_io_batch_done's store and load: either the owner sees this

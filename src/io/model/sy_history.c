@@ -6,6 +6,7 @@
 
 #include "base/sy_alloc.h"
 #include "base/sy_random.h"
+#include "io/model/sy_grow.h"
 #include "io/model/sy_topic.h"
 
 struct sy_hist_entry {
@@ -76,12 +77,10 @@ static void sift_down(sy_hist_t *g, uint32_t i) {
 
 /* Room in the heap for one more history. False when out of memory. */
 static bool heap_add_room(sy_hist_t *g) {
-    uint32_t cap = g->heap_cap ? g->heap_cap * 2 : 16;
-    sy_hist_slot_t *a = sy_realloc(g->heap, (size_t)cap * sizeof(*a));
+    sy_hist_slot_t *a = sy_grow(g->heap, &g->heap_cap, sizeof(*a), 16);
     if (a == NULL)
         return false;
     g->heap = a;
-    g->heap_cap = cap;
     return true;
 }
 

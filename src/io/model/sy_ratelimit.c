@@ -2,6 +2,7 @@
 #include "io/model/sy_ratelimit.h"
 
 #include "base/sy_alloc.h"
+#include "io/model/sy_grow.h"
 
 sy_err_t sy_rate_init(sy_rate_t *r, uint64_t per_s, uint64_t burst) {
     *r = (sy_rate_t){0};
@@ -69,12 +70,10 @@ static void swap(sy_rate_wait_t *a, sy_rate_wait_t *b) {
 
 sy_err_t sy_rate_waits_push(sy_rate_waits_t *w, uint64_t id, int64_t due_ms) {
     if (w->n == w->cap) {
-        uint32_t cap = w->cap ? w->cap * 2 : 16;
-        sy_rate_wait_t *h = sy_realloc(w->heap, (size_t)cap * sizeof(*h));
+        sy_rate_wait_t *h = sy_grow(w->heap, &w->cap, sizeof(*h), 16);
         if (h == NULL)
             return ENOMEM;
         w->heap = h;
-        w->cap = cap;
     }
     uint32_t i = w->n++;
     w->heap[i] = (sy_rate_wait_t){.due_ms = due_ms, .id = id};

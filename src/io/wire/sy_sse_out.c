@@ -315,13 +315,11 @@ static bool sse_idle(sy_io_t *io, sy_conn_t *c, int64_t now) {
     return true;
 }
 
-const sy_wire_t sy_sse_wire = {
-    .name = "event stream",
-    .data = sse_data,
-    .opened = sse_opened,
-    .idle = sse_idle,
-    .close_msg = sy_sse_out_close,
-    .gone = sse_gone,
-    .no_gaps = true,
-    .open_flags = SY_EV_OPEN_SSE,
-};
+const sy_wire_t sy_sse_wire = {.name = "event stream",
+                               .data = sse_data,
+                               .opened = sse_opened,
+                               .idle = sse_idle,
+                               .close_msg = sy_sse_out_close,
+                               .gone = sse_gone,
+                               .no_gaps = true,
+                               .open_flags = SY_EV_OPEN_SSE};

@@ -414,12 +414,10 @@ static bool ws_idle(sy_io_t *io, sy_conn_t *c, int64_t now) {
     return true;
 }
 
-const sy_wire_t sy_ws_wire = {
-    .name = "websocket",
-    .data = ws_data,
-    .resume = ws_resume,
-    .opened = ws_opened,
-    .idle = ws_idle,
-    .close_msg = sy_ws_msg_close,
-    .close_handshake = true,
-};
+const sy_wire_t sy_ws_wire = {.name = "websocket",
+                              .data = ws_data,
+                              .resume = ws_resume,
+                              .opened = ws_opened,
+                              .idle = ws_idle,
+                              .close_msg = sy_ws_msg_close,
+                              .close_handshake = true};
