@@ -11,6 +11,7 @@
 #include "io/app/sy_resume.h"
 #include "io/app/sy_subs.h"
 #include "io/loop/sy_io_thread.h"
+#include "io/model/sy_grow.h"
 #include "io/model/sy_history.h"
 #include "io/wire/sy_sse_out.h"
 #include "proto/sy_v1.h"
@@ -19,7 +20,6 @@
 #ifdef SY_WITH_TLS
 #include "auth/sy_tokcache.h"
 #include "auth/sy_tokens.h"
-#include "io/model/sy_grow.h"
 #endif
 
 /* One ask the owner has not answered yet. */
