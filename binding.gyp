@@ -8,7 +8,7 @@
 #                                    (deps/openssl.sh): TLS (src/tls) is built in,
 #                                    its headers searched before Node's own
 #   --sy_libdeflate_dir=DIR          libdeflate's build folder (deps/libdeflate.sh):
-#                                    permessage-deflate (src/io/sy_deflate.c)
+#                                    permessage-deflate (src/io/model/sy_deflate.c)
 #   --sy_hiredis_dir=DIR             hiredis' build folder (deps/hiredis.sh): the
 #                                    Redis bus (src/bus/sy_redis_alloc.c routes its memory)
 #   --sy_yyjson_dir=DIR              yyjson's build folder (deps/yyjson.sh): the JSON
@@ -59,7 +59,7 @@
   'targets': [
     {
       'target_name': 'symphony',
-      'sources': ["<!@(node -p \"['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/bus', 'binding'].flatMap((d) => require('fs').readdirSync(d).filter((f) => f.endsWith('.c') && f.indexOf('.') > 0).map((f) => d + '/' + f)).sort().join(' ')\")"],
+      'sources': ["<!@(node -p \"['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/io/model', 'src/io/loop', 'src/io/conn', 'src/io/wire', 'src/io/app', 'src/bus', 'binding'].flatMap((d) => require('fs').readdirSync(d).filter((f) => f.endsWith('.c') && f.indexOf('.') > 0).map((f) => d + '/' + f)).sort().join(' ')\")"],
       'include_dirs': ['src', '<(sy_libdeflate_dir)/include', '<(sy_hiredis_dir)/include', '<(sy_yyjson_dir)/include'],
       'defines': ['NAPI_VERSION=8', 'SY_LG_PAGE=<(sy_lg_page)'],
       'cflags_c': [

@@ -9,7 +9,7 @@
 
 #include "base/sy_alloc.h"
 #include "bus/sy_redis_alloc.h"
-#include "io/sy_deflate.h"
+#include "io/model/sy_deflate.h"
 #include "sy_napi.h"
 #ifdef SY_WITH_TLS
 #include "tls/sy_tls.h"

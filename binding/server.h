@@ -9,7 +9,7 @@
  *                    wake, the bus' calls, and the registration of the rest
  *   server_args.c    the arguments: handles, ids, bytes, topics, results
  *   server_opts.c    serverCreate's options, decoded from the one list
- *                    (src/io/sy_io_opts.h), and binding.optionSchema
+ *                    (src/io/model/sy_io_opts.h), and binding.optionSchema
  *   server_events.c  the event batches to JS, one table row per event
  *   server_conn.c    the calls on one connection (send, end, accept...)
  *   server_topics.c  publish and the calls on topics, parseSince

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "io/sy_ask.h"
+#include "io/app/sy_ask.h"
 #include "sy_napi.h"
 
 /* How an event's third argument is made from the event. */

@@ -1,5 +1,5 @@
 /* server_opts — serverCreate's options into sy_server_opts_t, decoded from
- * the one list of them (src/io/sy_io_opts.h, SY_IO_OPTS_LIST): one reader
+ * the one list of them (src/io/model/sy_io_opts.h, SY_IO_OPTS_LIST): one reader
  * per kind of option, not one block per option; and the list exported as
  * binding.optionSchema (lib/options.js validates, fills the defaults and
  * names the options by it) and, for the integers, binding.constants.options
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "base/sy_alloc.h"
-#include "io/sy_budget.h"
-#include "io/sy_deflate.h"
+#include "io/model/sy_budget.h"
+#include "io/model/sy_deflate.h"
 #include "proto/sy_cidr.h"
 #include "sy_napi.h"
 

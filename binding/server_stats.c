@@ -1,5 +1,5 @@
 /* server_stats — serverStats, and what binding/ exports as data:
- * binding.statFields (from src/io/sy_stats.h's one list) and
+ * binding.statFields (from src/io/model/sy_stats.h's one list) and
  * binding.constants (the calls' limits, the event codes, and the options'
  * ranges from server_opts.c). See server.h. */
 #include "server.h"
@@ -7,7 +7,7 @@
 #include "sy_napi.h"
 
 /* Every counter of sy_stats_t (all uint64_t), by its JS name, from the one
- * list (src/io/sy_stats.h): for the per-thread objects and the totals (a sum,
+ * list (src/io/model/sy_stats.h): for the per-thread objects and the totals (a sum,
  * or for a maximum the largest), and exported as binding.statFields for
  * lib/metrics.js (the Prometheus families) and the tests (lib/index.d.ts). */
 static const struct {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetches, verifies and builds libdeflate 1.23 as a static, PIC library with
-# hidden symbols, for permessage-deflate (src/io/sy_deflate.c), linked into the
+# hidden symbols, for permessage-deflate (src/io/model/sy_deflate.c), linked into the
 # addon (binding.gyp's sy_libdeflate_dir). Why libdeflate and not zlib:
 # bench/results/2026-11-30-deflate-choice/REPORT.md.
 #

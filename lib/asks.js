@@ -2,7 +2,7 @@
 // What symphony.v2 clients ask (docs/protocol.md, "Clients ask"): the IO
 // threads parse and check each ask, answer what needs no decision (limits,
 // malformed frames, a topic held already, an unsubscribe) and hand the rest
-// here as EV_ASK events (src/io/sy_ask.h). This module asks the
+// here as EV_ASK events (src/io/app/sy_ask.h). This module asks the
 // application's hooks (onSubscribe, onPublish, onRequest), bounds each by
 // askTimeout, and answers through the binding; an answer for an ask the
 // client dropped meanwhile (it unsubscribed, it went) is dropped, here and
@@ -78,7 +78,7 @@ class Asks {
     this.#presence = presence;
   }
 
-  /** An EV_ASK: code = (flags << 8) | kind, parts as src/io/sy_ask.h lists them. */
+  /** An EV_ASK: code = (flags << 8) | kind, parts as src/io/app/sy_ask.h lists them. */
   ask(id, code, parts) {
     const kind = String.fromCharCode(code & 0xff);
     const flags = code >> 8;

@@ -347,7 +347,7 @@ export interface PublishOptions extends SendOptions {
   local?: boolean;
 }
 
-/** One IO thread's counters. The list comes from src/io/sy_stats.h (binding.statFields);
+/** One IO thread's counters. The list comes from src/io/model/sy_stats.h (binding.statFields);
  * __test__/repo/lists.test.js fails when this interface and that list differ. */
 export interface ThreadStats {
   connections: number;

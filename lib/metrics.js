@@ -9,7 +9,7 @@ const { binding } = require('./native');
 const { version } = require('../package.json');
 
 // The per-thread families come from the one list of counters
-// (src/io/sy_stats.h), which the binding exports as statFields: for each
+// (src/io/model/sy_stats.h), which the binding exports as statFields: for each
 // counter its stats() field, Prometheus name, type, help and scale.
 const { statFields, busStatFields } = binding;
 

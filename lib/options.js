@@ -1,7 +1,7 @@
 'use strict';
 // new Server(options): their defaults, their checks and what the binding is
 // given. The options the IO threads are told are declared once, in C
-// (src/io/sy_io_opts.h, SY_IO_OPTS_LIST): the binding decodes them from that
+// (src/io/model/sy_io_opts.h, SY_IO_OPTS_LIST): the binding decodes them from that
 // list and gives it here as binding.optionSchema, rows of { name, path, kind,
 // default, min, max, values, help }. Their defaults, ranges, names in errors
 // and the binding's object come from it; what is not a field of the IO
@@ -41,7 +41,7 @@ for (const [name, g] of Object.entries(GROUPS)) {
 }
 const TOPIC_HISTORY_KEYS = new Set(['size', 'ttl']); // maxBytes is the server's
 
-// A burst (and close's grace) lasts at most this long (src/io/sy_ratelimit.h).
+// A burst (and close's grace) lasts at most this long (src/io/model/sy_ratelimit.h).
 const BURST_MAX_SECONDS = 60;
 const BURSTS = { messageBurst: 'maxMessagesPerSecond', byteBurst: 'maxBytesPerSecond', workBurst: 'maxWorkPerSecond' };
 

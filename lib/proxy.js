@@ -1,7 +1,7 @@
 'use strict';
 // The client's real address behind proxies (docs/operations.md, "Behind a load
 // balancer"): the options of the PROXY protocol on the native listener
-// (read by src/io/sy_peer.c), and trustProxy: the client's address from
+// (read by src/io/wire/sy_peer.c), and trustProxy: the client's address from
 // Forwarded (RFC 7239) or X-Forwarded-For, when the immediate peer is a
 // proxy we trust. trustProxy runs here, on the JS thread, when onUpgrade is
 // asked: what the native code sees (its counters, its limits) is the
@@ -10,7 +10,7 @@
 const net = require('node:net');
 const { invalidArgType, invalidArgValue, outOfRange } = require('./errors');
 
-const PROXY_FROM_MAX = 64; // SY_PROXY_FROM_MAX (src/io/sy_io_opts.h)
+const PROXY_FROM_MAX = 64; // SY_PROXY_FROM_MAX (src/io/model/sy_io_opts.h)
 
 // Express's names for ranges (proxy-addr), so a trustProxy setting reads the same.
 const NAMED = Object.freeze({

@@ -535,10 +535,7 @@ class Server extends EventEmitter {
         this.#presence.closed(id);
         this.#recovering.delete(id);
         this.#asks.closed(id);
-        // --- first hour (issue 46): at shutdown the clients were told 1001
-        // 'server shutting down' (src/io/sy_io.c); their echo carries no
-        // reason, so 'close' says the one they were told.
-        this.emit('close', id, code, this.#state === 'closing' && code === 1001 && payload === '' ? 'server shutting down' : payload);
+        this.emit('close', id, code, payload);
         break;
       case EV_DRAIN:
         this.emit('drain', id);

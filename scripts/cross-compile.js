@@ -11,7 +11,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const DIRS = ['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/bus', 'src/tls', 'src/auth', 'binding'];
+const DIRS = ['src', 'src/base', 'src/proto', 'src/net', 'src/io', 'src/io/model', 'src/io/loop', 'src/io/conn', 'src/io/wire', 'src/io/app', 'src/bus', 'src/tls', 'src/auth', 'binding'];
 
 /** Every C source of the addon but the ones named in leave (paths from the repository's root). */
 function sources(leave) {

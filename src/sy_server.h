@@ -40,9 +40,9 @@
 
 #include "base/sy_errors.h"
 #include "bus/sy_bus.h"
-#include "io/sy_events.h"
-#include "io/sy_io_opts.h"
-#include "io/sy_stats.h"
+#include "io/model/sy_events.h"
+#include "io/model/sy_io_opts.h"
+#include "io/model/sy_stats.h"
 
 #define SY_SERVER_MAX_THREADS 64
 #define SY_TOPIC_MAX_LEN 1024
@@ -235,6 +235,13 @@ struct sy_tokens;
 sy_err_t sy_server_set_tokens(sy_server_t *s, struct sy_tokens *tokens);
 /* True when the server speaks TLS. */
 bool sy_server_tls(sy_server_t *s);
+/* Registers one more protocol (io/conn/sy_wire.h: a wire, chosen at the
+ * request head by its Upgrade token, with its message protocol, or NULL:
+ * raw) before the server listens or starts. 0, EBUSY (already started) or
+ * ENOSPC (every slot taken). The tables must outlive the server. */
+struct sy_wire;
+struct sy_msgproto;
+sy_err_t sy_server_add_protocol(sy_server_t *s, const struct sy_wire *wire, const struct sy_msgproto *proto);
 
 /* Gives back a batch the callback handed over. */
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch);

@@ -1,7 +1,7 @@
 'use strict';
 // History across nodes at its edges (docs/bus.md, "History across nodes"):
 // a subscription whose topic's sync cannot complete waits at most
-// SY_PARK_MAX_MS (src/io/sy_park.h), and a sync that finds Redis behind
+// SY_PARK_MAX_MS (src/io/app/sy_park.h), and a sync that finds Redis behind
 // what the node delivered (a failover lost writes) renews the topic's epoch.
 
 const test = require('node:test');
@@ -16,7 +16,7 @@ test.after(closeAll);
 
 const HISTORY = { size: 5000, ttl: 300 };
 const BUS = { backoff: { min: 50, max: 200 } };
-/* src/io/sy_park.h */
+/* src/io/app/sy_park.h */
 const SY_PARK_MAX_MS = 5000;
 
 const offsets = (c, topic) => c.messages(topic).map((f) => Number(f.offset));

@@ -9,17 +9,17 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "io/sy_events.h"
+#include "io/model/sy_events.h"
 #include "sy_server.h"
 
 #define MAX_BATCHES 1024

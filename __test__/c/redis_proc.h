@@ -25,7 +25,7 @@
 #include <hiredis/hiredis.h>
 
 #include "bus/sy_bus.h"
-#include "io/sy_topic.h"
+#include "io/model/sy_topic.h"
 
 #define REDIS_PROC_MAX_ARGS 24
 

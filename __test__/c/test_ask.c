@@ -17,7 +17,7 @@
 
 #include "check.h"
 #include "harness.h"
-#include "io/sy_ask.h"
+#include "io/app/sy_ask.h"
 #include "proto/sy_v2.h"
 
 /* One masked client frame (FIN, opcode) carrying payload. */

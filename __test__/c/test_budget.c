@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "io/sy_budget.h"
+#include "io/model/sy_budget.h"
 
 #define MS INT64_C(1000000)
 

@@ -27,7 +27,7 @@
 #include "bus/sy_redis_alloc.h"
 #include "bus/sy_slot.h"
 #include "check.h"
-#include "io/sy_topic.h"
+#include "io/model/sy_topic.h"
 #include "redis_proc.h"
 
 #define PRIMARIES 3

@@ -40,7 +40,7 @@
 #include "bus/sy_redis_alloc.h"
 #include "bus_test.h"
 #include "check.h"
-#include "io/sy_topic.h"
+#include "io/model/sy_topic.h"
 #include "redis_proc.h"
 
 static sy_bus_sentinel_answer_t addr_of(const char *resp, sy_bus_sentinel_addr_t *a) {

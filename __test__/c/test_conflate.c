@@ -22,7 +22,7 @@
 #include "base/sy_alloc.h"
 #include "check.h"
 #include "harness.h"
-#include "io/sy_events.h"
+#include "io/model/sy_events.h"
 #include "sy_server.h"
 
 #define NTOPICS 3

@@ -15,8 +15,10 @@
 
 #include "check.h"
 #include "harness.h"
-#include "io/sy_conn.h"
-#include "io/sy_io_struct.h" /* white-box: the lists */
+#include "io/conn/sy_conn.h"
+#include "io/loop/sy_io_struct.h" /* white-box: the lists */
+#include "io/sy_accept.h"
+#include "io/sy_io.h"
 #include "net/sy_poll.h"
 #include "net/sy_sock.h"
 
@@ -38,6 +40,7 @@ int main(void) {
     sh.nthreads = 1;
     sh.transport = &sy_stream_plain_ops;
     CHECK_EQ(sy_topics_init(&sh.topics, 1), 0);
+    sy_io_protocols(&sh); /* the tables and hooks, as sy_server_create registers them */
     int err = 0;
     sy_io_t *io = sy_io_create(&sh, 0, -1, &err);
     CHECK(io != NULL);

@@ -5,11 +5,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "check.h"
 #include "base/sy_alloc.h"
-#include "io/sy_events.h"
 #include "base/sy_refbuf.h"
-#include "io/sy_topic.h"
+#include "check.h"
+#include "io/model/sy_events.h"
+#include "io/model/sy_topic.h"
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
 

@@ -15,9 +15,9 @@
 
 #include <libdeflate.h>
 
-#include "check.h"
 #include "base/sy_alloc.h"
-#include "io/sy_deflate.h"
+#include "check.h"
+#include "io/model/sy_deflate.h"
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
 
@@ -45,7 +45,11 @@ static int inflate_copy(sy_deflate_t *z, const uint8_t *in, size_t n, size_t max
 static void test_rfc_forms(void) {
     sy_deflate_t z;
     sy_deflate_init(&z, 6, NULL);
-    static const struct { const char *what; uint8_t b[16]; size_t n; } forms[] = {
+    static const struct {
+        const char *what;
+        uint8_t b[16];
+        size_t n;
+    } forms[] = {
         {"7.2.3.1 sync flush, 00 00 ff ff stripped", {0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00}, 7},
         {"7.2.3.3 stored block", {0x00, 0x05, 0x00, 0xfa, 0xff, 0x48, 0x65, 0x6c, 0x6c, 0x6f, 0x00}, 11},
         {"7.2.3.4 BFINAL set, then 0x00", {0xf3, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x00}, 8},
@@ -71,14 +75,21 @@ static void test_rfc_forms(void) {
 static void test_bad_data(void) {
     sy_deflate_t z;
     sy_deflate_init(&z, 6, NULL);
-    static const struct { const char *what; uint8_t b[16]; size_t n; } bad[] = {
+    static const struct {
+        const char *what;
+        uint8_t b[16];
+        size_t n;
+    } bad[] = {
         {"reserved block type 11", {0xff, 0xff, 0xff, 0xff}, 4},
         {"stored block LEN/NLEN mismatch", {0x00, 0x05, 0x00, 0x00, 0x00, 'H', 'e', 'l', 'l', 'o'}, 10},
-        {"data after a final block", {0xf3, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0xf3, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00}, 14},
+        {"data after a final block",
+         {0xf3, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0xf3, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00},
+         14},
         {"a byte after the BFINAL form's 0x00", {0xf3, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x00, 0x00}, 9},
         {"a match before the start (fixed codes: length 3, distance 1)", {0x03, 0x02, 0x00}, 3},
         {"a sync flush not stripped (7.2.1 says the sender strips it)",
-         {0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x00, 0x00, 0xff, 0xff}, 11},
+         {0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x00, 0x00, 0xff, 0xff},
+         11},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int rc = inflate_copy(&z, bad[i].b, bad[i].n, 1 << 20, NULL, NULL);
@@ -97,8 +108,8 @@ static void test_bad_data(void) {
 static size_t json_like(uint8_t *p, size_t n, uint32_t seed) {
     size_t i = 0;
     while (i < n) {
-        int k = snprintf((char *)p + i, n - i, "{\"sym\":\"S%u\",\"px\":%u.%02u,\"qty\":%u},", seed % 97,
-                         seed % 1000, seed % 100, seed % 5000);
+        int k = snprintf((char *)p + i, n - i, "{\"sym\":\"S%u\",\"px\":%u.%02u,\"qty\":%u},", seed % 97, seed % 1000,
+                         seed % 100, seed % 5000);
         if (k <= 0 || (size_t)k >= n - i)
             break;
         i += (size_t)k;

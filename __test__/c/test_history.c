@@ -19,8 +19,8 @@
 #include "base/sy_alloc.h"
 #include "base/sy_refbuf.h"
 #include "check.h"
-#include "io/sy_history.h"
-#include "io/sy_topic.h"
+#include "io/model/sy_history.h"
+#include "io/model/sy_topic.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_ws_frame.h"
 
@@ -121,6 +121,7 @@ static void test_offsets_and_size(void) {
     sy_topics_t r;
     sy_hist_t g;
     CHECK_EQ(sy_topics_init(&r, 1), 0);
+    r.free_hist = sy_history_free;
     CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 4}), 0);
     CHECK(sy_hist_default_on(&g));
     sy_topic_t *t = sy_topic_acquire(&r, "a", 1, true);
@@ -197,6 +198,7 @@ static void test_ttl_and_sweep(void) {
     sy_topics_t r;
     sy_hist_t g;
     CHECK_EQ(sy_topics_init(&r, 2), 0);
+    r.free_hist = sy_history_free;
     CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 100, .ttl_s = 2}), 0);
     sy_topic_t *t = sy_topic_acquire(&r, "ttl", 3, true);
     CHECK(t != NULL);
@@ -276,6 +278,7 @@ static void test_max_bytes(void) {
     sy_hist_t g;
     const size_t e = 100 + OVER; /* one message's cost */
     CHECK_EQ(sy_topics_init(&r, 2), 0);
+    r.free_hist = sy_history_free;
     CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 100, .max_bytes = 3 * e}), 0);
     sy_topic_t *ta = sy_topic_acquire(&r, "a", 1, true), *tb = sy_topic_acquire(&r, "b", 1, true);
     sy_topic_t *tc = sy_topic_acquire(&r, "c", 1, true);
@@ -352,6 +355,7 @@ static void test_hole(void) {
     sy_topics_t r;
     sy_hist_t g;
     CHECK_EQ(sy_topics_init(&r, 1), 0);
+    r.free_hist = sy_history_free;
     CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 8}), 0);
     sy_topic_t *t = sy_topic_acquire(&r, "h", 1, true);
     sy_history_t *h = t != NULL ? hist_of(&g, t, true) : NULL;
@@ -395,6 +399,7 @@ static void test_reasons(void) {
     sy_topics_t r;
     sy_hist_t g;
     CHECK_EQ(sy_topics_init(&r, 1), 0);
+    r.free_hist = sy_history_free;
     CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 10}), 0);
     sy_topic_t *t = sy_topic_acquire(&r, "r", 1, true);
     sy_history_t *h = t != NULL ? hist_of(&g, t, true) : NULL;
@@ -451,6 +456,7 @@ static void test_configure(void) {
     sy_topics_t r;
     sy_hist_t g;
     CHECK_EQ(sy_topics_init(&r, 2), 0);
+    r.free_hist = sy_history_free;
     /* History off by default: topics get none unless configured. */
     CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){0}), 0);
     CHECK(!sy_hist_default_on(&g));
@@ -535,6 +541,7 @@ static void test_teardown(void) {
     sy_topics_t r;
     sy_hist_t g;
     CHECK_EQ(sy_topics_init(&r, 2), 0);
+    r.free_hist = sy_history_free;
     CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 16, .ttl_s = 60, .max_bytes = 1 << 20}), 0);
     sy_topic_t *held = NULL;
     for (int i = 0; i < 5; i++) {
@@ -586,6 +593,7 @@ static void test_max_bytes_many(void) {
     sy_hist_t g;
     const size_t e = 64 + OVER;
     CHECK_EQ(sy_topics_init(&r, 1), 0);
+    r.free_hist = sy_history_free;
     CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 1000, .max_bytes = CAP * e}), 0);
     sy_topic_t *t[TOPICS];
     sy_history_t *h[TOPICS];
@@ -646,6 +654,7 @@ static void test_sequence(void) {
     sy_topics_t r;
     sy_hist_t g;
     CHECK_EQ(sy_topics_init(&r, 1), 0);
+    r.free_hist = sy_history_free;
     CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){.size = 8}), 0);
     g.sequenced = true;
     atomic_store(&g.bus_up, true);

@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "io/sy_addrlimit.h"
-#include "io/sy_ratelimit.h"
+#include "io/model/sy_addrlimit.h"
+#include "io/model/sy_ratelimit.h"
 
 #define MS SY_RATE_TICKS_PER_MS
 

@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/sy_alloc.h"
 #include "check.h"
 #include "harness.h"
-#include "base/sy_alloc.h"
-#include "io/sy_events.h"
+#include "io/model/sy_events.h"
 #include "sy_server.h"
 
 static void send_masked(int fd, uint8_t b0, const char *payload, size_t len, int mask) {
@@ -103,9 +103,18 @@ static void test_reclaim_moves(sy_server_t *s, uint16_t port, const char *req) {
 
 int main(void) {
     sy_server_opts_t o = {
-        .host = "127.0.0.1", .port = 0, .threads = 2, .max_payload = 1 << 16, .max_backpressure = 1 << 20,
-        .idle_timeout_s = 0, .handshake_timeout_s = 5, .close_timeout_s = 2, .max_head_bytes = 8192,
-        .max_headers = 64, .backlog = 64, .reclaim = true,
+        .host = "127.0.0.1",
+        .port = 0,
+        .threads = 2,
+        .max_payload = 1 << 16,
+        .max_backpressure = 1 << 20,
+        .idle_timeout_s = 0,
+        .handshake_timeout_s = 5,
+        .close_timeout_s = 2,
+        .max_head_bytes = 8192,
+        .max_headers = 64,
+        .backlog = 64,
+        .reclaim = true,
     };
     char err[SY_ERRLEN];
     sy_server_t *s = sy_server_create(&o, on_batch, NULL, err, sizeof(err));

@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "io/model/sy_slots.h"
 #include "io/sy_io.h"
-#include "io/sy_slots.h"
 
 struct sy_conn {
     int tag;
@@ -32,7 +32,7 @@ static void test_take_release(void) {
     CHECK(sy_slots_at(&t, sa) == NULL);
     CHECK_EQU(sy_slots_used(&t), 1);
     CHECK_EQ(sy_slots_take(&t, &c, &sc, &gc), 0);
-    CHECK_EQU(sc, sa);            /* the freed slot again */
+    CHECK_EQU(sc, sa);           /* the freed slot again */
     CHECK(gc != ga && gc != gb); /* with a new generation */
     sy_slots_put(&t, sc, &a);    /* a moved connection: one cell */
     CHECK(sy_slots_at(&t, sc) == &a);
@@ -49,9 +49,9 @@ static void test_live(void) {
     CHECK(!sy_slots_is_live(&t, s, g)); /* taken is not open yet */
     sy_slots_set_live(&t, s, g);
     CHECK(sy_slots_is_live(&t, s, g));
-    CHECK(!sy_slots_is_live(&t, s, g + 1)); /* a stale or forged id */
-    CHECK(!sy_slots_is_live(&t, s, 0));     /* generation 0 is never live */
-    CHECK(!sy_slots_is_live(&t, s + 1, g)); /* a slot never taken */
+    CHECK(!sy_slots_is_live(&t, s, g + 1));               /* a stale or forged id */
+    CHECK(!sy_slots_is_live(&t, s, 0));                   /* generation 0 is never live */
+    CHECK(!sy_slots_is_live(&t, s + 1, g));               /* a slot never taken */
     CHECK(!sy_slots_is_live(&t, SY_ID_MAX_SLOTS - 1, g)); /* past every page */
     sy_slots_set_live(&t, s, 0);
     CHECK(!sy_slots_is_live(&t, s, g));

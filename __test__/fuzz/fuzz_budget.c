@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "auth/sy_tokcache.h"
-#include "io/sy_budget.h"
+#include "io/model/sy_budget.h"
 
 #define REQUIRE(c)   \
     do {             \

@@ -1,5 +1,5 @@
 /* libFuzzer target: permessage-deflate's inflation and compression
- * (src/io/sy_deflate.c over libdeflate).
+ * (src/io/model/sy_deflate.c over libdeflate).
  *
  * Input: byte 0 picks the mode, bytes 1-2 the output bound (max); the rest
  * is the data.
@@ -15,12 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/sy_deflate.h"
 #include "base/sy_refbuf.h"
+#include "io/model/sy_deflate.h"
 #include "proto/sy_ws_frame.h"
 #include "proto/sy_ws_msg.h"
 
-#define REQUIRE(c) do { if (!(c)) abort(); } while (0)
+#define REQUIRE(c)   \
+    do {             \
+        if (!(c))    \
+            abort(); \
+    } while (0)
 
 static sy_deflate_t z;
 static sy_deflate_once_t once;

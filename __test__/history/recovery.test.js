@@ -227,7 +227,7 @@ test('not-symphony.v1: a plain client with sy.since is told nothing; the applica
   await waitFor(() => got.length >= 1, 5000, 'the live message');
   assert.deepEqual(got, [['plain', false]], 'the first frame is the live message, bare: no notice, no replay');
   // There is no counter of its own: it is counted with no-history
-  // (src/io/sy_resume.c), although this topic keeps history.
+  // (src/io/app/sy_resume.c), although this topic keeps history.
   assert.deepEqual(moved(before, counters(server)), { recoveryFailedNoHistory: 1 });
   ws.close();
 });

@@ -1,5 +1,5 @@
 'use strict';
-// The memory policy (src/io/sy_reclaim.h): IO threads allocate from arenas of
+// The memory policy (src/io/model/sy_reclaim.h): IO threads allocate from arenas of
 // their own, and after a thread's connections fall by half it defragments
 // its connections and purges its arena, so memory follows the load without
 // waiting for decay. Plus the override paths and server.metrics().

@@ -116,11 +116,22 @@ const LAYERS = {
 const FOLDERS = Object.keys(LAYERS);
 // Headers private to their folder (only its own files include them).
 const PRIVATE = {
-  'io/sy_io_struct.h': 'io', 'io/sy_io_thread.h': 'io', 'io/sy_conn.h': 'io', 'io/sy_upgrade.h': 'io',
-  'io/sy_reclaim.h': 'io', 'io/sy_peer.h': 'io',
+  'io/loop/sy_io_struct.h': 'io', 'io/loop/sy_io_thread.h': 'io', 'io/conn/sy_conn.h': 'io', 'io/wire/sy_upgrade.h': 'io',
+  'io/model/sy_reclaim.h': 'io', 'io/wire/sy_peer.h': 'io',
   'bus/sy_bus_int.h': 'bus', 'bus/sy_bus_shard.h': 'bus', 'bus/sy_bus_subs.h': 'bus', 'bus/sy_bus_chan.h': 'bus',
   'bus/sy_bus_order.h': 'bus', 'bus/sy_bus_sentinel.h': 'bus',
 };
+
+// The floors of src/io, lowest first (scripts/io-graph.js has the same
+// list and counts the graph's arrows): a file in src/io/<floor>/ includes
+// only headers of its floor and those below; the thread's files, in
+// src/io/ itself, are the top.
+const { FLOORS: FLOORS_IO, ioGraph, srcIncludeCycles, declaredAbove } = require('../../scripts/io-graph.js');
+/** The floor of a path under src/io ('conn/sy_conn.c': conn; 'sy_io.c': thread). */
+function ioFloor(rel) {
+  const parts = rel.split('/');
+  return parts.length > 1 && FLOORS_IO.includes(parts[0]) ? parts[0] : 'thread';
+}
 
 /**
  * What is wrong with the includes of one file: `rel` is its path under the
@@ -151,6 +162,15 @@ function includeViolations(rel, text) {
     // (The C unit tests are white-box: they may include a folder's private headers.)
     const whiteBox = rel.startsWith('__test__/c/');
     if (PRIVATE[inc] && folder !== PRIVATE[inc] && !whiteBox) out.push(`${where}: private to src/${PRIVATE[inc]}/`);
+    if (inSrc && folder === 'io' && target === 'io') {
+      // The floors of src/io (scripts/io-graph.js): one way down.
+      const from = ioFloor(parts.slice(2).join('/'));
+      const to = ioFloor(inc.split('/').slice(1).join('/'));
+      if (FLOORS_IO.indexOf(to) > FLOORS_IO.indexOf(from)) {
+        out.push(`${where}: src/io/${from === 'thread' ? '' : `${from}/`} may include only its floor and those below it (${FLOORS_IO.slice(0, FLOORS_IO.indexOf(from) + 1).join(', ')})`);
+      }
+      return;
+    }
     if (!inSrc || folder === 'top' || folder === target) return;
     if (!LAYERS[folder].includes(target)) {
       out.push(`${where}: src/${folder}/ may include only ${LAYERS[folder].map((f) => `${f}/`).join(', ') || 'its own folder'}`);
@@ -161,7 +181,7 @@ function includeViolations(rel, text) {
 
 test('src/ is in its layer folders, and nothing else is there', () => {
   const stray = fs.readdirSync(path.join(root, 'src'), { withFileTypes: true })
-    .filter((e) => (e.isDirectory() ? !FOLDERS.includes(e.name) : !/^sy_server\.[ch]$/.test(e.name)))
+    .filter((e) => (e.isDirectory() ? !FOLDERS.includes(e.name) : !/^sy_server(_int\.h|_publish\.c|\.[ch])$/.test(e.name)))
     .map((e) => e.name);
   assert.deepEqual(stray, []);
 });
@@ -177,11 +197,16 @@ test('every include goes down the layers and names its folder', () => {
 
 test('the include rule fails on an include that goes up, sideways, or names no folder', () => {
   assert.deepEqual(includeViolations('src/proto/sy_http.c', '#include "proto/sy_utf8.h"\n#include "base/sy_alloc.h"\n'), []);
-  assert.equal(includeViolations('src/net/sy_outq.c', '#include "io/sy_conn.h"\n').length, 2); // up, and private
+  assert.equal(includeViolations('src/net/sy_outq.c', '#include "io/conn/sy_conn.h"\n').length, 2); // up, and private
   assert.match(includeViolations('src/base/sy_refbuf.c', '#include "proto/sy_ws_frame.h"\n')[0], /may include only its own folder/);
   assert.match(includeViolations('src/tls/sy_tls.c', '#include "io/sy_io.h"\n')[0], /src\/tls\/ may include only base\/, net\//);
   assert.match(includeViolations('src/io/sy_io.c', '#include "sy_alloc.h"\n')[0], /name its folder/);
-  assert.match(includeViolations('binding/server.c', '#include "io/sy_io_thread.h"\n')[0], /private to src\/io\//);
+  assert.match(includeViolations('binding/server.c', '#include "io/loop/sy_io_thread.h"\n')[0], /private to src\/io\//);
+  // Inside src/io, a floor includes only its own and those below it.
+  assert.deepEqual(includeViolations('src/io/app/sy_fanout.c', '#include "io/conn/sy_conn.h"\n#include "io/app/sy_conflate.h"\n'), []);
+  assert.match(includeViolations('src/io/conn/sy_conn.c', '#include "io/app/sy_ask.h"\n')[0], /src\/io\/conn\/ may include only its floor and those below it \(model, loop, conn\)/);
+  assert.match(includeViolations('src/io/model/sy_reclaim.c', '#include "io/sy_io.h"\n')[0], /src\/io\/model\/ may include only/);
+  assert.deepEqual(includeViolations('src/io/sy_io.c', '#include "io/app/sy_protos.h"\n'), []);
   // Commented-out includes do not count.
   assert.deepEqual(includeViolations('src/base/sy_buf.c', '/* #include "io/sy_io.h" */\n'), []);
 });
@@ -222,4 +247,63 @@ test('the header contract check fails on a header without its labels', () => {
   assert.deepEqual(contractMissing(x, '/*\n * Threads: any. Ownership: none.\n * Errors: none.\n */\n'),
     [`${x}: no Ownership:`]);
   assert.deepEqual(contractMissing(x, 'int x;\n'), [`${x}: no Threads:, Ownership:, Errors:`]);
+});
+
+// Issue 44: src/io is a stack of floors with one way down, in the include
+// graph and in the call graph (a .c calling a sy_ function another module
+// defines), and nothing below names what is above it.
+test('src/io: no arrow runs up a floor, no circle, nothing declared below what a floor above defines', () => {
+  const g = ioGraph(root);
+  assert.ok(g.arrows.length > 50, `only ${g.arrows.length} arrows found`);
+  for (const floor of FLOORS_IO) {
+    assert.ok(Object.values(g.modules).includes(floor), `no module on floor ${floor}`);
+  }
+  assert.deepEqual(g.up.map(([a, b, why]) => `${a} -> ${b}: ${why}`), []);
+  assert.deepEqual(g.cycles, []);
+  assert.deepEqual(declaredAbove(root), []);
+});
+
+test('no include cycle anywhere in src/', () => {
+  assert.deepEqual(srcIncludeCycles(root), []);
+});
+
+test('the graph check finds an upward arrow and a circle (checked on a copy of src/io with one of each)', () => {
+  const tmp = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'io-graph-'));
+  try {
+    const w = (rel, text) => {
+      fs.mkdirSync(path.dirname(path.join(tmp, rel)), { recursive: true });
+      fs.writeFileSync(path.join(tmp, rel), text);
+    };
+    w('src/io/model/sy_a.h', '#include "io/model/sy_b.h"\nvoid sy_a(void);\n');
+    w('src/io/model/sy_a.c', '#include "io/model/sy_a.h"\nvoid sy_a(void) { sy_up(); }\n');
+    w('src/io/model/sy_b.h', '#include "io/model/sy_a.h"\nvoid sy_b(void);\n');
+    w('src/io/model/sy_b.c', '#include "io/model/sy_b.h"\n#include "io/model/sy_a.h"\nvoid sy_b(void) { sy_a(); }\n');
+    w('src/io/app/sy_up.h', 'void sy_up(void);\n');
+    w('src/io/app/sy_up.c', '#include "io/app/sy_up.h"\nvoid sy_up(void) {}\n');
+    const g = ioGraph(tmp);
+    assert.deepEqual(g.up.map(([a, b]) => `${a} -> ${b}`), ['model/sy_a -> app/sy_up']);
+    assert.deepEqual(g.cycles, [['model/sy_a', 'model/sy_b']]);
+    assert.deepEqual(srcIncludeCycles(tmp), [['io/model/sy_a.h', 'io/model/sy_b.h']]);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+test('the connection\'s core (src/io/loop, src/io/conn) names no protocol: it knows them by their tables', () => {
+  // (A type such as sy_peer_addr_t, the connection's address, is not a protocol's.)
+  const names = /\b(SY_WIRE_(WS|SSE|PROXY)|SY_PROTO_V[12]|sy_conn_(sse|v1|v2)|sy_(ws|sse|upgrade|peer|post|ask|resume|admit|conflate|park|subs|fanout)_\w+)\b/;
+  const bad = [];
+  for (const f of [...files('src/io/loop', ['.c']), ...files('src/io/conn', ['.c'])]) {
+    code(fs.readFileSync(f, 'utf8')).split('\n').forEach((line, i) => {
+      const m = names.exec(line);
+      if (m && !m[0].endsWith('_t')) bad.push(`${path.relative(root, f)}:${i + 1}: ${m[0]}`);
+    });
+  }
+  assert.deepEqual(bad, []);
+});
+
+test('no .c file of src/ is over 900 lines (split by seam, issue 44)', () => {
+  const long = files('src', ['.c']).map((f) => [path.relative(root, f), fs.readFileSync(f, 'utf8').split('\n').length - 1])
+    .filter(([, n]) => n > 900).map(([f, n]) => `${f}: ${n}`);
+  assert.deepEqual(long, []);
 });

@@ -7,7 +7,7 @@
 // - the main package's packed size they quote is npm pack's, to 0.1 MiB;
 // - every `allocator.config.NAME` they name is a field of allocator.config;
 // - the server's options are one list (binding.optionSchema, from
-//   src/io/sy_io_opts.h): docs/api.md's table, ServerOptions in the types and
+//   src/io/model/sy_io_opts.h): docs/api.md's table, ServerOptions in the types and
 //   lib/options.js' DEFAULTS name the same options, with the list's defaults.
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -108,7 +108,7 @@ test("docs/api.md: the option table's defaults are the server's (lib/options.js 
   assert.ok(checked > 30, `${checked} defaults checked`);
 });
 
-test('the option list (binding.optionSchema, from src/io/sy_io_opts.h) is the one docs/api.md, the types and the runtime use', () => {
+test('the option list (binding.optionSchema, from src/io/model/sy_io_opts.h) is the one docs/api.md, the types and the runtime use', () => {
   const { binding } = require('../../lib/native');
   const { DEFAULTS } = require('../../lib/options');
   const api = read('docs/api.md');

@@ -183,7 +183,7 @@ function HELD() {
   const { DEFAULTS } = require('../../lib/options');
   const { BUS_DEFAULTS } = require('../../lib/bus');
   const { PRESENCE_DEFAULTS } = require('../../lib/presence');
-  // The parts of object options (history.size...): their defaults from the one list (src/io/sy_io_opts.h).
+  // The parts of object options (history.size...): their defaults from the one list (src/io/model/sy_io_opts.h).
   const part = (path) => require('../../lib/native').binding.optionSchema.find((r) => r.path === path).default;
   const range = (key, sep = '-') => `${thousands(constants.options[key].min)}${sep}${thousands(constants.options[key].max)}`;
   const HISTORY = { size: part('history.size'), ttl: part('history.ttl'), maxBytes: part('history.maxBytes') };
@@ -208,9 +208,9 @@ function HELD() {
       `its first ${range('addressPrefixV4')} (IPv4) or ${range('addressPrefixV6')} (IPv6) bits`,
       `at most ${src('lib/options.js', /BURST_MAX_SECONDS = (\d+)/)} seconds' worth`,
       `how many ms (${range('rateLimitGrace')})`, `\`rateLimitGrace\` ms (default ${DEFAULTS.rateLimitGrace})`,
-      `(about ${src('src/io/sy_budget.h', /about (\d+) µs of a server core/)} µs of a core each: each subscribe entry, publish, request, unsubscribe, or message POSTed to a symphony.v2 event stream ${define('src/io/sy_budget.h', 'SY_WORK_ENTRY')};`,
+      `(about ${src('src/io/model/sy_budget.h', /about (\d+) µs of a server core/)} µs of a core each: each subscribe entry, publish, request, unsubscribe, or message POSTed to a symphony.v2 event stream ${define('src/io/model/sy_budget.h', 'SY_WORK_ENTRY')};`,
       `each token signature checked ${define(JWT, 'SY_JWT_WORK_HS256')} (HS256) to ${define(JWT, 'SY_JWT_WORK_EDDSA')} (EdDSA)`,
-      `or it is idle for ${define('src/io/sy_reclaim.h', 'SY_RECLAIM_IDLE_MS') / 1000} s`,
+      `or it is idle for ${define('src/io/model/sy_reclaim.h', 'SY_RECLAIM_IDLE_MS') / 1000} s`,
       `(payloads under \`threshold\` bytes, default ${COMPRESSION.threshold}, go uncompressed; \`level\` ${range('compressLevel')}, default ${COMPRESSION.level})`,
       `\`true\` (${HISTORY.size} messages per topic, none older than ${HISTORY.ttl} s, ${HISTORY.maxBytes / 1048576} MiB for all topics)`,
       `one frame of ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') - 1)} subscribes`,
@@ -218,7 +218,7 @@ function HELD() {
       ...defaultRows('docs/api.md', '`compression` option', COMPRESSION),
       `libdeflate's level, ${constants.options.compressLevel.min} (fastest) to ${constants.options.compressLevel.max} (smallest)`,
       ...defaultRows('docs/api.md', '`history` option', HISTORY),
-      `(the frames plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} B per message)`,
+      `(the frames plus ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} B per message)`,
       ...defaultRows('docs/api.md', '`bus` option', BUS_DEFAULTS, ['url', 'cluster']),
       `Redis Sentinel: 1 to ${src('lib/bus.js', /sentinels\.length > (\d+)\) throw/)} sentinels`,
       `±${src('src/bus/sy_bus_link.h', /\+-(\d+)% jitter/)}% jitter`,
@@ -239,40 +239,40 @@ function HELD() {
       `subscribe not answered in ${src(CLIENT, /const ASK_TIMEOUT = (\d+);/) / 1000} s is refused`,
       `${src(CLIENT, /const ASK_TIMEOUT = (\d+);/)} ms by default;`,
       `at most ${thousands(src(CLIENT, /const MAX_QUEUED = (\d+);/))} (then \`too-many-pending\`)`,
-      `past four times \`maxBackpressure\` plus ${src('src/io/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB); ${define('src/io/sy_ask.h', 'SY_ASK_BAD_MAX') + 1} malformed symphony.v2 frames`,
-      `then ${define('src/io/sy_conn.h', 'SY_CONN_DRAIN_MS') / 1000} s more for the client's FIN`,
+      `past four times \`maxBackpressure\` plus ${src('src/io/conn/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB); ${define('src/io/app/sy_ask.h', 'SY_ASK_BAD_MAX') + 1} malformed symphony.v2 frames`,
+      `then ${define('src/io/conn/sy_conn.h', 'SY_CONN_DRAIN_MS') / 1000} s more for the client's FIN`,
       `or as soon as ${thousands(define('src/io/sy_io.h', 'SY_IO_DEFER_MAX'))} are waiting`,
       `(\`sy.open\`'s \`heartbeat\`, × ${src(CLIENT, /transport === 'sse' \? ([\d.]+) \* \(\(ws\.hello/)})`,
       `codes are ${src('lib/errors.js', /must be (\d+ to \d+) characters of a-z/)} characters of a-z`,
     ],
     'docs/limits.md': [
       `an IPv4 address or an IPv6 /${DEFAULTS.addressPrefix.v6}`,
-      `which stays ${src('src/io/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)} bytes`,
-      `the rest of one ${src('src/io/sy_io_thread.h', /#define SY_IO_RX_SIZE \((\d+) \* 1024\)/)} KiB read`,
+      `which stays ${src('src/io/conn/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)} bytes`,
+      `the rest of one ${src('src/io/loop/sy_io_thread.h', /#define SY_IO_RX_SIZE \((\d+) \* 1024\)/)} KiB read`,
       `(default ${DEFAULTS.rateLimitGrace}, at most ${thousands(constants.options.rateLimitGrace.max)})`,
-      `(1,024 entries and one check: at most ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') * define('src/io/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_EDDSA'))} units; with a token per topic, HS256: ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') * (define('src/io/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_HS256')))})`,
-      `about ${Math.floor(DEFAULTS.maxWorkPerSecond / (define('src/io/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_EDDSA')))} of them are granted at once`,
+      `(1,024 entries and one check: at most ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') * define('src/io/model/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_EDDSA'))} units; with a token per topic, HS256: ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') * (define('src/io/model/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_HS256')))})`,
+      `about ${Math.floor(DEFAULTS.maxWorkPerSecond / (define('src/io/model/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_EDDSA')))} of them are granted at once`,
       `(a larger key: times the square of its size in 2,048-bit steps: 4,096 bits ${define('src/auth/sy_jwt.h', 'SY_JWT_WORK_RS256') * 4})`,
     ],
     'docs/protocol.md': (() => {
       const topic = thousands(define('src/sy_server.h', 'SY_TOPIC_MAX_LEN'));
       const batch = thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX'));
       const epoch = define('src/proto/sy_since.h', 'SY_SINCE_EPOCH_HEX');
-      const bad = define('src/io/sy_ask.h', 'SY_ASK_BAD_MAX');
+      const bad = define('src/io/app/sy_ask.h', 'SY_ASK_BAD_MAX');
       return [
         `control frame over ${define('src/proto/sy_ws_frame.h', 'SY_WS_MAX_CONTROL_PAYLOAD')} bytes`,
         `(default max(1,024, \`maxPayload\` / 64): ${thousands(Math.max(1024, DEFAULTS.maxPayload / 64))};`,
         `(default ${DEFAULTS.controlRate}, bursts of as many)`,
-        `four times \`maxBackpressure\` plus ${src('src/io/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB`,
+        `four times \`maxBackpressure\` plus ${src('src/io/conn/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB`,
         `after the ${bad} answers`, `${bad + 1} malformed symphony.v2 frames`, `holds ${bad + 1} topics`, `After ${bad} the next one closes`, `the answers to the ${bad}`,
         `(1 to ${topic} bytes of UTF-8)`, `1 to ${topic} bytes`, `at most ${topic} bytes`,
         `1 to ${batch} topics`, `1 to ${batch} entries`, `more than ${thousands(define('src/proto/sy_since.h', 'SY_SINCE_MAX'))})`, `At most ${thousands(define('src/proto/sy_since.h', 'SY_SINCE_MAX'))} parameters`,
         `${epoch} lowercase hexadecimal characters`, `exactly ${epoch} hexadecimal characters`, `epoch not ${epoch} hex`, `must be ${epoch} hexadecimal characters`, `"<${epoch} hex>"`,
         `(the client library: \`heartbeat\`, ${src(CLIENT, /'heartbeat', options\.heartbeat, (\d+)/) / 1000} s, then another ${src(CLIENT, /'heartbeat', options\.heartbeat, (\d+)/) / 1000} s`,
-        `and ${src('src/io/sy_ask.c', /: \(size_t\)(\d+) << 10;/)} KiB of their topics`,
+        `and ${src('src/io/app/sy_ask.c', /: \(size_t\)(\d+) << 10;/)} KiB of their topics`,
         `the last ${define('src/auth/sy_tokcache.h', 'SY_TOKCACHE_WAYS') * define('src/auth/sy_tokcache.h', 'SY_TOKCACHE_SETS')} tokens it refused`,
         `(default ${thousands(DEFAULTS.maxWorkPerSecond)} units a second`,
-        `request and unsubscribe costs ${define('src/io/sy_budget.h', 'SY_WORK_ENTRY')}, each token signature checked ${define(JWT, 'SY_JWT_WORK_HS256')} (HS256) to ${define(JWT, 'SY_JWT_WORK_EDDSA')} (EdDSA)`,
+        `request and unsubscribe costs ${define('src/io/model/sy_budget.h', 'SY_WORK_ENTRY')}, each token signature checked ${define(JWT, 'SY_JWT_WORK_HS256')} (HS256) to ${define(JWT, 'SY_JWT_WORK_EDDSA')} (EdDSA)`,
         `resubscribe of ${batch} topics with one token`,
         `\`maxSubscriptions\` (default ${thousands(DEFAULTS.maxSubscriptions)})`, `\`maxPending\` (default ${DEFAULTS.maxPending})`,
         `entries, else ${batch},`, `resubscribe of ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') - 1)} topics`,
@@ -319,7 +319,7 @@ function HELD() {
     ],
     'docs/memory.md': (() => {
       const conf = src('src/base/sy_alloc.c', /#define SY_JE_BUILTIN_CONF "([^"]+)"/);
-      const R = 'src/io/sy_reclaim.h';
+      const R = 'src/io/model/sy_reclaim.h';
       return [
         ...conf.split(',').filter((c) => /\d/.test(c) && !c.startsWith('dirty')).map((c) => `\`${c}\``),
         `\`${conf.split(',').find((c) => c.startsWith('dirty'))}\` (jemalloc's default)`,
@@ -327,14 +327,14 @@ function HELD() {
         `(from at least ${define(R, 'SY_RECLAIM_MIN_PEAK')}), or ${define(R, 'SY_RECLAIM_IDLE_MS') / 1000} s without any event`,
         `at most one per ${define(R, 'SY_RECLAIM_INTERVAL_MS') / 1000} s`,
         `(${define(R, 'SY_RECLAIM_SLICE')} connections looked at per slice`,
-        `Up to ${define(R, 'SY_RECLAIM_PASSES')} passes, while a pass still moves 1 block in ${src('src/io/sy_reclaim.c', /r->moved_pass \* (\d+) > r->seen/)}`,
-        `\`sy_conn_t\` ${src('src/io/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)}`,
+        `Up to ${define(R, 'SY_RECLAIM_PASSES')} passes, while a pass still moves 1 block in ${src('src/io/model/sy_reclaim.c', /r->moved_pass \* (\d+) > r->seen/)}`,
+        `\`sy_conn_t\` ${src('src/io/conn/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)}`,
       ];
     })(),
     'docs/sse.md': [
-      `\`retry: ${define('src/io/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS')}\` (browsers reconnect after ${define('src/io/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS') / 1000} s)`,
-      `(${define('src/io/sy_post.h', 'SY_POST_NAME_LEN')} hex digits)`,
-      `(${define('src/io/sy_conn.h', 'SY_CONN_SSE_HEARTBEAT_MS') / 1000} s without one)`,
+      `\`retry: ${define('src/io/wire/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS')}\` (browsers reconnect after ${define('src/io/wire/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS') / 1000} s)`,
+      `(${define('src/io/wire/sy_post.h', 'SY_POST_NAME_LEN')} hex digits)`,
+      `(${define('src/io/conn/sy_conn.h', 'SY_CONN_SSE_HEARTBEAT_MS') / 1000} s without one)`,
       `\`fallback.retryWebSocket\` (${client.fallback.retryWebSocket / 1000} s)`,
       `\`fallback.after\` (${client.fallback.after})`,
       `\`openTimeout\` (${client.openTimeout / 1000} s)`,
@@ -346,7 +346,7 @@ function HELD() {
       const length = (n) => src(T, new RegExp(`Array\\.from\\(\\{ length: (${n}) \\}`));
       const [peak, low] = src(T, /'--schedule', '(\d+:\d+,\d+):\d+'/).split(/:\d+,/).map(Number);
       return [
-        `each IO thread spends at most ${src('src/io/sy_conn.c', /#define SY_HANDSHAKE_TURN_US (\d+)/) / 1000} ms of handshake work per loop`,
+        `each IO thread spends at most ${src('src/io/conn/sy_conn.c', /#define SY_HANDSHAKE_TURN_US (\d+)/) / 1000} ms of handshake work per loop`,
         // what tls.test.js does
         `a test opens ${length(150)} RSA handshakes at once on one IO thread while publishing every ${src(T, /server\.publish\('feed', `tick \$\{n\+\+\}`\), (\d+)\)/)} ms`,
         `A test holds ${length(20)} TLS connections`, `another that ${length(40)} closed TLS connections`,
@@ -354,17 +354,17 @@ function HELD() {
       ];
     })(),
     'docs/history.md': [
-      `Counted as each frame's bytes plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
-      `its frame plus ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} bytes`,
+      `Counted as each frame's bytes plus ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
+      `its frame plus ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} bytes`,
       `**epoch**, ${src(CLIENT, /const EPOCH = \/\^\[0-9a-fA-F\]\{(\d+)\}\$\//)} hexadecimal characters`,
     ],
     'docs/metrics.md': [
-      `the thread stops after ${define('src/io/sy_io_thread.h', 'SY_IO_POLL_FAILURES_MAX')} in a row`,
-      `a fixed ${define('src/io/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
+      `the thread stops after ${define('src/io/loop/sy_io_thread.h', 'SY_IO_POLL_FAILURES_MAX')} in a row`,
+      `a fixed ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
     ],
     'docs/operations.md': [
-      `more than ${define('src/io/sy_peer.h', 'SY_PEER_PROXY_MAX') / 1024} KiB, a v1 line over ${define('src/proto/sy_proxy.h', 'SY_PROXY_V1_MAX')} bytes`,
-      `per batch of up to ${define('src/io/sy_io_thread.h', 'SY_IO_URING_ENTRIES')} sends`,
+      `more than ${define('src/io/wire/sy_peer.h', 'SY_PEER_PROXY_MAX') / 1024} KiB, a v1 line over ${define('src/proto/sy_proxy.h', 'SY_PROXY_V1_MAX')} bytes`,
+      `per batch of up to ${define('src/io/loop/sy_io_thread.h', 'SY_IO_URING_ENTRIES')} sends`,
     ],
     'docs/tokens.md': [
       `at least ${define('src/auth/sy_jwt_int.h', 'SY_JWT_SECRET_MIN')} bytes`,

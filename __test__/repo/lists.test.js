@@ -1,6 +1,6 @@
 'use strict';
 // Facts kept in one place. The IO threads' counters are one list
-// (src/io/sy_stats.h), exported by the binding as statFields: stats(),
+// (src/io/model/sy_stats.h), exported by the binding as statFields: stats(),
 // metrics(), lib/index.d.ts and the table in docs/metrics.md must all follow it. The
 // limits the binding checks and its event codes are exported as
 // binding.constants, and lib/ must check the same limits.

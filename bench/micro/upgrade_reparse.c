@@ -4,7 +4,7 @@
  *
  * While the owner decides, the request head stays in the connection's
  * receive buffer, and the accept parses it again for its key
- * (sy_http_parse_request + sy_handshake_check, src/io/sy_upgrade.c); before,
+ * (sy_http_parse_request + sy_handshake_check, src/io/wire/sy_upgrade.c); before,
  * the accept key was parked in the buffer's first 28 bytes. This times that
  * second parse of a browser's upgrade request (Chromium's headers, 13 of
  * them, 550 bytes) and, for scale, the accept key's SHA-1 that every

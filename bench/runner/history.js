@@ -374,7 +374,7 @@ async function history(ctx, arm, repeat) {
       const N = f.stored;
       const dMsgs = f.after.historyMessages - f.before.historyMessages;
       const dBytes = f.after.historyBytes - f.before.historyBytes;
-      const frame = dBytes / dMsgs - 64; // SY_HIST_ENTRY_OVERHEAD (src/io/sy_history.h)
+      const frame = dBytes / dMsgs - 64; // SY_HIST_ENTRY_OVERHEAD (src/io/model/sy_history.h)
       fig.memory = {
         stored: N,
         keptMessages: dMsgs,

@@ -79,7 +79,7 @@
 
 #include "base/sy_errors.h"
 #include "bus/sy_bus_call.h"
-#include "io/sy_topic.h"
+#include "io/model/sy_topic.h"
 
 #define SY_BUS_MAX_SEEDS 64
 

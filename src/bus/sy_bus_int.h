@@ -142,4 +142,15 @@ extern const sy_bus_link_ops_t sy_bus_thread_ops;
  * that holds it. */
 void sy_bus_msg_drop(sy_bus_t *b, sy_bus_msg_t *m);
 
+/* Shared by the bus thread's files: sy_bus_thread.c (the loop, the links'
+ * callbacks, publishing, the owner's calls) and sy_bus_recv.c (channel
+ * messages received, and history across nodes: syncs, renewals, resyncs). */
+uint64_t sy_bus_epoch_candidate(sy_bus_t *b);
+void sy_bus_on_smessage(sy_bus_t *b, struct redisReply *r);
+void sy_bus_retry_later(sy_bus_t *b, char *name);
+void sy_bus_run_resync(sy_bus_t *b);
+void sy_bus_seq_lost(sy_bus_t *b, sy_bus_chan_t *c);
+void sy_bus_seq_subscribed(sy_bus_t *b, sy_bus_chan_t *c);
+bool sy_bus_in_order(sy_bus_t *b, const char *topic, size_t len, uint64_t from, uint64_t seq);
+
 #endif

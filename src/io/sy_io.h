@@ -1,189 +1,23 @@
 /*
- * sy_io — the IO threads, as their owner sees them. One IO thread owns a
- * poller, its connections (named by ids: thread, slot, generation), a
- * command queue, a receive buffer and an allocator arena; IO thread 0 also
- * owns the listening socket and deals accepted sockets out to every thread
- * in turn. The thread's own machinery (its struct, the loop, what sy_conn,
- * sy_upgrade and sy_reclaim call back) is in io/sy_io_thread.h, which only
- * src/io includes.
+ * sy_io — an IO thread made, started, joined and freed, as its owner (the
+ * server) does it; the rest of what the owner calls (the queue, the ids,
+ * the shared state) is io/loop/sy_loop.h's. The thread's top floor: it
+ * registers the protocols' tables and the hooks of the floors below
+ * (io/conn/sy_wire.h) when it is made.
  *
- * Threads: who calls what:
- *  - the owner (sy_server, on the JS thread): sy_io_create, sy_io_start,
- *    sy_io_join and sy_io_destroy, before the thread starts or after it has
- *    exited; sy_io_push_later, sy_io_wake, sy_io_batch_done;
- *  - any thread: sy_io_push (the owner; IO thread 0 handing a socket to
- *    another thread; the bus thread delivering a publish from Redis; an IO
- *    thread to itself), sy_io_is_open, sy_io_index, sy_io_stats_snapshot
- *    (relaxed reads; the server calls it on the owner's thread),
- *    sy_accept_free (by whoever owns the accept), the id helpers.
- * The queue is under the thread's mutex; the thread takes it whole.
+ * Threads: the owner's, before the thread starts or after it has exited;
  *
- * Ownership: a pushed command's references (buf, topic, accept, pos, fd)
- * move into the queue on success, and the caller must not read them after
- * (the thread may have run the command and freed them already); on
- * failure the caller keeps them. sy_io_create
- * takes over listen_fd (closed on failure too); sy_io_destroy frees the
- * thread and what its queue still holds. shared stays the caller's (the
- * server's) and must outlive the thread.
+ * Ownership: sy_io_create takes over listen_fd (closed on failure too);
+ * sy_io_destroy frees the thread and what its queue still holds; shared
+ * stays the caller's (the server's) and must outlive the thread.
  *
- * Errors: sy_io_create returns NULL with the errno value in *err; the other
- * functions that can fail return 0 or an errno value (base/sy_errors.h):
- * push ENOMEM, or EPIPE once the thread has exited.
- * A failure the loop cannot go on from (its poller's wait failing
- * SY_IO_POLL_FAILURES_MAX times in a row) does not abort the process: the
- * thread closes its connections (1011), reports SY_EV_FAILED with the errno
- * value, then SY_EV_STOPPED, and exits. The other threads go on; thread 0's
- * failure ends accepting.
- *
- * The owner's progress ("owner caught up"): the thread numbers the event
- * batches it hands over; sy_io_batch_done tells it the owner has handled
- * one, and a connection that must not close before the owner's replies to
- * its last events are carried out waits for that (io/sy_io_thread.h,
- * sy_io_await_owner; docs/internals.md has the whole protocol).
+ * Errors: sy_io_create returns NULL with the errno value in *err;
+ * sy_io_start 0 or an errno value; sy_io_add_protocol 0 or ENOSPC.
  */
 #ifndef SY_IO_H
 #define SY_IO_H
 
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "base/sy_errors.h"
-#include "base/sy_refbuf.h"
-#include "base/sy_thread.h"
-#include "io/sy_budget.h"
-#include "io/sy_deflate.h"
-#include "io/sy_events.h"
-#include "io/sy_history.h"
-#include "io/sy_io_opts.h"
-#include "io/sy_ratelimit.h"
-#include "io/sy_stats.h"
-#include "io/sy_topic.h"
-#include "net/sy_stream.h"
-
-typedef struct sy_io sy_io_t;
-
-/* What every IO thread of one server shares (read-only once running, but
- * for the registry and atomics). */
-typedef struct sy_io_shared {
-    sy_io_opts_t opts; /* host/path point at copies owned by the server */
-    size_t path_len;
-    sy_topics_t topics;
-    sy_hist_t hist;            /* topics' history and its lock (io/sy_history.h) */
-    _Atomic bool history_used; /* a topic was given history of its own (sy_hist_configure) */
-    sy_batch_fn on_batch;
-    void *ctx;
-    atomic_uint connections;     /* accepted sockets, all threads */
-    uint8_t stream_key[32];      /* what event streams' names are signed with (io/sy_post.h) */
-    uint64_t node_tag;           /* names this node in its streams' names (io/sy_post.h) */
-    atomic_bool posts_forwarded; /* a bus: POSTs for other nodes' streams go to the owner */
-    struct sy_io **ios;          /* every IO thread of the server */
-    /* What clients' tokens are checked with (auth/sy_tokens.h; one
-     * reference), or NULL; swapped by the owner under tokens_lock, and taken
-     * (with a reference) under it by an IO thread for each token it checks:
-     * once sy_server_set_tokens returns, every token is checked with the new
-     * set. */
-    sy_mutex_t tokens_lock;
-    struct sy_tokens *tokens;
-    unsigned nthreads;
-    unsigned next_thread; /* round robin of accepted sockets; IO thread 0 only */
-    /* The transport of new connections (sy_stream.h), fixed before the
-     * threads start, and its argument (TLS: the certificates' source). */
-    const sy_stream_ops_t *transport;
-    void *transport_arg;
-    sy_deflate_once_t deflate_once; /* where IO threads wait for a frame's compressed twin */
-    bool try_uring;                 /* send with io_uring where the kernel lets us (SYMPHONY_IO_URING not "0") */
-    atomic_bool topic_events;       /* the owner hears of topics' 0 <-> 1 edges (SY_EV_TOPIC) */
-    /* The limits per address (NULL: none; io/sy_addrlimit.h) and per
-     * connection's inbound rate (rate_on: either bucket is on; rate_grace:
-     * close's grace in ticks), made from opts by sy_server_create. */
-    struct sy_addrlimit *addrs;
-    sy_rate_t in_msgs, in_bytes;
-    uint32_t rate_grace;
-    bool rate_on;
-    sy_budget_t work; /* each connection's work budget (io/sy_budget.h), from opts */
-} sy_io_shared_t;
-
-typedef enum sy_cmd_type {
-    SY_CMD_PUBLISH = 1, /* topic, buf, v1 (or NULL: made here when a symphony.v1 subscriber needs it) */
-    SY_CMD_SEND,        /* conn, buf */
-    SY_CMD_SUBSCRIBE,   /* conn, topic (its interest was counted by the caller), pos (or NULL) */
-    SY_CMD_UNSUBSCRIBE, /* conn, topic */
-    SY_CMD_END,         /* conn, buf (a close frame), arg.close_code */
-    SY_CMD_TERMINATE,   /* conn */
-    SY_CMD_ACCEPT,      /* conn, buf (extra headers, raw), accept */
-    SY_CMD_REFUSE,      /* conn, buf (the whole response, raw) */
-    SY_CMD_STOP,        /* arg.deadline_ms */
-    SY_CMD_RESUME,      /* the owner freed batches: maybe read again */
-    SY_CMD_ADOPT,       /* arg.fd: a socket accepted by IO thread 0, or adopted
-                           (sy_server_adopt) with buf: the bytes read before */
-    SY_CMD_OWNER_DONE,  /* arg.seq: the owner handled that batch, and every command
-                           it queued before this one is done (connections await it) */
-    SY_CMD_NOTICE,      /* topic, buf: a symphony.v1 notice for the topic's symphony.v1
-                           subscribers (its sequence changed: sy_history.h) */
-    SY_CMD_ANSWER,      /* conn, buf, arg.rid: the owner's answer to a symphony.v2
-                           client's ask (io/sy_ask.h); dropped unless still pending */
-    SY_CMD_POSTED,      /* conn, buf (raw), arg.binary, epoch: the serial its name says, offset:
-                           the POST's connection to answer (0: none, from the bus): an event
-                           stream's message, POSTed on another connection (io/sy_post.h) */
-    SY_CMD_POST_ANSWER, /* conn (a POST's, waiting), arg.status: its answer (io/sy_post.h) */
-} sy_cmd_type_t;
-
-typedef struct sy_accept {
-    bool no_compress; /* the owner declined permessage-deflate */
-    size_t protocol_len;
-    size_t ntopics;
-    sy_topic_t **topics; /* references, interest counted by the caller */
-    uint64_t *heads;     /* each topic's head (sy_sub_pos_t), when one has history; else NULL */
-    char protocol[];
-} sy_accept_t;
-
-/* Where a subscription to a topic with history starts (io/sy_history.h):
- * head, the topic's last offset when the subscription's interest was
- * counted and its command queued (both under the history lock); and the
- * position the client gave, if any. */
-typedef struct sy_sub_pos {
-    uint64_t head;
-    bool resume;
-    uint64_t epoch, since;
-    /* A symphony.v2 client asked for it (io/sy_ask.h): the ask it answers
-     * (dropped when no longer pending), and the owner's members for the
-     * "subscribed" notice (sy_v1_subscribed_t's extra) in extra[]. */
-    bool asked;
-    uint32_t rid;
-    uint32_t extra_len;
-    char extra[];
-} sy_sub_pos_t;
-
-typedef struct sy_cmd {
-    uint8_t type;
-    union {
-        uint16_t close_code;  /* SY_CMD_END */
-        uint32_t deadline_ms; /* SY_CMD_STOP: 0 closes everything now */
-        int fd;               /* SY_CMD_ADOPT; -1 once adopted */
-        uint32_t seq;         /* SY_CMD_OWNER_DONE: the batch the owner has handled */
-        uint32_t rid;         /* SY_CMD_ANSWER */
-        bool binary;          /* SY_CMD_POSTED */
-        uint16_t status;      /* SY_CMD_POST_ANSWER: 202, 410, 429 */
-    } arg;
-    uint64_t conn;
-    sy_topic_t *topic;
-    sy_refbuf_t *buf;
-    sy_refbuf_t *v1; /* SY_CMD_PUBLISH: the symphony.v1 frame (a reference), or NULL */
-    /* SY_CMD_PUBLISH with an offset in its v1 frame, and SY_CMD_NOTICE: the
-     * topic's epoch then (and a notice's last offset), what an event
-     * stream's ids say (io/sy_sse_out.h). SY_CMD_POSTED: the stream's
-     * serial and the POST's connection (above). */
-    uint64_t epoch, offset;
-    union {
-        sy_accept_t *accept; /* SY_CMD_ACCEPT */
-        sy_sub_pos_t *pos;   /* SY_CMD_SUBSCRIBE to a topic with history (owned), or NULL */
-    };
-} sy_cmd_t;
-
-/* sy_io_push_later wakes the thread anyway once this many commands wait. */
-#define SY_IO_DEFER_MAX 1024
+#include "io/loop/sy_queue.h"
 
 /* A thread of the server (index < shared->nthreads), thread 0 with the
  * listening socket listen_fd (-1: none), which it takes over (closed by
@@ -198,42 +32,13 @@ void sy_io_join(sy_io_t *io);
 /* Frees a thread never started or joined. NULL is a no-op. */
 void sy_io_destroy(sy_io_t *io);
 
-/* Gives back what a command that will not be queued holds (its buffers,
- * topic references and interest, accept, position) as io's thread would.
- * Any thread. */
-void sy_io_cmd_discard(sy_io_t *io, sy_cmd_t *cmd);
-/* Queues a command and wakes the thread. 0, or ENOMEM, or EPIPE when the
- * thread has ended (the caller still owns the references then). */
-sy_err_t sy_io_push(sy_io_t *io, const sy_cmd_t *cmd);
-/* The same, but the wake-up may wait for sy_io_wake: the owner's publishes
- * and sends made in one turn of its event loop reach the thread as one
- * batch with one wake-up. It wakes the thread anyway once
- * SY_IO_DEFER_MAX commands are waiting, and any sy_io_push wakes it for
- * those queued before. Owner only. */
-sy_err_t sy_io_push_later(sy_io_t *io, const sy_cmd_t *cmd);
-/* Wakes the thread if commands are queued without a wake-up. Owner only. */
-void sy_io_wake(sy_io_t *io);
-/* True when the id names an open connection of this thread. Any thread. */
-bool sy_io_is_open(sy_io_t *io, uint64_t id);
-/* The owner gave back a batch of this thread's events, every one of them
- * handled (seq: the batch's). Owner only. */
-void sy_io_batch_done(sy_io_t *io, size_t bytes, uint32_t seq);
-/* The thread's index. Any thread. */
-unsigned sy_io_index(const sy_io_t *io);
-/* A snapshot of the thread's counters. Any thread (relaxed reads). */
-void sy_io_stats_snapshot(sy_io_t *io, sy_stats_t *out);
-/* Releases an accept's topic references and interest counts, and frees it
- * (any thread that owns it; NULL is a no-op). */
-void sy_accept_free(sy_topics_t *topics, unsigned thread, sy_accept_t *a);
-
-/* Connection ids. */
-static inline unsigned sy_id_thread(uint64_t id) { return (unsigned)(id & 0xff); }
-static inline uint32_t sy_id_slot(uint64_t id) { return (uint32_t)((id >> 8) & 0xffffff); }
-static inline uint32_t sy_id_gen(uint64_t id) { return (uint32_t)(id >> 32); }
-static inline uint64_t sy_id_make(unsigned thread, uint32_t slot, uint32_t gen) {
-    return ((uint64_t)gen << 32) | ((uint64_t)slot << 8) | (uint64_t)thread;
-}
-#define SY_ID_MAX_SLOTS (1u << 24)
-#define SY_ID_GEN_MASK 0x1fffffu /* ids stay below 2^53 */
+/* Registers the protocols every server has (the request head, PROXY,
+ * WebSocket, event streams; raw, symphony.v1, symphony.v2) and io/app's
+ * hooks in shared. The owner, before the threads are made. */
+void sy_io_protocols(sy_io_shared_t *shared);
+/* Registers one more wire with its message protocol (the wire's upgrade
+ * token chooses both at the request head; proto may be NULL: raw), before
+ * the threads start. 0, or ENOSPC when every slot is taken. */
+sy_err_t sy_io_add_protocol(sy_io_shared_t *shared, const struct sy_wire *wire, const struct sy_msgproto *proto);
 
 #endif

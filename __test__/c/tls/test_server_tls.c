@@ -58,29 +58,29 @@
 
 #include "../check.h"
 #include "base/sy_alloc.h"
-#include "io/sy_events.h"
+#include "io/model/sy_events.h"
 #include "net/sy_sock.h"
 #include "sy_server.h"
 #include "tls/sy_tls.h"
 
 #ifdef SY_TEST_VALGRIND
 /* make valgrind: every thread runs ~30x slower, one at a time. */
-#define TIME_SCALE 10      /* waits this many times longer */
-#define HANDSHAKE_S 4      /* the handshake timeout: a handshake takes ~100 ms */
-#define N_BUDGET 8         /* each must end within the handshake timeout */
+#define TIME_SCALE 10 /* waits this many times longer */
+#define HANDSHAKE_S 4 /* the handshake timeout: a handshake takes ~100 ms */
+#define N_BUDGET 8    /* each must end within the handshake timeout */
 #else
 #define TIME_SCALE 1
 #define HANDSHAKE_S 1
-#define N_BUDGET 64        /* simultaneous handshakes for the per-turn budget */
+#define N_BUDGET 64 /* simultaneous handshakes for the per-turn budget */
 #endif
 #define IO_MS (5000 * TIME_SCALE)    /* any one client read, write or handshake */
 #define EVENT_MS (5000 * TIME_SCALE) /* any one wait for server events or stats */
-#define N_CLIENTS 8        /* the fan-out clients */
-#define SLOW_BIG 20        /* 64 KiB frames published to the client that does not read */
-#define SLOW_SMALL 2000    /* then small frames behind them */
-#define BURST 500          /* small frames published to the fan-out clients at once */
-#define RECORD 16384       /* TLS plaintext record limit */
-#define TLS13_OVERHEAD 17  /* AEAD tag (16) + inner content type (1), no padding */
+#define N_CLIENTS 8                  /* the fan-out clients */
+#define SLOW_BIG 20                  /* 64 KiB frames published to the client that does not read */
+#define SLOW_SMALL 2000              /* then small frames behind them */
+#define BURST 500                    /* small frames published to the fan-out clients at once */
+#define RECORD 16384                 /* TLS plaintext record limit */
+#define TLS13_OVERHEAD 17            /* AEAD tag (16) + inner content type (1), no padding */
 #define MAX_BACKPRESSURE ((size_t)16 << 20)
 
 static void fatal_if(bool bad, const char *what) {
@@ -245,8 +245,8 @@ static const seen_t *wait_event(sy_server_t *s, uint8_t type, size_t from, uint6
 
 /* The counters this test reads, summed over the IO threads. */
 typedef struct totals {
-    uint64_t opened, closed, messages_in, messages_out, dropped, slow_closes, handshake_rejects,
-        protocol_errors, timeouts, oom_closes, events_lost, tls_handshakes, tls_failures, tls_deferred;
+    uint64_t opened, closed, messages_in, messages_out, dropped, slow_closes, handshake_rejects, protocol_errors,
+        timeouts, oom_closes, events_lost, tls_handshakes, tls_failures, tls_deferred;
 } totals_t;
 
 static totals_t totals(sy_server_t *s) {
@@ -375,8 +375,7 @@ typedef struct client {
     size_t fcap;
 } client_t;
 
-static void on_record(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl,
-                      void *arg) {
+static void on_record(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg) {
     (void)version;
     (void)ssl;
     client_t *c = arg;
@@ -937,8 +936,7 @@ static void test_slow_reader(sy_server_t *s, client_t *c, uint16_t port) {
         steady = held == prev ? steady + 1 : 0;
         prev = held;
     }
-    printf("slow reader: %zu bytes of frames published, the kernel holds %ld, the server the rest\n", total_wire,
-           held);
+    printf("slow reader: %zu bytes of frames published, the kernel holds %ld, the server the rest\n", total_wire, held);
     CHECK(held > 0 && (size_t)held < big_wire);
 
     int64_t t0 = now_ms();
@@ -993,7 +991,7 @@ static bool wait_acked(int fd, int64_t deadline) {
 }
 
 /* 64 ClientHellos in the server's sockets before it accepts one: the IO
- * threads take them a turn's budget (SY_HANDSHAKE_TURN_US, src/io/sy_conn.c)
+ * threads take them a turn's budget (SY_HANDSHAKE_TURN_US, src/io/conn/sy_conn.c)
  * at a time, leaving the rest for the next turns (tls_deferred), and every
  * handshake still completes.
  *
@@ -1239,9 +1237,17 @@ int main(void) {
         return check_report("test_server_tls");
 
     sy_server_opts_t o = {
-        .host = "127.0.0.1", .port = 0, .threads = 2, .max_payload = 1 << 20,
-        .max_backpressure = MAX_BACKPRESSURE, .idle_timeout_s = 0, .handshake_timeout_s = HANDSHAKE_S,
-        .close_timeout_s = 2, .max_head_bytes = 8192, .max_headers = 64, .backlog = 128,
+        .host = "127.0.0.1",
+        .port = 0,
+        .threads = 2,
+        .max_payload = 1 << 20,
+        .max_backpressure = MAX_BACKPRESSURE,
+        .idle_timeout_s = 0,
+        .handshake_timeout_s = HANDSHAKE_S,
+        .close_timeout_s = 2,
+        .max_head_bytes = 8192,
+        .max_headers = 64,
+        .backlog = 128,
     };
     sy_server_t *s = sy_server_create(&o, on_batch, NULL, err, sizeof(err));
     CHECK(s != NULL);
@@ -1311,9 +1317,8 @@ int main(void) {
     cl_free(&late);
     totals_t t = totals(s);
     printf("totals: %llu TLS handshakes, %llu failed, %llu deferred, %llu timeouts, %llu opened, %llu closed\n",
-           (unsigned long long)t.tls_handshakes, (unsigned long long)t.tls_failures,
-           (unsigned long long)t.tls_deferred, (unsigned long long)t.timeouts, (unsigned long long)t.opened,
-           (unsigned long long)t.closed);
+           (unsigned long long)t.tls_handshakes, (unsigned long long)t.tls_failures, (unsigned long long)t.tls_deferred,
+           (unsigned long long)t.timeouts, (unsigned long long)t.opened, (unsigned long long)t.closed);
     CHECK_EQU(t.tls_handshakes, N_CLIENTS + 1 + N_BUDGET + 1);
     CHECK_EQU(t.tls_failures, 2);
     CHECK_EQU(t.timeouts, 1);
