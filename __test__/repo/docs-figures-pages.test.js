@@ -239,16 +239,16 @@ function HELD() {
       `subscribe not answered in ${src(CLIENT, /const ASK_TIMEOUT = (\d+);/) / 1000} s is refused`,
       `${src(CLIENT, /const ASK_TIMEOUT = (\d+);/)} ms by default;`,
       `at most ${thousands(src(CLIENT, /const MAX_QUEUED = (\d+);/))} (then \`too-many-pending\`)`,
-      `past four times \`maxBackpressure\` plus ${src('src/io/conn/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB); ${define('src/io/app/sy_ask.h', 'SY_ASK_BAD_MAX') + 1} malformed symphony.v2 frames`,
+      `past four times \`maxBackpressure\` plus ${src('src/io/conn/sy_conn.c', /notice_cap.*max_backpressure \+ (\d+);/) / 1024} KiB); ${define('src/io/app/sy_ask.h', 'SY_ASK_BAD_MAX') + 1} malformed symphony.v2 frames`,
       `then ${define('src/io/conn/sy_conn.h', 'SY_CONN_DRAIN_MS') / 1000} s more for the client's FIN`,
-      `or as soon as ${thousands(define('src/io/sy_io.h', 'SY_IO_DEFER_MAX'))} are waiting`,
+      `or as soon as ${thousands(define('src/io/loop/sy_loop.h', 'SY_IO_DEFER_MAX'))} are waiting`,
       `(\`sy.open\`'s \`heartbeat\`, × ${src(CLIENT, /transport === 'sse' \? ([\d.]+) \* \(\(ws\.hello/)})`,
       `codes are ${src('lib/errors.js', /must be (\d+ to \d+) characters of a-z/)} characters of a-z`,
     ],
     'docs/limits.md': [
       `an IPv4 address or an IPv6 /${DEFAULTS.addressPrefix.v6}`,
       `which stays ${src('src/io/conn/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)} bytes`,
-      `the rest of one ${src('src/io/loop/sy_io_thread.h', /#define SY_IO_RX_SIZE \((\d+) \* 1024\)/)} KiB read`,
+      `the rest of one ${src('src/io/loop/sy_loop.h', /#define SY_IO_RX_SIZE \((\d+) \* 1024\)/)} KiB read`,
       `(default ${DEFAULTS.rateLimitGrace}, at most ${thousands(constants.options.rateLimitGrace.max)})`,
       `(1,024 entries and one check: at most ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') * define('src/io/model/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_EDDSA'))} units; with a token per topic, HS256: ${thousands(define('src/proto/sy_v2.h', 'SY_V2_BATCH_MAX') * (define('src/io/model/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_HS256')))})`,
       `about ${Math.floor(DEFAULTS.maxWorkPerSecond / (define('src/io/model/sy_budget.h', 'SY_WORK_ENTRY') + define('src/auth/sy_jwt.h', 'SY_JWT_WORK_EDDSA')))} of them are granted at once`,
@@ -263,7 +263,7 @@ function HELD() {
         `control frame over ${define('src/proto/sy_ws_frame.h', 'SY_WS_MAX_CONTROL_PAYLOAD')} bytes`,
         `(default max(1,024, \`maxPayload\` / 64): ${thousands(Math.max(1024, DEFAULTS.maxPayload / 64))};`,
         `(default ${DEFAULTS.controlRate}, bursts of as many)`,
-        `four times \`maxBackpressure\` plus ${src('src/io/conn/sy_conn.c', /notice_cap.*opts\.max_backpressure \+ (\d+);/) / 1024} KiB`,
+        `four times \`maxBackpressure\` plus ${src('src/io/conn/sy_conn.c', /notice_cap.*max_backpressure \+ (\d+);/) / 1024} KiB`,
         `after the ${bad} answers`, `${bad + 1} malformed symphony.v2 frames`, `holds ${bad + 1} topics`, `After ${bad} the next one closes`, `the answers to the ${bad}`,
         `(1 to ${topic} bytes of UTF-8)`, `1 to ${topic} bytes`, `at most ${topic} bytes`,
         `1 to ${batch} topics`, `1 to ${batch} entries`, `more than ${thousands(define('src/proto/sy_since.h', 'SY_SINCE_MAX'))})`, `At most ${thousands(define('src/proto/sy_since.h', 'SY_SINCE_MAX'))} parameters`,
@@ -334,7 +334,7 @@ function HELD() {
     'docs/sse.md': [
       `\`retry: ${define('src/io/wire/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS')}\` (browsers reconnect after ${define('src/io/wire/sy_upgrade.c', 'SY_UPGRADE_SSE_RETRY_MS') / 1000} s)`,
       `(${define('src/io/wire/sy_post.h', 'SY_POST_NAME_LEN')} hex digits)`,
-      `(${define('src/io/conn/sy_conn.h', 'SY_CONN_SSE_HEARTBEAT_MS') / 1000} s without one)`,
+      `(${define('src/io/wire/sy_sse_out.h', 'SY_SSE_HEARTBEAT_MS') / 1000} s without one)`,
       `\`fallback.retryWebSocket\` (${client.fallback.retryWebSocket / 1000} s)`,
       `\`fallback.after\` (${client.fallback.after})`,
       `\`openTimeout\` (${client.openTimeout / 1000} s)`,
@@ -359,12 +359,12 @@ function HELD() {
       `**epoch**, ${src(CLIENT, /const EPOCH = \/\^\[0-9a-fA-F\]\{(\d+)\}\$\//)} hexadecimal characters`,
     ],
     'docs/metrics.md': [
-      `the thread stops after ${define('src/io/loop/sy_io_thread.h', 'SY_IO_POLL_FAILURES_MAX')} in a row`,
+      `the thread stops after ${define('src/io/loop/sy_loop.h', 'SY_IO_POLL_FAILURES_MAX')} in a row`,
       `a fixed ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
     ],
     'docs/operations.md': [
       `more than ${define('src/io/wire/sy_peer.h', 'SY_PEER_PROXY_MAX') / 1024} KiB, a v1 line over ${define('src/proto/sy_proxy.h', 'SY_PROXY_V1_MAX')} bytes`,
-      `per batch of up to ${define('src/io/loop/sy_io_thread.h', 'SY_IO_URING_ENTRIES')} sends`,
+      `per batch of up to ${define('src/io/loop/sy_loop.h', 'SY_IO_URING_ENTRIES')} sends`,
     ],
     'docs/tokens.md': [
       `at least ${define('src/auth/sy_jwt_int.h', 'SY_JWT_SECRET_MIN')} bytes`,
@@ -427,7 +427,7 @@ const NONE = {
     'a shorter `idleTimeout` (say 100, pinging at 50 s)', // an example
     '**npm** (10 and 11), **pnpm** (10)', 'with Node 20 and 22', '20 and 22 (the release', // other programs' versions
   ],
-  'docs/sse.md': ['`tryAllTransports` (4.8)'],
+  'docs/sse.md': ['`tryAllTransports` (4.8)', 'event says 1006'], // a close code
   'docs/contributing.md': ['PORT+1'],
   'docs/testing.md': ['PORT+1', '3.2, 3.3, 4.1.3, 4.1.4, 4.2.3, 4.2.4 and 5.15'], // a port's arithmetic, Autobahn's case numbers
   'docs/builds.md': [
