@@ -192,7 +192,7 @@ export interface ServerOptions<UserData = unknown> {
   onPublish?: ((id: ConnectionId, topic: string, data: string | Buffer, info: { binary: boolean }) => AskAnswer | Promise<AskAnswer>) | null;
   /** A symphony.v2 client's request: the reply (a JSON value, or a Buffer / Uint8Array for bytes),
    * or a throw / rejection (a ClientError's code and message reach the client; others as 'internal'). */
-  onRequest?: ((id: ConnectionId, data: string | Buffer, info: { binary: boolean }) => unknown) | null;
+  onRequest?: ((id: ConnectionId, data: string | Buffer, info: { binary: boolean }) => any) | null;
   /** Tokens (JWT) verified on the IO threads (docs/tokens.md). A client's subscribe with a token that
    * grants its topic goes live with no call into JavaScript; one whose token is invalid, expired or does
    * not grant the topic is refused ('token-expired', 'forbidden', ...). Default null. */

@@ -235,6 +235,22 @@ static bool send_frame(lg_run_t *r, uint32_t i, lg_conn_t *c, unsigned op, const
     return send_bytes(r, i, c, frame, h + len);
 }
 
+bool lg_conn_send_text(lg_run_t *r, uint32_t i, lg_conn_t *c, const char *text, size_t len)
+{
+    uint8_t frame[SY_WS_MAX_HEADER_LEN + 1024];
+    uint8_t key[4];
+    uint32_t k = (uint32_t)lg_rand(r);
+    memcpy(key, &k, 4);
+    if (len > sizeof(frame) - SY_WS_MAX_HEADER_LEN)
+        return true; /* cannot happen for the messages built here (pusher.c) */
+    size_t h = sy_ws_frame_header_masked(frame, 1, SY_WS_OP_TEXT, len, key);
+    if (h == 0)
+        return true;
+    memcpy(frame + h, text, len);
+    sy_ws_unmask(frame + h, len, key, 0);
+    return send_bytes(r, i, c, frame, h + len);
+}
+
 static bool send_close(lg_run_t *r, uint32_t i, lg_conn_t *c, unsigned code)
 {
     uint8_t payload[2];
@@ -712,7 +728,13 @@ static bool inflate_message(lg_run_t *r, lg_conn_t *c)
 /* A data message is whole. False when the connection is gone. */
 static bool message_done(lg_run_t *r, uint32_t i, lg_conn_t *c, int64_t now)
 {
-    uint64_t wire = c->msg_z ? c->z_len : c->msg_len;
+    uint64_t wire = c->msg_z || c->msg_whole ? c->z_len : c->msg_len;
+    if (c->msg_whole) { /* --pusher: the protocol's events are not messages */
+        int k = lg_pusher_message(r, i, c, c->z, c->z_len, now);
+        c->z_len = 0;
+        if (k <= 0)
+            return k == 0;
+    }
     if (c->msg_z && !inflate_message(r, c)) {
         note_error(r, "server frame: a compressed message that does not inflate", 0);
         if (send_close(r, i, c, 1007))
@@ -850,7 +872,7 @@ static long frame_header(lg_conn_t *c, const uint8_t *p, size_t n, bool *rsv1)
 }
 
 /* A data frame's header was read: a new message or a continuation. */
-static long data_frame_begins(lg_conn_t *c, bool rsv1)
+static long data_frame_begins(const lg_run_t *r, lg_conn_t *c, bool rsv1)
 {
     const sy_ws_frame_t *f = &c->fr;
     long st = sy_ws_frag_step(c->in_msg, f->opcode, f->fin);
@@ -863,6 +885,7 @@ static long data_frame_begins(lg_conn_t *c, bool rsv1)
         c->pay_x = 0;
         c->pay_tail[0] = c->pay_tail[1] = 0;
         c->msg_z = rsv1;
+        c->msg_whole = r->opts->pusher && f->opcode == SY_WS_OP_TEXT && !rsv1;
         c->z_len = 0;
     }
     c->in_msg = (uint8_t)st;
@@ -873,7 +896,7 @@ static long data_frame_begins(lg_conn_t *c, bool rsv1)
  * the limit), else only the message's head. */
 static bool data_payload(lg_run_t *r, lg_conn_t *c, const uint8_t *p, size_t k)
 {
-    if (c->msg_z)
+    if (c->msg_z || c->msg_whole)
         return gather(c, p, k);
     payload_bytes(r, c, p, k);
     return true;
@@ -892,7 +915,7 @@ static void frames_input(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *p
             if (h == 0)
                 return;
             if (h > 0 && !SY_WS_OP_IS_CONTROL(c->fr.opcode)) {
-                long st = data_frame_begins(c, rsv1);
+                long st = data_frame_begins(r, c, rsv1);
                 if (st < 0)
                     h = st;
             }

@@ -111,11 +111,31 @@
  * with --seq "seq":{"dups","back","gaps"} over the whole run, else null
  * (the sample events' dups/back/gaps are 0 without --seq).
  *
+ * Pusher mode (--pusher KEY:SECRET; the URL's path /app/KEY?protocol=7&...):
+ * the Pusher Channels protocol v7 over the WebSocket. Each connection
+ * waits for pusher:connection_established, takes its socket_id and sends
+ * pusher:subscribe for one channel: connection slot i (numbered from
+ * --pusher-base) subscribes to <prefix><(base + i) % channels>
+ * (--pusher-prefix, default "bench-"; --pusher-channels, default 1). A
+ * "private-" channel is signed key:hex(HMAC-SHA256(secret,
+ * socket_id:channel)), a "presence-" one with the channel_data
+ * {"user_id":"<base + i>"} appended to what is signed. pusher:ping is
+ * answered with pusher:pong. Every text message is read whole: the
+ * protocol's own events are counted apart (established, subscribed, errors,
+ * pings, member_added, member_removed, other) and are not messages; any
+ * other event is a message, its "data" string (unescaped) read as a text
+ * message is ({"ts":N,"seq":S,...}: latency, --seq and --check-size as
+ * above). The sample and mark events and the summary carry
+ * "pusher":{established,subscribed,errors,pings,member_added,
+ * member_removed,other,last_subscribed_t,last_member_t} (running totals;
+ * the times on the run's clock, null before the first).
+ *
  * Files: main.c (options, run timeline, event loop), conn.c (one
  * connection: connect, handshake, frame reader, writes), hist.c (latency
  * histogram), proc.c (CPU and memory of this process and of a server pid),
  * report.c (progress lines, text and JSON summary), deflate.c
- * (permessage-deflate: offer, answer, inflate), tls.c (wss://).
+ * (permessage-deflate: offer, answer, inflate), tls.c (wss://), pusher.c
+ * (the Pusher protocol's client side).
  *
  * Threads: one. Nothing here is thread-safe; nothing needs to be.
  */
@@ -124,6 +144,7 @@
 
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -177,6 +198,12 @@ typedef struct lg_opts {
     uint32_t check_size;      /* --check-size N: every text message must be N bytes of
                                  {"ts":T,"seq":S,"p":"xx...x"} (0: no check) */
     double churn;             /* share of the open connections turned over per second */
+    bool pusher;              /* --pusher KEY:SECRET: the Pusher protocol v7 (see above) */
+    char pusher_key[64];
+    char pusher_secret[128];
+    char pusher_prefix[96];   /* channel names: prefix + index */
+    uint32_t pusher_channels; /* >= 1 */
+    uint32_t pusher_base;     /* slot i is index base + i (channel, user id) */
     lg_step_t *steps;         /* --schedule, or one step {connections, hold} */
     unsigned nsteps;
 } lg_opts_t;
@@ -310,6 +337,7 @@ typedef struct lg_conn {
     uint8_t close_kind;   /* lg_close_t: why we closed it */
     uint8_t have_seq;     /* --seq: last_seq holds the last number received */
     uint8_t attempt_kind; /* LG_ATTEMPT_*: why it was opened */
+    uint8_t msg_whole;    /* --pusher: the current text message is gathered whole in z */
     uint32_t ep_events;   /* the current epoll interest */
     uint16_t close_code;  /* what the server's close said */
     uint64_t last_seq;    /* --seq: the highest sequence number received */
@@ -364,6 +392,9 @@ typedef struct {
     uint64_t bad_payload;  /* --check-size: of those, not the expected bytes */
     uint64_t sse_other;    /* SSE: events whose data is not one of ours (notices,
                               sy.open) */
+    /* --pusher: the protocol's own events (not messages) */
+    uint64_t p_established, p_subscribed, p_errors, p_pings, p_member_added,
+        p_member_removed, p_other;
 } lg_counts_t;
 
 typedef struct lg_run {
@@ -452,6 +483,8 @@ typedef struct lg_run {
     uint8_t *zout;              /* inflated messages go here */
     size_t zout_cap;
     int64_t tls_ns;             /* time in TLS handshake steps (our CPU share of them) */
+    int64_t t_last_subscribed;  /* --pusher: the latest subscription_succeeded (0: none) */
+    int64_t t_last_member;      /* --pusher: the latest member_added (0: none) */
 } lg_run_t;
 
 int64_t lg_now_ns(void);
@@ -474,6 +507,20 @@ void lg_conn_close_timeout(lg_run_t *r, uint32_t i);
 /* Closes the fd of a connection still not done when the run exits, counting
  * it as LG_END_CLIENT_NO_REPLY (or LG_FAIL_CUT_SHORT if it never opened). */
 void lg_conn_abandon(lg_run_t *r, uint32_t i);
+
+/* Sends one masked text frame (a client message) of len bytes (<= 64 KiB).
+ * False when the connection is gone. */
+bool lg_conn_send_text(lg_run_t *r, uint32_t i, lg_conn_t *c, const char *text, size_t len);
+
+/* ---- the Pusher protocol (pusher.c) -------------------------------------- */
+
+/* A whole text message m[0..n) of connection i (--pusher). Returns 1 when
+ * it is a channel event (a message: c->msg_head, head_have, msg_len,
+ * pay_x and pay_tail now describe its unescaped data), 0 when it was one of
+ * the protocol's events (counted, answered), -1 when the connection is gone. */
+int lg_pusher_message(lg_run_t *r, uint32_t i, lg_conn_t *c, const uint8_t *m, size_t n, int64_t now);
+/* The "pusher" object of the events and the summary (running totals). */
+void lg_pusher_json(const lg_run_t *r, FILE *f);
 
 /* ---- output (report.c) ------------------------------------------------ */
 

@@ -153,6 +153,15 @@ static void usage(FILE *f)
             "  --deflate             offer permessage-deflate (client_no_context_takeover;\n"
             "                        server_no_context_takeover); inflate compressed messages\n"
             "                        to read their timestamps; refuse answers that keep context\n"
+            "  --pusher KEY:SECRET   speak the Pusher protocol v7 (URL path /app/KEY?protocol=7...):\n"
+            "                        subscribe each connection after connection_established,\n"
+            "                        pong pings; channel events are the messages (their data\n"
+            "                        string read as a text message); see lg.h\n"
+            "  --pusher-channels N   channels (default 1): slot i subscribes to\n"
+            "                        <prefix><(base + i) %% N>; private-/presence- are signed\n"
+            "  --pusher-prefix P     channel name prefix (default bench-)\n"
+            "  --pusher-base B       first index of this process's slots (default 0): channel\n"
+            "                        and presence user_id\n"
             "  --json                summary as one JSON object on stdout\n"
             "  --quiet               no progress lines on stderr\n"
             "Loopback only: the server address must be in 127.0.0.0/8.\n");
@@ -282,7 +291,8 @@ static bool parse_schedule(const char *arg, lg_opts_t *o)
 static int parse_args(int argc, char **argv, lg_opts_t *o)
 {
     enum { O_URL = 1, O_CONN, O_SRC, O_DUR, O_RAMP, O_HOLD, O_PEND, O_CTO, O_CW, O_PID, O_JSON,
-           O_QUIET, O_HELP, O_SCHED, O_CHURN, O_EVENTS, O_DEFLATE, O_SEQ, O_CHECK };
+           O_QUIET, O_HELP, O_SCHED, O_CHURN, O_EVENTS, O_DEFLATE, O_SEQ, O_CHECK, O_PUSHER,
+           O_P_CHANNELS, O_P_PREFIX, O_P_BASE };
     static const struct option longs[] = {
         {"url", required_argument, NULL, O_URL},
         {"connections", required_argument, NULL, O_CONN},
@@ -302,6 +312,10 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
         {"deflate", no_argument, NULL, O_DEFLATE},
         {"seq", no_argument, NULL, O_SEQ},
         {"check-size", required_argument, NULL, O_CHECK},
+        {"pusher", required_argument, NULL, O_PUSHER},
+        {"pusher-channels", required_argument, NULL, O_P_CHANNELS},
+        {"pusher-prefix", required_argument, NULL, O_P_PREFIX},
+        {"pusher-base", required_argument, NULL, O_P_BASE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -312,6 +326,8 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
     o->max_pending = 256;
     o->connect_timeout_s = 10;
     o->close_wait_s = 2;
+    o->pusher_channels = 1;
+    strcpy(o->pusher_prefix, "bench-");
     bool have_url = false, have_duration = false;
     int opt;
     double v;
@@ -397,6 +413,38 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
             else
                 o->check_size = (uint32_t)v;
             break;
+        case O_PUSHER: {
+            const char *colon = strchr(optarg, ':');
+            size_t kl = colon ? (size_t)(colon - optarg) : 0;
+            if (colon == NULL || kl == 0 || kl >= sizeof(o->pusher_key) || colon[1] == '\0' ||
+                strlen(colon + 1) >= sizeof(o->pusher_secret) || strpbrk(optarg, "\"\\") != NULL) {
+                bad = "--pusher must be KEY:SECRET (no quotes or backslashes)";
+            } else {
+                memcpy(o->pusher_key, optarg, kl);
+                o->pusher_key[kl] = '\0';
+                strcpy(o->pusher_secret, colon + 1);
+                o->pusher = true;
+            }
+            break;
+        }
+        case O_P_CHANNELS:
+            if (!parse_num(optarg, 1, 1e7, &v) || v != (double)(uint32_t)v)
+                bad = "--pusher-channels must be an integer 1..10000000";
+            else
+                o->pusher_channels = (uint32_t)v;
+            break;
+        case O_P_PREFIX:
+            if (strlen(optarg) >= sizeof(o->pusher_prefix) - 12 || strpbrk(optarg, "\"\\ ") != NULL)
+                bad = "--pusher-prefix must be under 84 bytes, no quotes, backslashes or spaces";
+            else
+                strcpy(o->pusher_prefix, optarg);
+            break;
+        case O_P_BASE:
+            if (!parse_num(optarg, 0, 4e9, &v) || v != (double)(uint32_t)v)
+                bad = "--pusher-base must be an integer 0..4000000000";
+            else
+                o->pusher_base = (uint32_t)v;
+            break;
         case O_HELP:
             usage(stdout);
             return 1;
@@ -424,6 +472,10 @@ static int parse_args(int argc, char **argv, lg_opts_t *o)
         else
             fprintf(stderr, "loadgen: --url and --connections (or --schedule) are required\n");
         usage(stderr);
+        return 2;
+    }
+    if (o->pusher && o->sse) {
+        fprintf(stderr, "loadgen: --pusher is for WebSocket, not an http:// (SSE) URL\n");
         return 2;
     }
     if (o->sse && o->deflate) {

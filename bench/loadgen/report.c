@@ -164,6 +164,10 @@ void lg_event_sample(const lg_run_t *r, const lg_sample_t *self, int64_t now)
             (unsigned long long)(r->c.seq_back - r->c_last_tick.seq_back),
             (unsigned long long)(r->c.seq_gaps - r->c_last_tick.seq_gaps),
             (unsigned long long)(r->c.bad_payload - r->c_last_tick.bad_payload));
+    if (o->pusher) {
+        fputs(",\"pusher\":", stdout);
+        lg_pusher_json(r, stdout);
+    }
     event_done();
 }
 
@@ -212,6 +216,10 @@ void lg_event_mark(lg_run_t *r, int64_t now)
         first = 0;
     }
     fputc(']', stdout);
+    if (o->pusher) {
+        fputs(",\"pusher\":", stdout);
+        lg_pusher_json(r, stdout);
+    }
     event_done();
     r->marks++;
     r->c_last_mark = r->c;
@@ -403,6 +411,11 @@ static void summary_json(const lg_run_t *r)
                 (unsigned long long)r->c.checked, (unsigned long long)r->c.bad_payload);
     else
         fputs("null,", f);
+    if (o->pusher) {
+        fputs("\"pusher\":", f);
+        lg_pusher_json(r, f);
+        fputc(',', f);
+    }
     fputs("\"sse\":", f);
     if (o->sse)
         fprintf(f, "{\"other_events\":%llu},", (unsigned long long)r->c.sse_other);

@@ -3,8 +3,14 @@
 // and Node cost for the same signature, on one core (docs/tokens.md's
 // figures come from it).
 //
-//   node bench/micro/tokens.js [--cpu 1] [--passes 3] [--rounds 3] [--ms 200] [--driver FILE] [--no-openssl] [--json FILE]
+//   node bench/micro/tokens.js [--cpu 1] [--passes 3] [--rounds 3] [--ms 200] [--driver FILE] [--no-openssl] [--json FILE] [--out DIR | --no-store]
 //   (npm run bench:tokens -- ...)
+//
+// What it prints is also stored, so that a figure docs/tokens.md quotes can
+// name the run it comes from (__test__/repo/docs-figures-pages.test.js reads
+// bench/results/<run>/report.md): DIR/report.md and DIR/results.json, DIR
+// bench/results/<date>-tokens/ unless --out says otherwise (--no-store: only
+// print).
 //
 // For each algorithm (HS256, RS256 2,048 bits, ES256, EdDSA) a key and a
 // token of docs/tokens.md's claims are made with node:crypto, then, each
@@ -226,9 +232,11 @@ function main() {
   const loadAfter = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   const st = Object.fromEntries(ALGS.map((a) => [a, Object.fromEntries(Object.entries(all[a]).map(([k, v]) => [k, v.length ? stat(v) : null]))]));
 
-  console.log(`tokens: µs of CPU time per verification, median (min-max) of ${passes} passes × ${rounds} rounds of ~${ms} ms, pinned to cpu ${cpu}`);
-  console.log(`${os.cpus()[0].model}, ${os.cpus().length} cores; load average ${load} before, ${loadAfter} after`);
-  console.log(`symphony: ${path.relative(root, driver)} (OpenSSL 3.5.7 of deps/openssl.sh); node ${process.version} (OpenSSL ${process.versions.openssl})${speedVersion ? `; openssl speed: ${speedVersion}` : ''}`);
+  const lines = [];
+  const out = (l) => { lines.push(l); console.log(l); };
+  out(`tokens: µs of CPU time per verification, median (min-max) of ${passes} passes × ${rounds} rounds of ~${ms} ms, pinned to cpu ${cpu}`);
+  out(`${os.cpus()[0].model}, ${os.cpus().length} cores; load average ${load} before, ${loadAfter} after`);
+  out(`symphony: ${path.relative(root, driver)} (OpenSSL 3.5.7 of deps/openssl.sh); node ${process.version} (OpenSSL ${process.versions.openssl})${speedVersion ? `; openssl speed: ${speedVersion}` : ''}`);
   const rows = [['alg', 'sig step', 'jws layer', 'whole token', 'same OpenSSL, raw', 'Node verify', 'openssl speed', 'sig/raw', 'sig/Node']];
   for (const t of tokens) {
     const s = st[t.alg];
@@ -237,13 +245,20 @@ function main() {
   }
   const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   for (const [i, r] of rows.entries()) {
-    console.log(`| ${r.map((c, j) => c.padEnd(w[j])).join(' | ')} |`);
-    if (i === 0) console.log(`|${w.map((x) => '-'.repeat(x + 2)).join('|')}|`);
+    out(`| ${r.map((c, j) => c.padEnd(w[j])).join(' | ')} |`);
+    if (i === 0) out(`|${w.map((x) => '-'.repeat(x + 2)).join('|')}|`);
   }
+  const results = JSON.stringify({ cpu, passes, rounds, ms, load: [load, loadAfter], node: process.version, speed: speedVersion,
+    tokens: tokens.map((t) => ({ alg: t.alg, bytes: t.token.length })), results: st }, null, 2);
   const json = arg('json', null);
-  if (json) {
-    fs.writeFileSync(json, JSON.stringify({ cpu, passes, rounds, ms, load: [load, loadAfter], node: process.version, speed: speedVersion,
-      tokens: tokens.map((t) => ({ alg: t.alg, bytes: t.token.length })), results: st }, null, 2));
+  if (json) fs.writeFileSync(json, results);
+  if (!flag('no-store')) {
+    const dir = path.resolve(arg('out', path.join(root, 'bench', 'results', `${new Date().toISOString().slice(0, 10)}-tokens`)));
+    fs.mkdirSync(dir, { recursive: true });
+    const cmd = `node bench/micro/tokens.js ${process.argv.slice(2).join(' ')}`.trim();
+    fs.writeFileSync(path.join(dir, 'report.md'), `# Token verification cost, ${new Date().toISOString()}\n\n\`${cmd}\`\n\n${lines.join('\n')}\n`);
+    fs.writeFileSync(path.join(dir, 'results.json'), `${results}\n`);
+    console.log(`stored in ${path.relative(process.cwd(), dir) || '.'}/report.md and results.json`);
   }
 }
 

@@ -12,6 +12,12 @@ const FANOUT = path.join(SERVERS, 'fanout-server.js');
 const WS = path.join(SERVERS, 'ws-server.js');
 const UWS = path.join(SERVERS, 'uws-server.js');
 const SSE = path.join(SERVERS, 'sse-server.js');
+const SOKETI = path.join(SERVERS, 'soketi-server.js');
+const PUSHER = path.join(SERVERS, 'pusher-server.js');
+// The pusher phases' one app (id:key:secret), on Soketi and on symphony alike.
+const PUSHER_APP = { id: 'bench', key: 'bench-key', secret: 'bench-secret' };
+const PUSHER_APP_ENV = `${PUSHER_APP.id}:${PUSHER_APP.key}:${PUSHER_APP.secret}`;
+const PUSHER_PHASES = ['pusher-fanout', 'pusher-idle', 'pusher-http', 'pusher-presence'];
 const THRESHOLD = 128; // symphony's default compression threshold (B)
 const nativeDir = (root) => path.join(root, 'native', `linux-${process.arch}`);
 
@@ -403,6 +409,33 @@ const BUILTIN = {
     sseClient: 'sse',
     phases: ['sse'],
   },
+  // The pusher phases (issue 45): the Pusher Channels protocol v7, Soketi
+  // against symphony's pusher option (bench/runner/pusher.js). Soketi is
+  // installed on demand (bench/runner/pusher-peers.js: `peer`); the
+  // symphony arm is probed once a run (`pusherProbe`) and reports "not
+  // available yet" on a build without the option. Only these phases run them.
+  soketi: {
+    name: 'soketi',
+    what: 'Soketi 1.6.x from npm (uWebSockets.js from uwebsockets@3.0.6), its default app, in-process as `soketi start` runs it (peer)',
+    script: SOKETI,
+    gate: 'none',
+    env: { BENCH_PUSHER_APP: PUSHER_APP_ENV },
+    allocator: null,
+    impl: 'pusher',
+    peer: 'soketi',
+    phases: PUSHER_PHASES,
+  },
+  'symphony-pusher': {
+    name: 'symphony-pusher',
+    what: 'default build, new Server({ pusher: { apps: [{ id, key, secret }] } }) (bench/servers/pusher-server.js)',
+    script: PUSHER,
+    gate: 'symphony',
+    env: { SYMPHONY_ALLOCATOR: 'jemalloc', BENCH_PUSHER_APP: PUSHER_APP_ENV },
+    allocator: 'jemalloc',
+    impl: 'pusher',
+    pusherProbe: true,
+    phases: PUSHER_PHASES,
+  },
   'uws-deflate': {
     name: 'uws-deflate',
     what: 'uWebSockets.js pub/sub, compression SHARED_COMPRESSOR (no threshold; peer)',
@@ -423,7 +456,8 @@ const DEFAULT_ARMS = ['jemalloc', 'system', 'system-arena2', 'ws', 'jemalloc-tls
 // Arms that only an opt-in phase runs, and that are not among the defaults:
 // selected (without --arms) when their phase is.
 const PHASE_ARMS = { asks: ['asks-token', 'asks-hook', 'asks-socketio', 'asks-rt-symphony', 'asks-rt-socketio'],
-  sse: ['sse-symphony', 'sse-symphony-ws', 'sse-node', 'sse-better'] };
+  sse: ['sse-symphony', 'sse-symphony-ws', 'sse-node', 'sse-better'],
+  ...Object.fromEntries(PUSHER_PHASES.map((p) => [p, ['symphony-pusher', 'soketi']])) };
 
 /** The phases an arm runs: its `phases`, or parked and cpu plus soak (soak
  * arms), handshakes (TLS arms), json (json arms) and publish (publish arms). */
@@ -646,5 +680,5 @@ function order(arms, repeats, fixedOrder) {
   return runs;
 }
 
-module.exports = { BUILTIN, DEFAULT_ARMS, PHASE_ARMS, BASELINE_OF, REPO, selectArms, order, parseArmEnv, baselineCheckout, describeCheckout,
+module.exports = { BUILTIN, DEFAULT_ARMS, PHASE_ARMS, BASELINE_OF, REPO, PUSHER_APP, PUSHER_PHASES, selectArms, order, parseArmEnv, baselineCheckout, describeCheckout,
   checkoutLabel, wrongBuild, phasesOf, uwsCheckout };

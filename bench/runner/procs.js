@@ -192,7 +192,10 @@ class LoadgenProc {
    * o: { port, connections, rampPerSec, hold, duration, sources, cpus,
    * schedule, churn, events, serverPid, maxPending, closeWait, label,
    * deflate (offer permessage-deflate), sse (an event stream over http://
-   * instead of WebSocket), seq, checkSize (loadgen --check-size) }
+   * instead of WebSocket), seq, checkSize (loadgen --check-size), path
+   * (the URL's path, default /), pusher ({ key, secret, channels, prefix }:
+   * loadgen --pusher; see bench/runner/pusher.js), pusherBase (the index of
+   * this process's first slot) }
    */
   constructor(o) {
     this.o = o;
@@ -201,7 +204,7 @@ class LoadgenProc {
     this.notes = [];
     this.summary = null;
     this.listeners = [];
-    const args = ['--url', `${o.sse ? 'http' : o.tls ? 'wss' : 'ws'}://127.0.0.1:${o.port}/`, '--connections', String(o.connections),
+    const args = ['--url', `${o.sse ? 'http' : o.tls ? 'wss' : 'ws'}://127.0.0.1:${o.port}${o.path || '/'}`, '--connections', String(o.connections),
       '--sources', String(o.sources || 1), '--duration', String(o.duration), '--json',
       '--close-wait', String(o.closeWait ?? 5)];
     if (o.rampPerSec) args.push('--ramp-per-sec', String(o.rampPerSec));
@@ -213,6 +216,10 @@ class LoadgenProc {
     if (o.deflate) args.push('--deflate');
     if (o.seq) args.push('--seq');
     if (o.checkSize) args.push('--check-size', String(o.checkSize));
+    if (o.pusher) {
+      args.push('--pusher', `${o.pusher.key}:${o.pusher.secret}`, '--pusher-channels', String(o.pusher.channels),
+        '--pusher-prefix', o.pusher.prefix, '--pusher-base', String(o.pusherBase || 0));
+    }
     args.push('--events'); // always: start (the clock), step, reached, one sample a second
     this.args = args;
     const [cmd, argv] = withTaskset(o.cpus, LOADGEN, args);
@@ -330,6 +337,8 @@ class Loadgen {
       : null;
     this.shards = conns.map((c, i) => new LoadgenProc({
       ...o,
+      // --pusher: every shard's slots are numbered on from the previous ones' (channels, user ids)
+      pusherBase: (o.pusherBase || 0) + conns.slice(0, i).reduce((x, y) => x + y, 0),
       connections: c,
       rampPerSec: o.rampPerSec ? Math.max(1, o.rampPerSec / k) : 0,
       schedule: o.schedule ? o.schedule.map((s, j) => `${perShardSchedule[j][i]}:${s.hold}`).join(',') : null,

@@ -26,17 +26,21 @@ const { writeSlow } = require('./slow-report');
 const { writePresence } = require('./presence-report');
 const { writeAsks } = require('./asks-report');
 const { writeSse } = require('./sse-report');
+const { writePusher } = require('./pusher-report');
+const { ensureSoketi } = require('./pusher-peers');
 const { now, sleep, resultsName, freeDir, fmt, fmtRange, finite, loadgenMakeVars } = require('./util');
 
 const BENCH = path.join(__dirname, '..');
-const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history', 'slow', 'presence', 'asks', 'sse'];
+const PUSHER_PHASES = ['pusher-fanout', 'pusher-idle', 'pusher-http', 'pusher-presence'];
+const ALL_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'bus', 'publish', 'history', 'slow', 'presence', 'asks', 'sse', ...PUSHER_PHASES];
 // bus (issue 12: several processes over Redis) and publish (issue 14:
 // publish-heavy, N topics x 1 subscriber, with a capacity sweep) are opt-in:
 // --phases bus, --phases publish; so are slow and presence (issue 26: joins
 // and leaves across nodes, what they and the queries cost Redis) and asks
 // (clients' subscribes by token and by hook against socket.io; round trips)
 // and sse (issue 34: event streams against WebSocket, a node:http hub and
-// better-sse; parked memory of both transports)
+// better-sse; parked memory of both transports) and the four pusher phases
+// (issue 45: the Pusher protocol against Soketi 1.6; bench/runner/pusher.js)
 // history (issue 23: a reconnect storm with recovery, against socket.io) is in
 // the default run.
 const DEFAULT_PHASES = ['parked', 'soak', 'cpu', 'handshakes', 'json', 'history'];
@@ -49,9 +53,10 @@ Presets (populations and holds; other options override them):
   --full                 100k <-> 10k, 5 cycles (refused when the open-file limit is too low)
 
 Selection:
-  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history,slow,presence,asks,sse
+  --phases LIST          parked,soak,cpu,handshakes,json,bus,publish,history,slow,presence,asks,sse,
+                         pusher-fanout,pusher-idle,pusher-http,pusher-presence
                          (default: the first five and history; bus, publish, slow, presence,
-                         asks and sse are opt-in)
+                         asks, sse and the pusher phases are opt-in)
   --arms LIST            jemalloc,system,system-arena2,ws,jemalloc-tls,ws-tls,jemalloc-deflate,
                          ws-deflate,ws-deflate-defaults,uws,uws-deflate,symphony-bus,
                          symphony-local,ws-redis,uws-redis (default: all; the soak runs the
@@ -60,7 +65,9 @@ Selection:
                          last four, which run nothing else; publish jemalloc, ws and uws;
                          presence sy-presence and sy-nopresence, which run nothing else; asks
                          asks-token, asks-hook, asks-socketio, asks-rt-symphony, asks-rt-socketio;
-                         sse sse-symphony, sse-symphony-ws, sse-node, sse-better)
+                         sse sse-symphony, sse-symphony-ws, sse-node, sse-better; the pusher
+                         phases symphony-pusher and soketi, Soketi installed on demand into
+                         bench/out/peers/soketi)
   --uws-path DIR         uWebSockets.js to load for the uws arms (a folder with its package;
                          never a dependency): without it they are left out
   --arm-env NAME=K=V,... an extra arm: the default build plus that environment (repeatable),
@@ -99,6 +106,13 @@ Populations and timing:
   --sse-window S         sse phase: the measured window (default 20; quick 5)
   --sse-memory-connections N  sse phase: parked connections of the memory run, SSE and WebSocket
                          (default 10000; quick 1000)
+  --pusher-subscribers N pusher-fanout: subscribers per channel, 10 channels (default 1000; quick 100)
+  --pusher-rate R        pusher-fanout: events/s per channel, 256 B (default 10: 100,000 deliveries/s)
+  --pusher-window S      pusher-fanout and pusher-http: the measured window (default 20 and 10; quick 5 and 3)
+  --pusher-idle-connections N  pusher-idle: subscribed idle connections (default 10000; quick 1000)
+  --pusher-rooms N  --pusher-members M   pusher-presence: N presence channels × M members joining
+                         at once (default 100 × 100; quick 10 × 100)
+  --pusher-sockets N     pusher-http: requests in flight (default 8; quick 4)
   --peak P --trough T    soak populations          --cycles C    soak cycles
   --churn F              soak churn, share of open connections per second (default 0.01)
   --cpu-connections C    --cpu-window S            --cpu-shapes 256x10,4096x2 (bytes x msg/s/conn)
@@ -189,7 +203,8 @@ function parseArgs(argv) {
     'history-outage', 'history-size', 'history-window', 'slow-normal', 'slow-clients', 'slow-window', 'slow-settle',
     'presence-connections', 'presence-rooms', 'presence-queries', 'presence-hold', 'presence-ttl',
     'asks-connections', 'asks-subs', 'asks-rooms', 'asks-round-trips', 'sse-connections', 'sse-rate', 'sse-window',
-    'sse-memory-connections']);
+    'sse-memory-connections', 'pusher-subscribers', 'pusher-rate', 'pusher-window', 'pusher-idle-connections', 'pusher-rooms',
+    'pusher-members', 'pusher-sockets']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new Error(`unknown option --${k}`);
   if (o.quick && o.full) throw new Error('--quick and --full exclude each other');
   if (o.out !== undefined && o.name !== undefined) throw new Error('--out and --name exclude each other');
@@ -243,6 +258,12 @@ function preset(name) {
         rtCount: 2000, rtWarmup: 500, rtSize: 64 },
       sse: { connections: 1000, topics: 10, size: 256, rate: 10, ramp: 5000, settle: 1, window: 5, drain: 1, drainBound: 20,
         memory: { connections: 1000, idle: 2, settle: 2, ramp: 5000 } },
+      pusher: {
+        fanout: { channels: 10, subscribers: 100, rate: 10, size: 256, sockets: 16, ramp: 5000, settle: 1, window: 5, drain: 1, drainBound: 20 },
+        idle: { connections: 1000, channels: 100, idle: 2, settle: 2, ramp: 5000 },
+        http: { channels: 10, size: 256, sockets: 4, warmup: 1, window: 3 },
+        presence: { rooms: 10, members: 100, idle: 1, settleBound: 60 },
+      },
       measure: 1,
     };
   }
@@ -282,6 +303,15 @@ function preset(name) {
     // WebSocket on one symphony server, a node:http hub and better-sse; parked memory of both transports
     sse: { connections: 10000, topics: 10, size: 256, rate: 10, ramp: 2000, settle: 3, window: 20, drain: 2, drainBound: 60,
       memory: { connections: 10000, idle: 5, settle: 5, ramp: 2000 } },
+    // issue 45: the Pusher protocol against Soketi 1.6: 10 channels × 1,000 subscribers, 256 B, 10 events/s per
+    // channel (100,000 deliveries/s); 10,000 subscribed idle connections; HTTP publishes in a closed loop; a join
+    // storm of 100 presence channels × 100 members (Pusher's own member limit per channel)
+    pusher: {
+      fanout: { channels: 10, subscribers: 1000, rate: 10, size: 256, sockets: 16, ramp: 2000, settle: 3, window: 20, drain: 2, drainBound: 60 },
+      idle: { connections: 10000, channels: 100, idle: 5, settle: 5, ramp: 2000 },
+      http: { channels: 10, size: 256, sockets: 8, warmup: 3, window: 10 },
+      presence: { rooms: 100, members: 100, idle: 2, settleBound: 120 },
+    },
     measure: 2,
   };
 }
@@ -534,6 +564,14 @@ async function main() {
   cfg.sse.rate = num(o, 'sse-rate', 0.1, 1e5) ?? cfg.sse.rate;
   cfg.sse.window = num(o, 'sse-window', 1, 3600) ?? cfg.sse.window;
   cfg.sse.memory.connections = int(o, 'sse-memory-connections', 10, 1e6) ?? cfg.sse.memory.connections;
+  cfg.pusher.fanout.subscribers = int(o, 'pusher-subscribers', 1, 1e5) ?? cfg.pusher.fanout.subscribers;
+  cfg.pusher.fanout.rate = num(o, 'pusher-rate', 0.1, 1e4) ?? cfg.pusher.fanout.rate;
+  const pw = num(o, 'pusher-window', 1, 3600);
+  if (pw !== undefined) cfg.pusher.fanout.window = cfg.pusher.http.window = pw;
+  cfg.pusher.idle.connections = int(o, 'pusher-idle-connections', 2, 1e6) ?? cfg.pusher.idle.connections;
+  cfg.pusher.presence.rooms = int(o, 'pusher-rooms', 1, 1e5) ?? cfg.pusher.presence.rooms;
+  cfg.pusher.presence.members = int(o, 'pusher-members', 1, 1e5) ?? cfg.pusher.presence.members;
+  cfg.pusher.http.sockets = int(o, 'pusher-sockets', 1, 1000) ?? cfg.pusher.http.sockets;
   if (cfg.asks.rooms < cfg.asks.subs) throw new Error('--asks-rooms must be at least --asks-subs (a connection subscribes to different rooms)');
   const ramp = num(o, 'ramp', 1, 1e6);
   if (ramp) cfg.parked.ramp = cfg.cpu.ramp = cfg.soak.ramp = cfg.json.ramp = cfg.bus.ramp = cfg.publish.ramp = ramp;
@@ -558,7 +596,7 @@ async function main() {
   const noPin = { server: null, loadgen: null, n: nproc };
   const cpuPin = o.cpus === 'none' ? noPin : pinAll || (taskset && nproc >= 2
     ? { server: '0', loadgen: Array.from({ length: nproc - 1 }, (_, i) => i + 1).join(','), n: 1 } : noPin);
-  const pinFor = (phase) => (['cpu', 'json', 'publish', 'history', 'asks', 'sse'].includes(phase) ? cpuPin : pinAll || noPin);
+  const pinFor = (phase) => (['cpu', 'json', 'publish', 'history', 'asks', 'sse', ...PUSHER_PHASES].includes(phase) ? cpuPin : pinAll || noPin);
   // The bus phase: Redis and the redis npm client, checked before anything runs.
   const busArms = phaseList.includes('bus') ? arms.filter((a) => phasesOf(a).includes('bus')) : [];
   let redis = null;
@@ -576,7 +614,7 @@ async function main() {
   cfg.cpuThreads = int(o, 'cpu-threads', 1, 64) ?? (cpuPin.server ? cpuPin.n : cfg.threads);
   const pinningNote = o.cpus === 'none' ? 'none (--cpus none)'
     : pinAll ? `server on CPU ${pinAll.server}, loadgen on ${pinAll.loadgen || 'the same CPUs (no other CPU)'} in every phase (taskset)`
-      : cpuPin.server ? `cpu, json, publish, history, asks and sse phases: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
+      : cpuPin.server ? `cpu, json, publish, history, asks, sse and pusher phases: server on CPU ${cpuPin.server}, loadgen on CPU ${cpuPin.loadgen} (taskset); parked and soak not pinned`
         : `not pinned (${taskset ? `${nproc} CPU` : 'taskset not available'})`;
 
   // Logging (into run.log too, once the folder exists)
@@ -590,6 +628,12 @@ async function main() {
   };
 
   ensureLoadgen(log);
+  // The pusher phases' peer: Soketi, installed on demand (bench/runner/pusher-peers.js).
+  for (const [i, a] of arms.entries()) {
+    if (a.peer !== 'soketi') continue;
+    const sk = await ensureSoketi(log);
+    arms[i] = { ...a, env: { ...a.env, BENCH_SOKETI_DIR: sk.dir }, what: `${a.what}; Soketi ${sk.version}` };
+  }
   const help = loadgenHelp();
   const canSoak = /--schedule/.test(help) && /--churn/.test(help) && /--events/.test(help);
   const notes = [...armNotes];
@@ -618,7 +662,10 @@ async function main() {
     + `with ${reserve} kept spare for churn and closing sockets, one server process holds at most ${fmt(serverCap)} connections`;
   const wanted = Math.max(phaseList.includes('parked') ? cfg.parked.levels[cfg.parked.levels.length - 1] : 0, soakPeak,
     phaseList.includes('cpu') ? cfg.cpu.connections : 0, phaseList.includes('json') ? cfg.json.connections : 0, busPerNode, pubConns, presPerNode,
-    phaseList.includes('sse') ? Math.max(cfg.sse.connections, cfg.sse.memory.connections) : 0);
+    phaseList.includes('sse') ? Math.max(cfg.sse.connections, cfg.sse.memory.connections) : 0,
+    phaseList.includes('pusher-fanout') ? cfg.pusher.fanout.channels * cfg.pusher.fanout.subscribers : 0,
+    phaseList.includes('pusher-idle') ? cfg.pusher.idle.connections : 0,
+    phaseList.includes('pusher-presence') ? cfg.pusher.presence.rooms * cfg.pusher.presence.members : 0);
   if (presetName === 'full' && wanted > serverCap) {
     throw new Error(`--full needs ${fmt(wanted)} connections in one server process, but its open-file limit allows ${fmt(serverCap)} here `
       + `(soft ${probe.soft}, hard ${probe.hard}; raising it needs CAP_SYS_RESOURCE or a higher hard limit: ulimit -Hn). `
@@ -662,6 +709,17 @@ async function main() {
   if (phaseList.includes('sse')) {
     cfg.sse.connections = cap(cfg.sse.connections, 'sse connections');
     cfg.sse.memory.connections = cap(cfg.sse.memory.connections, 'sse parked connections');
+  }
+  if (phaseList.includes('pusher-fanout')) {
+    const f = cfg.pusher.fanout;
+    const n = cap(f.channels * f.subscribers, 'pusher-fanout subscribers');
+    f.subscribers = Math.floor(n / f.channels);
+  }
+  if (phaseList.includes('pusher-idle')) cfg.pusher.idle.connections = cap(cfg.pusher.idle.connections, 'pusher-idle connections');
+  if (phaseList.includes('pusher-presence')) {
+    const pr = cfg.pusher.presence;
+    const n = cap(pr.rooms * pr.members, 'pusher-presence members');
+    pr.rooms = Math.max(1, Math.floor(n / pr.members));
   }
   if (phaseList.includes('presence') && presPerNode > serverCap) {
     cfg.presence.connections = serverCap * cfg.presence.nodes;
@@ -748,7 +806,7 @@ async function main() {
   const tStart = now();
   const phaseFns = { parked: phases.parked, soak: phases.soak, cpu: phases.cpu, handshakes: phases.handshakes, json: phases.json, bus: phases.bus,
     publish: phases.publish, history: require('./history').history, slow: require('./slow').slow,
-    presence: require('./presence').presence, asks: phases.asks, sse: require('./sse').sse };
+    presence: require('./presence').presence, asks: phases.asks, sse: require('./sse').sse, ...require('./pusher').PHASES };
   for (const phase of phaseList) {
     ctx.cpus = pinFor(phase);
     const phaseArms = arms.filter((a) => phasesOf(a).includes(phase));
@@ -799,6 +857,11 @@ async function main() {
     log(`sse phase: its section in ${sseOut.file}, sse-*.svg; ratios of medians (the issue's goals):`);
     for (const t of sseOut.targets) log(`  ${t.result.padEnd(7)} ${t.name}: ${t.ratio === null ? '–' : `${fmt(t.ratio, 2)}x`}${t.goal ? ` (goal ${t.goal})` : ''}`);
   }
+  const pusherOut = writePusher(outDir, res);
+  if (pusherOut) {
+    log(`pusher phases: ${pusherOut.file}; symphony-pusher against soketi, medians (the issue's goals):`);
+    for (const t of pusherOut.targets) log(`  ${t.result.padEnd(7)} ${t.name}: ${t.figures}`);
+  }
   const historyTargets = writeHistory(outDir, res);
   if (historyTargets) {
     log(`history phase: ${path.join(outDir, 'summary.md')}, history.json, history.svg; its targets (reported, not gates):`);
@@ -835,6 +898,7 @@ function rebuild(dir) {
   writePresence(dir, res);
   writeAsks(dir, res);
   writeSse(dir, res);
+  writePusher(dir, res);
   process.stderr.write(`bench: rebuilt ${path.join(dir, 'report.md')} and ${Object.keys(out.charts).length} charts\n`);
   for (const g of out.gates) process.stderr.write(`  ${g.result.padEnd(4)} ${g.name}: ${g.figures}\n`);
   return 0;
@@ -911,8 +975,32 @@ function brief(phase, f) {
       + `${k(f.cpuSPer1M, 2)} CPU-s/1M, p50/p99 ${k(f.p50ms, 1)}/${k(f.p99ms, 1)} ms, lost ${k(f.lost)}, gaps ${k(f.gaps)}, bad ${k(f.badPayloads)}`
       + (m ? `; parked ${k(m.n)}: ${k(m.bytesPerConnOverIdle)} B/conn over idle, ${k(m.bytesPerConnMarginal)} marginal` : '');
   }
+  if (phase.startsWith('pusher-')) return briefPusher(phase, f);
   if (phase === 'soak') {
     return `fresh-low ${k(f.freshLowKiB / 1024, 1)} MiB; cycles ${f.cycles.map((c) => `${k(c.peakKiB / 1024, 1)}→${k(c.troughKiB / 1024, 1)} MiB (${k(c.troughPctOfPeak, 0)}%)`).join(', ')}; quiet ${k(f.quietKiB / 1024, 1)}, zero ${k(f.zeroKiB / 1024, 1)} MiB`;
+  }
+  return '';
+}
+
+function briefPusher(phase, f) {
+  const k = (v, d = 0) => fmt(v, d);
+  if (f.unavailable) return `not available yet: ${f.unavailable}`;
+  if (phase === 'pusher-fanout') {
+    return `${k(f.subscribers)} subscribers over ${f.channels} channels: ${k(f.msgsPerS)} msg/s (${k(f.deliveredPct, 1)}%), `
+      + `${k(f.cpuUsPerMsg, 3)} µs server CPU per delivered message (${k(f.serverCores, 2)} cores), p50/p99 ${k(f.p50ms, 1)}/${k(f.p99ms, 1)} ms, `
+      + `${k(f.publishesPerS)} publishes/s (failed ${k(f.publishFailed)}, late ${k(f.publisherLate)}), lost ${k(f.lost)}, gaps ${k(f.gaps)}, bad ${k(f.badPayloads)}`;
+  }
+  if (phase === 'pusher-idle') {
+    return `${k(f.n)} subscribed idle: ${k(f.bytesPerConnOverIdle)} B/conn over idle, ${k(f.bytesPerConnMarginal)} marginal (errors ${k(f.subscribeErrors)})`;
+  }
+  if (phase === 'pusher-http') {
+    return `${k(f.publishes)} publishes in ${k(f.seconds, 1)} s (${k(f.publishesPerS)}/s, failed ${k(f.failed)}): ${k(f.publishesPerCpuS)} per server CPU-second `
+      + `(${k(f.cpuUsPerPublish, 1)} µs each, ${k(f.serverCores, 2)} cores), ${k(f.connectsPerPublish, 2)} TCP connects per publish, delivered ${k(f.delivered)}`;
+  }
+  if (phase === 'pusher-presence') {
+    return `${k(f.joins)} joins over ${f.rooms} rooms (errors ${k(f.errors)}), member_added ${k(f.memberAdded)} of ${k(f.expectAdded)}: `
+      + `${f.settled ? `settled in ${k(f.settleS, 2)} s (${k(f.joinsPerS)} joins/s)` : 'did not settle'}, server ${k(f.serverCpuS, 2)} CPU-s `
+      + `(${k(f.cpuUsPerJoin, 1)} µs per join, ${k(f.cpuUsPerMemberAdded, 2)} µs per member_added)`;
   }
   return '';
 }

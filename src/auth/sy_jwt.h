@@ -146,8 +146,8 @@ sy_jwt_result_t sy_jwt_verify(const sy_jwt_keys_t *k, const sy_jwt_policy_t *p, 
                               int64_t now_s, sy_jwt_grant_t **out);
 /* The work of one signature check, in the units of a connection's work
  * budget (io/sy_budget.h: about 10 µs of a server core each), from
- * npm run bench:tokens (docs/tokens.md has the figures; the whole token,
- * rounded up): HS256 1.2 µs, RS256 19 µs with a 2,048-bit key (a larger
+ * npm run bench:tokens (which stores them in bench/results/<date>-tokens/;
+ * the whole token, rounded up): HS256 1.2 µs, RS256 19 µs with a 2,048-bit key (a larger
  * key: times the square of its size in 2,048-bit steps, its cost's
  * growth), ES256 58 µs, EdDSA 77 µs. */
 #define SY_JWT_WORK_HS256 1u
