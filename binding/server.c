@@ -1609,6 +1609,13 @@ static napi_value server_set_bus(napi_env env, napi_callback_info info) {
     return sy_binding_bus_set(env, b->srv, argv[1], argv[2], &b->bus_tsfn);
 }
 
+/* serverSetPusher(handle, pusher) -> node (binding/pusher.c) */
+static napi_value server_set_pusher(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    sy_bserver_t *b;
+    return server_args(env, info, 2, argv, &b) ? sy_binding_pusher_set(env, b->srv, argv[1]) : NULL;
+}
+
 /* serverBusCall(handle, id, route, args) -> boolean (binding/bus.c) */
 static napi_value server_bus_call(napi_env env, napi_callback_info info) {
     napi_value argv[4];
@@ -1748,6 +1755,7 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverNodeTag", server_node_tag, NULL) &&
            sy_napi_set_function(env, exports, "serverStats", server_stats, NULL) &&
            sy_napi_set_function(env, exports, "serverSetBus", server_set_bus, NULL) &&
+           sy_napi_set_function(env, exports, "serverSetPusher", server_set_pusher, NULL) &&
            sy_napi_set_function(env, exports, "serverBusStats", server_bus_stats, NULL) &&
            sy_napi_set_function(env, exports, "serverBusCall", server_bus_call, NULL) &&
 #ifdef SY_WITH_TLS

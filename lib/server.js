@@ -14,6 +14,8 @@ const { proxyProtocolOptions, trustProxyOption, clientAddress } = require('./pro
 const { LIMIT_DEFAULTS, limitOptions, nativeLimitOptions } = require('./limits');
 const { Asks } = require('./asks');
 const { tokensOption, nativeKeys } = require('./tokens');
+const { pusherOptions } = require('./pusher/config');
+const { setPusher, pusherOpenInfo, pusherSummary } = require('./pusher/server');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server.c): checked here first only to name the user's option.
@@ -106,6 +108,7 @@ const DEFAULTS = Object.freeze({
   // (docs/tokens.md). A client's subscribe with a token that grants its topic
   // goes live with no call into JavaScript; one whose token does not is refused.
   tokens: null,
+  pusher: null,
   onRequest: null,
   // A hook that has not answered after this many ms refuses ('timeout').
   askTimeout: 5000,
@@ -178,6 +181,7 @@ function normalizeOptions(options) {
   }
   integer('options.askTimeout', o.askTimeout, 1, 2147483647);
   o.tokens = tokensOption(o.tokens);
+  o.pusher = pusherOptions(o.pusher);
   for (const key of ['maxSubscriptions', 'maxPending']) option(o, key);
   if (o.onUpgrade !== null && typeof o.onUpgrade !== 'function') {
     throw invalidArgType('options.onUpgrade', 'a function or null', o.onUpgrade);
@@ -438,6 +442,7 @@ class Server extends EventEmitter {
   #handle;
   #opts;
   #trust = null; // options.trustProxy, compiled (lib/proxy.js)
+  #pusherNode = null; // the node of Pusher socket ids (lib/pusher/server.js), or null
   #state = 'new'; // new -> listening -> closing -> closed
   // publish() and send() queue without waking the IO threads; one wake-up at
   // the end of the turn (a microtask) hands them the turn's messages at once.
@@ -506,6 +511,8 @@ class Server extends EventEmitter {
       proxyProtocolFrom: proxy.from,
       ...nativeLimitOptions(o),
     });
+    this.#pusherNode = o.pusher === null ? null : setPusher(this.#handle, o.pusher);
+    o.pusher = pusherSummary(o.pusher);
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
       o.tls = tlsSummary(o.tls);
@@ -791,7 +798,8 @@ class Server extends EventEmitter {
         const recovery = this.#recovering.get(id) ?? [];
         this.#recovering.delete(id);
         const transport = (code & EV_OPEN_SSE) !== 0 ? 'sse' : 'websocket';
-        this.emit('open', id, { protocol: payload, data, compression: (code & EV_OPEN_DEFLATE) !== 0, recovery, transport });
+        const info = { protocol: payload, data, compression: (code & EV_OPEN_DEFLATE) !== 0, recovery, transport };
+        this.emit('open', id, this.#pusherNode !== null && payload === 'pusher' ? pusherOpenInfo(this.#pusherNode, id, info) : info);
         for (const r of recovery) this.emit('recovery', id, r.topic, { recovered: r.recovered, reason: r.reason });
         break;
       }

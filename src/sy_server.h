@@ -242,6 +242,14 @@ bool sy_server_tls(sy_server_t *s);
 struct sy_wire;
 struct sy_msgproto;
 sy_err_t sy_server_add_protocol(sy_server_t *s, const struct sy_wire *wire, const struct sy_msgproto *proto);
+/* Speaks Pusher (io/app/sy_pusher_conn.h) with apps (a
+ * reference taken) and cfg (copied), before the server listens or starts:
+ * 0 with *node (its socket ids' first part), EBUSY, or sy_pusher_srv_new's
+ * and sy_server_add_protocol's errors (into err). */
+struct sy_pusher_apps;
+struct sy_pusher_cfg;
+sy_err_t sy_server_set_pusher(sy_server_t *s, struct sy_pusher_apps *apps, const struct sy_pusher_cfg *cfg,
+                              uint64_t *node, char *err, size_t errlen);
 
 /* Gives back a batch the callback handed over. */
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch);

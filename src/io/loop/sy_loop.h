@@ -116,6 +116,7 @@ typedef struct sy_io_shared {
     uint8_t wire_proto[8];
     const struct sy_msgproto *protos[4];
     const struct sy_conn_hooks *hooks;
+    struct sy_pusher_srv *pusher; /* Pusher's apps and connections' state (io/app/sy_pusher_conn.h), or NULL */
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {
