@@ -56,6 +56,10 @@ napi_value sy_binding_bus_stats(napi_env env, struct sy_server *srv);
  * protocol, before it starts. Its socket ids' node (a number), or NULL with
  * an exception pending. */
 napi_value sy_binding_pusher_set(napi_env env, struct sy_server *srv, napi_value opts);
+/* serverPublishEvent(handle, topic, data, flags, event): publish() with an
+ * event name (the publish's meta: Pusher's event); argv from topic on.
+ * Subscribers (a number), or NULL with an exception pending. */
+napi_value sy_binding_publish_event(napi_env env, struct sy_server *srv, napi_value *argv);
 /* exports.busStatFields: [{ name, metric, type, help }], frozen. */
 bool sy_binding_bus_init(napi_env env, napi_value exports);
 

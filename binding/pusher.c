@@ -4,6 +4,7 @@
  * apps (auth/sy_pusher_auth.h) and the protocol's settings
  * (io/app/sy_pusher_conn.h), set on the server before it starts. JS thread.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "addon.h"
@@ -156,7 +157,53 @@ done:
     return result;
 }
 
-#else
+#endif
+
+/* Bytes of a string or a Buffer / TypedArray (lib/pusher/server.js gives
+ * nothing else), valid during the call: a string copied into *owned. */
+static bool bytes_of(napi_env env, napi_value v, const char *name, const void **p, size_t *len, char **owned) {
+    bool is_buf = false;
+    *owned = NULL;
+    if (!sy_napi_ok(env, napi_is_buffer(env, v, &is_buf), "napi_is_buffer"))
+        return false;
+    if (is_buf) {
+        void *d = NULL;
+        if (!sy_napi_ok(env, napi_get_buffer_info(env, v, &d, len), "napi_get_buffer_info"))
+            return false;
+        *p = d;
+        return true;
+    }
+    if (!sy_napi_get_string_len(env, v, name, owned, len))
+        return false;
+    *p = *owned != NULL ? *owned : "";
+    return true;
+}
+
+napi_value sy_binding_publish_event(napi_env env, struct sy_server *srv, napi_value *argv) {
+    const void *topic, *data, *event;
+    size_t topic_len, len, event_len, n = 0;
+    char *o1 = NULL, *o2 = NULL, *o3 = NULL;
+    int64_t flags;
+    napi_value result = NULL;
+    if (bytes_of(env, argv[0], "topic", &topic, &topic_len, &o1) && bytes_of(env, argv[1], "data", &data, &len, &o2) &&
+        sy_napi_get_int64(env, argv[2], "flags", 0, SY_SEND_BINARY | SY_SEND_COMPRESS | SY_SEND_LOCAL, &flags) &&
+        bytes_of(env, argv[3], "event", &event, &event_len, &o3)) {
+        sy_pub_extra_t x = {.meta = event, .meta_len = event_len};
+        sy_err_t rc = sy_server_publish_x(srv, topic, topic_len, data, len, (unsigned)flags | SY_SEND_LATER, &x, &n);
+        if (rc == EINVAL)
+            sy_napi_throw_range(env, "options.event", "1 to 1024 bytes");
+        else if (rc != 0)
+            sy_napi_throw_oom(env, NULL);
+        else
+            (void)sy_napi_ok(env, napi_create_int64(env, (int64_t)n, &result), "napi_create_int64");
+    }
+    sy_free(o1);
+    sy_free(o2);
+    sy_free(o3);
+    return result;
+}
+
+#ifndef SY_WITH_TLS
 
 napi_value sy_binding_pusher_set(napi_env env, struct sy_server *srv, napi_value opts) {
     (void)srv;

@@ -1616,6 +1616,13 @@ static napi_value server_set_pusher(napi_env env, napi_callback_info info) {
     return server_args(env, info, 2, argv, &b) ? sy_binding_pusher_set(env, b->srv, argv[1]) : NULL;
 }
 
+/* serverPublishEvent(handle, topic, data, flags, event) -> subscribers (binding/pusher.c) */
+static napi_value server_publish_event(napi_env env, napi_callback_info info) {
+    napi_value argv[5];
+    sy_bserver_t *b;
+    return server_args(env, info, 5, argv, &b) ? sy_binding_publish_event(env, b->srv, argv + 1) : NULL;
+}
+
 /* serverBusCall(handle, id, route, args) -> boolean (binding/bus.c) */
 static napi_value server_bus_call(napi_env env, napi_callback_info info) {
     napi_value argv[4];
@@ -1756,6 +1763,7 @@ bool sy_binding_server_init(napi_env env, napi_value exports) {
            sy_napi_set_function(env, exports, "serverStats", server_stats, NULL) &&
            sy_napi_set_function(env, exports, "serverSetBus", server_set_bus, NULL) &&
            sy_napi_set_function(env, exports, "serverSetPusher", server_set_pusher, NULL) &&
+           sy_napi_set_function(env, exports, "serverPublishEvent", server_publish_event, NULL) &&
            sy_napi_set_function(env, exports, "serverBusStats", server_bus_stats, NULL) &&
            sy_napi_set_function(env, exports, "serverBusCall", server_bus_call, NULL) &&
 #ifdef SY_WITH_TLS

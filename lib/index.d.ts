@@ -380,6 +380,8 @@ export interface BusStats {
 export interface PublishOptions extends SendOptions {
   /** This node only, not the bus. Default false. */
   local?: boolean;
+  /** server.publish() only: the event name Pusher subscribers get (docs/pusher.md). Default 'message'. */
+  event?: string;
 }
 
 /** One IO thread's counters. The list comes from src/io/sy_stats.h (binding.statFields);

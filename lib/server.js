@@ -15,7 +15,7 @@ const { LIMIT_DEFAULTS, limitOptions, nativeLimitOptions } = require('./limits')
 const { Asks } = require('./asks');
 const { tokensOption, nativeKeys } = require('./tokens');
 const { pusherOptions } = require('./pusher/config');
-const { setPusher, pusherOpenInfo, pusherSummary } = require('./pusher/server');
+const { setPusher, pusherOpenInfo, pusherSummary, publishEvent, publishWithEvent } = require('./pusher/server');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server.c): checked here first only to name the user's option.
@@ -1022,8 +1022,10 @@ class Server extends EventEmitter {
   #publishTo(native, target, data, options) {
     checkData(data);
     const flags = sendFlags(options, data, true);
+    const event = publishEvent(options);
     if (this.#state !== 'listening') return 0;
-    const n = native(this.#handle, target, data, flags);
+    const n = event === undefined || typeof target !== 'string' ? native(this.#handle, target, data, flags)
+      : publishWithEvent(this.#handle, target, data, flags, event);
     this.#owe();
     return n;
   }

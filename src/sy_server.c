@@ -696,6 +696,10 @@ sy_err_t sy_server_set_pusher(sy_server_t *s, struct sy_pusher_apps *apps, const
     return 0;
 }
 
+uint64_t sy_server_pusher_node(const sy_server_t *s) {
+    return s->shared.pusher != NULL ? sy_pusher_srv_node(s->shared.pusher) : 0;
+}
+
 bool sy_server_tls(sy_server_t *s) { return s->shared.transport != &sy_stream_plain_ops; }
 
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {

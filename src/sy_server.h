@@ -108,6 +108,23 @@ bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out);
  * for a compression. */
 sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
                            unsigned flags, size_t *subscribers);
+/* What a publish may carry besides its payload: meta for a registered
+ * protocol's frame (Pusher's event name, at most SY_PUB_META_MAX bytes;
+ * the bus carries it to the other nodes) and a connection to leave out
+ * (exclude: its id, 0 none; exclude_node: the Pusher node of its socket id,
+ * which is how another node tells it is its own: 0 this node). */
+#define SY_PUB_META_MAX 1024
+typedef struct sy_pub_extra {
+    const void *meta;
+    size_t meta_len;
+    uint64_t exclude, exclude_node;
+} sy_pub_extra_t;
+/* sy_server_publish with extras (x: NULL none): also EINVAL for a meta
+ * past SY_PUB_META_MAX. */
+sy_err_t sy_server_publish_x(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+                             unsigned flags, const sy_pub_extra_t *x, size_t *subscribers);
+/* The Pusher node of this server's socket ids (sy_server_set_pusher), or 0. */
+uint64_t sy_server_pusher_node(const sy_server_t *s);
 /* A topic handle: a reference to topic (made if it does not exist yet), for
  * sy_server_publish_topic, which then skips the lookup. The topic stays in
  * the registry while the handle lives. NULL: out of memory. The owner

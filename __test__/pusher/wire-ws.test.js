@@ -98,6 +98,20 @@ test('public and private channels: server.publish() reaches pusher-js as event "
   assert.deepEqual(got.sort(), [['news', { a: 1 }], ['private-orders', 'plain text']].sort());
 });
 
+test('server.publish(topic, data, { event }) names the Pusher event; a bad event name is a TypeError', async (t) => {
+  const { server, port } = await start(t);
+  const p = await client(t, port);
+  const ch = p.subscribe('orders');
+  await subscribed(ch);
+  const got = new Promise((resolve) => ch.bind('order-created', resolve));
+  server.publish('orders', JSON.stringify({ id: 1 }), { event: 'order-created' });
+  assert.deepEqual(await got, { id: 1 });
+  for (const event of ['', 'pusher:x', 'pusher_internal:member_added', 'x'.repeat(201)]) {
+    assert.throws(() => server.publish('orders', 'x', { event }), { code: 'ERR_INVALID_ARG_VALUE' }, event);
+  }
+  assert.throws(() => server.publish('orders', 'x', { event: 1 }), { code: 'ERR_INVALID_ARG_TYPE' });
+});
+
 test('a second app: its channels are the topics "<app id>:<channel>"', async (t) => {
   const { server, port } = await start(t);
   const other = new PusherSdk({ appId: OTHER.id, key: OTHER.key, secret: OTHER.secret });

@@ -5,6 +5,7 @@
 // of a Pusher connection. lib/server.js calls these three and nothing else.
 
 const { binding } = require('../native');
+const { invalidArgType, invalidArgValue } = require('../errors');
 
 /**
  * Sets the Pusher protocol of a server not started yet: the number that
@@ -25,4 +26,26 @@ function pusherSummary(pusher) {
   return { ...pusher, apps: pusher.apps.map(({ secrets, ...app }) => ({ ...app, secrets: secrets.length })) };
 }
 
-module.exports = { setPusher, pusherOpenInfo, pusherSummary };
+/**
+ * publish(topic, data, { event }): the event name a Pusher subscriber gets
+ * (1 to 200 characters, not pusher: or pusher_internal:), or undefined
+ * when options name none (Pusher subscribers then get "message").
+ */
+function publishEvent(options) {
+  const event = options?.event;
+  if (event === undefined) return undefined;
+  if (typeof event !== 'string') throw invalidArgType('options.event', 'a string', event);
+  if (event.length === 0 || Buffer.byteLength(event) > 200 || /^pusher(_internal)?:/.test(event)) {
+    throw invalidArgValue('options.event', 'must be 1 to 200 bytes, not beginning with "pusher:" or "pusher_internal:"', event);
+  }
+  return event;
+}
+
+/** serverPublish with an event name (the publish's meta). */
+function publishWithEvent(handle, topic, data, flags, event) {
+  const bytes = typeof data === 'string' || Buffer.isBuffer(data) ? data
+    : ArrayBuffer.isView(data) ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) : Buffer.from(data);
+  return binding.serverPublishEvent(handle, topic, bytes, flags, event);
+}
+
+module.exports = { setPusher, pusherOpenInfo, pusherSummary, publishEvent, publishWithEvent };

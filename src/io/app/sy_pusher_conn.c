@@ -397,12 +397,14 @@ static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uin
 /* ---- publishes -------------------------------------------------------------------- */
 
 /* The event name of a publish that names none (server.publish(topic,
- * data)): docs/pusher.md. */
+ * data) without { event }): docs/pusher.md. A publish's meta is its event
+ * name. */
 #define DEFAULT_EVENT "message"
 
 /* {"event":E,"channel":C,"data":D} once per publish and IO thread: C is the
  * topic's name without its app's "<id>:". */
-static sy_refbuf_t *pusher_publish_frame(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1) {
+static sy_refbuf_t *pusher_publish_frame(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1,
+                                         const sy_refbuf_t *meta) {
     (void)v1;
     if (plain == NULL)
         return NULL;
@@ -414,8 +416,10 @@ static sy_refbuf_t *pusher_publish_frame(const sy_topic_t *t, const sy_refbuf_t 
         ch = colon + 1;
     }
     bool z = atomic_load_explicit(&plain->deflate, memory_order_relaxed) != SY_REFBUF_Z_NONE;
-    return sy_pusher_event_frame(DEFAULT_EVENT, sizeof(DEFAULT_EVENT) - 1, ch, len, sy_refbuf_payload(plain),
-                                 sy_refbuf_payload_len(plain), SY_PUSHER_DATA_BYTES, NULL, 0, z);
+    const char *ev = meta != NULL ? (const char *)meta->data : DEFAULT_EVENT;
+    size_t ev_len = meta != NULL ? meta->len : sizeof(DEFAULT_EVENT) - 1;
+    return sy_pusher_event_frame(ev, ev_len, ch, len, sy_refbuf_payload(plain), sy_refbuf_payload_len(plain),
+                                 SY_PUSHER_DATA_BYTES, NULL, 0, z);
 }
 
 const sy_msgproto_t sy_pusher_proto = {

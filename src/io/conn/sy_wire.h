@@ -109,8 +109,10 @@ typedef struct sy_msgproto {
     /* The frame of a publish for this protocol, made once per publish and
      * IO thread on its first subscriber (plain: the WebSocket frame; v1:
      * the symphony.v1 frame, or NULL). NULL (the operation): the plain
-     * frame. */
-    sy_refbuf_t *(*publish_frame)(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1);
+     * frame. meta: what the publisher gave for it (server.publish()'s
+     * event, for Pusher), or NULL. */
+    sy_refbuf_t *(*publish_frame)(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1,
+                                  const sy_refbuf_t *meta);
     /* A protocol chosen by the request's path, not by a subprotocol
      * (Pusher's /app/<key>): at a WebSocket upgrade, before the path
      * option and the owner's onUpgrade, is target[0..len) its? True: c

@@ -193,6 +193,8 @@ typedef struct sy_cmd {
     union {
         sy_accept_t *accept; /* SY_CMD_ACCEPT */
         sy_sub_pos_t *pos;   /* SY_CMD_SUBSCRIBE to a topic with history (owned), or NULL */
+        sy_refbuf_t *meta;   /* SY_CMD_PUBLISH: a registered protocol's meta of the publish (Pusher's
+                                event name; a reference), or NULL; its conn: one to leave out, or 0 */
     };
 } sy_cmd_t;
 

@@ -1,0 +1,51 @@
+'use strict';
+// Pusher across nodes (docs/pusher.md): two servers over a real Redis (the
+// bus); a publish with an event name on one node reaches a pusher-js client
+// on the other, in Pusher's envelope, with that event name.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const PusherJs = require('pusher-js');
+const PusherSdk = require('pusher');
+const { Server } = require('../..');
+const { startRedis, numSub, poll } = require('../helpers/redis');
+
+const APP = { id: 'app1', key: 'key1', secret: 'secret1' };
+const sdk = new PusherSdk({ appId: APP.id, key: APP.key, secret: APP.secret });
+
+async function node(t, redis) {
+  const server = new Server({ host: '127.0.0.1', port: 0, pusher: { apps: [APP] }, bus: { url: redis.url, backoff: { min: 50, max: 300 } } });
+  t.after(() => server.close());
+  const up = new Promise((resolve) => server.bus.once('up', resolve));
+  await server.listen();
+  await up;
+  return server;
+}
+
+async function client(t, port) {
+  const p = new PusherJs(APP.key, {
+    wsHost: '127.0.0.1', wsPort: port, forceTLS: false, enabledTransports: ['ws'], cluster: 'local', disableStats: true,
+    channelAuthorization: { customHandler: ({ socketId, channelName }, cb) => cb(null, sdk.authorizeChannel(socketId, channelName)) },
+  });
+  t.after(() => p.disconnect());
+  await new Promise((resolve) => p.connection.bind('connected', resolve));
+  return p;
+}
+
+test('two nodes: server.publish(topic, data, { event }) on A reaches pusher-js on B with that event', async (t) => {
+  const redis = await startRedis({ t });
+  const a = await node(t, redis);
+  const b = await node(t, redis);
+  const p = await client(t, b.address().port);
+  const ch = p.subscribe('private-orders');
+  await new Promise((resolve) => ch.bind('pusher:subscription_succeeded', resolve));
+  await poll(async () => (await numSub(redis, 'symphony:private-orders')) === 1, { what: 'node B subscribed in Redis', timeoutMs: 5000 });
+  const got = [];
+  const two = new Promise((resolve) => {
+    ch.bind('order-created', (d) => { got.push(['order-created', d]); if (got.length === 2) resolve(); });
+    ch.bind('message', (d) => { got.push(['message', d]); if (got.length === 2) resolve(); });
+  });
+  a.publish('private-orders', JSON.stringify({ id: 7 }), { event: 'order-created' });
+  a.publish('private-orders', 'no event');
+  await two;
+  assert.deepEqual(got, [['order-created', { id: 7 }], ['message', 'no event']]);
+});
