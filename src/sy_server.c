@@ -675,6 +675,17 @@ sy_err_t sy_server_add_protocol(sy_server_t *s, const struct sy_wire *wire, cons
     return sy_io_add_protocol(&s->shared, wire, proto);
 }
 
+/* shared.publish: an IO thread's publish (Pusher's HTTP API, client
+ * events), as the owner's: the topic registry, the history lock, the IO
+ * threads' queues (sy_io_push, not _later) and the bus' queue are safe
+ * from any thread. */
+static int publish_from_io(void *ctx, const char *topic, size_t topic_len, const void *data, size_t len,
+                           const void *meta, size_t meta_len, uint64_t exclude, uint64_t exclude_node) {
+    size_t n = 0;
+    sy_pub_extra_t x = {.meta = meta, .meta_len = meta_len, .exclude = exclude, .exclude_node = exclude_node};
+    return sy_server_publish_x(ctx, topic, topic_len, data, len, SY_SEND_COMPRESS, &x, &n);
+}
+
 sy_err_t sy_server_set_pusher(sy_server_t *s, struct sy_pusher_apps *apps, const sy_pusher_cfg_t *cfg, uint64_t *node,
                               char *err, size_t errlen) {
     if (s->listening || s->shared.pusher != NULL) {
@@ -692,6 +703,8 @@ sy_err_t sy_server_set_pusher(sy_server_t *s, struct sy_pusher_apps *apps, const
         return rc;
     }
     s->shared.pusher = p;
+    s->shared.publish = publish_from_io;
+    s->shared.publish_ctx = s;
     *node = sy_pusher_srv_node(p);
     return 0;
 }

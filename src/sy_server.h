@@ -112,7 +112,7 @@ sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, 
  * protocol's frame (Pusher's event name, at most SY_PUB_META_MAX bytes;
  * the bus carries it to the other nodes) and a connection to leave out
  * (exclude: its id, 0 none; exclude_node: the Pusher node of its socket id,
- * which is how another node tells it is its own: 0 this node). */
+ * 0 this node's: only the node it names leaves it out). */
 #define SY_PUB_META_MAX 1024
 typedef struct sy_pub_extra {
     const void *meta;

@@ -18,6 +18,14 @@ int sy_server_push_io(sy_io_t *io, const sy_cmd_t *cmd, unsigned flags) {
     return (flags & SY_SEND_LATER) ? sy_io_push_later(io, cmd) : sy_io_push(io, cmd);
 }
 
+/* The connection x leaves out when it is on this node (its socket id's
+ * node is this server's, or 0), else 0. */
+static uint64_t excluded_here(const sy_server_t *s, const sy_pub_extra_t *x) {
+    if (x == NULL || x->exclude == 0)
+        return 0;
+    return x->exclude_node == 0 || x->exclude_node == sy_server_pusher_node(s) ? x->exclude : 0;
+}
+
 /* Queues the message's frames to every IO thread with subscribers of t
  * (plain: made on first need, one reference each; v1: the symphony.v1
  * frame or NULL, a reference each). */
@@ -47,7 +55,7 @@ static int push_publish(sy_server_t *s, sy_topic_t *t, const void *data, size_t 
                         .v1 = v1,
                         .epoch = epoch,
                         .meta = meta,
-                        .conn = x != NULL ? x->exclude : 0};
+                        .conn = excluded_here(s, x)};
         if (sy_server_push_io(s->io[i], &cmd, flags) != 0) {
             sy_refbuf_release(m);
             sy_refbuf_release(v1);
@@ -114,7 +122,9 @@ static void announce(sy_server_t *s, sy_topic_t *t, const sy_history_t *h, const
  * (its Pusher node: 0 none) and id (8 bytes each, little-endian). */
 #define EXTRAS_FIXED 18u
 
-static uint8_t *extras_join(const sy_pub_extra_t *x, const void *data, size_t len, size_t *out_len) {
+static uint8_t *extras_join(const sy_server_t *s, const sy_pub_extra_t *x, const void *data, size_t len,
+                            size_t *out_len) {
+    uint64_t node = x->exclude != 0 && x->exclude_node == 0 ? sy_server_pusher_node(s) : x->exclude_node;
     uint8_t *p = sy_malloc(EXTRAS_FIXED + x->meta_len + len);
     if (p == NULL)
         return NULL;
@@ -124,7 +134,7 @@ static uint8_t *extras_join(const sy_pub_extra_t *x, const void *data, size_t le
         memcpy(p + 2, x->meta, x->meta_len);
     uint8_t *q = p + 2 + x->meta_len;
     for (unsigned i = 0; i < 8; i++) {
-        q[i] = (uint8_t)(x->exclude_node >> (8 * i));
+        q[i] = (uint8_t)(node >> (8 * i));
         q[8 + i] = (uint8_t)(x->exclude >> (8 * i));
     }
     if (len > 0)
@@ -133,9 +143,9 @@ static uint8_t *extras_join(const sy_pub_extra_t *x, const void *data, size_t le
     return p;
 }
 
-/* Reads the extras at *data (moved past them); the excluded connection is
- * kept only when its node is this server's. False: cut short. */
-static bool extras_read(const sy_server_t *s, const void **data, size_t *len, sy_pub_extra_t *x) {
+/* Reads the extras at *data (moved past them; push_publish leaves the
+ * connection out only on the node it names). False: cut short. */
+static bool extras_read(const void **data, size_t *len, sy_pub_extra_t *x) {
     const uint8_t *p = *data;
     if (*len < EXTRAS_FIXED)
         return false;
@@ -148,9 +158,7 @@ static bool extras_read(const sy_server_t *s, const void **data, size_t *len, sy
         node |= (uint64_t)q[i] << (8 * i);
         conn |= (uint64_t)q[8 + i] << (8 * i);
     }
-    *x = (sy_pub_extra_t){.meta = p + 2, .meta_len = ml, .exclude_node = node, .exclude = 0};
-    if (node != 0 && node == sy_server_pusher_node(s))
-        x->exclude = conn;
+    *x = (sy_pub_extra_t){.meta = p + 2, .meta_len = ml, .exclude_node = node, .exclude = node != 0 ? conn : 0};
     *data = q + 16;
     *len -= EXTRAS_FIXED + ml;
     return true;
@@ -235,7 +243,7 @@ static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_
         const void *body = data;
         size_t body_len = len;
         if (x != NULL) {
-            if ((joined = extras_join(x, data, len, &body_len)) == NULL)
+            if ((joined = extras_join(s, x, data, len, &body_len)) == NULL)
                 return ENOMEM;
             body = joined;
             env |= SY_BUS_ENV_META;
@@ -309,7 +317,7 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
     unsigned flags =
         ((env & SY_BUS_ENV_BINARY) ? SY_SEND_BINARY : 0) | ((env & SY_BUS_ENV_COMPRESS) ? SY_SEND_COMPRESS : 0);
     sy_pub_extra_t x;
-    if ((env & SY_BUS_ENV_META) && !extras_read(s, &data, &len, &x))
+    if ((env & SY_BUS_ENV_META) && !extras_read(&data, &len, &x))
         return; /* cut short: not one of ours */
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
     if (t != NULL) {
@@ -341,7 +349,7 @@ static void bus_history_deliver(void *ctx, const char *topic, size_t topic_len, 
         return;
     seq_at_t at = {.epoch = epoch, .offset = offset, .live = live};
     sy_pub_extra_t x;
-    if ((env & SY_BUS_ENV_META) && !extras_read(s, &data, &len, &x)) {
+    if ((env & SY_BUS_ENV_META) && !extras_read(&data, &len, &x)) {
         sy_topic_release(&s->shared.topics, t);
         return;
     }

@@ -49,3 +49,28 @@ test('two nodes: server.publish(topic, data, { event }) on A reaches pusher-js o
   await two;
   assert.deepEqual(got, [['order-created', { id: 7 }], ['message', 'no event']]);
 });
+
+test('two nodes: the SDK triggers on A; pusher-js on B gets it, and a socket_id of B is left out on B', async (t) => {
+  const redis = await startRedis({ t });
+  const a = await node(t, redis);
+  const b = await node(t, redis);
+  const one = await client(t, b.address().port);
+  const two = await client(t, b.address().port);
+  const chans = [one.subscribe('room'), two.subscribe('room')];
+  await Promise.all(chans.map((ch) => new Promise((resolve) => ch.bind('pusher:subscription_succeeded', resolve))));
+  await poll(async () => (await numSub(redis, 'symphony:room')) === 1, { what: 'node B subscribed in Redis', timeoutMs: 5000 });
+  const got = [[], []];
+  const done = new Promise((resolve) => {
+    chans.forEach((ch, i) => ch.bind_global((event, data) => {
+      if (event.startsWith('pusher')) return;
+      got[i].push([event, data]);
+      if (got[0].length === 1 && got[1].length === 2) resolve();
+    }));
+  });
+  const onA = new PusherSdk({ appId: APP.id, key: APP.key, secret: APP.secret, host: '127.0.0.1', port: String(a.address().port), useTLS: false });
+  assert.equal((await onA.trigger('room', 'not-for-one', { n: 1 }, { socket_id: one.connection.socket_id })).status, 200);
+  assert.equal((await onA.trigger('room', 'for-all', { n: 2 })).status, 200);
+  await done;
+  assert.deepEqual(got[0], [['for-all', { n: 2 }]]);
+  assert.deepEqual(got[1], [['not-for-one', { n: 1 }], ['for-all', { n: 2 }]]);
+});

@@ -13,8 +13,12 @@
 #include "io/app/sy_subs.h"
 #include "io/conn/sy_conn.h"
 #include "io/model/sy_topic.h"
+#include "io/wire/sy_reply.h"
 #include "proto/sy_http.h"
 #include "proto/sy_pusher.h"
+#include "proto/sy_pusher_http.h"
+
+#include <time.h>
 
 #define PONG_TIMEOUT_S 30 /* pusher-js' pongTimeout: how long the server waits for its ping's answer */
 
@@ -394,6 +398,138 @@ static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uin
     sy_pusher_msg_free(&m);
 }
 
+/* ---- the HTTP API ------------------------------------------------------------------ */
+
+/* Reads "<node>.<conn id>" (checked with sy_pusher_socket_id_valid). */
+static void socket_id_split(const char *s, size_t n, uint64_t *node, uint64_t *conn) {
+    uint64_t a = 0, b = 0;
+    size_t i = 0;
+    for (; i < n && s[i] != '.'; i++)
+        a = a * 10 + (uint64_t)(s[i] - '0');
+    for (i++; i < n; i++)
+        b = b * 10 + (uint64_t)(s[i] - '0');
+    *node = a;
+    *conn = b;
+}
+
+static void api_error(sy_io_t *io, sy_conn_t *c, sy_pusher_http_err_t e, const sy_pusher_req_t *r) {
+    char why[1024];
+    (void)sy_pusher_http_message(why, sizeof(why), e, r, (int64_t)time(NULL));
+    sy_reply_error(io, c, (int)sy_pusher_http_status(e), why);
+}
+
+/* The events of an authorized EVENTS or BATCH_EVENTS request, published
+ * from here: each event to each of its channels, with its name as the
+ * publish's meta and its socket_id left out. */
+static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint8_t *body, size_t len,
+                                        sy_pusher_route_t route) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    const sy_pusher_app_opts_t *o = sy_pusher_app_opts(a->app);
+    sy_pusher_http_limits_t lim = {.max_body = (size_t)o->max_payload * o->max_batch + 65536,
+                                   .max_event_len = o->max_event_len,
+                                   .max_channel_len = o->max_channel_len,
+                                   .max_payload = o->max_payload,
+                                   .max_channels = o->max_channels_per_event,
+                                   .max_batch = o->max_batch};
+    sy_pusher_events_t ev;
+    sy_pusher_http_err_t e = sy_pusher_http_events(route, body, len, &lim, &ev);
+    if (e != SY_PUSHER_HTTP_OK)
+        return e;
+    char name[SY_PUSHER_ID_MAX + 2 + 1024];
+    for (size_t i = 0; i < ev.nevents && e == SY_PUSHER_HTTP_OK; i++) {
+        const sy_pusher_api_event_t *x = &ev.events[i];
+        uint64_t node = 0, conn = 0;
+        if (x->socket_id.s != NULL)
+            socket_id_split(x->socket_id.s, x->socket_id.len, &node, &conn);
+        for (size_t k = 0; k < x->nchannels && e == SY_PUSHER_HTTP_OK; k++) {
+            size_t n = topic_name(a, x->channels[k].s, x->channels[k].len, name, sizeof(name));
+            if (n == 0 ||
+                sh->publish(sh->publish_ctx, name, n, x->data.s, x->data.len, x->name.s, x->name.len, conn, node) != 0)
+                e = n == 0 ? SY_PUSHER_HTTP_CHANNEL_NAME : SY_PUSHER_HTTP_NOMEM;
+        }
+    }
+    sy_pusher_events_free(&ev);
+    return e;
+}
+
+/* POST <prefix>/apps/<id>/events and /batch_events: read, authorized and
+ * published here; the GET endpoints and terminate_connections are not
+ * wired yet (501). */
+static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, size_t head) {
+    sy_pusher_srv_t *p = srv_of(io);
+    if (req->target_len < p->prefix_len + 6 || memcmp(req->target, p->prefix, p->prefix_len) != 0 ||
+        memcmp(req->target + p->prefix_len, "/apps/", 6) != 0)
+        return false;
+    const char *target = req->target + p->prefix_len;
+    size_t target_len = req->target_len - p->prefix_len;
+    size_t body_len = 0;
+    const sy_http_header_t *cl = sy_http_find_header(req, SY_HTTP_LIT("Content-Length"), NULL);
+    for (size_t i = 0; cl != NULL && i < cl->value_len; i++) {
+        if (cl->value[i] < '0' || cl->value[i] > '9' || body_len > (64u << 20)) {
+            sy_reply_error(io, c, 400, "Invalid Content-Length");
+            return true;
+        }
+        body_len = body_len * 10 + (size_t)(cl->value[i] - '0');
+    }
+    int64_t now = (int64_t)time(NULL);
+    sy_pusher_req_t r;
+    sy_pusher_http_err_t e = sy_pusher_http_request(req->method, req->method_len, target, target_len, body_len, now,
+                                                    SY_PUSHER_CHANNEL_MAX_DEFAULT * 5, &r);
+    if (e != SY_PUSHER_HTTP_OK) {
+        api_error(io, c, e, NULL);
+        sy_pusher_req_free(&r);
+        return true;
+    }
+    if (r.route != SY_PUSHER_API_EVENTS && r.route != SY_PUSHER_API_BATCH_EVENTS) {
+        sy_reply_error(io, c, 501,
+                       "This endpoint of the HTTP API is not supported yet: only POST /apps/<id>/events and "
+                       "/batch_events");
+        sy_pusher_req_free(&r);
+        return true;
+    }
+    const sy_pusher_app_t *app = sy_pusher_apps_by_id(p->apps, r.app_id, r.app_id_len);
+    const papp_t *a = NULL;
+    for (size_t i = 0; app != NULL && i < p->napps; i++)
+        if (p->app[i].app == app)
+            a = &p->app[i];
+    const sy_pusher_app_opts_t *o = a != NULL ? sy_pusher_app_opts(app) : NULL;
+    if (a == NULL)
+        e = SY_PUSHER_HTTP_UNKNOWN_APP;
+    else if (body_len > (size_t)o->max_payload * o->max_batch + 65536)
+        e = SY_PUSHER_HTTP_TOO_LARGE;
+    if (e != SY_PUSHER_HTTP_OK) {
+        api_error(io, c, e, &r);
+        sy_pusher_req_free(&r);
+        return true;
+    }
+    if (c->rlen < head + body_len) { /* the body is still coming: the head is read again with it */
+        sy_pusher_req_free(&r);
+        return true;
+    }
+    const uint8_t *body = c->rbuf + head;
+    sy_pusher_auth_t ar = sy_pusher_auth_request(p->apps, app, r.auth_key, r.auth_key_len, r.to_sign, r.to_sign_len,
+                                                 r.auth_signature, r.auth_signature_len);
+    if (ar == SY_PUSHER_AUTH_KEY)
+        e = SY_PUSHER_HTTP_UNKNOWN_KEY;
+    else if (ar != SY_PUSHER_AUTH_OK)
+        e = ar == SY_PUSHER_AUTH_NOMEM ? SY_PUSHER_HTTP_NOMEM : SY_PUSHER_HTTP_SIGNATURE;
+    else if (body_len > 0 && !sy_pusher_body_md5_ok(p->apps, body, body_len, r.body_md5, r.body_md5_len))
+        e = SY_PUSHER_HTTP_BODY_MD5;
+    else if (!a->enabled)
+        e = SY_PUSHER_HTTP_UNKNOWN_APP;
+    else
+        e = api_publish(io, a, body, body_len, r.route);
+    if (e != SY_PUSHER_HTTP_OK) {
+        api_error(io, c, e, &r);
+    } else {
+        static const char ok[] =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+        sy_reply(io, c, sy_refbuf_raw(ok, sizeof(ok) - 1), false);
+    }
+    sy_pusher_req_free(&r);
+    return true;
+}
+
 /* ---- publishes -------------------------------------------------------------------- */
 
 /* The event name of a publish that names none (server.publish(topic,
@@ -427,6 +563,7 @@ const sy_msgproto_t sy_pusher_proto = {
     .message = pusher_message,
     .publish_frame = pusher_publish_frame,
     .claim = pusher_claim,
+    .request = pusher_request,
     .opened = pusher_opened,
     .idle = pusher_idle,
     .closing = pusher_closing,

@@ -49,6 +49,7 @@
 
 #include "base/sy_refbuf.h"
 #include "io/loop/sy_loop.h"
+#include "proto/sy_http.h"
 
 struct sy_conn;
 
@@ -119,6 +120,12 @@ typedef struct sy_msgproto {
      * speaks it, answered 101 without a subprotocol (the operation may keep
      * state for c by its slot, which closing gives back). NULL: never. */
     bool (*claim)(sy_io_t *io, struct sy_conn *c, const char *target, size_t len);
+    /* An HTTP request that is not an upgrade (Pusher's HTTP API), before
+     * the path option and event streams' POSTs: true when it is this
+     * protocol's (answered with sy_reply, or left in c->rbuf until its
+     * body has come: the head is read again with more bytes). head: the
+     * head's bytes in c->rbuf. NULL: none. */
+    bool (*request)(sy_io_t *io, struct sy_conn *c, const sy_http_request_t *req, size_t head);
     /* c, claimed, is open (SY_EV_OPEN emitted with `tag` as its protocol):
      * its greeting, or its refusal and close. NULL: nothing. */
     void (*opened)(sy_io_t *io, struct sy_conn *c);

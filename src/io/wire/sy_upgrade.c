@@ -166,6 +166,20 @@ void sy_upgrade_open_ws(sy_io_t *io, sy_conn_t *c, const char *accept, const cha
     open_ws(io, c, accept, proto, proto_len, owner_extra, owner_extra_len, NULL);
 }
 
+/* A request that is not an upgrade, taken by a registered message
+ * protocol (sy_msgproto_t's request: Pusher's HTTP API). */
+static bool requested(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, long head) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    if (sy_http_find_header(req, SY_HTTP_LIT("Upgrade"), NULL) != NULL)
+        return false;
+    for (unsigned i = SY_PROTO_FIRST_FREE; i < SY_PROTOS; i++) {
+        const sy_msgproto_t *mp = sh->protos[i];
+        if (mp != NULL && mp->request != NULL && mp->request(io, c, req, (size_t)head))
+            return true;
+    }
+    return false;
+}
+
 /* A WebSocket upgrade whose path a registered message protocol claims
  * (sy_msgproto_t's claim: Pusher's /app/<key>): answered 101 without a
  * subprotocol and opened on that protocol, before the path option and the
@@ -437,7 +451,7 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
         sy_reply_error(io, c, sy_http_error_status(n), sy_http_error_str(n));
         return;
     }
-    if (claimed(io, c, &req, n))
+    if (claimed(io, c, &req, n) || requested(io, c, &req, n))
         return;
     if (!path_allowed(io, req.target, req.target_len)) {
         sy_reply_error(io, c, 404, "no WebSocket endpoint at this path");
