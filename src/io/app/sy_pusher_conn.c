@@ -37,6 +37,7 @@ typedef struct pconn {
     bool counted;  /* in app->conns */
     bool ping_out; /* a pusher:ping is out, sent at ping_ms */
     int64_t ping_ms;
+    int64_t ev_tat_us; /* client events' rate (GCRA): their theoretical arrival time */
     uint8_t sid_len;
     char sid[SY_PUSHER_SOCKET_ID_MAX];
 } pconn_t;
@@ -354,6 +355,42 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_m
         (void)sy_conn_unsubscribe(io, c, sub->topic); /* Pusher answers nothing */
 }
 
+/* A client event (client-* on a private channel the connection holds, the
+ * app's enableClientMessages on, under maxClientEventsPerSecond): published
+ * from here to the channel's other subscribers, on every node; its data
+ * (JSON as the client sent it) is the publish's payload, its name the
+ * meta. */
+static void client_event(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    const sy_pusher_app_opts_t *o = sy_pusher_app_opts(s->app->app);
+    const char *why = NULL;
+    char name[SY_PUSHER_ID_MAX + 2 + 1024];
+    size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
+    if (!o->client_events)
+        why = "Client events are not enabled for this app (enableClientMessages)";
+    else if (m->chan.type == SY_PUSHER_PRESENCE)
+        why = "Client events on presence- channels are not supported yet";
+    else if (n == 0 || held(c, name, n) == NULL)
+        why = "Client event rejected: not subscribed to the channel";
+    if (why == NULL && o->client_events_per_sec > 0) {
+        /* A burst of a second's worth, refilled evenly (GCRA in µs). */
+        int64_t now = sy_io_ctx(io)->now_ms * 1000, interval = 1000000 / (int64_t)o->client_events_per_sec;
+        int64_t t = s->ev_tat_us < now ? now : s->ev_tat_us;
+        if (t - now + interval > 1000000)
+            why = "Client event rejected: rate limit (maxClientEventsPerSecond)";
+        else
+            s->ev_tat_us = t + interval;
+    }
+    if (why != NULL) {
+        say(io, c, sy_pusher_error_frame(4301, why, strlen(why)));
+        return;
+    }
+    const char *data = m->data != NULL ? m->data : "null";
+    size_t len = m->data != NULL ? m->data_len : 4;
+    if (sh->publish(sh->publish_ctx, name, n, data, len, m->event, m->event_len, sy_conn_id(io, c), 0) != 0)
+        sy_conn_fail_oom(io, c);
+}
+
 static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
     pconn_t *s = state_of(io, c);
     if (s == NULL || s->app == NULL || s->code != 0)
@@ -387,11 +424,9 @@ static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uin
         say(io, c, sy_pusher_error_frame(4009, why, sizeof(why) - 1));
         break;
     }
-    case SY_PUSHER_MSG_CLIENT_EVENT: {
-        static const char why[] = "Client events are not supported yet";
-        say(io, c, sy_pusher_error_frame(4301, why, sizeof(why) - 1));
+    case SY_PUSHER_MSG_CLIENT_EVENT:
+        client_event(io, c, s, &m);
         break;
-    }
     default: /* ignored, as Pusher does */
         break;
     }
