@@ -7,9 +7,9 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const WebSocket = require('ws');
-const PusherJs = require('pusher-js');
 const PusherSdk = require('pusher');
 const { Server } = require('../..');
+const { pusherClient, joined } = require('../helpers/pusher-client');
 
 const APP = { id: 'app1', key: 'key1', secret: 'secret1', enableClientMessages: true, maxClientEventsPerSecond: 3 };
 const sdk = new PusherSdk({ appId: APP.id, key: APP.key, secret: APP.secret });
@@ -21,21 +21,7 @@ async function start(t, app = APP) {
   return { server, port: server.address().port };
 }
 
-async function client(t, port) {
-  const p = new PusherJs(APP.key, {
-    wsHost: '127.0.0.1', wsPort: port, forceTLS: false, enabledTransports: ['ws'], cluster: 'local', disableStats: true,
-    channelAuthorization: { customHandler: ({ socketId, channelName }, cb) => cb(null, sdk.authorizeChannel(socketId, channelName)) },
-  });
-  t.after(() => p.disconnect());
-  await new Promise((resolve) => p.connection.bind('connected', resolve));
-  return p;
-}
-
-async function joined(p, name) {
-  const ch = p.subscribe(name);
-  await new Promise((resolve) => ch.bind('pusher:subscription_succeeded', resolve));
-  return ch;
-}
+const client = (t, port) => pusherClient(t, port, { key: APP.key, authorize: (s, c) => sdk.authorizeChannel(s, c) });
 
 /** The next pusher:error the connection reports (its data: { code, message }). */
 const nextError = (p) => new Promise((resolve) => p.connection.bind('error', (e) => resolve(e.data ?? e.error?.data)));

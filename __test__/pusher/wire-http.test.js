@@ -7,9 +7,9 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const http = require('node:http');
-const PusherJs = require('pusher-js');
 const PusherSdk = require('pusher');
 const { Server } = require('../..');
+const { pusherClient, joined: subscribe } = require('../helpers/pusher-client');
 
 const APP = { id: 'app1', key: 'key1', secret: 'secret1' };
 
@@ -22,24 +22,7 @@ async function start(t, pusher = {}) {
   return { server, port, sdk };
 }
 
-async function client(t, port, sdk) {
-  const p = new PusherJs(APP.key, {
-    wsHost: '127.0.0.1', wsPort: port, forceTLS: false, enabledTransports: ['ws'], cluster: 'local', disableStats: true,
-    channelAuthorization: { customHandler: ({ socketId, channelName }, cb) => cb(null, sdk.authorizeChannel(socketId, channelName)) },
-  });
-  t.after(() => p.disconnect());
-  await new Promise((resolve) => p.connection.bind('connected', resolve));
-  return p;
-}
-
-async function subscribe(p, name) {
-  const ch = p.subscribe(name);
-  await new Promise((resolve, reject) => {
-    ch.bind('pusher:subscription_succeeded', resolve);
-    ch.bind('pusher:subscription_error', reject);
-  });
-  return ch;
-}
+const client = (t, port, sdk) => pusherClient(t, port, { key: APP.key, authorize: (s, c) => sdk.authorizeChannel(s, c) });
 
 /** The events a channel gets, as [event, data], with a wait for the n-th. */
 function recorder(ch) {

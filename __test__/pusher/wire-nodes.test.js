@@ -4,9 +4,9 @@
 // on the other, in Pusher's envelope, with that event name.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const PusherJs = require('pusher-js');
 const PusherSdk = require('pusher');
 const { Server } = require('../..');
+const { pusherClient } = require('../helpers/pusher-client');
 const { startRedis, numSub, poll } = require('../helpers/redis');
 
 const APP = { id: 'app1', key: 'key1', secret: 'secret1' };
@@ -21,15 +21,7 @@ async function node(t, redis) {
   return server;
 }
 
-async function client(t, port) {
-  const p = new PusherJs(APP.key, {
-    wsHost: '127.0.0.1', wsPort: port, forceTLS: false, enabledTransports: ['ws'], cluster: 'local', disableStats: true,
-    channelAuthorization: { customHandler: ({ socketId, channelName }, cb) => cb(null, sdk.authorizeChannel(socketId, channelName)) },
-  });
-  t.after(() => p.disconnect());
-  await new Promise((resolve) => p.connection.bind('connected', resolve));
-  return p;
-}
+const client = (t, port) => pusherClient(t, port, { key: APP.key, authorize: (s, c) => sdk.authorizeChannel(s, c) });
 
 test('two nodes: server.publish(topic, data, { event }) on A reaches pusher-js on B with that event', async (t) => {
   const redis = await startRedis({ t });

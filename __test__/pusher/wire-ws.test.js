@@ -11,6 +11,7 @@ const WebSocket = require('ws');
 const PusherJs = require('pusher-js');
 const PusherSdk = require('pusher');
 const { Server } = require('../..');
+const { pusherClient } = require('../helpers/pusher-client');
 
 const APP = { id: 'app1', key: 'key1', secret: 'secret1' };
 const OTHER = { id: 'app2', key: 'key2', secret: 'secret2' };
@@ -24,27 +25,13 @@ async function start(t, pusher = {}, extra = {}) {
 }
 
 /** pusher-js connected to port (its channels authorized with the SDK for app, or as given). */
-async function client(t, port, { key = APP.key, authorize } = {}) {
-  const signer = authorize ?? ((socketId, channel) => sdk.authorizeChannel(socketId, channel));
-  const p = new PusherJs(key, {
-    wsHost: '127.0.0.1', wsPort: port, forceTLS: false, enabledTransports: ['ws'], cluster: 'local',
-    disableStats: true,
-    channelAuthorization: { customHandler: ({ socketId, channelName }, cb) => cb(null, signer(socketId, channelName)) },
-  });
-  t.after(() => p.disconnect());
-  await new Promise((resolve, reject) => {
-    p.connection.bind('connected', resolve);
-    p.connection.bind('failed', () => reject(new Error('pusher-js failed')));
-  });
-  return p;
-}
-
-function subscribed(channel) {
-  return new Promise((resolve, reject) => {
-    channel.bind('pusher:subscription_succeeded', resolve);
-    channel.bind('pusher:subscription_error', (e) => reject(Object.assign(new Error('subscription_error'), { detail: e })));
-  });
-}
+const client = (t, port, { key = APP.key, authorize } = {}) =>
+  pusherClient(t, port, { key, authorize: authorize ?? ((s, c) => sdk.authorizeChannel(s, c)) });
+/** A channel subscribed already: its subscription_succeeded (a subscription_error rejects). */
+const subscribed = (channel) => new Promise((resolve, reject) => {
+  channel.bind('pusher:subscription_succeeded', resolve);
+  channel.bind('pusher:subscription_error', (e) => reject(Object.assign(new Error('subscription_error'), { detail: e })));
+});
 
 /** A raw WebSocket at path: its JSON messages in order (next()), its close. */
 async function raw(t, port, path) {
