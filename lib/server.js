@@ -1022,9 +1022,9 @@ class Server extends EventEmitter {
   #publishTo(native, target, data, options) {
     checkData(data);
     const flags = sendFlags(options, data, true);
-    const event = publishEvent(options);
+    const event = publishEvent(options, typeof target === 'string');
     if (this.#state !== 'listening') return 0;
-    const n = event === undefined || typeof target !== 'string' ? native(this.#handle, target, data, flags)
+    const n = event === undefined ? native(this.#handle, target, data, flags)
       : publishWithEvent(this.#handle, target, data, flags, event);
     this.#owe();
     return n;

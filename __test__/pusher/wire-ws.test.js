@@ -97,6 +97,7 @@ test('server.publish(topic, data, { event }) names the Pusher event; a bad event
     assert.throws(() => server.publish('orders', 'x', { event }), { code: 'ERR_INVALID_ARG_VALUE' }, event);
   }
   assert.throws(() => server.publish('orders', 'x', { event: 1 }), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => server.topic('orders').publish('x', { event: 'e' }), { code: 'ERR_INVALID_ARG_VALUE' });
 });
 
 test('a second app: its channels are the topics "<app id>:<channel>"', async (t) => {

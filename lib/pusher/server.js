@@ -31,9 +31,10 @@ function pusherSummary(pusher) {
  * (1 to 200 characters, not pusher: or pusher_internal:), or undefined
  * when options name none (Pusher subscribers then get "message").
  */
-function publishEvent(options) {
+function publishEvent(options, byName = true) {
   const event = options?.event;
   if (event === undefined) return undefined;
+  if (!byName) throw invalidArgValue('options.event', "is server.publish()'s only (not yet a topic handle's publish())", event);
   if (typeof event !== 'string') throw invalidArgType('options.event', 'a string', event);
   if (event.length === 0 || Buffer.byteLength(event) > 200 || /^pusher(_internal)?:/.test(event)) {
     throw invalidArgValue('options.event', 'must be 1 to 200 bytes, not beginning with "pusher:" or "pusher_internal:"', event);
