@@ -51,6 +51,15 @@ napi_value sy_binding_bus_call(napi_env env, struct sy_server *srv, napi_threads
                                napi_value route, napi_value args);
 /* stats().bus: its counters and state, or null without a bus. */
 napi_value sy_binding_bus_stats(napi_env env, struct sy_server *srv);
+/* serverSetPusher's work (binding/pusher.c): the pusher option (lib/pusher/
+ * config.js checks and fills it) made into the server's apps and Pusher
+ * protocol, before it starts. Its socket ids' node (a number), or NULL with
+ * an exception pending. */
+napi_value sy_binding_pusher_set(napi_env env, struct sy_server *srv, napi_value opts);
+/* serverPublishEvent(handle, topic, data, flags, event): publish() with an
+ * event name (the publish's meta: Pusher's event); argv from topic on.
+ * Subscribers (a number), or NULL with an exception pending. */
+napi_value sy_binding_publish_event(napi_env env, struct sy_server *srv, napi_value *argv);
 /* exports.busStatFields: [{ name, metric, type, help }], frozen. */
 bool sy_binding_bus_init(napi_env env, napi_value exports);
 

@@ -187,6 +187,18 @@ napi_value server_set_bus(napi_env env, napi_callback_info info) {
     return sy_binding_bus_set(env, c.b->srv, c.argv[1], c.argv[2], &c.b->bus_tsfn);
 }
 
+/* serverSetPusher(handle, pusher) -> node (binding/pusher.c) */
+napi_value server_set_pusher(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    return sy_bcall(env, info, &c, "-") ? sy_binding_pusher_set(env, c.b->srv, c.argv[1]) : NULL;
+}
+
+/* serverPublishEvent(handle, topic, data, flags, event) -> subscribers (binding/pusher.c) */
+napi_value server_publish_event(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    return sy_bcall(env, info, &c, "- - - -") ? sy_binding_publish_event(env, c.b->srv, c.argv + 1) : NULL;
+}
+
 /* serverBusCall(handle, id, route, args) -> boolean (binding/bus.c) */
 napi_value server_bus_call(napi_env env, napi_callback_info info) {
     sy_bcall_t c;

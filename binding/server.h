@@ -178,6 +178,7 @@ bool sy_bstats_init(napi_env env, napi_value exports);
     X(serverCreate, server_create) X(serverListen, server_listen) X(serverWake, server_wake) \
     X(serverRef, server_ref) X(serverSetBus, server_set_bus) X(serverBusStats, server_bus_stats) \
     X(serverBusCall, server_bus_call) X(serverClose, server_close) \
+    X(serverSetPusher, server_set_pusher) X(serverPublishEvent, server_publish_event) \
     /* server_conn.c */ \
     X(serverAdopt, server_adopt) X(serverSend, server_send) X(serverSubscribe, server_subscribe) \
     X(serverUnsubscribe, server_unsubscribe) X(serverSubscribeSince, server_subscribe_since) \

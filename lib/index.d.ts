@@ -34,7 +34,7 @@ export interface UpgradeRequest {
 }
 
 /** How a connection reaches its client (docs/sse.md). */
-export type Transport = 'websocket' | 'sse';
+export type Transport = 'websocket' | 'sse' | 'pusher';
 
 /**
  * onUpgrade's answer. UserData: what `data` attaches to the connection
@@ -197,6 +197,8 @@ export interface ServerOptions<UserData = unknown> {
    * grants its topic goes live with no call into JavaScript; one whose token is invalid, expired or does
    * not grant the topic is refused ('token-expired', 'forbidden', ...). Default null. */
   tokens?: TokensOptions | null;
+  /** The Pusher Channels protocol (docs/pusher.md) at <pathPrefix>/app/<key>, beside symphony's own. Default null. */
+  pusher?: PusherOptions | null;
   /** A hook not answered after this many ms refuses with 'timeout'. Default 5000. */
   askTimeout?: number;
   /** Subscriptions per connection a client may hold and ask for (0: no limit). Default 1024. */
@@ -288,6 +290,39 @@ export interface BusTlsOptions {
 
 export type BusState = 'connecting' | 'up' | 'down';
 
+/** One Pusher app (docs/pusher.md). */
+export interface PusherApp {
+  id: string | number;
+  key: string;
+  /** One secret, or up to 4: the first signs, every one verifies. */
+  secret: string | string[];
+  enabled?: boolean;
+  enableClientMessages?: boolean;
+  enableUserAuthentication?: boolean;
+  maxConnections?: number;
+  maxClientEventsPerSecond?: number;
+  maxBackendEventsPerSecond?: number;
+  maxReadRequestsPerSecond?: number;
+  webhooks?: Array<{ url: string; event_types: string[]; headers?: Record<string, string>; filter?: { channel_name_starts_with?: string; channel_name_ends_with?: string } }>;
+}
+
+/** The pusher option (docs/pusher.md): apps and the protocol's limits. */
+export interface PusherOptions {
+  apps: PusherApp[];
+  pathPrefix?: string;
+  activityTimeout?: number;
+  maxChannelNameLength?: number;
+  maxEventNameLength?: number;
+  maxEventBytes?: number;
+  maxChannelsPerEvent?: number;
+  maxBatchSize?: number;
+  maxPresenceMembers?: number;
+  maxPresenceMemberBytes?: number;
+  userAuthenticationTimeout?: number;
+  cacheTtl?: number;
+  webhookBatching?: boolean;
+}
+
 /** The bus is down: message is Redis' own error text (or the socket's). code 'ERR_BUS_DOWN'. */
 export interface BusError extends Error {
   code: 'ERR_BUS_DOWN';
@@ -345,6 +380,8 @@ export interface BusStats {
 export interface PublishOptions extends SendOptions {
   /** This node only, not the bus. Default false. */
   local?: boolean;
+  /** server.publish() only: the event name Pusher subscribers get (docs/pusher.md). Default 'message'. */
+  event?: string;
 }
 
 /** One IO thread's counters. The list comes from src/io/model/sy_stats.h (binding.statFields);
@@ -589,7 +626,7 @@ export class Server<UserData = unknown> extends EventEmitter {
   metrics(labels?: Record<string, string>): string;
   close(): Promise<void>;
 
-  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: UserData; compression: boolean; recovery: Array<Recovery & { topic: string }>; transport: Transport }) => void): this;
+  on(event: 'open', listener: (id: ConnectionId, info: { protocol: string; data: UserData; compression: boolean; recovery: Array<Recovery & { topic: string }>; transport: Transport; socketId?: string }) => void): this;
   /** A resume's result (at the accept, after 'open'; or a subscribe with since). */
   on(event: 'recovery', listener: (id: ConnectionId, topic: string, result: Recovery) => void): this;
   on(event: 'message', listener: (id: ConnectionId, data: Buffer, isBinary: boolean) => void): this;

@@ -15,6 +15,7 @@ const { busOption } = require('./bus');
 const { presenceOption } = require('./presence');
 const { proxyProtocolOptions, trustProxyOption } = require('./proxy');
 const { tokensOption } = require('./tokens');
+const { pusherOptions } = require('./pusher/config');
 
 // The rows lib/ names by a path of the user's options ("" rows it derives:
 // upgradeHandler from onUpgrade, tellTokenSubscribes, proxyProtocol).
@@ -92,6 +93,8 @@ const DEFAULTS = Object.freeze({
   onRequest: null,
   // Tokens (JWT) the IO threads verify: { keys, audience, issuer, leeway } (docs/tokens.md).
   tokens: null,
+  // Pusher Channels' protocol and HTTP API beside symphony's own (docs/pusher.md).
+  pusher: null,
   // A hook that has not answered after this many ms refuses ('timeout').
   askTimeout: 5000,
 });
@@ -173,6 +176,7 @@ function normalizeOptions(options) {
   }
   integer('options.askTimeout', o.askTimeout, 1, 2147483647);
   o.tokens = tokensOption(o.tokens);
+  o.pusher = pusherOptions(o.pusher);
   if (o.tls !== null) tlsArgs(o.tls, 'options.tls'); // checked now, applied by the constructor
   if (typeof o.noServer !== 'boolean') throw invalidArgType('options.noServer', 'of type boolean', o.noServer);
   if (o.noServer && o.tls !== null) {

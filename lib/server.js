@@ -13,6 +13,7 @@ const { trustProxyOption, clientAddress } = require('./proxy');
 const { DEFAULTS, normalizeOptions, nativeOptions, topicHistoryOption, tlsArgs, tlsSummary, isBytes } = require('./options');
 const { Asks } = require('./asks');
 const { nativeKeys } = require('./tokens');
+const { setPusher, pusherOpenInfo, pusherSummary, publishEvent, publishWithEvent } = require('./pusher/server');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server_stats.c): checked here first only to name the user's argument.
@@ -194,6 +195,7 @@ class Server extends EventEmitter {
   #handle;
   #opts;
   #trust = null; // options.trustProxy, compiled (lib/proxy.js)
+  #pusherNode = null; // the node of Pusher socket ids (lib/pusher/server.js), or null
   #state = 'new'; // new -> listening -> closing -> closed
   // publish() and send() queue without waking the IO threads; one wake-up at
   // the end of the turn (a microtask) hands them the turn's messages at once.
@@ -228,6 +230,8 @@ class Server extends EventEmitter {
     const o = this.#opts;
     this.#trust = trustProxyOption(o.trustProxy);
     this.#handle = binding.serverCreate(nativeOptions(o));
+    this.#pusherNode = o.pusher === null ? null : setPusher(this.#handle, o.pusher);
+    o.pusher = pusherSummary(o.pusher);
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
       o.tls = tlsSummary(o.tls);
@@ -513,7 +517,8 @@ class Server extends EventEmitter {
         const recovery = this.#recovering.get(id) ?? [];
         this.#recovering.delete(id);
         const transport = (code & EV_OPEN_SSE) !== 0 ? 'sse' : 'websocket';
-        this.emit('open', id, { protocol: payload, data, compression: (code & EV_OPEN_DEFLATE) !== 0, recovery, transport });
+        const info = { protocol: payload, data, compression: (code & EV_OPEN_DEFLATE) !== 0, recovery, transport };
+        this.emit('open', id, this.#pusherNode !== null && payload === 'pusher' ? pusherOpenInfo(this.#pusherNode, id, info) : info);
         for (const r of recovery) this.emit('recovery', id, r.topic, { recovered: r.recovered, reason: r.reason });
         break;
       }
@@ -736,8 +741,10 @@ class Server extends EventEmitter {
   #publishTo(native, target, data, options) {
     checkData(data);
     const flags = sendFlags(options, data, true);
+    const event = publishEvent(options, typeof target === 'string');
     if (this.#state !== 'listening') return 0;
-    const n = native(this.#handle, target, data, flags);
+    const n = event === undefined ? native(this.#handle, target, data, flags)
+      : publishWithEvent(this.#handle, target, data, flags, event);
     this.#owe();
     return n;
   }

@@ -12,6 +12,7 @@
 #include "bus/sy_bus.h"
 #include "bus/sy_bus_env.h"
 #include "io/app/sy_park.h"
+#include "io/app/sy_pusher_conn.h"
 #include "io/model/sy_addrlimit.h"
 #include "io/model/sy_topic.h"
 #include "io/sy_io.h"
@@ -674,6 +675,44 @@ sy_err_t sy_server_add_protocol(sy_server_t *s, const struct sy_wire *wire, cons
     return sy_io_add_protocol(&s->shared, wire, proto);
 }
 
+/* shared.publish: an IO thread's publish (Pusher's HTTP API, client
+ * events), as the owner's: the topic registry, the history lock, the IO
+ * threads' queues (sy_io_push, not _later) and the bus' queue are safe
+ * from any thread. */
+static int publish_from_io(void *ctx, const char *topic, size_t topic_len, const void *data, size_t len,
+                           const void *meta, size_t meta_len, uint64_t exclude, uint64_t exclude_node) {
+    size_t n = 0;
+    sy_pub_extra_t x = {.meta = meta, .meta_len = meta_len, .exclude = exclude, .exclude_node = exclude_node};
+    return sy_server_publish_x(ctx, topic, topic_len, data, len, SY_SEND_COMPRESS, &x, &n);
+}
+
+sy_err_t sy_server_set_pusher(sy_server_t *s, struct sy_pusher_apps *apps, const sy_pusher_cfg_t *cfg, uint64_t *node,
+                              char *err, size_t errlen) {
+    if (s->listening || s->shared.pusher != NULL) {
+        snprintf(err, errlen, "pusher: set once, before the server listens");
+        return EBUSY;
+    }
+    sy_pusher_srv_t *p = NULL;
+    sy_err_t rc = sy_pusher_srv_new(apps, cfg, s->shared.nthreads, &p, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = sy_io_add_protocol(&s->shared, NULL, &sy_pusher_proto);
+    if (rc != 0) {
+        snprintf(err, errlen, "pusher: no room for one more message protocol");
+        sy_pusher_srv_free(p);
+        return rc;
+    }
+    s->shared.pusher = p;
+    s->shared.publish = publish_from_io;
+    s->shared.publish_ctx = s;
+    *node = sy_pusher_srv_node(p);
+    return 0;
+}
+
+uint64_t sy_server_pusher_node(const sy_server_t *s) {
+    return s->shared.pusher != NULL ? sy_pusher_srv_node(s->shared.pusher) : 0;
+}
+
 bool sy_server_tls(sy_server_t *s) { return s->shared.transport != &sy_stream_plain_ops; }
 
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch) {
@@ -736,6 +775,7 @@ void sy_server_destroy(sy_server_t *s) {
     sy_hist_destroy(&s->shared.hist);
     sy_deflate_once_destroy(&s->shared.deflate_once);
     sy_addrlimit_destroy(s->shared.addrs);
+    sy_pusher_srv_free(s->shared.pusher); /* after the IO threads: their connections' state */
 #ifdef SY_WITH_TLS
     if (sy_server_tls(s))
         sy_tls_source_destroy(&s->tls);

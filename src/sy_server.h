@@ -108,6 +108,23 @@ bool sy_server_bus_stats(sy_server_t *s, sy_bus_stats_t *out);
  * for a compression. */
 sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
                            unsigned flags, size_t *subscribers);
+/* What a publish may carry besides its payload: meta for a registered
+ * protocol's frame (Pusher's event name, at most SY_PUB_META_MAX bytes;
+ * the bus carries it to the other nodes) and a connection to leave out
+ * (exclude: its id, 0 none; exclude_node: the Pusher node of its socket id,
+ * 0 this node's: only the node it names leaves it out). */
+#define SY_PUB_META_MAX 1024
+typedef struct sy_pub_extra {
+    const void *meta;
+    size_t meta_len;
+    uint64_t exclude, exclude_node;
+} sy_pub_extra_t;
+/* sy_server_publish with extras (x: NULL none): also EINVAL for a meta
+ * past SY_PUB_META_MAX. */
+sy_err_t sy_server_publish_x(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+                             unsigned flags, const sy_pub_extra_t *x, size_t *subscribers);
+/* The Pusher node of this server's socket ids (sy_server_set_pusher), or 0. */
+uint64_t sy_server_pusher_node(const sy_server_t *s);
 /* A topic handle: a reference to topic (made if it does not exist yet), for
  * sy_server_publish_topic, which then skips the lookup. The topic stays in
  * the registry while the handle lives. NULL: out of memory. The owner
@@ -242,6 +259,14 @@ bool sy_server_tls(sy_server_t *s);
 struct sy_wire;
 struct sy_msgproto;
 sy_err_t sy_server_add_protocol(sy_server_t *s, const struct sy_wire *wire, const struct sy_msgproto *proto);
+/* Speaks Pusher (io/app/sy_pusher_conn.h) with apps (a
+ * reference taken) and cfg (copied), before the server listens or starts:
+ * 0 with *node (its socket ids' first part), EBUSY, or sy_pusher_srv_new's
+ * and sy_server_add_protocol's errors (into err). */
+struct sy_pusher_apps;
+struct sy_pusher_cfg;
+sy_err_t sy_server_set_pusher(sy_server_t *s, struct sy_pusher_apps *apps, const struct sy_pusher_cfg *cfg,
+                              uint64_t *node, char *err, size_t errlen);
 
 /* Gives back a batch the callback handed over. */
 void sy_server_batch_done(sy_server_t *s, sy_batch_t *batch);

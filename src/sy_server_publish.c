@@ -18,13 +18,23 @@ int sy_server_push_io(sy_io_t *io, const sy_cmd_t *cmd, unsigned flags) {
     return (flags & SY_SEND_LATER) ? sy_io_push_later(io, cmd) : sy_io_push(io, cmd);
 }
 
+/* The connection x leaves out when it is on this node (its socket id's
+ * node is this server's, or 0), else 0. */
+static uint64_t excluded_here(const sy_server_t *s, const sy_pub_extra_t *x) {
+    if (x == NULL || x->exclude == 0)
+        return 0;
+    return x->exclude_node == 0 || x->exclude_node == sy_server_pusher_node(s) ? x->exclude : 0;
+}
+
 /* Queues the message's frames to every IO thread with subscribers of t
  * (plain: made on first need, one reference each; v1: the symphony.v1
  * frame or NULL, a reference each). */
 static int push_publish(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags, sy_refbuf_t *v1,
-                        uint64_t epoch, size_t *subscribers) {
+                        uint64_t epoch, size_t *subscribers, const sy_pub_extra_t *x) {
     int rc = 0;
-    sy_refbuf_t *m = NULL;
+    sy_refbuf_t *m = NULL, *meta = NULL;
+    if (x != NULL && x->meta_len > 0 && (meta = sy_refbuf_raw(x->meta, x->meta_len)) == NULL)
+        return ENOMEM;
     for (unsigned i = 0; i < s->shared.nthreads; i++) {
         unsigned n = sy_topic_interest(t, i);
         if (n == 0)
@@ -36,17 +46,27 @@ static int push_publish(sy_server_t *s, sy_topic_t *t, const void *data, size_t 
         sy_refbuf_ref(m, 1);
         if (v1 != NULL)
             sy_refbuf_ref(v1, 1);
+        if (meta != NULL)
+            sy_refbuf_ref(meta, 1);
         sy_topic_ref(t);
-        sy_cmd_t cmd = {.type = SY_CMD_PUBLISH, .topic = t, .buf = m, .v1 = v1, .epoch = epoch};
+        sy_cmd_t cmd = {.type = SY_CMD_PUBLISH,
+                        .topic = t,
+                        .buf = m,
+                        .v1 = v1,
+                        .epoch = epoch,
+                        .meta = meta,
+                        .conn = excluded_here(s, x)};
         if (sy_server_push_io(s->io[i], &cmd, flags) != 0) {
             sy_refbuf_release(m);
             sy_refbuf_release(v1);
+            sy_refbuf_release(meta);
             sy_topic_release(&s->shared.topics, t); /* not the last: the caller holds one */
             continue;
         }
         *subscribers += n;
     }
     sy_refbuf_release(m);
+    sy_refbuf_release(meta);
     return rc;
 }
 
@@ -97,6 +117,53 @@ static void announce(sy_server_t *s, sy_topic_t *t, const sy_history_t *h, const
 }
 
 /* Where a message of Redis' sequence goes (the bus' history callbacks). */
+/* A publish's extras on the bus, before its payload: the meta's length
+ * (2 bytes, little-endian), the meta, then the excluded connection's node
+ * (its Pusher node: 0 none) and id (8 bytes each, little-endian). */
+#define EXTRAS_FIXED 18u
+
+static uint8_t *extras_join(const sy_server_t *s, const sy_pub_extra_t *x, const void *data, size_t len,
+                            size_t *out_len) {
+    uint64_t node = x->exclude != 0 && x->exclude_node == 0 ? sy_server_pusher_node(s) : x->exclude_node;
+    uint8_t *p = sy_malloc(EXTRAS_FIXED + x->meta_len + len);
+    if (p == NULL)
+        return NULL;
+    p[0] = (uint8_t)(x->meta_len & 0xff);
+    p[1] = (uint8_t)(x->meta_len >> 8);
+    if (x->meta_len > 0)
+        memcpy(p + 2, x->meta, x->meta_len);
+    uint8_t *q = p + 2 + x->meta_len;
+    for (unsigned i = 0; i < 8; i++) {
+        q[i] = (uint8_t)(node >> (8 * i));
+        q[8 + i] = (uint8_t)(x->exclude >> (8 * i));
+    }
+    if (len > 0)
+        memcpy(q + 16, data, len);
+    *out_len = EXTRAS_FIXED + x->meta_len + len;
+    return p;
+}
+
+/* Reads the extras at *data (moved past them; push_publish leaves the
+ * connection out only on the node it names). False: cut short. */
+static bool extras_read(const void **data, size_t *len, sy_pub_extra_t *x) {
+    const uint8_t *p = *data;
+    if (*len < EXTRAS_FIXED)
+        return false;
+    size_t ml = (size_t)p[0] | ((size_t)p[1] << 8);
+    if (*len < EXTRAS_FIXED + ml)
+        return false;
+    const uint8_t *q = p + 2 + ml;
+    uint64_t node = 0, conn = 0;
+    for (unsigned i = 0; i < 8; i++) {
+        node |= (uint64_t)q[i] << (8 * i);
+        conn |= (uint64_t)q[8 + i] << (8 * i);
+    }
+    *x = (sy_pub_extra_t){.meta = p + 2, .meta_len = ml, .exclude_node = node, .exclude = node != 0 ? conn : 0};
+    *data = q + 16;
+    *len -= EXTRAS_FIXED + ml;
+    return true;
+}
+
 typedef struct seq_at {
     uint64_t epoch, offset;
     bool live; /* to the subscribers too (else history only) */
@@ -110,12 +177,12 @@ typedef struct seq_at {
  * (io/sy_history.h). at: the message's place in Redis' sequence (with a
  * bus); NULL: this node numbers it. */
 static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
-                         size_t *subscribers, const seq_at_t *at) {
+                         size_t *subscribers, const seq_at_t *at, const sy_pub_extra_t *x) {
     if (at == NULL && !sy_server_with_history(s, t)) {
         sy_refbuf_t *v1 = NULL;
         if (atomic_load_explicit(&t->v1, memory_order_relaxed) > 0)
             v1 = v1_frame(s, t, false, 0, data, len, flags); /* NULL: the IO threads make it */
-        int rc = push_publish(s, t, data, len, flags, v1, 0, subscribers);
+        int rc = push_publish(s, t, data, len, flags, v1, 0, subscribers, x);
         sy_refbuf_release(v1);
         return rc;
     }
@@ -143,7 +210,7 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
         v1 = v1_frame(s, t, keep, offset, data, len, flags);
     if (keep)
         (void)sy_hist_append(g, h, v1, sy_clock_ms()); /* not kept: history emptied (a resume must not skip it) */
-    int rc = live ? push_publish(s, t, data, len, flags, v1, keep ? h->epoch : 0, subscribers) : 0;
+    int rc = live ? push_publish(s, t, data, len, flags, v1, keep ? h->epoch : 0, subscribers, x) : 0;
     sy_hist_unlock(g);
     sy_refbuf_release(v1);
     return rc;
@@ -166,13 +233,24 @@ static uint32_t history_of(sy_server_t *s, sy_topic_t *t, uint32_t *ttl_s) {
  * brings it back; while the bus is down, this node numbers it itself, in
  * an epoch of its own (sy_hist_localize). */
 static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_t topic_len, const void *data,
-                         size_t len, unsigned flags, size_t *subscribers) {
+                         size_t len, unsigned flags, size_t *subscribers, const sy_pub_extra_t *x) {
     if (s->bus != NULL && !(flags & SY_SEND_LOCAL)) {
         unsigned env =
             ((flags & SY_SEND_BINARY) ? SY_BUS_ENV_BINARY : 0) | ((flags & SY_SEND_COMPRESS) ? SY_BUS_ENV_COMPRESS : 0);
         uint32_t ttl_s = 0, size = t != NULL && sy_server_with_history(s, t) ? history_of(s, t, &ttl_s) : 0;
-        sy_err_t rc = size > 0 ? sy_bus_publish_seq(s->bus, topic, topic_len, data, len, env, size, ttl_s)
-                               : sy_bus_publish(s->bus, topic, topic_len, data, len, env);
+        /* With extras, the payload the bus carries begins with them. */
+        uint8_t *joined = NULL;
+        const void *body = data;
+        size_t body_len = len;
+        if (x != NULL) {
+            if ((joined = extras_join(s, x, data, len, &body_len)) == NULL)
+                return ENOMEM;
+            body = joined;
+            env |= SY_BUS_ENV_META;
+        }
+        sy_err_t rc = size > 0 ? sy_bus_publish_seq(s->bus, topic, topic_len, body, body_len, env, size, ttl_s)
+                               : sy_bus_publish(s->bus, topic, topic_len, body, body_len, env);
+        sy_free(joined);
         /* Dropped (EAGAIN) is counted by the bus; local delivery goes on. */
         if (rc == ENOMEM)
             return ENOMEM;
@@ -181,7 +259,7 @@ static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_
             return 0;
         }
     }
-    return t == NULL ? 0 : publish_local(s, t, data, len, flags, subscribers, NULL);
+    return t == NULL ? 0 : publish_local(s, t, data, len, flags, subscribers, NULL, x);
 }
 
 sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
@@ -191,7 +269,20 @@ sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, 
         return 0;
     /* With history by default, a topic nobody subscribes to keeps its messages too. */
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, sy_hist_default_on(&s->shared.hist));
-    int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers);
+    int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers, NULL);
+    sy_topic_release(&s->shared.topics, t);
+    return rc;
+}
+
+sy_err_t sy_server_publish_x(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
+                             unsigned flags, const sy_pub_extra_t *x, size_t *subscribers) {
+    *subscribers = 0;
+    if (!s->listening || s->shutting_down)
+        return 0;
+    if (x != NULL && x->meta_len > SY_PUB_META_MAX)
+        return EINVAL;
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, sy_hist_default_on(&s->shared.hist));
+    int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers, x);
     sy_topic_release(&s->shared.topics, t);
     return rc;
 }
@@ -207,7 +298,7 @@ sy_err_t sy_server_publish_topic(sy_server_t *s, sy_topic_t *t, const void *data
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
         return 0;
-    return publish_owner(s, t, t->name, t->name_len, data, len, flags, subscribers);
+    return publish_owner(s, t, t->name, t->name_len, data, len, flags, subscribers, NULL);
 }
 
 void sy_server_wake(sy_server_t *s) {
@@ -225,9 +316,12 @@ static void deliver_from_bus(void *ctx, const char *topic, size_t topic_len, con
     size_t n = 0;
     unsigned flags =
         ((env & SY_BUS_ENV_BINARY) ? SY_SEND_BINARY : 0) | ((env & SY_BUS_ENV_COMPRESS) ? SY_SEND_COMPRESS : 0);
+    sy_pub_extra_t x;
+    if ((env & SY_BUS_ENV_META) && !extras_read(&data, &len, &x))
+        return; /* cut short: not one of ours */
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
     if (t != NULL) {
-        (void)publish_local(s, t, data, len, flags, &n, NULL);
+        (void)publish_local(s, t, data, len, flags, &n, NULL, (env & SY_BUS_ENV_META) ? &x : NULL);
         sy_topic_release(&s->shared.topics, t);
     }
 }
@@ -254,7 +348,12 @@ static void bus_history_deliver(void *ctx, const char *topic, size_t topic_len, 
     if (t == NULL)
         return;
     seq_at_t at = {.epoch = epoch, .offset = offset, .live = live};
-    (void)publish_local(s, t, data, len, flags, &n, &at);
+    sy_pub_extra_t x;
+    if ((env & SY_BUS_ENV_META) && !extras_read(&data, &len, &x)) {
+        sy_topic_release(&s->shared.topics, t);
+        return;
+    }
+    (void)publish_local(s, t, data, len, flags, &n, &at, (env & SY_BUS_ENV_META) ? &x : NULL);
     sy_topic_release(&s->shared.topics, t);
 }
 

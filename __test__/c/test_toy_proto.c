@@ -76,9 +76,11 @@ static sy_refbuf_t *lines_direct(const sy_refbuf_t *m) {
 }
 
 /* A publish: its payload as a line, made once per publish and thread. */
-static sy_refbuf_t *lines_publish(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1) {
+static sy_refbuf_t *lines_publish(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1,
+                                  const sy_refbuf_t *meta) {
     (void)t;
     (void)v1;
+    (void)meta;
     return plain != NULL ? line_of(sy_refbuf_payload(plain), sy_refbuf_payload_len(plain)) : NULL;
 }
 

@@ -28,7 +28,7 @@ sy_bus_env_kind_t sy_bus_env_read(const uint8_t *p, size_t len, uint64_t node, s
                                 .flags = SY_BUS_ENV_COMPRESS | (sy_utf8_is_valid(p, len) ? 0u : SY_BUS_ENV_BINARY)};
         return SY_BUS_ENV_DELIVER;
     }
-    if (len < SY_BUS_ENV_LEN || (p[1] & ~(SY_BUS_ENV_BINARY | SY_BUS_ENV_COMPRESS)) != 0)
+    if (len < SY_BUS_ENV_LEN || (p[1] & ~(SY_BUS_ENV_BINARY | SY_BUS_ENV_COMPRESS | SY_BUS_ENV_META)) != 0)
         return SY_BUS_ENV_BAD;
     uint64_t from = get64(p + 2), seq = get64(p + 10);
     if (seq == 0)

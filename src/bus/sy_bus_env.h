@@ -35,6 +35,10 @@
 #define SY_BUS_ENV_LEN 18u
 #define SY_BUS_ENV_BINARY 1u   /* a binary message (else text) */
 #define SY_BUS_ENV_COMPRESS 2u /* may go compressed (the publisher did not say compress: false) */
+/* The payload begins with the publish's extras (sy_server_publish.c: a
+ * registered protocol's meta, such as Pusher's event name, and the
+ * connection to leave out), read by the owner's side, not the bus. */
+#define SY_BUS_ENV_META 4u
 
 typedef enum sy_bus_env_kind {
     SY_BUS_ENV_DELIVER = 0, /* deliver payload with flags */

@@ -51,7 +51,7 @@ sy_err_t sy_io_add_protocol(sy_io_shared_t *sh, const sy_wire_t *wire, const sy_
     unsigned w = SY_WIRE_FIRST_FREE, p = SY_PROTO_RAW;
     while (w < SY_WIRES && sh->wires[w] != NULL)
         w++;
-    if (w == SY_WIRES)
+    if (w == SY_WIRES && wire != NULL)
         return ENOSPC;
     if (proto != NULL) {
         for (p = SY_PROTO_FIRST_FREE; p < SY_PROTOS && sh->protos[p] != NULL && sh->protos[p] != proto; p++)
@@ -60,6 +60,8 @@ sy_err_t sy_io_add_protocol(sy_io_shared_t *sh, const sy_wire_t *wire, const sy_
             return ENOSPC;
         sh->protos[p] = proto;
     }
+    if (wire == NULL)
+        return 0; /* a message protocol on a wire that exists (Pusher's, on WebSocket) */
     sh->wires[w] = wire;
     sh->wire_proto[w] = (uint8_t)p;
     return 0;

@@ -33,7 +33,7 @@ static sy_refbuf_t *make_frame(sy_io_t *io, sy_cmd_t *cmd, unsigned f, sy_refbuf
     const sy_msgproto_t *mp = io->ctx.shared->protos[f];
     if (f == SY_PROTO_RAW || mp == NULL || mp->publish_frame == NULL)
         return f == SY_PROTO_RAW ? NULL : cmd->buf;
-    return *own = mp->publish_frame(cmd->topic, cmd->buf, cmd->v1);
+    return *own = mp->publish_frame(cmd->topic, cmd->buf, cmd->v1, cmd->meta);
 }
 
 /* Walks the topic's subscribers of this thread. A push never removes a
@@ -51,11 +51,18 @@ void sy_fanout_publish(sy_io_t *io, sy_cmd_t *cmd) {
     uint32_t queued[SY_PROTOS] = {0}, queued_twin[SY_PROTOS] = {0};
     bool conflate = io->ctx.shared->opts.slow_consumer == SY_SLOW_CONFLATE; /* once per publish, not per subscriber */
     sy_sse_shared_t sse = {0}; /* the event streams' events, made on first need */
+    /* The one connection the publisher left out (a Pusher client event's
+     * sender, an HTTP API socket_id), when it is on this thread. */
+    const sy_conn_t *skip = cmd->conn != 0 && sy_id_thread(cmd->conn) == io->ctx.index
+                                ? sy_io_conn_live(io, sy_id_slot(cmd->conn), sy_id_gen(cmd->conn))
+                                : NULL;
     /* The command's own references keep the buffers (and their compressed
      * twins) alive while the loop stores pointers; the queues' references
      * are added in one step after. */
     for (uint32_t i = 0; i < slot->nsubs; i++) {
         sy_conn_t *c = io->slots.conns[slot->subs[i]]; /* a subscriber is live: no bounds check on the hot path */
+        if (c == skip)
+            continue;
         unsigned f = family[c->proto];
         if (frames[f] == NULL && (frames[f] = make_frame(io, cmd, f, &own)) == NULL)
             continue;

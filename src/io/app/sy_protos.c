@@ -25,6 +25,9 @@ static bool admit(sy_io_t *io, sy_conn_t *c, const void *sa, unsigned len) {
 }
 
 static void closing(sy_io_t *io, sy_conn_t *c) {
+    const sy_msgproto_t *mp = sy_io_ctx(io)->shared->protos[c->proto];
+    if (mp->closing != NULL)
+        mp->closing(io, c); /* a registered protocol's state */
     sy_conn_unsubscribe_all(io, c);
     if (sy_conn_v2(c))
         sy_ask_forget(io, c);

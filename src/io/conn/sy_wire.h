@@ -11,8 +11,9 @@
  *    a mux.
  *  - the message protocol (sy_msgproto_t): what a whole message means, and
  *    the frames the connection gets for a publish or a direct message: raw,
- *    symphony.v1, symphony.v2 (io/app/sy_protos), one registered (Pusher's
- *    next), chosen at the upgrade (c->proto).
+ *    symphony.v1, symphony.v2 (io/app/sy_protos), one registered (Pusher's,
+ *    io/app/sy_pusher_conn), chosen at the upgrade (c->proto) by the
+ *    subprotocol offered or, with claim, by the request's path.
  *
  * The core (io/conn) calls a wire's operations for what it cannot do alone:
  * the bytes read (one indirect call per read), a whole message (one per
@@ -48,6 +49,7 @@
 
 #include "base/sy_refbuf.h"
 #include "io/loop/sy_loop.h"
+#include "proto/sy_http.h"
 
 struct sy_conn;
 
@@ -108,8 +110,32 @@ typedef struct sy_msgproto {
     /* The frame of a publish for this protocol, made once per publish and
      * IO thread on its first subscriber (plain: the WebSocket frame; v1:
      * the symphony.v1 frame, or NULL). NULL (the operation): the plain
-     * frame. */
-    sy_refbuf_t *(*publish_frame)(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1);
+     * frame. meta: what the publisher gave for it (server.publish()'s
+     * event, for Pusher), or NULL. */
+    sy_refbuf_t *(*publish_frame)(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1,
+                                  const sy_refbuf_t *meta);
+    /* A protocol chosen by the request's path, not by a subprotocol
+     * (Pusher's /app/<key>): at a WebSocket upgrade, before the path
+     * option and the owner's onUpgrade, is target[0..len) its? True: c
+     * speaks it, answered 101 without a subprotocol (the operation may keep
+     * state for c by its slot, which closing gives back). NULL: never. */
+    bool (*claim)(sy_io_t *io, struct sy_conn *c, const char *target, size_t len);
+    /* An HTTP request that is not an upgrade (Pusher's HTTP API), before
+     * the path option and event streams' POSTs: true when it is this
+     * protocol's (answered with sy_reply, or left in c->rbuf until its
+     * body has come: the head is read again with more bytes). head: the
+     * head's bytes in c->rbuf. NULL: none. */
+    bool (*request)(sy_io_t *io, struct sy_conn *c, const sy_http_request_t *req, size_t head);
+    /* c, claimed, is open (SY_EV_OPEN emitted with `tag` as its protocol):
+     * its greeting, or its refusal and close. NULL: nothing. */
+    void (*opened)(sy_io_t *io, struct sy_conn *c);
+    /* Once a second instead of the wire's idle ping and timeout: false when
+     * it closed c. NULL: the wire's. */
+    bool (*idle)(sy_io_t *io, struct sy_conn *c, int64_t now_ms);
+    /* c closes (before the owner hears of it): the state claim kept.
+     * NULL: nothing. */
+    void (*closing)(sy_io_t *io, struct sy_conn *c);
+    const char *tag; /* a claimed connection's protocol in SY_EV_OPEN ("pusher") */
 } sy_msgproto_t;
 
 /* What the floors above the connection registered for it to call (the

@@ -106,6 +106,14 @@ typedef struct sy_io_shared {
     uint8_t wire_proto[8];
     const struct sy_msgproto *protos[4];
     const struct sy_conn_hooks *hooks;
+    struct sy_pusher_srv *pusher; /* Pusher's apps and connections' state (io/app/sy_pusher_conn.h), or NULL */
+    /* A publish from an IO thread (Pusher's HTTP API and client events) as
+     * the owner's: to every IO thread and the bus, text, compressible, with
+     * meta and the connection to leave out (sy_server_publish_x). Set by
+     * the owner before the threads start (with pusher). 0 or ENOMEM. */
+    int (*publish)(void *ctx, const char *topic, size_t topic_len, const void *data, size_t len, const void *meta,
+                   size_t meta_len, uint64_t exclude, uint64_t exclude_node);
+    void *publish_ctx;
 } sy_io_shared_t;
 
 typedef enum sy_cmd_type {
@@ -182,6 +190,8 @@ typedef struct sy_cmd {
     union {
         sy_accept_t *accept; /* SY_CMD_ACCEPT */
         sy_sub_pos_t *pos;   /* SY_CMD_SUBSCRIBE to a topic with history (owned), or NULL */
+        sy_refbuf_t *meta;   /* SY_CMD_PUBLISH: a registered protocol's meta of the publish (Pusher's
+                                event name; a reference), or NULL; its conn: one to leave out, or 0 */
     };
 } sy_cmd_t;
 

@@ -41,6 +41,8 @@ static void cmd_release(sy_io_t *io, sy_cmd_t *cmd) {
         sy_accept_free(&io->ctx.shared->topics, io->ctx.index, cmd->accept);
     else if (cmd->type == SY_CMD_SUBSCRIBE)
         sy_free(cmd->pos);
+    else if (cmd->type == SY_CMD_PUBLISH)
+        sy_refbuf_release(cmd->meta);
 }
 
 void sy_io_cmd_discard(sy_io_t *io, sy_cmd_t *cmd) { cmd_release(io, cmd); }

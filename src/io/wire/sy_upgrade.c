@@ -110,8 +110,8 @@ static sy_v2_limits_t limits_of(const sy_io_t *io) {
 
 /* Queues the 101 (and, for symphony.v2, the greeting) and opens the
  * connection; c->rbuf holds the bytes that followed the request head. */
-void sy_upgrade_open_ws(sy_io_t *io, sy_conn_t *c, const char *accept, const char *proto, size_t proto_len,
-                        const char *owner_extra, size_t owner_extra_len) {
+static void open_ws(sy_io_t *io, sy_conn_t *c, const char *accept, const char *proto, size_t proto_len,
+                    const char *owner_extra, size_t owner_extra_len, const char *tag) {
     char small[512], *joined;
     size_t extra_len;
     const char *extra = response_extra(c, owner_extra, owner_extra_len, small, sizeof(small), &joined, &extra_len);
@@ -155,7 +155,67 @@ void sy_upgrade_open_ws(sy_io_t *io, sy_conn_t *c, const char *accept, const cha
         }
     }
     c->wire = SY_WIRE_WS;
-    sy_conn_opened(io, c, proto, proto_len);
+    if (tag != NULL)
+        sy_conn_opened(io, c, tag, strlen(tag));
+    else
+        sy_conn_opened(io, c, proto, proto_len);
+}
+
+void sy_upgrade_open_ws(sy_io_t *io, sy_conn_t *c, const char *accept, const char *proto, size_t proto_len,
+                        const char *owner_extra, size_t owner_extra_len) {
+    open_ws(io, c, accept, proto, proto_len, owner_extra, owner_extra_len, NULL);
+}
+
+/* A request that is not an upgrade, taken by a registered message
+ * protocol (sy_msgproto_t's request: Pusher's HTTP API). */
+static bool requested(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, long head) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    if (sy_http_find_header(req, SY_HTTP_LIT("Upgrade"), NULL) != NULL)
+        return false;
+    for (unsigned i = SY_PROTO_FIRST_FREE; i < SY_PROTOS; i++) {
+        const sy_msgproto_t *mp = sh->protos[i];
+        if (mp != NULL && mp->request != NULL && mp->request(io, c, req, (size_t)head))
+            return true;
+    }
+    return false;
+}
+
+/* A WebSocket upgrade whose path a registered message protocol claims
+ * (sy_msgproto_t's claim: Pusher's /app/<key>): answered 101 without a
+ * subprotocol and opened on that protocol, before the path option and the
+ * owner's onUpgrade. False: none claims it. */
+static bool claimed(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, long head) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    for (unsigned i = SY_PROTO_FIRST_FREE; i < SY_PROTOS; i++) {
+        const sy_msgproto_t *mp = sh->protos[i];
+        if (mp == NULL || mp->claim == NULL || !mp->claim(io, c, req->target, req->target_len))
+            continue;
+        c->proto = (uint8_t)i; /* its state goes with the connection now (closing) */
+        sy_handshake_t hs;
+        int status = sy_handshake_check(req, &hs);
+        if (status != 0) {
+            sy_reply_error(io, c, status, hs.problem);
+            return true;
+        }
+        if (sh->opts.max_connections > 0 &&
+            atomic_load_explicit(&sh->connections, memory_order_relaxed) > sh->opts.max_connections) {
+            sy_reply_error(io, c, 503, "too many connections");
+            return true;
+        }
+        sy_pmd_t pmd;
+        if (sh->opts.compression && sy_pmd_negotiate(req, &pmd)) {
+            c->deflate = true;
+            c->zwin = pmd.server_window_set ? pmd.server_window : 0;
+        }
+        char accept[SY_WS_ACCEPT_LEN];
+        sy_ws_accept_key(hs.key, hs.key_len, accept);
+        sy_upgrade_consume_head(c, (size_t)head);
+        open_ws(io, c, accept, NULL, 0, NULL, 0, mp->tag);
+        if (c->state == SY_CONN_OPEN && mp->opened != NULL)
+            mp->opened(io, c);
+        return true;
+    }
+    return false;
 }
 
 /* Parses the request head at the start of c->rbuf with the server's
@@ -391,6 +451,8 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
         sy_reply_error(io, c, sy_http_error_status(n), sy_http_error_str(n));
         return;
     }
+    if (claimed(io, c, &req, n) || requested(io, c, &req, n))
+        return;
     if (!path_allowed(io, req.target, req.target_len)) {
         sy_reply_error(io, c, 404, "no WebSocket endpoint at this path");
         return;

@@ -394,7 +394,11 @@ static void ws_opened(sy_io_t *io, sy_conn_t *c) {
  * messages. */
 static bool ws_idle(sy_io_t *io, sy_conn_t *c, int64_t now) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
-    if (c->state == SY_CONN_OPEN && o->idle_timeout_s > 0) {
+    const sy_msgproto_t *mp = sy_io_ctx(io)->shared->protos[c->proto];
+    if (c->state == SY_CONN_OPEN && mp->idle != NULL) { /* its own ping (Pusher's pusher:ping) */
+        if (!mp->idle(io, c, now))
+            return false;
+    } else if (c->state == SY_CONN_OPEN && o->idle_timeout_s > 0) {
         int64_t idle = now - c->last_rx_ms, limit = (int64_t)o->idle_timeout_s * 1000;
         if (idle >= limit && c->ping_sent) {
             sy_stat_inc(&sy_io_ctx(io)->stats.timeouts);

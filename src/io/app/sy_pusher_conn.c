@@ -1,0 +1,633 @@
+/* sy_pusher_conn — see sy_pusher_conn.h. */
+#include "io/app/sy_pusher_conn.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/sy_alloc.h"
+
+#ifdef SY_WITH_TLS
+#include "auth/sy_pusher_auth.h"
+#include "io/app/sy_subs.h"
+#include "io/conn/sy_conn.h"
+#include "io/model/sy_topic.h"
+#include "io/wire/sy_reply.h"
+#include "proto/sy_http.h"
+#include "proto/sy_pusher.h"
+#include "proto/sy_pusher_http.h"
+
+#include <time.h>
+
+#define PONG_TIMEOUT_S 30 /* pusher-js' pongTimeout: how long the server waits for its ping's answer */
+
+typedef struct papp {
+    const sy_pusher_app_t *app;
+    char prefix[SY_PUSHER_ID_MAX + 2]; /* "<id>:" (the first app's: "") */
+    size_t prefix_len;
+    bool enabled;
+    atomic_uint conns;
+} papp_t;
+
+/* A connection's Pusher state, beside it (by slot). */
+typedef struct pconn {
+    papp_t *app;   /* NULL: refused at open (code) */
+    uint16_t code; /* the close code of a refusal at open (4001, 4003, 4004, 4007) */
+    bool counted;  /* in app->conns */
+    bool ping_out; /* a pusher:ping is out, sent at ping_ms */
+    int64_t ping_ms;
+    int64_t ev_tat_us; /* client events' rate (GCRA): their theoretical arrival time */
+    uint8_t sid_len;
+    char sid[SY_PUSHER_SOCKET_ID_MAX];
+} pconn_t;
+
+typedef struct pthr {
+    pconn_t **by_slot;
+    uint32_t cap;
+} pthr_t;
+
+struct sy_pusher_srv {
+    sy_pusher_apps_t *apps; /* one reference */
+    papp_t *app;
+    size_t napps;
+    uint64_t node;
+    unsigned activity_s;
+    size_t prefix_len;
+    char *prefix;
+    unsigned nthreads;
+    pthr_t *threads;
+};
+
+sy_err_t sy_pusher_srv_new(sy_pusher_apps_t *apps, const sy_pusher_cfg_t *cfg, unsigned nthreads, sy_pusher_srv_t **out,
+                           char *err, size_t errlen) {
+    sy_pusher_srv_t *p = sy_calloc(1, sizeof(*p));
+    if (p == NULL)
+        return ENOMEM;
+    p->app = sy_calloc(cfg->napps ? cfg->napps : 1, sizeof(*p->app));
+    p->threads = sy_calloc(nthreads, sizeof(*p->threads));
+    p->prefix = sy_malloc(cfg->path_prefix_len + 1);
+    if (p->app == NULL || p->threads == NULL || p->prefix == NULL) {
+        sy_pusher_srv_free(p);
+        return ENOMEM;
+    }
+    memcpy(p->prefix, cfg->path_prefix, cfg->path_prefix_len);
+    p->prefix[cfg->path_prefix_len] = 0;
+    p->prefix_len = cfg->path_prefix_len;
+    p->nthreads = nthreads;
+    p->napps = cfg->napps;
+    for (size_t i = 0; i < cfg->napps; i++) {
+        papp_t *a = &p->app[i];
+        a->app = sy_pusher_apps_by_id(apps, cfg->app_ids[i], cfg->app_id_lens[i]);
+        if (a->app == NULL || cfg->app_id_lens[i] > SY_PUSHER_ID_MAX) {
+            snprintf(err, errlen, "pusher: no app with id '%.*s' in the table", (int)cfg->app_id_lens[i],
+                     cfg->app_ids[i]);
+            sy_pusher_srv_free(p);
+            return EINVAL;
+        }
+        if (i > 0) {
+            memcpy(a->prefix, cfg->app_ids[i], cfg->app_id_lens[i]);
+            a->prefix[cfg->app_id_lens[i]] = ':';
+            a->prefix_len = cfg->app_id_lens[i] + 1;
+        }
+        a->enabled = cfg->enabled[i];
+        atomic_init(&a->conns, 0);
+    }
+    sy_pusher_apps_ref(apps);
+    p->apps = apps;
+    p->node = sy_pusher_socket_node();
+    p->activity_s = cfg->activity_timeout_s ? cfg->activity_timeout_s : SY_PUSHER_ACTIVITY_TIMEOUT;
+    *out = p;
+    return 0;
+}
+
+void sy_pusher_srv_free(sy_pusher_srv_t *p) {
+    if (p == NULL)
+        return;
+    for (unsigned i = 0; p->threads != NULL && i < p->nthreads; i++) {
+        for (uint32_t k = 0; k < p->threads[i].cap; k++)
+            sy_free(p->threads[i].by_slot[k]);
+        sy_free(p->threads[i].by_slot);
+    }
+    sy_free(p->threads);
+    sy_free(p->app);
+    sy_free(p->prefix);
+    if (p->apps != NULL)
+        sy_pusher_apps_unref(p->apps);
+    sy_free(p);
+}
+
+uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p) { return p->node; }
+
+static sy_pusher_srv_t *srv_of(const sy_io_t *io) { return sy_io_ctx(io)->shared->pusher; }
+
+/* c's cell in its thread's table (made when make: NULL out of memory). */
+static pconn_t **cell(sy_io_t *io, const sy_conn_t *c, bool make) {
+    pthr_t *t = &srv_of(io)->threads[sy_io_ctx(io)->index];
+    if (c->slot >= t->cap) {
+        if (!make)
+            return NULL;
+        uint32_t cap = t->cap ? t->cap : 64;
+        while (cap <= c->slot)
+            cap *= 2;
+        pconn_t **a = sy_realloc(t->by_slot, (size_t)cap * sizeof(*a));
+        if (a == NULL)
+            return NULL;
+        memset(a + t->cap, 0, (size_t)(cap - t->cap) * sizeof(*a));
+        t->by_slot = a;
+        t->cap = cap;
+    }
+    return &t->by_slot[c->slot];
+}
+
+static pconn_t *state_of(sy_io_t *io, const sy_conn_t *c) {
+    pconn_t **r = cell(io, c, false);
+    return r != NULL ? *r : NULL;
+}
+
+/* Queues a frame made for c, in order, never dropped (NULL: out of memory,
+ * c fails 1011). */
+static void say(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
+    if (m == NULL) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    if (!sy_conn_notice(io, c, m))
+        sy_refbuf_release(m);
+}
+
+/* ---- the upgrade and the open ---------------------------------------------------- */
+
+/* <prefix>/app/<key>[?query]: claimed, with the app the key names (or the
+ * refusal to tell at open). */
+static bool pusher_claim(sy_io_t *io, sy_conn_t *c, const char *target, size_t len) {
+    sy_pusher_srv_t *p = srv_of(io);
+    size_t path_len = 0;
+    while (path_len < len && target[path_len] != '?' && target[path_len] != '#')
+        path_len++;
+    if (path_len < p->prefix_len + 5 || memcmp(target, p->prefix, p->prefix_len) != 0 ||
+        memcmp(target + p->prefix_len, "/app/", 5) != 0)
+        return false;
+    const char *key = target + p->prefix_len + 5;
+    size_t key_len = path_len - p->prefix_len - 5;
+    if (key_len == 0 || memchr(key, '/', key_len) != NULL)
+        return false;
+    pconn_t **r = cell(io, c, true);
+    pconn_t *s = r != NULL ? sy_calloc(1, sizeof(*s)) : NULL;
+    if (s == NULL)
+        return false; /* answered as any other request: no Pusher state to keep */
+    *r = s;
+    const sy_pusher_app_t *app = sy_pusher_apps_by_key(p->apps, key, key_len);
+    for (size_t i = 0; app != NULL && i < p->napps; i++)
+        if (p->app[i].app == app)
+            s->app = &p->app[i];
+    size_t pos = 0, vlen = 0;
+    const char *v = NULL;
+    unsigned version = 0;
+    if (sy_http_query_next(target, len, SY_HTTP_LIT("protocol"), &pos, &v, &vlen))
+        for (size_t i = 0; i < vlen && i < 4 && v[i] >= '0' && v[i] <= '9'; i++)
+            version = version * 10 + (unsigned)(v[i] - '0');
+    if (s->app == NULL)
+        s->code = 4001;
+    else if (!s->app->enabled)
+        s->code = 4003;
+    else if (version < SY_PUSHER_PROTOCOL)
+        s->code = 4007;
+    return true;
+}
+
+static const char *refusal(uint16_t code) {
+    switch (code) {
+    case 4001:
+        return "App key not in this server";
+    case 4003:
+        return "App is disabled";
+    case 4004:
+        return "App is over its connection quota";
+    default:
+        return "Unsupported protocol version: 7 or later";
+    }
+}
+
+static void pusher_opened(sy_io_t *io, sy_conn_t *c) {
+    sy_pusher_srv_t *p = srv_of(io);
+    pconn_t *s = state_of(io, c);
+    if (s == NULL) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    if (s->code == 0) {
+        uint32_t max = sy_pusher_app_opts(s->app->app)->max_connections;
+        unsigned n = atomic_fetch_add_explicit(&s->app->conns, 1, memory_order_relaxed) + 1;
+        s->counted = true;
+        if (max > 0 && n > max)
+            s->code = 4004;
+    }
+    if (s->code != 0) {
+        /* What pusher-js reads during its handshake: the error, then the close
+         * with the same code (4000-4099: it does not reconnect). */
+        const char *why = refusal(s->code);
+        say(io, c, sy_pusher_error_frame(s->code, why, strlen(why)));
+        if (c->state == SY_CONN_OPEN)
+            sy_conn_fail_after(io, c, s->code, why);
+        return;
+    }
+    s->sid_len = (uint8_t)sy_pusher_socket_id(s->sid, p->node, sy_conn_id(io, c));
+    say(io, c, sy_pusher_established_frame(s->sid, s->sid_len, p->activity_s));
+}
+
+static void pusher_closing(sy_io_t *io, sy_conn_t *c) {
+    pconn_t **r = cell(io, c, false);
+    if (r == NULL || *r == NULL)
+        return;
+    if ((*r)->counted)
+        atomic_fetch_sub_explicit(&(*r)->app->conns, 1, memory_order_relaxed);
+    sy_free(*r);
+    *r = NULL;
+}
+
+/* The server's ping after activity_timeout of silence (any byte read is
+ * activity), the close 4201 when nothing came back within pusher-js' pong
+ * timeout (30 s, or the activity timeout when shorter). */
+static bool pusher_idle(sy_io_t *io, sy_conn_t *c, int64_t now) {
+    pconn_t *s = state_of(io, c);
+    if (s == NULL || c->state != SY_CONN_OPEN || s->code != 0)
+        return true;
+    unsigned act = srv_of(io)->activity_s, pong = act < PONG_TIMEOUT_S ? act : PONG_TIMEOUT_S;
+    if (s->ping_out && c->last_rx_ms > s->ping_ms)
+        s->ping_out = false;
+    if (s->ping_out) {
+        if (now - s->ping_ms >= (int64_t)pong * 1000) {
+            sy_stat_inc(&sy_io_ctx(io)->stats.timeouts);
+            sy_conn_fail(io, c, 4201, "Pong reply not received");
+            return false;
+        }
+    } else if (now - c->last_rx_ms >= (int64_t)act * 1000) {
+        s->ping_out = true;
+        s->ping_ms = now;
+        say(io, c, sy_pusher_ping_frame());
+    }
+    return c->state == SY_CONN_OPEN;
+}
+
+/* ---- a client's messages ------------------------------------------------------------ */
+
+/* The topic of app's channel: "<prefix><channel>" in buf (cap bytes). */
+static size_t topic_name(const papp_t *a, const char *ch, size_t len, char *buf, size_t cap) {
+    if (a->prefix_len + len > cap)
+        return 0;
+    memcpy(buf, a->prefix, a->prefix_len);
+    memcpy(buf + a->prefix_len, ch, len);
+    return a->prefix_len + len;
+}
+
+static sy_sub_t *held(sy_conn_t *c, const char *name, size_t len) {
+    for (uint32_t i = 0; i < c->nsubs; i++)
+        if (c->subs[i].topic->name_len == len && memcmp(c->subs[i].topic->name, name, len) == 0)
+            return &c->subs[i];
+    return NULL;
+}
+
+static void refuse_sub(sy_io_t *io, sy_conn_t *c, const sy_pusher_msg_t *m, const char *type, const char *why,
+                       unsigned status) {
+    say(io, c, sy_pusher_subscription_error_frame(m->channel, m->channel_len, type, why, strlen(why), status));
+}
+
+/* A private or encrypted channel's auth: true when good, else refused. */
+static bool auth_ok(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
+    sy_pusher_srv_t *p = srv_of(io);
+    sy_pusher_auth_t r = sy_pusher_auth_channel(p->apps, s->app->app, s->sid, s->sid_len, m->channel, m->channel_len,
+                                                m->channel_data, m->channel_data_len, m->auth, m->auth_len);
+    if (r == SY_PUSHER_AUTH_OK)
+        return true;
+    if (r == SY_PUSHER_AUTH_NOMEM) {
+        sy_conn_fail_oom(io, c);
+        return false;
+    }
+    char signed_str[SY_PUSHER_SOCKET_ID_MAX + 1024], why[2048];
+    size_t sl = sy_pusher_auth_string(signed_str, sizeof(signed_str), false, s->sid, s->sid_len, m->channel,
+                                      m->channel_len, m->channel_data, m->channel_data_len);
+    size_t wl = sy_pusher_auth_message(why, sizeof(why), r, m->auth, m->auth_len, signed_str, sl);
+    say(io, c, sy_pusher_subscription_error_frame(m->channel, m->channel_len, "AuthError", why, wl, 401));
+    return false;
+}
+
+static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    if (m->chan.type == SY_PUSHER_PRESENCE || m->chan.cache) {
+        refuse_sub(io, c, m, "UnsupportedFeature",
+                   m->chan.cache ? "cache- channels are not supported yet" : "presence- channels are not supported yet",
+                   501);
+        return;
+    }
+    if (m->chan.type == SY_PUSHER_SERVER_TO_USER) { /* no sign-in yet: nobody is that user */
+        say(io, c, sy_pusher_err_frame(SY_PUSHER_CHANNEL_RESERVED, m->channel, m->channel_len));
+        return;
+    }
+    if (sy_pusher_needs_auth(m->chan.type) && !auth_ok(io, c, s, m))
+        return;
+    char name[SY_PUSHER_ID_MAX + 2 + 1024];
+    size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
+    if (n == 0) {
+        say(io, c, sy_pusher_err_frame(SY_PUSHER_CHANNEL_LONG, m->channel, m->channel_len));
+        return;
+    }
+    if (held(c, name, n) == NULL) {
+        sy_topic_t *t = sy_topic_acquire(&x->shared->topics, name, n, true);
+        if (t == NULL) {
+            sy_conn_fail_oom(io, c);
+            return;
+        }
+        sy_topic_add_interest(&x->shared->topics, t, x->index);
+        if (!sy_conn_subscribe(io, c, t)) { /* takes the reference and the interest either way */
+            sy_conn_fail_oom(io, c);
+            return;
+        }
+    }
+    say(io, c, sy_pusher_subscribed_frame(m->channel, m->channel_len));
+}
+
+static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
+    char name[SY_PUSHER_ID_MAX + 2 + 1024];
+    size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
+    sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
+    if (sub != NULL)
+        (void)sy_conn_unsubscribe(io, c, sub->topic); /* Pusher answers nothing */
+}
+
+/* A client event (client-* on a private channel the connection holds, the
+ * app's enableClientMessages on, under maxClientEventsPerSecond): published
+ * from here to the channel's other subscribers, on every node; its data
+ * (JSON as the client sent it) is the publish's payload, its name the
+ * meta. */
+static void client_event(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    const sy_pusher_app_opts_t *o = sy_pusher_app_opts(s->app->app);
+    const char *why = NULL;
+    char name[SY_PUSHER_ID_MAX + 2 + 1024];
+    size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
+    if (!o->client_events)
+        why = "Client events are not enabled for this app (enableClientMessages)";
+    else if (m->chan.type == SY_PUSHER_PRESENCE)
+        why = "Client events on presence- channels are not supported yet";
+    else if (n == 0 || held(c, name, n) == NULL)
+        why = "Client event rejected: not subscribed to the channel";
+    if (why == NULL && o->client_events_per_sec > 0) {
+        /* A burst of a second's worth, refilled evenly (GCRA in µs). */
+        int64_t now = sy_io_ctx(io)->now_ms * 1000, interval = 1000000 / (int64_t)o->client_events_per_sec;
+        int64_t t = s->ev_tat_us < now ? now : s->ev_tat_us;
+        if (t - now + interval > 1000000)
+            why = "Client event rejected: rate limit (maxClientEventsPerSecond)";
+        else
+            s->ev_tat_us = t + interval;
+    }
+    if (why != NULL) {
+        say(io, c, sy_pusher_error_frame(4301, why, strlen(why)));
+        return;
+    }
+    const char *data = m->data != NULL ? m->data : "null";
+    size_t len = m->data != NULL ? m->data_len : 4;
+    if (sh->publish(sh->publish_ctx, name, n, data, len, m->event, m->event_len, sy_conn_id(io, c), 0) != 0)
+        sy_conn_fail_oom(io, c);
+}
+
+static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
+    pconn_t *s = state_of(io, c);
+    if (s == NULL || s->app == NULL || s->code != 0)
+        return;   /* refused at open: closing */
+    (void)opcode; /* a binary frame is read as text would be: JSON or not */
+    const sy_pusher_app_opts_t *o = sy_pusher_app_opts(s->app->app);
+    sy_pusher_limits_t lim = {
+        .max_channel_len = o->max_channel_len, .max_event_len = o->max_event_len, .max_data_len = o->max_payload};
+    sy_pusher_msg_t m = {0};
+    sy_pusher_err_t e = sy_pusher_parse(p, n, &lim, &m);
+    if (e != SY_PUSHER_OK) {
+        say(io, c, sy_pusher_err_frame(e, m.channel, m.channel_len));
+        sy_pusher_msg_free(&m);
+        return;
+    }
+    switch (m.kind) {
+    case SY_PUSHER_MSG_PING:
+        say(io, c, sy_pusher_pong_frame());
+        break;
+    case SY_PUSHER_MSG_PONG:
+        s->ping_out = false;
+        break;
+    case SY_PUSHER_MSG_SUBSCRIBE:
+        subscribe(io, c, s, &m);
+        break;
+    case SY_PUSHER_MSG_UNSUBSCRIBE:
+        unsubscribe(io, c, s, &m);
+        break;
+    case SY_PUSHER_MSG_SIGNIN: {
+        static const char why[] = "pusher:signin is not supported yet";
+        say(io, c, sy_pusher_error_frame(4009, why, sizeof(why) - 1));
+        break;
+    }
+    case SY_PUSHER_MSG_CLIENT_EVENT:
+        client_event(io, c, s, &m);
+        break;
+    default: /* ignored, as Pusher does */
+        break;
+    }
+    sy_pusher_msg_free(&m);
+}
+
+/* ---- the HTTP API ------------------------------------------------------------------ */
+
+/* Reads "<node>.<conn id>" (checked with sy_pusher_socket_id_valid). */
+static void socket_id_split(const char *s, size_t n, uint64_t *node, uint64_t *conn) {
+    uint64_t a = 0, b = 0;
+    size_t i = 0;
+    for (; i < n && s[i] != '.'; i++)
+        a = a * 10 + (uint64_t)(s[i] - '0');
+    for (i++; i < n; i++)
+        b = b * 10 + (uint64_t)(s[i] - '0');
+    *node = a;
+    *conn = b;
+}
+
+static void api_error(sy_io_t *io, sy_conn_t *c, sy_pusher_http_err_t e, const sy_pusher_req_t *r) {
+    char why[1024];
+    (void)sy_pusher_http_message(why, sizeof(why), e, r, (int64_t)time(NULL));
+    sy_reply_error(io, c, (int)sy_pusher_http_status(e), why);
+}
+
+/* The events of an authorized EVENTS or BATCH_EVENTS request, published
+ * from here: each event to each of its channels, with its name as the
+ * publish's meta and its socket_id left out. */
+static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint8_t *body, size_t len,
+                                        sy_pusher_route_t route) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    const sy_pusher_app_opts_t *o = sy_pusher_app_opts(a->app);
+    sy_pusher_http_limits_t lim = {.max_body = (size_t)o->max_payload * o->max_batch + 65536,
+                                   .max_event_len = o->max_event_len,
+                                   .max_channel_len = o->max_channel_len,
+                                   .max_payload = o->max_payload,
+                                   .max_channels = o->max_channels_per_event,
+                                   .max_batch = o->max_batch};
+    sy_pusher_events_t ev;
+    sy_pusher_http_err_t e = sy_pusher_http_events(route, body, len, &lim, &ev);
+    if (e != SY_PUSHER_HTTP_OK)
+        return e;
+    char name[SY_PUSHER_ID_MAX + 2 + 1024];
+    for (size_t i = 0; i < ev.nevents && e == SY_PUSHER_HTTP_OK; i++) {
+        const sy_pusher_api_event_t *x = &ev.events[i];
+        uint64_t node = 0, conn = 0;
+        if (x->socket_id.s != NULL)
+            socket_id_split(x->socket_id.s, x->socket_id.len, &node, &conn);
+        for (size_t k = 0; k < x->nchannels && e == SY_PUSHER_HTTP_OK; k++) {
+            size_t n = topic_name(a, x->channels[k].s, x->channels[k].len, name, sizeof(name));
+            if (n == 0 ||
+                sh->publish(sh->publish_ctx, name, n, x->data.s, x->data.len, x->name.s, x->name.len, conn, node) != 0)
+                e = n == 0 ? SY_PUSHER_HTTP_CHANNEL_NAME : SY_PUSHER_HTTP_NOMEM;
+        }
+    }
+    sy_pusher_events_free(&ev);
+    return e;
+}
+
+/* POST <prefix>/apps/<id>/events and /batch_events: read, authorized and
+ * published here; the GET endpoints and terminate_connections are not
+ * wired yet (501). */
+static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, size_t head) {
+    sy_pusher_srv_t *p = srv_of(io);
+    if (req->target_len < p->prefix_len + 6 || memcmp(req->target, p->prefix, p->prefix_len) != 0 ||
+        memcmp(req->target + p->prefix_len, "/apps/", 6) != 0)
+        return false;
+    const char *target = req->target + p->prefix_len;
+    size_t target_len = req->target_len - p->prefix_len;
+    size_t body_len = 0;
+    const sy_http_header_t *cl = sy_http_find_header(req, SY_HTTP_LIT("Content-Length"), NULL);
+    for (size_t i = 0; cl != NULL && i < cl->value_len; i++) {
+        if (cl->value[i] < '0' || cl->value[i] > '9' || body_len > (64u << 20)) {
+            sy_reply_error(io, c, 400, "Invalid Content-Length");
+            return true;
+        }
+        body_len = body_len * 10 + (size_t)(cl->value[i] - '0');
+    }
+    int64_t now = (int64_t)time(NULL);
+    sy_pusher_req_t r;
+    sy_pusher_http_err_t e = sy_pusher_http_request(req->method, req->method_len, target, target_len, body_len, now,
+                                                    SY_PUSHER_CHANNEL_MAX_DEFAULT * 5, &r);
+    if (e != SY_PUSHER_HTTP_OK) {
+        api_error(io, c, e, NULL);
+        sy_pusher_req_free(&r);
+        return true;
+    }
+    if (r.route != SY_PUSHER_API_EVENTS && r.route != SY_PUSHER_API_BATCH_EVENTS) {
+        sy_reply_error(io, c, 501,
+                       "This endpoint of the HTTP API is not supported yet: only POST /apps/<id>/events and "
+                       "/batch_events");
+        sy_pusher_req_free(&r);
+        return true;
+    }
+    const sy_pusher_app_t *app = sy_pusher_apps_by_id(p->apps, r.app_id, r.app_id_len);
+    const papp_t *a = NULL;
+    for (size_t i = 0; app != NULL && i < p->napps; i++)
+        if (p->app[i].app == app)
+            a = &p->app[i];
+    const sy_pusher_app_opts_t *o = a != NULL ? sy_pusher_app_opts(app) : NULL;
+    if (a == NULL)
+        e = SY_PUSHER_HTTP_UNKNOWN_APP;
+    else if (body_len > (size_t)o->max_payload * o->max_batch + 65536)
+        e = SY_PUSHER_HTTP_TOO_LARGE;
+    if (e != SY_PUSHER_HTTP_OK) {
+        api_error(io, c, e, &r);
+        sy_pusher_req_free(&r);
+        return true;
+    }
+    if (c->rlen < head + body_len) { /* the body is still coming: the head is read again with it */
+        sy_pusher_req_free(&r);
+        return true;
+    }
+    const uint8_t *body = c->rbuf + head;
+    sy_pusher_auth_t ar = sy_pusher_auth_request(p->apps, app, r.auth_key, r.auth_key_len, r.to_sign, r.to_sign_len,
+                                                 r.auth_signature, r.auth_signature_len);
+    if (ar == SY_PUSHER_AUTH_KEY)
+        e = SY_PUSHER_HTTP_UNKNOWN_KEY;
+    else if (ar != SY_PUSHER_AUTH_OK)
+        e = ar == SY_PUSHER_AUTH_NOMEM ? SY_PUSHER_HTTP_NOMEM : SY_PUSHER_HTTP_SIGNATURE;
+    else if (body_len > 0 && !sy_pusher_body_md5_ok(p->apps, body, body_len, r.body_md5, r.body_md5_len))
+        e = SY_PUSHER_HTTP_BODY_MD5;
+    else if (!a->enabled)
+        e = SY_PUSHER_HTTP_UNKNOWN_APP;
+    else
+        e = api_publish(io, a, body, body_len, r.route);
+    if (e != SY_PUSHER_HTTP_OK) {
+        api_error(io, c, e, &r);
+    } else {
+        static const char ok[] =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+        sy_reply(io, c, sy_refbuf_raw(ok, sizeof(ok) - 1), false);
+    }
+    sy_pusher_req_free(&r);
+    return true;
+}
+
+/* ---- publishes -------------------------------------------------------------------- */
+
+/* The event name of a publish that names none (server.publish(topic,
+ * data) without { event }): docs/pusher.md. A publish's meta is its event
+ * name. */
+#define DEFAULT_EVENT "message"
+
+/* {"event":E,"channel":C,"data":D} once per publish and IO thread: C is the
+ * topic's name without its app's "<id>:". */
+static sy_refbuf_t *pusher_publish_frame(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1,
+                                         const sy_refbuf_t *meta) {
+    (void)v1;
+    if (plain == NULL)
+        return NULL;
+    const char *ch = t->name;
+    size_t len = t->name_len;
+    const char *colon = memchr(ch, ':', len);
+    if (colon != NULL) {
+        len -= (size_t)(colon + 1 - ch);
+        ch = colon + 1;
+    }
+    bool z = atomic_load_explicit(&plain->deflate, memory_order_relaxed) != SY_REFBUF_Z_NONE;
+    const char *ev = meta != NULL ? (const char *)meta->data : DEFAULT_EVENT;
+    size_t ev_len = meta != NULL ? meta->len : sizeof(DEFAULT_EVENT) - 1;
+    return sy_pusher_event_frame(ev, ev_len, ch, len, sy_refbuf_payload(plain), sy_refbuf_payload_len(plain),
+                                 SY_PUSHER_DATA_BYTES, NULL, 0, z);
+}
+
+const sy_msgproto_t sy_pusher_proto = {
+    .name = NULL,
+    .message = pusher_message,
+    .publish_frame = pusher_publish_frame,
+    .claim = pusher_claim,
+    .request = pusher_request,
+    .opened = pusher_opened,
+    .idle = pusher_idle,
+    .closing = pusher_closing,
+    .tag = "pusher",
+};
+
+#else /* a build without OpenSSL: no app table, no Pusher */
+
+struct sy_pusher_srv {
+    int unused;
+};
+
+sy_err_t sy_pusher_srv_new(struct sy_pusher_apps *apps, const sy_pusher_cfg_t *cfg, unsigned nthreads,
+                           sy_pusher_srv_t **out, char *err, size_t errlen) {
+    (void)apps;
+    (void)cfg;
+    (void)nthreads;
+    *out = NULL;
+    snprintf(err, errlen, "pusher: this build has no OpenSSL");
+    return ENOTSUP;
+}
+
+void sy_pusher_srv_free(sy_pusher_srv_t *p) { sy_free(p); }
+
+uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p) {
+    (void)p;
+    return 0;
+}
+
+const sy_msgproto_t sy_pusher_proto = {.name = NULL};
+
+#endif
