@@ -201,6 +201,7 @@ function HELD() {
       // The options tables' defaults (the server's table: docs-facts.test.js reads it too).
       ...defaultRows('docs/api.md', 'option', DEFAULTS, ['threads', 'maxFragments', 'port']),
       `| \`port\` | \`${DEFAULTS.port}\` |`,
+      `subscribers get (1 to ${require('../../lib/pusher/server').EVENT_MAX_BYTES} bytes`,
       `| \`threads\` | min(2, CPUs) | IO threads (${range('threads')}) |`,
       `| \`maxFragments\` | max(${src('lib/options.js', /Math\.max\((\d+), Math\.floor\(o\.maxPayload/)}, \`maxPayload\` / ${src('lib/options.js', /o\.maxPayload \/ (\d+)\)/)}) |`,
       `refuse with that status (${constants.REFUSE_STATUS_MIN}-${constants.REFUSE_STATUS_MAX})`,

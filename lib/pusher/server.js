@@ -26,9 +26,12 @@ function pusherSummary(pusher) {
   return { ...pusher, apps: pusher.apps.map(({ secrets, ...app }) => ({ ...app, secrets: secrets.length })) };
 }
 
+/** The longest event name publish() takes, in bytes (Pusher's limit for event names). */
+const EVENT_MAX_BYTES = 200;
+
 /**
  * publish(topic, data, { event }): the event name a Pusher subscriber gets
- * (1 to 200 characters, not pusher: or pusher_internal:), or undefined
+ * (1 to EVENT_MAX_BYTES bytes, not pusher: or pusher_internal:), or undefined
  * when options name none (Pusher subscribers then get "message").
  */
 function publishEvent(options, byName = true) {
@@ -36,8 +39,8 @@ function publishEvent(options, byName = true) {
   if (event === undefined) return undefined;
   if (!byName) throw invalidArgValue('options.event', "is server.publish()'s only (not yet a topic handle's publish())", event);
   if (typeof event !== 'string') throw invalidArgType('options.event', 'a string', event);
-  if (event.length === 0 || Buffer.byteLength(event) > 200 || /^pusher(_internal)?:/.test(event)) {
-    throw invalidArgValue('options.event', 'must be 1 to 200 bytes, not beginning with "pusher:" or "pusher_internal:"', event);
+  if (event.length === 0 || Buffer.byteLength(event) > EVENT_MAX_BYTES || /^pusher(_internal)?:/.test(event)) {
+    throw invalidArgValue('options.event', `must be 1 to ${EVENT_MAX_BYTES} bytes, not beginning with "pusher:" or "pusher_internal:"`, event);
   }
   return event;
 }
@@ -49,4 +52,4 @@ function publishWithEvent(handle, topic, data, flags, event) {
   return binding.serverPublishEvent(handle, topic, bytes, flags, event);
 }
 
-module.exports = { setPusher, pusherOpenInfo, pusherSummary, publishEvent, publishWithEvent };
+module.exports = { EVENT_MAX_BYTES, setPusher, pusherOpenInfo, pusherSummary, publishEvent, publishWithEvent };
