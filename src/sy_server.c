@@ -688,7 +688,7 @@ static int publish_from_io(void *ctx, const char *topic, size_t topic_len, const
 
 sy_err_t sy_server_set_pusher(sy_server_t *s, struct sy_pusher_apps *apps, const sy_pusher_cfg_t *cfg, uint64_t *node,
                               char *err, size_t errlen) {
-    if (s->listening || s->shared.pusher != NULL) {
+    if (s->listening || s->shared.proto_state != NULL) {
         snprintf(err, errlen, "pusher: set once, before the server listens");
         return EBUSY;
     }
@@ -702,7 +702,7 @@ sy_err_t sy_server_set_pusher(sy_server_t *s, struct sy_pusher_apps *apps, const
         sy_pusher_srv_free(p);
         return rc;
     }
-    s->shared.pusher = p;
+    s->shared.proto_state = p;
     s->shared.publish = publish_from_io;
     s->shared.publish_ctx = s;
     *node = sy_pusher_srv_node(p);
@@ -710,7 +710,7 @@ sy_err_t sy_server_set_pusher(sy_server_t *s, struct sy_pusher_apps *apps, const
 }
 
 uint64_t sy_server_pusher_node(const sy_server_t *s) {
-    return s->shared.pusher != NULL ? sy_pusher_srv_node(s->shared.pusher) : 0;
+    return s->shared.proto_state != NULL ? sy_pusher_srv_node(s->shared.proto_state) : 0;
 }
 
 bool sy_server_tls(sy_server_t *s) { return s->shared.transport != &sy_stream_plain_ops; }
@@ -775,7 +775,7 @@ void sy_server_destroy(sy_server_t *s) {
     sy_hist_destroy(&s->shared.hist);
     sy_deflate_once_destroy(&s->shared.deflate_once);
     sy_addrlimit_destroy(s->shared.addrs);
-    sy_pusher_srv_free(s->shared.pusher); /* after the IO threads: their connections' state */
+    sy_pusher_srv_free(s->shared.proto_state); /* after the IO threads: their connections' state */
 #ifdef SY_WITH_TLS
     if (sy_server_tls(s))
         sy_tls_source_destroy(&s->tls);

@@ -119,7 +119,7 @@ void sy_pusher_srv_free(sy_pusher_srv_t *p) {
 
 uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p) { return p->node; }
 
-static sy_pusher_srv_t *srv_of(const sy_io_t *io) { return sy_io_ctx(io)->shared->pusher; }
+static sy_pusher_srv_t *srv_of(const sy_io_t *io) { return (sy_pusher_srv_t *)sy_io_ctx(io)->shared->proto_state; }
 
 /* c's cell in its thread's table (made when make: NULL out of memory). */
 static pconn_t **cell(sy_io_t *io, const sy_conn_t *c, bool make) {

@@ -106,11 +106,12 @@ typedef struct sy_io_shared {
     uint8_t wire_proto[8];
     const struct sy_msgproto *protos[4];
     const struct sy_conn_hooks *hooks;
-    struct sy_pusher_srv *pusher; /* Pusher's apps and connections' state (io/app/sy_pusher_conn.h), or NULL */
+    void *proto_state; /* the registered message protocol's own state (its apps, its connections'
+                          state by slot), set with its table before the threads start; or NULL */
     /* A publish from an IO thread (Pusher's HTTP API and client events) as
      * the owner's: to every IO thread and the bus, text, compressible, with
      * meta and the connection to leave out (sy_server_publish_x). Set by
-     * the owner before the threads start (with pusher). 0 or ENOMEM. */
+     * the owner before the threads start (with proto_state). 0 or ENOMEM. */
     int (*publish)(void *ctx, const char *topic, size_t topic_len, const void *data, size_t len, const void *meta,
                    size_t meta_len, uint64_t exclude, uint64_t exclude_node);
     void *publish_ctx;
