@@ -99,7 +99,7 @@ async function pusher(argv) {
     fail(e.message);
   }
   server.on('error', (err) => process.stderr.write(`symphony-ws: ${err.code ?? 'error'}: ${err.message}\n`));
-  const port = await server.listen();
+  const { port } = await server.listen();
   const apps = conf.options.pusher.apps.map((a) => a.key).join(', ');
   process.stdout.write(`symphony-ws pusher: listening on ${conf.options.tls ? 'wss' : 'ws'}://${conf.options.host}:${port}/app/{key} (apps: ${apps})${server.bus ? ', bus: Redis' : ''}\n`);
 

@@ -4,7 +4,8 @@
 // argument a clear message with exit code 2.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
+const { once } = require('node:events');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -64,4 +65,39 @@ test('bad arguments and settings: exit 2 with what is wrong', () => {
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, re);
   }
+});
+
+test('it serves: pusher-js subscribes, the pusher SDK triggers, SIGTERM closes it with exit 0', async (t) => {
+  const Pusher = require('pusher-js');
+  const PusherSdk = require('pusher');
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SOKETI_')));
+  const child = spawn(process.execPath, [BIN, 'pusher', '--host', '127.0.0.1', '--port', '0'], {
+    env: { ...clean, SOKETI_DEFAULT_APP_ID: 'cli-app', SOKETI_DEFAULT_APP_KEY: 'cli-key', SOKETI_DEFAULT_APP_SECRET: 'cli-secret' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = once(child, 'exit');
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  let out = '';
+  const port = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on ws:\/\/127\.0\.0\.1:(\d+)\/app\/\{key\} \(apps: cli-key\)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code} before listening: ${out}`)));
+  });
+  const client = new Pusher('cli-key', { wsHost: '127.0.0.1', wsPort: port, forceTLS: false, enabledTransports: ['ws'], cluster: '' });
+  t.after(() => client.disconnect());
+  const channel = client.subscribe('news');
+  await new Promise((resolve) => channel.bind('pusher:subscription_succeeded', resolve));
+  const got = new Promise((resolve) => channel.bind('headline', resolve));
+  const sdk = new PusherSdk({ appId: 'cli-app', key: 'cli-key', secret: 'cli-secret', host: '127.0.0.1', port, useTLS: false });
+  await sdk.trigger('news', 'headline', { x: 1 });
+  assert.deepEqual(await got, { x: 1 });
+  assert.match(client.connection.socket_id, /^\d+\.\d+$/);
+  client.disconnect();
+  child.kill('SIGTERM');
+  const [code] = await exited;
+  assert.equal(code, 0);
+  assert.match(out, /SIGTERM: closing/);
 });
