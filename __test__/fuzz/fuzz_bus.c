@@ -44,7 +44,7 @@ static void envelope(const uint8_t *p, size_t n) {
     if (k == SY_BUS_ENV_DELIVER) {
         REQUIRE(m.len <= n);
         REQUIRE(m.len == 0 || (m.payload >= p && m.payload + m.len <= p + n));
-        REQUIRE((m.flags & ~3u) == 0);
+        REQUIRE((m.flags & ~(SY_BUS_ENV_BINARY | SY_BUS_ENV_COMPRESS | SY_BUS_ENV_META)) == 0);
         if (n == 0 || p[0] != SY_BUS_ENV_MAGIC) {
             REQUIRE(m.payload == p && m.len == n && m.seq == 0);
         } else {
@@ -57,7 +57,7 @@ static void envelope(const uint8_t *p, size_t n) {
     }
     /* Our own envelope round-trips. */
     uint8_t mine[SY_BUS_ENV_LEN];
-    sy_bus_env_write(mine, NODE, 1 + (n ? p[0] : 0), n ? p[0] & 3u : 0);
+    sy_bus_env_write(mine, NODE, 1 + (n ? p[0] : 0), n ? p[0] & 7u : 0);
     REQUIRE(sy_bus_env_read(mine, sizeof(mine), NODE, &m) == SY_BUS_ENV_OWN);
     REQUIRE(sy_bus_env_read(mine, sizeof(mine), NODE + 1, &m) == SY_BUS_ENV_DELIVER && m.from == NODE);
 }
