@@ -357,6 +357,7 @@ function HELD() {
     'docs/history.md': [
       `Counted as each frame's bytes plus ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
       `its frame plus ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} bytes`,
+      `(a ${src('src/io/model/sy_history.h', /its ring slot\s*\*?\s*\((\d+)\)/)}-byte ring slot, the frame's ${src('src/io/model/sy_history.h', /the frame's header \((\d+)\)/)}-byte header, the allocator's rounding)`,
       `**epoch**, ${src(CLIENT, /const EPOCH = \/\^\[0-9a-fA-F\]\{(\d+)\}\$\//)} hexadecimal characters`,
     ],
     'docs/metrics.md': [
