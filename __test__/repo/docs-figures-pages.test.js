@@ -341,6 +341,10 @@ function HELD() {
       `\`openTimeout\` (${client.openTimeout / 1000} s)`,
       `\`heartbeat\` (${client.heartbeat / 1000} s)`,
       `for ${src(CLIENT, /transport === 'sse' \? ([\d.]+) \* \(\(ws\.hello/)} times the heartbeat`,
+      // what bench/micro/sse-ids.js measures (no stored run keeps its figures: the page gives orders of size)
+      `| ${thousands(src('bench/micro/sse-ids.js', /arg\('topics', '1,(\d+)'\)/))} topics, symphony.v2 |`,
+      `| ${thousands(src('bench/micro/sse-ids.js', /arg\('topics', '1,(\d+)'\)/))} topics, symphony.v1 |`,
+      `| ${thousands(src('bench/micro/sse-ids.js', /await asks\((\d+)\)/) - 1)} granted subscribes asked by POST`,
     ],
     'docs/tls.md': (() => {
       const T = '__test__/tls/tls.test.js';
