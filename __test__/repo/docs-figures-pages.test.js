@@ -358,6 +358,7 @@ function HELD() {
         `falling from ${thousands(peak)} connections to ${low} gives its pages back to at most ${Number(src(T, /share\(\) <= ([\d.]+) &&/)) * 100}% of the peak's`,
       ];
     })(),
+    'docs/benchmarks.md': [`they are now ${define('src/io/model/sy_reclaim.h', 'SY_RECLAIM_SLICE')} connections`],
     'docs/history.md': [
       `Counted as each frame's bytes plus ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
       `its frame plus ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} bytes`,
