@@ -436,7 +436,7 @@ const NONE = {
   ],
   'docs/sse.md': ['`tryAllTransports` (4.8)', 'event says 1006'], // a close code
   'docs/contributing.md': ['PORT+1'],
-  'docs/testing.md': ['PORT+1', '3.2, 3.3, 4.1.3, 4.1.4, 4.2.3, 4.2.4 and 5.15'], // a port's arithmetic, Autobahn's case numbers
+  'docs/testing.md': ['PORT+1', '3.2, 3.3, 4.1.3, 4.1.4, 4.2.3, 4.2.4 and 5.15', '127.x.y.z'], // a port's arithmetic, Autobahn's case numbers, an address's pattern
   'docs/builds.md': [
     /\b(?:4|16|64) KiB\b/, /\blg-page \d+|\b12 \(4 KiB\)|\bboth 12 and 16\b|,\s+12 on x64|\b16 and 64 KiB/, // the platforms' page sizes (and jemalloc's log2 of them)
     /\b2\.(?:17|2\d|3\d)\b/, // glibc's versions (the floor, 2.17: docs.test.js holds it)
