@@ -327,6 +327,7 @@ function HELD() {
         `\`${conf.replace(/,(?=dirty)/, ', ')}\``, // the page wraps the line after a comma
         `(from at least ${define(R, 'SY_RECLAIM_MIN_PEAK')}), or ${define(R, 'SY_RECLAIM_IDLE_MS') / 1000} s without any event`,
         `at most one per ${define(R, 'SY_RECLAIM_INTERVAL_MS') / 1000} s`,
+        `keeps its ${src('src/io/conn/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)}-byte struct`,
         `(${define(R, 'SY_RECLAIM_SLICE')} connections looked at per slice`,
         `Up to ${define(R, 'SY_RECLAIM_PASSES')} passes, while a pass still moves 1 block in ${src('src/io/model/sy_reclaim.c', /r->moved_pass \* (\d+) > r->seen/)}`,
         `\`sy_conn_t\` ${src('src/io/conn/sy_conn.c', /sizeof\(sy_conn_t\) == (\d+)/)}`,
