@@ -359,6 +359,10 @@ function HELD() {
         `falling from ${thousands(peak)} connections to ${low} gives its pages back to at most ${Number(src(T, /share\(\) <= ([\d.]+) &&/)) * 100}% of the peak's`,
       ];
     })(),
+    'docs/performance.md': [
+      `per batch of up to ${define('src/io/loop/sy_loop.h', 'SY_IO_URING_ENTRIES')} sends`,
+      `(or ${thousands(define('src/io/loop/sy_loop.h', 'SY_IO_DEFER_MAX'))} waiting commands`,
+    ],
     'docs/benchmarks.md': [`they are now ${define('src/io/model/sy_reclaim.h', 'SY_RECLAIM_SLICE')} connections`],
     'docs/history.md': [
       `Counted as each frame's bytes plus ${define('src/io/model/sy_history.h', 'SY_HIST_ENTRY_OVERHEAD')} per message`,
