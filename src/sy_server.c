@@ -369,12 +369,10 @@ sy_err_t sy_server_answer(sy_server_t *s, uint64_t id, uint32_t rid, const void 
 
 bool sy_server_position(sy_server_t *s, const char *topic, size_t topic_len, uint64_t *epoch, uint64_t *last,
                         uint64_t *first, size_t *kept) {
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    sy_topic_t *t = sy_server_hist_topic(s, topic, topic_len);
     if (t == NULL)
         return false;
-    sy_hist_t *g = &s->shared.hist;
-    sy_hist_lock(g);
-    sy_history_t *h = sy_hist_of(g, t, false);
+    sy_history_t *h = sy_hist_of(&s->shared.hist, t, false);
     bool ok = h != NULL && h->size > 0;
     if (ok) {
         *epoch = h->epoch;
@@ -382,9 +380,20 @@ bool sy_server_position(sy_server_t *s, const char *topic, size_t topic_len, uin
         *first = h->first;
         *kept = h->count;
     }
-    sy_hist_unlock(g);
-    sy_topic_release(&s->shared.topics, t);
+    sy_server_hist_done(s, t);
     return ok;
+}
+
+sy_topic_t *sy_server_hist_topic(sy_server_t *s, const char *topic, size_t len) {
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, false);
+    if (t != NULL)
+        sy_hist_lock(&s->shared.hist);
+    return t;
+}
+
+void sy_server_hist_done(sy_server_t *s, sy_topic_t *t) {
+    sy_hist_unlock(&s->shared.hist);
+    sy_topic_release(&s->shared.topics, t);
 }
 
 sy_err_t sy_server_topic_history(sy_server_t *s, sy_topic_t *t, uint32_t size, uint32_t ttl_s) {
@@ -481,6 +490,15 @@ sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, siz
     return 0;
 }
 
+/* Queues an answer command that owns cmd->buf: on failure the buffer is
+ * given back, and a thread that has stopped is ENOTCONN. */
+static sy_err_t push_answer(sy_io_t *io, const sy_cmd_t *cmd) {
+    int rc = sy_io_push(io, cmd);
+    if (rc != 0)
+        sy_refbuf_release(cmd->buf);
+    return rc == EPIPE ? ENOTCONN : rc;
+}
+
 sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len) {
     sy_io_t *io = io_of(s, id);
     if (io == NULL || s->shutting_down)
@@ -496,12 +514,7 @@ sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *h
         sy_free(buf);
     if (cmd.buf == NULL)
         return ENOMEM;
-    int rc = sy_io_push(io, &cmd);
-    if (rc != 0) {
-        sy_refbuf_release(cmd.buf);
-        return rc == EPIPE ? ENOTCONN : rc;
-    }
-    return 0;
+    return push_answer(io, &cmd);
 }
 
 sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status) {
@@ -511,12 +524,7 @@ sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status) {
     sy_cmd_t cmd = {.type = SY_CMD_REFUSE, .conn = id, .buf = sy_post_answer(status)};
     if (cmd.buf == NULL)
         return ENOMEM;
-    int rc = sy_io_push(io, &cmd);
-    if (rc != 0) {
-        sy_refbuf_release(cmd.buf);
-        return rc == EPIPE ? ENOTCONN : rc;
-    }
-    return 0;
+    return push_answer(io, &cmd);
 }
 
 sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary) {

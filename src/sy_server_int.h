@@ -64,5 +64,10 @@ sy_refbuf_t *sy_server_message_frame(const sy_server_t *s, const void *data, siz
 int sy_server_push_io(sy_io_t *io, const sy_cmd_t *cmd, unsigned flags);
 /* True when t keeps history (its own, or the server's default). */
 bool sy_server_with_history(sy_server_t *s, sy_topic_t *t);
+/* The existing topic named topic[0..len) with the server's history lock
+ * taken (NULL: no such topic, nothing taken); sy_server_hist_done gives
+ * both back. */
+sy_topic_t *sy_server_hist_topic(sy_server_t *s, const char *topic, size_t len);
+void sy_server_hist_done(sy_server_t *s, sy_topic_t *t);
 
 #endif

@@ -359,11 +359,10 @@ static void bus_history_deliver(void *ctx, const char *topic, size_t topic_len, 
 
 static void bus_history_synced(void *ctx, const char *topic, size_t len, uint64_t epoch, uint64_t last) {
     sy_server_t *s = ctx;
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, false);
+    sy_topic_t *t = sy_server_hist_topic(s, topic, len);
     if (t == NULL)
         return;
     sy_hist_t *g = &s->shared.hist;
-    sy_hist_lock(g);
     sy_history_t *h = sy_hist_of(g, t, true);
     if (h != NULL && h->size > 0) {
         sy_hist_change_t change;
@@ -372,36 +371,30 @@ static void bus_history_synced(void *ctx, const char *topic, size_t len, uint64_
     }
     sy_park_t *failed = sy_park_settle(g, t, 0);
     sy_hist_unlock(g);
-    sy_park_discard(failed);
+    sy_park_discard(failed); /* outside the lock, with the topic still held */
     sy_topic_release(&s->shared.topics, t);
 }
 
 static void bus_history_unsynced(void *ctx, const char *topic, size_t len) {
     sy_server_t *s = ctx;
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, false);
+    sy_topic_t *t = sy_server_hist_topic(s, topic, len);
     if (t == NULL)
         return;
-    sy_hist_t *g = &s->shared.hist;
-    sy_hist_lock(g);
-    sy_history_t *h = sy_hist_of(g, t, false);
+    sy_history_t *h = sy_hist_of(&s->shared.hist, t, false);
     if (h != NULL)
         h->synced = false;
-    sy_hist_unlock(g);
-    sy_topic_release(&s->shared.topics, t);
+    sy_server_hist_done(s, t);
 }
 
 static bool bus_history_differs(void *ctx, const char *topic, size_t topic_len, uint64_t epoch, uint64_t offset,
                                 const void *data, size_t len) {
     sy_server_t *s = ctx;
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
+    sy_topic_t *t = sy_server_hist_topic(s, topic, topic_len);
     if (t == NULL)
         return false;
-    sy_hist_t *g = &s->shared.hist;
-    sy_hist_lock(g);
-    sy_history_t *h = sy_hist_of(g, t, false);
+    sy_history_t *h = sy_hist_of(&s->shared.hist, t, false);
     bool differs = h != NULL && h->remote && h->epoch == epoch && sy_hist_differs(h, offset, data, len);
-    sy_hist_unlock(g);
-    sy_topic_release(&s->shared.topics, t);
+    sy_server_hist_done(s, t);
     return differs;
 }
 
