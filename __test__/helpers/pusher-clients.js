@@ -262,6 +262,31 @@ function signedUrl(target, { method = 'GET', path: p, query = {}, body = null, s
   return `http://${target.httpHost}:${target.httpPort}${p}?${qs}&auth_signature=${sig}`;
 }
 
+/**
+ * The status an HTTP API answer means: its HTTP status (Pusher), or on
+ * Soketi, which answers every refusal with 200, the "code" of its JSON body
+ * (DEVIATIONS['http-error-status']).
+ */
+function statusOf(target, { status, json }) {
+  const soketi = status === 200 && json && typeof json.code === 'number' ? json.code : status;
+  return target.deviation('http-error-status', { pusher: status, soketi });
+}
+
+/** The status of an SDK call: its RequestError's, or the response's (statusOf). */
+async function sdkStatus(target, promise) {
+  let res;
+  try {
+    res = await promise;
+  } catch (err) {
+    if (typeof err.status !== 'number') throw err;
+    return err.status;
+  }
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return statusOf(target, { status: res.status, json });
+}
+
 /** fetch() a hand-signed request; resolves { status, text, json }. */
 async function httpRaw(target, opts) {
   const url = signedUrl(target, opts);
@@ -273,7 +298,7 @@ async function httpRaw(target, opts) {
   const text = await res.text();
   let json = null;
   try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: res.status, text, json };
+  return { status: statusOf(target, { status: res.status, json }), httpStatus: res.status, text, json };
 }
 
-module.exports = { withTimeout, Inbox, sdk, connect, subscribe, events, raw, authFor, rawSubscribe, signedUrl, httpRaw, PusherJs };
+module.exports = { withTimeout, Inbox, sdk, connect, subscribe, events, raw, authFor, rawSubscribe, signedUrl, httpRaw, statusOf, sdkStatus, PusherJs };

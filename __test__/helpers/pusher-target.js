@@ -41,6 +41,9 @@ const KIND = process.env.SY_PUSHER_TARGET === 'soketi' ? 'soketi' : 'symphony';
 
 /** Where Soketi 1.6.1 differs from Pusher's documentation (name → what). */
 const DEVIATIONS = {
+  'http-error-status': 'HTTP API errors: Soketi answers every refusal with HTTP status 200 and the intended status only in the JSON body {"error", "code"} (uWebSockets.js sends 200 once a header was written before writeStatus), so the pusher SDK takes a refused request (bad signature, bad body, 101 channels) for a success; Pusher answers with the status itself (400, 401, 404, 413)',
+  'http-auth-key': 'HTTP API auth_key: Soketi never checks that it is the app\'s key (a request signed with the app\'s secret passes with any auth_key); Pusher refuses another key (401)',
+  'http-bad-json': 'HTTP API body that is not JSON: Soketi checks body_md5 against "{}" (what it reads an unparsable body as) and answers 401; Pusher answers 400 (the body is malformed, the signature is right)',
   'quota-code': 'over the app connection quota: Soketi sends pusher:error 4100 and closes 4100; Pusher documents 4004 ("Application is over connection quota")',
   'activity-timeout': 'connection_established: Soketi announces activity_timeout 30 whatever it is configured to (and closes idle sockets after a fixed 120 s); Pusher sends the configured value (120 by default)',
   'client-event-disabled': 'client events on an app without them: Soketi answers pusher:error 4301 "The app does not have client messaging enabled."; Pusher documents no code for it (4301 is the rate limit): symphony answers 4301 too, so this is the same on both',
