@@ -51,6 +51,17 @@ test('socket_id excludes that connection: everyone else gets the event', async (
   assert.deepEqual(atB.items.map((e) => e.data.n), [1, 2]);
 });
 
+test('trigger with info=subscription_count answers each channel\'s count', async (t) => {
+  const target = await startTarget({ t });
+  const r1 = await raw(target, { t });
+  const r2 = await raw(target, { t });
+  await rawSubscribe(r1, target, 'counted');
+  await rawSubscribe(r2, target, 'counted');
+  const res = await sdk(target).trigger('counted', 'e', {}, { info: 'subscription_count' });
+  const body = await res.json();
+  assert.deepEqual(body, target.deviation('http-trigger-info', { pusher: { channels: { counted: { subscription_count: 2 } } }, soketi: { ok: true } }));
+});
+
 test('triggerBatch: each event to its channel, in order', async (t) => {
   const target = await startTarget({ t });
   const r = await raw(target, { t });

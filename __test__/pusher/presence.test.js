@@ -154,3 +154,19 @@ test('presence over the limit: the member past maxPresenceMembers is refused on 
   const theirs = await rawSubscribe(again, target, 'presence-small', { user_id: 'm1' });
   assert.equal(theirs.event, target.deviation('presence-limit-same-user', { pusher: 'pusher_internal:subscription_succeeded', soketi: 'pusher:subscription_error' }));
 });
+
+test('presence join flood: 40 members join at once; every count and list agrees', async (t) => {
+  const target = await startTarget({ t });
+  const watcher = await raw(target, { t });
+  await rawSubscribe(watcher, target, 'presence-flood', { user_id: 'watcher' });
+  const joiners = await Promise.all(Array.from({ length: 40 }, () => raw(target, { t })));
+  const answers = await Promise.all(joiners.map((r, i) => rawSubscribe(r, target, 'presence-flood', { user_id: `f${i}` })));
+  for (const a of answers) assert.equal(a.event, 'pusher_internal:subscription_succeeded');
+  const counts = answers.map((a) => JSON.parse(a.data).presence.count);
+  // Each joiner saw itself, the watcher and those before it: 2 to 41, each once.
+  assert.deepEqual([...counts].sort((x, y) => x - y), Array.from({ length: 40 }, (_, i) => i + 2));
+  const added = await watcher.frames.count(40, (f) => f.event === 'pusher_internal:member_added', 10000, '40 member_added at the watcher');
+  assert.equal(new Set(added.map((f) => JSON.parse(f.data).user_id)).size, 40);
+  const res = await sdk(target).get({ path: '/channels/presence-flood/users' });
+  assert.equal((await res.json()).users.length, 41);
+});
