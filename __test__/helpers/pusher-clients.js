@@ -19,6 +19,8 @@
 // Everything is stopped by t.after when a t is given.
 
 const fs = require('node:fs');
+const http = require('node:http');
+const { once } = require('node:events');
 const WebSocket = require('ws');
 const Pusher = require('pusher');
 const PusherJs = require('pusher-js');
@@ -301,4 +303,29 @@ async function httpRaw(target, opts) {
   return { status: statusOf(target, { status: res.status, json }), httpStatus: res.status, text, json };
 }
 
-module.exports = { withTimeout, Inbox, sdk, connect, subscribe, events, raw, authFor, rawSubscribe, signedUrl, httpRaw, statusOf, sdkStatus, PusherJs };
+/**
+ * A webhook receiver on loopback (answers 200): { url, posts (Inbox of
+ * { headers, body }), events (Inbox of { event, headers, body }, one per
+ * event of a POST), names() ("name:channel" of every event, in order) }.
+ */
+async function webhookReceiver(t) {
+  const posts = new Inbox('webhook POSTs');
+  const events = new Inbox('webhook events');
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString();
+      posts.push({ headers: req.headers, body });
+      for (const event of JSON.parse(body).events) events.push({ event, headers: req.headers, body });
+      res.writeHead(200).end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => { server.closeAllConnections(); server.close(); });
+  const names = () => events.items.map(({ event }) => `${event.name}:${event.channel}`);
+  return { url: `http://127.0.0.1:${server.address().port}/hooks`, posts, events, names };
+}
+
+module.exports = { withTimeout, Inbox, sdk, connect, subscribe, events, raw, authFor, rawSubscribe, signedUrl, httpRaw, statusOf, sdkStatus, webhookReceiver, PusherJs };

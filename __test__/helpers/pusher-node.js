@@ -15,6 +15,12 @@ let server = null;
 async function main() {
   const options = JSON.parse(process.argv[2] || '{}');
   const { Server } = require('../..');
+  // The test's own settings first: a mistake there is the test's, not the server's.
+  try {
+    require('../../lib/pusher/config').pusherOptions(options.pusher);
+  } catch (err) {
+    throw new Error(`the test's pusher options are invalid: ${err.message}`);
+  }
   try {
     server = new Server(options);
   } catch (err) {

@@ -6,34 +6,15 @@
 // webhook().isValid() accepts it, with X-Pusher-Key.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const http = require('node:http');
-const { once } = require('node:events');
 const { startTarget, DEFAULT_APP } = require('../helpers/pusher-target');
-const { sdk, raw, rawSubscribe, Inbox } = require('../helpers/pusher-clients');
-
-async function receiver(t) {
-  const got = new Inbox('webhooks');
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString();
-      for (const e of JSON.parse(body).events) got.push({ event: e, headers: req.headers, body });
-      res.writeHead(200).end();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.after(() => { server.closeAllConnections(); server.close(); });
-  return { url: `http://127.0.0.1:${server.address().port}/hooks`, got };
-}
+const { sdk, raw, rawSubscribe, webhookReceiver } = require('../helpers/pusher-clients');
 
 const ALL = ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed', 'client_event', 'cache_miss'];
 
 test('webhooks: occupied, member_added, client_event, member_removed, vacated, cache_miss, each as Pusher sends it', async (t) => {
-  const hooks = await receiver(t);
+  const hooks = await webhookReceiver(t);
   const target = await startTarget({ t, apps: [{ ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ALL }] }] });
-  const find = (pred, what) => hooks.got.until((h) => pred(h.event), 10000, what).then((h) => h.event);
+  const find = (pred, what) => hooks.events.until((h) => pred(h.event), 10000, what).then((h) => h.event);
 
   const a = await raw(target, { t });
   await rawSubscribe(a, target, 'presence-hooks', { user_id: 'ha', user_info: { x: 1 } });
@@ -60,26 +41,26 @@ test('webhooks: occupied, member_added, client_event, member_removed, vacated, c
   assert.deepEqual(await find((e) => e.name === 'cache_miss', 'cache_miss'), { name: 'cache_miss', channel: 'cache-hooks' });
 
   const verifier = sdk(target);
-  for (const h of hooks.got.items) {
+  for (const h of hooks.posts.items) {
     const hook = verifier.webhook({ headers: h.headers, rawBody: h.body });
     assert.equal(hook.isValid(), true);
     assert.equal(h.headers['x-pusher-key'], target.key);
     assert.equal(typeof JSON.parse(h.body).time_ms, 'number');
   }
   // Another secret does not verify them.
-  const h0 = hooks.got.items[0];
+  const h0 = hooks.posts.items[0];
   assert.equal(sdk(target, { app: { ...target.app, secret: 'other' } }).webhook({ headers: h0.headers, rawBody: h0.body }).isValid(), false);
 });
 
 test('webhooks: only the event types asked for', async (t) => {
-  const hooks = await receiver(t);
+  const hooks = await webhookReceiver(t);
   const target = await startTarget({ t, apps: [{ ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ['channel_vacated'] }] }] });
   const a = await raw(target, { t });
   await rawSubscribe(a, target, 'only-vacated', undefined);
   await rawSubscribe(a, target, 'presence-only', { user_id: 'z' });
   a.send({ event: 'pusher:unsubscribe', data: { channel: 'only-vacated' } });
-  await hooks.got.until((h) => h.event.channel === 'only-vacated', 10000, 'channel_vacated');
+  await hooks.events.until((h) => h.event.channel === 'only-vacated', 10000, 'channel_vacated');
   a.send({ event: 'pusher:unsubscribe', data: { channel: 'presence-only' } });
-  await hooks.got.until((h) => h.event.channel === 'presence-only', 10000, 'the second channel_vacated');
-  assert.deepEqual(hooks.got.items.map((h) => h.event.name), ['channel_vacated', 'channel_vacated']);
+  await hooks.events.until((h) => h.event.channel === 'presence-only', 10000, 'the second channel_vacated');
+  assert.deepEqual(hooks.events.items.map((h) => h.event.name), ['channel_vacated', 'channel_vacated']);
 });

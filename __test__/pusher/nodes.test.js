@@ -7,11 +7,9 @@
 // the SDK verifies them.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const http = require('node:http');
-const { once } = require('node:events');
 const { startRedis } = require('../helpers/redis');
 const { startTarget, DEFAULT_APP } = require('../helpers/pusher-target');
-const { sdk, connect, subscribe, events, raw, rawSubscribe, withTimeout, Inbox } = require('../helpers/pusher-clients');
+const { sdk, connect, subscribe, events, raw, rawSubscribe, withTimeout, Inbox, webhookReceiver } = require('../helpers/pusher-clients');
 
 async function twoNodes(t, options = {}) {
   const redis = await startRedis({ t });
@@ -125,29 +123,6 @@ test('2 nodes: terminateUserConnections on one node closes the user\'s connectio
   await keep.nextNew((f) => f.event === 'pusher:pong', 3000, 'the other user still connected');
 });
 
-/** A webhook receiver on loopback: { url, got (Inbox of { headers, body }), names() ("event:channel" in order) }. */
-async function receiver(t) {
-  const got = new Inbox('webhooks');
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      got.push({ headers: req.headers, body: Buffer.concat(chunks).toString() });
-      res.writeHead(200).end();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.after(() => { server.closeAllConnections(); server.close(); });
-  const names = () => got.items.flatMap((h) => JSON.parse(h.body).events.map((e) => `${e.name}:${e.channel}`));
-  return { url: `http://127.0.0.1:${server.address().port}/hooks`, got, names };
-}
-
-/** The webhooks expected: Pusher's (each once), or Soketi's (channel_vacated from each node). */
-function expectedHooks(node, expected) {
-  return node.deviation('webhooks-vacated-per-node', { pusher: expected, soketi: [...expected, 'channel_vacated:hooked'] });
-}
-
 /** Leaves channel on raw client r, and waits until the node has read it (the pong after). */
 async function leave(r, channel) {
   r.send({ event: 'pusher:unsubscribe', data: { channel } });
@@ -156,27 +131,31 @@ async function leave(r, channel) {
 }
 
 test('2 nodes: channel_occupied and channel_vacated webhooks once per cluster, signed for the SDK', async (t) => {
-  const hooks = await receiver(t);
+  const hooks = await webhookReceiver(t);
   const app = { ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ['channel_occupied', 'channel_vacated'] }] };
   const { one, two } = await twoNodes(t, { apps: [app] });
 
   const a = await raw(one, { t });
   await rawSubscribe(a, one, 'hooked');
-  await hooks.got.until(() => true, 10000, 'the channel_occupied webhook');
+  await hooks.events.until(() => true, 10000, 'the channel_occupied webhook');
   const b = await raw(two, { t });
   await rawSubscribe(b, two, 'hooked');
   // One leaves, then the other: vacated once the cluster's last subscriber is gone.
   await leave(a, 'hooked');
   await leave(b, 'hooked');
-  await hooks.got.until(() => hooks.names().includes('channel_vacated:hooked') || undefined, 10000, 'the channel_vacated webhook');
+  await hooks.events.until(() => hooks.names().includes('channel_vacated:hooked') || undefined, 10000, 'the channel_vacated webhook');
   // A marker channel, occupied after: its webhook comes after any late duplicate of ours.
   const c = await raw(two, { t });
   await rawSubscribe(c, two, 'marker');
-  await hooks.got.until(() => hooks.names().includes('channel_occupied:marker') || undefined, 10000, 'the marker webhook');
+  await hooks.events.until(() => hooks.names().includes('channel_occupied:marker') || undefined, 10000, 'the marker webhook');
   const hooked = hooks.names().filter((n) => n.endsWith(':hooked'));
-  assert.deepEqual(hooked, expectedHooks(one, ['channel_occupied:hooked', 'channel_vacated:hooked']), JSON.stringify(hooks.names()));
+  assert.deepEqual(hooked.slice(0, 2), ['channel_occupied:hooked', 'channel_vacated:hooked'], JSON.stringify(hooks.names()));
+  // Pusher: once. Soketi: once or twice, by a race (DEVIATIONS['webhooks-vacated-per-node']).
+  const vacated = hooked.filter((n) => n === 'channel_vacated:hooked').length;
+  assert.ok(one.deviation('webhooks-vacated-per-node', { pusher: [1], soketi: [1, 2] }).includes(vacated), `${vacated} channel_vacated`);
+  assert.equal(hooked.filter((n) => n === 'channel_occupied:hooked').length, 1);
   const verifier = sdk(one);
-  for (const h of hooks.got.items) {
+  for (const h of hooks.posts.items) {
     const hook = verifier.webhook({ headers: h.headers, rawBody: h.body });
     assert.equal(hook.isValid(), true, 'signed with the app secret');
     assert.equal(h.headers['x-pusher-key'], one.key);
@@ -185,7 +164,7 @@ test('2 nodes: channel_occupied and channel_vacated webhooks once per cluster, s
 });
 
 test('2 nodes: the last subscribers of both nodes leave at once: channel_vacated still once', async (t) => {
-  const hooks = await receiver(t);
+  const hooks = await webhookReceiver(t);
   const app = { ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ['channel_occupied', 'channel_vacated'] }] };
   const { one, two } = await twoNodes(t, { apps: [app] });
   const a = await raw(one, { t });
@@ -194,15 +173,13 @@ test('2 nodes: the last subscribers of both nodes leave at once: channel_vacated
   await rawSubscribe(b, two, 'race');
   a.send({ event: 'pusher:unsubscribe', data: { channel: 'race' } });
   b.send({ event: 'pusher:unsubscribe', data: { channel: 'race' } });
-  await hooks.got.until(() => hooks.names().includes('channel_vacated:race') || undefined, 10000, 'the channel_vacated webhook');
+  await hooks.events.until(() => hooks.names().includes('channel_vacated:race') || undefined, 10000, 'the channel_vacated webhook');
   const c = await raw(two, { t });
   await rawSubscribe(c, two, 'marker');
-  await hooks.got.until(() => hooks.names().includes('channel_occupied:marker') || undefined, 10000, 'the marker webhook');
+  await hooks.events.until(() => hooks.names().includes('channel_occupied:marker') || undefined, 10000, 'the marker webhook');
   const vacated = hooks.names().filter((n) => n === 'channel_vacated:race').length;
   const occupied = hooks.names().filter((n) => n === 'channel_occupied:race').length;
   assert.equal(occupied, 1);
-  // Soketi: each node counts the cluster's subscribers after its own leave; when both leave
-  // at once both see 0 and both send it (1 or 2, by the race).
-  if (one.kind === 'soketi') assert.ok(vacated === 1 || vacated === 2, `${vacated} channel_vacated`);
-  else assert.equal(vacated, 1);
+  // Soketi: 1 or 2, by a race (DEVIATIONS['webhooks-vacated-per-node']).
+  assert.ok(one.deviation('webhooks-vacated-per-node', { pusher: [1], soketi: [1, 2] }).includes(vacated), `${vacated} channel_vacated`);
 });
