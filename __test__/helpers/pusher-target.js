@@ -49,18 +49,13 @@ const DEVIATIONS = {
   'http-trigger-info': 'POST /events with info=subscription_count: Soketi answers {"ok":true}; Pusher answers {"channels":{"<name>":{"subscription_count":n}}} (info asks for it)',
   'quota-code': 'over the app connection quota: Soketi sends pusher:error 4100 and closes 4100; Pusher documents 4004 ("Application is over connection quota")',
   'activity-timeout': 'connection_established: Soketi announces activity_timeout 30 whatever it is configured to (and closes idle sockets after a fixed 120 s); Pusher sends the configured value (120 by default)',
-  'client-event-disabled': 'client events on an app without them: Soketi answers pusher:error 4301 "The app does not have client messaging enabled."; Pusher documents no code for it (4301 is the rate limit): symphony answers 4301 too, so this is the same on both',
   'client-event-public': 'a client event on a public channel: Soketi relays it to the other subscribers; Pusher only allows client events on private and presence channels (the client is refused with pusher:error)',
   'client-event-unsubscribed': 'a client event on a channel the sender has not subscribed: Soketi drops it silently; symphony answers pusher:error 4301 as for every other refused client event',
   'bad-json': 'a message that is not JSON: Soketi drops it silently; symphony answers pusher:error (code 4200), the connection stays open',
   'http-timestamp': 'HTTP API auth_timestamp more than 600 s from now: Soketi accepts it (it never checks the timestamp); Pusher answers 401',
   'http-channels-info': 'GET /channels: Soketi gives every channel {subscription_count, occupied} whatever info asks; Pusher gives {} per channel unless info asks (user_count only for presence- with filter_by_prefix=presence-)',
-  'http-too-many-channels': 'events to more than 100 channels: Soketi answers 400 with JSON {error, code}; the status is the same (400)',
-  'users-non-presence': 'GET /channels/<non-presence>/users: Soketi answers 400; Pusher documents 400 too (same)',
-  'http-unknown-app': 'unknown app id: Soketi answers 404 {"error":"The app ... could not be found.","code":404}',
   'pong-timeout': 'Soketi never sends pusher:ping and closes a silent connection after a fixed 120 s (4201); Pusher sends pusher:ping after activity_timeout and closes 4201 when no pong follows',
   'presence-limit-same-user': 'presence channel at maxPresenceMembers: Soketi refuses a second connection of a user already in (it counts connections); the limit is on members, so symphony lets it in',
-  'cache-ttl': 'cache channels: both keep the last event for cacheTtl',
   'signin-without-user-auth': 'Soketi ignores pusher:signin on an app without enableUserAuthentication (no answer at all); symphony signs the user in',
 };
 
