@@ -128,3 +128,19 @@ test('the server shuts down: a close code pusher-js reconnects on (4200-4299, or
   const reconnects = (code >= 4200 && code < 4300) || (code < 4000 && !(code >= 1002 && code <= 1004));
   assert.ok(reconnects, `close code ${code}`);
 });
+
+test('protocol version: none is 4008, an unsupported one 4007 (pusher:error, then the close)', async (t) => {
+  const target = await startTarget({ t });
+  for (const [query, code] of [['client=js&version=8.6.0', 4008], ['protocol=99&client=js&version=8.6.0', 4007]]) {
+    const r = await raw(target, { t, query, established: false, label: `protocol ${code}` });
+    const first = await r.next((f) => f.event === 'pusher:error' || f.event === 'pusher:connection_established', 5000, 'the first frame');
+    const want = target.deviation('protocol-version', { pusher: 'pusher:error', soketi: 'pusher:connection_established' });
+    assert.equal(first.event, want, query);
+    if (want === 'pusher:error') {
+      assert.equal(first.data.code, code);
+      assert.equal((await withTimeout(r.closed, 5000, 'the close')).code, code);
+    }
+    r.close();
+  }
+  // pusher-js' own query (protocol=7) is what every other test uses.
+});
