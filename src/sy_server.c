@@ -573,22 +573,23 @@ size_t sy_server_topic_count(sy_server_t *s) { return sy_topics_count(&s->shared
 
 size_t sy_server_address_count(sy_server_t *s) { return sy_addrlimit_count(s->shared.addrs); }
 
-unsigned sy_server_subscribers(sy_server_t *s, const char *topic, size_t topic_len) {
+/* count(topic) of an existing topic, or 0 when it does not exist. */
+static unsigned topic_number(sy_server_t *s, const char *topic, size_t topic_len,
+                             unsigned (*count)(const sy_topic_t *)) {
     sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
     if (t == NULL)
         return 0;
-    unsigned n = sy_topic_total_interest(t);
+    unsigned n = count(t);
     sy_topic_release(&s->shared.topics, t);
     return n;
 }
 
+unsigned sy_server_subscribers(sy_server_t *s, const char *topic, size_t topic_len) {
+    return topic_number(s, topic, topic_len, sy_topic_total_interest);
+}
+
 unsigned sy_server_topic_applied(sy_server_t *s, const char *topic, size_t topic_len) {
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, false);
-    if (t == NULL)
-        return 0;
-    unsigned n = sy_topic_subscribers(t);
-    sy_topic_release(&s->shared.topics, t);
-    return n;
+    return topic_number(s, topic, topic_len, sy_topic_subscribers);
 }
 
 void sy_server_topic_events(sy_server_t *s, bool on) {

@@ -303,7 +303,7 @@ function HELD() {
         return `every ${define(`src/bus/sy_bus_${f}.c`, down)} ms while the bus is not up, and every ${define(`src/bus/sy_bus_${f}.c`, up) / 1000} s while it is`;
       }),
       `an ${define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_LEN')}-byte envelope`,
-      `(bit ${Math.log2(define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_BINARY'))}: binary, bit ${Math.log2(define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_COMPRESS'))}: may be compressed)`,
+      `(bit ${Math.log2(define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_BINARY'))}: binary, bit ${Math.log2(define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_COMPRESS'))}: may be compressed, bit ${Math.log2(define('src/bus/sy_bus_env.h', 'SY_BUS_ENV_META'))}: carries extras)`,
     ],
     'docs/builds.md': [
       `minimum macOS ${src('scripts/macos-gate.js', /arm64: \{[^}]*minos: '([\d.]+)'/)} / ${src('binding.gyp', /'MACOSX_DEPLOYMENT_TARGET': '([\d.]+)'/)}`,

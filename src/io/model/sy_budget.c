@@ -7,12 +7,9 @@ sy_err_t sy_budget_init(sy_budget_t *b, uint64_t per_s, uint64_t burst) {
     *b = (sy_budget_t){0};
     if (per_s == 0)
         return 0;
-    if (per_s > SY_WORK_MAX_PER_S)
-        return EINVAL;
-    if (burst == 0)
-        burst = per_s;
-    if (burst > per_s * SY_WORK_BURST_MAX_S) /* per_s <= 2^32: no overflow */
-        return EINVAL;
+    sy_err_t err = sy_rate_bounds(per_s, &burst); /* a rate's bounds */
+    if (err != 0)
+        return err;
     b->per_s = per_s;
     /* burst / per_s seconds (at most 60), in two parts: whole seconds, then
      * the rest (below per_s <= 2^32, so times 1e9 fits). */

@@ -39,11 +39,13 @@
 #include <stdint.h>
 
 #include "base/sy_errors.h"
+#include "io/model/sy_ratelimit.h"
 
 #define SY_WORK_ENTRY 1u   /* an ask's entry, an unsubscribe, a POSTed message */
 #define SY_WORK_REFUSAL 1u /* an entry answered `rate-limited` */
-#define SY_WORK_MAX_PER_S (UINT64_C(1) << 32)
-#define SY_WORK_BURST_MAX_S 60u
+/* A budget takes a rate's bounds (sy_rate_bounds). */
+#define SY_WORK_MAX_PER_S SY_RATE_MAX_PER_S
+#define SY_WORK_BURST_MAX_S (SY_RATE_BURST_MAX_MS / 1000u)
 /* The default (maxWorkPerSecond's in io/sy_io_opts.h's list): 2,048 units a second, in
  * bursts of a second's worth: about 2% of a core for one connection that
  * asks all it may, about 20 ms of the thread for a whole burst; a

@@ -4,18 +4,23 @@
 #include "base/sy_alloc.h"
 #include "io/model/sy_grow.h"
 
+sy_err_t sy_rate_bounds(uint64_t per_s, uint64_t *burst) {
+    if (per_s > SY_RATE_MAX_PER_S)
+        return EINVAL;
+    if (*burst == 0)
+        *burst = per_s;
+    /* burst / per_s seconds, at most SY_RATE_BURST_MAX_MS: compared before
+     * the product is formed (both are below 2^33). */
+    return *burst > per_s * (SY_RATE_BURST_MAX_MS / 1000) ? EINVAL : 0;
+}
+
 sy_err_t sy_rate_init(sy_rate_t *r, uint64_t per_s, uint64_t burst) {
     *r = (sy_rate_t){0};
     if (per_s == 0)
         return 0;
-    if (per_s > SY_RATE_MAX_PER_S)
-        return EINVAL;
-    if (burst == 0)
-        burst = per_s;
-    /* burst / per_s seconds, at most SY_RATE_BURST_MAX_MS: compared before
-     * the product is formed (both are below 2^33). */
-    if (burst > per_s * (SY_RATE_BURST_MAX_MS / 1000))
-        return EINVAL;
+    sy_err_t err = sy_rate_bounds(per_s, &burst);
+    if (err != 0)
+        return err;
     r->per_s = per_s;
     r->limit = (uint32_t)(burst * SY_RATE_TICKS_PER_S / per_s); /* <= 60 s of ticks: fits */
     return 0;

@@ -54,6 +54,12 @@ typedef struct sy_rate {
     uint32_t limit;
 } sy_rate_t;
 
+/* The bounds every bucket of symphony takes (this rate's, and a
+ * connection's work budget, io/model/sy_budget.h): per_s (not 0) at most
+ * SY_RATE_MAX_PER_S and a burst at most SY_RATE_BURST_MAX_MS long; a burst
+ * of 0 becomes per_s (a second's worth). 0, or EINVAL. */
+sy_err_t sy_rate_bounds(uint64_t per_s, uint64_t *burst);
+
 /* per_s units a second (0: off, 1..SY_RATE_MAX_PER_S), in bursts of
  * `burst` units (0: per_s, one second's worth). EINVAL when per_s is out of
  * range or the burst lasts longer than SY_RATE_BURST_MAX_MS. */
