@@ -527,6 +527,16 @@ sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status) {
     return push_answer(io, &cmd);
 }
 
+sy_err_t sy_server_reply(sy_server_t *s, uint64_t id, const void *response, size_t len) {
+    sy_io_t *io = io_of(s, id);
+    if (io == NULL || s->shutting_down)
+        return ENOTCONN;
+    sy_cmd_t cmd = {.type = SY_CMD_REFUSE, .conn = id, .buf = sy_refbuf_raw(response, len)};
+    if (cmd.buf == NULL)
+        return ENOMEM;
+    return push_answer(io, &cmd);
+}
+
 sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary) {
     uint64_t id, serial;
     if (!s->listening || s->shutting_down)

@@ -1,0 +1,405 @@
+'use strict';
+// Pusher's presence channels (docs/pusher.md, "Presence channels"): who is
+// a member of each presence- channel, decided here, on the owner's thread.
+//
+// The IO thread checks a subscribe's auth and reads its channel_data
+// (src/io/app/sy_pusher_presence.h), then hands it here as an EV_PUSHER
+// event: 'j' (join: topic, channel, user id, user_info JSON or ""), 'l'
+// (the client unsubscribed: done there already), 'u' (GET .../users, to
+// answer). A connection's close leaves every channel it joined.
+//
+// A member is a user id: its first connection on a channel adds it
+// (member_added to the others, the member_added webhook), its last one
+// leaving removes it (member_removed, the webhook); a user past
+// maxPresenceMembers is refused on the channel (LimitReached), a
+// connection of a user already in is not. Each channel's changes are
+// decided one after the other (a queue per topic), so the counts the
+// subscribers see agree with the member events.
+//
+// Where the members are: without a bus, here (LocalStore). With one, in
+// Redis, in the channel's slot (RedisStore), one script per join or leave,
+// so that every decision (added, removed, refused) is made once for the
+// cluster, by Redis' order, and the node that made it publishes the member
+// event to the channel (it reaches every node's subscribers through the
+// bus) and reports the webhook:
+//
+//   <base>:pusher:u          hash: user id -> its connections on every node
+//   <base>:pusher:i          hash: user id -> user_info (JSON, the first connection's)
+//   <base>:pusher:n:<node>   hash: connection id -> user id (that node's)
+//   <base>:pusher:nodes      sorted set: node -> until (ms, Redis' clock)
+//
+// (<base>:presence is lib/presence.js' key of the topic.) Each node renews
+// its time every ttl/3 while it has members; a renewal also removes the
+// members of nodes whose time is past (a node that died: its users leave
+// within ttl + ttl/3, member_removed sent by the renewing node).
+
+const crypto = require('node:crypto');
+const { binding } = require('../native');
+const { reportPusherEvent } = require('./events');
+
+const TTL_MS = 15000;
+
+// KEYS[1]: the channel's base. What every script starts with.
+const LIB = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local K = KEYS[1]
+local function keep(node, ttl)
+  redis.call('ZADD', K .. ':nodes', now + ttl, node)
+  for _, k in ipairs({K .. ':u', K .. ':i', K .. ':nodes', K .. ':n:' .. node}) do redis.call('PEXPIRE', k, ttl * 3) end
+end
+-- Connection conn of node leaves: its user id when that was the user's last connection.
+local function drop(node, conn)
+  local nk = K .. ':n:' .. node
+  local uid = redis.call('HGET', nk, conn)
+  if not uid then return nil end
+  redis.call('HDEL', nk, conn)
+  if redis.call('HINCRBY', K .. ':u', uid, -1) <= 0 then
+    redis.call('HDEL', K .. ':u', uid)
+    redis.call('HDEL', K .. ':i', uid)
+    return uid
+  end
+  return nil
+end
+-- Every connection of node leaves: the users removed, appended to out.
+local function purge(node, out)
+  local nk = K .. ':n:' .. node
+  for _, conn in ipairs(redis.call('HKEYS', nk)) do
+    local uid = drop(node, conn)
+    if uid then out[#out + 1] = uid end
+  end
+  redis.call('DEL', nk)
+  redis.call('ZREM', K .. ':nodes', node)
+end
+`;
+
+// ARGV: node, conn, user id, info, max, ttl. Returns {added (1/0), {uid, info, ...}} or {-1} (full).
+const JOIN = `${LIB}local nk = K .. ':n:' .. ARGV[1]
+local added = 0
+if not redis.call('HGET', nk, ARGV[2]) then
+  if not redis.call('HGET', K .. ':u', ARGV[3]) and redis.call('HLEN', K .. ':u') >= tonumber(ARGV[5]) then return {-1} end
+  redis.call('HSET', nk, ARGV[2], ARGV[3])
+  if redis.call('HINCRBY', K .. ':u', ARGV[3], 1) == 1 then
+    redis.call('HSET', K .. ':i', ARGV[3], ARGV[4])
+    added = 1
+  end
+end
+keep(ARGV[1], tonumber(ARGV[6]))
+return {added, redis.call('HGETALL', K .. ':i')}
+`;
+
+// ARGV: node, conn. Returns {removed user id} or {}.
+const LEAVE = `${LIB}local uid = drop(ARGV[1], ARGV[2])
+if redis.call('HLEN', K .. ':n:' .. ARGV[1]) == 0 then redis.call('ZREM', K .. ':nodes', ARGV[1]) end
+if uid then return {uid} end
+return {}
+`;
+
+// ARGV: node, ttl, whether to leave (1: this node leaves, at close). Returns the users removed.
+const RENEW = `${LIB}local out = {}
+for _, n in ipairs(redis.call('ZRANGEBYSCORE', K .. ':nodes', '-inf', now)) do
+  if n ~= ARGV[1] then purge(n, out) end
+end
+if ARGV[3] == '1' then purge(ARGV[1], out)
+elseif redis.call('HLEN', K .. ':n:' .. ARGV[1]) > 0 then keep(ARGV[1], tonumber(ARGV[2])) end
+return out
+`;
+
+const USERS = `return redis.call('HKEYS', KEYS[1] .. ':u')`;
+
+/** The members of this node's channels, without a bus. */
+class LocalStore {
+  #channels = new Map(); // topic -> { users: Map uid -> { info, n }, conns: Map conn -> uid }
+
+  async join(topic, conn, uid, info, max) {
+    let ch = this.#channels.get(topic);
+    if (ch === undefined) {
+      ch = { users: new Map(), conns: new Map() };
+      this.#channels.set(topic, ch);
+    }
+    let added = false;
+    if (!ch.conns.has(conn)) {
+      const u = ch.users.get(uid);
+      if (u === undefined && ch.users.size >= max) {
+        if (ch.conns.size === 0) this.#channels.delete(topic);
+        return null;
+      }
+      ch.conns.set(conn, uid);
+      if (u === undefined) {
+        ch.users.set(uid, { info, n: 1 });
+        added = true;
+      } else {
+        u.n++;
+      }
+    }
+    return { added, members: [...ch.users].map(([id, u]) => [id, u.info]) };
+  }
+
+  async leave(topic, conn) {
+    const ch = this.#channels.get(topic);
+    const uid = ch?.conns.get(conn);
+    if (uid === undefined) return null;
+    ch.conns.delete(conn);
+    const u = ch.users.get(uid);
+    if (--u.n > 0) return null;
+    ch.users.delete(uid);
+    if (ch.users.size === 0) this.#channels.delete(topic);
+    return uid;
+  }
+
+  async users(topic) {
+    return [...(this.#channels.get(topic)?.users.keys() ?? [])];
+  }
+
+  async renew() { return []; }
+}
+
+/** The members of every node's channels, in Redis (bus: lib/server.js' { call, key }). */
+class RedisStore {
+  #bus;
+  #node = crypto.randomBytes(8).toString('hex');
+
+  constructor(bus) { this.#bus = bus; }
+
+  #eval(script, topic, args) {
+    const key = `${this.#bus.key(topic)}:pusher`;
+    return this.#bus.call(key, ['EVAL', script, '1', key, ...args]);
+  }
+
+  async join(topic, conn, uid, info, max) {
+    const r = await this.#eval(JOIN, topic, [this.#node, String(conn), uid, info, String(max), String(TTL_MS)]);
+    if (r[0] === -1) return null;
+    const flat = r[1];
+    const members = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) members.push([String(flat[i]), String(flat[i + 1])]);
+    return { added: r[0] === 1, members };
+  }
+
+  async leave(topic, conn) {
+    const r = await this.#eval(LEAVE, topic, [this.#node, String(conn)]);
+    return r.length > 0 ? String(r[0]) : null;
+  }
+
+  async users(topic) {
+    return (await this.#eval(USERS, topic, [])).map(String);
+  }
+
+  /** Renews this node's time on topic (or leaves it, at close): the users removed meanwhile. */
+  async renew(topic, leaving) {
+    return (await this.#eval(RENEW, topic, [this.#node, String(TTL_MS), leaving ? '1' : '0'])).map(String);
+  }
+}
+
+const instances = new WeakMap(); // Server -> PusherPresence
+
+/**
+ * The presence channels of one server. io: { send(id, text), subscribe(id,
+ * topic), unsubscribe(id, topic), publish(topic, payload, event),
+ * reply(id, response) }, each a no-op once the server is not running.
+ */
+class PusherPresence {
+  #server;
+  #apps;  // app index -> { id, prefix }
+  #max;
+  #io;
+  #store;
+  #bus;
+  #queues = new Map(); // topic -> the promise of its last change
+  #byConn = new Map(); // conn -> Map topic -> { app, channel }: joined or joining
+  #topics = new Map(); // topic -> { app, channel, conns }: this node's connections there
+  #timer = null;
+  #closed = false;
+
+  constructor(server, pusher, bus, io) {
+    this.#server = server;
+    this.#apps = pusher.apps.map((a, i) => ({ id: a.id, prefix: i === 0 ? '' : `${a.id}:` }));
+    this.#max = pusher.maxPresenceMembers;
+    this.#io = io;
+    this.#bus = bus;
+    this.#store = bus === null ? new LocalStore() : new RedisStore(bus);
+    instances.set(server, this);
+  }
+
+  /** An EV_PUSHER event (src/io/app/sy_pusher_presence.h). */
+  event(conn, kind, app, parts) {
+    const [topic, channel] = parts;
+    const a = this.#apps[app];
+    if (a === undefined || this.#closed) return;
+    switch (kind) {
+      case 0x6a: { // 'j'
+        let mine = this.#byConn.get(conn);
+        if (mine === undefined) this.#byConn.set(conn, (mine = new Map()));
+        mine.set(topic, { app: a, channel });
+        this.#queue(topic, () => this.#join(conn, topic, a, channel, parts[2], parts[3] === '' ? 'null' : parts[3]));
+        break;
+      }
+      case 0x6c: // 'l'
+        if (this.#byConn.get(conn)?.delete(topic)) this.#queue(topic, () => this.#leave(conn, topic, a, channel));
+        break;
+      case 0x75: // 'u'
+        this.#store.users(topic).then(
+          (ids) => this.#reply(conn, 200, { users: ids.map((id) => ({ id })) }),
+          (err) => this.#reply(conn, 503, { error: `presence: ${err.message}` }));
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Connection conn closed: it leaves every channel it joined. */
+  closed(conn) {
+    const mine = this.#byConn.get(conn);
+    if (mine === undefined) return;
+    this.#byConn.delete(conn);
+    for (const [topic, { app, channel }] of mine) this.#queue(topic, () => this.#leave(conn, topic, app, channel));
+  }
+
+  /** The user ids of a presence channel's topic, on every node. */
+  users(topic) { return this.#store.users(topic); }
+
+  /** The topic of app appId's channel (the first app's: the channel's own name). */
+  topicOf(appId, channel) {
+    return `${this.#apps.find((x) => x.id === appId)?.prefix ?? ''}${channel}`;
+  }
+
+  #queue(topic, fn) {
+    const prev = this.#queues.get(topic) ?? Promise.resolve();
+    const next = prev.then(fn).catch((err) => this.#server.emit('error', err));
+    this.#queues.set(topic, next);
+    next.then(() => { if (this.#queues.get(topic) === next) this.#queues.delete(topic); });
+  }
+
+  async #join(conn, topic, app, channel, uid, info) {
+    let r;
+    try {
+      r = await this.#store.join(topic, conn, uid, info, this.#max);
+    } catch (err) {
+      this.#refuse(conn, channel, 'PresenceError', `Presence is not available: ${err.message}`, 503);
+      return;
+    }
+    if (r === null) {
+      this.#refuse(conn, channel, 'LimitReached', `The maximum number of members in this presence channel is ${this.#max}`, 400);
+      return;
+    }
+    let t = this.#topics.get(topic);
+    if (t === undefined) this.#topics.set(topic, (t = { app, channel, conns: new Set() }));
+    t.conns.add(conn);
+    this.#arm();
+    // The others hear of it before conn is subscribed: not conn itself.
+    if (r.added) this.#memberEvent(topic, app, channel, 'member_added', uid, info);
+    const hash = {};
+    for (const [id, text] of r.members) hash[id] = parse(text);
+    const ids = Object.keys(hash);
+    this.#io.send(conn, JSON.stringify({
+      event: 'pusher_internal:subscription_succeeded',
+      channel,
+      data: JSON.stringify({ presence: { ids, hash, count: ids.length } }),
+    }));
+    this.#io.subscribe(conn, topic);
+  }
+
+  async #leave(conn, topic, app, channel) {
+    const t = this.#topics.get(topic);
+    if (t !== undefined) {
+      t.conns.delete(conn);
+      if (t.conns.size === 0) this.#topics.delete(topic);
+    }
+    this.#io.unsubscribe(conn, topic); // a join decided after the client had left
+    const uid = await this.#store.leave(topic, conn);
+    if (uid !== null) this.#memberEvent(topic, app, channel, 'member_removed', uid);
+  }
+
+  #memberEvent(topic, app, channel, name, uid, info) {
+    const payload = name === 'member_added' ? `{"user_id":${JSON.stringify(uid)},"user_info":${info}}` : `{"user_id":${JSON.stringify(uid)}}`;
+    this.#io.publish(topic, payload, `pusher_internal:${name}`);
+    reportPusherEvent(this.#server, app.id, { name, channel, user_id: uid });
+  }
+
+  #refuse(conn, channel, type, error, status) {
+    this.#io.send(conn, JSON.stringify({ event: 'pusher:subscription_error', channel, data: { type, error, status } }));
+  }
+
+  #reply(conn, status, body) {
+    const text = JSON.stringify(body);
+    const reason = status === 200 ? 'OK' : 'Service Unavailable';
+    this.#io.reply(conn, `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+  }
+
+  // With a bus: this node's time on its channels, renewed every ttl/3
+  // while it has members, and dead nodes' members removed.
+  #arm() {
+    if (this.#timer !== null || this.#bus === null || this.#closed) return;
+    this.#timer = setInterval(() => {
+      if (this.#topics.size === 0) {
+        clearInterval(this.#timer);
+        this.#timer = null;
+        return;
+      }
+      for (const topic of this.#topics.keys()) this.#queue(topic, () => this.#renew(topic, false));
+    }, Math.floor(TTL_MS / 3));
+    this.#timer.unref();
+  }
+
+  async #renew(topic, leaving) {
+    const t = this.#topics.get(topic);
+    if (t === undefined && !leaving) return;
+    const removed = await this.#store.renew(topic, leaving);
+    if (t === undefined) return;
+    for (const uid of removed) this.#memberEvent(topic, t.app, t.channel, 'member_removed', uid);
+  }
+
+  /** The server closes: with a bus, this node's members leave Redis (and the others hear member_removed). */
+  async close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    if (this.#bus === null) return;
+    const topics = [...this.#topics.keys()];
+    await Promise.allSettled(topics.map((topic) => this.#renew(topic, true)));
+  }
+}
+
+function parse(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The number of users (members) of a presence channel, on every node:
+ * what GET /apps/<id>/channels(/<name>) answers as user_count. server: a
+ * Server with the `pusher` option; appId: the app's id; channel: a
+ * presence- channel's name. Resolves to a number (0 for a channel nobody
+ * is in); rejects when Redis does not answer. null when the server speaks
+ * no Pusher.
+ */
+async function presenceUserCount(server, appId, channel) {
+  const p = instances.get(server);
+  if (p === undefined) return null;
+  return (await p.users(p.topicOf(appId, channel))).length;
+}
+
+/**
+ * The presence channels of a server with the `pusher` option (lib/server.js):
+ * handle its native server, pusher the checked option, bus lib/server.js'
+ * { call, key } or null, owe() wakes the IO threads at the end of the turn,
+ * running() whether the server runs.
+ */
+function pusherPresence(server, handle, pusher, bus, owe, running) {
+  const on = (fn) => (...args) => {
+    if (!running()) return;
+    fn(...args);
+    owe();
+  };
+  return new PusherPresence(server, pusher, bus, {
+    send: on((id, text) => binding.serverSend(handle, id, text, 0)),
+    subscribe: on((id, topic) => binding.serverSubscribe(handle, id, topic)),
+    unsubscribe: on((id, topic) => binding.serverUnsubscribe(handle, id, topic)),
+    publish: on((topic, payload, event) => binding.serverPublishEvent(handle, topic, payload, 0, event)),
+    reply: on((id, response) => binding.serverReply(handle, id, Buffer.from(response))),
+  });
+}
+
+module.exports = { PusherPresence, pusherPresence, presenceUserCount };
