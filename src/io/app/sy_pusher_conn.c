@@ -408,6 +408,8 @@ static void client_event(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_
         why = "Client events are not enabled for this app (enableClientMessages)";
     else if (n == 0 || held(c, name, n) == NULL)
         why = "Client event rejected: not subscribed to the channel";
+    else if (memchr(m->event, 0, m->event_len) != NULL) /* a NUL ends the name in a publish's meta */
+        why = "Client event rejected: a NUL in its name";
     if (why == NULL && o->client_events_per_sec > 0) {
         /* A burst of a second's worth, refilled evenly (GCRA in µs). */
         int64_t now = sy_io_ctx(io)->now_ms * 1000, interval = 1000000 / (int64_t)o->client_events_per_sec;

@@ -92,19 +92,3 @@ void sy_pusher_presence_users(sy_io_t *io, sy_conn_t *c, unsigned app, const cha
     emit(io, c, 'u', app, s, n, 2);
     sy_conn_enter(io, c, SY_CONN_UPGRADING);
 }
-
-size_t sy_pusher_meta_join(char *buf, size_t cap, const char *ev, size_t ev_len, const char *id, size_t id_len) {
-    if (ev_len + 1 + id_len > cap)
-        return 0;
-    memcpy(buf, ev, ev_len);
-    buf[ev_len] = 0;
-    memcpy(buf + ev_len + 1, id, id_len);
-    return ev_len + 1 + id_len;
-}
-
-void sy_pusher_meta_split(const char *meta, size_t len, size_t *ev_len, const char **id, size_t *id_len) {
-    const char *z = memchr(meta, 0, len);
-    *ev_len = z != NULL ? (size_t)(z - meta) : len;
-    *id = z != NULL ? z + 1 : NULL;
-    *id_len = z != NULL ? len - *ev_len - 1 : 0;
-}

@@ -19,10 +19,9 @@
  * A connection's close is the owner's SY_EV_CLOSE: it leaves every channel.
  *
  * A client event's publish carries the sender's user id in its meta, after
- * the event name and a NUL (sy_pusher_meta_join / _split), so that every
- * node's frame has it.
+ * the event name and a NUL, so that every node's frame has it (proto/sy_pusher.h: sy_pusher_meta_join / _split).
  *
- * Threads: the IO thread that owns the connection (the meta functions: any).
+ * Threads: the IO thread that owns the connection.
  *
  * Ownership: a connection's list (sy_pusher_pres_t) belongs to its Pusher
  * state, which frees it with sy_pusher_pres_free.
@@ -61,11 +60,5 @@ void sy_pusher_presence_leave(sy_io_t *io, sy_conn_t *c, unsigned app, const cha
 /* Also moves c (an HTTP request) to UPGRADING, to wait for the answer. */
 void sy_pusher_presence_users(sy_io_t *io, sy_conn_t *c, unsigned app, const char *topic, size_t topic_len,
                               const char *ch, size_t ch_len);
-
-/* "<event>\0<user id>" into buf (cap bytes): its length, 0 when it does not fit. */
-size_t sy_pusher_meta_join(char *buf, size_t cap, const char *ev, size_t ev_len, const char *id, size_t id_len);
-/* A publish's meta read back: *ev_len the event's bytes; *id the user id
- * (NULL: none). */
-void sy_pusher_meta_split(const char *meta, size_t len, size_t *ev_len, const char **id, size_t *id_len);
 
 #endif
