@@ -250,7 +250,8 @@ class Server extends EventEmitter {
       local: (topic) => this.subscribers(topic),
     });
     if (pusher !== null) {
-      this.#pusherPresence = pusherPresence(this, this.#handle, pusher, bus, () => this.#owe(), () => this.#state === 'listening');
+      this.#pusherPresence = pusherPresence(this, this.#handle, pusher, bus, () => this.#owe(),
+        () => this.#state === 'listening' || this.#state === 'closing', (err) => this.#report(err));
     }
     if (o.tokens !== null) {
       this.#setTokens(o.tokens.keys);

@@ -194,7 +194,9 @@ const instances = new WeakMap(); // Server -> PusherPresence
 /**
  * The presence channels of one server. io: { send(id, text), subscribe(id,
  * topic), unsubscribe(id, topic), publish(topic, payload, event),
- * reply(id, response) }, each a no-op once the server is not running.
+ * reply(id, response) }, each a no-op once the server has closed (while it
+ * closes they still work: its members' member_removed reach the other
+ * nodes).
  */
 class PusherPresence {
   #server;
@@ -206,11 +208,14 @@ class PusherPresence {
   #queues = new Map(); // topic -> the promise of its last change
   #byConn = new Map(); // conn -> Map topic -> { app, channel }: joined or joining
   #topics = new Map(); // topic -> { app, channel, conns }: this node's connections there
+  #retry = new Map();  // topic -> { app, channel, conns: Set }: leaves Redis did not take, tried again at each renewal
   #timer = null;
   #closed = false;
+  #report;
 
-  constructor(server, pusher, bus, io) {
+  constructor(server, pusher, bus, io, report) {
     this.#server = server;
+    this.#report = report;
     this.#apps = pusher.apps.map((a, i) => ({ id: a.id, prefix: i === 0 ? '' : `${a.id}:` }));
     this.#max = pusher.maxPresenceMembers;
     this.#io = io;
@@ -247,6 +252,7 @@ class PusherPresence {
 
   /** Connection conn closed: it leaves every channel it joined. */
   closed(conn) {
+    if (this.#closed) return; // close() takes this node's members out at once
     const mine = this.#byConn.get(conn);
     if (mine === undefined) return;
     this.#byConn.delete(conn);
@@ -263,7 +269,10 @@ class PusherPresence {
 
   #queue(topic, fn) {
     const prev = this.#queues.get(topic) ?? Promise.resolve();
-    const next = prev.then(fn).catch((err) => this.#server.emit('error', err));
+    const next = prev.then(fn).catch((err) => {
+      // The bus down or the server closing: said by the bus' own events.
+      if (!this.#closed && err?.code !== 'ERR_BUS_DOWN' && err?.code !== 'ERR_SYMPHONY_CLOSED') this.#report(err);
+    });
     this.#queues.set(topic, next);
     next.then(() => { if (this.#queues.get(topic) === next) this.#queues.delete(topic); });
   }
@@ -304,7 +313,17 @@ class PusherPresence {
       if (t.conns.size === 0) this.#topics.delete(topic);
     }
     this.#io.unsubscribe(conn, topic); // a join decided after the client had left
-    const uid = await this.#store.leave(topic, conn);
+    let uid;
+    try {
+      uid = await this.#store.leave(topic, conn);
+    } catch (err) {
+      // Not taken (Redis away): tried again at the next renewal.
+      let r = this.#retry.get(topic);
+      if (r === undefined) this.#retry.set(topic, (r = { app, channel, conns: new Set() }));
+      r.conns.add(conn);
+      this.#arm();
+      throw err;
+    }
     if (uid !== null) this.#memberEvent(topic, app, channel, 'member_removed', uid);
   }
 
@@ -329,10 +348,15 @@ class PusherPresence {
   #arm() {
     if (this.#timer !== null || this.#bus === null || this.#closed) return;
     this.#timer = setInterval(() => {
-      if (this.#topics.size === 0) {
+      if (this.#topics.size === 0 && this.#retry.size === 0) {
         clearInterval(this.#timer);
         this.#timer = null;
         return;
+      }
+      const retry = this.#retry;
+      this.#retry = new Map();
+      for (const [topic, { app, channel, conns }] of retry) {
+        for (const conn of conns) this.#queue(topic, () => this.#leave(conn, topic, app, channel));
       }
       for (const topic of this.#topics.keys()) this.#queue(topic, () => this.#renew(topic, false));
     }, Math.floor(TTL_MS / 3));
@@ -354,7 +378,9 @@ class PusherPresence {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
     if (this.#bus === null) return;
+    await Promise.allSettled([...this.#queues.values()]); // joins under way land before this node leaves
     const topics = [...this.#topics.keys()];
+    this.#retry.clear(); // the nodes' renewals purge what is left of this node
     await Promise.allSettled(topics.map((topic) => this.#renew(topic, true)));
   }
 }
@@ -385,9 +411,10 @@ async function presenceUserCount(server, appId, channel) {
  * The presence channels of a server with the `pusher` option (lib/server.js):
  * handle its native server, pusher the checked option, bus lib/server.js'
  * { call, key } or null, owe() wakes the IO threads at the end of the turn,
- * running() whether the server runs.
+ * running() whether the server runs, report(err) the server's reporting of
+ * an error no caller hears of.
  */
-function pusherPresence(server, handle, pusher, bus, owe, running) {
+function pusherPresence(server, handle, pusher, bus, owe, running, report) {
   const on = (fn) => (...args) => {
     if (!running()) return;
     fn(...args);
@@ -399,7 +426,7 @@ function pusherPresence(server, handle, pusher, bus, owe, running) {
     unsubscribe: on((id, topic) => binding.serverUnsubscribe(handle, id, topic)),
     publish: on((topic, payload, event) => binding.serverPublishEvent(handle, topic, payload, 0, event)),
     reply: on((id, response) => binding.serverReply(handle, id, Buffer.from(response))),
-  });
+  }, report);
 }
 
 module.exports = { PusherPresence, pusherPresence, presenceUserCount };
