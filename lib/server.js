@@ -250,8 +250,10 @@ class Server extends EventEmitter {
       local: (topic) => this.subscribers(topic),
     });
     if (pusher !== null) {
-      this.#pusherPresence = pusherPresence(this, this.#handle, pusher, bus, () => this.#owe(),
-        () => this.#state === 'listening' || this.#state === 'closing', (err) => this.#report(err));
+      this.#pusherPresence = pusherPresence(this, this.#handle, {
+        pusher, bus, ttl: o.presence?.ttl, owe: () => this.#owe(), report: (err) => this.#report(err),
+        running: () => this.#state === 'listening' || this.#state === 'closing',
+      });
     }
     if (o.tokens !== null) {
       this.#setTokens(o.tokens.keys);

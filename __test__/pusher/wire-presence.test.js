@@ -9,6 +9,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { once } = require('node:events');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
 const { Server } = require('../..');
 const { onPusherEvent } = require('../../lib/pusher/events');
 const { presenceUserCount } = require('../../lib/pusher/presence');
@@ -18,8 +20,8 @@ const { startRedis, poll } = require('../helpers/redis');
 const APP = { id: 'app1', key: 'key1', secret: 'secret1', enableClientMessages: true };
 const APP2 = { id: 'app2', key: 'key2', secret: 'secret2', enableClientMessages: true };
 
-async function start(t, { pusher = {}, bus } = {}) {
-  const server = new Server({ host: '127.0.0.1', port: 0, pusher: { apps: [APP, APP2], ...pusher }, bus });
+async function start(t, { pusher = {}, bus, presence } = {}) {
+  const server = new Server({ host: '127.0.0.1', port: 0, pusher: { apps: [APP, APP2], ...pusher }, bus, presence });
   const events = [];
   onPusherEvent(server, (appId, e) => events.push({ appId, ...e }));
   const up = bus ? new Promise((resolve) => server.bus.once('up', resolve)) : null;
@@ -29,6 +31,23 @@ async function start(t, { pusher = {}, bus } = {}) {
   const { port } = server.address();
   const target = (app) => ({ kind: 'symphony', app, key: app.key, secret: app.secret, wsHost: '127.0.0.1', wsPort: port, httpHost: '127.0.0.1', httpPort: port });
   return { server, events, target: target(APP), target2: target(APP2) };
+}
+
+/** A node in a child process (helpers/pusher-node.js), to be killed with SIGKILL: { port, child }. */
+async function childNode(t, options) {
+  const child = spawn(process.execPath, [path.join(__dirname, '../helpers/pusher-node.js'), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
+  let out = '';
+  const port = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /PUSHER-NODE-LISTENING (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+      if (/PUSHER-NODE-FAILED/.test(out)) reject(new Error(out));
+    });
+    child.once('exit', (code) => reject(new Error(`the node exited ${code}: ${out}`)));
+  });
+  return { port, child };
 }
 
 const memberEvents = (events) => events.filter((e) => e.name.startsWith('member_')).map((e) => `${e.appId} ${e.name} ${e.channel} ${e.user_id}`);
@@ -142,4 +161,47 @@ test('a connection that subscribes and goes at once leaves no member behind (Red
     c.close();
   }
   await poll(async () => (await presenceUserCount(server, APP.id, 'presence-gone')) === 0, { what: 'every member gone', timeoutMs: 5000 });
+});
+
+test('a node killed with its members: a live node removes them within ttl + ttl/3 (member_removed, the webhook)', async (t) => {
+  const redis = await startRedis({ t });
+  const presence = { ttl: 1000, topics: () => false }; // the node's time in Redis; no symphony presence on topics
+  const bus = { url: redis.url, backoff: { min: 50, max: 300 } };
+  const A = await start(t, { bus, presence });
+  const watcher = await raw(A.target, { t });
+  await rawSubscribe(watcher, A.target, 'presence-kill', { user_id: 'watcher' });
+  const B = await childNode(t, { host: '127.0.0.1', port: 0, pusher: { apps: [APP, APP2] }, bus, presence });
+  const targetB = { ...A.target, wsPort: B.port, httpPort: B.port };
+  const doomed = await raw(targetB, { t });
+  const joined = JSON.parse((await rawSubscribe(doomed, targetB, 'presence-kill', { user_id: 'doomed' })).data);
+  assert.deepEqual(joined.presence.ids.sort(), ['doomed', 'watcher']);
+  await watcher.next((f) => f.event === 'pusher_internal:member_added' && JSON.parse(f.data).user_id === 'doomed', 5000, 'doomed added');
+  B.child.kill('SIGKILL');
+  const started = Date.now();
+  const removed = await watcher.next((f) => f.event === 'pusher_internal:member_removed', 5000, 'doomed removed by A');
+  assert.deepEqual(JSON.parse(removed.data), { user_id: 'doomed' });
+  assert.ok(Date.now() - started < 3 * 1000, `removed after ${Date.now() - started} ms (ttl 1000)`);
+  assert.deepEqual(memberEvents(A.events), ['app1 member_added presence-kill watcher', 'app1 member_removed presence-kill doomed']);
+  assert.equal(await presenceUserCount(A.server, APP.id, 'presence-kill'), 1);
+});
+
+test('join flood over Redis on two nodes: 40 members at once, every count once, /users on both', async (t) => {
+  const redis = await startRedis({ t });
+  const bus = { url: redis.url, backoff: { min: 50, max: 300 } };
+  const A = await start(t, { bus });
+  const B = await start(t, { bus });
+  const watcher = await raw(A.target, { t });
+  await rawSubscribe(watcher, A.target, 'presence-rflood', { user_id: 'watcher' });
+  const targets = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? A.target : B.target));
+  const joiners = await Promise.all(targets.map((target) => raw(target, { t })));
+  const answers = await Promise.all(joiners.map((r, i) => rawSubscribe(r, targets[i], 'presence-rflood', { user_id: `f${i}` })));
+  const counts = answers.map((a) => JSON.parse(a.data).presence.count);
+  assert.deepEqual([...counts].sort((x, y) => x - y), Array.from({ length: 40 }, (_, i) => i + 2));
+  const added = await watcher.frames.count(40, (f) => f.event === 'pusher_internal:member_added', 10000, '40 member_added');
+  assert.equal(new Set(added.map((f) => JSON.parse(f.data).user_id)).size, 40);
+  for (const node of [A, B]) {
+    const users = await (await sdk(node.target).get({ path: '/channels/presence-rflood/users' })).json();
+    assert.equal(users.users.length, 41);
+  }
+  assert.equal(memberEvents([...A.events, ...B.events]).length, 41);
 });

@@ -37,7 +37,7 @@ const crypto = require('node:crypto');
 const { binding } = require('../native');
 const { reportPusherEvent } = require('./events');
 
-const TTL_MS = 15000;
+const TTL_MS = 15000; // a node's time, renewed every ttl/3 (options.presence.ttl when given)
 
 // KEYS[1]: the channel's base. What every script starts with.
 const LIB = `local t = redis.call('TIME')
@@ -70,13 +70,22 @@ local function purge(node, out)
   redis.call('DEL', nk)
   redis.call('ZREM', K .. ':nodes', node)
 end
+-- The nodes whose time is past (not self) leave: the users removed, appended to out.
+local function purge_dead(self, out)
+  for _, n in ipairs(redis.call('ZRANGEBYSCORE', K .. ':nodes', '-inf', now)) do
+    if n ~= self then purge(n, out) end
+  end
+end
 `;
 
-// ARGV: node, conn, user id, info, max, ttl. Returns {added (1/0), {uid, info, ...}} or {-1} (full).
-const JOIN = `${LIB}local nk = K .. ':n:' .. ARGV[1]
+// ARGV: node, conn, user id, info, max, ttl. Returns {added (1/0), {uid, info, ...}, removed}
+// or {-1, removed} (full); removed: the users of dead nodes it removed first.
+const JOIN = `${LIB}local removed = {}
+purge_dead(ARGV[1], removed)
+local nk = K .. ':n:' .. ARGV[1]
 local added = 0
 if not redis.call('HGET', nk, ARGV[2]) then
-  if not redis.call('HGET', K .. ':u', ARGV[3]) and redis.call('HLEN', K .. ':u') >= tonumber(ARGV[5]) then return {-1} end
+  if not redis.call('HGET', K .. ':u', ARGV[3]) and redis.call('HLEN', K .. ':u') >= tonumber(ARGV[5]) then return {-1, removed} end
   redis.call('HSET', nk, ARGV[2], ARGV[3])
   if redis.call('HINCRBY', K .. ':u', ARGV[3], 1) == 1 then
     redis.call('HSET', K .. ':i', ARGV[3], ARGV[4])
@@ -84,7 +93,7 @@ if not redis.call('HGET', nk, ARGV[2]) then
   end
 end
 keep(ARGV[1], tonumber(ARGV[6]))
-return {added, redis.call('HGETALL', K .. ':i')}
+return {added, redis.call('HGETALL', K .. ':i'), removed}
 `;
 
 // ARGV: node, conn. Returns {removed user id} or {}.
@@ -96,9 +105,7 @@ return {}
 
 // ARGV: node, ttl, whether to leave (1: this node leaves, at close). Returns the users removed.
 const RENEW = `${LIB}local out = {}
-for _, n in ipairs(redis.call('ZRANGEBYSCORE', K .. ':nodes', '-inf', now)) do
-  if n ~= ARGV[1] then purge(n, out) end
-end
+purge_dead(ARGV[1], out)
 if ARGV[3] == '1' then purge(ARGV[1], out)
 elseif redis.call('HLEN', K .. ':n:' .. ARGV[1]) > 0 then keep(ARGV[1], tonumber(ARGV[2])) end
 return out
@@ -121,7 +128,7 @@ class LocalStore {
       const u = ch.users.get(uid);
       if (u === undefined && ch.users.size >= max) {
         if (ch.conns.size === 0) this.#channels.delete(topic);
-        return null;
+        return { refused: true, removed: [] };
       }
       ch.conns.set(conn, uid);
       if (u === undefined) {
@@ -131,7 +138,7 @@ class LocalStore {
         u.n++;
       }
     }
-    return { added, members: [...ch.users].map(([id, u]) => [id, u.info]) };
+    return { added, members: [...ch.users].map(([id, u]) => [id, u.info]), removed: [] };
   }
 
   async leave(topic, conn) {
@@ -156,9 +163,13 @@ class LocalStore {
 /** The members of every node's channels, in Redis (bus: lib/server.js' { call, key }). */
 class RedisStore {
   #bus;
+  #ttl;
   #node = crypto.randomBytes(8).toString('hex');
 
-  constructor(bus) { this.#bus = bus; }
+  constructor(bus, ttl) {
+    this.#bus = bus;
+    this.#ttl = ttl;
+  }
 
   #eval(script, topic, args) {
     const key = `${this.#bus.key(topic)}:pusher`;
@@ -166,12 +177,12 @@ class RedisStore {
   }
 
   async join(topic, conn, uid, info, max) {
-    const r = await this.#eval(JOIN, topic, [this.#node, String(conn), uid, info, String(max), String(TTL_MS)]);
-    if (r[0] === -1) return null;
+    const r = await this.#eval(JOIN, topic, [this.#node, String(conn), uid, info, String(max), String(this.#ttl)]);
+    if (r[0] === -1) return { refused: true, removed: r[1].map(String) };
     const flat = r[1];
     const members = [];
     for (let i = 0; i + 1 < flat.length; i += 2) members.push([String(flat[i]), String(flat[i + 1])]);
-    return { added: r[0] === 1, members };
+    return { added: r[0] === 1, members, removed: r[2].map(String) };
   }
 
   async leave(topic, conn) {
@@ -185,7 +196,7 @@ class RedisStore {
 
   /** Renews this node's time on topic (or leaves it, at close): the users removed meanwhile. */
   async renew(topic, leaving) {
-    return (await this.#eval(RENEW, topic, [this.#node, String(TTL_MS), leaving ? '1' : '0'])).map(String);
+    return (await this.#eval(RENEW, topic, [this.#node, String(this.#ttl), leaving ? '1' : '0'])).map(String);
   }
 }
 
@@ -212,15 +223,17 @@ class PusherPresence {
   #timer = null;
   #closed = false;
   #report;
+  #ttl;
 
-  constructor(server, pusher, bus, io, report) {
+  constructor(server, { pusher, bus, ttl = TTL_MS, report }, io) {
     this.#server = server;
     this.#report = report;
+    this.#ttl = ttl;
     this.#apps = pusher.apps.map((a, i) => ({ id: a.id, prefix: i === 0 ? '' : `${a.id}:` }));
     this.#max = pusher.maxPresenceMembers;
     this.#io = io;
     this.#bus = bus;
-    this.#store = bus === null ? new LocalStore() : new RedisStore(bus);
+    this.#store = bus === null ? new LocalStore() : new RedisStore(bus, ttl);
     instances.set(server, this);
   }
 
@@ -285,7 +298,9 @@ class PusherPresence {
       this.#refuse(conn, channel, 'PresenceError', `Presence is not available: ${err.message}`, 503);
       return;
     }
-    if (r === null) {
+    // Members of dead nodes the join found and removed first.
+    for (const gone of r.removed) this.#memberEvent(topic, app, channel, 'member_removed', gone);
+    if (r.refused) {
       this.#refuse(conn, channel, 'LimitReached', `The maximum number of members in this presence channel is ${this.#max}`, 400);
       return;
     }
@@ -359,7 +374,7 @@ class PusherPresence {
         for (const conn of conns) this.#queue(topic, () => this.#leave(conn, topic, app, channel));
       }
       for (const topic of this.#topics.keys()) this.#queue(topic, () => this.#renew(topic, false));
-    }, Math.floor(TTL_MS / 3));
+    }, Math.max(250, Math.floor(this.#ttl / 3)));
     this.#timer.unref();
   }
 
@@ -409,24 +424,25 @@ async function presenceUserCount(server, appId, channel) {
 
 /**
  * The presence channels of a server with the `pusher` option (lib/server.js):
- * handle its native server, pusher the checked option, bus lib/server.js'
- * { call, key } or null, owe() wakes the IO threads at the end of the turn,
- * running() whether the server runs, report(err) the server's reporting of
- * an error no caller hears of.
+ * handle its native server; opts: pusher the checked option, bus
+ * lib/server.js' { call, key } or null, ttl a node's time in Redis (ms),
+ * owe() wakes the IO threads at the end of the turn, running() whether the
+ * server runs, report(err) the server's reporting of an error no caller
+ * hears of.
  */
-function pusherPresence(server, handle, pusher, bus, owe, running, report) {
+function pusherPresence(server, handle, { owe, running, ...opts }) {
   const on = (fn) => (...args) => {
     if (!running()) return;
     fn(...args);
     owe();
   };
-  return new PusherPresence(server, pusher, bus, {
+  return new PusherPresence(server, opts, {
     send: on((id, text) => binding.serverSend(handle, id, text, 0)),
     subscribe: on((id, topic) => binding.serverSubscribe(handle, id, topic)),
     unsubscribe: on((id, topic) => binding.serverUnsubscribe(handle, id, topic)),
     publish: on((topic, payload, event) => binding.serverPublishEvent(handle, topic, payload, 0, event)),
     reply: on((id, response) => binding.serverReply(handle, id, Buffer.from(response))),
-  }, report);
+  });
 }
 
 module.exports = { PusherPresence, pusherPresence, presenceUserCount };
