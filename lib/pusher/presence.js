@@ -247,11 +247,12 @@ class PusherPresence {
         let mine = this.#byConn.get(conn);
         if (mine === undefined) this.#byConn.set(conn, (mine = new Map()));
         mine.set(topic, { app: a, channel });
-        this.#queue(topic, () => this.#join(conn, topic, a, channel, parts[2], parts[3] === '' ? 'null' : parts[3]));
+        const [uid, info] = [parts[2], parts[3] === '' ? 'null' : parts[3]];
+        this.#queue(topic, () => this.#store.join(topic, conn, uid, info, this.#max), (r) => this.#joined(conn, topic, a, channel, uid, info, r));
         break;
       }
       case 0x6c: // 'l'
-        if (this.#byConn.get(conn)?.delete(topic)) this.#queue(topic, () => this.#leave(conn, topic, a, channel));
+        if (this.#byConn.get(conn)?.delete(topic)) this.#leave(conn, topic, a, channel);
         break;
       case 0x75: // 'u'
         this.#store.users(topic).then(
@@ -269,7 +270,7 @@ class PusherPresence {
     const mine = this.#byConn.get(conn);
     if (mine === undefined) return;
     this.#byConn.delete(conn);
-    for (const [topic, { app, channel }] of mine) this.#queue(topic, () => this.#leave(conn, topic, app, channel));
+    for (const [topic, { app, channel }] of mine) this.#leave(conn, topic, app, channel);
   }
 
   /** The user ids of a presence channel's topic, on every node. */
@@ -280,9 +281,16 @@ class PusherPresence {
     return `${this.#apps.find((x) => x.id === appId)?.prefix ?? ''}${channel}`;
   }
 
-  #queue(topic, fn) {
+  // A change of topic: call() (the store's) runs now, so that the calls go
+  // out in the order of the events (Redis runs one slot's calls in the
+  // order sent: a flood is pipelined, not one round trip after another);
+  // then(its promise) runs once the topic's earlier changes have, so the
+  // frames and member events go out in that order too.
+  #queue(topic, call, then) {
+    const result = call();
+    result.catch(() => {}); // then() hears of it
     const prev = this.#queues.get(topic) ?? Promise.resolve();
-    const next = prev.then(fn).catch((err) => {
+    const next = prev.then(() => then(result)).catch((err) => {
       // The bus down or the server closing: said by the bus' own events.
       if (!this.#closed && err?.code !== 'ERR_BUS_DOWN' && err?.code !== 'ERR_SYMPHONY_CLOSED') this.#report(err);
     });
@@ -290,10 +298,10 @@ class PusherPresence {
     next.then(() => { if (this.#queues.get(topic) === next) this.#queues.delete(topic); });
   }
 
-  async #join(conn, topic, app, channel, uid, info) {
+  async #joined(conn, topic, app, channel, uid, info, result) {
     let r;
     try {
-      r = await this.#store.join(topic, conn, uid, info, this.#max);
+      r = await result;
     } catch (err) {
       this.#refuse(conn, channel, 'PresenceError', `Presence is not available: ${err.message}`, 503);
       return;
@@ -321,7 +329,11 @@ class PusherPresence {
     this.#io.subscribe(conn, topic);
   }
 
-  async #leave(conn, topic, app, channel) {
+  #leave(conn, topic, app, channel) {
+    this.#queue(topic, () => this.#store.leave(topic, conn), (r) => this.#left(conn, topic, app, channel, r));
+  }
+
+  async #left(conn, topic, app, channel, result) {
     const t = this.#topics.get(topic);
     if (t !== undefined) {
       t.conns.delete(conn);
@@ -330,7 +342,7 @@ class PusherPresence {
     this.#io.unsubscribe(conn, topic); // a join decided after the client had left
     let uid;
     try {
-      uid = await this.#store.leave(topic, conn);
+      uid = await result;
     } catch (err) {
       // Not taken (Redis away): tried again at the next renewal.
       let r = this.#retry.get(topic);
@@ -371,19 +383,17 @@ class PusherPresence {
       const retry = this.#retry;
       this.#retry = new Map();
       for (const [topic, { app, channel, conns }] of retry) {
-        for (const conn of conns) this.#queue(topic, () => this.#leave(conn, topic, app, channel));
+        for (const conn of conns) this.#leave(conn, topic, app, channel);
       }
-      for (const topic of this.#topics.keys()) this.#queue(topic, () => this.#renew(topic, false));
+      for (const [topic, { app, channel }] of this.#topics) {
+        this.#queue(topic, () => this.#store.renew(topic, false), (r) => this.#renewed(topic, app, channel, r));
+      }
     }, Math.max(250, Math.floor(this.#ttl / 3)));
     this.#timer.unref();
   }
 
-  async #renew(topic, leaving) {
-    const t = this.#topics.get(topic);
-    if (t === undefined && !leaving) return;
-    const removed = await this.#store.renew(topic, leaving);
-    if (t === undefined) return;
-    for (const uid of removed) this.#memberEvent(topic, t.app, t.channel, 'member_removed', uid);
+  async #renewed(topic, app, channel, result) {
+    for (const uid of await result) this.#memberEvent(topic, app, channel, 'member_removed', uid);
   }
 
   /** The server closes: with a bus, this node's members leave Redis (and the others hear member_removed). */
@@ -394,9 +404,9 @@ class PusherPresence {
     this.#timer = null;
     if (this.#bus === null) return;
     await Promise.allSettled([...this.#queues.values()]); // joins under way land before this node leaves
-    const topics = [...this.#topics.keys()];
     this.#retry.clear(); // the nodes' renewals purge what is left of this node
-    await Promise.allSettled(topics.map((topic) => this.#renew(topic, true)));
+    await Promise.allSettled([...this.#topics].map(([topic, { app, channel }]) =>
+      this.#renewed(topic, app, channel, this.#store.renew(topic, true))));
   }
 }
 
