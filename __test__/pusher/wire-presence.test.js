@@ -104,7 +104,7 @@ test('user_info past maxPresenceMemberBytes is refused on the channel; the conne
 });
 
 test('a client event named with a NUL is refused: nobody can put another user id after it', async (t) => {
-  const { target } = await start(t);
+  const { server, target } = await start(t);
   const a = await raw(target, { t });
   const b = await raw(target, { t });
   await rawSubscribe(a, target, 'presence-nul', { user_id: 'honest' });
@@ -116,6 +116,10 @@ test('a client event named with a NUL is refused: nobody can put another user id
   a.send({ event: 'client-x', channel: 'presence-nul', data: {} });
   const got = await b.next((f) => f.event === 'client-x', 5000, 'client-x');
   assert.equal(got.user_id, 'honest');
+  // Nor can the HTTP API or server.publish() name an event with one.
+  const res = await sdk(target).trigger('presence-nul', 'ev\u0000mallory', {}).catch((err) => err);
+  assert.equal(res.status, 400);
+  assert.throws(() => server.publish('presence-nul', '{}', { event: 'ev\u0000mallory' }), { code: 'ERR_INVALID_ARG_VALUE' });
 });
 
 test('two nodes: one user on both is one member_added and one member_removed for the cluster; a node that closes takes its members', async (t) => {

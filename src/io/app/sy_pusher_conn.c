@@ -387,9 +387,11 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_m
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
     size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
+    /* Pusher answers nothing. A presence channel's leave is the owner's to
+     * decide (a member goes with its user's last connection). */
     if (sub != NULL)
-        (void)sy_conn_unsubscribe(io, c, sub->topic);                       /* Pusher answers nothing */
-    if (n > 0 && sy_pusher_pres_drop(&s->pres, m->channel, m->channel_len)) /* the owner's to decide: it left */
+        (void)sy_conn_unsubscribe(io, c, sub->topic);
+    if (n > 0 && sy_pusher_pres_drop(&s->pres, m->channel, m->channel_len))
         sy_pusher_presence_leave(io, c, (unsigned)(s->app - srv_of(io)->app), name, n, m->channel, m->channel_len);
 }
 
@@ -425,16 +427,16 @@ static void client_event(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_
     }
     const char *data = m->data != NULL ? m->data : "null";
     size_t len = m->data != NULL ? m->data_len : 4;
-    /* On a presence channel the meta carries the sender's user id too. */
+    /* On a presence channel the meta carries the sender's user id after the
+     * event's name (proto/sy_pusher.h: sy_pusher_meta_join). */
     char meta[1024]; /* SY_PUB_META_MAX */
-    const char *ev = m->event;
-    size_t ev_len = m->event_len, uid_len = 0;
+    size_t uid_len = 0, meta_len = 0;
     const char *uid =
         m->chan.type == SY_PUSHER_PRESENCE ? sy_pusher_pres_user(s->pres, m->channel, m->channel_len, &uid_len) : NULL;
-    if (uid != NULL && (ev_len = sy_pusher_meta_join(meta, sizeof(meta), m->event, m->event_len, uid, uid_len)) > 0)
-        ev = meta;
-    else
-        ev_len = m->event_len;
+    if (uid != NULL)
+        meta_len = sy_pusher_meta_join(meta, sizeof(meta), m->event, m->event_len, uid, uid_len);
+    const char *ev = meta_len > 0 ? meta : m->event;
+    size_t ev_len = meta_len > 0 ? meta_len : m->event_len;
     if (sh->publish(sh->publish_ctx, name, n, data, len, ev, ev_len, sy_conn_id(io, c), 0) != 0)
         sy_conn_fail_oom(io, c);
 }
