@@ -251,9 +251,12 @@ class PusherPresence {
         this.#queue(topic, () => this.#store.join(topic, conn, uid, info, this.#max), (r) => this.#joined(conn, topic, a, channel, uid, info, r));
         break;
       }
-      case 0x6c: // 'l'
-        if (this.#byConn.get(conn)?.delete(topic)) this.#leave(conn, topic, a, channel);
+      case 0x6c: { // 'l'
+        const mine = this.#byConn.get(conn);
+        if (mine?.delete(topic)) this.#leave(conn, topic, a, channel);
+        if (mine?.size === 0) this.#byConn.delete(conn);
         break;
+      }
       case 0x75: // 'u'
         this.#store.users(topic).then(
           (ids) => this.#reply(conn, 200, { users: ids.map((id) => ({ id })) }),
