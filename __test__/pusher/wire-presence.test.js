@@ -33,6 +33,13 @@ async function start(t, { pusher = {}, bus, presence } = {}) {
   return { server, events, target: target(APP), target2: target(APP2) };
 }
 
+/** Two servers over one real Redis: { A, B, bus }. */
+async function twoNodes(t) {
+  const redis = await startRedis({ t });
+  const bus = { url: redis.url, backoff: { min: 50, max: 300 } };
+  return { A: await start(t, { bus }), B: await start(t, { bus }), bus };
+}
+
 /** A node in a child process (helpers/pusher-node.js), to be killed with SIGKILL: { port, child }. */
 async function childNode(t, options) {
   const child = spawn(process.execPath, [path.join(__dirname, '../helpers/pusher-node.js'), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -123,10 +130,7 @@ test('a client event named with a NUL is refused: nobody can put another user id
 });
 
 test('two nodes: one user on both is one member_added and one member_removed for the cluster; a node that closes takes its members', async (t) => {
-  const redis = await startRedis({ t });
-  const bus = { url: redis.url, backoff: { min: 50, max: 300 } };
-  const A = await start(t, { bus });
-  const B = await start(t, { bus });
+  const { A, B } = await twoNodes(t);
   const watcher = await raw(A.target, { t });
   await rawSubscribe(watcher, A.target, 'presence-two', { user_id: 'watcher' });
   const onA = await raw(A.target, { t });
@@ -190,10 +194,7 @@ test('a node killed with its members: a live node removes them within ttl + ttl/
 });
 
 test('join flood over Redis on two nodes: 40 members at once, every count once, /users on both', async (t) => {
-  const redis = await startRedis({ t });
-  const bus = { url: redis.url, backoff: { min: 50, max: 300 } };
-  const A = await start(t, { bus });
-  const B = await start(t, { bus });
+  const { A, B } = await twoNodes(t);
   const watcher = await raw(A.target, { t });
   await rawSubscribe(watcher, A.target, 'presence-rflood', { user_id: 'watcher' });
   const targets = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? A.target : B.target));
