@@ -184,7 +184,7 @@ bool sy_bstats_init(napi_env env, napi_value exports);
     X(serverUnsubscribe, server_unsubscribe) X(serverSubscribeSince, server_subscribe_since) \
     X(serverAnswerSubscribe, server_answer_subscribe) X(serverAnswer, server_answer) X(serverEnd, server_end) \
     X(serverTerminate, server_terminate) X(serverAccept, server_accept) X(serverRefuse, server_refuse) \
-    X(serverPostAnswer, server_post_answer) X(serverPost, server_post) \
+    X(serverPostAnswer, server_post_answer) X(serverPost, server_post) X(serverReply, server_reply) \
     /* server_topics.c */ \
     X(serverPublish, server_publish) X(serverTopic, server_topic) X(serverPublishTopic, server_publish_topic) \
     X(serverPosition, server_position) X(serverTopicHistory, server_topic_history) X(parseSince, parse_since) \

@@ -196,6 +196,16 @@ napi_value server_post_answer(napi_env env, napi_callback_info info) {
     return sy_bval_result(env, sy_server_post_answer(c.b->srv, c.id, (int)c.ints[0]));
 }
 
+/* serverReply(handle, id, response) -> bool: a whole HTTP response to a
+ * request the owner was given to answer (SY_EV_PUSHER 'u'). */
+napi_value server_reply(napi_env env, napi_callback_info info) {
+    sy_bcall_t c;
+    if (!sy_bcall(env, info, &c, "id b:response"))
+        return NULL;
+    const sy_bytes_t *r = &c.bytes[0];
+    return sy_bcall_done(&c, sy_bval_result(env, sy_server_reply(c.b->srv, c.id, r->data, r->len)));
+}
+
 /* serverPost(handle, name, data, binary) -> bool: a POST forwarded from another node;
  * false when name is no stream of this node, or the server is not running. */
 napi_value server_post(napi_env env, napi_callback_info info) {

@@ -26,6 +26,7 @@ typedef enum {
     PAY_LATIN1_LIST,     /* the request's bytes as they came */
     PAY_ASK_LIST,        /* UTF-8; the last a Buffer when it came in a binary frame */
     PAY_UTF8_BYTES_LIST, /* UTF-8; the last (a body) a Buffer */
+    PAY_UTF8_LIST,       /* UTF-8, every one */
 } payload_t;
 
 /* One row per event the IO threads send to JS (io/sy_events.h), by type
@@ -43,6 +44,7 @@ static const struct {
     [SY_EV_TOPIC] = {ARG_FLAGS, PAY_UTF8},       /* flags: SY_EV_TOPIC_ON; the topic */
     [SY_EV_ASK] = {ARG_ASK, PAY_ASK_LIST},
     [SY_EV_POST] = {ARG_FLAGS, PAY_UTF8_BYTES_LIST}, /* flags: 1 binary; [name, body] */
+    [SY_EV_PUSHER] = {ARG_ASK, PAY_UTF8_LIST},       /* (app << 8) | kind; io/app/sy_pusher_presence.h */
 };
 #define EVENT_ROWS (sizeof(EVENTS) / sizeof(EVENTS[0]))
 
@@ -124,6 +126,8 @@ static bool event_args(napi_env env, const sy_event_t *ev, const uint8_t *payloa
                NULL;
     case PAY_UTF8_BYTES_LIST:
         return (argv[3] = strings_payload(env, payload, ev->len, true, true)) != NULL;
+    case PAY_UTF8_LIST:
+        return (argv[3] = strings_payload(env, payload, ev->len, true, false)) != NULL;
     default: /* PAY_UTF8, PAY_NONE */
         return napi_create_string_utf8(env, s, ev->len, &argv[3]) == napi_ok;
     }

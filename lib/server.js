@@ -13,6 +13,7 @@ const { trustProxyOption, clientAddress } = require('./proxy');
 const { DEFAULTS, normalizeOptions, nativeOptions, topicHistoryOption, tlsArgs, tlsSummary, isBytes } = require('./options');
 const { Asks } = require('./asks');
 const { nativeKeys } = require('./tokens');
+const { pusherPresence } = require('./pusher/presence');
 const { setPusher, pusherOpenInfo, pusherSummary, publishEvent, publishWithEvent } = require('./pusher/server');
 
 // The limits the binding checks and its event codes, from the binding itself
@@ -20,7 +21,7 @@ const { setPusher, pusherOpenInfo, pusherSummary, publishEvent, publishWithEvent
 const {
   TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
-  EV_OPEN_DEFLATE, EV_OPEN_SSE, EV_UPGRADE_SSE, EV_POST, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC, EV_ASK,
+  EV_OPEN_DEFLATE, EV_OPEN_SSE, EV_UPGRADE_SSE, EV_POST, EV_PUSHER, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC, EV_ASK,
 } = binding.constants;
 
 // Why a resume did not recover, by the native code (sy_v1_reason_t in
@@ -209,6 +210,7 @@ class Server extends EventEmitter {
   #userData = new Map();
   #bus = null;
   #presence; // lib/presence.js
+  #pusherPresence = null; // lib/pusher/presence.js, with the pusher option
   #asks; // lib/asks.js
   // Resumes decided at an accept, until its 'open' (EV_RECOVERY comes first).
   #recovering = new Map();
@@ -231,6 +233,7 @@ class Server extends EventEmitter {
     this.#trust = trustProxyOption(o.trustProxy);
     this.#handle = binding.serverCreate(nativeOptions(o));
     this.#pusherNode = o.pusher === null ? null : setPusher(this.#handle, o.pusher);
+    const pusher = o.pusher;
     o.pusher = pusherSummary(o.pusher);
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
@@ -246,6 +249,12 @@ class Server extends EventEmitter {
       bus, emit: (...args) => this.emit(...args), report: (err) => this.#report(err),
       local: (topic) => this.subscribers(topic),
     });
+    if (pusher !== null) {
+      this.#pusherPresence = pusherPresence(this, this.#handle, {
+        pusher, bus, ttl: o.presence?.ttl, owe: () => this.#owe(), report: (err) => this.#report(err),
+        running: () => this.#state === 'listening' || this.#state === 'closing',
+      });
+    }
     if (o.tokens !== null) {
       this.#setTokens(o.tokens.keys);
       // server.options shows which keys, never their secrets.
@@ -511,6 +520,9 @@ class Server extends EventEmitter {
       case EV_POST:
         this.#forwardPost(id, (code & 1) !== 0, payload[0], payload[1]);
         break;
+      case EV_PUSHER: // (app << 8) | kind: src/io/app/sy_pusher_presence.h
+        this.#pusherPresence?.event(id, code & 0xff, code >> 8, payload);
+        break;
       case EV_OPEN: {
         const data = this.#userData.get(id);
         // The resumes decided at the accept came just before (EV_RECOVERY).
@@ -538,6 +550,7 @@ class Server extends EventEmitter {
       case EV_CLOSE:
         this.#userData.delete(id);
         this.#presence.closed(id);
+        this.#pusherPresence?.closed(id);
         this.#recovering.delete(id);
         this.#asks.closed(id);
         this.emit('close', id, code, payload);
@@ -964,7 +977,7 @@ class Server extends EventEmitter {
       // while the bus still runs (for at most closeDeadline ms).
       let timer;
       const deadline = new Promise((r) => { timer = setTimeout(r, this.#opts.closeDeadline); });
-      Promise.race([this.#presence.close(), deadline]).finally(() => {
+      Promise.race([Promise.all([this.#presence.close(), this.#pusherPresence?.close()]), deadline]).finally(() => {
         clearTimeout(timer);
         binding.serverClose(this.#handle, this.#opts.closeDeadline);
       });

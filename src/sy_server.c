@@ -517,14 +517,26 @@ sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *h
     return push_answer(io, &cmd);
 }
 
-sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status) {
+/* A whole response (buf, owned; NULL: out of memory) to the request id the
+ * owner was given to answer, then the close. */
+static sy_err_t answer_request(sy_server_t *s, uint64_t id, sy_refbuf_t *buf) {
     sy_io_t *io = io_of(s, id);
-    if (io == NULL || s->shutting_down)
+    if (io == NULL || s->shutting_down) {
+        sy_refbuf_release(buf);
         return ENOTCONN;
-    sy_cmd_t cmd = {.type = SY_CMD_REFUSE, .conn = id, .buf = sy_post_answer(status)};
-    if (cmd.buf == NULL)
+    }
+    if (buf == NULL)
         return ENOMEM;
+    sy_cmd_t cmd = {.type = SY_CMD_REFUSE, .conn = id, .buf = buf};
     return push_answer(io, &cmd);
+}
+
+sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status) {
+    return answer_request(s, id, sy_post_answer(status));
+}
+
+sy_err_t sy_server_reply(sy_server_t *s, uint64_t id, const void *response, size_t len) {
+    return answer_request(s, id, sy_refbuf_raw(response, len));
 }
 
 sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary) {

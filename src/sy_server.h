@@ -189,6 +189,9 @@ sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *h
  * and 0 is returned: the forwarding node has answered); this node's tag, as its streams' names begin (16 hex
  * digits and a NUL). */
 sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status);
+/* A whole HTTP response (copied) to a request the owner was given to answer
+ * (SY_EV_PUSHER 'u'), then the close; ENOTCONN: not running. */
+sy_err_t sy_server_reply(sy_server_t *s, uint64_t id, const void *response, size_t len);
 sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary);
 #ifdef SY_TESTING
 /* Testing builds: the name of stream id with any serial (80 characters,

@@ -268,6 +268,8 @@ static void test_bodies(void) {
              SY_PUSHER_HTTP_EVENT_NAME);
     bad_body(E, "{\"name\":\"pusher_internal:member_added\",\"data\":\"x\",\"channel\":\"a\"}",
              SY_PUSHER_HTTP_EVENT_NAME);
+    /* A NUL would end the name in the publish's meta: what follows would be a user_id. */
+    bad_body(E, "{\"name\":\"ev\\u0000alice\",\"data\":\"x\",\"channel\":\"presence-a\"}", SY_PUSHER_HTTP_EVENT_NAME);
     char big[512];
     snprintf(big, sizeof(big), "{\"name\":\"%0201d\",\"data\":\"x\",\"channel\":\"a\"}", 0);
     bad_body(E, big, SY_PUSHER_HTTP_EVENT_NAME);

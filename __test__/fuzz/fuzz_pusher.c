@@ -16,7 +16,9 @@
  *    frame of JSON that yyjson reads back, with its JSON-in-a-string data
  *    read back too;
  *  - a channel name accepted holds only the allowed bytes (or is a
- *    #server-to-user- one); a socket id accepted is digits '.' digits. */
+ *    #server-to-user- one); a socket id accepted is digits '.' digits;
+ *  - the input as a publish's meta ("<event>\0<user id>") splits at its
+ *    first NUL and joins back to the same bytes. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,6 +136,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         REQUIRE(size >= 3 && memchr(in, '.', size) != NULL);
     frame_ok(sy_pusher_event_frame("e", 1, "c", 1, in, size, SY_PUSHER_DATA_BYTES, NULL, 0, false), false);
     frame_ok(sy_pusher_error_frame(4200, (const char *)in, size), false);
+    /* The input as a publish's meta: split, joined back the same (when it
+     * fits), and the frame it makes (a user id of any bytes) is JSON. */
+    size_t ev_len, id_len;
+    const char *id;
+    sy_pusher_meta_split((const char *)in, size, &ev_len, &id, &id_len);
+    REQUIRE(ev_len <= size && memchr(in, 0, ev_len) == NULL);
+    REQUIRE(id == NULL ? ev_len == size && id_len == 0 : ev_len + 1 + id_len == size);
+    if (id != NULL) {
+        char back[256];
+        size_t n = sy_pusher_meta_join(back, sizeof(back), (const char *)in, ev_len, id, id_len);
+        REQUIRE(n == (size <= sizeof(back) ? size : 0) && (n == 0 || memcmp(back, in, n) == 0));
+        frame_ok(sy_pusher_event_frame((const char *)in, ev_len ? ev_len : 0, "c", 1, "1", 1, SY_PUSHER_DATA_JSON, id,
+                                       id_len, false),
+                 false);
+    }
     free(in);
     return 0;
 }

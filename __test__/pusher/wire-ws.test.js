@@ -160,14 +160,15 @@ test('malformed frames: each its pusher:error 4200, the connection stays', async
   assert.deepEqual(await c.next(), { event: 'pusher:pong', data: {} });
 });
 
-test('not supported yet: presence-, cache- and pusher:signin are refused, saying so', async (t) => {
+test('not supported yet: cache- and pusher:signin are refused, saying so (presence- is checked: a bad auth is an AuthError)', async (t) => {
   const { port } = await start(t);
   const c = await raw(t, port, PATH);
   await c.next();
   c.send({ event: 'pusher:subscribe', data: { channel: 'presence-room', auth: 'x:y', channel_data: '{"user_id":"1"}' } });
   const p = await c.next();
   assert.equal(p.event, 'pusher:subscription_error');
-  assert.match(p.data.error, /presence- channels are not supported yet/);
+  assert.equal(p.data.type, 'AuthError');
+  assert.equal(p.data.status, 401);
   c.send({ event: 'pusher:subscribe', data: { channel: 'cache-room' } });
   assert.match((await c.next()).data.error, /cache- channels are not supported yet/);
   c.send({ event: 'pusher:signin', data: { auth: 'a', user_data: '{"id":"1"}' } });

@@ -39,8 +39,8 @@ function publishEvent(options, byName = true) {
   if (event === undefined) return undefined;
   if (!byName) throw invalidArgValue('options.event', "is server.publish()'s only (not yet a topic handle's publish())", event);
   if (typeof event !== 'string') throw invalidArgType('options.event', 'a string', event);
-  if (event.length === 0 || Buffer.byteLength(event) > EVENT_MAX_BYTES || /^pusher(_internal)?:/.test(event)) {
-    throw invalidArgValue('options.event', `must be 1 to ${EVENT_MAX_BYTES} bytes, not beginning with "pusher:" or "pusher_internal:"`, event);
+  if (event.length === 0 || Buffer.byteLength(event) > EVENT_MAX_BYTES || /^pusher(_internal)?:/.test(event) || event.includes('\0')) {
+    throw invalidArgValue('options.event', `must be 1 to ${EVENT_MAX_BYTES} bytes without a NUL, not beginning with "pusher:" or "pusher_internal:"`, event);
   }
   return event;
 }

@@ -716,3 +716,19 @@ sy_refbuf_t *sy_pusher_event_frame(const char *event, size_t event_len, const ch
                 .s2_len = user_id_len};
     return build(w_event, &a, compressible);
 }
+
+size_t sy_pusher_meta_join(char *buf, size_t cap, const char *ev, size_t ev_len, const char *id, size_t id_len) {
+    if (ev_len >= cap || id_len > cap - ev_len - 1)
+        return 0;
+    memcpy(buf, ev, ev_len);
+    buf[ev_len] = 0;
+    memcpy(buf + ev_len + 1, id, id_len);
+    return ev_len + 1 + id_len;
+}
+
+void sy_pusher_meta_split(const char *meta, size_t len, size_t *ev_len, const char **id, size_t *id_len) {
+    const char *z = len > 0 ? memchr(meta, 0, len) : NULL;
+    *ev_len = z != NULL ? (size_t)(z - meta) : len;
+    *id = z != NULL ? z + 1 : NULL;
+    *id_len = z != NULL ? len - *ev_len - 1 : 0;
+}

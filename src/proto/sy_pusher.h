@@ -301,4 +301,12 @@ sy_refbuf_t *sy_pusher_event_frame(const char *event, size_t event_len, const ch
                                    const void *data, size_t data_len, sy_pusher_data_t how, const char *user_id,
                                    size_t user_id_len, bool compressible);
 
+/* A client event's publish meta on a presence channel (the sender's user
+ * id travels with it to every node): "<event>\0<user id>" into buf (cap
+ * bytes), its length; 0 when it does not fit. */
+size_t sy_pusher_meta_join(char *buf, size_t cap, const char *ev, size_t ev_len, const char *id, size_t id_len);
+/* A publish's meta read back: *ev_len the event's bytes (all of them when
+ * there is no NUL); *id the user id after the first NUL, or NULL. */
+void sy_pusher_meta_split(const char *meta, size_t len, size_t *ev_len, const char **id, size_t *id_len);
+
 #endif

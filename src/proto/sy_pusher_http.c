@@ -397,9 +397,11 @@ static sy_pusher_http_err_t read_event(yyjson_val *o, const sy_pusher_http_limit
                                        sy_pusher_name_t *chans) {
     /* pusher: and pusher_internal: names are the protocol's own: a
      * published one would pass for the server's (pusher-js handles
-     * pusher_internal:member_added as a member joining). */
+     * pusher_internal:member_added as a member joining). A NUL would end
+     * the name in the publish's meta (sy_pusher_meta_split). */
     if (!str_of(yyjson_obj_get(o, "name"), &ev->name) || ev->name.len == 0 || ev->name.len > lim->max_event_len ||
-        has_prefix(&ev->name, "pusher:") || has_prefix(&ev->name, "pusher_internal:"))
+        has_prefix(&ev->name, "pusher:") || has_prefix(&ev->name, "pusher_internal:") ||
+        memchr(ev->name.s, 0, ev->name.len) != NULL)
         return SY_PUSHER_HTTP_EVENT_NAME;
     if (!str_of(yyjson_obj_get(o, "data"), &ev->data))
         return SY_PUSHER_HTTP_EVENT_DATA;

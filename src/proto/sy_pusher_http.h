@@ -71,7 +71,8 @@
     X(TOO_LARGE, 413, "Request body too large")                                                                 \
     X(BODY_JSON, 400, "Invalid body: not a JSON object")                                                        \
     X(EVENT_NAME, 400,                                                                                          \
-      "Invalid event: name must be a string of 1 to max_event_len bytes, not pusher: or pusher_internal:")      \
+      "Invalid event: name must be a string of 1 to max_event_len bytes without a NUL, not pusher: or "         \
+      "pusher_internal:")                                                                                       \
     X(EVENT_DATA, 400, "Invalid event: data must be a string")                                                  \
     X(DATA_TOO_LARGE, 413, "Event data too large")                                                              \
     X(CHANNELS, 400, "Invalid event: give channels (an array of 1 to max_channels names) or channel, not both") \

@@ -10,6 +10,7 @@
 
 #ifdef SY_WITH_TLS
 #include "auth/sy_pusher_auth.h"
+#include "io/app/sy_pusher_presence.h"
 #include "io/app/sy_subs.h"
 #include "io/conn/sy_conn.h"
 #include "io/model/sy_topic.h"
@@ -40,6 +41,7 @@ typedef struct pconn {
     int64_t ev_tat_us; /* client events' rate (GCRA): their theoretical arrival time */
     uint8_t sid_len;
     char sid[SY_PUSHER_SOCKET_ID_MAX];
+    sy_pusher_pres_t *pres; /* its presence channels' user ids (io/app/sy_pusher_presence.h) */
 } pconn_t;
 
 typedef struct pthr {
@@ -105,8 +107,11 @@ void sy_pusher_srv_free(sy_pusher_srv_t *p) {
     if (p == NULL)
         return;
     for (unsigned i = 0; p->threads != NULL && i < p->nthreads; i++) {
-        for (uint32_t k = 0; k < p->threads[i].cap; k++)
+        for (uint32_t k = 0; k < p->threads[i].cap; k++) {
+            if (p->threads[i].by_slot[k] != NULL)
+                sy_pusher_pres_free(&p->threads[i].by_slot[k]->pres);
             sy_free(p->threads[i].by_slot[k]);
+        }
         sy_free(p->threads[i].by_slot);
     }
     sy_free(p->threads);
@@ -242,6 +247,7 @@ static void pusher_closing(sy_io_t *io, sy_conn_t *c) {
         return;
     if ((*r)->counted)
         atomic_fetch_sub_explicit(&(*r)->app->conns, 1, memory_order_relaxed);
+    sy_pusher_pres_free(&(*r)->pres);
     sy_free(*r);
     *r = NULL;
 }
@@ -312,12 +318,38 @@ static bool auth_ok(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t
     return false;
 }
 
+/* A presence subscribe, its auth good: its member read from channel_data
+ * (as signed) and handed to the owner, which decides and subscribes
+ * (io/app/sy_pusher_presence.h). */
+static void presence_subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m, const char *topic,
+                               size_t topic_len) {
+    sy_pusher_user_t u;
+    sy_pusher_err_t e = m->channel_data != NULL
+                            ? sy_pusher_member_parse(m->channel_data, m->channel_data_len,
+                                                     sy_pusher_app_opts(s->app->app)->max_member_info, &u)
+                            : SY_PUSHER_CHANNEL_DATA;
+    if (e == SY_PUSHER_NOMEM) {
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    if (e != SY_PUSHER_OK) {
+        say(io, c, sy_pusher_err_frame(e, m->channel, m->channel_len));
+        return;
+    }
+    if (!sy_pusher_pres_set(&s->pres, m->channel, m->channel_len, u.id, u.id_len)) {
+        sy_pusher_user_free(&u);
+        sy_conn_fail_oom(io, c);
+        return;
+    }
+    sy_pusher_presence_join(io, c, (unsigned)(s->app - srv_of(io)->app), topic, topic_len, m->channel, m->channel_len,
+                            u.id, u.id_len, u.info, u.info_len);
+    sy_pusher_user_free(&u);
+}
+
 static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
     sy_io_ctx_t *x = sy_io_ctx(io);
-    if (m->chan.type == SY_PUSHER_PRESENCE || m->chan.cache) {
-        refuse_sub(io, c, m, "UnsupportedFeature",
-                   m->chan.cache ? "cache- channels are not supported yet" : "presence- channels are not supported yet",
-                   501);
+    if (m->chan.cache) {
+        refuse_sub(io, c, m, "UnsupportedFeature", "cache- channels are not supported yet", 501);
         return;
     }
     if (m->chan.type == SY_PUSHER_SERVER_TO_USER) { /* no sign-in yet: nobody is that user */
@@ -330,6 +362,10 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
     size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     if (n == 0) {
         say(io, c, sy_pusher_err_frame(SY_PUSHER_CHANNEL_LONG, m->channel, m->channel_len));
+        return;
+    }
+    if (m->chan.type == SY_PUSHER_PRESENCE) {
+        presence_subscribe(io, c, s, m, name, n);
         return;
     }
     if (held(c, name, n) == NULL) {
@@ -351,8 +387,12 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_m
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
     size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
+    /* Pusher answers nothing. A presence channel's leave is the owner's to
+     * decide (a member goes with its user's last connection). */
     if (sub != NULL)
-        (void)sy_conn_unsubscribe(io, c, sub->topic); /* Pusher answers nothing */
+        (void)sy_conn_unsubscribe(io, c, sub->topic);
+    if (n > 0 && sy_pusher_pres_drop(&s->pres, m->channel, m->channel_len))
+        sy_pusher_presence_leave(io, c, (unsigned)(s->app - srv_of(io)->app), name, n, m->channel, m->channel_len);
 }
 
 /* A client event (client-* on a private channel the connection holds, the
@@ -368,10 +408,10 @@ static void client_event(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_
     size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     if (!o->client_events)
         why = "Client events are not enabled for this app (enableClientMessages)";
-    else if (m->chan.type == SY_PUSHER_PRESENCE)
-        why = "Client events on presence- channels are not supported yet";
     else if (n == 0 || held(c, name, n) == NULL)
         why = "Client event rejected: not subscribed to the channel";
+    else if (memchr(m->event, 0, m->event_len) != NULL) /* a NUL ends the name in a publish's meta */
+        why = "Client event rejected: a NUL in its name";
     if (why == NULL && o->client_events_per_sec > 0) {
         /* A burst of a second's worth, refilled evenly (GCRA in µs). */
         int64_t now = sy_io_ctx(io)->now_ms * 1000, interval = 1000000 / (int64_t)o->client_events_per_sec;
@@ -387,7 +427,17 @@ static void client_event(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_
     }
     const char *data = m->data != NULL ? m->data : "null";
     size_t len = m->data != NULL ? m->data_len : 4;
-    if (sh->publish(sh->publish_ctx, name, n, data, len, m->event, m->event_len, sy_conn_id(io, c), 0) != 0)
+    /* On a presence channel the meta carries the sender's user id after the
+     * event's name (proto/sy_pusher.h: sy_pusher_meta_join). */
+    char meta[1024]; /* SY_PUB_META_MAX */
+    size_t uid_len = 0, meta_len = 0;
+    const char *uid =
+        m->chan.type == SY_PUSHER_PRESENCE ? sy_pusher_pres_user(s->pres, m->channel, m->channel_len, &uid_len) : NULL;
+    if (uid != NULL)
+        meta_len = sy_pusher_meta_join(meta, sizeof(meta), m->event, m->event_len, uid, uid_len);
+    const char *ev = meta_len > 0 ? meta : m->event;
+    size_t ev_len = meta_len > 0 ? meta_len : m->event_len;
+    if (sh->publish(sh->publish_ctx, name, n, data, len, ev, ev_len, sy_conn_id(io, c), 0) != 0)
         sy_conn_fail_oom(io, c);
 }
 
@@ -515,7 +565,8 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
         sy_pusher_req_free(&r);
         return true;
     }
-    if (r.route != SY_PUSHER_API_EVENTS && r.route != SY_PUSHER_API_BATCH_EVENTS) {
+    if (r.route != SY_PUSHER_API_EVENTS && r.route != SY_PUSHER_API_BATCH_EVENTS &&
+        r.route != SY_PUSHER_API_CHANNEL_USERS) {
         sy_reply_error(io, c, 501,
                        "This endpoint of the HTTP API is not supported yet: only POST /apps/<id>/events and "
                        "/batch_events");
@@ -552,7 +603,16 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
         e = SY_PUSHER_HTTP_BODY_MD5;
     else if (!a->enabled)
         e = SY_PUSHER_HTTP_UNKNOWN_APP;
-    else
+    else if (r.route == SY_PUSHER_API_CHANNEL_USERS) { /* the owner answers (lib/pusher/presence.js) */
+        char name[SY_PUSHER_ID_MAX + 2 + 1024];
+        size_t n = topic_name(a, r.name, r.name_len, name, sizeof(name));
+        if (n > 0)
+            sy_pusher_presence_users(io, c, (unsigned)(a - p->app), name, n, r.name, r.name_len);
+        else
+            api_error(io, c, SY_PUSHER_HTTP_CHANNEL_NAME, &r);
+        sy_pusher_req_free(&r);
+        return true;
+    } else
         e = api_publish(io, a, body, body_len, r.route);
     if (e != SY_PUSHER_HTTP_OK) {
         api_error(io, c, e, &r);
@@ -588,9 +648,12 @@ static sy_refbuf_t *pusher_publish_frame(const sy_topic_t *t, const sy_refbuf_t 
     }
     bool z = atomic_load_explicit(&plain->deflate, memory_order_relaxed) != SY_REFBUF_Z_NONE;
     const char *ev = meta != NULL ? (const char *)meta->data : DEFAULT_EVENT;
-    size_t ev_len = meta != NULL ? meta->len : sizeof(DEFAULT_EVENT) - 1;
+    size_t ev_len = meta != NULL ? meta->len : sizeof(DEFAULT_EVENT) - 1, uid_len = 0;
+    const char *uid = NULL; /* a client event's on a presence channel: "<event>\0<user id>" */
+    if (meta != NULL)
+        sy_pusher_meta_split(ev, meta->len, &ev_len, &uid, &uid_len);
     return sy_pusher_event_frame(ev, ev_len, ch, len, sy_refbuf_payload(plain), sy_refbuf_payload_len(plain),
-                                 SY_PUSHER_DATA_BYTES, NULL, 0, z);
+                                 SY_PUSHER_DATA_BYTES, uid, uid_len, z);
 }
 
 const sy_msgproto_t sy_pusher_proto = {
