@@ -43,6 +43,7 @@ static const struct {
     [SY_EV_TOPIC] = {ARG_FLAGS, PAY_UTF8},       /* flags: SY_EV_TOPIC_ON; the topic */
     [SY_EV_ASK] = {ARG_ASK, PAY_ASK_LIST},
     [SY_EV_POST] = {ARG_FLAGS, PAY_UTF8_BYTES_LIST}, /* flags: 1 binary; [name, body] */
+    [SY_EV_PUSHER] = {ARG_CODE, PAY_UTF8},           /* code: the app's index; the event's JSON */
 };
 #define EVENT_ROWS (sizeof(EVENTS) / sizeof(EVENTS[0]))
 

@@ -10,6 +10,7 @@
 
 #ifdef SY_WITH_TLS
 #include "auth/sy_pusher_auth.h"
+#include "io/app/sy_pusher_event.h"
 #include "io/app/sy_pusher_user.h"
 #include "io/app/sy_subs.h"
 #include "io/conn/sy_conn.h"
@@ -29,6 +30,8 @@ typedef struct papp {
     size_t prefix_len;
     bool enabled;
     bool user_auth; /* enableUserAuthentication: sign in within the timeout */
+    uint32_t index; /* in the owner's list (SY_EV_PUSHER's code) */
+    uint32_t hooks; /* the webhook events its webhooks want (sy_pusher_event.h) */
     atomic_uint conns;
 } papp_t;
 
@@ -97,6 +100,8 @@ sy_err_t sy_pusher_srv_new(sy_pusher_apps_t *apps, const sy_pusher_cfg_t *cfg, u
         }
         a->enabled = cfg->enabled[i];
         a->user_auth = cfg->user_auth != NULL && cfg->user_auth[i];
+        a->index = (uint32_t)i;
+        a->hooks = cfg->hooks != NULL ? cfg->hooks[i] : 0;
         atomic_init(&a->conns, 0);
     }
     sy_pusher_apps_ref(apps);
@@ -403,8 +408,20 @@ static void client_event(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_
     }
     const char *data = m->data != NULL ? m->data : "null";
     size_t len = m->data != NULL ? m->data_len : 4;
-    if (sh->publish(sh->publish_ctx, name, n, data, len, m->event, m->event_len, sy_conn_id(io, c), 0) != 0)
+    if (sh->publish(sh->publish_ctx, name, n, data, len, m->event, m->event_len, sy_conn_id(io, c), 0) != 0) {
         sy_conn_fail_oom(io, c);
+        return;
+    }
+    (void)sy_pusher_event_post(io, s->app->index, s->app->hooks,
+                               &(sy_pusher_event_t){.type = SY_PUSHER_HOOK_CLIENT_EVENT,
+                                                    .channel = m->channel,
+                                                    .channel_len = m->channel_len,
+                                                    .event = m->event,
+                                                    .event_len = m->event_len,
+                                                    .data = data,
+                                                    .data_len = len,
+                                                    .socket_id = s->sid,
+                                                    .socket_id_len = s->sid_len});
 }
 
 static void signin(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {

@@ -60,6 +60,8 @@ typedef enum sy_event_type {
     SY_EV_POST = 11,    /* a POST for another node's event stream (io/sy_post.h): flags 1 =
                            binary; payload: u32-length strings, the name and the body;
                            the owner answers with sy_server_post_answer */
+    SY_EV_PUSHER = 12,  /* one of Pusher's webhook events (io/app/sy_pusher_event.h): code =
+                           the app's index; payload: the event as JSON */
 } sy_event_type_t;
 
 #define SY_EV_OPEN_DEFLATE 1u     /* SY_EV_OPEN: permessage-deflate was negotiated */
