@@ -72,6 +72,7 @@ static void test_members_and_names(void) {
     yyjson_doc_free(d);
     CHECK(strcmp(sy_pusher_hook_name(SY_PUSHER_HOOK_MEMBER_ADDED), "member_added") == 0);
     CHECK(strcmp(sy_pusher_hook_name(SY_PUSHER_HOOK_CACHE_MISS), "cache_miss") == 0);
+    CHECK(strcmp(sy_pusher_hook_name(SY_PUSHER_HOOK_SUBSCRIPTION_COUNT), "subscription_count") == 0);
     CHECK(strcmp(sy_pusher_hook_name(SY_PUSHER_HOOKS), "") == 0);
     /* An empty channel is a field, an absent one is not. */
     ev = (sy_pusher_event_t){.type = SY_PUSHER_HOOK_CACHE_MISS, .channel = "", .channel_len = 0};

@@ -102,3 +102,23 @@ test('webhooks: a private channel\'s occupied, client_event (socket_id, no user_
     assert.equal(h.headers['x-pusher-key'], second.key);
   }
 });
+
+test('webhooks: subscription_count as the channel\'s subscribers change (subscribe, unsubscribe, disconnect)', async (t) => {
+  const hooks = await webhookReceiver(t);
+  const target = await startTarget({ t, apps: [{ ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ['subscription_count'] }] }] });
+  const count = (n, what) => hooks.events.until((h) => h.event.subscription_count === n && h.event.channel === 'counted', 10000, what).then((h) => h.event);
+  const a = await raw(target, { t });
+  const b = await raw(target, { t });
+  const c = await raw(target, { t });
+  await rawSubscribe(a, target, 'counted');
+  assert.deepEqual(await count(1, 'the count 1'), { name: 'subscription_count', channel: 'counted', subscription_count: 1 });
+  await rawSubscribe(b, target, 'counted');
+  await count(2, 'the count 2');
+  await rawSubscribe(c, target, 'counted');
+  await count(3, 'the count 3');
+  b.send({ event: 'pusher:unsubscribe', data: { channel: 'counted' } });
+  await hooks.events.until((h) => h.event.subscription_count === 2 && hooks.events.items.indexOf(h) > 2, 10000, 'the count 2 after an unsubscribe');
+  c.ws.close();
+  await hooks.events.until((h) => h.event.subscription_count === 1 && hooks.events.items.indexOf(h) > 3, 10000, 'the count 1 after a disconnect');
+  assert.deepEqual(hooks.events.items.map((h) => h.event.subscription_count), [1, 2, 3, 2, 1]);
+});

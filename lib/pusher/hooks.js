@@ -23,7 +23,9 @@ const { Occupancy } = require('./occupancy');
 const { onPusherEvent, reportPusherEvent } = require('./events');
 
 /** The webhook events the IO threads decide, in the order of their bits (src/io/app/sy_pusher_event.h). */
-const HOOK_BITS = Object.freeze(['client_event', 'member_added', 'member_removed', 'cache_miss']);
+// (subscription_count: a channel's subscribers on this node changed, for
+// the occupancy to read its count again; not a webhook event as it comes.)
+const HOOK_BITS = Object.freeze(['client_event', 'member_added', 'member_removed', 'cache_miss', 'subscription_count']);
 const OCCUPANCY_EVENTS = Object.freeze(['channel_occupied', 'channel_vacated', 'subscription_count']);
 const CHANNEL_RE = /^[A-Za-z0-9_\-=@,.;]+$/;
 
@@ -90,7 +92,12 @@ class PusherHooks {
   pusherEvent(index, json) {
     const app = this.#apps[index];
     if (app === undefined) return;
-    reportPusherEvent(this.#server, app.id, JSON.parse(json));
+    const event = JSON.parse(json);
+    if (event.name === 'subscription_count') {
+      this.#occupancy?.changed(index === 0 ? event.channel : `${app.id}:${event.channel}`);
+      return;
+    }
+    reportPusherEvent(this.#server, app.id, event);
   }
 
   /** The app and channel a topic is, or null. */

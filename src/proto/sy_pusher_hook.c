@@ -10,6 +10,7 @@ static const char *const NAMES[SY_PUSHER_HOOKS] = {
     [SY_PUSHER_HOOK_MEMBER_ADDED] = "member_added",
     [SY_PUSHER_HOOK_MEMBER_REMOVED] = "member_removed",
     [SY_PUSHER_HOOK_CACHE_MISS] = "cache_miss",
+    [SY_PUSHER_HOOK_SUBSCRIPTION_COUNT] = "subscription_count",
 };
 
 const char *sy_pusher_hook_name(sy_pusher_hook_t type) { return (unsigned)type < SY_PUSHER_HOOKS ? NAMES[type] : ""; }

@@ -3,7 +3,7 @@
  * webhook body lists ({"name":...,"channel":...,"event":...,"data":...,
  * "socket_id":...,"user_id":...}: the fields given, each a string), for
  * the events the IO threads decide (a client event, a presence member
- * added or removed, a cache miss): what io/app/sy_pusher_event hands to
+ * added or removed, a cache miss, a channel's subscribers changed): what io/app/sy_pusher_event hands to
  * JavaScript.
  *
  * Threads: pure functions of their arguments, any thread.
@@ -26,6 +26,9 @@ typedef enum sy_pusher_hook {
     SY_PUSHER_HOOK_MEMBER_ADDED = 1,
     SY_PUSHER_HOOK_MEMBER_REMOVED = 2,
     SY_PUSHER_HOOK_CACHE_MISS = 3,
+    /* A connection's subscription of channel began or ended on this node:
+     * no count (the owner reads it, for its subscription_count webhook). */
+    SY_PUSHER_HOOK_SUBSCRIPTION_COUNT = 4,
     SY_PUSHER_HOOKS
 } sy_pusher_hook_t;
 

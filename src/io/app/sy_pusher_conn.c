@@ -249,14 +249,28 @@ static void pusher_opened(sy_io_t *io, sy_conn_t *c) {
     say(io, c, sy_pusher_established_frame(s->sid, s->sid_len, p->activity_s));
 }
 
+/* A subscription of app a's channel began or ended here: the owner reads
+ * its count again, when a's webhooks want subscription_count. */
+static void count_changed(sy_io_t *io, const papp_t *a, const char *ch, size_t len) {
+    (void)sy_pusher_event_post(
+        io, a->index, a->hooks,
+        &(sy_pusher_event_t){.type = SY_PUSHER_HOOK_SUBSCRIPTION_COUNT, .channel = ch, .channel_len = len});
+}
+
 static void pusher_closing(sy_io_t *io, sy_conn_t *c) {
     pconn_t **r = cell(io, c, false);
-    if (r == NULL || *r == NULL)
+    pconn_t *s = r != NULL ? *r : NULL;
+    if (s == NULL)
         return;
-    if ((*r)->counted)
-        atomic_fetch_sub_explicit(&(*r)->app->conns, 1, memory_order_relaxed);
-    sy_pusher_signin_free(io, (*r)->user);
-    sy_free(*r);
+    if (s->counted)
+        atomic_fetch_sub_explicit(&s->app->conns, 1, memory_order_relaxed);
+    /* Its subscriptions end after this: their counts change. */
+    bool counts = s->app != NULL && (s->app->hooks & (1u << SY_PUSHER_HOOK_SUBSCRIPTION_COUNT)) != 0;
+    for (uint32_t i = 0; counts && i < c->nsubs; i++)
+        count_changed(io, s->app, c->subs[i].topic->name + s->app->prefix_len,
+                      c->subs[i].topic->name_len - s->app->prefix_len);
+    sy_pusher_signin_free(io, s->user);
+    sy_free(s);
     *r = NULL;
 }
 
@@ -364,6 +378,7 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
             sy_conn_fail_oom(io, c);
             return;
         }
+        count_changed(io, s->app, m->channel, m->channel_len);
     }
     say(io, c, sy_pusher_subscribed_frame(m->channel, m->channel_len));
 }
@@ -372,8 +387,8 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_m
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
     size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
-    if (sub != NULL)
-        (void)sy_conn_unsubscribe(io, c, sub->topic); /* Pusher answers nothing */
+    if (sub != NULL && sy_conn_unsubscribe(io, c, sub->topic)) /* Pusher answers nothing */
+        count_changed(io, s->app, m->channel, m->channel_len);
 }
 
 /* A client event (client-* on a private channel the connection holds, the
