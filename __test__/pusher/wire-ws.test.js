@@ -188,6 +188,8 @@ test("pusher:signin on a second app: signin_success, the user's own #server-to-u
   assert.equal(refused.data.status, 400);
   c.send({ event: 'pusher:signin', data: { ...sdk2.authenticateUser(sid, { id: 'w1' }), user_data: '{"id":"w1"}' } });
   assert.equal((await c.next()).data.message, 'Already signed in');
+  // Its user channel is the sign-in's: an unsubscribe leaves it held (terminate finds it).
+  c.send({ event: 'pusher:unsubscribe', data: { channel: '#server-to-user-w1' } });
   // The first app's user of the same id is another user.
   const first = await raw(t, port, PATH);
   const sid1 = JSON.parse((await first.next()).data).socket_id;

@@ -384,6 +384,9 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
 }
 
 static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
+    size_t ul = sizeof(SY_PUSHER_USER_CHANNEL) - 1;
+    if (m->channel_len >= ul && memcmp(m->channel, SY_PUSHER_USER_CHANNEL, ul) == 0)
+        return; /* the user's channel is the sign-in's: held while it lives (terminate_connections finds it) */
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
     size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
