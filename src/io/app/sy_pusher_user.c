@@ -26,8 +26,8 @@ static struct {
     int64_t ms;
 } terms[SY_PUSHER_TERMINATE_KEEP];
 static unsigned term_next;
-static _Atomic uint64_t clock_seq = 1; /* sign-ins and terminations, in order */
-static _Atomic uint64_t term_gen;      /* the seq of the last termination recorded */
+static atomic_uint_fast64_t clock_seq = 1; /* sign-ins and terminations, in order */
+static atomic_uint_fast64_t term_gen;      /* the seq of the last termination recorded */
 
 bool sy_pusher_is_terminate(const void *meta, size_t len) {
     return meta != NULL && len == sizeof(SY_PUSHER_TERMINATE_META) - 1 &&
