@@ -48,14 +48,16 @@ static bool get_flag(napi_env env, napi_value obj, const char *key, bool dflt, b
 
 /* One app of opts.apps into t: its limits from the app and opts. */
 static bool app_in(napi_env env, napi_value opts, napi_value a, sy_pusher_apps_t *t, char **id, size_t *id_len,
-                   bool *enabled) {
+                   bool *enabled, bool *user_auth, uint32_t *hooks) {
     sy_pusher_app_opts_t o;
     sy_pusher_app_opts_default(&o);
-    int64_t max_conns, per_sec, chan, ev, bytes, per_event, batch, members, member_bytes;
+    int64_t max_conns, per_sec, chan, ev, bytes, per_event, batch, members, member_bytes, hook_bits;
     bool client;
     if (!get_int(env, a, "maxConnections", 0, UINT32_MAX, 0, &max_conns) ||
         !get_int(env, a, "maxClientEventsPerSecond", 0, UINT32_MAX, 10, &per_sec) ||
         !get_flag(env, a, "enableClientMessages", false, &client) || !get_flag(env, a, "enabled", true, enabled) ||
+        !get_flag(env, a, "enableUserAuthentication", false, user_auth) ||
+        !get_int(env, a, "hookEvents", 0, UINT32_MAX, 0, &hook_bits) ||
         !get_int(env, opts, "maxChannelNameLength", 1, 1024, 200, &chan) ||
         !get_int(env, opts, "maxEventNameLength", 1, 1024, 200, &ev) ||
         !get_int(env, opts, "maxEventBytes", 1, 64 << 20, 10240, &bytes) ||
@@ -64,6 +66,7 @@ static bool app_in(napi_env env, napi_value opts, napi_value a, sy_pusher_apps_t
         !get_int(env, opts, "maxPresenceMembers", 1, 1 << 20, 100, &members) ||
         !get_int(env, opts, "maxPresenceMemberBytes", 1, 1 << 20, 1024, &member_bytes))
         return false;
+    *hooks = (uint32_t)hook_bits;
     o.max_connections = (uint32_t)max_conns;
     o.client_events = client;
     o.client_events_per_sec = (uint32_t)per_sec;
@@ -105,13 +108,14 @@ static bool app_in(napi_env env, napi_value opts, napi_value a, sy_pusher_apps_t
 napi_value sy_binding_pusher_set(napi_env env, struct sy_server *srv, napi_value opts) {
     napi_value apps_v, v, result = NULL;
     uint32_t napps = 0;
-    int64_t activity;
+    int64_t activity, user_timeout;
     char *prefix = NULL;
     size_t prefix_len = 0;
     if (!get_prop(env, opts, "apps", &apps_v) ||
         !sy_napi_ok(env, napi_get_array_length(env, apps_v, &napps), "napi_get_array_length") ||
-        !get_int(env, opts, "activityTimeout", 1, 3600, 120, &activity) || !get_prop(env, opts, "pathPrefix", &v) ||
-        !sy_napi_get_string_len(env, v, "pathPrefix", &prefix, &prefix_len))
+        !get_int(env, opts, "activityTimeout", 1, 3600, 120, &activity) ||
+        !get_int(env, opts, "userAuthenticationTimeout", 0, 86400000, 30000, &user_timeout) ||
+        !get_prop(env, opts, "pathPrefix", &v) || !sy_napi_get_string_len(env, v, "pathPrefix", &prefix, &prefix_len))
         return NULL;
     if (napps == 0 || napps > 1024) {
         sy_free(prefix);
@@ -122,13 +126,15 @@ napi_value sy_binding_pusher_set(napi_env env, struct sy_server *srv, napi_value
     char **ids = sy_calloc(napps, sizeof(*ids));
     size_t *id_lens = sy_calloc(napps, sizeof(*id_lens));
     bool *enabled = sy_calloc(napps, sizeof(*enabled));
-    if (t == NULL || ids == NULL || id_lens == NULL || enabled == NULL) {
+    bool *user_auth = sy_calloc(napps, sizeof(*user_auth));
+    uint32_t *hooks = sy_calloc(napps, sizeof(*hooks));
+    if (t == NULL || ids == NULL || id_lens == NULL || enabled == NULL || user_auth == NULL || hooks == NULL) {
         sy_napi_throw_oom(env, "pusher");
         goto done;
     }
     for (uint32_t i = 0; i < napps; i++)
         if (!sy_napi_ok(env, napi_get_element(env, apps_v, i, &v), "napi_get_element") ||
-            !app_in(env, opts, v, t, &ids[i], &id_lens[i], &enabled[i]))
+            !app_in(env, opts, v, t, &ids[i], &id_lens[i], &enabled[i], &user_auth[i], &hooks[i]))
             goto done;
     sy_pusher_cfg_t cfg = {.path_prefix = prefix != NULL ? prefix : "",
                            .path_prefix_len = prefix_len,
@@ -136,7 +142,10 @@ napi_value sy_binding_pusher_set(napi_env env, struct sy_server *srv, napi_value
                            .app_ids = (const char *const *)ids,
                            .app_id_lens = id_lens,
                            .enabled = enabled,
-                           .napps = napps};
+                           .user_auth = user_auth,
+                           .hooks = hooks,
+                           .napps = napps,
+                           .user_auth_timeout_ms = (unsigned)user_timeout};
     uint64_t node = 0;
     char err[SY_ERRLEN] = "";
     if (sy_server_set_pusher(srv, t, &cfg, &node, err, sizeof(err)) != 0) {
@@ -151,6 +160,8 @@ done:
     sy_free(ids);
     sy_free(id_lens);
     sy_free(enabled);
+    sy_free(user_auth);
+    sy_free(hooks);
     sy_free(prefix);
     if (t != NULL)
         sy_pusher_apps_unref(t); /* the server holds its own reference */

@@ -45,6 +45,7 @@ static const struct {
     [SY_EV_ASK] = {ARG_ASK, PAY_ASK_LIST},
     [SY_EV_POST] = {ARG_FLAGS, PAY_UTF8_BYTES_LIST}, /* flags: 1 binary; [name, body] */
     [SY_EV_PUSHER] = {ARG_ASK, PAY_UTF8_LIST},       /* (app << 8) | kind; io/app/sy_pusher_presence.h */
+    [SY_EV_PUSHER_HOOK] = {ARG_CODE, PAY_UTF8},      /* code: the app's index; the event's JSON */
 };
 #define EVENT_ROWS (sizeof(EVENTS) / sizeof(EVENTS[0]))
 

@@ -15,13 +15,15 @@ const { Asks } = require('./asks');
 const { nativeKeys } = require('./tokens');
 const { pusherPresence } = require('./pusher/presence');
 const { setPusher, pusherOpenInfo, pusherSummary, publishEvent, publishWithEvent } = require('./pusher/server');
+const { PusherHooks } = require('./pusher/hooks');
 
 // The limits the binding checks and its event codes, from the binding itself
 // (binding/server_stats.c): checked here first only to name the user's argument.
 const {
   TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
-  EV_OPEN_DEFLATE, EV_OPEN_SSE, EV_UPGRADE_SSE, EV_POST, EV_PUSHER, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC, EV_ASK,
+  EV_OPEN_DEFLATE, EV_OPEN_SSE, EV_UPGRADE_SSE, EV_POST, EV_PUSHER, EV_PUSHER_HOOK, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC,
+  EV_ASK,
 } = binding.constants;
 
 // Why a resume did not recover, by the native code (sy_v1_reason_t in
@@ -197,6 +199,7 @@ class Server extends EventEmitter {
   #opts;
   #trust = null; // options.trustProxy, compiled (lib/proxy.js)
   #pusherNode = null; // the node of Pusher socket ids (lib/pusher/server.js), or null
+  #pusherHooks = null; // the Pusher apps' webhooks (lib/pusher/hooks.js), or null
   #state = 'new'; // new -> listening -> closing -> closed
   // publish() and send() queue without waking the IO threads; one wake-up at
   // the end of the turn (a microtask) hands them the turn's messages at once.
@@ -234,6 +237,7 @@ class Server extends EventEmitter {
     this.#handle = binding.serverCreate(nativeOptions(o));
     this.#pusherNode = o.pusher === null ? null : setPusher(this.#handle, o.pusher);
     const pusher = o.pusher;
+    if (pusher !== null) this.#pusherHooks = new PusherHooks(this, pusher, (err) => this.#report(err));
     o.pusher = pusherSummary(o.pusher);
     if (o.tls !== null) {
       this.#applyTls(o.tls, 'options.tls');
@@ -287,6 +291,7 @@ class Server extends EventEmitter {
         throw err;
       }
     }
+    this.#pusherHooks?.start(); // occupancy, once the bus is there
     if (o.noServer) {
       // The IO threads start now, without a listener.
       binding.serverListen(this.#handle, (type, id, code, payload) => this.#dispatch(type, id, code, payload), false);
@@ -510,6 +515,9 @@ class Server extends EventEmitter {
     switch (type) {
       case EV_TOPIC:
         this.#topicEdge(payload);
+        break;
+      case EV_PUSHER_HOOK:
+        this.#pusherHooks?.pusherEvent(code, payload);
         break;
       case EV_MESSAGE:
         this.emit('message', id, payload, code === 1);
@@ -969,7 +977,8 @@ class Server extends EventEmitter {
     if (this.#closed) return this.#closed.promise;
     let resolve;
     const promise = new Promise((r) => { resolve = r; });
-    this.#closed = { promise, resolve };
+    // The webhooks' last sends end after the server (its last events).
+    this.#closed = { promise: this.#pusherHooks === null ? promise : promise.then(() => this.#pusherHooks.close()), resolve };
     if (this.#state === 'listening') {
       this.#state = 'closing';
       this.#keepAlive(true); // --- first hour (issue 46): close() resolves before the process ends
@@ -977,7 +986,9 @@ class Server extends EventEmitter {
       // while the bus still runs (for at most closeDeadline ms).
       let timer;
       const deadline = new Promise((r) => { timer = setTimeout(r, this.#opts.closeDeadline); });
-      Promise.race([Promise.all([this.#presence.close(), this.#pusherPresence?.close()]), deadline]).finally(() => {
+      // So do this node's Pusher channels (their channel_vacated webhooks)
+      // and presence members.
+      Promise.race([Promise.all([this.#presence.close(), this.#pusherPresence?.close(), this.#pusherHooks?.closeOccupancy()]), deadline]).finally(() => {
         clearTimeout(timer);
         binding.serverClose(this.#handle, this.#opts.closeDeadline);
       });
@@ -985,7 +996,7 @@ class Server extends EventEmitter {
       this.#state = 'closed';
       resolve();
     }
-    return promise;
+    return this.#closed.promise;
   }
 }
 

@@ -18,7 +18,9 @@
  *  - a channel name accepted holds only the allowed bytes (or is a
  *    #server-to-user- one); a socket id accepted is digits '.' digits;
  *  - the input as a publish's meta ("<event>\0<user id>") splits at its
- *    first NUL and joins back to the same bytes. */
+ *    first NUL and joins back to the same bytes;
+ *  - the webhook event of a client event or a member (sy_pusher_hook) is
+ *    a JSON object that reads back with each field as it was given. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,8 +29,11 @@
 
 #include <yyjson.h>
 
+#include "base/sy_json.h"
+
 #include "base/sy_refbuf.h"
 #include "proto/sy_pusher.h"
+#include "proto/sy_pusher_hook.h"
 
 #define REQUIRE(c)   \
     do {             \
@@ -50,6 +55,33 @@ static void frame_ok(sy_refbuf_t *m, bool data_is_json) {
     }
     yyjson_doc_free(d);
     sy_refbuf_release(m);
+}
+
+/* obj[key] is s[0..n) (s NULL: absent). */
+static bool field_is(yyjson_val *obj, const char *key, const char *s, size_t n) {
+    yyjson_val *v = yyjson_obj_get(obj, key);
+    if (s == NULL)
+        return v == NULL;
+    return yyjson_is_str(v) && yyjson_get_len(v) == n && memcmp(yyjson_get_str(v), s, n) == 0;
+}
+
+/* A webhook event's JSON: an object of exactly the fields given. */
+static void hook_ok(const sy_pusher_event_t *ev) {
+    size_t len = 0;
+    char *text = sy_pusher_hook_json(ev, &len);
+    REQUIRE(text != NULL);
+    yyjson_doc *d = yyjson_read(text, len, 0);
+    REQUIRE(d != NULL);
+    yyjson_val *o = yyjson_doc_get_root(d);
+    const char *name = sy_pusher_hook_name(ev->type);
+    REQUIRE(yyjson_is_obj(o) && field_is(o, "name", name, strlen(name)));
+    REQUIRE(field_is(o, "channel", ev->channel, ev->channel_len) && field_is(o, "event", ev->event, ev->event_len));
+    REQUIRE(field_is(o, "data", ev->data, ev->data_len) && field_is(o, "user_id", ev->user_id, ev->user_id_len));
+    REQUIRE(field_is(o, "socket_id", ev->socket_id, ev->socket_id_len));
+    REQUIRE(yyjson_obj_size(o) == 1 + (ev->channel != NULL) + (ev->event != NULL) + (ev->data != NULL) +
+                                      (ev->user_id != NULL) + (ev->socket_id != NULL));
+    yyjson_doc_free(d);
+    sy_json_free(text);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -91,6 +123,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     frame_ok(sy_pusher_presence_subscribed_frame(m.channel, m.channel_len, &mb, 1), true);
                     frame_ok(sy_pusher_member_added_frame(m.channel, m.channel_len, &mb), true);
                     frame_ok(sy_pusher_member_removed_frame(m.channel, m.channel_len, u.id, u.id_len), true);
+                    hook_ok(&(sy_pusher_event_t){.type = SY_PUSHER_HOOK_MEMBER_ADDED,
+                                                 .channel = m.channel,
+                                                 .channel_len = m.channel_len,
+                                                 .user_id = u.id,
+                                                 .user_id_len = u.id_len});
                 }
                 sy_pusher_user_free(&u);
             }
@@ -117,6 +154,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             frame_ok(sy_pusher_event_frame(m.event, m.event_len, m.channel, m.channel_len, m.data ? m.data : "null",
                                            m.data ? m.data_len : 4, SY_PUSHER_DATA_JSON, "u", 1, true),
                      false);
+            hook_ok(&(sy_pusher_event_t){.type = SY_PUSHER_HOOK_CLIENT_EVENT,
+                                         .channel = m.channel,
+                                         .channel_len = m.channel_len,
+                                         .event = m.event,
+                                         .event_len = m.event_len,
+                                         .data = m.data,
+                                         .data_len = m.data_len,
+                                         .socket_id = "1.2",
+                                         .socket_id_len = 3});
             break;
         case SY_PUSHER_MSG_UNSUBSCRIBE:
             REQUIRE(m.channel != NULL && m.channel_len > 0);

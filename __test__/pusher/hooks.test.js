@@ -64,3 +64,61 @@ test('webhooks: only the event types asked for', async (t) => {
   await hooks.events.until((h) => h.event.channel === 'presence-only', 10000, 'the second channel_vacated');
   assert.deepEqual(hooks.events.items.map((h) => h.event.name), ['channel_vacated', 'channel_vacated']);
 });
+
+test('webhooks: a private channel\'s occupied, client_event (socket_id, no user_id) and vacated; a second app\'s webhooks hear its own channels, of the types they ask for', async (t) => {
+  const hooks = await webhookReceiver(t);
+  const hooks2 = await webhookReceiver(t);
+  const app2 = { id: 'app-2', key: 'key-2', secret: 'secret-2', enableClientMessages: true, webhooks: [{ url: hooks2.url, event_types: ['channel_occupied'] }] };
+  const target = await startTarget({ t, apps: [{ ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ALL }] }, app2] });
+  const find = (pred, what) => hooks.events.until((h) => pred(h.event), 10000, what).then((h) => h.event);
+
+  const a = await raw(target, { t });
+  const b = await raw(target, { t });
+  assert.equal((await rawSubscribe(a, target, 'private-hooked')).event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(await find((e) => e.name === 'channel_occupied', 'channel_occupied'), { name: 'channel_occupied', channel: 'private-hooked' });
+  await rawSubscribe(b, target, 'private-hooked');
+  a.send({ event: 'client-note', channel: 'private-hooked', data: { text: 'hi' } });
+  assert.deepEqual(await find((e) => e.name === 'client_event', 'client_event'),
+    { name: 'client_event', channel: 'private-hooked', event: 'client-note', data: '{"text":"hi"}', socket_id: a.socketId });
+  a.send({ event: 'pusher:unsubscribe', data: { channel: 'private-hooked' } });
+  b.ws.close();
+  assert.deepEqual(await find((e) => e.name === 'channel_vacated', 'channel_vacated'), { name: 'channel_vacated', channel: 'private-hooked' });
+  assert.deepEqual(hooks.names(), ['channel_occupied:private-hooked', 'client_event:private-hooked', 'channel_vacated:private-hooked']);
+
+  // The second app: its channel by its own name, to its own webhooks, and no client_event (not asked for).
+  const second = target.apps[1];
+  const c = await raw(target, { t, app: second });
+  const d = await raw(target, { t, app: second });
+  await rawSubscribe(c, target, 'private-two', undefined, { app: second });
+  await rawSubscribe(d, target, 'private-two', undefined, { app: second });
+  c.send({ event: 'client-x', channel: 'private-two', data: {} });
+  await d.nextNew((f) => f.event === 'client-x', 5000, 'the client event on the second app');
+  await rawSubscribe(c, target, 'marker-two');
+  await hooks2.events.until(() => hooks2.names().includes('channel_occupied:marker-two') || undefined, 10000, 'the marker webhook');
+  assert.deepEqual(hooks2.names().sort(), ['channel_occupied:marker-two', 'channel_occupied:private-two']);
+  assert.ok(!hooks.names().some((n) => n.endsWith('-two')), JSON.stringify(hooks.names()));
+  for (const h of hooks2.posts.items) {
+    assert.equal(sdk(target, { app: second }).webhook({ headers: h.headers, rawBody: h.body }).isValid(), true);
+    assert.equal(h.headers['x-pusher-key'], second.key);
+  }
+});
+
+test('webhooks: subscription_count as the channel\'s subscribers change (subscribe, unsubscribe, disconnect)', async (t) => {
+  const hooks = await webhookReceiver(t);
+  const target = await startTarget({ t, apps: [{ ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ['subscription_count'] }] }] });
+  const count = (n, what) => hooks.events.until((h) => h.event.subscription_count === n && h.event.channel === 'counted', 10000, what).then((h) => h.event);
+  const a = await raw(target, { t });
+  const b = await raw(target, { t });
+  const c = await raw(target, { t });
+  await rawSubscribe(a, target, 'counted');
+  assert.deepEqual(await count(1, 'the count 1'), { name: 'subscription_count', channel: 'counted', subscription_count: 1 });
+  await rawSubscribe(b, target, 'counted');
+  await count(2, 'the count 2');
+  await rawSubscribe(c, target, 'counted');
+  await count(3, 'the count 3');
+  b.send({ event: 'pusher:unsubscribe', data: { channel: 'counted' } });
+  await hooks.events.until((h) => h.event.subscription_count === 2 && hooks.events.items.indexOf(h) > 2, 10000, 'the count 2 after an unsubscribe');
+  c.ws.close();
+  await hooks.events.until((h) => h.event.subscription_count === 1 && hooks.events.items.indexOf(h) > 3, 10000, 'the count 1 after a disconnect');
+  assert.deepEqual(hooks.events.items.map((h) => h.event.subscription_count), [1, 2, 3, 2, 1]);
+});

@@ -129,6 +129,7 @@ test('bad requests: each its status and message, nothing published', async (t) =
     [{ body: JSON.stringify({ name: 'e', channel: 'news', data: 'x'.repeat(11 * 1024) }) }, 413, /too large/],
     [{ body: '{not json' }, 400, /not a JSON object/],
     [{ method: 'GET', path: `/apps/${APP.id}/channels` }, 501, /not supported yet/],
+    [{ body: '{}', secret: 'wrong', path: `/apps/${APP.id}/users/u1/terminate_connections` }, 401, /Invalid signature/],
   ];
   for (const [opts, status, re] of cases) {
     const res = await signed(port, opts);

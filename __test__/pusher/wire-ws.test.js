@@ -160,7 +160,7 @@ test('malformed frames: each its pusher:error 4200, the connection stays', async
   assert.deepEqual(await c.next(), { event: 'pusher:pong', data: {} });
 });
 
-test('not supported yet: cache- and pusher:signin are refused, saying so (presence- is checked: a bad auth is an AuthError)', async (t) => {
+test('not supported yet: cache- is refused, saying so (presence- is checked: a bad auth is an AuthError)', async (t) => {
   const { port } = await start(t);
   const c = await raw(t, port, PATH);
   await c.next();
@@ -171,10 +171,46 @@ test('not supported yet: cache- and pusher:signin are refused, saying so (presen
   assert.equal(p.data.status, 401);
   c.send({ event: 'pusher:subscribe', data: { channel: 'cache-room' } });
   assert.match((await c.next()).data.error, /cache- channels are not supported yet/);
-  c.send({ event: 'pusher:signin', data: { auth: 'a', user_data: '{"id":"1"}' } });
-  const s = await c.next();
-  assert.equal(s.event, 'pusher:error');
-  assert.match(s.data.message, /signin is not supported yet/);
+});
+
+test("pusher:signin on a second app: signin_success, the user's own #server-to-user- channel (another's refused), sendToUser and terminate there; a forged signin 4009", async (t) => {
+  const { port } = await start(t);
+  const sdk2 = new PusherSdk({ appId: OTHER.id, key: OTHER.key, secret: OTHER.secret, host: '127.0.0.1', port: String(port), useTLS: false });
+  const c = await raw(t, port, `/app/${OTHER.key}?protocol=7`);
+  const sid = JSON.parse((await c.next()).data).socket_id;
+  const userData = JSON.stringify({ id: 'w1', user_info: { n: 1 } });
+  c.send({ event: 'pusher:signin', data: { ...sdk2.authenticateUser(sid, { id: 'w1', user_info: { n: 1 } }), user_data: userData } });
+  assert.deepEqual(await c.next(), { event: 'pusher:signin_success', data: { user_data: userData } });
+  c.send({ event: 'pusher:subscribe', data: { channel: '#server-to-user-w1', auth: '' } });
+  assert.deepEqual(await c.next(), { event: 'pusher_internal:subscription_succeeded', channel: '#server-to-user-w1', data: '{}' });
+  c.send({ event: 'pusher:subscribe', data: { channel: '#server-to-user-w2', auth: '' } });
+  const refused = await c.next();
+  assert.equal(refused.event, 'pusher:subscription_error');
+  assert.equal(refused.data.status, 400);
+  c.send({ event: 'pusher:signin', data: { ...sdk2.authenticateUser(sid, { id: 'w1' }), user_data: '{"id":"w1"}' } });
+  assert.equal((await c.next()).data.message, 'Already signed in');
+  // Its user channel is the sign-in's: an unsubscribe leaves it held (terminate finds it).
+  c.send({ event: 'pusher:unsubscribe', data: { channel: '#server-to-user-w1' } });
+  // The first app's user of the same id is another user.
+  const first = await raw(t, port, PATH);
+  const sid1 = JSON.parse((await first.next()).data).socket_id;
+  first.send({ event: 'pusher:signin', data: { ...sdk.authenticateUser(sid1, { id: 'w1' }), user_data: '{"id":"w1"}' } });
+  assert.equal((await first.next()).event, 'pusher:signin_success');
+  assert.equal((await sdk2.sendToUser('w1', 'hello', { to: 'second' })).status, 200);
+  assert.deepEqual(await c.next(), { event: 'hello', channel: '#server-to-user-w1', data: '{"to":"second"}' });
+  assert.equal((await sdk2.terminateUserConnections('w1')).status, 200);
+  assert.equal((await c.next()).data.code, 4009);
+  assert.equal((await c.closed).code, 4009);
+  first.send({ event: 'pusher:ping', data: {} });
+  assert.equal((await first.next()).event, 'pusher:pong', 'the first app\'s w1 is not terminated');
+  // A signature made for another socket id: Pusher's words, then the close.
+  const f = await raw(t, port, PATH);
+  await f.next();
+  f.send({ event: 'pusher:signin', data: { ...sdk.authenticateUser(sid1, { id: 'w3' }), user_data: '{"id":"w3"}' } });
+  const e = await f.next();
+  assert.equal(e.data.code, 4009);
+  assert.match(e.data.message, /^Invalid signature: Expected HMAC SHA256 hex digest of \d+\.\d+::user::\{"id":"w3"\}/);
+  assert.equal((await f.closed).code, 4009);
 });
 
 test('refused at the handshake: unknown key 4001, disabled app 4003, over quota 4004, old protocol 4007', async (t) => {

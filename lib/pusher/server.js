@@ -6,13 +6,15 @@
 
 const { binding } = require('../native');
 const { invalidArgType, invalidArgValue } = require('../errors');
+const { hookMask } = require('./hooks');
 
 /**
  * Sets the Pusher protocol of a server not started yet: the number that
  * begins its connections' socket ids (this process' random node).
  */
 function setPusher(handle, pusher) {
-  return binding.serverSetPusher(handle, pusher);
+  // hookEvents: the webhook events of the IO threads each app wants (./hooks.js).
+  return binding.serverSetPusher(handle, { ...pusher, apps: pusher.apps.map((a) => ({ ...a, hookEvents: hookMask(a) })) });
 }
 
 /** The 'open' event's info of a Pusher connection: its socket id is "<node>.<id>". */

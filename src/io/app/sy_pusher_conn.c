@@ -10,7 +10,9 @@
 
 #ifdef SY_WITH_TLS
 #include "auth/sy_pusher_auth.h"
+#include "io/app/sy_pusher_event.h"
 #include "io/app/sy_pusher_presence.h"
+#include "io/app/sy_pusher_user.h"
 #include "io/app/sy_subs.h"
 #include "io/conn/sy_conn.h"
 #include "io/model/sy_topic.h"
@@ -28,6 +30,9 @@ typedef struct papp {
     char prefix[SY_PUSHER_ID_MAX + 2]; /* "<id>:" (the first app's: "") */
     size_t prefix_len;
     bool enabled;
+    bool user_auth; /* enableUserAuthentication: sign in within the timeout */
+    uint32_t index; /* in the owner's list (SY_EV_PUSHER's code) */
+    uint32_t hooks; /* the webhook events its webhooks want (sy_pusher_event.h) */
     atomic_uint conns;
 } papp_t;
 
@@ -39,6 +44,8 @@ typedef struct pconn {
     bool ping_out; /* a pusher:ping is out, sent at ping_ms */
     int64_t ping_ms;
     int64_t ev_tat_us; /* client events' rate (GCRA): their theoretical arrival time */
+    int64_t opened_ms;
+    sy_pusher_signin_t *user; /* signed in (sy_pusher_user.h), or NULL */
     uint8_t sid_len;
     char sid[SY_PUSHER_SOCKET_ID_MAX];
     sy_pusher_pres_t *pres; /* its presence channels' user ids (io/app/sy_pusher_presence.h) */
@@ -55,6 +62,7 @@ struct sy_pusher_srv {
     size_t napps;
     uint64_t node;
     unsigned activity_s;
+    int64_t user_timeout_ms;
     size_t prefix_len;
     char *prefix;
     unsigned nthreads;
@@ -93,12 +101,16 @@ sy_err_t sy_pusher_srv_new(sy_pusher_apps_t *apps, const sy_pusher_cfg_t *cfg, u
             a->prefix_len = cfg->app_id_lens[i] + 1;
         }
         a->enabled = cfg->enabled[i];
+        a->user_auth = cfg->user_auth != NULL && cfg->user_auth[i];
+        a->index = (uint32_t)i;
+        a->hooks = cfg->hooks != NULL ? cfg->hooks[i] : 0;
         atomic_init(&a->conns, 0);
     }
     sy_pusher_apps_ref(apps);
     p->apps = apps;
     p->node = sy_pusher_socket_node();
     p->activity_s = cfg->activity_timeout_s ? cfg->activity_timeout_s : SY_PUSHER_ACTIVITY_TIMEOUT;
+    p->user_timeout_ms = cfg->user_auth_timeout_ms ? cfg->user_auth_timeout_ms : 30000;
     *out = p;
     return 0;
 }
@@ -237,18 +249,34 @@ static void pusher_opened(sy_io_t *io, sy_conn_t *c) {
             sy_conn_fail_after(io, c, s->code, why);
         return;
     }
+    s->opened_ms = sy_io_ctx(io)->now_ms;
     s->sid_len = (uint8_t)sy_pusher_socket_id(s->sid, p->node, sy_conn_id(io, c));
     say(io, c, sy_pusher_established_frame(s->sid, s->sid_len, p->activity_s));
 }
 
+/* A subscription of app a's channel began or ended here: the owner reads
+ * its count again, when a's webhooks want subscription_count. */
+static void count_changed(sy_io_t *io, const papp_t *a, const char *ch, size_t len) {
+    (void)sy_pusher_event_post(
+        io, a->index, a->hooks,
+        &(sy_pusher_event_t){.type = SY_PUSHER_HOOK_SUBSCRIPTION_COUNT, .channel = ch, .channel_len = len});
+}
+
 static void pusher_closing(sy_io_t *io, sy_conn_t *c) {
     pconn_t **r = cell(io, c, false);
-    if (r == NULL || *r == NULL)
+    pconn_t *s = r != NULL ? *r : NULL;
+    if (s == NULL)
         return;
-    if ((*r)->counted)
-        atomic_fetch_sub_explicit(&(*r)->app->conns, 1, memory_order_relaxed);
-    sy_pusher_pres_free(&(*r)->pres);
-    sy_free(*r);
+    if (s->counted)
+        atomic_fetch_sub_explicit(&s->app->conns, 1, memory_order_relaxed);
+    /* Its subscriptions end after this: their counts change. */
+    bool counts = s->app != NULL && (s->app->hooks & (1u << SY_PUSHER_HOOK_SUBSCRIPTION_COUNT)) != 0;
+    for (uint32_t i = 0; counts && i < c->nsubs; i++)
+        count_changed(io, s->app, c->subs[i].topic->name + s->app->prefix_len,
+                      c->subs[i].topic->name_len - s->app->prefix_len);
+    sy_pusher_pres_free(&s->pres);
+    sy_pusher_signin_free(io, s->user);
+    sy_free(s);
     *r = NULL;
 }
 
@@ -259,6 +287,8 @@ static bool pusher_idle(sy_io_t *io, sy_conn_t *c, int64_t now) {
     pconn_t *s = state_of(io, c);
     if (s == NULL || c->state != SY_CONN_OPEN || s->code != 0)
         return true;
+    if (!sy_pusher_signin_idle(io, c, s->user, s->app->user_auth, s->opened_ms, srv_of(io)->user_timeout_ms, now))
+        return false;
     unsigned act = srv_of(io)->activity_s, pong = act < PONG_TIMEOUT_S ? act : PONG_TIMEOUT_S;
     if (s->ping_out && c->last_rx_ms > s->ping_ms)
         s->ping_out = false;
@@ -352,8 +382,13 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         refuse_sub(io, c, m, "UnsupportedFeature", "cache- channels are not supported yet", 501);
         return;
     }
-    if (m->chan.type == SY_PUSHER_SERVER_TO_USER) { /* no sign-in yet: nobody is that user */
-        say(io, c, sy_pusher_err_frame(SY_PUSHER_CHANNEL_RESERVED, m->channel, m->channel_len));
+    if (m->chan.type == SY_PUSHER_SERVER_TO_USER) { /* joined at the sign-in: only that user's */
+        size_t id_len = 0;
+        const char *id = sy_pusher_server_to_user_id(m->channel, m->channel_len, &id_len);
+        if (s->user == NULL || id_len != s->user->id_len || memcmp(id, s->user->id, id_len) != 0)
+            say(io, c, sy_pusher_err_frame(SY_PUSHER_CHANNEL_RESERVED, m->channel, m->channel_len));
+        else
+            say(io, c, sy_pusher_subscribed_frame(m->channel, m->channel_len));
         return;
     }
     if (sy_pusher_needs_auth(m->chan.type) && !auth_ok(io, c, s, m))
@@ -379,18 +414,22 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
             sy_conn_fail_oom(io, c);
             return;
         }
+        count_changed(io, s->app, m->channel, m->channel_len);
     }
     say(io, c, sy_pusher_subscribed_frame(m->channel, m->channel_len));
 }
 
 static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
+    size_t ul = sizeof(SY_PUSHER_USER_CHANNEL) - 1;
+    if (m->channel_len >= ul && memcmp(m->channel, SY_PUSHER_USER_CHANNEL, ul) == 0)
+        return; /* the user's channel is the sign-in's: held while it lives (terminate_connections finds it) */
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
     size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
     /* Pusher answers nothing. A presence channel's leave is the owner's to
      * decide (a member goes with its user's last connection). */
-    if (sub != NULL)
-        (void)sy_conn_unsubscribe(io, c, sub->topic);
+    if (sub != NULL && sy_conn_unsubscribe(io, c, sub->topic))
+        count_changed(io, s->app, m->channel, m->channel_len);
     if (n > 0 && sy_pusher_pres_drop(&s->pres, m->channel, m->channel_len))
         sy_pusher_presence_leave(io, c, (unsigned)(s->app - srv_of(io)->app), name, n, m->channel, m->channel_len);
 }
@@ -437,8 +476,37 @@ static void client_event(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_
         meta_len = sy_pusher_meta_join(meta, sizeof(meta), m->event, m->event_len, uid, uid_len);
     const char *ev = meta_len > 0 ? meta : m->event;
     size_t ev_len = meta_len > 0 ? meta_len : m->event_len;
-    if (sh->publish(sh->publish_ctx, name, n, data, len, ev, ev_len, sy_conn_id(io, c), 0) != 0)
+    if (sh->publish(sh->publish_ctx, name, n, data, len, ev, ev_len, sy_conn_id(io, c), 0) != 0) {
         sy_conn_fail_oom(io, c);
+        return;
+    }
+    (void)sy_pusher_event_post(io, s->app->index, s->app->hooks,
+                               &(sy_pusher_event_t){.type = SY_PUSHER_HOOK_CLIENT_EVENT,
+                                                    .channel = m->channel,
+                                                    .channel_len = m->channel_len,
+                                                    .event = m->event,
+                                                    .event_len = m->event_len,
+                                                    .data = data,
+                                                    .data_len = len,
+                                                    .user_id = uid,
+                                                    .user_id_len = uid_len,
+                                                    .socket_id = s->sid,
+                                                    .socket_id_len = s->sid_len});
+}
+
+static void signin(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
+    static const char twice[] = "Already signed in";
+    if (s->user != NULL) {
+        say(io, c, sy_pusher_error_frame(4009, twice, sizeof(twice) - 1));
+        return;
+    }
+    sy_pusher_signin_ctx_t x = {.apps = srv_of(io)->apps,
+                                .app = s->app->app,
+                                .socket_id = s->sid,
+                                .socket_id_len = s->sid_len,
+                                .prefix = s->app->prefix,
+                                .prefix_len = s->app->prefix_len};
+    s->user = sy_pusher_signin(io, c, &x, m);
 }
 
 static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uint8_t *p, size_t n) {
@@ -469,11 +537,9 @@ static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uin
     case SY_PUSHER_MSG_UNSUBSCRIBE:
         unsubscribe(io, c, s, &m);
         break;
-    case SY_PUSHER_MSG_SIGNIN: {
-        static const char why[] = "pusher:signin is not supported yet";
-        say(io, c, sy_pusher_error_frame(4009, why, sizeof(why) - 1));
+    case SY_PUSHER_MSG_SIGNIN:
+        signin(io, c, s, &m);
         break;
-    }
     case SY_PUSHER_MSG_CLIENT_EVENT:
         client_event(io, c, s, &m);
         break;
@@ -537,6 +603,23 @@ static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint
     return e;
 }
 
+/* terminate_connections: a publish to the user's topic that closes its
+ * connections on every node (sy_pusher_user.h). */
+static sy_pusher_http_err_t api_terminate(sy_io_t *io, const papp_t *a, const char *id, size_t id_len) {
+    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
+    char name[SY_PUSHER_ID_MAX + 2 + sizeof(SY_PUSHER_USER_CHANNEL) + SY_PUSHER_USER_ID_MAX];
+    size_t pl = sizeof(SY_PUSHER_USER_CHANNEL) - 1;
+    if (id_len == 0 || id_len > SY_PUSHER_USER_ID_MAX)
+        return SY_PUSHER_HTTP_USER_ID;
+    memcpy(name, a->prefix, a->prefix_len);
+    memcpy(name + a->prefix_len, SY_PUSHER_USER_CHANNEL, pl);
+    memcpy(name + a->prefix_len + pl, id, id_len);
+    return sh->publish(sh->publish_ctx, name, a->prefix_len + pl + id_len, "{}", 2, SY_PUSHER_TERMINATE_META,
+                       sizeof(SY_PUSHER_TERMINATE_META) - 1, 0, 0) != 0
+               ? SY_PUSHER_HTTP_NOMEM
+               : SY_PUSHER_HTTP_OK;
+}
+
 /* POST <prefix>/apps/<id>/events and /batch_events: read, authorized and
  * published here; the GET endpoints and terminate_connections are not
  * wired yet (501). */
@@ -566,10 +649,10 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
         return true;
     }
     if (r.route != SY_PUSHER_API_EVENTS && r.route != SY_PUSHER_API_BATCH_EVENTS &&
-        r.route != SY_PUSHER_API_CHANNEL_USERS) {
+        r.route != SY_PUSHER_API_CHANNEL_USERS && r.route != SY_PUSHER_API_TERMINATE) {
         sy_reply_error(io, c, 501,
-                       "This endpoint of the HTTP API is not supported yet: only POST /apps/<id>/events and "
-                       "/batch_events");
+                       "This endpoint of the HTTP API is not supported yet: only POST /apps/<id>/events, "
+                       "/batch_events and /users/<id>/terminate_connections");
         sy_pusher_req_free(&r);
         return true;
     }
@@ -612,7 +695,9 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
             api_error(io, c, SY_PUSHER_HTTP_CHANNEL_NAME, &r);
         sy_pusher_req_free(&r);
         return true;
-    } else
+    } else if (r.route == SY_PUSHER_API_TERMINATE)
+        e = api_terminate(io, a, r.name, r.name_len);
+    else
         e = api_publish(io, a, body, body_len, r.route);
     if (e != SY_PUSHER_HTTP_OK) {
         api_error(io, c, e, &r);
@@ -637,6 +722,8 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
 static sy_refbuf_t *pusher_publish_frame(const sy_topic_t *t, const sy_refbuf_t *plain, const sy_refbuf_t *v1,
                                          const sy_refbuf_t *meta) {
     (void)v1;
+    if (meta != NULL && sy_pusher_is_terminate(meta->data, meta->len))
+        return sy_pusher_user_publish_frame(t); /* a user's connections terminated */
     if (plain == NULL)
         return NULL;
     const char *ch = t->name;

@@ -53,7 +53,10 @@ typedef struct sy_pusher_cfg {
     const char *const *app_ids;
     const size_t *app_id_lens;
     const bool *enabled;
+    const bool *user_auth; /* enableUserAuthentication of each (NULL: none) */
+    const uint32_t *hooks; /* the webhook events each app's webhooks want (io/app/sy_pusher_event.h; NULL: none) */
     size_t napps;
+    unsigned user_auth_timeout_ms; /* userAuthenticationTimeout (0: 30 s) */
 } sy_pusher_cfg_t;
 
 typedef struct sy_pusher_srv sy_pusher_srv_t;

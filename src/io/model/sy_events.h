@@ -37,32 +37,34 @@
 #include "base/sy_errors.h"
 
 typedef enum sy_event_type {
-    SY_EV_UPGRADE = 1,  /* a valid upgrade request awaits the JS decision;
+    SY_EV_UPGRADE = 1,      /* a valid upgrade request awaits the JS decision;
                           payload: sy_event_upgrade fields, see below */
-    SY_EV_OPEN = 2,     /* connection open; payload: protocol (may be empty);
+    SY_EV_OPEN = 2,         /* connection open; payload: protocol (may be empty);
                           flags: SY_EV_OPEN_DEFLATE */
-    SY_EV_MESSAGE = 3,  /* flags: 1 = binary; payload: the message */
-    SY_EV_CLOSE = 4,    /* code; payload: reason */
-    SY_EV_DRAIN = 5,    /* send queue went below the backpressure limit */
-    SY_EV_STOPPED = 6,  /* the IO thread has finished; conn = thread index */
-    SY_EV_FAILED = 7,   /* the IO thread cannot go on (sy_io.h) and stops; conn =
+    SY_EV_MESSAGE = 3,      /* flags: 1 = binary; payload: the message */
+    SY_EV_CLOSE = 4,        /* code; payload: reason */
+    SY_EV_DRAIN = 5,        /* send queue went below the backpressure limit */
+    SY_EV_STOPPED = 6,      /* the IO thread has finished; conn = thread index */
+    SY_EV_FAILED = 7,       /* the IO thread cannot go on (sy_io.h) and stops; conn =
                           thread index, code = errno value, payload: its text */
-    SY_EV_RECOVERY = 8, /* a resume's result (io/sy_resume.h): flags SY_EV_RECOVERED,
+    SY_EV_RECOVERY = 8,     /* a resume's result (io/sy_resume.h): flags SY_EV_RECOVERED,
                            code = the reason (sy_v1_reason_t), payload: the topic;
                            at an accept, before SY_EV_OPEN */
-    SY_EV_TOPIC = 9,    /* the node's subscriptions of a topic went 0 -> 1 (flags
+    SY_EV_TOPIC = 9,        /* the node's subscriptions of a topic went 0 -> 1 (flags
                            SY_EV_TOPIC_ON) or 1 -> 0, on this thread; payload: the
                            topic. Only while the owner asked (topic_events, sy_io.h);
                            threads' edges may arrive in any order: the owner reads
                            the count again (sy_server_topic_subscribers) */
-    SY_EV_ASK = 10,     /* a symphony.v2 client asks (io/sy_ask.h): flags = the kind,
+    SY_EV_ASK = 10,         /* a symphony.v2 client asks (io/sy_ask.h): flags = the kind,
                            code = SY_ASK_* flags, payload: u32-length strings */
-    SY_EV_POST = 11,    /* a POST for another node's event stream (io/sy_post.h): flags 1 =
+    SY_EV_POST = 11,        /* a POST for another node's event stream (io/sy_post.h): flags 1 =
                            binary; payload: u32-length strings, the name and the body;
                            the owner answers with sy_server_post_answer */
-    SY_EV_PUSHER = 12,  /* a Pusher presence subscribe, unsubscribe or /users request
+    SY_EV_PUSHER = 12,      /* a Pusher presence subscribe, unsubscribe or /users request
                            (io/app/sy_pusher_presence.h): flags = the kind, code = the
                            app's index; payload: u32-length strings */
+    SY_EV_PUSHER_HOOK = 13, /* one of Pusher's webhook events (io/app/sy_pusher_event.h): code =
+                           the app's index; payload: the event as JSON */
 } sy_event_type_t;
 
 #define SY_EV_OPEN_DEFLATE 1u     /* SY_EV_OPEN: permessage-deflate was negotiated */
