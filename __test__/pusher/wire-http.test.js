@@ -128,7 +128,10 @@ test('bad requests: each its status and message, nothing published', async (t) =
     [{ body: JSON.stringify({ name: 'pusher:x', channel: 'news', data: 'x' }) }, 400, /Invalid event/],
     [{ body: JSON.stringify({ name: 'e', channel: 'news', data: 'x'.repeat(11 * 1024) }) }, 413, /too large/],
     [{ body: '{not json' }, 400, /not a JSON object/],
-    [{ method: 'GET', path: `/apps/${APP.id}/channels` }, 501, /not supported yet/],
+    [{ method: 'GET', path: `/apps/${APP.id}/channels`, secret: 'wrong' }, 401, /Invalid signature/],
+    [{ method: 'GET', path: `/apps/${APP.id}/channels/presence-x/users`, secret: 'wrong' }, 401, /Invalid signature/],
+    [{ method: 'GET', path: `/apps/${APP.id}/channels/presence-x/users` }, 501, /not supported yet/],
+    [{ body: JSON.stringify({ name: 'e', channels: Array.from({ length: 101 }, (_, i) => `c${i}`), data: 'x' }) }, 400, /limit: 100/],
   ];
   for (const [opts, status, re] of cases) {
     const res = await signed(port, opts);

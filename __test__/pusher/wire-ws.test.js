@@ -176,13 +176,14 @@ test('not supported yet: presence-, cache- and pusher:signin are refused, saying
   assert.match(s.data.message, /signin is not supported yet/);
 });
 
-test('refused at the handshake: unknown key 4001, disabled app 4003, over quota 4004, old protocol 4007', async (t) => {
+test('refused at the handshake: unknown key 4001, disabled app 4003, over quota 4004, old or unknown protocol 4007, none 4008', async (t) => {
   const { port } = await start(t, { apps: [APP, { ...OTHER, enabled: false }, { id: 'app3', key: 'key3', secret: 's', maxConnections: 1 }] });
   for (const [path, code] of [
     ['/app/nope?protocol=7', 4001],
     [`/app/${OTHER.key}?protocol=7`, 4003],
     [`/app/${APP.key}?protocol=6`, 4007],
-    [`/app/${APP.key}`, 4007],
+    [`/app/${APP.key}?protocol=8`, 4007],
+    [`/app/${APP.key}`, 4008],
   ]) {
     const c = await raw(t, port, path);
     const e = await c.next();

@@ -10,6 +10,7 @@
 
 #ifdef SY_WITH_TLS
 #include "auth/sy_pusher_auth.h"
+#include "io/app/sy_pusher_api.h"
 #include "io/app/sy_subs.h"
 #include "io/conn/sy_conn.h"
 #include "io/model/sy_topic.h"
@@ -33,7 +34,7 @@ typedef struct papp {
 /* A connection's Pusher state, beside it (by slot). */
 typedef struct pconn {
     papp_t *app;   /* NULL: refused at open (code) */
-    uint16_t code; /* the close code of a refusal at open (4001, 4003, 4004, 4007) */
+    uint16_t code; /* the close code of a refusal at open (4001, 4003, 4004, 4007, 4008) */
     bool counted;  /* in app->conns */
     bool ping_out; /* a pusher:ping is out, sent at ping_ms */
     int64_t ping_ms;
@@ -184,15 +185,17 @@ static bool pusher_claim(sy_io_t *io, sy_conn_t *c, const char *target, size_t l
     size_t pos = 0, vlen = 0;
     const char *v = NULL;
     unsigned version = 0;
-    if (sy_http_query_next(target, len, SY_HTTP_LIT("protocol"), &pos, &v, &vlen))
-        for (size_t i = 0; i < vlen && i < 4 && v[i] >= '0' && v[i] <= '9'; i++)
-            version = version * 10 + (unsigned)(v[i] - '0');
+    bool has_version = sy_http_query_next(target, len, SY_HTTP_LIT("protocol"), &pos, &v, &vlen) && vlen > 0;
+    for (size_t i = 0; has_version && i < vlen && i < 4 && v[i] >= '0' && v[i] <= '9'; i++)
+        version = version * 10 + (unsigned)(v[i] - '0');
     if (s->app == NULL)
         s->code = 4001;
     else if (!s->app->enabled)
         s->code = 4003;
-    else if (version < SY_PUSHER_PROTOCOL)
-        s->code = 4007;
+    else if (!has_version)
+        s->code = 4008; /* Pusher: no protocol version given */
+    else if (version != SY_PUSHER_PROTOCOL)
+        s->code = 4007; /* Pusher: a version it does not speak (7 is the only one) */
     return true;
 }
 
@@ -204,8 +207,10 @@ static const char *refusal(uint16_t code) {
         return "App is disabled";
     case 4004:
         return "App is over its connection quota";
+    case 4008:
+        return "No protocol version supplied: protocol=7 expected";
     default:
-        return "Unsupported protocol version: 7 or later";
+        return "Unsupported protocol version: 7 expected";
     }
 }
 
@@ -447,17 +452,28 @@ static void socket_id_split(const char *s, size_t n, uint64_t *node, uint64_t *c
     *conn = b;
 }
 
-static void api_error(sy_io_t *io, sy_conn_t *c, sy_pusher_http_err_t e, const sy_pusher_req_t *r) {
+static void api_error(sy_io_t *io, sy_conn_t *c, sy_pusher_http_err_t e, const sy_pusher_req_t *r,
+                      const sy_pusher_app_opts_t *o) {
     char why[1024];
-    (void)sy_pusher_http_message(why, sizeof(why), e, r, (int64_t)time(NULL));
+    size_t n = sy_pusher_http_message(why, sizeof(why), e, r, (int64_t)time(NULL));
+    if (o != NULL && (e == SY_PUSHER_HTTP_CHANNELS || e == SY_PUSHER_HTTP_BATCH)) /* the app's limit, by number */
+        snprintf(why + n, sizeof(why) - n, " (this app's limit: %u)",
+                 (unsigned)(e == SY_PUSHER_HTTP_CHANNELS ? o->max_channels_per_event : o->max_batch));
     sy_reply_error(io, c, (int)sy_pusher_http_status(e), why);
+}
+
+static sy_pusher_api_scope_t api_scope(sy_io_t *io, const papp_t *a) {
+    return (sy_pusher_api_scope_t){.topics = &sy_io_ctx(io)->shared->topics,
+                                   .prefix = a->prefix,
+                                   .prefix_len = a->prefix_len,
+                                   .max_channel_len = sy_pusher_app_opts(a->app)->max_channel_len};
 }
 
 /* The events of an authorized EVENTS or BATCH_EVENTS request, published
  * from here: each event to each of its channels, with its name as the
  * publish's meta and its socket_id left out. */
 static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint8_t *body, size_t len,
-                                        sy_pusher_route_t route) {
+                                        sy_pusher_route_t route, sy_refbuf_t **answer) {
     const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
     const sy_pusher_app_opts_t *o = sy_pusher_app_opts(a->app);
     sy_pusher_http_limits_t lim = {.max_body = (size_t)o->max_payload * o->max_batch + 65536,
@@ -483,13 +499,19 @@ static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint
                 e = n == 0 ? SY_PUSHER_HTTP_CHANNEL_NAME : SY_PUSHER_HTTP_NOMEM;
         }
     }
+    if (e == SY_PUSHER_HTTP_OK) {
+        sy_pusher_api_scope_t sc = api_scope(io, a);
+        e = sy_pusher_api_trigger_answer(&sc, &ev, answer);
+    }
     sy_pusher_events_free(&ev);
     return e;
 }
 
 /* POST <prefix>/apps/<id>/events and /batch_events: read, authorized and
- * published here; the GET endpoints and terminate_connections are not
- * wired yet (501). */
+ * published here; GET /channels and /channels/<name> answered here
+ * (sy_pusher_api); /users and terminate_connections are not wired yet
+ * (501, after the authorization, so that a bad request gets Pusher's
+ * 401 or 404 first). */
 static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, size_t head) {
     sy_pusher_srv_t *p = srv_of(io);
     if (req->target_len < p->prefix_len + 6 || memcmp(req->target, p->prefix, p->prefix_len) != 0 ||
@@ -511,14 +533,7 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
     sy_pusher_http_err_t e = sy_pusher_http_request(req->method, req->method_len, target, target_len, body_len, now,
                                                     SY_PUSHER_CHANNEL_MAX_DEFAULT * 5, &r);
     if (e != SY_PUSHER_HTTP_OK) {
-        api_error(io, c, e, NULL);
-        sy_pusher_req_free(&r);
-        return true;
-    }
-    if (r.route != SY_PUSHER_API_EVENTS && r.route != SY_PUSHER_API_BATCH_EVENTS) {
-        sy_reply_error(io, c, 501,
-                       "This endpoint of the HTTP API is not supported yet: only POST /apps/<id>/events and "
-                       "/batch_events");
+        api_error(io, c, e, NULL, NULL);
         sy_pusher_req_free(&r);
         return true;
     }
@@ -533,7 +548,7 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
     else if (body_len > (size_t)o->max_payload * o->max_batch + 65536)
         e = SY_PUSHER_HTTP_TOO_LARGE;
     if (e != SY_PUSHER_HTTP_OK) {
-        api_error(io, c, e, &r);
+        api_error(io, c, e, &r, o);
         sy_pusher_req_free(&r);
         return true;
     }
@@ -552,15 +567,28 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
         e = SY_PUSHER_HTTP_BODY_MD5;
     else if (!a->enabled)
         e = SY_PUSHER_HTTP_UNKNOWN_APP;
-    else
-        e = api_publish(io, a, body, body_len, r.route);
-    if (e != SY_PUSHER_HTTP_OK) {
-        api_error(io, c, e, &r);
-    } else {
-        static const char ok[] =
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
-        sy_reply(io, c, sy_refbuf_raw(ok, sizeof(ok) - 1), false);
+    sy_refbuf_t *answer = NULL;
+    if (e == SY_PUSHER_HTTP_OK) {
+        sy_pusher_api_scope_t sc = api_scope(io, a);
+        switch (r.route) {
+        case SY_PUSHER_API_EVENTS:
+        case SY_PUSHER_API_BATCH_EVENTS:
+            e = api_publish(io, a, body, body_len, r.route, &answer);
+            break;
+        case SY_PUSHER_API_CHANNELS:
+        case SY_PUSHER_API_CHANNEL:
+            e = sy_pusher_api_get(&sc, &r, &answer);
+            break;
+        default:
+            sy_reply_error(io, c, 501, "This endpoint of the HTTP API is not supported yet");
+            sy_pusher_req_free(&r);
+            return true;
+        }
     }
+    if (e != SY_PUSHER_HTTP_OK)
+        api_error(io, c, e, &r, o);
+    else
+        sy_reply(io, c, answer, false);
     sy_pusher_req_free(&r);
     return true;
 }
