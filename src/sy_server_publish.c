@@ -208,8 +208,13 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
     sy_refbuf_t *v1 = NULL;
     if (keep || (live && atomic_load_explicit(&t->v1, memory_order_relaxed) > 0))
         v1 = v1_frame(s, t, keep, offset, data, len, flags);
-    if (keep)
-        (void)sy_hist_append(g, h, v1, sy_clock_ms()); /* not kept: history emptied (a resume must not skip it) */
+    if (keep) {
+        /* A publish's meta is kept with it (a Pusher cache channel's last event names its event). */
+        sy_refbuf_t *meta = x != NULL && x->meta_len > 0 ? sy_refbuf_raw(x->meta, x->meta_len) : NULL;
+        (void)sy_hist_append_meta(g, h, v1, meta,
+                                  sy_clock_ms()); /* not kept: history emptied (a resume must not skip it) */
+        sy_refbuf_release(meta);
+    }
     int rc = live ? push_publish(s, t, data, len, flags, v1, keep ? h->epoch : 0, subscribers, x) : 0;
     sy_hist_unlock(g);
     sy_refbuf_release(v1);

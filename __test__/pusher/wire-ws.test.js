@@ -160,7 +160,7 @@ test('malformed frames: each its pusher:error 4200, the connection stays', async
   assert.deepEqual(await c.next(), { event: 'pusher:pong', data: {} });
 });
 
-test('not supported yet: presence-, cache- and pusher:signin are refused, saying so', async (t) => {
+test('not supported yet: presence- and pusher:signin are refused, saying so', async (t) => {
   const { port } = await start(t);
   const c = await raw(t, port, PATH);
   await c.next();
@@ -169,7 +169,8 @@ test('not supported yet: presence-, cache- and pusher:signin are refused, saying
   assert.equal(p.event, 'pusher:subscription_error');
   assert.match(p.data.error, /presence- channels are not supported yet/);
   c.send({ event: 'pusher:subscribe', data: { channel: 'cache-room' } });
-  assert.match((await c.next()).data.error, /cache- channels are not supported yet/);
+  assert.equal((await c.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(await c.next(), { event: 'pusher:cache_miss', channel: 'cache-room' });
   c.send({ event: 'pusher:signin', data: { auth: 'a', user_data: '{"id":"1"}' } });
   const s = await c.next();
   assert.equal(s.event, 'pusher:error');
@@ -250,4 +251,35 @@ test('symphony\'s own clients are untouched beside Pusher on the same port', asy
   server.publish('news', 'hello');
   assert.equal((await gotPlain)[0].toString(), 'hello');
   assert.equal(await gotPusher, 'hello');
+});
+
+test('cache channels: server.publish() with { event } is the last event too, per app, and symphony\'s history is untouched', async (t) => {
+  const { server, port } = await start(t, { apps: [APP, { id: 'app2', key: 'key2', secret: 's2' }] });
+  const a = await raw(t, port, PATH);
+  await a.next();
+  a.send({ event: 'pusher:subscribe', data: { channel: 'cache-board' } });
+  assert.equal((await a.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.equal((await a.next()).event, 'pusher:cache_miss');
+  server.publish('cache-board', '{"n":1}', { event: 'score' });
+  server.publish('cache-board', '{"n":2}', { event: 'score' });
+  assert.deepEqual(await a.next(), { event: 'score', channel: 'cache-board', data: '{"n":1}' });
+  assert.deepEqual(await a.next(), { event: 'score', channel: 'cache-board', data: '{"n":2}' });
+  // A later subscriber: the last one only, with its event name.
+  const b = await raw(t, port, PATH);
+  await b.next();
+  b.send({ event: 'pusher:subscribe', data: { channel: 'cache-board' } });
+  assert.equal((await b.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(await b.next(), { event: 'score', channel: 'cache-board', data: '{"n":2}' });
+  // The same channel of another app is another topic: a miss there.
+  const other = await raw(t, port, '/app/key2?protocol=7');
+  await other.next();
+  other.send({ event: 'pusher:subscribe', data: { channel: 'cache-board' } });
+  assert.equal((await other.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.equal((await other.next()).event, 'pusher:cache_miss');
+  // A plain channel keeps nothing (history off): no answer after its subscription.
+  b.send({ event: 'pusher:subscribe', data: { channel: 'plain' } });
+  assert.equal((await b.next()).event, 'pusher_internal:subscription_succeeded');
+  b.send({ event: 'pusher:ping', data: {} });
+  assert.equal((await b.next()).event, 'pusher:pong');
+  assert.equal(server.stats().historyMessages, 1);
 });

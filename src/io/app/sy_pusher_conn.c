@@ -11,6 +11,7 @@
 #ifdef SY_WITH_TLS
 #include "auth/sy_pusher_auth.h"
 #include "io/app/sy_pusher_api.h"
+#include "io/app/sy_pusher_cache.h"
 #include "io/app/sy_subs.h"
 #include "io/conn/sy_conn.h"
 #include "io/model/sy_topic.h"
@@ -54,6 +55,7 @@ struct sy_pusher_srv {
     size_t napps;
     uint64_t node;
     unsigned activity_s;
+    uint32_t cache_ttl_s; /* how long a cache channel keeps its last event (0: no limit) */
     size_t prefix_len;
     char *prefix;
     unsigned nthreads;
@@ -98,6 +100,7 @@ sy_err_t sy_pusher_srv_new(sy_pusher_apps_t *apps, const sy_pusher_cfg_t *cfg, u
     p->apps = apps;
     p->node = sy_pusher_socket_node();
     p->activity_s = cfg->activity_timeout_s ? cfg->activity_timeout_s : SY_PUSHER_ACTIVITY_TIMEOUT;
+    p->cache_ttl_s = cfg->cache_ttl_s;
     *out = p;
     return 0;
 }
@@ -319,10 +322,8 @@ static bool auth_ok(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t
 
 static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
     sy_io_ctx_t *x = sy_io_ctx(io);
-    if (m->chan.type == SY_PUSHER_PRESENCE || m->chan.cache) {
-        refuse_sub(io, c, m, "UnsupportedFeature",
-                   m->chan.cache ? "cache- channels are not supported yet" : "presence- channels are not supported yet",
-                   501);
+    if (m->chan.type == SY_PUSHER_PRESENCE) {
+        refuse_sub(io, c, m, "UnsupportedFeature", "presence- channels are not supported yet", 501);
         return;
     }
     if (m->chan.type == SY_PUSHER_SERVER_TO_USER) { /* no sign-in yet: nobody is that user */
@@ -337,9 +338,17 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         say(io, c, sy_pusher_err_frame(SY_PUSHER_CHANNEL_LONG, m->channel, m->channel_len));
         return;
     }
-    if (held(c, name, n) == NULL) {
-        sy_topic_t *t = sy_topic_acquire(&x->shared->topics, name, n, true);
-        if (t == NULL) {
+    sy_sub_t *sub = held(c, name, n);
+    sy_topic_t *t = sub != NULL ? sub->topic : NULL;
+    if (t == NULL) {
+        if ((t = sy_topic_acquire(&x->shared->topics, name, n, true)) == NULL) {
+            sy_conn_fail_oom(io, c);
+            return;
+        }
+        /* A cache channel keeps its last event: set before the interest, so
+         * that with a bus the topic's subscription syncs its history. */
+        if (m->chan.cache && sy_pusher_cache_keep(x->shared, t, srv_of(io)->cache_ttl_s) != 0) {
+            sy_topic_release(&x->shared->topics, t);
             sy_conn_fail_oom(io, c);
             return;
         }
@@ -350,6 +359,10 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         }
     }
     say(io, c, sy_pusher_subscribed_frame(m->channel, m->channel_len));
+    if (m->chan.cache && c->state == SY_CONN_OPEN) {
+        bool miss = false; /* CACHE_MISS: the cache_miss webhook's moment */
+        say(io, c, sy_pusher_cache_answer(x->shared, t, m->channel, m->channel_len, &miss));
+    }
 }
 
 static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
@@ -469,6 +482,12 @@ static sy_pusher_api_scope_t api_scope(sy_io_t *io, const papp_t *a) {
                                    .max_channel_len = sy_pusher_app_opts(a->app)->max_channel_len};
 }
 
+/* Whether a (checked) channel name is a cache channel's. */
+static bool is_cache(const char *ch, size_t len) {
+    sy_pusher_chan_t t;
+    return sy_pusher_channel_check(ch, len, len, &t) == SY_PUSHER_OK && t.cache;
+}
+
 /* The events of an authorized EVENTS or BATCH_EVENTS request, published
  * from here: each event to each of its channels, with its name as the
  * publish's meta and its socket_id left out. */
@@ -494,9 +513,16 @@ static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint
             socket_id_split(x->socket_id.s, x->socket_id.len, &node, &conn);
         for (size_t k = 0; k < x->nchannels && e == SY_PUSHER_HTTP_OK; k++) {
             size_t n = topic_name(a, x->channels[k].s, x->channels[k].len, name, sizeof(name));
-            if (n == 0 ||
-                sh->publish(sh->publish_ctx, name, n, x->data.s, x->data.len, x->name.s, x->name.len, conn, node) != 0)
+            sy_topic_t *cached = NULL; /* a cache channel's topic, held across its publish */
+            if (n > 0 && is_cache(x->channels[k].s, x->channels[k].len) &&
+                ((cached = sy_topic_acquire(&sy_io_ctx(io)->shared->topics, name, n, true)) == NULL ||
+                 sy_pusher_cache_keep(sy_io_ctx(io)->shared, cached, srv_of(io)->cache_ttl_s) != 0))
+                e = SY_PUSHER_HTTP_NOMEM;
+            else if (n == 0 ||
+                     sh->publish(sh->publish_ctx, name, n, x->data.s, x->data.len, x->name.s, x->name.len, conn, node))
                 e = n == 0 ? SY_PUSHER_HTTP_CHANNEL_NAME : SY_PUSHER_HTTP_NOMEM;
+            if (cached != NULL)
+                sy_topic_release(&sy_io_ctx(io)->shared->topics, cached);
         }
     }
     if (e == SY_PUSHER_HTTP_OK) {

@@ -48,6 +48,7 @@ typedef struct sy_pusher_cfg {
     const char *path_prefix; /* "" or "/pusher": requests at <path_prefix>/app/<key> */
     size_t path_prefix_len;
     unsigned activity_timeout_s; /* what connection_established says; the server's ping after as long silent */
+    unsigned cache_ttl_s;        /* seconds a cache channel keeps its last event (0: no limit) */
     /* The apps in the owner's order (the first one's channels are its
      * topics' names) and whether each is enabled (4003 when not). */
     const char *const *app_ids;

@@ -11,6 +11,7 @@
 
 struct sy_hist_entry {
     sy_refbuf_t *frame; /* one reference */
+    sy_refbuf_t *meta;  /* the publish's meta (Pusher's event name), one reference; NULL: none */
     int64_t at_ms;
     uint64_t seq; /* the server's count of kept messages when it was kept: the cap's order */
 };
@@ -30,7 +31,9 @@ void sy_hist_destroy(sy_hist_t *g) {
 void sy_hist_lock(sy_hist_t *g) { sy_mutex_lock(&g->lock); }
 void sy_hist_unlock(sy_hist_t *g) { sy_mutex_unlock(&g->lock); }
 
-static size_t entry_bytes(const sy_hist_entry_t *e) { return e->frame->len + SY_HIST_ENTRY_OVERHEAD; }
+static size_t entry_bytes(const sy_hist_entry_t *e) {
+    return e->frame->len + (e->meta != NULL ? e->meta->len : 0) + SY_HIST_ENTRY_OVERHEAD;
+}
 
 /* ---- the heap of histories that keep messages, oldest message first ---- */
 
@@ -111,6 +114,7 @@ static void drop_oldest(sy_hist_t *g, sy_history_t *h) {
     g->bytes -= entry_bytes(e);
     g->count--;
     sy_refbuf_release(e->frame);
+    sy_refbuf_release(e->meta);
     h->head = (h->head + 1) % h->cap;
     h->count--;
     h->first++;
@@ -199,6 +203,10 @@ static void empty(sy_hist_t *g, sy_history_t *h) {
 }
 
 bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t now_ms) {
+    return sy_hist_append_meta(g, h, frame, NULL, now_ms);
+}
+
+bool sy_hist_append_meta(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, sy_refbuf_t *meta, int64_t now_ms) {
     if (frame == NULL) {
         empty(g, h);
         return false;
@@ -210,9 +218,12 @@ bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t n
         return false;
     }
     sy_refbuf_ref(frame, 1);
+    if (meta != NULL)
+        sy_refbuf_ref(meta, 1);
     if (h->count == 0)
         h->first = h->last;
-    h->ring[(h->head + h->count) % h->cap] = (sy_hist_entry_t){.frame = frame, .at_ms = now_ms, .seq = ++g->seq};
+    h->ring[(h->head + h->count) % h->cap] =
+        (sy_hist_entry_t){.frame = frame, .meta = meta, .at_ms = now_ms, .seq = ++g->seq};
     h->count++;
     g->bytes += entry_bytes(&h->ring[(h->head + h->count - 1) % h->cap]);
     g->count++;
@@ -228,6 +239,23 @@ bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t n
     /* The server-wide cap: the oldest go first, whichever topic. */
     while (g->conf.max_bytes > 0 && g->bytes > g->conf.max_bytes && g->nheap > 0)
         drop_oldest(g, g->heap[0].h);
+    return true;
+}
+
+bool sy_hist_last(sy_hist_t *g, sy_history_t *h, int64_t now_ms, sy_refbuf_t **frame, sy_refbuf_t **meta) {
+    *frame = *meta = NULL;
+    if (h == NULL || h->size == 0)
+        return false;
+    trim(g, h, now_ms); /* what ttl expired since the last sweep is not the last any more */
+    if (h->count == 0)
+        return false;
+    const sy_hist_entry_t *e = &h->ring[(h->head + h->count - 1) % h->cap];
+    sy_refbuf_ref(e->frame, 1);
+    *frame = e->frame;
+    if (e->meta != NULL) {
+        sy_refbuf_ref(e->meta, 1);
+        *meta = e->meta;
+    }
     return true;
 }
 
@@ -402,8 +430,10 @@ void sy_history_free(sy_history_t *h) {
         return;
     /* Entries are left only when the whole server goes (sy_topics_destroy
      * frees every topic): the heap goes with it. */
-    for (uint32_t i = 0; i < h->count; i++)
+    for (uint32_t i = 0; i < h->count; i++) {
         sy_refbuf_release(h->ring[(h->head + i) % h->cap].frame);
+        sy_refbuf_release(h->ring[(h->head + i) % h->cap].meta);
+    }
     sy_free(h->ring);
     sy_free(h);
 }
