@@ -10,6 +10,7 @@
 
 #ifdef SY_WITH_TLS
 #include "auth/sy_pusher_auth.h"
+#include "io/app/sy_park.h"
 #include "io/app/sy_pusher_api.h"
 #include "io/app/sy_pusher_cache.h"
 #include "io/app/sy_subs.h"
@@ -352,6 +353,15 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
             sy_conn_fail_oom(io, c);
             return;
         }
+        /* With a bus, its last event may be only in Redis yet: the
+         * subscription waits for the topic's sync (sy_park), and
+         * pusher_subscribed answers it once it is c's. */
+        if (m->chan.cache && x->shared->hist.sequenced) {
+            if (sy_park_subscribe(&x->shared->hist, &x->shared->topics, io, sy_conn_id(io, c), t, NULL, NULL, 0,
+                                  x->now_ms) != 0)
+                sy_conn_fail_oom(io, c); /* t given back */
+            return;
+        }
         sy_topic_add_interest(&x->shared->topics, t, x->index);
         if (!sy_conn_subscribe(io, c, t)) { /* takes the reference and the interest either way */
             sy_conn_fail_oom(io, c);
@@ -449,6 +459,24 @@ static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uin
         break;
     }
     sy_pusher_msg_free(&m);
+}
+
+/* A cache channel's subscription that waited for its topic's sync is c's:
+ * its subscription_succeeded, then its last event or cache_miss. */
+static void pusher_subscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
+    pconn_t *s = state_of(io, c);
+    if (s == NULL || s->app == NULL || s->code != 0 || t->name_len <= s->app->prefix_len ||
+        memcmp(t->name, s->app->prefix, s->app->prefix_len) != 0)
+        return;
+    const char *ch = t->name + s->app->prefix_len;
+    size_t len = t->name_len - s->app->prefix_len;
+    sy_pusher_chan_t chan;
+    if (sy_pusher_channel_check(ch, len, len, &chan) != SY_PUSHER_OK || !chan.cache)
+        return; /* server.subscribe() of a Pusher connection: Pusher has no answer for it */
+    say(io, c, sy_pusher_subscribed_frame(ch, len));
+    bool miss = false; /* CACHE_MISS: the cache_miss webhook's moment (with a bus) */
+    if (c->state == SY_CONN_OPEN)
+        say(io, c, sy_pusher_cache_answer(sy_io_ctx(io)->shared, t, ch, len, &miss));
 }
 
 /* ---- the HTTP API ------------------------------------------------------------------ */
@@ -656,6 +684,7 @@ const sy_msgproto_t sy_pusher_proto = {
     .opened = pusher_opened,
     .idle = pusher_idle,
     .closing = pusher_closing,
+    .subscribed = pusher_subscribed,
     .tag = "pusher",
 };
 
