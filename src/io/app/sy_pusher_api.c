@@ -100,7 +100,7 @@ static void list_one(void *ctx, sy_topic_t *t) {
     sy_pusher_chan_t chan;
     const char *ch = channel_of(l->s, t->name, t->name_len, &len, &chan);
     if (ch == NULL || l->nomem || sy_topic_subscribers(t) == 0 || len < l->filter_len ||
-        memcmp(ch, l->filter, l->filter_len) != 0)
+        (l->filter_len > 0 && memcmp(ch, l->filter, l->filter_len) != 0))
         return;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
