@@ -178,7 +178,7 @@ static void test_trigger_answer(void) {
         CHECK_EQ(sy_pusher_http_events(SY_PUSHER_API_EVENTS, (const uint8_t *)bodies[i], strlen(bodies[i]), &lim, &ev),
                  SY_PUSHER_HTTP_OK);
         sy_refbuf_t *out = NULL;
-        CHECK_EQ(sy_pusher_api_trigger_answer(&one, &ev, &out), SY_PUSHER_HTTP_OK);
+        CHECK_EQ(sy_pusher_api_trigger_answer(&one, SY_PUSHER_API_EVENTS, &ev, &out), SY_PUSHER_HTTP_OK);
         size_t blen = 0;
         const char *body = body_of(out, &blen);
         CHECK(body != NULL);
@@ -193,6 +193,23 @@ static void test_trigger_answer(void) {
         sy_refbuf_release(out);
         sy_pusher_events_free(&ev);
     }
+    /* A batch: each event's attributes in order, {} for one without info. */
+    static const char batch[] = "{\"batch\":[{\"name\":\"e\",\"data\":\"1\",\"channel\":\"counted\",\"info\":"
+                                "\"subscription_count\"},{\"name\":\"e\",\"data\":\"2\",\"channel\":\"counted\"},"
+                                "{\"name\":\"e\",\"data\":\"3\",\"channel\":\"x\",\"info\":\"subscription_count\"}]}";
+    sy_pusher_events_t ev;
+    CHECK_EQ(sy_pusher_http_events(SY_PUSHER_API_BATCH_EVENTS, (const uint8_t *)batch, sizeof(batch) - 1, &lim, &ev),
+             SY_PUSHER_HTTP_OK);
+    sy_refbuf_t *out = NULL;
+    CHECK_EQ(sy_pusher_api_trigger_answer(&one, SY_PUSHER_API_BATCH_EVENTS, &ev, &out), SY_PUSHER_HTTP_OK);
+    size_t blen = 0;
+    const char *body = body_of(out, &blen);
+    CHECK(body != NULL);
+    if (body != NULL)
+        CHECK_MEMSTR(body, blen, "{\"batch\":[{\"subscription_count\":2},{},{\"subscription_count\":0}]}");
+    sy_refbuf_release(out);
+    sy_pusher_events_free(&ev);
+
     (void)sy_topic_count_sub(t, false);
     (void)sy_topic_count_sub(t, false);
     sy_topic_release(&r, t);

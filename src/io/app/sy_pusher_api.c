@@ -197,49 +197,69 @@ sy_pusher_http_err_t sy_pusher_api_get(const sy_pusher_api_scope_t *s, const sy_
 
 /* ---- an events request's answer ------------------------------------------------- */
 
-sy_pusher_http_err_t sy_pusher_api_trigger_answer(const sy_pusher_api_scope_t *s, const sy_pusher_events_t *ev,
-                                                  sy_refbuf_t **out) {
-    body_t b = {0};
-    bool any = false;
+/* {"subscription_count":n,"user_count":m} of channel c, as info asks. */
+static void put_attrs(const sy_pusher_api_scope_t *s, body_t *b, const sy_pusher_name_t *c, unsigned info) {
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
-    for (size_t i = 0; i < ev->nevents; i++) {
-        const sy_pusher_api_event_t *e = &ev->events[i];
-        unsigned info = sy_pusher_http_info(e->info.s, e->info.len);
-        if (info == 0)
-            continue;
-        for (size_t k = 0; k < e->nchannels; k++) {
-            const sy_pusher_name_t *c = &e->channels[k];
-            if (s->prefix_len + c->len > sizeof(name))
-                continue;
-            memcpy(name, s->prefix, s->prefix_len);
-            memcpy(name + s->prefix_len, c->s, c->len);
-            sy_topic_t *t = sy_topic_acquire(s->topics, name, s->prefix_len + c->len, false);
-            unsigned subs = t != NULL ? sy_topic_subscribers(t) : 0;
-            sy_pusher_chan_t chan;
-            bool presence = sy_pusher_channel_check(c->s, c->len, SIZE_MAX, &chan) == SY_PUSHER_OK &&
-                            chan.type == SY_PUSHER_PRESENCE;
-            long users = t != NULL && presence && (info & SY_PUSHER_INFO_USER_COUNT) ? sy_pusher_api_user_count(s, t)
-                                                                                     : SY_PUSHER_API_NO_COUNT;
-            if (t != NULL)
-                sy_topic_release(s->topics, t);
-            put_z(&b, any ? "," : "{\"channels\":{");
-            any = true;
-            put_name(&b, c->s, c->len);
-            put(&b, ":{", 2);
-            const char *sep = "";
-            if (info & SY_PUSHER_INFO_SUBSCRIPTION_COUNT) {
-                put_z(&b, "\"subscription_count\":");
-                put_u(&b, subs);
-                sep = ",";
-            }
-            if (users >= 0) {
-                put_z(&b, sep);
-                put_z(&b, "\"user_count\":");
-                put_u(&b, (unsigned long)users);
-            }
-            put(&b, "}", 1);
-        }
+    sy_topic_t *t = NULL;
+    if (s->prefix_len + c->len <= sizeof(name)) {
+        memcpy(name, s->prefix, s->prefix_len);
+        memcpy(name + s->prefix_len, c->s, c->len);
+        t = sy_topic_acquire(s->topics, name, s->prefix_len + c->len, false);
     }
-    put_z(&b, any ? "}}" : "{}");
+    unsigned subs = t != NULL ? sy_topic_subscribers(t) : 0;
+    sy_pusher_chan_t chan;
+    bool presence =
+        sy_pusher_channel_check(c->s, c->len, SIZE_MAX, &chan) == SY_PUSHER_OK && chan.type == SY_PUSHER_PRESENCE;
+    long users = t != NULL && presence && (info & SY_PUSHER_INFO_USER_COUNT) ? sy_pusher_api_user_count(s, t)
+                                                                             : SY_PUSHER_API_NO_COUNT;
+    if (t != NULL)
+        sy_topic_release(s->topics, t);
+    put(b, "{", 1);
+    const char *sep = "";
+    if (info & SY_PUSHER_INFO_SUBSCRIPTION_COUNT) {
+        put_z(b, "\"subscription_count\":");
+        put_u(b, subs);
+        sep = ",";
+    }
+    if (users >= 0) {
+        put_z(b, sep);
+        put_z(b, "\"user_count\":");
+        put_u(b, (unsigned long)users);
+    }
+    put(b, "}", 1);
+}
+
+sy_pusher_http_err_t sy_pusher_api_trigger_answer(const sy_pusher_api_scope_t *s, sy_pusher_route_t route,
+                                                  const sy_pusher_events_t *ev, sy_refbuf_t **out) {
+    body_t b = {0};
+    bool asked = false;
+    for (size_t i = 0; i < ev->nevents; i++)
+        asked = asked || sy_pusher_http_info(ev->events[i].info.s, ev->events[i].info.len) != 0;
+    if (!asked) {
+        put_z(&b, "{}");
+    } else if (route == SY_PUSHER_API_BATCH_EVENTS) {
+        /* {"batch":[attrs of each event's channel, or {}]}, in the batch's order */
+        put_z(&b, "{\"batch\":[");
+        for (size_t i = 0; i < ev->nevents; i++) {
+            const sy_pusher_api_event_t *e = &ev->events[i];
+            if (i > 0)
+                put(&b, ",", 1);
+            put_attrs(s, &b, &e->channels[0], sy_pusher_http_info(e->info.s, e->info.len));
+        }
+        put_z(&b, "]}");
+    } else {
+        /* {"channels":{"<name>":attrs, ...}} */
+        const sy_pusher_api_event_t *e = &ev->events[0];
+        unsigned info = sy_pusher_http_info(e->info.s, e->info.len);
+        put_z(&b, "{\"channels\":{");
+        for (size_t k = 0; k < e->nchannels; k++) {
+            if (k > 0)
+                put(&b, ",", 1);
+            put_name(&b, e->channels[k].s, e->channels[k].len);
+            put(&b, ":", 1);
+            put_attrs(s, &b, &e->channels[k], info);
+        }
+        put_z(&b, "}}");
+    }
     return answer(&b, out);
 }

@@ -7,6 +7,7 @@
  *                                    filter_by_prefix, info=subscription_count|user_count
  *   GET /apps/<id>/channels/<name>   {"occupied":b[,"subscription_count":n][,"user_count":n]}
  *   POST /apps/<id>/events, info=    {"channels":{"<name>":{"subscription_count":n}}} (else {})
+ *   POST /apps/<id>/batch_events     {"batch":[{"subscription_count":n}, {}, ...]} (else {})
  *
  * An app's channels are the topics named "<prefix><channel>" (the app's
  * prefix: "" for the server's first app, "<id>:" for the others; a channel
@@ -45,10 +46,13 @@ typedef struct sy_pusher_api_scope {
 /* The answer to an authorized GET /channels or /channels/<name> (r). */
 sy_pusher_http_err_t sy_pusher_api_get(const sy_pusher_api_scope_t *s, const sy_pusher_req_t *r, sy_refbuf_t **out);
 
-/* The answer to published events ev (one request): the counts their info
- * asks for, of each channel, or {}. */
-sy_pusher_http_err_t sy_pusher_api_trigger_answer(const sy_pusher_api_scope_t *s, const sy_pusher_events_t *ev,
-                                                  sy_refbuf_t **out);
+/* The answer to the published events ev of one request (route EVENTS or
+ * BATCH_EVENTS): {} when no event has an info; else, for EVENTS, the
+ * attributes info asks for of each channel ({"channels":{...}}), for
+ * BATCH_EVENTS those of each event's channel in order ({"batch":[...]},
+ * {} for an event without info), as Pusher answers. */
+sy_pusher_http_err_t sy_pusher_api_trigger_answer(const sy_pusher_api_scope_t *s, sy_pusher_route_t route,
+                                                  const sy_pusher_events_t *ev, sy_refbuf_t **out);
 
 #define SY_PUSHER_API_NO_COUNT (-1L)
 

@@ -555,7 +555,7 @@ static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint
     }
     if (e == SY_PUSHER_HTTP_OK) {
         sy_pusher_api_scope_t sc = api_scope(io, a);
-        e = sy_pusher_api_trigger_answer(&sc, &ev, answer);
+        e = sy_pusher_api_trigger_answer(&sc, route, &ev, answer);
     }
     sy_pusher_events_free(&ev);
     return e;
