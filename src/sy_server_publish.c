@@ -6,6 +6,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "io/app/sy_pusher_cache.h"
+#include "io/app/sy_pusher_conn.h"
+
 sy_refbuf_t *sy_server_message_frame(const sy_server_t *s, const void *data, size_t len, unsigned flags) {
     const sy_server_opts_t *o = &s->shared.opts;
     bool z = (flags & SY_SEND_COMPRESS) && o->compression && len >= o->compress_threshold;
@@ -267,13 +270,25 @@ static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_
     return t == NULL ? 0 : publish_local(s, t, data, len, flags, subscribers, NULL, x);
 }
 
+/* The topic of a publish (held; NULL: none), made when history is on by
+ * default or when it is a Pusher cache channel's, which keeps its last
+ * message (io/app/sy_pusher_cache.h; out of memory: delivered, not kept). */
+static sy_topic_t *publish_topic(sy_server_t *s, const char *topic, size_t len) {
+    uint32_t ttl_s = 0;
+    bool cache = s->shared.proto_state != NULL && sy_pusher_srv_cache_topic(s->shared.proto_state, topic, len, &ttl_s);
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, cache || sy_hist_default_on(&s->shared.hist));
+    if (t != NULL && cache)
+        (void)sy_pusher_cache_keep(&s->shared, t, ttl_s);
+    return t;
+}
+
 sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
                            unsigned flags, size_t *subscribers) {
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
         return 0;
     /* With history by default, a topic nobody subscribes to keeps its messages too. */
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, sy_hist_default_on(&s->shared.hist));
+    sy_topic_t *t = publish_topic(s, topic, topic_len);
     int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers, NULL);
     sy_topic_release(&s->shared.topics, t);
     return rc;
@@ -286,7 +301,7 @@ sy_err_t sy_server_publish_x(sy_server_t *s, const char *topic, size_t topic_len
         return 0;
     if (x != NULL && x->meta_len > SY_PUB_META_MAX)
         return EINVAL;
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, sy_hist_default_on(&s->shared.hist));
+    sy_topic_t *t = publish_topic(s, topic, topic_len);
     int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers, x);
     sy_topic_release(&s->shared.topics, t);
     return rc;

@@ -253,7 +253,7 @@ test('symphony\'s own clients are untouched beside Pusher on the same port', asy
   assert.equal(await gotPusher, 'hello');
 });
 
-test('cache channels: server.publish() with { event } is the last event too, per app, and symphony\'s history is untouched', async (t) => {
+test('cache channels: server.publish() is the last event too (before any subscriber as well), per app; other topics keep nothing', async (t) => {
   const { server, port } = await start(t, { apps: [APP, { id: 'app2', key: 'key2', secret: 's2' }] });
   const a = await raw(t, port, PATH);
   await a.next();
@@ -281,5 +281,15 @@ test('cache channels: server.publish() with { event } is the last event too, per
   assert.equal((await b.next()).event, 'pusher_internal:subscription_succeeded');
   b.send({ event: 'pusher:ping', data: {} });
   assert.equal((await b.next()).event, 'pusher:pong');
-  assert.equal(server.stats().historyMessages, 1);
+  // Published before anyone subscribed (and without an event: "message"), and to another app's cache channel.
+  server.publish('cache-early', 'hello');
+  server.publish('app2:cache-early', 'for two', { event: 'two' });
+  server.publish('plain-early', 'not kept');
+  b.send({ event: 'pusher:subscribe', data: { channel: 'cache-early' } });
+  assert.equal((await b.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(await b.next(), { event: 'message', channel: 'cache-early', data: 'hello' });
+  other.send({ event: 'pusher:subscribe', data: { channel: 'cache-early' } });
+  assert.equal((await other.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(await other.next(), { event: 'two', channel: 'cache-early', data: 'for two' });
+  assert.equal(server.stats().historyMessages, 3);
 });

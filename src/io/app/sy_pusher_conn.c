@@ -124,6 +124,31 @@ void sy_pusher_srv_free(sy_pusher_srv_t *p) {
 
 uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p) { return p->node; }
 
+bool sy_pusher_srv_cache_topic(const sy_pusher_srv_t *p, const char *topic, size_t len, uint32_t *ttl_s) {
+    const char *colon = memchr(topic, ':', len);
+    const char *ch = topic;
+    size_t ch_len = len;
+    if (colon != NULL) { /* "<id>:<channel>": an app of this server's other than the first */
+        size_t pl = (size_t)(colon - topic) + 1;
+        bool ours = false;
+        for (size_t i = 1; i < p->napps && !ours; i++)
+            ours = p->app[i].prefix_len == pl && memcmp(p->app[i].prefix, topic, pl) == 0;
+        if (!ours)
+            return false;
+        ch += pl;
+        ch_len -= pl;
+    }
+    sy_pusher_chan_t chan;
+    static const char *const CACHE[] = {"cache-", "private-cache-", "private-encrypted-cache-", "presence-cache-"};
+    bool prefixed = false; /* the common case (not one) decided by its first bytes */
+    for (size_t i = 0; i < sizeof(CACHE) / sizeof(CACHE[0]) && !prefixed; i++)
+        prefixed = ch_len > strlen(CACHE[i]) && memcmp(ch, CACHE[i], strlen(CACHE[i])) == 0;
+    if (!prefixed || sy_pusher_channel_check(ch, ch_len, ch_len, &chan) != SY_PUSHER_OK || !chan.cache)
+        return false;
+    *ttl_s = p->cache_ttl_s;
+    return true;
+}
+
 static sy_pusher_srv_t *srv_of(const sy_io_t *io) { return (sy_pusher_srv_t *)sy_io_ctx(io)->shared->proto_state; }
 
 /* c's cell in its thread's table (made when make: NULL out of memory). */
@@ -510,12 +535,6 @@ static sy_pusher_api_scope_t api_scope(sy_io_t *io, const papp_t *a) {
                                    .max_channel_len = sy_pusher_app_opts(a->app)->max_channel_len};
 }
 
-/* Whether a (checked) channel name is a cache channel's. */
-static bool is_cache(const char *ch, size_t len) {
-    sy_pusher_chan_t t;
-    return sy_pusher_channel_check(ch, len, len, &t) == SY_PUSHER_OK && t.cache;
-}
-
 /* The events of an authorized EVENTS or BATCH_EVENTS request, published
  * from here: each event to each of its channels, with its name as the
  * publish's meta and its socket_id left out. */
@@ -541,16 +560,9 @@ static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint
             socket_id_split(x->socket_id.s, x->socket_id.len, &node, &conn);
         for (size_t k = 0; k < x->nchannels && e == SY_PUSHER_HTTP_OK; k++) {
             size_t n = topic_name(a, x->channels[k].s, x->channels[k].len, name, sizeof(name));
-            sy_topic_t *cached = NULL; /* a cache channel's topic, held across its publish */
-            if (n > 0 && is_cache(x->channels[k].s, x->channels[k].len) &&
-                ((cached = sy_topic_acquire(&sy_io_ctx(io)->shared->topics, name, n, true)) == NULL ||
-                 sy_pusher_cache_keep(sy_io_ctx(io)->shared, cached, srv_of(io)->cache_ttl_s) != 0))
-                e = SY_PUSHER_HTTP_NOMEM;
-            else if (n == 0 ||
-                     sh->publish(sh->publish_ctx, name, n, x->data.s, x->data.len, x->name.s, x->name.len, conn, node))
+            if (n == 0 ||
+                sh->publish(sh->publish_ctx, name, n, x->data.s, x->data.len, x->name.s, x->name.len, conn, node) != 0)
                 e = n == 0 ? SY_PUSHER_HTTP_CHANNEL_NAME : SY_PUSHER_HTTP_NOMEM;
-            if (cached != NULL)
-                sy_topic_release(&sy_io_ctx(io)->shared->topics, cached);
         }
     }
     if (e == SY_PUSHER_HTTP_OK) {
@@ -709,6 +721,14 @@ void sy_pusher_srv_free(sy_pusher_srv_t *p) { sy_free(p); }
 uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p) {
     (void)p;
     return 0;
+}
+
+bool sy_pusher_srv_cache_topic(const sy_pusher_srv_t *p, const char *topic, size_t len, uint32_t *ttl_s) {
+    (void)p;
+    (void)topic;
+    (void)len;
+    (void)ttl_s;
+    return false;
 }
 
 const sy_msgproto_t sy_pusher_proto = {.name = NULL};
