@@ -43,6 +43,14 @@ typedef struct pconn {
     int64_t ev_tat_us; /* client events' rate (GCRA): their theoretical arrival time */
     uint8_t sid_len;
     char sid[SY_PUSHER_SOCKET_ID_MAX];
+    /* Cache channels' subscriptions waiting for their topic's sync (a bus):
+     * the topic (a reference of its own) and whether it was unsubscribed
+     * meanwhile. */
+    struct pending {
+        sy_topic_t *t;
+        bool cancelled;
+    } * pending;
+    uint32_t npending, pending_cap;
 } pconn_t;
 
 typedef struct pthr {
@@ -276,6 +284,9 @@ static void pusher_closing(sy_io_t *io, sy_conn_t *c) {
         return;
     if ((*r)->counted)
         atomic_fetch_sub_explicit(&(*r)->app->conns, 1, memory_order_relaxed);
+    for (uint32_t i = 0; i < (*r)->npending; i++)
+        sy_topic_release(&sy_io_ctx(io)->shared->topics, (*r)->pending[i].t);
+    sy_free((*r)->pending);
     sy_free(*r);
     *r = NULL;
 }
@@ -322,6 +333,27 @@ static sy_sub_t *held(sy_conn_t *c, const char *name, size_t len) {
     return NULL;
 }
 
+static struct pending *pending_of(pconn_t *s, const char *name, size_t len) {
+    for (uint32_t i = 0; i < s->npending; i++)
+        if (s->pending[i].t->name_len == len && memcmp(s->pending[i].t->name, name, len) == 0)
+            return &s->pending[i];
+    return NULL;
+}
+
+static bool pending_add(pconn_t *s, sy_topic_t *t) {
+    if (s->npending == s->pending_cap) {
+        uint32_t cap = s->pending_cap ? s->pending_cap * 2 : 2;
+        struct pending *a = sy_realloc(s->pending, (size_t)cap * sizeof(*a));
+        if (a == NULL)
+            return false;
+        s->pending = a;
+        s->pending_cap = cap;
+    }
+    sy_topic_ref(t);
+    s->pending[s->npending++] = (struct pending){.t = t, .cancelled = false};
+    return true;
+}
+
 static void refuse_sub(sy_io_t *io, sy_conn_t *c, const sy_pusher_msg_t *m, const char *type, const char *why,
                        unsigned status) {
     say(io, c, sy_pusher_subscription_error_frame(m->channel, m->channel_len, type, why, strlen(why), status));
@@ -366,6 +398,11 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
     }
     sy_sub_t *sub = held(c, name, n);
     sy_topic_t *t = sub != NULL ? sub->topic : NULL;
+    struct pending *w = t == NULL ? pending_of(s, name, n) : NULL;
+    if (w != NULL) { /* waiting for its sync already: answered then */
+        w->cancelled = false;
+        return;
+    }
     if (t == NULL) {
         if ((t = sy_topic_acquire(&x->shared->topics, name, n, true)) == NULL) {
             sy_conn_fail_oom(io, c);
@@ -382,9 +419,14 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
          * subscription waits for the topic's sync (sy_park), and
          * pusher_subscribed answers it once it is c's. */
         if (m->chan.cache && x->shared->hist.sequenced) {
-            if (sy_park_subscribe(&x->shared->hist, &x->shared->topics, io, sy_conn_id(io, c), t, NULL, NULL, 0,
-                                  x->now_ms) != 0)
-                sy_conn_fail_oom(io, c); /* t given back */
+            if (!pending_add(s, t)) {
+                sy_topic_release(&x->shared->topics, t);
+                sy_conn_fail_oom(io, c);
+            } else if (sy_park_subscribe(&x->shared->hist, &x->shared->topics, io, sy_conn_id(io, c), t, NULL, NULL, 0,
+                                         x->now_ms) != 0) {
+                sy_topic_release(&x->shared->topics, s->pending[--s->npending].t); /* the one just added */
+                sy_conn_fail_oom(io, c);                                           /* t given back */
+            }
             return;
         }
         sy_topic_add_interest(&x->shared->topics, t, x->index);
@@ -404,8 +446,11 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_m
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
     size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
+    struct pending *w = n > 0 && sub == NULL ? pending_of(s, name, n) : NULL;
     if (sub != NULL)
         (void)sy_conn_unsubscribe(io, c, sub->topic); /* Pusher answers nothing */
+    else if (w != NULL)
+        w->cancelled = true; /* undone once it is c's (pusher_subscribed) */
 }
 
 /* A client event (client-* on a private channel the connection holds, the
@@ -487,17 +532,25 @@ static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uin
 }
 
 /* A cache channel's subscription that waited for its topic's sync is c's:
- * its subscription_succeeded, then its last event or cache_miss. */
+ * its subscription_succeeded, then its last event or cache_miss; or, when
+ * c unsubscribed meanwhile, its end. A subscription c did not ask for
+ * (server.subscribe()) gets no Pusher answer. */
 static void pusher_subscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     pconn_t *s = state_of(io, c);
-    if (s == NULL || s->app == NULL || s->code != 0 || t->name_len <= s->app->prefix_len ||
-        memcmp(t->name, s->app->prefix, s->app->prefix_len) != 0)
+    uint32_t i = 0;
+    while (s != NULL && i < s->npending && s->pending[i].t != t)
+        i++;
+    if (s == NULL || i == s->npending)
         return;
+    bool cancelled = s->pending[i].cancelled;
+    s->pending[i] = s->pending[--s->npending];
+    sy_topic_release(&sy_io_ctx(io)->shared->topics, t); /* the pending's: c holds t now */
+    if (cancelled) {
+        (void)sy_conn_unsubscribe(io, c, t);
+        return;
+    }
     const char *ch = t->name + s->app->prefix_len;
     size_t len = t->name_len - s->app->prefix_len;
-    sy_pusher_chan_t chan;
-    if (sy_pusher_channel_check(ch, len, len, &chan) != SY_PUSHER_OK || !chan.cache)
-        return; /* server.subscribe() of a Pusher connection: Pusher has no answer for it */
     say(io, c, sy_pusher_subscribed_frame(ch, len));
     bool miss = false; /* CACHE_MISS: the cache_miss webhook's moment (with a bus) */
     if (c->state == SY_CONN_OPEN)
