@@ -747,8 +747,8 @@ static void test_sequence(void) {
 }
 
 /* A history of 1 with a ttl (a Pusher cache channel's): each message kept
- * with its meta, sy_hist_last the newest only, none once the ttl passed;
- * the meta's bytes are counted and given back with the message. */
+ * with its meta, sy_hist_last the newest only (its meta, or none when it
+ * had none), none once the ttl passed; the meta given back with it. */
 static void test_last_with_meta(void) {
     sy_topics_t r;
     sy_hist_t g;
@@ -772,18 +772,24 @@ static void test_last_with_meta(void) {
         sy_refbuf_release(meta);
     }
     sy_hist_unlock(&g);
-    CHECK_TOTALS(&g, 1, 20 + 5 + OVER);
+    CHECK_TOTALS(&g, 1, 20 + OVER); /* the meta is not an entry's: entries cost what they did */
     sy_hist_lock(&g);
     CHECK(sy_hist_last(&g, h, 4999, &f, &m));
     CHECK(f != NULL && offset_of(f) == 3 && m != NULL && m->len == 5 && memcmp(m->data, "price", 5) == 0);
     CHECK(f != NULL && atomic_load(&f->refs) == 2);
     sy_refbuf_release(f);
     sy_refbuf_release(m);
+    /* A newest without meta: none (not its predecessor's). */
+    sy_refbuf_t *fr = frame_of(sy_history_next(h), 20);
+    CHECK(sy_hist_append_meta(&g, h, fr, NULL, 4000));
+    sy_refbuf_release(fr);
+    CHECK(sy_hist_last(&g, h, 4999, &f, &m) && f != NULL && offset_of(f) == 4 && m == NULL);
+    sy_refbuf_release(f);
     /* 2 s after it was kept: expired, even before a sweep. */
-    CHECK(!sy_hist_last(&g, h, 5000, &f, &m) && f == NULL && m == NULL);
+    CHECK(!sy_hist_last(&g, h, 6000, &f, &m) && f == NULL && m == NULL);
     sy_hist_unlock(&g);
     CHECK_TOTALS(&g, 0, 0);
-    sweep(&g, &r, 5000);
+    sweep(&g, &r, 6000);
     sy_topic_release(&r, t);
     CHECK_EQU(sy_topics_count(&r), 0);
     sy_topics_destroy(&r);

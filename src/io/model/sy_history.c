@@ -11,7 +11,6 @@
 
 struct sy_hist_entry {
     sy_refbuf_t *frame; /* one reference */
-    sy_refbuf_t *meta;  /* the publish's meta (Pusher's event name), one reference; NULL: none */
     int64_t at_ms;
     uint64_t seq; /* the server's count of kept messages when it was kept: the cap's order */
 };
@@ -31,9 +30,7 @@ void sy_hist_destroy(sy_hist_t *g) {
 void sy_hist_lock(sy_hist_t *g) { sy_mutex_lock(&g->lock); }
 void sy_hist_unlock(sy_hist_t *g) { sy_mutex_unlock(&g->lock); }
 
-static size_t entry_bytes(const sy_hist_entry_t *e) {
-    return e->frame->len + (e->meta != NULL ? e->meta->len : 0) + SY_HIST_ENTRY_OVERHEAD;
-}
+static size_t entry_bytes(const sy_hist_entry_t *e) { return e->frame->len + SY_HIST_ENTRY_OVERHEAD; }
 
 /* ---- the heap of histories that keep messages, oldest message first ---- */
 
@@ -114,10 +111,13 @@ static void drop_oldest(sy_hist_t *g, sy_history_t *h) {
     g->bytes -= entry_bytes(e);
     g->count--;
     sy_refbuf_release(e->frame);
-    sy_refbuf_release(e->meta);
     h->head = (h->head + 1) % h->cap;
     h->count--;
     h->first++;
+    if (h->count == 0) { /* the newest went: its meta with it */
+        sy_refbuf_release(h->last_meta);
+        h->last_meta = NULL;
+    }
     if (h->count == 0)
         heap_remove(g, h);
     else {
@@ -220,10 +220,11 @@ bool sy_hist_append_meta(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, sy_r
     sy_refbuf_ref(frame, 1);
     if (meta != NULL)
         sy_refbuf_ref(meta, 1);
+    sy_refbuf_release(h->last_meta); /* the newest's only: entries stay their size */
+    h->last_meta = meta;
     if (h->count == 0)
         h->first = h->last;
-    h->ring[(h->head + h->count) % h->cap] =
-        (sy_hist_entry_t){.frame = frame, .meta = meta, .at_ms = now_ms, .seq = ++g->seq};
+    h->ring[(h->head + h->count) % h->cap] = (sy_hist_entry_t){.frame = frame, .at_ms = now_ms, .seq = ++g->seq};
     h->count++;
     g->bytes += entry_bytes(&h->ring[(h->head + h->count - 1) % h->cap]);
     g->count++;
@@ -252,9 +253,9 @@ bool sy_hist_last(sy_hist_t *g, sy_history_t *h, int64_t now_ms, sy_refbuf_t **f
     const sy_hist_entry_t *e = &h->ring[(h->head + h->count - 1) % h->cap];
     sy_refbuf_ref(e->frame, 1);
     *frame = e->frame;
-    if (e->meta != NULL) {
-        sy_refbuf_ref(e->meta, 1);
-        *meta = e->meta;
+    if (h->last_meta != NULL) {
+        sy_refbuf_ref(h->last_meta, 1);
+        *meta = h->last_meta;
     }
     return true;
 }
@@ -430,10 +431,9 @@ void sy_history_free(sy_history_t *h) {
         return;
     /* Entries are left only when the whole server goes (sy_topics_destroy
      * frees every topic): the heap goes with it. */
-    for (uint32_t i = 0; i < h->count; i++) {
+    for (uint32_t i = 0; i < h->count; i++)
         sy_refbuf_release(h->ring[(h->head + i) % h->cap].frame);
-        sy_refbuf_release(h->ring[(h->head + i) % h->cap].meta);
-    }
+    sy_refbuf_release(h->last_meta);
     sy_free(h->ring);
     sy_free(h);
 }
