@@ -158,58 +158,40 @@ static void test_get(void) {
     sy_topics_destroy(&r);
 }
 
+/* The answer of scope s to the events body of route: want. */
+static void check_trigger(const sy_pusher_api_scope_t *s, sy_pusher_route_t route, const char *body, const char *want) {
+    sy_pusher_http_limits_t lim = {4096, 200, 200, 1024, 100, 10}; /* body, event, channel, payload, channels, batch */
+    sy_pusher_events_t ev;
+    CHECK_EQ(sy_pusher_http_events(route, (const uint8_t *)body, strlen(body), &lim, &ev), SY_PUSHER_HTTP_OK);
+    sy_refbuf_t *out = NULL;
+    CHECK_EQ(sy_pusher_api_trigger_answer(s, route, &ev, &out), SY_PUSHER_HTTP_OK);
+    size_t blen = 0;
+    const char *got = body_of(out, &blen);
+    CHECK(got != NULL);
+    if (got != NULL)
+        CHECK_MEMSTR(got, blen, want);
+    sy_refbuf_release(out);
+    sy_pusher_events_free(&ev);
+}
+
 static void test_trigger_answer(void) {
     sy_topics_t r;
     CHECK_EQ(sy_topics_init(&r, 1), 0);
     sy_topic_t *t = topic(&r, "counted", 2);
     sy_pusher_api_scope_t one = {.topics = &r, .prefix = "", .prefix_len = 0, .max_channel_len = 200};
-    sy_pusher_http_limits_t lim = {.max_body = 4096,
-                                   .max_event_len = 200,
-                                   .max_channel_len = 200,
-                                   .max_payload = 1024,
-                                   .max_channels = 100,
-                                   .max_batch = 10};
-    static const char *const bodies[] = {
+    check_trigger(
+        &one, SY_PUSHER_API_EVENTS,
         "{\"name\":\"e\",\"data\":\"{}\",\"channels\":[\"counted\",\"nobody\"],\"info\":\"subscription_count\"}",
-        "{\"name\":\"e\",\"data\":\"{}\",\"channel\":\"counted\"}",
-    };
-    for (size_t i = 0; i < 2; i++) {
-        sy_pusher_events_t ev;
-        CHECK_EQ(sy_pusher_http_events(SY_PUSHER_API_EVENTS, (const uint8_t *)bodies[i], strlen(bodies[i]), &lim, &ev),
-                 SY_PUSHER_HTTP_OK);
-        sy_refbuf_t *out = NULL;
-        CHECK_EQ(sy_pusher_api_trigger_answer(&one, SY_PUSHER_API_EVENTS, &ev, &out), SY_PUSHER_HTTP_OK);
-        size_t blen = 0;
-        const char *body = body_of(out, &blen);
-        CHECK(body != NULL);
-        if (body != NULL) {
-            if (i == 0)
-                CHECK_MEMSTR(
-                    body, blen,
-                    "{\"channels\":{\"counted\":{\"subscription_count\":2},\"nobody\":{\"subscription_count\":0}}}");
-            else
-                CHECK_MEMSTR(body, blen, "{}");
-        }
-        sy_refbuf_release(out);
-        sy_pusher_events_free(&ev);
-    }
+        "{\"channels\":{\"counted\":{\"subscription_count\":2},\"nobody\":{\"subscription_count\":0}}}");
+    check_trigger(&one, SY_PUSHER_API_EVENTS, "{\"name\":\"e\",\"data\":\"{}\",\"channel\":\"counted\"}", "{}");
     /* A batch: each event's attributes in order, {} for one without info. */
-    static const char batch[] = "{\"batch\":[{\"name\":\"e\",\"data\":\"1\",\"channel\":\"counted\",\"info\":"
-                                "\"subscription_count\"},{\"name\":\"e\",\"data\":\"2\",\"channel\":\"counted\"},"
-                                "{\"name\":\"e\",\"data\":\"3\",\"channel\":\"x\",\"info\":\"subscription_count\"}]}";
-    sy_pusher_events_t ev;
-    CHECK_EQ(sy_pusher_http_events(SY_PUSHER_API_BATCH_EVENTS, (const uint8_t *)batch, sizeof(batch) - 1, &lim, &ev),
-             SY_PUSHER_HTTP_OK);
-    sy_refbuf_t *out = NULL;
-    CHECK_EQ(sy_pusher_api_trigger_answer(&one, SY_PUSHER_API_BATCH_EVENTS, &ev, &out), SY_PUSHER_HTTP_OK);
-    size_t blen = 0;
-    const char *body = body_of(out, &blen);
-    CHECK(body != NULL);
-    if (body != NULL)
-        CHECK_MEMSTR(body, blen, "{\"batch\":[{\"subscription_count\":2},{},{\"subscription_count\":0}]}");
-    sy_refbuf_release(out);
-    sy_pusher_events_free(&ev);
-
+    check_trigger(&one, SY_PUSHER_API_BATCH_EVENTS,
+                  "{\"batch\":[{\"name\":\"e\",\"data\":\"1\",\"channel\":\"counted\",\"info\":\"subscription_count\"},"
+                  "{\"name\":\"e\",\"data\":\"2\",\"channel\":\"counted\"},"
+                  "{\"name\":\"e\",\"data\":\"3\",\"channel\":\"x\",\"info\":\"subscription_count\"}]}",
+                  "{\"batch\":[{\"subscription_count\":2},{},{\"subscription_count\":0}]}");
+    check_trigger(&one, SY_PUSHER_API_BATCH_EVENTS,
+                  "{\"batch\":[{\"name\":\"e\",\"data\":\"1\",\"channel\":\"counted\"}]}", "{}");
     (void)sy_topic_count_sub(t, false);
     (void)sy_topic_count_sub(t, false);
     sy_topic_release(&r, t);
