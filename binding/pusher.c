@@ -108,14 +108,15 @@ static bool app_in(napi_env env, napi_value opts, napi_value a, sy_pusher_apps_t
 napi_value sy_binding_pusher_set(napi_env env, struct sy_server *srv, napi_value opts) {
     napi_value apps_v, v, result = NULL;
     uint32_t napps = 0;
-    int64_t activity, user_timeout;
+    int64_t activity, user_timeout, cache_ttl;
     char *prefix = NULL;
     size_t prefix_len = 0;
     if (!get_prop(env, opts, "apps", &apps_v) ||
         !sy_napi_ok(env, napi_get_array_length(env, apps_v, &napps), "napi_get_array_length") ||
         !get_int(env, opts, "activityTimeout", 1, 3600, 120, &activity) ||
         !get_int(env, opts, "userAuthenticationTimeout", 0, 86400000, 30000, &user_timeout) ||
-        !get_prop(env, opts, "pathPrefix", &v) || !sy_napi_get_string_len(env, v, "pathPrefix", &prefix, &prefix_len))
+        !get_int(env, opts, "cacheTtl", 0, 31 * 86400, 1800, &cache_ttl) || !get_prop(env, opts, "pathPrefix", &v) ||
+        !sy_napi_get_string_len(env, v, "pathPrefix", &prefix, &prefix_len))
         return NULL;
     if (napps == 0 || napps > 1024) {
         sy_free(prefix);
@@ -139,6 +140,7 @@ napi_value sy_binding_pusher_set(napi_env env, struct sy_server *srv, napi_value
     sy_pusher_cfg_t cfg = {.path_prefix = prefix != NULL ? prefix : "",
                            .path_prefix_len = prefix_len,
                            .activity_timeout_s = (unsigned)activity,
+                           .cache_ttl_s = (unsigned)cache_ttl,
                            .app_ids = (const char *const *)ids,
                            .app_id_lens = id_lens,
                            .enabled = enabled,

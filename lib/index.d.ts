@@ -319,6 +319,7 @@ export interface PusherOptions {
   maxPresenceMembers?: number;
   maxPresenceMemberBytes?: number;
   userAuthenticationTimeout?: number;
+  /** Seconds a cache channel keeps its last event (default 1800, Pusher's 30 minutes; 0: no limit). */
   cacheTtl?: number;
   webhookBatching?: boolean;
 }

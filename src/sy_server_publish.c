@@ -6,6 +6,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "io/app/sy_pusher_cache.h"
+#include "io/app/sy_pusher_conn.h"
+
 sy_refbuf_t *sy_server_message_frame(const sy_server_t *s, const void *data, size_t len, unsigned flags) {
     const sy_server_opts_t *o = &s->shared.opts;
     bool z = (flags & SY_SEND_COMPRESS) && o->compression && len >= o->compress_threshold;
@@ -208,8 +211,13 @@ static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t
     sy_refbuf_t *v1 = NULL;
     if (keep || (live && atomic_load_explicit(&t->v1, memory_order_relaxed) > 0))
         v1 = v1_frame(s, t, keep, offset, data, len, flags);
-    if (keep)
-        (void)sy_hist_append(g, h, v1, sy_clock_ms()); /* not kept: history emptied (a resume must not skip it) */
+    if (keep) {
+        /* A publish's meta is kept with it (a Pusher cache channel's last event names its event). */
+        sy_refbuf_t *meta = x != NULL && x->meta_len > 0 ? sy_refbuf_raw(x->meta, x->meta_len) : NULL;
+        (void)sy_hist_append_meta(g, h, v1, meta,
+                                  sy_clock_ms()); /* not kept: history emptied (a resume must not skip it) */
+        sy_refbuf_release(meta);
+    }
     int rc = live ? push_publish(s, t, data, len, flags, v1, keep ? h->epoch : 0, subscribers, x) : 0;
     sy_hist_unlock(g);
     sy_refbuf_release(v1);
@@ -262,13 +270,25 @@ static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_
     return t == NULL ? 0 : publish_local(s, t, data, len, flags, subscribers, NULL, x);
 }
 
+/* The topic of a publish (held; NULL: none), made when history is on by
+ * default or when it is a Pusher cache channel's, which keeps its last
+ * message (io/app/sy_pusher_cache.h; out of memory: delivered, not kept). */
+static sy_topic_t *publish_topic(sy_server_t *s, const char *topic, size_t len) {
+    uint32_t ttl_s = 0;
+    bool cache = s->shared.proto_state != NULL && sy_pusher_srv_cache_topic(s->shared.proto_state, topic, len, &ttl_s);
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, cache || sy_hist_default_on(&s->shared.hist));
+    if (t != NULL && cache)
+        (void)sy_pusher_cache_keep(&s->shared, t, ttl_s);
+    return t;
+}
+
 sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, const void *data, size_t len,
                            unsigned flags, size_t *subscribers) {
     *subscribers = 0;
     if (!s->listening || s->shutting_down)
         return 0;
     /* With history by default, a topic nobody subscribes to keeps its messages too. */
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, sy_hist_default_on(&s->shared.hist));
+    sy_topic_t *t = publish_topic(s, topic, topic_len);
     int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers, NULL);
     sy_topic_release(&s->shared.topics, t);
     return rc;
@@ -281,7 +301,7 @@ sy_err_t sy_server_publish_x(sy_server_t *s, const char *topic, size_t topic_len
         return 0;
     if (x != NULL && x->meta_len > SY_PUB_META_MAX)
         return EINVAL;
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, topic_len, sy_hist_default_on(&s->shared.hist));
+    sy_topic_t *t = publish_topic(s, topic, topic_len);
     int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers, x);
     sy_topic_release(&s->shared.topics, t);
     return rc;

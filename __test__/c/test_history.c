@@ -746,7 +746,58 @@ static void test_sequence(void) {
     sy_hist_destroy(&g);
 }
 
+/* A history of 1 with a ttl (a Pusher cache channel's): each message kept
+ * with its meta, sy_hist_last the newest only (its meta, or none when it
+ * had none), none once the ttl passed; the meta given back with it. */
+static void test_last_with_meta(void) {
+    sy_topics_t r;
+    sy_hist_t g;
+    CHECK_EQ(sy_topics_init(&r, 1), 0);
+    r.free_hist = sy_history_free;
+    CHECK_EQ(sy_hist_init(&g, &(sy_hist_conf_t){0}), 0); /* history off by default */
+    sy_topic_t *t = sy_topic_acquire(&r, "cache-x", 7, true);
+    CHECK(t != NULL);
+    if (t == NULL)
+        return;
+    sy_hist_lock(&g);
+    CHECK(sy_hist_of(&g, t, true) == NULL); /* off: none made */
+    CHECK_EQ(sy_hist_configure(&g, t, 1, 2, 0), 0);
+    sy_history_t *h = sy_hist_of(&g, t, false);
+    sy_refbuf_t *f = NULL, *m = NULL;
+    CHECK(h != NULL && !sy_hist_last(&g, h, 0, &f, &m) && f == NULL && m == NULL);
+    for (uint64_t i = 1; i <= 3; i++) {
+        sy_refbuf_t *fr = frame_of(sy_history_next(h), 20), *meta = sy_refbuf_raw("price", 5);
+        CHECK(sy_hist_append_meta(&g, h, fr, i == 2 ? NULL : meta, 1000 * (int64_t)i));
+        sy_refbuf_release(fr);
+        sy_refbuf_release(meta);
+    }
+    sy_hist_unlock(&g);
+    CHECK_TOTALS(&g, 1, 20 + OVER); /* the meta is not an entry's: entries cost what they did */
+    sy_hist_lock(&g);
+    CHECK(sy_hist_last(&g, h, 4999, &f, &m));
+    CHECK(f != NULL && offset_of(f) == 3 && m != NULL && m->len == 5 && memcmp(m->data, "price", 5) == 0);
+    CHECK(f != NULL && atomic_load(&f->refs) == 2);
+    sy_refbuf_release(f);
+    sy_refbuf_release(m);
+    /* A newest without meta: none (not its predecessor's). */
+    sy_refbuf_t *fr = frame_of(sy_history_next(h), 20);
+    CHECK(sy_hist_append_meta(&g, h, fr, NULL, 4000));
+    sy_refbuf_release(fr);
+    CHECK(sy_hist_last(&g, h, 4999, &f, &m) && f != NULL && offset_of(f) == 4 && m == NULL);
+    sy_refbuf_release(f);
+    /* 2 s after it was kept: expired, even before a sweep. */
+    CHECK(!sy_hist_last(&g, h, 6000, &f, &m) && f == NULL && m == NULL);
+    sy_hist_unlock(&g);
+    CHECK_TOTALS(&g, 0, 0);
+    sweep(&g, &r, 6000);
+    sy_topic_release(&r, t);
+    CHECK_EQU(sy_topics_count(&r), 0);
+    sy_topics_destroy(&r);
+    sy_hist_destroy(&g);
+}
+
 int main(void) {
+    test_last_with_meta();
     test_sequence();
     test_offsets_and_size();
     test_ttl_and_sweep();

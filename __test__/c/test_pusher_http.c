@@ -21,6 +21,7 @@
 #include "vectors.h"
 
 #define NOW 1700000000
+#define LIT(s) (s), (sizeof(s) - 1)
 #define SIGNED "auth_key=k&auth_timestamp=1700000000&auth_version=1.0&auth_signature=abc"
 
 static bool eq(const char *p, size_t n, const char *s) { return p != NULL && n == strlen(s) && memcmp(p, s, n) == 0; }
@@ -323,7 +324,36 @@ static void test_bodies(void) {
     LIM.max_body = 1 << 20;
 }
 
+/* info=: the attributes asked for, unknown ones ignored (as Pusher). */
+static void test_info(void) {
+    CHECK(sy_pusher_http_info(NULL, 0) == 0);
+    CHECK(sy_pusher_http_info("", 0) == 0);
+    CHECK(sy_pusher_http_info(LIT("subscription_count")) == SY_PUSHER_INFO_SUBSCRIPTION_COUNT);
+    CHECK(sy_pusher_http_info(LIT("user_count")) == SY_PUSHER_INFO_USER_COUNT);
+    CHECK(sy_pusher_http_info(LIT("user_count,subscription_count")) ==
+          (SY_PUSHER_INFO_USER_COUNT | SY_PUSHER_INFO_SUBSCRIPTION_COUNT));
+    CHECK(sy_pusher_http_info(LIT("occupied,,user_count,")) == SY_PUSHER_INFO_USER_COUNT);
+    CHECK(sy_pusher_http_info(LIT("subscription_counts,user_coun")) == 0);
+    /* Read within its length: a longer buffer's rest is not looked at. */
+    CHECK(sy_pusher_http_info("user_count", 4) == 0);
+
+    /* From a request's query, decoded (%2C is the SDK's comma). */
+    sy_pusher_req_t r;
+    char target[256];
+    snprintf(target, sizeof(target),
+             "/apps/1/channels?auth_key=k&auth_timestamp=%lld&auth_version=1.0&filter_by_prefix=presence-&info="
+             "user_count%%2Csubscription_count&auth_signature=s",
+             (long long)NOW);
+    CHECK(sy_pusher_http_request("GET", 3, target, strlen(target), 0, NOW, 200, &r) == SY_PUSHER_HTTP_OK);
+    CHECK(r.route == SY_PUSHER_API_CHANNELS);
+    CHECK(sy_pusher_http_info(r.info, r.info_len) == (SY_PUSHER_INFO_USER_COUNT | SY_PUSHER_INFO_SUBSCRIPTION_COUNT));
+    CHECK(r.filter_by_prefix_len == 9 && memcmp(r.filter_by_prefix, "presence-", 9) == 0);
+    sy_pusher_req_free(&r);
+    CHECK(sy_pusher_http_status(SY_PUSHER_HTTP_USER_COUNT) == 400);
+}
+
 int main(void) {
+    test_info();
     test_request_errors();
     test_bodies();
     yyjson_doc *v = vectors_load("pusher");

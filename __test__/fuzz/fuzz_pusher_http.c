@@ -9,7 +9,8 @@
  *  - on OK: the string to sign is METHOD "\n" PATH "\n" ..., the app id
  *    1 byte or more, the timestamp within 600 s of now, a signature
  *    given, body_md5 given when there is a body, and the message
- *    builder's text fits its buffer;
+ *    builder's text fits its buffer, and info's attributes
+ *    (sy_pusher_http_info) are only the bits defined;
  *  - an events body read: 1 to max_batch events, each with a name within
  *    the limit, data within max_payload, 1 to max_channels channels that
  *    pass sy_pusher_channel_check, a socket id that is valid; and the
@@ -66,6 +67,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         REQUIRE(r.app_id_len >= 1 && r.auth_key_len >= 1 && r.auth_signature_len >= 1);
         REQUIRE(r.auth_timestamp >= NOW - 600 && r.auth_timestamp <= NOW + 600);
         REQUIRE(blen == 0 || r.body_md5 != NULL);
+        /* info: only the bits there are; a list read again reads the same. */
+        unsigned info = sy_pusher_http_info(r.info, r.info_len);
+        REQUIRE((info & ~(SY_PUSHER_INFO_SUBSCRIPTION_COUNT | SY_PUSHER_INFO_USER_COUNT)) == 0);
+        REQUIRE(info == sy_pusher_http_info(r.info, r.info_len));
+        REQUIRE(r.info != NULL || info == 0);
+        REQUIRE(r.filter_by_prefix == NULL || r.route == SY_PUSHER_API_CHANNELS || r.filter_by_prefix_len <= tlen);
         if (r.route == SY_PUSHER_API_CHANNEL || r.route == SY_PUSHER_API_CHANNEL_USERS) {
             sy_pusher_chan_t c;
             REQUIRE(sy_pusher_channel_check(r.name, r.name_len, 200, &c) == SY_PUSHER_OK);

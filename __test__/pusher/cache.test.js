@@ -4,8 +4,9 @@
 // pusher:cache_miss when there is none (or it expired after cacheTtl).
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startTarget } = require('../helpers/pusher-target');
+const { startTarget, KIND } = require('../helpers/pusher-target');
 const { sdk, connect, subscribe, raw, rawSubscribe, Inbox } = require('../helpers/pusher-clients');
+const { startRedis } = require('../helpers/redis');
 
 /** The frames a new raw subscriber of channel gets after its subscription_succeeded, up to the cache answer. */
 async function firstAfterSubscribe(target, t, channel, member, label) {
@@ -80,5 +81,33 @@ test('cache-: the cached event expires after cacheTtl', async (t) => {
     if (next.answer.event === 'pusher:cache_miss') break;
     assert.ok(Date.now() < deadline, 'the cached event was still there 10 s after a TTL of 1 s');
     await new Promise((r) => setTimeout(r, 200)); // pace the retries, not a condition
+  }
+});
+
+// Pusher is one service: its cache is the channel's wherever a client connects.
+// Soketi keeps it per node unless its cache manager is Redis (not what the suite starts).
+test('2 nodes: the last event published on either node is the cached one on both, from the first subscriber on', { skip: KIND === 'soketi' ? 'Soketi\'s default cache manager is per node' : false }, async (t) => {
+  const redis = await startRedis({ t });
+  const one = await startTarget({ t, redisUrl: redis.url });
+  const two = await startTarget({ t, redisUrl: redis.url });
+  // Published before anyone subscribes anywhere: kept in Redis.
+  const res = await sdk(one).trigger('cache-mesh', 'state', { v: 1 });
+  assert.equal(res.status, 200);
+  // The first subscriber of each node waits for the channel's sync: a hit, not a miss.
+  const atOne = await firstAfterSubscribe(one, t, 'cache-mesh', undefined, 'node one first');
+  assert.equal(atOne.answer.event, 'state', JSON.stringify(atOne.answer));
+  assert.deepEqual(JSON.parse(atOne.answer.data), { v: 1 });
+  const atTwo = await firstAfterSubscribe(two, t, 'cache-mesh', undefined, 'node two first');
+  assert.equal(atTwo.answer.event, 'state', JSON.stringify(atTwo.answer));
+  assert.deepEqual(JSON.parse(atTwo.answer.data), { v: 1 });
+  // Published on node two: once node one's subscriber has it live, it is node one's cached event too.
+  await sdk(two).trigger('cache-mesh', 'state', { v: 2 });
+  await atOne.r.frames.until((f) => f.event === 'state' && JSON.parse(f.data).v === 2, 5000, 'v2 live at node one');
+  const later = await firstAfterSubscribe(one, t, 'cache-mesh', undefined, 'node one later');
+  assert.deepEqual(JSON.parse(later.answer.data), { v: 2 });
+  // A channel nothing was published to: a miss on both.
+  for (const node of [one, two]) {
+    const miss = await firstAfterSubscribe(node, t, 'cache-empty', undefined, 'miss');
+    assert.equal(miss.answer.event, 'pusher:cache_miss');
   }
 });

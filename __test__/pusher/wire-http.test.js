@@ -40,8 +40,8 @@ function recorder(ch) {
 }
 
 /** A signed request as the SDK makes it, with what a test wants changed. */
-function signed(port, { method = 'POST', path = `/apps/${APP.id}/events`, body = '', secret = APP.secret, timestamp, md5 } = {}) {
-  const params = { auth_key: APP.key, auth_timestamp: String(timestamp ?? Math.floor(Date.now() / 1000)), auth_version: '1.0' };
+function signed(port, { method = 'POST', path = `/apps/${APP.id}/events`, body = '', secret = APP.secret, timestamp, md5, query: extra = {} } = {}) {
+  const params = { auth_key: APP.key, auth_timestamp: String(timestamp ?? Math.floor(Date.now() / 1000)), auth_version: '1.0', ...extra };
   if (body) params.body_md5 = md5 ?? crypto.createHash('md5').update(body).digest('hex');
   const query = Object.keys(params).sort().map((k) => `${k}=${params[k]}`).join('&');
   const sig = crypto.createHmac('sha256', secret).update(`${method}\n${path}\n${query}`).digest('hex');
@@ -128,8 +128,11 @@ test('bad requests: each its status and message, nothing published', async (t) =
     [{ body: JSON.stringify({ name: 'pusher:x', channel: 'news', data: 'x' }) }, 400, /Invalid event/],
     [{ body: JSON.stringify({ name: 'e', channel: 'news', data: 'x'.repeat(11 * 1024) }) }, 413, /too large/],
     [{ body: '{not json' }, 400, /not a JSON object/],
-    [{ method: 'GET', path: `/apps/${APP.id}/channels` }, 501, /not supported yet/],
+    [{ method: 'GET', path: `/apps/${APP.id}/channels`, secret: 'wrong' }, 401, /Invalid signature/],
+    [{ method: 'GET', path: `/apps/${APP.id}/channels/presence-x/users`, secret: 'wrong' }, 401, /Invalid signature/],
+    [{ method: 'GET', path: `/apps/${APP.id}/channels/news/users` }, 400, /./],
     [{ body: '{}', secret: 'wrong', path: `/apps/${APP.id}/users/u1/terminate_connections` }, 401, /Invalid signature/],
+    [{ body: JSON.stringify({ name: 'e', channels: Array.from({ length: 101 }, (_, i) => `c${i}`), data: 'x' }) }, 400, /limit: 100/],
   ];
   for (const [opts, status, re] of cases) {
     const res = await signed(port, opts);
@@ -144,4 +147,46 @@ test('bad requests: each its status and message, nothing published', async (t) =
   await sdk.trigger('news', 'good', 'ok');
   await r.until(1);
   assert.deepEqual(r.got, [['good', 'ok']]);
+});
+
+test('GET /channels and /channels/<name>: this app\'s occupied channels and their counts; user_count only for presence', async (t) => {
+  const { port, sdk } = await start(t, { apps: [APP, { id: 'app2', key: 'key2', secret: 'secret2' }] });
+  const p1 = await client(t, port, sdk);
+  const p2 = await client(t, port, sdk);
+  await subscribe(p1, 'room-a');
+  await subscribe(p2, 'room-a');
+  await subscribe(p1, 'private-room-b');
+  // Another app's channel of the same name, and symphony's own topics, are not this app's.
+  const sdk2 = new PusherSdk({ appId: 'app2', key: 'key2', secret: 'secret2', host: '127.0.0.1', port: String(port), useTLS: false });
+  const q = await pusherClient(t, port, { key: 'key2', authorize: (s, c) => sdk2.authorizeChannel(s, c) });
+  await subscribe(q, 'only-two');
+  const get = async (api, path, params) => {
+    const res = await api.get({ path, params });
+    assert.equal(res.status, 200);
+    return res.json();
+  };
+  assert.deepEqual(await get(sdk, '/channels'), { channels: { 'room-a': {}, 'private-room-b': {} } });
+  assert.deepEqual(await get(sdk, '/channels', { filter_by_prefix: 'room-', info: 'subscription_count' }),
+    { channels: { 'room-a': { subscription_count: 2 } } });
+  assert.deepEqual(await get(sdk2, '/channels'), { channels: { 'only-two': {} } });
+  assert.deepEqual(await get(sdk, '/channels/room-a', { info: 'subscription_count' }), { occupied: true, subscription_count: 2 });
+  assert.deepEqual(await get(sdk, '/channels/room-a'), { occupied: true });
+  assert.deepEqual(await get(sdk, '/channels/only-two'), { occupied: false });
+  // user_count: a presence channel's, and /channels only with filter_by_prefix=presence-.
+  for (const [path, params] of [['/channels/room-a', { info: 'user_count' }], ['/channels', { info: 'user_count' }]]) {
+    const res = await signed(port, { method: 'GET', path: `/apps/${APP.id}${path}`, query: params });
+    assert.equal(res.status, 400, `${path}: ${res.body}`);
+    assert.match(res.body, /user_count/);
+  }
+  // trigger with info: the counts of its channels.
+  const res = await sdk.trigger(['room-a', 'nobody'], 'e', {}, { info: 'subscription_count' });
+  assert.deepEqual(await res.json(), { channels: { 'room-a': { subscription_count: 2 }, nobody: { subscription_count: 0 } } });
+  // A channel everyone left leaves the list.
+  p2.unsubscribe('room-a');
+  p1.unsubscribe('room-a');
+  await new Promise((resolve) => {
+    const poll = async () => ((await get(sdk, '/channels/room-a')).occupied ? setImmediate(poll) : resolve());
+    poll();
+  });
+  assert.deepEqual(await get(sdk, '/channels'), { channels: { 'private-room-b': {} } });
 });

@@ -160,7 +160,7 @@ test('malformed frames: each its pusher:error 4200, the connection stays', async
   assert.deepEqual(await c.next(), { event: 'pusher:pong', data: {} });
 });
 
-test('not supported yet: cache- is refused, saying so (presence- is checked: a bad auth is an AuthError)', async (t) => {
+test('presence- is checked (a bad auth is an AuthError); cache- answers pusher:cache_miss when it has nothing', async (t) => {
   const { port } = await start(t);
   const c = await raw(t, port, PATH);
   await c.next();
@@ -170,7 +170,8 @@ test('not supported yet: cache- is refused, saying so (presence- is checked: a b
   assert.equal(p.data.type, 'AuthError');
   assert.equal(p.data.status, 401);
   c.send({ event: 'pusher:subscribe', data: { channel: 'cache-room' } });
-  assert.match((await c.next()).data.error, /cache- channels are not supported yet/);
+  assert.equal((await c.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(await c.next(), { event: 'pusher:cache_miss', channel: 'cache-room' });
 });
 
 test("pusher:signin on a second app: signin_success, the user's own #server-to-user- channel (another's refused), sendToUser and terminate there; a forged signin 4009", async (t) => {
@@ -213,13 +214,14 @@ test("pusher:signin on a second app: signin_success, the user's own #server-to-u
   assert.equal((await f.closed).code, 4009);
 });
 
-test('refused at the handshake: unknown key 4001, disabled app 4003, over quota 4004, old protocol 4007', async (t) => {
+test('refused at the handshake: unknown key 4001, disabled app 4003, over quota 4004, old or unknown protocol 4007, none 4008', async (t) => {
   const { port } = await start(t, { apps: [APP, { ...OTHER, enabled: false }, { id: 'app3', key: 'key3', secret: 's', maxConnections: 1 }] });
   for (const [path, code] of [
     ['/app/nope?protocol=7', 4001],
     [`/app/${OTHER.key}?protocol=7`, 4003],
     [`/app/${APP.key}?protocol=6`, 4007],
-    [`/app/${APP.key}`, 4007],
+    [`/app/${APP.key}?protocol=8`, 4007],
+    [`/app/${APP.key}`, 4008],
   ]) {
     const c = await raw(t, port, path);
     const e = await c.next();
@@ -286,4 +288,45 @@ test('symphony\'s own clients are untouched beside Pusher on the same port', asy
   server.publish('news', 'hello');
   assert.equal((await gotPlain)[0].toString(), 'hello');
   assert.equal(await gotPusher, 'hello');
+});
+
+test('cache channels: server.publish() is the last event too (before any subscriber as well), per app; other topics keep nothing', async (t) => {
+  const { server, port } = await start(t, { apps: [APP, { id: 'app2', key: 'key2', secret: 's2' }] });
+  const a = await raw(t, port, PATH);
+  await a.next();
+  a.send({ event: 'pusher:subscribe', data: { channel: 'cache-board' } });
+  assert.equal((await a.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.equal((await a.next()).event, 'pusher:cache_miss');
+  server.publish('cache-board', '{"n":1}', { event: 'score' });
+  server.publish('cache-board', '{"n":2}', { event: 'score' });
+  assert.deepEqual(await a.next(), { event: 'score', channel: 'cache-board', data: '{"n":1}' });
+  assert.deepEqual(await a.next(), { event: 'score', channel: 'cache-board', data: '{"n":2}' });
+  // A later subscriber: the last one only, with its event name.
+  const b = await raw(t, port, PATH);
+  await b.next();
+  b.send({ event: 'pusher:subscribe', data: { channel: 'cache-board' } });
+  assert.equal((await b.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(await b.next(), { event: 'score', channel: 'cache-board', data: '{"n":2}' });
+  // The same channel of another app is another topic: a miss there.
+  const other = await raw(t, port, '/app/key2?protocol=7');
+  await other.next();
+  other.send({ event: 'pusher:subscribe', data: { channel: 'cache-board' } });
+  assert.equal((await other.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.equal((await other.next()).event, 'pusher:cache_miss');
+  // A plain channel keeps nothing (history off): no answer after its subscription.
+  b.send({ event: 'pusher:subscribe', data: { channel: 'plain' } });
+  assert.equal((await b.next()).event, 'pusher_internal:subscription_succeeded');
+  b.send({ event: 'pusher:ping', data: {} });
+  assert.equal((await b.next()).event, 'pusher:pong');
+  // Published before anyone subscribed (and without an event: "message"), and to another app's cache channel.
+  server.publish('cache-early', 'hello');
+  server.publish('app2:cache-early', 'for two', { event: 'two' });
+  server.publish('plain-early', 'not kept');
+  b.send({ event: 'pusher:subscribe', data: { channel: 'cache-early' } });
+  assert.equal((await b.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(await b.next(), { event: 'message', channel: 'cache-early', data: 'hello' });
+  other.send({ event: 'pusher:subscribe', data: { channel: 'cache-early' } });
+  assert.equal((await other.next()).event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(await other.next(), { event: 'two', channel: 'cache-early', data: 'for two' });
+  assert.equal(server.stats().historyMessages, 3);
 });

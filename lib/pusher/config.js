@@ -32,7 +32,7 @@ const LIMITS = {
   maxPresenceMemberBytes: [1024, 1, 1 << 20],  // one member's user_info, as JSON
   userAuthenticationTimeout: [30000, 0, 3600000], // ms a connection of an app with user
                                                // authentication may stay without pusher:signin; 0: forever
-  cacheTtl: [3600, 0, 31 * 86400],             // s a cache channel keeps its last event; 0: no limit
+  cacheTtl: [1800, 0, 31 * 86400],             // s a cache channel keeps its last event (Pusher: 30 min); 0: no limit
 };
 
 /** Per-app settings and their defaults (0: no limit). */

@@ -80,6 +80,9 @@ static void do_command(sy_io_t *io, sy_cmd_t *cmd) {
                 sy_resume_item_t it;
                 sy_resume_prepare(io, c, t, cmd->pos, &budget, &it);
                 sy_resume_deliver(io, c, &it);
+                const sy_msgproto_t *mp = sy_conn_proto(io, c);
+                if (mp->subscribed != NULL && c->state == SY_CONN_OPEN)
+                    mp->subscribed(io, c, t);
             }
             if (cmd->pos != NULL && cmd->pos->asked)
                 sy_ask_drain(io, c); /* room for the asks that wait */

@@ -363,6 +363,22 @@ size_t sy_pusher_http_message(char *buf, size_t cap, sy_pusher_http_err_t e, con
     return o;
 }
 
+unsigned sy_pusher_http_info(const char *info, size_t len) {
+    unsigned bits = 0;
+    size_t i = 0;
+    while (info != NULL && i < len) {
+        size_t j = i;
+        while (j < len && info[j] != ',')
+            j++;
+        if (is(info + i, j - i, "subscription_count"))
+            bits |= SY_PUSHER_INFO_SUBSCRIPTION_COUNT;
+        else if (is(info + i, j - i, "user_count"))
+            bits |= SY_PUSHER_INFO_USER_COUNT;
+        i = j + 1;
+    }
+    return bits;
+}
+
 /* ---- the events body --------------------------------------------------------- */
 
 static bool str_of(yyjson_val *v, sy_pusher_name_t *out) {

@@ -83,6 +83,7 @@
     X(BATCH, 400, "Invalid batch: an array of 1 to max_batch events")                                           \
     X(PRESENCE_ONLY, 400, "Users can only be listed for presence channels")                                     \
     X(USER_ID, 400, "Invalid user id")                                                                          \
+    X(USER_COUNT, 400, "user_count can be requested only for presence channels (filter_by_prefix=presence-)")   \
     X(NOMEM, 500, "Out of memory")
 
 typedef enum sy_pusher_http_err {
@@ -137,6 +138,13 @@ void sy_pusher_req_free(sy_pusher_req_t *r);
  * and the signature sent; r may be NULL for the others), into buf
  * (NUL-terminated, cut to cap). Its length. */
 size_t sy_pusher_http_message(char *buf, size_t cap, sy_pusher_http_err_t e, const sy_pusher_req_t *r, int64_t now);
+
+/* The attributes an `info` parameter asks for (a comma-separated list,
+ * GET /channels, /channels/<name> and an event's info): bits of
+ * SY_PUSHER_INFO_*; unknown names are ignored, as Pusher ignores them. */
+#define SY_PUSHER_INFO_SUBSCRIPTION_COUNT 1u
+#define SY_PUSHER_INFO_USER_COUNT 2u
+unsigned sy_pusher_http_info(const char *info, size_t len);
 
 /* What an events body may hold (an app's limits, auth/sy_pusher_auth.h). */
 typedef struct sy_pusher_http_limits {

@@ -10,6 +10,9 @@
 
 #ifdef SY_WITH_TLS
 #include "auth/sy_pusher_auth.h"
+#include "io/app/sy_park.h"
+#include "io/app/sy_pusher_api.h"
+#include "io/app/sy_pusher_cache.h"
 #include "io/app/sy_pusher_event.h"
 #include "io/app/sy_pusher_presence.h"
 #include "io/app/sy_pusher_user.h"
@@ -39,7 +42,7 @@ typedef struct papp {
 /* A connection's Pusher state, beside it (by slot). */
 typedef struct pconn {
     papp_t *app;   /* NULL: refused at open (code) */
-    uint16_t code; /* the close code of a refusal at open (4001, 4003, 4004, 4007) */
+    uint16_t code; /* the close code of a refusal at open (4001, 4003, 4004, 4007, 4008) */
     bool counted;  /* in app->conns */
     bool ping_out; /* a pusher:ping is out, sent at ping_ms */
     int64_t ping_ms;
@@ -49,6 +52,14 @@ typedef struct pconn {
     uint8_t sid_len;
     char sid[SY_PUSHER_SOCKET_ID_MAX];
     sy_pusher_pres_t *pres; /* its presence channels' user ids (io/app/sy_pusher_presence.h) */
+    /* Cache channels' subscriptions waiting for their topic's sync (a bus):
+     * the topic (a reference of its own) and whether it was unsubscribed
+     * meanwhile. */
+    struct pending {
+        sy_topic_t *t;
+        bool cancelled;
+    } * pending;
+    uint32_t npending, pending_cap;
 } pconn_t;
 
 typedef struct pthr {
@@ -63,6 +74,7 @@ struct sy_pusher_srv {
     uint64_t node;
     unsigned activity_s;
     int64_t user_timeout_ms;
+    uint32_t cache_ttl_s; /* how long a cache channel keeps its last event (0: no limit) */
     size_t prefix_len;
     char *prefix;
     unsigned nthreads;
@@ -111,6 +123,7 @@ sy_err_t sy_pusher_srv_new(sy_pusher_apps_t *apps, const sy_pusher_cfg_t *cfg, u
     p->node = sy_pusher_socket_node();
     p->activity_s = cfg->activity_timeout_s ? cfg->activity_timeout_s : SY_PUSHER_ACTIVITY_TIMEOUT;
     p->user_timeout_ms = cfg->user_auth_timeout_ms ? cfg->user_auth_timeout_ms : 30000;
+    p->cache_ttl_s = cfg->cache_ttl_s;
     *out = p;
     return 0;
 }
@@ -135,6 +148,31 @@ void sy_pusher_srv_free(sy_pusher_srv_t *p) {
 }
 
 uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p) { return p->node; }
+
+bool sy_pusher_srv_cache_topic(const sy_pusher_srv_t *p, const char *topic, size_t len, uint32_t *ttl_s) {
+    const char *colon = memchr(topic, ':', len);
+    const char *ch = topic;
+    size_t ch_len = len;
+    if (colon != NULL) { /* "<id>:<channel>": an app of this server's other than the first */
+        size_t pl = (size_t)(colon - topic) + 1;
+        bool ours = false;
+        for (size_t i = 1; i < p->napps && !ours; i++)
+            ours = p->app[i].prefix_len == pl && memcmp(p->app[i].prefix, topic, pl) == 0;
+        if (!ours)
+            return false;
+        ch += pl;
+        ch_len -= pl;
+    }
+    sy_pusher_chan_t chan;
+    static const char *const CACHE[] = {"cache-", "private-cache-", "private-encrypted-cache-", "presence-cache-"};
+    bool prefixed = false; /* the common case (not one) decided by its first bytes */
+    for (size_t i = 0; i < sizeof(CACHE) / sizeof(CACHE[0]) && !prefixed; i++)
+        prefixed = ch_len > strlen(CACHE[i]) && memcmp(ch, CACHE[i], strlen(CACHE[i])) == 0;
+    if (!prefixed || sy_pusher_channel_check(ch, ch_len, ch_len, &chan) != SY_PUSHER_OK || !chan.cache)
+        return false;
+    *ttl_s = p->cache_ttl_s;
+    return true;
+}
 
 static sy_pusher_srv_t *srv_of(const sy_io_t *io) { return (sy_pusher_srv_t *)sy_io_ctx(io)->shared->proto_state; }
 
@@ -201,15 +239,17 @@ static bool pusher_claim(sy_io_t *io, sy_conn_t *c, const char *target, size_t l
     size_t pos = 0, vlen = 0;
     const char *v = NULL;
     unsigned version = 0;
-    if (sy_http_query_next(target, len, SY_HTTP_LIT("protocol"), &pos, &v, &vlen))
-        for (size_t i = 0; i < vlen && i < 4 && v[i] >= '0' && v[i] <= '9'; i++)
-            version = version * 10 + (unsigned)(v[i] - '0');
+    bool has_version = sy_http_query_next(target, len, SY_HTTP_LIT("protocol"), &pos, &v, &vlen) && vlen > 0;
+    for (size_t i = 0; has_version && i < vlen && i < 4 && v[i] >= '0' && v[i] <= '9'; i++)
+        version = version * 10 + (unsigned)(v[i] - '0');
     if (s->app == NULL)
         s->code = 4001;
     else if (!s->app->enabled)
         s->code = 4003;
-    else if (version < SY_PUSHER_PROTOCOL)
-        s->code = 4007;
+    else if (!has_version)
+        s->code = 4008; /* Pusher: no protocol version given */
+    else if (version != SY_PUSHER_PROTOCOL)
+        s->code = 4007; /* Pusher: a version it does not speak (7 is the only one) */
     return true;
 }
 
@@ -221,8 +261,10 @@ static const char *refusal(uint16_t code) {
         return "App is disabled";
     case 4004:
         return "App is over its connection quota";
+    case 4008:
+        return "No protocol version supplied: protocol=7 expected";
     default:
-        return "Unsupported protocol version: 7 or later";
+        return "Unsupported protocol version: 7 expected";
     }
 }
 
@@ -262,6 +304,14 @@ static void count_changed(sy_io_t *io, const papp_t *a, const char *ch, size_t l
         &(sy_pusher_event_t){.type = SY_PUSHER_HOOK_SUBSCRIPTION_COUNT, .channel = ch, .channel_len = len});
 }
 
+/* A cache channel's subscriber found it empty (pusher:cache_miss): the
+ * cache_miss webhook, when a's webhooks want it. */
+static void cache_missed(sy_io_t *io, const papp_t *a, const char *ch, size_t len) {
+    (void)sy_pusher_event_post(
+        io, a->index, a->hooks,
+        &(sy_pusher_event_t){.type = SY_PUSHER_HOOK_CACHE_MISS, .channel = ch, .channel_len = len});
+}
+
 static void pusher_closing(sy_io_t *io, sy_conn_t *c) {
     pconn_t **r = cell(io, c, false);
     pconn_t *s = r != NULL ? *r : NULL;
@@ -274,6 +324,9 @@ static void pusher_closing(sy_io_t *io, sy_conn_t *c) {
     for (uint32_t i = 0; counts && i < c->nsubs; i++)
         count_changed(io, s->app, c->subs[i].topic->name + s->app->prefix_len,
                       c->subs[i].topic->name_len - s->app->prefix_len);
+    for (uint32_t i = 0; i < s->npending; i++)
+        sy_topic_release(&sy_io_ctx(io)->shared->topics, s->pending[i].t);
+    sy_free(s->pending);
     sy_pusher_pres_free(&s->pres);
     sy_pusher_signin_free(io, s->user);
     sy_free(s);
@@ -322,6 +375,27 @@ static sy_sub_t *held(sy_conn_t *c, const char *name, size_t len) {
         if (c->subs[i].topic->name_len == len && memcmp(c->subs[i].topic->name, name, len) == 0)
             return &c->subs[i];
     return NULL;
+}
+
+static struct pending *pending_of(pconn_t *s, const char *name, size_t len) {
+    for (uint32_t i = 0; i < s->npending; i++)
+        if (s->pending[i].t->name_len == len && memcmp(s->pending[i].t->name, name, len) == 0)
+            return &s->pending[i];
+    return NULL;
+}
+
+static bool pending_add(pconn_t *s, sy_topic_t *t) {
+    if (s->npending == s->pending_cap) {
+        uint32_t cap = s->pending_cap ? s->pending_cap * 2 : 2;
+        struct pending *a = sy_realloc(s->pending, (size_t)cap * sizeof(*a));
+        if (a == NULL)
+            return false;
+        s->pending = a;
+        s->pending_cap = cap;
+    }
+    sy_topic_ref(t);
+    s->pending[s->npending++] = (struct pending){.t = t, .cancelled = false};
+    return true;
 }
 
 static void refuse_sub(sy_io_t *io, sy_conn_t *c, const sy_pusher_msg_t *m, const char *type, const char *why,
@@ -378,8 +452,8 @@ static void presence_subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_p
 
 static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
     sy_io_ctx_t *x = sy_io_ctx(io);
-    if (m->chan.cache) {
-        refuse_sub(io, c, m, "UnsupportedFeature", "cache- channels are not supported yet", 501);
+    if (m->chan.cache && m->chan.type == SY_PUSHER_PRESENCE) { /* its members are the owner's, its cache not yet */
+        refuse_sub(io, c, m, "UnsupportedFeature", "presence-cache- channels are not supported yet", 501);
         return;
     }
     if (m->chan.type == SY_PUSHER_SERVER_TO_USER) { /* joined at the sign-in: only that user's */
@@ -403,10 +477,37 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         presence_subscribe(io, c, s, m, name, n);
         return;
     }
-    if (held(c, name, n) == NULL) {
-        sy_topic_t *t = sy_topic_acquire(&x->shared->topics, name, n, true);
-        if (t == NULL) {
+    sy_sub_t *sub = held(c, name, n);
+    sy_topic_t *t = sub != NULL ? sub->topic : NULL;
+    struct pending *w = t == NULL ? pending_of(s, name, n) : NULL;
+    if (w != NULL) { /* waiting for its sync already: answered then */
+        w->cancelled = false;
+        return;
+    }
+    if (t == NULL) {
+        if ((t = sy_topic_acquire(&x->shared->topics, name, n, true)) == NULL) {
             sy_conn_fail_oom(io, c);
+            return;
+        }
+        /* A cache channel keeps its last event: set before the interest, so
+         * that with a bus the topic's subscription syncs its history. */
+        if (m->chan.cache && sy_pusher_cache_keep(x->shared, t, srv_of(io)->cache_ttl_s) != 0) {
+            sy_topic_release(&x->shared->topics, t);
+            sy_conn_fail_oom(io, c);
+            return;
+        }
+        /* With a bus, its last event may be only in Redis yet: the
+         * subscription waits for the topic's sync (sy_park), and
+         * pusher_subscribed answers it once it is c's. */
+        if (m->chan.cache && x->shared->hist.sequenced) {
+            if (!pending_add(s, t)) {
+                sy_topic_release(&x->shared->topics, t);
+                sy_conn_fail_oom(io, c);
+            } else if (sy_park_subscribe(&x->shared->hist, &x->shared->topics, io, sy_conn_id(io, c), t, NULL, NULL, 0,
+                                         x->now_ms) != 0) {
+                sy_topic_release(&x->shared->topics, s->pending[--s->npending].t); /* the one just added */
+                sy_conn_fail_oom(io, c);                                           /* t given back */
+            }
             return;
         }
         sy_topic_add_interest(&x->shared->topics, t, x->index);
@@ -417,6 +518,12 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         count_changed(io, s->app, m->channel, m->channel_len);
     }
     say(io, c, sy_pusher_subscribed_frame(m->channel, m->channel_len));
+    if (m->chan.cache && c->state == SY_CONN_OPEN) {
+        bool miss = false;
+        say(io, c, sy_pusher_cache_answer(x->shared, t, m->channel, m->channel_len, &miss));
+        if (miss)
+            cache_missed(io, s->app, m->channel, m->channel_len);
+    }
 }
 
 static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
@@ -428,8 +535,11 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_m
     sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
     /* Pusher answers nothing. A presence channel's leave is the owner's to
      * decide (a member goes with its user's last connection). */
+    struct pending *w = n > 0 && sub == NULL ? pending_of(s, name, n) : NULL;
     if (sub != NULL && sy_conn_unsubscribe(io, c, sub->topic))
         count_changed(io, s->app, m->channel, m->channel_len);
+    else if (w != NULL)
+        w->cancelled = true; /* undone once it is c's (pusher_subscribed) */
     if (n > 0 && sy_pusher_pres_drop(&s->pres, m->channel, m->channel_len))
         sy_pusher_presence_leave(io, c, (unsigned)(s->app - srv_of(io)->app), name, n, m->channel, m->channel_len);
 }
@@ -549,6 +659,34 @@ static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uin
     sy_pusher_msg_free(&m);
 }
 
+/* A cache channel's subscription that waited for its topic's sync is c's:
+ * its subscription_succeeded, then its last event or cache_miss; or, when
+ * c unsubscribed meanwhile, its end. A subscription c did not ask for
+ * (server.subscribe()) gets no Pusher answer. */
+static void pusher_subscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
+    pconn_t *s = state_of(io, c);
+    uint32_t i = 0;
+    while (s != NULL && i < s->npending && s->pending[i].t != t)
+        i++;
+    if (s == NULL || i == s->npending)
+        return;
+    bool cancelled = s->pending[i].cancelled;
+    s->pending[i] = s->pending[--s->npending];
+    sy_topic_release(&sy_io_ctx(io)->shared->topics, t); /* the pending's: c holds t now */
+    if (cancelled) {
+        (void)sy_conn_unsubscribe(io, c, t);
+        return;
+    }
+    const char *ch = t->name + s->app->prefix_len;
+    size_t len = t->name_len - s->app->prefix_len;
+    say(io, c, sy_pusher_subscribed_frame(ch, len));
+    bool miss = false;
+    if (c->state == SY_CONN_OPEN)
+        say(io, c, sy_pusher_cache_answer(sy_io_ctx(io)->shared, t, ch, len, &miss));
+    if (miss)
+        cache_missed(io, s->app, ch, len);
+}
+
 /* ---- the HTTP API ------------------------------------------------------------------ */
 
 /* Reads "<node>.<conn id>" (checked with sy_pusher_socket_id_valid). */
@@ -563,17 +701,28 @@ static void socket_id_split(const char *s, size_t n, uint64_t *node, uint64_t *c
     *conn = b;
 }
 
-static void api_error(sy_io_t *io, sy_conn_t *c, sy_pusher_http_err_t e, const sy_pusher_req_t *r) {
+static void api_error(sy_io_t *io, sy_conn_t *c, sy_pusher_http_err_t e, const sy_pusher_req_t *r,
+                      const sy_pusher_app_opts_t *o) {
     char why[1024];
-    (void)sy_pusher_http_message(why, sizeof(why), e, r, (int64_t)time(NULL));
+    size_t n = sy_pusher_http_message(why, sizeof(why), e, r, (int64_t)time(NULL));
+    if (o != NULL && (e == SY_PUSHER_HTTP_CHANNELS || e == SY_PUSHER_HTTP_BATCH)) /* the app's limit, by number */
+        snprintf(why + n, sizeof(why) - n, " (this app's limit: %u)",
+                 (unsigned)(e == SY_PUSHER_HTTP_CHANNELS ? o->max_channels_per_event : o->max_batch));
     sy_reply_error(io, c, (int)sy_pusher_http_status(e), why);
+}
+
+static sy_pusher_api_scope_t api_scope(sy_io_t *io, const papp_t *a) {
+    return (sy_pusher_api_scope_t){.topics = &sy_io_ctx(io)->shared->topics,
+                                   .prefix = a->prefix,
+                                   .prefix_len = a->prefix_len,
+                                   .max_channel_len = sy_pusher_app_opts(a->app)->max_channel_len};
 }
 
 /* The events of an authorized EVENTS or BATCH_EVENTS request, published
  * from here: each event to each of its channels, with its name as the
  * publish's meta and its socket_id left out. */
 static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint8_t *body, size_t len,
-                                        sy_pusher_route_t route) {
+                                        sy_pusher_route_t route, sy_refbuf_t **answer) {
     const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
     const sy_pusher_app_opts_t *o = sy_pusher_app_opts(a->app);
     sy_pusher_http_limits_t lim = {.max_body = (size_t)o->max_payload * o->max_batch + 65536,
@@ -599,6 +748,10 @@ static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint
                 e = n == 0 ? SY_PUSHER_HTTP_CHANNEL_NAME : SY_PUSHER_HTTP_NOMEM;
         }
     }
+    if (e == SY_PUSHER_HTTP_OK) {
+        sy_pusher_api_scope_t sc = api_scope(io, a);
+        e = sy_pusher_api_trigger_answer(&sc, route, &ev, answer);
+    }
     sy_pusher_events_free(&ev);
     return e;
 }
@@ -621,8 +774,10 @@ static sy_pusher_http_err_t api_terminate(sy_io_t *io, const papp_t *a, const ch
 }
 
 /* POST <prefix>/apps/<id>/events and /batch_events: read, authorized and
- * published here; the GET endpoints and terminate_connections are not
- * wired yet (501). */
+ * published here; GET /channels and /channels/<name> answered here
+ * (sy_pusher_api); /users and terminate_connections are not wired yet
+ * (501, after the authorization, so that a bad request gets Pusher's
+ * 401 or 404 first). */
 static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, size_t head) {
     sy_pusher_srv_t *p = srv_of(io);
     if (req->target_len < p->prefix_len + 6 || memcmp(req->target, p->prefix, p->prefix_len) != 0 ||
@@ -644,15 +799,7 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
     sy_pusher_http_err_t e = sy_pusher_http_request(req->method, req->method_len, target, target_len, body_len, now,
                                                     SY_PUSHER_CHANNEL_MAX_DEFAULT * 5, &r);
     if (e != SY_PUSHER_HTTP_OK) {
-        api_error(io, c, e, NULL);
-        sy_pusher_req_free(&r);
-        return true;
-    }
-    if (r.route != SY_PUSHER_API_EVENTS && r.route != SY_PUSHER_API_BATCH_EVENTS &&
-        r.route != SY_PUSHER_API_CHANNEL_USERS && r.route != SY_PUSHER_API_TERMINATE) {
-        sy_reply_error(io, c, 501,
-                       "This endpoint of the HTTP API is not supported yet: only POST /apps/<id>/events, "
-                       "/batch_events and /users/<id>/terminate_connections");
+        api_error(io, c, e, NULL, NULL);
         sy_pusher_req_free(&r);
         return true;
     }
@@ -667,7 +814,7 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
     else if (body_len > (size_t)o->max_payload * o->max_batch + 65536)
         e = SY_PUSHER_HTTP_TOO_LARGE;
     if (e != SY_PUSHER_HTTP_OK) {
-        api_error(io, c, e, &r);
+        api_error(io, c, e, &r, o);
         sy_pusher_req_free(&r);
         return true;
     }
@@ -686,26 +833,44 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
         e = SY_PUSHER_HTTP_BODY_MD5;
     else if (!a->enabled)
         e = SY_PUSHER_HTTP_UNKNOWN_APP;
-    else if (r.route == SY_PUSHER_API_CHANNEL_USERS) { /* the owner answers (lib/pusher/presence.js) */
-        char name[SY_PUSHER_ID_MAX + 2 + 1024];
-        size_t n = topic_name(a, r.name, r.name_len, name, sizeof(name));
-        if (n > 0)
-            sy_pusher_presence_users(io, c, (unsigned)(a - p->app), name, n, r.name, r.name_len);
-        else
-            api_error(io, c, SY_PUSHER_HTTP_CHANNEL_NAME, &r);
-        sy_pusher_req_free(&r);
-        return true;
-    } else if (r.route == SY_PUSHER_API_TERMINATE)
-        e = api_terminate(io, a, r.name, r.name_len);
-    else
-        e = api_publish(io, a, body, body_len, r.route);
-    if (e != SY_PUSHER_HTTP_OK) {
-        api_error(io, c, e, &r);
-    } else {
+    sy_refbuf_t *answer = NULL;
+    if (e == SY_PUSHER_HTTP_OK) {
+        sy_pusher_api_scope_t sc = api_scope(io, a);
         static const char ok[] =
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
-        sy_reply(io, c, sy_refbuf_raw(ok, sizeof(ok) - 1), false);
+        switch (r.route) {
+        case SY_PUSHER_API_EVENTS:
+        case SY_PUSHER_API_BATCH_EVENTS:
+            e = api_publish(io, a, body, body_len, r.route, &answer);
+            break;
+        case SY_PUSHER_API_CHANNELS:
+        case SY_PUSHER_API_CHANNEL:
+            e = sy_pusher_api_get(&sc, &r, &answer);
+            break;
+        case SY_PUSHER_API_CHANNEL_USERS: { /* the owner answers (lib/pusher/presence.js) */
+            char name[SY_PUSHER_ID_MAX + 2 + 1024];
+            size_t n = topic_name(a, r.name, r.name_len, name, sizeof(name));
+            if (n > 0)
+                sy_pusher_presence_users(io, c, (unsigned)(a - p->app), name, n, r.name, r.name_len);
+            else
+                api_error(io, c, SY_PUSHER_HTTP_CHANNEL_NAME, &r, o);
+            sy_pusher_req_free(&r);
+            return true;
+        }
+        case SY_PUSHER_API_TERMINATE:
+            if ((e = api_terminate(io, a, r.name, r.name_len)) == SY_PUSHER_HTTP_OK)
+                answer = sy_refbuf_raw(ok, sizeof(ok) - 1);
+            break;
+        default:
+            sy_reply_error(io, c, 501, "This endpoint of the HTTP API is not supported yet");
+            sy_pusher_req_free(&r);
+            return true;
+        }
     }
+    if (e != SY_PUSHER_HTTP_OK)
+        api_error(io, c, e, &r, o);
+    else
+        sy_reply(io, c, answer, false);
     sy_pusher_req_free(&r);
     return true;
 }
@@ -752,6 +917,7 @@ const sy_msgproto_t sy_pusher_proto = {
     .opened = pusher_opened,
     .idle = pusher_idle,
     .closing = pusher_closing,
+    .subscribed = pusher_subscribed,
     .tag = "pusher",
 };
 
@@ -776,6 +942,14 @@ void sy_pusher_srv_free(sy_pusher_srv_t *p) { sy_free(p); }
 uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p) {
     (void)p;
     return 0;
+}
+
+bool sy_pusher_srv_cache_topic(const sy_pusher_srv_t *p, const char *topic, size_t len, uint32_t *ttl_s) {
+    (void)p;
+    (void)topic;
+    (void)len;
+    (void)ttl_s;
+    return false;
 }
 
 const sy_msgproto_t sy_pusher_proto = {.name = NULL};

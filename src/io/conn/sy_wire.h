@@ -135,6 +135,11 @@ typedef struct sy_msgproto {
     /* c closes (before the owner hears of it): the state claim kept.
      * NULL: nothing. */
     void (*closing)(sy_io_t *io, struct sy_conn *c);
+    /* A subscription queued as a command (SY_CMD_SUBSCRIBE: one that
+     * waited for its topic's sync, io/app/sy_park.h) is now c's, to t:
+     * the protocol's answer (Pusher's subscription_succeeded and a cache
+     * channel's last event). NULL: nothing. */
+    void (*subscribed)(sy_io_t *io, struct sy_conn *c, sy_topic_t *t);
     const char *tag; /* a claimed connection's protocol in SY_EV_OPEN ("pusher") */
 } sy_msgproto_t;
 

@@ -114,6 +114,10 @@ static void drop_oldest(sy_hist_t *g, sy_history_t *h) {
     h->head = (h->head + 1) % h->cap;
     h->count--;
     h->first++;
+    if (h->count == 0) { /* the newest went: its meta with it */
+        sy_refbuf_release(h->last_meta);
+        h->last_meta = NULL;
+    }
     if (h->count == 0)
         heap_remove(g, h);
     else {
@@ -199,6 +203,10 @@ static void empty(sy_hist_t *g, sy_history_t *h) {
 }
 
 bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t now_ms) {
+    return sy_hist_append_meta(g, h, frame, NULL, now_ms);
+}
+
+bool sy_hist_append_meta(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, sy_refbuf_t *meta, int64_t now_ms) {
     if (frame == NULL) {
         empty(g, h);
         return false;
@@ -210,6 +218,10 @@ bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t n
         return false;
     }
     sy_refbuf_ref(frame, 1);
+    if (meta != NULL)
+        sy_refbuf_ref(meta, 1);
+    sy_refbuf_release(h->last_meta); /* the newest's only: entries stay their size */
+    h->last_meta = meta;
     if (h->count == 0)
         h->first = h->last;
     h->ring[(h->head + h->count) % h->cap] = (sy_hist_entry_t){.frame = frame, .at_ms = now_ms, .seq = ++g->seq};
@@ -228,6 +240,23 @@ bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t n
     /* The server-wide cap: the oldest go first, whichever topic. */
     while (g->conf.max_bytes > 0 && g->bytes > g->conf.max_bytes && g->nheap > 0)
         drop_oldest(g, g->heap[0].h);
+    return true;
+}
+
+bool sy_hist_last(sy_hist_t *g, sy_history_t *h, int64_t now_ms, sy_refbuf_t **frame, sy_refbuf_t **meta) {
+    *frame = *meta = NULL;
+    if (h == NULL || h->size == 0)
+        return false;
+    trim(g, h, now_ms); /* what ttl expired since the last sweep is not the last any more */
+    if (h->count == 0)
+        return false;
+    const sy_hist_entry_t *e = &h->ring[(h->head + h->count - 1) % h->cap];
+    sy_refbuf_ref(e->frame, 1);
+    *frame = e->frame;
+    if (h->last_meta != NULL) {
+        sy_refbuf_ref(h->last_meta, 1);
+        *meta = h->last_meta;
+    }
     return true;
 }
 
@@ -404,6 +433,7 @@ void sy_history_free(sy_history_t *h) {
      * frees every topic): the heap goes with it. */
     for (uint32_t i = 0; i < h->count; i++)
         sy_refbuf_release(h->ring[(h->head + i) % h->cap].frame);
+    sy_refbuf_release(h->last_meta);
     sy_free(h->ring);
     sy_free(h);
 }

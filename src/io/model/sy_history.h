@@ -90,6 +90,10 @@ typedef struct sy_history {
     uint32_t size, ttl_s;
     uint32_t head, count, cap; /* the ring of kept entries, oldest at head */
     sy_hist_entry_t *ring;
+    /* The newest kept message's meta (the publish's event name, Pusher's
+     * cache channels: sy_hist_last), one reference; NULL: none. Only the
+     * newest's is kept, so that an entry costs what it did. */
+    sy_refbuf_t *last_meta;
     uint32_t heap_at; /* its place in the server's heap while it keeps messages */
     bool holds_ref;   /* one reference on topic while it has held messages */
     /* With a bus (sy_hist_t.sequenced): the epoch and offsets are Redis'
@@ -149,6 +153,14 @@ static inline uint64_t sy_history_next(sy_history_t *h) { return ++h->last; }
  * h->last, then trims by size, ttl and max_bytes. False when it could
  * not (see Errors), or frame is NULL (the caller could not make it). */
 bool sy_hist_append(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, int64_t now_ms);
+/* Locked. The same, with the publish's meta (a reference of its own;
+ * NULL: none) kept while this is the newest message: Pusher's event name,
+ * which a cache channel's subscriber gets with its last event. */
+bool sy_hist_append_meta(sy_hist_t *g, sy_history_t *h, sy_refbuf_t *frame, sy_refbuf_t *meta, int64_t now_ms);
+/* Locked. h's newest kept message, once what ttl expired is dropped: true
+ * with its frame and its meta (NULL: none), a reference each for the
+ * caller; false (both NULL) when it keeps none. */
+bool sy_hist_last(sy_hist_t *g, sy_history_t *h, int64_t now_ms, sy_refbuf_t **frame, sy_refbuf_t **meta);
 /* Locked. The frames after since up to head (a subscription's head: the
  * last offset when it was made) for a client that had (epoch, since),
  * when they are all kept and their bytes fit budget: SY_V1_RECOVERED with

@@ -1,0 +1,50 @@
+/* sy_pusher_cache — see sy_pusher_cache.h. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime (base/sy_clock.h) */
+#include "io/app/sy_pusher_cache.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "base/sy_clock.h"
+#include "io/model/sy_history.h"
+#include "proto/sy_pusher.h"
+
+/* The event of a publish that names none (as sy_pusher_conn's). */
+#define DEFAULT_EVENT "message"
+
+sy_err_t sy_pusher_cache_keep(sy_io_shared_t *sh, sy_topic_t *t, uint32_t ttl_s) {
+    sy_hist_t *g = &sh->hist;
+    sy_err_t rc = 0;
+    sy_hist_lock(g);
+    sy_history_t *h = sy_hist_of(g, t, false);
+    if (h == NULL || h->size != 1 || h->ttl_s != ttl_s)
+        rc = sy_hist_configure(g, t, 1, ttl_s, sy_clock_ms());
+    sy_hist_unlock(g);
+    /* The sweep (IO thread 0) expires kept messages and frees idle topics. */
+    if (rc == 0 && !atomic_load_explicit(&sh->history_used, memory_order_relaxed))
+        atomic_store(&sh->history_used, true);
+    return rc;
+}
+
+sy_refbuf_t *sy_pusher_cache_answer(sy_io_shared_t *sh, sy_topic_t *t, const char *channel, size_t len, bool *miss) {
+    sy_hist_t *g = &sh->hist;
+    sy_refbuf_t *frame = NULL, *meta = NULL;
+    sy_hist_lock(g);
+    bool hit = sy_hist_last(g, sy_hist_of(g, t, false), sy_clock_ms(), &frame, &meta);
+    sy_hist_unlock(g);
+    *miss = !hit;
+    if (!hit)
+        return sy_pusher_cache_miss_frame(channel, len);
+    /* The kept frame is symphony.v1's: "p<id>,<offset>\n" then the payload. */
+    const uint8_t *p = sy_refbuf_payload(frame);
+    size_t n = sy_refbuf_payload_len(frame);
+    const uint8_t *nl = memchr(p, '\n', n);
+    size_t skip = nl != NULL ? (size_t)(nl + 1 - p) : 0;
+    const char *ev = meta != NULL ? (const char *)meta->data : DEFAULT_EVENT;
+    size_t ev_len = meta != NULL ? meta->len : sizeof(DEFAULT_EVENT) - 1;
+    sy_refbuf_t *out =
+        sy_pusher_event_frame(ev, ev_len, channel, len, p + skip, n - skip, SY_PUSHER_DATA_BYTES, NULL, 0, false);
+    sy_refbuf_release(frame);
+    sy_refbuf_release(meta);
+    return out;
+}
