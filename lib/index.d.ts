@@ -409,6 +409,10 @@ export interface ThreadStats {
   askRefused: number;
   askErrors: number;
   handshakeRejects: number;
+  /** HTTP connections kept open after an answer, waiting for their next request (gauge). */
+  keepAlive: number;
+  /** HTTP requests answered on an IO thread with the connection kept open. */
+  keptAnswers: number;
   protocolErrors: number;
   /** Times a connection was not read because its control replies (pongs) waited to be written: a client
    * that pings without reading is pushed back on by TCP instead of growing a queue (docs/protocol.md). */

@@ -216,3 +216,47 @@ size_t sy_http_error_response_msg(char *buf, size_t cap, int status, const char 
 size_t sy_http_error_response(char *buf, size_t cap, int status, const char *extra_headers, size_t extra_len) {
     return sy_http_error_response_msg(buf, cap, status, NULL, 0, extra_headers, extra_len);
 }
+
+bool sy_http_request_keeps_alive(const sy_http_request_t *req) {
+    if (sy_http_find_header(req, SY_HTTP_LIT("Transfer-Encoding"), NULL) != NULL ||
+        sy_http_count_headers(req, SY_HTTP_LIT("Content-Length")) > 1 ||
+        sy_http_header_has_token(req, SY_HTTP_LIT("Connection"), SY_HTTP_LIT("close")))
+        return false;
+    return req->minor_version == 1 ||
+           sy_http_header_has_token(req, SY_HTTP_LIT("Connection"), SY_HTTP_LIT("keep-alive"));
+}
+
+/* The first needle[0..m) in hay[0..n), or NULL. */
+static const char *find(const char *hay, size_t n, const char *needle, size_t m) {
+    for (size_t i = 0; m <= n && i <= n - m; i++)
+        if (hay[i] == needle[0] && memcmp(hay + i, needle, m) == 0)
+            return hay + i;
+    return NULL;
+}
+
+#define LIT(s) s, sizeof(s) - 1
+
+size_t sy_http_keep_alive_response(const char *in, size_t len, bool http10, char *out, size_t cap) {
+    const char *end = find(in, len, LIT("\r\n\r\n"));
+    if (end == NULL || len < 12 || memcmp(in, "HTTP/1.", 7) != 0)
+        return 0;
+    size_t head = (size_t)(end - in) + 2; /* through the last line's CRLF */
+    const char *line = find(in, head, LIT("\r\nConnection: close\r\n"));
+    if (line == NULL || find(in, head, LIT("\r\nTransfer-Encoding:")) != NULL)
+        return 0;
+    bool no_body = in[9] == '1' || memcmp(in + 9, "204", 3) == 0 || memcmp(in + 9, "304", 3) == 0;
+    if (!no_body && find(in, head, LIT("\r\nContent-Length:")) == NULL)
+        return 0;
+    static const char close_line[] = "Connection: close\r\n", keep_line[] = "Connection: keep-alive\r\n";
+    size_t at = (size_t)(line - in) + 2, cut = sizeof(close_line) - 1;
+    size_t put = http10 ? sizeof(keep_line) - 1 : 0, n = len - cut + put;
+    if (n > cap)
+        return 0;
+    /* The tail first: when out is in, it moves down (dropped) or up
+     * (HTTP/1.0) without touching the part before the line. */
+    memmove(out + at + put, in + at + cut, len - at - cut);
+    if (out != in)
+        memcpy(out, in, at);
+    memcpy(out + at, keep_line, put);
+    return n;
+}

@@ -28,11 +28,13 @@
  * Errors: sy_handshake_check returns 0 or the HTTP status to answer (a
  * named exception of base/sy_errors.h); the response writers return the
  * length written, 0 when it does not fit (or, for the error responses, the
- * status is out of range).
+ * status is out of range); sy_http_keep_alive_response 0 when the
+ * response cannot be kept (io/wire/sy_reply.h then closes after it).
  */
 #ifndef SY_HANDSHAKE_H
 #define SY_HANDSHAKE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "proto/sy_http.h"
@@ -126,5 +128,22 @@ size_t sy_http_error_response(char *buf, size_t cap, int status, const char *ext
  * phrase. */
 size_t sy_http_error_response_msg(char *buf, size_t cap, int status, const char *msg, size_t msg_len,
                                   const char *extra_headers, size_t extra_len);
+
+/* HTTP/1.1 keep-alive (RFC 9112 9.3): true when the client of req lets its
+ * connection stay open after the answer: HTTP/1.1 without the
+ * "close" connection option, or HTTP/1.0 with "keep-alive"; and its body's
+ * end is certain (no Transfer-Encoding, at most one Content-Length: a
+ * request whose framing two readers could see differently is never kept). */
+bool sy_http_request_keeps_alive(const sy_http_request_t *req);
+
+/* The keep-alive form of a response written to close (a head with the
+ * line "Connection: close", as the writers above and the IO threads'
+ * answers write it, exactly): that line dropped, or for an HTTP/1.0 client
+ * (http10) made "Connection: keep-alive" (5 bytes more). in[0..len) is
+ * written to out[0..cap), which is in itself or a buffer that does not
+ * overlap it. The length written, or 0 when it cannot be kept: no such
+ * line, no complete head, no Content-Length where a body may follow (a
+ * status other than 1xx, 204, 304), a Transfer-Encoding, or cap too small. */
+size_t sy_http_keep_alive_response(const char *in, size_t len, bool http10, char *out, size_t cap);
 
 #endif

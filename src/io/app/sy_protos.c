@@ -7,6 +7,7 @@
 #include "io/app/sy_ask.h"
 #include "io/app/sy_conflate.h"
 #include "io/app/sy_subs.h"
+#include "io/wire/sy_reply.h"
 #include "proto/sy_v1.h"
 #include "proto/sy_v2.h"
 
@@ -32,6 +33,7 @@ static void closing(sy_io_t *io, sy_conn_t *c) {
     if (sy_conn_v2(c))
         sy_ask_forget(io, c);
     sy_admit_release(io, c);
+    sy_reply_closing(io, c); /* a kept HTTP connection's count */
 }
 
 static void drained(sy_io_t *io, sy_conn_t *c) {

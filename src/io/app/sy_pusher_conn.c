@@ -869,8 +869,8 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
     }
     if (e != SY_PUSHER_HTTP_OK)
         api_error(io, c, e, &r, o);
-    else
-        sy_reply(io, c, answer, false);
+    else /* kept alive when the client allows it: its next request on the same socket */
+        sy_reply_request(io, c, req, head + body_len, answer);
     sy_pusher_req_free(&r);
     return true;
 }

@@ -373,6 +373,22 @@ bool sy_conn_notice(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
     return true;
 }
 
+bool sy_conn_answer(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
+    if (c->state != SY_CONN_HTTP) {
+        sy_refbuf_release(m);
+        return false;
+    }
+    if (!sy_conn_queue_own(c, m))
+        return false;
+    if (!c->ctl_wait && queue_charge(c) > control_cap(io)) {
+        c->ctl_wait = true; /* read again once written (resume_control) */
+        sy_stat_inc(&sy_io_ctx(io)->stats.control_waits);
+        sy_io_update_poll(io, c);
+    }
+    sy_io_mark_dirty(io, c);
+    return true;
+}
+
 sy_refbuf_t *sy_conn_frame_for(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
     if (!c->deflate || !sy_conn_open_to_owner((sy_conn_state_t)c->state) ||
         atomic_load_explicit(&m->deflate, memory_order_relaxed) == SY_REFBUF_Z_NONE)

@@ -186,25 +186,30 @@ typedef struct sy_conn {
                             over the checked part of a frame still arriving; sy_utf8's
                             states fit in 4 bits) */
     uint8_t close_reason_len;
-    bool in_msg : 1;        /* a fragmented message is open */
-    bool opened : 1;        /* the owner saw SY_EV_OPEN (so it must see SY_EV_CLOSE) */
-    bool dirty : 1;         /* on io->dirty */
-    bool want_out : 1;      /* waiting for writability */
-    bool paused : 1;        /* on io->paused */
-    bool hit_limit : 1;     /* the backpressure limit was hit: emit DRAIN when empty */
-    bool ping_sent : 1;     /* an idle ping is out */
-    bool broken : 1;        /* the poller refused it: destroyed at the end of the turn */
-    bool deflate : 1;       /* permessage-deflate negotiated (sy_pmd.h) */
-    bool msg_z : 1;         /* the fragmented message being assembled is compressed */
-    bool close_echo : 1;    /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
-    bool conflating : 1;    /* slowConsumer 'conflate': went over the limit since its queue
+    bool in_msg : 1;     /* a fragmented message is open */
+    bool opened : 1;     /* the owner saw SY_EV_OPEN (so it must see SY_EV_CLOSE) */
+    bool dirty : 1;      /* on io->dirty */
+    bool want_out : 1;   /* waiting for writability */
+    bool paused : 1;     /* on io->paused */
+    bool hit_limit : 1;  /* the backpressure limit was hit: emit DRAIN when empty */
+    bool ping_sent : 1;  /* an idle ping is out */
+    bool broken : 1;     /* the poller refused it: destroyed at the end of the turn */
+    bool deflate : 1;    /* permessage-deflate negotiated (sy_pmd.h) */
+    bool msg_z : 1;      /* the fragmented message being assembled is compressed */
+    bool close_echo : 1; /* AWAIT_OWNER: answer the peer's close frame (else fail with close_code) */
+    bool conflating : 1; /* slowConsumer 'conflate': went over the limit since its queue
                                was last empty; its subscriptions track their newest
                                queued message (io/app/sy_conflate.h) */
-    bool ctl_wait : 1;      /* its control replies back up: not read until they are written */
-    bool rate_wait : 1;     /* over its inbound rate: not read until its buckets have room */
-    bool addr_held : 1;     /* counted in the server's address table (io/app/sy_admit.h) */
-    bool addr_v6 : 1;       /* addr_bits is an IPv6 prefix (else an IPv4 address) */
-    uint32_t msg_frags;     /* frames of the message being received so far */
+    bool ctl_wait : 1;   /* its control replies back up: not read until they are written */
+    bool rate_wait : 1;  /* over its inbound rate: not read until its buckets have room */
+    bool addr_held : 1;  /* counted in the server's address table (io/app/sy_admit.h) */
+    bool addr_v6 : 1;    /* addr_bits is an IPv6 prefix (else an IPv4 address) */
+    union {
+        uint32_t msg_frags; /* frames of the message being received so far */
+        uint32_t http_kept; /* SY_CONN_HTTP: 1 while kept alive after an answer and waiting
+                               for its next request (counted in stats.keep_alive;
+                               io/wire/sy_reply.h), so 0 again before it can open */
+    };
     uint32_t frame_checked; /* payload bytes of the incomplete frame at the head of
                                rbuf already unmasked (and UTF-8 checked, for text) */
     uint32_t msg_seq;       /* the event batch that holds its last message (sy_io.h) */
@@ -323,6 +328,13 @@ bool sy_conn_push(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m, bool control);
  * slow_closes): a client is never left without a notice it was owed.
  * False when not queued (not open to the owner, failed, out of memory). */
 bool sy_conn_notice(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m);
+
+/* Queues an HTTP answer made for c (one reference, taken over; NULL is
+ * false), in SY_CONN_HTTP on a connection kept alive: past twice
+ * maxBackpressure (the control cap) c is no longer read until its queue
+ * is written (ctl_wait, as for its control replies), so a client that
+ * pipelines requests without reading the answers is pushed back on. */
+bool sy_conn_answer(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m);
 
 /* The upgrade succeeded (sy_upgrade): the 101 is queued. Opens the
  * connection, tells the owner, and handles bytes that followed the request. */

@@ -122,9 +122,11 @@ typedef struct sy_msgproto {
     bool (*claim)(sy_io_t *io, struct sy_conn *c, const char *target, size_t len);
     /* An HTTP request that is not an upgrade (Pusher's HTTP API), before
      * the path option and event streams' POSTs: true when it is this
-     * protocol's (answered with sy_reply, or left in c->rbuf until its
-     * body has come: the head is read again with more bytes). head: the
-     * head's bytes in c->rbuf. NULL: none. */
+     * protocol's (answered with sy_reply_request, which keeps the
+     * connection alive when the client allows it, or refused with
+     * sy_reply_error, which closes; or left in c->rbuf until its body has
+     * come: the head is read again with more bytes). head: the head's
+     * bytes in c->rbuf. NULL: none. */
     bool (*request)(sy_io_t *io, struct sy_conn *c, const sy_http_request_t *req, size_t head);
     /* c, claimed, is open (SY_EV_OPEN emitted with `tag` as its protocol):
      * its greeting, or its refusal and close. NULL: nothing. */

@@ -81,6 +81,10 @@
       "Malformed or unknown frames, and bad subscribe entries, from symphony.v2 clients (answered with an error or a refusal).") \
     X(handshake_rejects, "handshakeRejects", SY_STAT_SUM, "symphony_handshake_rejects_total", "counter", 1, \
       "Upgrade requests answered with an HTTP error.") \
+    X(keep_alive, "keepAlive", SY_STAT_SUM, "symphony_http_keep_alive_connections", "gauge", 1, \
+      "HTTP connections kept open after an answer, waiting for their next request (keep-alive).") \
+    X(kept_answers, "keptAnswers", SY_STAT_SUM, "symphony_http_kept_answers_total", "counter", 1, \
+      "HTTP requests answered on their IO thread with the connection kept open (keep-alive).") \
     X(protocol_errors, "protocolErrors", SY_STAT_SUM, "symphony_protocol_errors_total", "counter", 1, \
       "Connections failed for protocol errors (1002/1007/1009).") \
     X(control_waits, "controlWaits", SY_STAT_SUM, "symphony_control_waits_total", "counter", 1, \

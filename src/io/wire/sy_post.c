@@ -205,7 +205,7 @@ bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, lo
         static const char ok[] = "HTTP/1.1 204 No Content\r\n" CORS "Access-Control-Allow-Methods: POST\r\n"
                                  "Access-Control-Allow-Headers: Content-Type\r\nAccess-Control-Max-Age: 86400\r\n"
                                  "Connection: close\r\n\r\n";
-        sy_reply(io, c, sy_refbuf_raw(ok, sizeof(ok) - 1), false);
+        sy_reply_request(io, c, req, (size_t)head, sy_refbuf_raw(ok, sizeof(ok) - 1));
         return true;
     }
     if (v == NULL || !sy_http_case_eq(req->method, req->method_len, SY_HTTP_LIT("POST")))

@@ -23,3 +23,63 @@ void sy_reply_error(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
         n = sy_http_error_response(buf, sizeof(buf), status, NULL, 0);
     sy_reply(io, c, n > 0 ? sy_refbuf_raw(buf, n) : NULL, true);
 }
+
+/* The kept form of response (the caller's alone) for a client of HTTP/1.x
+ * (http10: 1.0), or NULL (response then still the caller's). */
+static sy_refbuf_t *kept_form(sy_refbuf_t *response, bool http10) {
+    char *p = (char *)response->data;
+    if (!http10) { /* shorter: in place, nobody else sees it yet */
+        size_t n = sy_http_keep_alive_response(p, response->len, false, p, response->len);
+        if (n == 0)
+            return NULL;
+        response->len = n;
+        return response;
+    }
+    sy_refbuf_t *m = sy_refbuf_alloc(0, response->len + 32, SY_REFBUF_Z_NONE);
+    size_t n = m != NULL ? sy_http_keep_alive_response(p, response->len, true, (char *)m->data, m->len) : 0;
+    if (n == 0) {
+        sy_refbuf_release(m);
+        return NULL;
+    }
+    m->len = n;
+    sy_refbuf_release(response);
+    return m;
+}
+
+void sy_reply_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, size_t used, sy_refbuf_t *response) {
+    sy_refbuf_t *m = NULL;
+    if (response != NULL && used <= c->rlen && c->state == SY_CONN_HTTP && sy_http_request_keeps_alive(req))
+        m = kept_form(response, req->minor_version == 0);
+    if (m == NULL) {
+        sy_reply(io, c, response, false);
+        return;
+    }
+    if (!sy_conn_answer(io, c, m)) {
+        sy_conn_destroy(io, c, 1006);
+        return;
+    }
+    sy_stat_inc(&sy_io_ctx(io)->stats.kept_answers);
+    memmove(c->rbuf, c->rbuf + used, c->rlen - used);
+    c->rlen -= used;
+    if (!c->http_kept) {
+        c->http_kept = 1;
+        sy_stat_inc(&sy_io_ctx(io)->stats.keep_alive);
+    }
+    /* The next request: a deadline of its own (the head's, from now). */
+    c->deadline_ms = 0;
+    sy_conn_enter(io, c, SY_CONN_HTTP);
+}
+
+void sy_reply_next(sy_io_t *io, sy_conn_t *c) {
+    if (c->http_kept && c->state == SY_CONN_HTTP) {
+        c->http_kept = 0;
+        sy_stat_dec(&sy_io_ctx(io)->stats.keep_alive);
+    }
+}
+
+void sy_reply_closing(sy_io_t *io, sy_conn_t *c) {
+    if (!c->opened && c->http_kept) {
+        c->http_kept = 0;
+        sy_stat_dec(&sy_io_ctx(io)->stats.keep_alive);
+    }
+}

@@ -436,7 +436,8 @@ static void head_data(sy_io_t *io, sy_conn_t *c, uint8_t *p, size_t n) {
 
 const sy_wire_t sy_head_wire = {.name = "HTTP", .data = head_data, .resume = sy_upgrade_request};
 
-void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
+/* The request at the start of c->rbuf, once its head is whole. */
+static void head_request(sy_io_t *io, sy_conn_t *c) {
     const sy_io_opts_t *o = &sy_io_ctx(io)->shared->opts;
     if (c->post != NULL) { /* a stream's POST, its head read: more of its body */
         sy_post_body(io, c);
@@ -447,6 +448,7 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     long n = sy_upgrade_parse_head(io, c, &req, headers);
     if (n == SY_HTTP_PARTIAL)
         return;
+    sy_reply_next(io, c); /* a kept connection's next request has come */
     if (n < 0) {
         sy_reply_error(io, c, sy_http_error_status(n), sy_http_error_str(n));
         return;
@@ -517,4 +519,17 @@ void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
     sy_upgrade_consume_head(c, (size_t)n);
     sy_upgrade_set_protocol(io, c, proto_copy, proto_len);
     sy_upgrade_open_ws(io, c, accept, proto_copy, proto_len, NULL, 0);
+}
+
+void sy_upgrade_request(sy_io_t *io, sy_conn_t *c) {
+    /* Requests read together (pipelined) are answered in order: after one
+     * answered with the connection kept (io/wire/sy_reply.h), the next one
+     * read, if it is whole; a loop, not a call in the answer, so that many
+     * small requests in one read do not grow the stack. */
+    for (;;) {
+        size_t before = c->rlen;
+        head_request(io, c);
+        if (c->state != SY_CONN_HTTP || !c->http_kept || c->post != NULL || c->rlen == 0 || c->rlen >= before)
+            return;
+    }
 }
