@@ -361,6 +361,69 @@ static void test_problem_as_body(void)
     hs_done(&t);
 }
 
+/* Keep-alive: which requests let their connection stay open, and the kept
+ * form of a response written to close (exact bytes; in place and into a
+ * buffer; what cannot be kept). */
+static void test_keep_alive(void) {
+    static const struct {
+        const char *req;
+        bool keeps;
+    } reqs[] = {
+        {"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n", true},
+        {"POST /a HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n", false},
+        {"POST /a HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, close\r\n\r\n", false},
+        {"POST /a HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n", false},
+        {"POST /a HTTP/1.0\r\nHost: x\r\n\r\n", false},
+        {"POST /a HTTP/1.0\r\nHost: x\r\nConnection: Keep-Alive\r\n\r\n", true},
+        {"POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", false},
+        {"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n", false},
+    };
+    for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+        hs_t t = {0};
+        hs_run(&t, reqs[i].req);
+        CHECK(sy_http_request_keeps_alive(&t.req) == reqs[i].keeps);
+        hs_done(&t);
+    }
+
+    static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                             "Connection: close\r\n\r\n{}";
+    static const char kept[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    static const char kept10[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                                 "Connection: keep-alive\r\n\r\n{}";
+    char buf[256];
+    memcpy(buf, ok, sizeof(ok) - 1);
+    size_t n = sy_http_keep_alive_response(buf, sizeof(ok) - 1, false, buf, sizeof(ok) - 1);
+    CHECK_EQ(n, sizeof(kept) - 1);
+    CHECK(memcmp(buf, kept, sizeof(kept) - 1) == 0);
+    memcpy(buf, ok, sizeof(ok) - 1); /* in place, growing */
+    n = sy_http_keep_alive_response(buf, sizeof(ok) - 1, true, buf, sizeof(buf));
+    CHECK_EQ(n, sizeof(kept10) - 1);
+    CHECK(memcmp(buf, kept10, sizeof(kept10) - 1) == 0);
+    {
+        guard_t g;
+        char *out = guard_place(&g, kept10, sizeof(kept10) - 1); /* exactly: ends at the guard page */
+        CHECK_EQ(sy_http_keep_alive_response(ok, sizeof(ok) - 1, true, out, sizeof(kept10) - 1), sizeof(kept10) - 1);
+        CHECK(memcmp(out, kept10, sizeof(kept10) - 1) == 0);
+        CHECK_EQ(sy_http_keep_alive_response(ok, sizeof(ok) - 1, true, out, sizeof(kept10) - 2), 0);
+        guard_release(&g);
+    }
+    /* 204 needs no Content-Length; the error responses keep their length. */
+    static const char nc[] = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+    CHECK_EQ(sy_http_keep_alive_response(nc, sizeof(nc) - 1, false, buf, sizeof(buf)), sizeof(nc) - 1 - 19);
+    n = sy_http_error_response(buf, sizeof(buf), 404, NULL, 0);
+    CHECK(n > 0 && sy_http_keep_alive_response(buf, n, false, buf, n) == n - 19);
+    static const char *cannot[] = {
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",                                           /* no close line */
+        "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{}",                                           /* no length */
+        "HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n",               /* chunked */
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n",                            /* no head's end */
+        "HTTP/1.1 426 Upgrade Required\r\nConnection: close, Upgrade\r\nContent-Length: 0\r\n\r\n", /* not the line */
+        "",
+    };
+    for (size_t i = 0; i < sizeof(cannot) / sizeof(cannot[0]); i++)
+        CHECK_EQ(sy_http_keep_alive_response(cannot[i], strlen(cannot[i]), false, buf, sizeof(buf)), 0);
+}
+
 int main(void)
 {
     test_accept_key();
@@ -369,5 +432,6 @@ int main(void)
     test_response();
     test_error_response();
     test_problem_as_body();
+    test_keep_alive();
     return check_report("test_handshake");
 }
