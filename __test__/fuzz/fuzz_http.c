@@ -76,6 +76,17 @@ static void check_handshake(const sy_http_request_t *req, const char *b,
         free(heap);
         n = sy_http_error_response(out, sizeof(out), status, b, rc > 64 ? 64 : rc);
         REQUIRE(n > 0);
+        {
+            /* Its kept form: exactly the close line dropped (or made
+             * keep-alive), or none (the extra lines named a
+             * Transfer-Encoding); in place when it shrinks. */
+            char kept[1100];
+            bool http10 = (sel & 1) != 0;
+            size_t k = sy_http_keep_alive_response(out, n, http10, kept, sizeof(kept));
+            REQUIRE(k == 0 || k == n - 19 + (http10 ? 24 : 0));
+            k = sy_http_keep_alive_response(out, n, false, out, n);
+            REQUIRE(k == 0 || k == n - 19);
+        }
         return;
     }
     REQUIRE(count == hs.num_protocols);
@@ -170,6 +181,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(parse(b, size, limp, h2, cap, &req2) == rc);
         REQUIRE(req2.num_headers == req.num_headers);
         check_handshake(&req, b, r, sel);
+        /* Kept alive only with a framing both sides read the same. */
+        if (sy_http_request_keeps_alive(&req))
+            REQUIRE(sy_http_find_header(&req, SY_HTTP_LIT("Transfer-Encoding"), NULL) == NULL &&
+                    sy_http_count_headers(&req, SY_HTTP_LIT("Content-Length")) <= 1);
+        {
+            /* The input as a response: its kept form stays in bounds. */
+            size_t kc = (size_t)(sel >> 3) * 8;
+            char *heap = malloc(kc ? kc : 1);
+            REQUIRE(heap != NULL);
+            REQUIRE(sy_http_keep_alive_response(b, r, (sel & 2) != 0, heap, kc) <= kc);
+            free(heap);
+        }
     } else if (rc == SY_HTTP_PARTIAL) {
         REQUIRE(size < max_head);
         REQUIRE(req.num_headers == cap);

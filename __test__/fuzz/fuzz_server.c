@@ -1,6 +1,9 @@
 /* Fuzz target: the whole server path for one connection. A real sy_server
  * (2 IO threads) listens on loopback; each input is sent over a fresh TCP
- * connection, either as the raw request (first byte's low bits 00), as
+ * connection, either as the raw request (first byte's low bits 00; with
+ * bit 2, after a request the server answers keeping the connection open,
+ * an event stream's preflight, so that the input is a kept connection's
+ * next request, or several pipelined), as
  * frames after a valid upgrade request (low bit 1), or (low bits 10) as
  * the body of a POST to an event stream's real name (bit 2: a stream that
  * has closed, 410; else an open one, 202; bit 3: bytes, else text), sent
@@ -115,6 +118,9 @@ static const char UPGRADE[] = "GET / HTTP/1.1\r\nHost: f\r\nUpgrade: websocket\r
                               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
                               "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
 
+/* Answered 204 with the connection kept open (HTTP/1.1 keep-alive). */
+static const char PREFLIGHT[] = "OPTIONS /?sy.stream=x HTTP/1.1\r\nHost: f\r\n\r\n";
+
 static int64_t now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -151,6 +157,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
         if (data[0] & 1)
             send_all(fd, (const uint8_t *)UPGRADE, sizeof(UPGRADE) - 1);
+        else if (data[0] & 4)
+            send_all(fd, (const uint8_t *)PREFLIGHT, sizeof(PREFLIGHT) - 1);
         send_all(fd, data + 1, size - 1);
     }
     shutdown(fd, SHUT_WR);
