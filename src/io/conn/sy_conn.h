@@ -13,7 +13,8 @@
  * handshake: TLS) or HTTP again:
  *
  *   HANDSHAKE    the transport's handshake (TLS)     handshake timeout, from accept
- *   HTTP         reading the upgrade request         the same deadline (one for both)
+ *   HTTP         reading the upgrade request         the same deadline (one for both;
+ *                (or the next one, kept alive)        renewed after a kept-alive answer)
  *   UPGRADING    the owner decides (not read)        the same deadline
  *   OPEN         WebSocket open                      none (idle pings, sy_conn_sweep)
  *   AWAIT_OWNER  the peer broke the protocol or      SY_CONN_AWAIT_OWNER_MS
