@@ -232,3 +232,18 @@ test('an event stream preflight (OPTIONS) is kept alive too; a malformed head af
   assert.equal(s.responses[2].headers.connection, 'close');
   await statsUntil(server, (x) => x.keepAlive === 0 && x.keptAnswers === 2);
 });
+
+test('a large publish, then small ones on the same socket (its receive buffer given back between them)', async (t) => {
+  const { server, port } = await start(t);
+  const s = await rawSocket(t, port);
+  s.sock.write(raw(signedEvent('c', 'e', { big: 'x'.repeat(8000) })));
+  assert.ok(await s.until(1));
+  s.sock.write(raw(signedEvent('c', 'e', 1)));
+  assert.ok(await s.until(2));
+  s.sock.write(raw(signedEvent('c', 'e', { big: 'y'.repeat(8000) })) + raw(signedEvent('c', 'e', 2)));
+  assert.ok(await s.until(4));
+  assert.deepEqual(s.responses.map((r) => r.status), [200, 200, 200, 200]);
+  assert.equal(s.closed, false);
+  s.sock.destroy();
+  await statsUntil(server, (x) => x.keepAlive === 0 && x.keptAnswers === 4);
+});

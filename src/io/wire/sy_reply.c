@@ -3,7 +3,12 @@
 
 #include <string.h>
 
+#include "base/sy_alloc.h"
 #include "proto/sy_handshake.h"
+
+/* A kept connection with nothing more to read keeps a receive buffer up to
+ * this big for its next request (a large body's is given back). */
+#define SY_REPLY_KEPT_RBUF 4096
 
 void sy_reply(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response, bool refusal) {
     if (refusal)
@@ -61,6 +66,11 @@ void sy_reply_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, s
     sy_stat_inc(&sy_io_ctx(io)->stats.kept_answers);
     memmove(c->rbuf, c->rbuf + used, c->rlen - used);
     c->rlen -= used;
+    if (c->rlen == 0 && c->rcap > SY_REPLY_KEPT_RBUF) {
+        sy_free(c->rbuf);
+        c->rbuf = NULL;
+        c->rcap = 0;
+    }
     if (!c->http_kept) {
         c->http_kept = 1;
         sy_stat_inc(&sy_io_ctx(io)->stats.keep_alive);
