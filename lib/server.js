@@ -283,7 +283,7 @@ class Server extends EventEmitter {
       this.#bus[busAttach]((id, route, args) => binding.serverBusCall(this.#handle, id, route, args), this.#presence);
       try {
         binding.serverSetBus(this.#handle, nativeBusOptions(o.bus), (kind, a, b) => {
-          if (kind === 'ctl' && this.#streamPost(a)) return;
+          if (kind === 'ctl' && (this.#streamPost(a) || this.#pusherPresence?.ctl(a))) return;
           this.#bus[busUpdate](kind, a, b);
         });
       } catch (err) {
