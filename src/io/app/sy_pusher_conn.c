@@ -712,12 +712,10 @@ static void api_error(sy_io_t *io, sy_conn_t *c, sy_pusher_http_err_t e, const s
 }
 
 static sy_pusher_api_scope_t api_scope(sy_io_t *io, const papp_t *a) {
-    return (sy_pusher_api_scope_t){
-        .topics = &sy_io_ctx(io)->shared->topics,
-        .prefix = a->prefix,
-        .prefix_len = a->prefix_len,
-        .max_channel_len = sy_pusher_app_opts(a->app)->max_channel_len,
-        .cluster = atomic_load_explicit(&sy_io_ctx(io)->shared->posts_forwarded, memory_order_relaxed)}; /* a bus */
+    return (sy_pusher_api_scope_t){.topics = &sy_io_ctx(io)->shared->topics,
+                                   .prefix = a->prefix,
+                                   .prefix_len = a->prefix_len,
+                                   .max_channel_len = sy_pusher_app_opts(a->app)->max_channel_len};
 }
 
 /* The events of an authorized EVENTS or BATCH_EVENTS request, published
@@ -847,10 +845,11 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
             break;
         case SY_PUSHER_API_CHANNELS:
         case SY_PUSHER_API_CHANNEL:
+            sc.cluster = atomic_load(&sy_io_ctx(io)->shared->posts_forwarded); /* a bus */
             e = sy_pusher_api_get(&sc, &r, &answer);
-            if (e == SY_PUSHER_HTTP_OK && answer == NULL) { /* the owner answers (lib/pusher/channels.js) */
-                if (!sy_pusher_presence_channels(io, c, (unsigned)(a - p->app), a->prefix, a->prefix_len, &r))
-                    api_error(io, c, SY_PUSHER_HTTP_CHANNEL_NAME, &r, o);
+            if (e == SY_PUSHER_HTTP_OK && answer == NULL && /* the owner answers (lib/pusher/channels.js) */
+                (e = sy_pusher_presence_channels(io, c, (unsigned)(a - p->app), a->prefix, a->prefix_len, &r)) ==
+                    SY_PUSHER_HTTP_OK) {
                 sy_pusher_req_free(&r);
                 return true;
             }

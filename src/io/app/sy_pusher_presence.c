@@ -94,8 +94,8 @@ void sy_pusher_presence_users(sy_io_t *io, sy_conn_t *c, unsigned app, const cha
     sy_conn_enter(io, c, SY_CONN_UPGRADING);
 }
 
-bool sy_pusher_presence_channels(sy_io_t *io, sy_conn_t *c, unsigned app, const char *prefix, size_t prefix_len,
-                                 const sy_pusher_req_t *r) {
+sy_pusher_http_err_t sy_pusher_presence_channels(sy_io_t *io, sy_conn_t *c, unsigned app, const char *prefix,
+                                                 size_t prefix_len, const sy_pusher_req_t *r) {
     const char *info = r->info != NULL ? r->info : "";
     if (r->route == SY_PUSHER_API_CHANNELS) {
         const char *s[2] = {r->filter_by_prefix != NULL ? r->filter_by_prefix : "", info};
@@ -104,7 +104,7 @@ bool sy_pusher_presence_channels(sy_io_t *io, sy_conn_t *c, unsigned app, const 
     } else {
         char topic[SY_PUSHER_ID_MAX + 2 + 1024];
         if (prefix_len + r->name_len > sizeof(topic))
-            return false;
+            return SY_PUSHER_HTTP_CHANNEL_NAME;
         memcpy(topic, prefix, prefix_len);
         memcpy(topic + prefix_len, r->name, r->name_len);
         const char *s[3] = {topic, r->name, info};
@@ -112,5 +112,5 @@ bool sy_pusher_presence_channels(sy_io_t *io, sy_conn_t *c, unsigned app, const 
         emit(io, c, 'n', app, s, n, 3);
     }
     sy_conn_enter(io, c, SY_CONN_UPGRADING);
-    return true;
+    return SY_PUSHER_HTTP_OK;
 }

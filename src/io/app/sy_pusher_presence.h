@@ -65,8 +65,9 @@ void sy_pusher_presence_leave(sy_io_t *io, sy_conn_t *c, unsigned app, const cha
 void sy_pusher_presence_users(sy_io_t *io, sy_conn_t *c, unsigned app, const char *topic, size_t topic_len,
                               const char *ch, size_t ch_len);
 /* 'c' or 'n' for request r (route CHANNELS or CHANNEL) of app (topics'
- * prefix: prefix); false (nothing sent) when the topic's name is too long. */
-bool sy_pusher_presence_channels(sy_io_t *io, sy_conn_t *c, unsigned app, const char *prefix, size_t prefix_len,
-                                 const sy_pusher_req_t *r);
+ * prefix: prefix): SY_PUSHER_HTTP_OK, or SY_PUSHER_HTTP_CHANNEL_NAME (nothing
+ * sent, c not moved) when the topic's name is too long. */
+sy_pusher_http_err_t sy_pusher_presence_channels(sy_io_t *io, sy_conn_t *c, unsigned app, const char *prefix,
+                                                 size_t prefix_len, const sy_pusher_req_t *r);
 
 #endif
