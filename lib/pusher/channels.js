@@ -44,11 +44,12 @@ class PusherChannels {
   #bus;   // lib/server.js' { ctl(message) -> Promise<receivers> } or null
   #users; // (topic) -> Promise<user ids>: a presence channel's, every node's
   #reply; // (conn, status, body)
-  #node = crypto.randomBytes(8).toString('hex');
+  #node;
   #asks = new Map(); // request id -> { expect, got: Map node -> list, resolve, reject, timer }
 
   constructor(server, { bus, users, reply }) {
     this.#server = server;
+    this.#node = nodeOf(server);
     this.#bus = bus;
     this.#users = users;
     this.#reply = reply;
@@ -85,16 +86,9 @@ class PusherChannels {
     }, (err) => this.#reply(conn, 503, { error: `channels: ${err.message}` }));
   }
 
-  /** This node's occupied topics that start with prefix: a Map topic -> subscribers. */
-  #mine(prefix) {
-    const out = new Map();
-    for (const [topic, n] of this.#server.topics()) if (n > 0 && topic.startsWith(prefix)) out.set(topic, n);
-    return out;
-  }
-
   /** Every node's occupied topics under prefix, their counts added up. */
   #occupied(prefix) {
-    if (this.#bus === null) return Promise.resolve(this.#mine(prefix));
+    if (this.#bus === null) return Promise.resolve(occupied(this.#server, prefix));
     const req = crypto.randomBytes(6).toString('hex');
     return new Promise((resolve, reject) => {
       const c = { expect: null, got: new Map(), resolve, reject, timer: null };
@@ -125,28 +119,11 @@ class PusherChannels {
     c.resolve(sum);
   }
 
-  /** A message of the nodes' control channel (a Buffer): true when it was one of these. */
-  ctl(buf) {
-    if (buf.length < ANSWER.length || buf[0] !== 0x7b) return false;
-    const head = buf.toString('latin1', 0, ASK.length);
-    const ask = head === ASK;
-    if (!ask && !head.startsWith(ANSWER)) return false;
-    let m;
-    try {
-      m = JSON.parse(buf.toString('utf8'));
-    } catch {
-      return true;
-    }
-    if (typeof m?.req !== 'string' || typeof m.node !== 'string') return true;
-    if (ask) {
-      if (typeof m.prefix !== 'string' || this.#bus === null) return true;
-      const list = [...this.#mine(m.prefix)];
-      this.#bus.ctl(JSON.stringify({ t: 'pch', req: m.req, to: m.node, node: this.#node, list })).catch(() => {});
-    } else if (m.to === this.#node && Array.isArray(m.list) && this.#asks.has(m.req)) {
-      this.#asks.get(m.req).got.set(m.node, m.list.filter((x) => Array.isArray(x) && typeof x[0] === 'string' && Number.isInteger(x[1])));
-      this.#settle(m.req);
-    }
-    return true;
+  /** A node's answer ({"t":"pch"}, parsed) to one of this node's requests. */
+  answered(m) {
+    if (m.to !== this.#node || !Array.isArray(m.list) || !this.#asks.has(m.req)) return;
+    this.#asks.get(m.req).got.set(m.node, m.list.filter((x) => Array.isArray(x) && typeof x[0] === 'string' && Number.isInteger(x[1])));
+    this.#settle(m.req);
   }
 
   /** The server closes: the requests under way end (their connections are closed with it). */
@@ -156,4 +133,47 @@ class PusherChannels {
   }
 }
 
-module.exports = { PusherChannels };
+const nodes = new WeakMap(); // Server -> its id in these requests and answers
+
+function nodeOf(server) {
+  let id = nodes.get(server);
+  if (id === undefined) nodes.set(server, (id = crypto.randomBytes(8).toString('hex')));
+  return id;
+}
+
+/** server's occupied topics that start with prefix: a Map topic -> subscribers. */
+function occupied(server, prefix) {
+  const out = new Map();
+  for (const [topic, n] of server.topics()) if (n > 0 && topic.startsWith(prefix)) out.set(topic, n);
+  return out;
+}
+
+/**
+ * A message of the nodes' control channel (a Buffer) at server (bus:
+ * lib/server.js' { ctl }; channels: its PusherChannels, null without
+ * `pusher`): true when it was one of GET /channels'. Every node answers a
+ * request, with the `pusher` option or not (a node without it has its
+ * topics too, and Redis counts it among the nodes).
+ */
+function channelsCtl(server, bus, channels, buf) {
+  if (buf.length < ANSWER.length || buf[0] !== 0x7b) return false;
+  const head = buf.toString('latin1', 0, ASK.length);
+  const ask = head === ASK;
+  if (!ask && !head.startsWith(ANSWER)) return false;
+  let m;
+  try {
+    m = JSON.parse(buf.toString('utf8'));
+  } catch {
+    return true;
+  }
+  if (typeof m?.req !== 'string' || typeof m.node !== 'string') return true;
+  if (!ask) {
+    channels?.answered(m);
+  } else if (typeof m.prefix === 'string') {
+    const list = [...occupied(server, m.prefix)];
+    bus.ctl(JSON.stringify({ t: 'pch', req: m.req, to: m.node, node: nodeOf(server), list })).catch(() => {});
+  }
+  return true;
+}
+
+module.exports = { PusherChannels, channelsCtl };

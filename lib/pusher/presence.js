@@ -286,8 +286,8 @@ class PusherPresence {
     for (const [topic, { app, channel }] of mine) this.#leave(conn, topic, app, channel);
   }
 
-  /** A message of the nodes' control channel (a Buffer): true when it was GET /channels' (lib/pusher/channels.js). */
-  ctl(buf) { return this.#channels.ctl(buf); }
+  /** GET /channels' requests and answers (lib/pusher/channels.js' channelsCtl). */
+  get channels() { return this.#channels; }
 
   /** The user ids of a presence channel's topic, on every node. */
   users(topic) { return this.#store.users(topic); }
