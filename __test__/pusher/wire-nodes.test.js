@@ -72,6 +72,12 @@ test('two nodes: GET /channels/<name> and /channels answer every node\'s occupie
   const redis = await startRedis({ t });
   const a = await node(t, redis);
   const b = await node(t, redis);
+  // A third node without the pusher option, on the same bus: it answers the list's request too (empty).
+  const plain = new Server({ host: '127.0.0.1', port: 0, bus: { url: redis.url, backoff: { min: 50, max: 300 } } });
+  t.after(() => plain.close());
+  const plainUp = new Promise((resolve) => plain.bus.once('up', resolve));
+  await plain.listen();
+  await plainUp;
   const member = (port, user_id) => pusherClient(t, port, { key: APP.key, authorize: (s, c) => sdk.authorizeChannel(s, c, { user_id }) });
   const onA = await client(t, a.address().port);
   const onB = [await client(t, b.address().port), await client(t, b.address().port)];

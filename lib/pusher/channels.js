@@ -76,7 +76,8 @@ class PusherChannels {
   one(conn, topic, info) {
     const want = infoOf(info);
     Promise.all([
-      this.#bus === null ? this.#server.subscribers(topic) : this.#server.bus.subscribers(topic, { timeout: TIMEOUT_MS }),
+      // (in a then: a throw of subscribers() is this request's 503, not the dispatch's)
+      Promise.resolve().then(() => (this.#bus === null ? this.#server.subscribers(topic) : this.#server.bus.subscribers(topic, { timeout: TIMEOUT_MS }))),
       want.users ? this.#users(topic) : null,
     ]).then(([subs, users]) => {
       const body = { occupied: subs > 0 };
@@ -88,7 +89,7 @@ class PusherChannels {
 
   /** Every node's occupied topics under prefix, their counts added up. */
   #occupied(prefix) {
-    if (this.#bus === null) return Promise.resolve(occupied(this.#server, prefix));
+    if (this.#bus === null) return Promise.resolve().then(() => occupied(this.#server, prefix));
     const req = crypto.randomBytes(6).toString('hex');
     return new Promise((resolve, reject) => {
       const c = { expect: null, got: new Map(), resolve, reject, timer: null };
