@@ -14,6 +14,7 @@ const { DEFAULTS, normalizeOptions, nativeOptions, topicHistoryOption, tlsArgs, 
 const { Asks } = require('./asks');
 const { nativeKeys } = require('./tokens');
 const { pusherPresence } = require('./pusher/presence');
+const { channelsCtl } = require('./pusher/channels');
 const { setPusher, pusherOpenInfo, pusherSummary, publishEvent, publishWithEvent } = require('./pusher/server');
 const { PusherHooks } = require('./pusher/hooks');
 
@@ -283,7 +284,7 @@ class Server extends EventEmitter {
       this.#bus[busAttach]((id, route, args) => binding.serverBusCall(this.#handle, id, route, args), this.#presence);
       try {
         binding.serverSetBus(this.#handle, nativeBusOptions(o.bus), (kind, a, b) => {
-          if (kind === 'ctl' && this.#streamPost(a)) return;
+          if (kind === 'ctl' && (this.#streamPost(a) || channelsCtl(this, bus, this.#pusherPresence?.channels ?? null, a))) return;
           this.#bus[busUpdate](kind, a, b);
         });
       } catch (err) {

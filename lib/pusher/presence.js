@@ -6,7 +6,8 @@
 // (src/io/app/sy_pusher_presence.h), then hands it here as an EV_PUSHER
 // event: 'j' (join: topic, channel, user id, user_info JSON or ""), 'l'
 // (the client unsubscribed: done there already), 'u' (GET .../users, to
-// answer). A connection's close leaves every channel it joined.
+// answer), 'c' and 'n' (GET /channels, /channels/<name>: lib/pusher/channels.js
+// answers). A connection's close leaves every channel it joined.
 //
 // A member is a user id: its first connection on a channel adds it
 // (member_added to the others, the member_added webhook), its last one
@@ -36,6 +37,7 @@
 const crypto = require('node:crypto');
 const { binding } = require('../native');
 const { reportPusherEvent } = require('./events');
+const { PusherChannels } = require('./channels');
 
 const TTL_MS = 15000; // a node's time, renewed every ttl/3 (options.presence.ttl when given)
 
@@ -224,6 +226,7 @@ class PusherPresence {
   #closed = false;
   #report;
   #ttl;
+  #channels;
 
   constructor(server, { pusher, bus, ttl = TTL_MS, report }, io) {
     this.#server = server;
@@ -234,6 +237,7 @@ class PusherPresence {
     this.#io = io;
     this.#bus = bus;
     this.#store = bus === null ? new LocalStore() : new RedisStore(bus, ttl);
+    this.#channels = new PusherChannels(server, { bus, users: (topic) => this.#store.users(topic), reply: (conn, status, body) => this.#reply(conn, status, body) });
     instances.set(server, this);
   }
 
@@ -262,6 +266,12 @@ class PusherPresence {
           (ids) => this.#reply(conn, 200, { users: ids.map((id) => ({ id })) }),
           (err) => this.#reply(conn, 503, { error: `presence: ${err.message}` }));
         break;
+      case 0x63: // 'c': filter_by_prefix, info
+        this.#channels.list(conn, a.prefix, parts[0], parts[1]);
+        break;
+      case 0x6e: // 'n': topic, channel, info
+        this.#channels.one(conn, topic, parts[2]);
+        break;
       default:
         break;
     }
@@ -275,6 +285,9 @@ class PusherPresence {
     this.#byConn.delete(conn);
     for (const [topic, { app, channel }] of mine) this.#leave(conn, topic, app, channel);
   }
+
+  /** GET /channels' requests and answers (lib/pusher/channels.js' channelsCtl). */
+  get channels() { return this.#channels; }
 
   /** The user ids of a presence channel's topic, on every node. */
   users(topic) { return this.#store.users(topic); }
@@ -405,6 +418,7 @@ class PusherPresence {
     this.#closed = true;
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
+    this.#channels.close();
     if (this.#bus === null) return;
     await Promise.allSettled([...this.#queues.values()]); // joins under way land before this node leaves
     this.#retry.clear(); // the nodes' renewals purge what is left of this node

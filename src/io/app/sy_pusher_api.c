@@ -11,8 +11,8 @@
 #include "proto/sy_pusher.h"
 
 long sy_pusher_api_user_count(const sy_pusher_api_scope_t *s, sy_topic_t *t) {
-    /* PRESENCE: the presence channels answer here (their distinct user
-     * ids of t on every node). None yet: presence- subscribes are refused. */
+    /* The members are the owner's (lib/pusher/presence.js): an events
+     * request's answer leaves user_count out. */
     (void)s;
     (void)t;
     return SY_PUSHER_API_NO_COUNT;
@@ -122,6 +122,8 @@ static sy_pusher_http_err_t get_channels(const sy_pusher_api_scope_t *s, const s
     if ((info & SY_PUSHER_INFO_USER_COUNT) && (r->filter_by_prefix_len < sizeof(PRESENCE) - 1 ||
                                                memcmp(r->filter_by_prefix, PRESENCE, sizeof(PRESENCE) - 1) != 0))
         return SY_PUSHER_HTTP_USER_COUNT; /* Pusher: user_count only with filter_by_prefix=presence- */
+    if ((info & SY_PUSHER_INFO_USER_COUNT) || s->cluster)
+        return SY_PUSHER_HTTP_OK; /* the owner answers */
     listing_t l = {.s = s, .filter = r->filter_by_prefix, .filter_len = r->filter_by_prefix_len};
     sy_topics_each(s->topics, list_one, &l);
     body_t b = {.nomem = l.nomem};
@@ -132,17 +134,9 @@ static sy_pusher_http_err_t get_channels(const sy_pusher_api_scope_t *s, const s
             put(&b, ",", 1);
         put_name(&b, t->name + s->prefix_len, t->name_len - s->prefix_len);
         put(&b, ":{", 2);
-        const char *sep = "";
         if (info & SY_PUSHER_INFO_SUBSCRIPTION_COUNT) {
             put_z(&b, "\"subscription_count\":");
             put_u(&b, sy_topic_subscribers(t));
-            sep = ",";
-        }
-        long users = (info & SY_PUSHER_INFO_USER_COUNT) ? sy_pusher_api_user_count(s, t) : SY_PUSHER_API_NO_COUNT;
-        if (users >= 0) {
-            put_z(&b, sep);
-            put_z(&b, "\"user_count\":");
-            put_u(&b, (unsigned long)users);
         }
         put(&b, "}", 1);
     }
@@ -162,6 +156,8 @@ static sy_pusher_http_err_t get_channel(const sy_pusher_api_scope_t *s, const sy
         return SY_PUSHER_HTTP_CHANNEL_NAME;
     if ((info & SY_PUSHER_INFO_USER_COUNT) && chan.type != SY_PUSHER_PRESENCE)
         return SY_PUSHER_HTTP_USER_COUNT;
+    if ((info & SY_PUSHER_INFO_USER_COUNT) || s->cluster)
+        return SY_PUSHER_HTTP_OK; /* the owner answers */
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
     if (s->prefix_len + r->name_len > sizeof(name))
         return SY_PUSHER_HTTP_CHANNEL_NAME;
@@ -169,16 +165,10 @@ static sy_pusher_http_err_t get_channel(const sy_pusher_api_scope_t *s, const sy
     memcpy(name + s->prefix_len, r->name, r->name_len);
     sy_topic_t *t = sy_topic_acquire(s->topics, name, s->prefix_len + r->name_len, false);
     unsigned subs = t != NULL ? sy_topic_subscribers(t) : 0;
-    long users =
-        t != NULL && (info & SY_PUSHER_INFO_USER_COUNT) ? sy_pusher_api_user_count(s, t) : SY_PUSHER_API_NO_COUNT;
     if (t != NULL)
         sy_topic_release(s->topics, t);
     body_t b = {0};
     put_z(&b, subs > 0 ? "{\"occupied\":true" : "{\"occupied\":false");
-    if (users >= 0) {
-        put_z(&b, ",\"user_count\":");
-        put_u(&b, (unsigned long)users);
-    }
     if (info & SY_PUSHER_INFO_SUBSCRIPTION_COUNT) {
         put_z(&b, ",\"subscription_count\":");
         put_u(&b, subs);

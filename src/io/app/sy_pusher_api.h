@@ -14,9 +14,15 @@
  * name never holds ':'). A count is this node's subscribers of the topic
  * (sy_topic_subscribers: Pusher's and symphony's own clients of it).
  *
- * user_count (presence channels) comes from sy_pusher_api_user_count, the
- * one call site the presence channels answer through; until they exist it
- * answers "none" and user_count is left out.
+ * GET /channels and /channels/<name> are answered here only in the common
+ * case: no bus (s->cluster false) and no user_count asked. Otherwise the
+ * request is checked here (the same 400s) and answered by the owner
+ * (sy_pusher_presence_channels; lib/pusher/channels.js): presence members
+ * are the owner's, and with a bus the counts and the list are every
+ * node's, which an IO thread cannot wait for.
+ *
+ * An events request's user_count comes from sy_pusher_api_user_count,
+ * which answers "none" (user_count left out there).
  *
  * Threads: an IO thread (or any thread: the registry has its own lock,
  * counts are atomic reads).
@@ -25,11 +31,14 @@
  * with one reference, the caller's. Nothing is kept.
  *
  * Errors: SY_PUSHER_HTTP_OK with *out, or the error to answer
- * (SY_PUSHER_HTTP_USER_COUNT, SY_PUSHER_HTTP_NOMEM) and *out NULL.
+ * (SY_PUSHER_HTTP_USER_COUNT, SY_PUSHER_HTTP_CHANNEL_NAME,
+ * SY_PUSHER_HTTP_NOMEM) and *out NULL; sy_pusher_api_get's
+ * SY_PUSHER_HTTP_OK with *out NULL: the request is good, the owner answers.
  */
 #ifndef SY_PUSHER_API_H
 #define SY_PUSHER_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/sy_refbuf.h"
@@ -41,9 +50,12 @@ typedef struct sy_pusher_api_scope {
     const char *prefix; /* the app's topics' prefix: "" or "<id>:" */
     size_t prefix_len;
     size_t max_channel_len;
+    bool cluster; /* a bus: GET's counts and list are every node's (the owner answers) */
 } sy_pusher_api_scope_t;
 
-/* The answer to an authorized GET /channels or /channels/<name> (r). */
+/* The answer to an authorized GET /channels or /channels/<name> (r); *out
+ * NULL (and SY_PUSHER_HTTP_OK) when the owner answers it: info asks
+ * user_count, or s->cluster. */
 sy_pusher_http_err_t sy_pusher_api_get(const sy_pusher_api_scope_t *s, const sy_pusher_req_t *r, sy_refbuf_t **out);
 
 /* The answer to the published events ev of one request (route EVENTS or
@@ -56,10 +68,9 @@ sy_pusher_http_err_t sy_pusher_api_trigger_answer(const sy_pusher_api_scope_t *s
 
 #define SY_PUSHER_API_NO_COUNT (-1L)
 
-/* The distinct users of presence channel t (its topic): the call site the
- * presence channels answer user_count through. SY_PUSHER_API_NO_COUNT
- * while the server has no presence channels (presence- subscribes are
- * refused, so none has members). */
+/* The distinct users of presence channel t (its topic), for an events
+ * request's info: SY_PUSHER_API_NO_COUNT (the members are the owner's; a
+ * GET asking user_count goes to it instead). */
 long sy_pusher_api_user_count(const sy_pusher_api_scope_t *s, sy_topic_t *t);
 
 #endif

@@ -845,7 +845,14 @@ static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *r
             break;
         case SY_PUSHER_API_CHANNELS:
         case SY_PUSHER_API_CHANNEL:
+            sc.cluster = atomic_load(&sy_io_ctx(io)->shared->posts_forwarded); /* a bus */
             e = sy_pusher_api_get(&sc, &r, &answer);
+            if (e == SY_PUSHER_HTTP_OK && answer == NULL && /* the owner answers (lib/pusher/channels.js) */
+                (e = sy_pusher_presence_channels(io, c, (unsigned)(a - p->app), a->prefix, a->prefix_len, &r)) ==
+                    SY_PUSHER_HTTP_OK) {
+                sy_pusher_req_free(&r);
+                return true;
+            }
             break;
         case SY_PUSHER_API_CHANNEL_USERS: { /* the owner answers (lib/pusher/presence.js) */
             char name[SY_PUSHER_ID_MAX + 2 + 1024];

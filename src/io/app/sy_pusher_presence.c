@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "auth/sy_pusher_auth.h"
 #include "base/sy_alloc.h"
 #include "io/loop/sy_io_thread.h"
 #include "io/model/sy_events.h"
@@ -91,4 +92,25 @@ void sy_pusher_presence_users(sy_io_t *io, sy_conn_t *c, unsigned app, const cha
     size_t n[2] = {topic_len, ch_len};
     emit(io, c, 'u', app, s, n, 2);
     sy_conn_enter(io, c, SY_CONN_UPGRADING);
+}
+
+sy_pusher_http_err_t sy_pusher_presence_channels(sy_io_t *io, sy_conn_t *c, unsigned app, const char *prefix,
+                                                 size_t prefix_len, const sy_pusher_req_t *r) {
+    const char *info = r->info != NULL ? r->info : "";
+    if (r->route == SY_PUSHER_API_CHANNELS) {
+        const char *s[2] = {r->filter_by_prefix != NULL ? r->filter_by_prefix : "", info};
+        size_t n[2] = {r->filter_by_prefix_len, r->info_len};
+        emit(io, c, 'c', app, s, n, 2);
+    } else {
+        char topic[SY_PUSHER_ID_MAX + 2 + 1024];
+        if (prefix_len + r->name_len > sizeof(topic))
+            return SY_PUSHER_HTTP_CHANNEL_NAME;
+        memcpy(topic, prefix, prefix_len);
+        memcpy(topic + prefix_len, r->name, r->name_len);
+        const char *s[3] = {topic, r->name, info};
+        size_t n[3] = {prefix_len + r->name_len, r->name_len, r->info_len};
+        emit(io, c, 'n', app, s, n, 3);
+    }
+    sy_conn_enter(io, c, SY_CONN_UPGRADING);
+    return SY_PUSHER_HTTP_OK;
 }

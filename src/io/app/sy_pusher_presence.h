@@ -16,6 +16,9 @@
  *   'u' (GET /apps/<id>/channels/<presence channel>/users, authorized): topic, channel;
  *       the connection waits (UPGRADING) for the owner's answer, a whole HTTP
  *       response (sy_server_reply)
+ *   'c' (GET /apps/<id>/channels, authorized and checked, the owner answers:
+ *       io/app/sy_pusher_api.h): filter_by_prefix, info ("" for none); waits as 'u'
+ *   'n' (GET /apps/<id>/channels/<name>, the same): topic, channel, info; waits as 'u'
  * A connection's close is the owner's SY_EV_CLOSE: it leaves every channel.
  *
  * A client event's publish carries the sender's user id in its meta, after
@@ -39,6 +42,7 @@
 
 #include "io/conn/sy_conn.h"
 #include "io/loop/sy_loop.h"
+#include "proto/sy_pusher_http.h"
 
 /* A connection's presence channels and the user id of each. */
 typedef struct sy_pusher_pres sy_pusher_pres_t;
@@ -57,8 +61,13 @@ void sy_pusher_presence_join(sy_io_t *io, sy_conn_t *c, unsigned app, const char
                              size_t info_len);
 void sy_pusher_presence_leave(sy_io_t *io, sy_conn_t *c, unsigned app, const char *topic, size_t topic_len,
                               const char *ch, size_t ch_len);
-/* Also moves c (an HTTP request) to UPGRADING, to wait for the answer. */
+/* These two also move c (an HTTP request) to UPGRADING, to wait for the answer. */
 void sy_pusher_presence_users(sy_io_t *io, sy_conn_t *c, unsigned app, const char *topic, size_t topic_len,
                               const char *ch, size_t ch_len);
+/* 'c' or 'n' for request r (route CHANNELS or CHANNEL) of app (topics'
+ * prefix: prefix): SY_PUSHER_HTTP_OK, or SY_PUSHER_HTTP_CHANNEL_NAME (nothing
+ * sent, c not moved) when the topic's name is too long. */
+sy_pusher_http_err_t sy_pusher_presence_channels(sy_io_t *io, sy_conn_t *c, unsigned app, const char *prefix,
+                                                 size_t prefix_len, const sy_pusher_req_t *r);
 
 #endif
