@@ -15,6 +15,7 @@
 #include "io/app/sy_pusher_cache.h"
 #include "io/app/sy_pusher_event.h"
 #include "io/app/sy_pusher_presence.h"
+#include "io/app/sy_pusher_req.h"
 #include "io/app/sy_pusher_user.h"
 #include "io/app/sy_subs.h"
 #include "io/conn/sy_conn.h"
@@ -27,17 +28,6 @@
 #include <time.h>
 
 #define PONG_TIMEOUT_S 30 /* pusher-js' pongTimeout: how long the server waits for its ping's answer */
-
-typedef struct papp {
-    const sy_pusher_app_t *app;
-    char prefix[SY_PUSHER_ID_MAX + 2]; /* "<id>:" (the first app's: "") */
-    size_t prefix_len;
-    bool enabled;
-    bool user_auth; /* enableUserAuthentication: sign in within the timeout */
-    uint32_t index; /* in the owner's list (SY_EV_PUSHER's code) */
-    uint32_t hooks; /* the webhook events its webhooks want (sy_pusher_event.h) */
-    atomic_uint conns;
-} papp_t;
 
 /* A connection's Pusher state, beside it (by slot). */
 typedef struct pconn {
@@ -62,24 +52,11 @@ typedef struct pconn {
     uint32_t npending, pending_cap;
 } pconn_t;
 
-typedef struct pthr {
+struct pthr {
     pconn_t **by_slot;
     uint32_t cap;
-} pthr_t;
-
-struct sy_pusher_srv {
-    sy_pusher_apps_t *apps; /* one reference */
-    papp_t *app;
-    size_t napps;
-    uint64_t node;
-    unsigned activity_s;
-    int64_t user_timeout_ms;
-    uint32_t cache_ttl_s; /* how long a cache channel keeps its last event (0: no limit) */
-    size_t prefix_len;
-    char *prefix;
-    unsigned nthreads;
-    pthr_t *threads;
 };
+typedef struct pthr pthr_t;
 
 sy_err_t sy_pusher_srv_new(sy_pusher_apps_t *apps, const sy_pusher_cfg_t *cfg, unsigned nthreads, sy_pusher_srv_t **out,
                            char *err, size_t errlen) {
@@ -174,11 +151,9 @@ bool sy_pusher_srv_cache_topic(const sy_pusher_srv_t *p, const char *topic, size
     return true;
 }
 
-static sy_pusher_srv_t *srv_of(const sy_io_t *io) { return (sy_pusher_srv_t *)sy_io_ctx(io)->shared->proto_state; }
-
 /* c's cell in its thread's table (made when make: NULL out of memory). */
 static pconn_t **cell(sy_io_t *io, const sy_conn_t *c, bool make) {
-    pthr_t *t = &srv_of(io)->threads[sy_io_ctx(io)->index];
+    pthr_t *t = &sy_pusher_srv_of(io)->threads[sy_io_ctx(io)->index];
     if (c->slot >= t->cap) {
         if (!make)
             return NULL;
@@ -216,7 +191,7 @@ static void say(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *m) {
 /* <prefix>/app/<key>[?query]: claimed, with the app the key names (or the
  * refusal to tell at open). */
 static bool pusher_claim(sy_io_t *io, sy_conn_t *c, const char *target, size_t len) {
-    sy_pusher_srv_t *p = srv_of(io);
+    sy_pusher_srv_t *p = sy_pusher_srv_of(io);
     size_t path_len = 0;
     while (path_len < len && target[path_len] != '?' && target[path_len] != '#')
         path_len++;
@@ -269,7 +244,7 @@ static const char *refusal(uint16_t code) {
 }
 
 static void pusher_opened(sy_io_t *io, sy_conn_t *c) {
-    sy_pusher_srv_t *p = srv_of(io);
+    sy_pusher_srv_t *p = sy_pusher_srv_of(io);
     pconn_t *s = state_of(io, c);
     if (s == NULL) {
         sy_conn_fail_oom(io, c);
@@ -340,9 +315,10 @@ static bool pusher_idle(sy_io_t *io, sy_conn_t *c, int64_t now) {
     pconn_t *s = state_of(io, c);
     if (s == NULL || c->state != SY_CONN_OPEN || s->code != 0)
         return true;
-    if (!sy_pusher_signin_idle(io, c, s->user, s->app->user_auth, s->opened_ms, srv_of(io)->user_timeout_ms, now))
+    if (!sy_pusher_signin_idle(io, c, s->user, s->app->user_auth, s->opened_ms, sy_pusher_srv_of(io)->user_timeout_ms,
+                               now))
         return false;
-    unsigned act = srv_of(io)->activity_s, pong = act < PONG_TIMEOUT_S ? act : PONG_TIMEOUT_S;
+    unsigned act = sy_pusher_srv_of(io)->activity_s, pong = act < PONG_TIMEOUT_S ? act : PONG_TIMEOUT_S;
     if (s->ping_out && c->last_rx_ms > s->ping_ms)
         s->ping_out = false;
     if (s->ping_out) {
@@ -360,15 +336,6 @@ static bool pusher_idle(sy_io_t *io, sy_conn_t *c, int64_t now) {
 }
 
 /* ---- a client's messages ------------------------------------------------------------ */
-
-/* The topic of app's channel: "<prefix><channel>" in buf (cap bytes). */
-static size_t topic_name(const papp_t *a, const char *ch, size_t len, char *buf, size_t cap) {
-    if (a->prefix_len + len > cap)
-        return 0;
-    memcpy(buf, a->prefix, a->prefix_len);
-    memcpy(buf + a->prefix_len, ch, len);
-    return a->prefix_len + len;
-}
 
 static sy_sub_t *held(sy_conn_t *c, const char *name, size_t len) {
     for (uint32_t i = 0; i < c->nsubs; i++)
@@ -405,7 +372,7 @@ static void refuse_sub(sy_io_t *io, sy_conn_t *c, const sy_pusher_msg_t *m, cons
 
 /* A private or encrypted channel's auth: true when good, else refused. */
 static bool auth_ok(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
-    sy_pusher_srv_t *p = srv_of(io);
+    sy_pusher_srv_t *p = sy_pusher_srv_of(io);
     sy_pusher_auth_t r = sy_pusher_auth_channel(p->apps, s->app->app, s->sid, s->sid_len, m->channel, m->channel_len,
                                                 m->channel_data, m->channel_data_len, m->auth, m->auth_len);
     if (r == SY_PUSHER_AUTH_OK)
@@ -445,8 +412,8 @@ static void presence_subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_p
         sy_conn_fail_oom(io, c);
         return;
     }
-    sy_pusher_presence_join(io, c, (unsigned)(s->app - srv_of(io)->app), topic, topic_len, m->channel, m->channel_len,
-                            u.id, u.id_len, u.info, u.info_len);
+    sy_pusher_presence_join(io, c, (unsigned)(s->app - sy_pusher_srv_of(io)->app), topic, topic_len, m->channel,
+                            m->channel_len, u.id, u.id_len, u.info, u.info_len);
     sy_pusher_user_free(&u);
 }
 
@@ -468,7 +435,7 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
     if (sy_pusher_needs_auth(m->chan.type) && !auth_ok(io, c, s, m))
         return;
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
-    size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
+    size_t n = sy_pusher_topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     if (n == 0) {
         say(io, c, sy_pusher_err_frame(SY_PUSHER_CHANNEL_LONG, m->channel, m->channel_len));
         return;
@@ -491,7 +458,7 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         }
         /* A cache channel keeps its last event: set before the interest, so
          * that with a bus the topic's subscription syncs its history. */
-        if (m->chan.cache && sy_pusher_cache_keep(x->shared, t, srv_of(io)->cache_ttl_s) != 0) {
+        if (m->chan.cache && sy_pusher_cache_keep(x->shared, t, sy_pusher_srv_of(io)->cache_ttl_s) != 0) {
             sy_topic_release(&x->shared->topics, t);
             sy_conn_fail_oom(io, c);
             return;
@@ -531,7 +498,7 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_m
     if (m->channel_len >= ul && memcmp(m->channel, SY_PUSHER_USER_CHANNEL, ul) == 0)
         return; /* the user's channel is the sign-in's: held while it lives (terminate_connections finds it) */
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
-    size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
+    size_t n = sy_pusher_topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
     /* Pusher answers nothing. A presence channel's leave is the owner's to
      * decide (a member goes with its user's last connection). */
@@ -541,7 +508,8 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_m
     else if (w != NULL)
         w->cancelled = true; /* undone once it is c's (pusher_subscribed) */
     if (n > 0 && sy_pusher_pres_drop(&s->pres, m->channel, m->channel_len))
-        sy_pusher_presence_leave(io, c, (unsigned)(s->app - srv_of(io)->app), name, n, m->channel, m->channel_len);
+        sy_pusher_presence_leave(io, c, (unsigned)(s->app - sy_pusher_srv_of(io)->app), name, n, m->channel,
+                                 m->channel_len);
 }
 
 /* A client event (client-* on a private channel the connection holds, the
@@ -554,7 +522,7 @@ static void client_event(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_
     const sy_pusher_app_opts_t *o = sy_pusher_app_opts(s->app->app);
     const char *why = NULL;
     char name[SY_PUSHER_ID_MAX + 2 + 1024];
-    size_t n = topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
+    size_t n = sy_pusher_topic_name(s->app, m->channel, m->channel_len, name, sizeof(name));
     if (!o->client_events)
         why = "Client events are not enabled for this app (enableClientMessages)";
     else if (n == 0 || held(c, name, n) == NULL)
@@ -610,7 +578,7 @@ static void signin(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t 
         say(io, c, sy_pusher_error_frame(4009, twice, sizeof(twice) - 1));
         return;
     }
-    sy_pusher_signin_ctx_t x = {.apps = srv_of(io)->apps,
+    sy_pusher_signin_ctx_t x = {.apps = sy_pusher_srv_of(io)->apps,
                                 .app = s->app->app,
                                 .socket_id = s->sid,
                                 .socket_id_len = s->sid_len,
@@ -687,201 +655,6 @@ static void pusher_subscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
         cache_missed(io, s->app, ch, len);
 }
 
-/* ---- the HTTP API ------------------------------------------------------------------ */
-
-/* Reads "<node>.<conn id>" (checked with sy_pusher_socket_id_valid). */
-static void socket_id_split(const char *s, size_t n, uint64_t *node, uint64_t *conn) {
-    uint64_t a = 0, b = 0;
-    size_t i = 0;
-    for (; i < n && s[i] != '.'; i++)
-        a = a * 10 + (uint64_t)(s[i] - '0');
-    for (i++; i < n; i++)
-        b = b * 10 + (uint64_t)(s[i] - '0');
-    *node = a;
-    *conn = b;
-}
-
-static void api_error(sy_io_t *io, sy_conn_t *c, sy_pusher_http_err_t e, const sy_pusher_req_t *r,
-                      const sy_pusher_app_opts_t *o) {
-    char why[1024];
-    size_t n = sy_pusher_http_message(why, sizeof(why), e, r, (int64_t)time(NULL));
-    if (o != NULL && (e == SY_PUSHER_HTTP_CHANNELS || e == SY_PUSHER_HTTP_BATCH)) /* the app's limit, by number */
-        snprintf(why + n, sizeof(why) - n, " (this app's limit: %u)",
-                 (unsigned)(e == SY_PUSHER_HTTP_CHANNELS ? o->max_channels_per_event : o->max_batch));
-    sy_reply_error(io, c, (int)sy_pusher_http_status(e), why);
-}
-
-static sy_pusher_api_scope_t api_scope(sy_io_t *io, const papp_t *a) {
-    return (sy_pusher_api_scope_t){.topics = &sy_io_ctx(io)->shared->topics,
-                                   .prefix = a->prefix,
-                                   .prefix_len = a->prefix_len,
-                                   .max_channel_len = sy_pusher_app_opts(a->app)->max_channel_len};
-}
-
-/* The events of an authorized EVENTS or BATCH_EVENTS request, published
- * from here: each event to each of its channels, with its name as the
- * publish's meta and its socket_id left out. */
-static sy_pusher_http_err_t api_publish(sy_io_t *io, const papp_t *a, const uint8_t *body, size_t len,
-                                        sy_pusher_route_t route, sy_refbuf_t **answer) {
-    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
-    const sy_pusher_app_opts_t *o = sy_pusher_app_opts(a->app);
-    sy_pusher_http_limits_t lim = {.max_body = (size_t)o->max_payload * o->max_batch + 65536,
-                                   .max_event_len = o->max_event_len,
-                                   .max_channel_len = o->max_channel_len,
-                                   .max_payload = o->max_payload,
-                                   .max_channels = o->max_channels_per_event,
-                                   .max_batch = o->max_batch};
-    sy_pusher_events_t ev;
-    sy_pusher_http_err_t e = sy_pusher_http_events(route, body, len, &lim, &ev);
-    if (e != SY_PUSHER_HTTP_OK)
-        return e;
-    char name[SY_PUSHER_ID_MAX + 2 + 1024];
-    for (size_t i = 0; i < ev.nevents && e == SY_PUSHER_HTTP_OK; i++) {
-        const sy_pusher_api_event_t *x = &ev.events[i];
-        uint64_t node = 0, conn = 0;
-        if (x->socket_id.s != NULL)
-            socket_id_split(x->socket_id.s, x->socket_id.len, &node, &conn);
-        for (size_t k = 0; k < x->nchannels && e == SY_PUSHER_HTTP_OK; k++) {
-            size_t n = topic_name(a, x->channels[k].s, x->channels[k].len, name, sizeof(name));
-            if (n == 0 ||
-                sh->publish(sh->publish_ctx, name, n, x->data.s, x->data.len, x->name.s, x->name.len, conn, node) != 0)
-                e = n == 0 ? SY_PUSHER_HTTP_CHANNEL_NAME : SY_PUSHER_HTTP_NOMEM;
-        }
-    }
-    if (e == SY_PUSHER_HTTP_OK) {
-        sy_pusher_api_scope_t sc = api_scope(io, a);
-        e = sy_pusher_api_trigger_answer(&sc, route, &ev, answer);
-    }
-    sy_pusher_events_free(&ev);
-    return e;
-}
-
-/* terminate_connections: a publish to the user's topic that closes its
- * connections on every node (sy_pusher_user.h). */
-static sy_pusher_http_err_t api_terminate(sy_io_t *io, const papp_t *a, const char *id, size_t id_len) {
-    const sy_io_shared_t *sh = sy_io_ctx(io)->shared;
-    char name[SY_PUSHER_ID_MAX + 2 + sizeof(SY_PUSHER_USER_CHANNEL) + SY_PUSHER_USER_ID_MAX];
-    size_t pl = sizeof(SY_PUSHER_USER_CHANNEL) - 1;
-    if (id_len == 0 || id_len > SY_PUSHER_USER_ID_MAX)
-        return SY_PUSHER_HTTP_USER_ID;
-    memcpy(name, a->prefix, a->prefix_len);
-    memcpy(name + a->prefix_len, SY_PUSHER_USER_CHANNEL, pl);
-    memcpy(name + a->prefix_len + pl, id, id_len);
-    return sh->publish(sh->publish_ctx, name, a->prefix_len + pl + id_len, "{}", 2, SY_PUSHER_TERMINATE_META,
-                       sizeof(SY_PUSHER_TERMINATE_META) - 1, 0, 0) != 0
-               ? SY_PUSHER_HTTP_NOMEM
-               : SY_PUSHER_HTTP_OK;
-}
-
-/* POST <prefix>/apps/<id>/events and /batch_events: read, authorized and
- * published here; GET /channels and /channels/<name> answered here
- * (sy_pusher_api); /users and terminate_connections are not wired yet
- * (501, after the authorization, so that a bad request gets Pusher's
- * 401 or 404 first). */
-static bool pusher_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, size_t head) {
-    sy_pusher_srv_t *p = srv_of(io);
-    if (req->target_len < p->prefix_len + 6 || memcmp(req->target, p->prefix, p->prefix_len) != 0 ||
-        memcmp(req->target + p->prefix_len, "/apps/", 6) != 0)
-        return false;
-    const char *target = req->target + p->prefix_len;
-    size_t target_len = req->target_len - p->prefix_len;
-    size_t body_len = 0;
-    const sy_http_header_t *cl = sy_http_find_header(req, SY_HTTP_LIT("Content-Length"), NULL);
-    for (size_t i = 0; cl != NULL && i < cl->value_len; i++) {
-        if (cl->value[i] < '0' || cl->value[i] > '9' || body_len > (64u << 20)) {
-            sy_reply_error(io, c, 400, "Invalid Content-Length");
-            return true;
-        }
-        body_len = body_len * 10 + (size_t)(cl->value[i] - '0');
-    }
-    int64_t now = (int64_t)time(NULL);
-    sy_pusher_req_t r;
-    sy_pusher_http_err_t e = sy_pusher_http_request(req->method, req->method_len, target, target_len, body_len, now,
-                                                    SY_PUSHER_CHANNEL_MAX_DEFAULT * 5, &r);
-    if (e != SY_PUSHER_HTTP_OK) {
-        api_error(io, c, e, NULL, NULL);
-        sy_pusher_req_free(&r);
-        return true;
-    }
-    const sy_pusher_app_t *app = sy_pusher_apps_by_id(p->apps, r.app_id, r.app_id_len);
-    const papp_t *a = NULL;
-    for (size_t i = 0; app != NULL && i < p->napps; i++)
-        if (p->app[i].app == app)
-            a = &p->app[i];
-    const sy_pusher_app_opts_t *o = a != NULL ? sy_pusher_app_opts(app) : NULL;
-    if (a == NULL)
-        e = SY_PUSHER_HTTP_UNKNOWN_APP;
-    else if (body_len > (size_t)o->max_payload * o->max_batch + 65536)
-        e = SY_PUSHER_HTTP_TOO_LARGE;
-    if (e != SY_PUSHER_HTTP_OK) {
-        api_error(io, c, e, &r, o);
-        sy_pusher_req_free(&r);
-        return true;
-    }
-    if (c->rlen < head + body_len) { /* the body is still coming: the head is read again with it */
-        sy_pusher_req_free(&r);
-        return true;
-    }
-    const uint8_t *body = c->rbuf + head;
-    sy_pusher_auth_t ar = sy_pusher_auth_request(p->apps, app, r.auth_key, r.auth_key_len, r.to_sign, r.to_sign_len,
-                                                 r.auth_signature, r.auth_signature_len);
-    if (ar == SY_PUSHER_AUTH_KEY)
-        e = SY_PUSHER_HTTP_UNKNOWN_KEY;
-    else if (ar != SY_PUSHER_AUTH_OK)
-        e = ar == SY_PUSHER_AUTH_NOMEM ? SY_PUSHER_HTTP_NOMEM : SY_PUSHER_HTTP_SIGNATURE;
-    else if (body_len > 0 && !sy_pusher_body_md5_ok(p->apps, body, body_len, r.body_md5, r.body_md5_len))
-        e = SY_PUSHER_HTTP_BODY_MD5;
-    else if (!a->enabled)
-        e = SY_PUSHER_HTTP_UNKNOWN_APP;
-    sy_refbuf_t *answer = NULL;
-    if (e == SY_PUSHER_HTTP_OK) {
-        sy_pusher_api_scope_t sc = api_scope(io, a);
-        static const char ok[] =
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
-        switch (r.route) {
-        case SY_PUSHER_API_EVENTS:
-        case SY_PUSHER_API_BATCH_EVENTS:
-            e = api_publish(io, a, body, body_len, r.route, &answer);
-            break;
-        case SY_PUSHER_API_CHANNELS:
-        case SY_PUSHER_API_CHANNEL:
-            sc.cluster = atomic_load(&sy_io_ctx(io)->shared->posts_forwarded); /* a bus */
-            e = sy_pusher_api_get(&sc, &r, &answer);
-            if (e == SY_PUSHER_HTTP_OK && answer == NULL && /* the owner answers (lib/pusher/channels.js) */
-                (e = sy_pusher_presence_channels(io, c, (unsigned)(a - p->app), a->prefix, a->prefix_len, &r)) ==
-                    SY_PUSHER_HTTP_OK) {
-                sy_pusher_req_free(&r);
-                return true;
-            }
-            break;
-        case SY_PUSHER_API_CHANNEL_USERS: { /* the owner answers (lib/pusher/presence.js) */
-            char name[SY_PUSHER_ID_MAX + 2 + 1024];
-            size_t n = topic_name(a, r.name, r.name_len, name, sizeof(name));
-            if (n > 0)
-                sy_pusher_presence_users(io, c, (unsigned)(a - p->app), name, n, r.name, r.name_len);
-            else
-                api_error(io, c, SY_PUSHER_HTTP_CHANNEL_NAME, &r, o);
-            sy_pusher_req_free(&r);
-            return true;
-        }
-        case SY_PUSHER_API_TERMINATE:
-            if ((e = api_terminate(io, a, r.name, r.name_len)) == SY_PUSHER_HTTP_OK)
-                answer = sy_refbuf_raw(ok, sizeof(ok) - 1);
-            break;
-        default:
-            sy_reply_error(io, c, 501, "This endpoint of the HTTP API is not supported yet");
-            sy_pusher_req_free(&r);
-            return true;
-        }
-    }
-    if (e != SY_PUSHER_HTTP_OK)
-        api_error(io, c, e, &r, o);
-    else /* kept alive when the client allows it: its next request on the same socket */
-        sy_reply_request(io, c, req, head + body_len, answer);
-    sy_pusher_req_free(&r);
-    return true;
-}
-
 /* ---- publishes -------------------------------------------------------------------- */
 
 /* The event name of a publish that names none (server.publish(topic,
@@ -920,7 +693,7 @@ const sy_msgproto_t sy_pusher_proto = {
     .message = pusher_message,
     .publish_frame = pusher_publish_frame,
     .claim = pusher_claim,
-    .request = pusher_request,
+    .request = sy_pusher_request,
     .opened = pusher_opened,
     .idle = pusher_idle,
     .closing = pusher_closing,
