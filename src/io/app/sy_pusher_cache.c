@@ -40,11 +40,18 @@ sy_refbuf_t *sy_pusher_cache_answer(sy_io_shared_t *sh, sy_topic_t *t, const cha
     size_t n = sy_refbuf_payload_len(frame);
     const uint8_t *nl = memchr(p, '\n', n);
     size_t skip = nl != NULL ? (size_t)(nl + 1 - p) : 0;
-    const char *ev = meta != NULL ? (const char *)meta->data : DEFAULT_EVENT;
-    size_t ev_len = meta != NULL ? meta->len : sizeof(DEFAULT_EVENT) - 1;
+    const char *ev = meta != NULL ? (const char *)meta->data : DEFAULT_EVENT, *uid = NULL;
+    size_t ev_len = meta != NULL ? meta->len : sizeof(DEFAULT_EVENT) - 1, uid_len = 0;
+    if (meta != NULL) /* a presence-cache channel's client event: "<event>\0<user id>" */
+        sy_pusher_meta_split(ev, meta->len, &ev_len, &uid, &uid_len);
     sy_refbuf_t *out =
-        sy_pusher_event_frame(ev, ev_len, channel, len, p + skip, n - skip, SY_PUSHER_DATA_BYTES, NULL, 0, false);
+        sy_pusher_event_frame(ev, ev_len, channel, len, p + skip, n - skip, SY_PUSHER_DATA_BYTES, uid, uid_len, false);
     sy_refbuf_release(frame);
     sy_refbuf_release(meta);
     return out;
+}
+
+bool sy_pusher_cache_unkept(const void *meta, size_t len) {
+    static const char internal[] = "pusher_internal:";
+    return meta != NULL && len >= sizeof(internal) - 1 && memcmp(meta, internal, sizeof(internal) - 1) == 0;
 }

@@ -15,7 +15,7 @@
  * new frame with one reference, the caller's.
  *
  * Errors: sy_pusher_cache_keep returns 0 or ENOMEM; sy_pusher_cache_answer
- * returns NULL when out of memory.
+ * returns NULL when out of memory; sy_pusher_cache_unkept cannot fail.
  */
 #ifndef SY_PUSHER_CACHE_H
 #define SY_PUSHER_CACHE_H
@@ -39,5 +39,11 @@ sy_err_t sy_pusher_cache_keep(sy_io_shared_t *sh, sy_topic_t *t, uint32_t ttl_s)
  * (*miss true). The one place a cache miss is decided (the cache_miss
  * webhook's source). */
 sy_refbuf_t *sy_pusher_cache_answer(sy_io_shared_t *sh, sy_topic_t *t, const char *channel, size_t len, bool *miss);
+
+/* Whether a publish with this meta is left out of a cache channel's
+ * history: the server's own pusher_internal: events (a presence-cache
+ * channel's member_added and member_removed) are delivered, not kept, so
+ * the cached event stays the last one published. Any thread. */
+bool sy_pusher_cache_unkept(const void *meta, size_t len);
 
 #endif

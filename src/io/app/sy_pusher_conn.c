@@ -52,12 +52,14 @@ typedef struct pconn {
     uint8_t sid_len;
     char sid[SY_PUSHER_SOCKET_ID_MAX];
     sy_pusher_pres_t *pres; /* its presence channels' user ids (io/app/sy_pusher_presence.h) */
-    /* Cache channels' subscriptions waiting for their topic's sync (a bus):
-     * the topic (a reference of its own) and whether it was unsubscribed
-     * meanwhile. */
+    /* Cache channels' subscriptions waiting for their topic's sync (a bus),
+     * and presence-cache ones waiting for the owner's subscribe: the topic
+     * (a reference of its own), whether it was unsubscribed meanwhile, and
+     * whether the owner answers its subscription_succeeded (presence). */
     struct pending {
         sy_topic_t *t;
         bool cancelled;
+        bool presence;
     } * pending;
     uint32_t npending, pending_cap;
 } pconn_t;
@@ -384,7 +386,7 @@ static struct pending *pending_of(pconn_t *s, const char *name, size_t len) {
     return NULL;
 }
 
-static bool pending_add(pconn_t *s, sy_topic_t *t) {
+static bool pending_add(pconn_t *s, sy_topic_t *t, bool presence) {
     if (s->npending == s->pending_cap) {
         uint32_t cap = s->pending_cap ? s->pending_cap * 2 : 2;
         struct pending *a = sy_realloc(s->pending, (size_t)cap * sizeof(*a));
@@ -394,13 +396,8 @@ static bool pending_add(pconn_t *s, sy_topic_t *t) {
         s->pending_cap = cap;
     }
     sy_topic_ref(t);
-    s->pending[s->npending++] = (struct pending){.t = t, .cancelled = false};
+    s->pending[s->npending++] = (struct pending){.t = t, .cancelled = false, .presence = presence};
     return true;
-}
-
-static void refuse_sub(sy_io_t *io, sy_conn_t *c, const sy_pusher_msg_t *m, const char *type, const char *why,
-                       unsigned status) {
-    say(io, c, sy_pusher_subscription_error_frame(m->channel, m->channel_len, type, why, strlen(why), status));
 }
 
 /* A private or encrypted channel's auth: true when good, else refused. */
@@ -450,12 +447,33 @@ static void presence_subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_p
     sy_pusher_user_free(&u);
 }
 
+/* A presence-cache subscribe, before the owner decides its member: the
+ * topic keeps its last event from now (before the owner's subscribe adds
+ * its interest, so that with a bus its history syncs), and the
+ * subscription waits on c's pending list; once the owner's subscribe
+ * lands (after its subscription_succeeded), pusher_subscribed sends the
+ * cache answer. A channel c holds already gets none. False: out of memory
+ * (c fails). */
+static bool presence_cache_wait(sy_io_t *io, sy_conn_t *c, pconn_t *s, const char *name, size_t n) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    if (held(c, name, n) != NULL)
+        return true;
+    struct pending *w = pending_of(s, name, n);
+    if (w != NULL) { /* asked again before the first landed: answered once */
+        w->cancelled = false;
+        return true;
+    }
+    sy_topic_t *t = sy_topic_acquire(&x->shared->topics, name, n, true);
+    bool ok = t != NULL && sy_pusher_cache_keep(x->shared, t, srv_of(io)->cache_ttl_s) == 0 && pending_add(s, t, true);
+    if (t != NULL)
+        sy_topic_release(&x->shared->topics, t); /* the pending holds its own */
+    if (!ok)
+        sy_conn_fail_oom(io, c);
+    return ok;
+}
+
 static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
     sy_io_ctx_t *x = sy_io_ctx(io);
-    if (m->chan.cache && m->chan.type == SY_PUSHER_PRESENCE) { /* its members are the owner's, its cache not yet */
-        refuse_sub(io, c, m, "UnsupportedFeature", "presence-cache- channels are not supported yet", 501);
-        return;
-    }
     if (m->chan.type == SY_PUSHER_SERVER_TO_USER) { /* joined at the sign-in: only that user's */
         size_t id_len = 0;
         const char *id = sy_pusher_server_to_user_id(m->channel, m->channel_len, &id_len);
@@ -474,7 +492,8 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         return;
     }
     if (m->chan.type == SY_PUSHER_PRESENCE) {
-        presence_subscribe(io, c, s, m, name, n);
+        if (!m->chan.cache || presence_cache_wait(io, c, s, name, n))
+            presence_subscribe(io, c, s, m, name, n);
         return;
     }
     sy_sub_t *sub = held(c, name, n);
@@ -500,7 +519,7 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
          * subscription waits for the topic's sync (sy_park), and
          * pusher_subscribed answers it once it is c's. */
         if (m->chan.cache && x->shared->hist.sequenced) {
-            if (!pending_add(s, t)) {
+            if (!pending_add(s, t, false)) {
                 sy_topic_release(&x->shared->topics, t);
                 sy_conn_fail_oom(io, c);
             } else if (sy_park_subscribe(&x->shared->hist, &x->shared->topics, io, sy_conn_id(io, c), t, NULL, NULL, 0,
@@ -660,7 +679,8 @@ static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uin
 }
 
 /* A cache channel's subscription that waited for its topic's sync is c's:
- * its subscription_succeeded, then its last event or cache_miss; or, when
+ * its subscription_succeeded (a presence-cache channel's was the owner's,
+ * sent before its subscribe), then its last event or cache_miss; or, when
  * c unsubscribed meanwhile, its end. A subscription c did not ask for
  * (server.subscribe()) gets no Pusher answer. */
 static void pusher_subscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
@@ -670,7 +690,7 @@ static void pusher_subscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
         i++;
     if (s == NULL || i == s->npending)
         return;
-    bool cancelled = s->pending[i].cancelled;
+    bool cancelled = s->pending[i].cancelled, presence = s->pending[i].presence;
     s->pending[i] = s->pending[--s->npending];
     sy_topic_release(&sy_io_ctx(io)->shared->topics, t); /* the pending's: c holds t now */
     if (cancelled) {
@@ -679,7 +699,8 @@ static void pusher_subscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     }
     const char *ch = t->name + s->app->prefix_len;
     size_t len = t->name_len - s->app->prefix_len;
-    say(io, c, sy_pusher_subscribed_frame(ch, len));
+    if (!presence)
+        say(io, c, sy_pusher_subscribed_frame(ch, len));
     bool miss = false;
     if (c->state == SY_CONN_OPEN)
         say(io, c, sy_pusher_cache_answer(sy_io_ctx(io)->shared, t, ch, len, &miss));
