@@ -420,22 +420,15 @@ static void presence_subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_p
     sy_pusher_user_free(&u);
 }
 
-/* A presence-cache subscribe, before the owner decides its member: the
- * topic keeps its last event from now (before the owner's subscribe adds
- * its interest, so that with a bus its history syncs), and the
- * subscription waits on c's list (s->waits); once the owner's subscribe
- * lands (after its subscription_succeeded), pusher_subscribed sends the
- * cache answer. A channel c holds already gets none. False: out of memory
- * (c fails). */
+/* A presence-cache subscribe (neither held nor waiting), before the owner
+ * decides its member: the topic keeps its last event from now (before the
+ * owner's subscribe adds its interest, so that with a bus its history
+ * syncs), and the subscription waits on c's list (s->waits); once the
+ * owner's subscribe lands (after its subscription_succeeded),
+ * pusher_subscribed sends the cache answer. False: out of memory (c
+ * fails). */
 static bool presence_cache_wait(sy_io_t *io, sy_conn_t *c, pconn_t *s, const char *name, size_t n) {
     sy_io_ctx_t *x = sy_io_ctx(io);
-    if (held(c, name, n) != NULL)
-        return true;
-    sy_pusher_cache_wait_t *w = sy_pusher_cache_wait_of(&s->waits, name, n);
-    if (w != NULL) { /* asked again before the first landed: answered once */
-        w->cancelled = false;
-        return true;
-    }
     sy_topic_t *t = sy_topic_acquire(&x->shared->topics, name, n, true);
     bool ok = t != NULL && sy_pusher_cache_keep(x->shared, t, srv_of(io)->cache_ttl_s) == 0 &&
               sy_pusher_cache_wait_add(&s->waits, t, true);
@@ -465,18 +458,18 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         say(io, c, sy_pusher_err_frame(SY_PUSHER_CHANNEL_LONG, m->channel, m->channel_len));
         return;
     }
-    if (m->chan.type == SY_PUSHER_PRESENCE) {
-        if (!m->chan.cache || presence_cache_wait(io, c, s, name, n))
-            presence_subscribe(io, c, s, m, name, n);
-        return;
-    }
     sy_sub_t *sub = held(c, name, n);
     sy_topic_t *t = sub != NULL ? sub->topic : NULL;
     sy_pusher_cache_wait_t *w = t == NULL ? sy_pusher_cache_wait_of(&s->waits, name, n) : NULL;
-    if (w != NULL) { /* waiting for its sync already: answered then */
+    if (w != NULL) /* asked again before the first landed: answered once, then */
         w->cancelled = false;
+    if (m->chan.type == SY_PUSHER_PRESENCE) { /* held already: no second cache answer */
+        if (!m->chan.cache || t != NULL || w != NULL || presence_cache_wait(io, c, s, name, n))
+            presence_subscribe(io, c, s, m, name, n);
         return;
     }
+    if (w != NULL)
+        return;
     if (t == NULL) {
         if ((t = sy_topic_acquire(&x->shared->topics, name, n, true)) == NULL) {
             sy_conn_fail_oom(io, c);
