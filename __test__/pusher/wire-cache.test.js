@@ -5,7 +5,6 @@
 // the owner (lib/pusher/presence.js) sends; across two nodes over one real
 // Redis; its member events are delivered, never the cached event; a miss
 // is the cache_miss webhook event. Nodes in child processes (pusher-target).
-
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startTarget, DEFAULT_APP, KIND } = require('../helpers/pusher-target');
