@@ -179,9 +179,18 @@ typedef struct seq_at {
  * offset order and a subscription's head splits them exactly
  * (io/sy_history.h). at: the message's place in Redis' sequence (with a
  * bus); NULL: this node numbers it. */
+/* A Pusher cache channel's pusher_internal: event (a presence-cache
+ * channel's member event): delivered, never kept, on every node (the meta
+ * travels with it), so the cached event stays the last one published. */
+static bool unkept(sy_server_t *s, const sy_topic_t *t, const sy_pub_extra_t *x) {
+    uint32_t ttl_s;
+    return x != NULL && sy_pusher_cache_unkept(x->meta, x->meta_len) && s->shared.proto_state != NULL &&
+           sy_pusher_srv_cache_topic(s->shared.proto_state, t->name, t->name_len, &ttl_s);
+}
+
 static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
                          size_t *subscribers, const seq_at_t *at, const sy_pub_extra_t *x) {
-    if (at == NULL && !sy_server_with_history(s, t)) {
+    if (at == NULL && (!sy_server_with_history(s, t) || unkept(s, t, x))) {
         sy_refbuf_t *v1 = NULL;
         if (atomic_load_explicit(&t->v1, memory_order_relaxed) > 0)
             v1 = v1_frame(s, t, false, 0, data, len, flags); /* NULL: the IO threads make it */
@@ -245,7 +254,8 @@ static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_
     if (s->bus != NULL && !(flags & SY_SEND_LOCAL)) {
         unsigned env =
             ((flags & SY_SEND_BINARY) ? SY_BUS_ENV_BINARY : 0) | ((flags & SY_SEND_COMPRESS) ? SY_BUS_ENV_COMPRESS : 0);
-        uint32_t ttl_s = 0, size = t != NULL && sy_server_with_history(s, t) ? history_of(s, t, &ttl_s) : 0;
+        uint32_t ttl_s = 0,
+                 size = t != NULL && sy_server_with_history(s, t) && !unkept(s, t, x) ? history_of(s, t, &ttl_s) : 0;
         /* With extras, the payload the bus carries begins with them. */
         uint8_t *joined = NULL;
         const void *body = data;

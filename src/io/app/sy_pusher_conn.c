@@ -41,15 +41,8 @@ typedef struct pconn {
     sy_pusher_signin_t *user; /* signed in (sy_pusher_user.h), or NULL */
     uint8_t sid_len;
     char sid[SY_PUSHER_SOCKET_ID_MAX];
-    sy_pusher_pres_t *pres; /* its presence channels' user ids (io/app/sy_pusher_presence.h) */
-    /* Cache channels' subscriptions waiting for their topic's sync (a bus):
-     * the topic (a reference of its own) and whether it was unsubscribed
-     * meanwhile. */
-    struct pending {
-        sy_topic_t *t;
-        bool cancelled;
-    } * pending;
-    uint32_t npending, pending_cap;
+    sy_pusher_pres_t *pres;        /* its presence channels' user ids (io/app/sy_pusher_presence.h) */
+    sy_pusher_cache_waits_t waits; /* cache subscriptions to answer (io/app/sy_pusher_cache.h) */
 } pconn_t;
 
 struct pthr {
@@ -279,12 +272,17 @@ static void count_changed(sy_io_t *io, const papp_t *a, const char *ch, size_t l
         &(sy_pusher_event_t){.type = SY_PUSHER_HOOK_SUBSCRIPTION_COUNT, .channel = ch, .channel_len = len});
 }
 
-/* A cache channel's subscriber found it empty (pusher:cache_miss): the
- * cache_miss webhook, when a's webhooks want it. */
-static void cache_missed(sy_io_t *io, const papp_t *a, const char *ch, size_t len) {
-    (void)sy_pusher_event_post(
-        io, a->index, a->hooks,
-        &(sy_pusher_event_t){.type = SY_PUSHER_HOOK_CACHE_MISS, .channel = ch, .channel_len = len});
+/* What a cache channel's new subscriber gets after its
+ * subscription_succeeded: the last event of t, or pusher:cache_miss and
+ * the cache_miss webhook (when the app's webhooks want it). */
+static void cache_reply(sy_io_t *io, sy_conn_t *c, const papp_t *a, sy_topic_t *t, const char *ch, size_t len) {
+    bool miss = false;
+    if (c->state == SY_CONN_OPEN)
+        say(io, c, sy_pusher_cache_answer(sy_io_ctx(io)->shared, t, ch, len, &miss));
+    if (miss)
+        (void)sy_pusher_event_post(
+            io, a->index, a->hooks,
+            &(sy_pusher_event_t){.type = SY_PUSHER_HOOK_CACHE_MISS, .channel = ch, .channel_len = len});
 }
 
 static void pusher_closing(sy_io_t *io, sy_conn_t *c) {
@@ -299,9 +297,7 @@ static void pusher_closing(sy_io_t *io, sy_conn_t *c) {
     for (uint32_t i = 0; counts && i < c->nsubs; i++)
         count_changed(io, s->app, c->subs[i].topic->name + s->app->prefix_len,
                       c->subs[i].topic->name_len - s->app->prefix_len);
-    for (uint32_t i = 0; i < s->npending; i++)
-        sy_topic_release(&sy_io_ctx(io)->shared->topics, s->pending[i].t);
-    sy_free(s->pending);
+    sy_pusher_cache_waits_free(&s->waits, &sy_io_ctx(io)->shared->topics);
     sy_pusher_pres_free(&s->pres);
     sy_pusher_signin_free(io, s->user);
     sy_free(s);
@@ -342,32 +338,6 @@ static sy_sub_t *held(sy_conn_t *c, const char *name, size_t len) {
         if (c->subs[i].topic->name_len == len && memcmp(c->subs[i].topic->name, name, len) == 0)
             return &c->subs[i];
     return NULL;
-}
-
-static struct pending *pending_of(pconn_t *s, const char *name, size_t len) {
-    for (uint32_t i = 0; i < s->npending; i++)
-        if (s->pending[i].t->name_len == len && memcmp(s->pending[i].t->name, name, len) == 0)
-            return &s->pending[i];
-    return NULL;
-}
-
-static bool pending_add(pconn_t *s, sy_topic_t *t) {
-    if (s->npending == s->pending_cap) {
-        uint32_t cap = s->pending_cap ? s->pending_cap * 2 : 2;
-        struct pending *a = sy_realloc(s->pending, (size_t)cap * sizeof(*a));
-        if (a == NULL)
-            return false;
-        s->pending = a;
-        s->pending_cap = cap;
-    }
-    sy_topic_ref(t);
-    s->pending[s->npending++] = (struct pending){.t = t, .cancelled = false};
-    return true;
-}
-
-static void refuse_sub(sy_io_t *io, sy_conn_t *c, const sy_pusher_msg_t *m, const char *type, const char *why,
-                       unsigned status) {
-    say(io, c, sy_pusher_subscription_error_frame(m->channel, m->channel_len, type, why, strlen(why), status));
 }
 
 /* A private or encrypted channel's auth: true when good, else refused. */
@@ -417,12 +387,27 @@ static void presence_subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_p
     sy_pusher_user_free(&u);
 }
 
+/* A presence-cache subscribe (neither held nor waiting), before the owner
+ * decides its member: the topic keeps its last event from now (before the
+ * owner's subscribe adds its interest, so that with a bus its history
+ * syncs), and the subscription waits on c's list (s->waits); once the
+ * owner's subscribe lands (after its subscription_succeeded),
+ * pusher_subscribed sends the cache answer. False: out of memory (c
+ * fails). */
+static bool presence_cache_wait(sy_io_t *io, sy_conn_t *c, pconn_t *s, const char *name, size_t n) {
+    sy_io_ctx_t *x = sy_io_ctx(io);
+    sy_topic_t *t = sy_topic_acquire(&x->shared->topics, name, n, true);
+    bool ok = t != NULL && sy_pusher_cache_keep(x->shared, t, srv_of(io)->cache_ttl_s) == 0 &&
+              sy_pusher_cache_wait_add(&s->waits, t, true);
+    if (t != NULL)
+        sy_topic_release(&x->shared->topics, t); /* the wait holds its own */
+    if (!ok)
+        sy_conn_fail_oom(io, c);
+    return ok;
+}
+
 static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
     sy_io_ctx_t *x = sy_io_ctx(io);
-    if (m->chan.cache && m->chan.type == SY_PUSHER_PRESENCE) { /* its members are the owner's, its cache not yet */
-        refuse_sub(io, c, m, "UnsupportedFeature", "presence-cache- channels are not supported yet", 501);
-        return;
-    }
     if (m->chan.type == SY_PUSHER_SERVER_TO_USER) { /* joined at the sign-in: only that user's */
         size_t id_len = 0;
         const char *id = sy_pusher_server_to_user_id(m->channel, m->channel_len, &id_len);
@@ -440,17 +425,18 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         say(io, c, sy_pusher_err_frame(SY_PUSHER_CHANNEL_LONG, m->channel, m->channel_len));
         return;
     }
-    if (m->chan.type == SY_PUSHER_PRESENCE) {
-        presence_subscribe(io, c, s, m, name, n);
-        return;
-    }
     sy_sub_t *sub = held(c, name, n);
     sy_topic_t *t = sub != NULL ? sub->topic : NULL;
-    struct pending *w = t == NULL ? pending_of(s, name, n) : NULL;
-    if (w != NULL) { /* waiting for its sync already: answered then */
+    sy_pusher_cache_wait_t *w = t == NULL ? sy_pusher_cache_wait_of(&s->waits, name, n) : NULL;
+    if (w != NULL) /* asked again before the first landed: answered once, then */
         w->cancelled = false;
+    if (m->chan.type == SY_PUSHER_PRESENCE) { /* held already: no second cache answer */
+        if (!m->chan.cache || t != NULL || w != NULL || presence_cache_wait(io, c, s, name, n))
+            presence_subscribe(io, c, s, m, name, n);
         return;
     }
+    if (w != NULL)
+        return;
     if (t == NULL) {
         if ((t = sy_topic_acquire(&x->shared->topics, name, n, true)) == NULL) {
             sy_conn_fail_oom(io, c);
@@ -467,13 +453,13 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
          * subscription waits for the topic's sync (sy_park), and
          * pusher_subscribed answers it once it is c's. */
         if (m->chan.cache && x->shared->hist.sequenced) {
-            if (!pending_add(s, t)) {
+            if (!sy_pusher_cache_wait_add(&s->waits, t, false)) {
                 sy_topic_release(&x->shared->topics, t);
                 sy_conn_fail_oom(io, c);
             } else if (sy_park_subscribe(&x->shared->hist, &x->shared->topics, io, sy_conn_id(io, c), t, NULL, NULL, 0,
                                          x->now_ms) != 0) {
-                sy_topic_release(&x->shared->topics, s->pending[--s->npending].t); /* the one just added */
-                sy_conn_fail_oom(io, c);                                           /* t given back */
+                (void)sy_pusher_cache_wait_take(&s->waits, &x->shared->topics, t, NULL); /* the one just added */
+                sy_conn_fail_oom(io, c);                                                 /* t given back */
             }
             return;
         }
@@ -485,12 +471,8 @@ static void subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg
         count_changed(io, s->app, m->channel, m->channel_len);
     }
     say(io, c, sy_pusher_subscribed_frame(m->channel, m->channel_len));
-    if (m->chan.cache && c->state == SY_CONN_OPEN) {
-        bool miss = false;
-        say(io, c, sy_pusher_cache_answer(x->shared, t, m->channel, m->channel_len, &miss));
-        if (miss)
-            cache_missed(io, s->app, m->channel, m->channel_len);
-    }
+    if (m->chan.cache)
+        cache_reply(io, c, s->app, t, m->channel, m->channel_len);
 }
 
 static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_msg_t *m) {
@@ -502,7 +484,7 @@ static void unsubscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_pusher_m
     sy_sub_t *sub = n > 0 ? held(c, name, n) : NULL;
     /* Pusher answers nothing. A presence channel's leave is the owner's to
      * decide (a member goes with its user's last connection). */
-    struct pending *w = n > 0 && sub == NULL ? pending_of(s, name, n) : NULL;
+    sy_pusher_cache_wait_t *w = n > 0 && sub == NULL ? sy_pusher_cache_wait_of(&s->waits, name, n) : NULL;
     if (sub != NULL && sy_conn_unsubscribe(io, c, sub->topic))
         count_changed(io, s->app, m->channel, m->channel_len);
     else if (w != NULL)
@@ -628,31 +610,24 @@ static void pusher_message(sy_io_t *io, sy_conn_t *c, unsigned opcode, const uin
 }
 
 /* A cache channel's subscription that waited for its topic's sync is c's:
- * its subscription_succeeded, then its last event or cache_miss; or, when
+ * its subscription_succeeded (a presence-cache channel's was the owner's,
+ * sent before its subscribe), then its last event or cache_miss; or, when
  * c unsubscribed meanwhile, its end. A subscription c did not ask for
  * (server.subscribe()) gets no Pusher answer. */
 static void pusher_subscribed(sy_io_t *io, sy_conn_t *c, sy_topic_t *t) {
     pconn_t *s = state_of(io, c);
-    uint32_t i = 0;
-    while (s != NULL && i < s->npending && s->pending[i].t != t)
-        i++;
-    if (s == NULL || i == s->npending)
+    sy_pusher_cache_wait_t w; /* its reference given back: c holds t now */
+    if (s == NULL || !sy_pusher_cache_wait_take(&s->waits, &sy_io_ctx(io)->shared->topics, t, &w))
         return;
-    bool cancelled = s->pending[i].cancelled;
-    s->pending[i] = s->pending[--s->npending];
-    sy_topic_release(&sy_io_ctx(io)->shared->topics, t); /* the pending's: c holds t now */
-    if (cancelled) {
+    if (w.cancelled) {
         (void)sy_conn_unsubscribe(io, c, t);
         return;
     }
     const char *ch = t->name + s->app->prefix_len;
     size_t len = t->name_len - s->app->prefix_len;
-    say(io, c, sy_pusher_subscribed_frame(ch, len));
-    bool miss = false;
-    if (c->state == SY_CONN_OPEN)
-        say(io, c, sy_pusher_cache_answer(sy_io_ctx(io)->shared, t, ch, len, &miss));
-    if (miss)
-        cache_missed(io, s->app, ch, len);
+    if (!w.presence)
+        say(io, c, sy_pusher_subscribed_frame(ch, len));
+    cache_reply(io, c, s->app, t, ch, len);
 }
 
 /* ---- publishes -------------------------------------------------------------------- */
