@@ -397,7 +397,7 @@ static void presence_subscribe(sy_io_t *io, sy_conn_t *c, pconn_t *s, const sy_p
 static bool presence_cache_wait(sy_io_t *io, sy_conn_t *c, pconn_t *s, const char *name, size_t n) {
     sy_io_ctx_t *x = sy_io_ctx(io);
     sy_topic_t *t = sy_topic_acquire(&x->shared->topics, name, n, true);
-    bool ok = t != NULL && sy_pusher_cache_keep(x->shared, t, srv_of(io)->cache_ttl_s) == 0 &&
+    bool ok = t != NULL && sy_pusher_cache_keep(x->shared, t, sy_pusher_srv_of(io)->cache_ttl_s) == 0 &&
               sy_pusher_cache_wait_add(&s->waits, t, true);
     if (t != NULL)
         sy_topic_release(&x->shared->topics, t); /* the wait holds its own */
