@@ -74,6 +74,7 @@ const SSE = `${R}/2026-12-04-sse/report.md`;
 const ASKS = `${R}/2026-12-04-asks-fast/report.md`;
 const WINDOWS = `${R}/2026-12-04-windows-afd/report.md`;
 const BUS = `${R}/2026-11-30-bus/report.md`;
+const PUSHER = `${R}/2026-12-06-pusher/pusher.md`;
 
 const fixed = (n, digits) => n.toFixed(digits);
 const thousands = (n) => Math.round(n).toLocaleString('en-US');
@@ -142,6 +143,15 @@ const FIGURES = [
     make: () => {
       const { r } = row(SSE, null, 'server CPU-s per 1M delivered'); // symphony SSE, symphony WebSocket, node:http hub, better-sse
       return `at ${ratio(num(r[1]), num(r[2]))} a WebSocket's CPU per delivered message, ${ratio(num(r[1]), num(r[3]))} a node:http SSE hub's`;
+    } },
+  // Pusher against Soketi (docs/benchmarks.md#pusher-against-soketi-16).
+  { quote: 'against Soketi 1.6 on one core, 0.32x its CPU per delivered message, 0.14x its memory per idle connection and 4.15x its HTTP publishes per CPU-second', source: PUSHER,
+    make: () => {
+      const r = (key) => row(PUSHER, null, key).r; // symphony-pusher, soketi
+      const cpu = r('server CPU per delivered message (µs)');
+      const mem = r('bytes per connection over idle');
+      const http = r('publishes per server CPU-second');
+      return `against Soketi 1.6 on one core, ${ratio(num(cpu[1]), num(cpu[2]))} its CPU per delivered message, ${ratio(num(mem[1]), num(mem[2]))} its memory per idle connection and ${ratio(num(http[1]), num(http[2]))} its HTTP publishes per CPU-second`;
     } },
   // Windows under Wine (docs/builds.md#windows).
   { quote: 'its poller waits 0.07 ms with 100 to 4,000 idle sockets where WSAPoll takes 0.28 to 36.6 ms, and 1,000 subscribers got 102,342 messages each with none lost', source: WINDOWS,
