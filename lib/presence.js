@@ -20,7 +20,8 @@
 // sy_bus_set_ctl), which also carries the subscriber-count requests.
 
 const crypto = require('node:crypto');
-const { SymphonyError, invalidArgType, invalidArgValue, integer } = require('./errors');
+const { invalidArgType, invalidArgValue, integer } = require('./errors');
+const { NodeAsks } = require('./node-asks');
 
 const PRESENCE_DEFAULTS = Object.freeze({
   topics: true,    // which topics keep presence: true (every topic), or (topic) => boolean
@@ -156,7 +157,7 @@ class Presence {
   #flushQueued = false;
   #lastFlush = -Infinity;
   #timer = null;
-  #counts = new Map();    // request id -> { expect, got: Map node -> n, resolve, reject, timer }
+  #counts = new NodeAsks(); // subscribers(): every node's count
   #closed = false;
 
   constructor(opts, { bus, emit, report, local }) {
@@ -410,38 +411,12 @@ class Presence {
    * The subscribers of topic on every node: a request on the control
    * channel, which every node answers (Redis says how many got it).
    */
-  subscribers(topic, timeout) {
-    const req = crypto.randomBytes(6).toString('hex');
-    return new Promise((resolve, reject) => {
-      const c = { expect: null, got: new Map(), resolve, reject, timer: null };
-      c.timer = setTimeout(() => {
-        this.#counts.delete(req);
-        const err = new SymphonyError('ERR_BUS_TIMEOUT',
-          `symphony: subscribers(${JSON.stringify(topic)}): ${c.got.size} of ${c.expect ?? '?'} nodes answered within ${timeout} ms`);
-        err.answered = c.got.size;
-        err.expected = c.expect;
-        reject(err);
-      }, timeout);
-      this.#counts.set(req, c);
-      this.#announce({ t: 'count?', topic, node: this.#node, req }).then((n) => {
-        c.expect = n;
-        this.#settle(req);
-      }, (err) => {
-        clearTimeout(c.timer);
-        this.#counts.delete(req);
-        reject(err);
-      });
-    });
-  }
-
-  #settle(req) {
-    const c = this.#counts.get(req);
-    if (c === undefined || c.expect === null || c.got.size < c.expect) return;
-    clearTimeout(c.timer);
-    this.#counts.delete(req);
+  async subscribers(topic, timeout) {
+    const got = await this.#counts.ask((req) => this.#announce({ t: 'count?', topic, node: this.#node, req }), timeout,
+      `symphony: subscribers(${JSON.stringify(topic)})`);
     let sum = 0;
-    for (const n of c.got.values()) sum += n;
-    c.resolve(sum);
+    for (const n of got.values()) sum += n;
+    return sum;
   }
 
   /** A message on the nodes' control channel (every node gets every one). */
@@ -472,10 +447,7 @@ class Presence {
         break;
       case 'count': {
         if (m.to !== this.#node || typeof m.req !== 'string' || typeof m.node !== 'string' || !Number.isSafeInteger(m.n)) return;
-        const c = this.#counts.get(m.req);
-        if (c === undefined) return;
-        c.got.set(m.node, m.n);
-        this.#settle(m.req);
+        this.#counts.answer(m.req, m.node, m.n);
         break;
       }
       default:
@@ -492,7 +464,7 @@ class Presence {
     this.#closed = true;
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
-    for (const c of this.#counts.values()) clearTimeout(c.timer);
+    this.#counts.close();
     const mine = this.#mine;
     this.#mine = new Map();
     this.#byConn.clear();

@@ -20,7 +20,7 @@
 // user_count: the presence store's users on every node (presence.js).
 
 const crypto = require('node:crypto');
-const { SymphonyError } = require('../errors');
+const { NodeAsks } = require('../node-asks');
 
 const TIMEOUT_MS = 2000;
 const CHANNEL_RE = /^[A-Za-z0-9_\-=@,.;]+$/;
@@ -45,7 +45,7 @@ class PusherChannels {
   #users; // (topic) -> Promise<user ids>: a presence channel's, every node's
   #reply; // (conn, status, body)
   #node;
-  #asks = new Map(); // request id -> { expect, got: Map node -> list, resolve, reject, timer }
+  #asks = new NodeAsks(); // /channels with a bus: every node's list
 
   constructor(server, { bus, users, reply }) {
     this.#server = server;
@@ -88,49 +88,23 @@ class PusherChannels {
   }
 
   /** Every node's occupied topics under prefix, their counts added up. */
-  #occupied(prefix) {
-    if (this.#bus === null) return Promise.resolve().then(() => occupied(this.#server, prefix));
-    const req = crypto.randomBytes(6).toString('hex');
-    return new Promise((resolve, reject) => {
-      const c = { expect: null, got: new Map(), resolve, reject, timer: null };
-      c.timer = setTimeout(() => {
-        this.#asks.delete(req);
-        reject(new SymphonyError('ERR_BUS_TIMEOUT',
-          `${c.got.size} of ${c.expect ?? '?'} nodes answered within ${TIMEOUT_MS} ms`));
-      }, TIMEOUT_MS);
-      this.#asks.set(req, c);
-      this.#bus.ctl(JSON.stringify({ t: 'pch?', req, node: this.#node, prefix })).then((n) => {
-        c.expect = n;
-        this.#settle(req);
-      }, (err) => {
-        clearTimeout(c.timer);
-        this.#asks.delete(req);
-        reject(err);
-      });
-    });
-  }
-
-  #settle(req) {
-    const c = this.#asks.get(req);
-    if (c === undefined || c.expect === null || c.got.size < c.expect) return;
-    clearTimeout(c.timer);
-    this.#asks.delete(req);
+  async #occupied(prefix) {
+    if (this.#bus === null) return occupied(this.#server, prefix);
+    const got = await this.#asks.ask((req) => this.#bus.ctl(JSON.stringify({ t: 'pch?', req, node: this.#node, prefix })), TIMEOUT_MS, "every node's channels");
     const sum = new Map();
-    for (const list of c.got.values()) for (const [topic, n] of list) sum.set(topic, (sum.get(topic) ?? 0) + n);
-    c.resolve(sum);
+    for (const list of got.values()) for (const [topic, n] of list) sum.set(topic, (sum.get(topic) ?? 0) + n);
+    return sum;
   }
 
   /** A node's answer ({"t":"pch"}, parsed) to one of this node's requests. */
   answered(m) {
-    if (m.to !== this.#node || !Array.isArray(m.list) || !this.#asks.has(m.req)) return;
-    this.#asks.get(m.req).got.set(m.node, m.list.filter((x) => Array.isArray(x) && typeof x[0] === 'string' && Number.isInteger(x[1])));
-    this.#settle(m.req);
+    if (m.to !== this.#node || !Array.isArray(m.list) || !this.#asks.waiting(m.req)) return;
+    this.#asks.answer(m.req, m.node, m.list.filter((x) => Array.isArray(x) && typeof x[0] === 'string' && Number.isInteger(x[1])));
   }
 
   /** The server closes: the requests under way end (their connections are closed with it). */
   close() {
-    for (const c of this.#asks.values()) clearTimeout(c.timer);
-    this.#asks.clear();
+    this.#asks.close();
   }
 }
 
