@@ -6,9 +6,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "io/app/sy_pusher_cache.h"
-#include "io/app/sy_pusher_conn.h"
-
 sy_refbuf_t *sy_server_message_frame(const sy_server_t *s, const void *data, size_t len, unsigned flags) {
     const sy_server_opts_t *o = &s->shared.opts;
     bool z = (flags & SY_SEND_COMPRESS) && o->compression && len >= o->compress_threshold;
@@ -179,13 +176,23 @@ typedef struct seq_at {
  * offset order and a subscription's head splits them exactly
  * (io/sy_history.h). at: the message's place in Redis' sequence (with a
  * bus); NULL: this node numbers it. */
-/* A Pusher cache channel's pusher_internal: event (a presence-cache
- * channel's member event): delivered, never kept, on every node (the meta
- * travels with it), so the cached event stays the last one published. */
-static bool unkept(sy_server_t *s, const sy_topic_t *t, const sy_pub_extra_t *x) {
+/* What the registered message protocol says a publish to topic keeps
+ * (io/conn/sy_wire.h: keeps; a Pusher cache channel's), *ttl_s with it. */
+static sy_keep_t proto_keeps(const sy_server_t *s, const char *topic, size_t len, const sy_pub_extra_t *x,
+                             uint32_t *ttl_s) {
+    for (size_t i = 0; i < sizeof(s->shared.protos) / sizeof(s->shared.protos[0]); i++) {
+        const sy_msgproto_t *mp = s->shared.protos[i];
+        if (mp != NULL && mp->keeps != NULL)
+            return mp->keeps(s->shared.proto_state, topic, len, x != NULL ? x->meta : NULL, x != NULL ? x->meta_len : 0,
+                             ttl_s);
+    }
+    return SY_KEEP_DEFAULT;
+}
+
+/* A publish the protocol keeps out of its topic's history (delivered only). */
+static bool unkept(const sy_server_t *s, const sy_topic_t *t, const sy_pub_extra_t *x) {
     uint32_t ttl_s;
-    return x != NULL && sy_pusher_cache_unkept(x->meta, x->meta_len) && s->shared.proto_state != NULL &&
-           sy_pusher_srv_cache_topic(s->shared.proto_state, t->name, t->name_len, &ttl_s);
+    return x != NULL && proto_keeps(s, t->name, t->name_len, x, &ttl_s) == SY_KEEP_NOT;
 }
 
 static int publish_local(sy_server_t *s, sy_topic_t *t, const void *data, size_t len, unsigned flags,
@@ -281,14 +288,15 @@ static int publish_owner(sy_server_t *s, sy_topic_t *t, const char *topic, size_
 }
 
 /* The topic of a publish (held; NULL: none), made when history is on by
- * default or when it is a Pusher cache channel's, which keeps its last
- * message (io/app/sy_pusher_cache.h; out of memory: delivered, not kept). */
-static sy_topic_t *publish_topic(sy_server_t *s, const char *topic, size_t len) {
+ * default or when the protocol keeps the topic's last message (a Pusher
+ * cache channel's; out of memory: delivered, not kept). */
+static sy_topic_t *publish_topic(sy_server_t *s, const char *topic, size_t len, const sy_pub_extra_t *x) {
     uint32_t ttl_s = 0;
-    bool cache = s->shared.proto_state != NULL && sy_pusher_srv_cache_topic(s->shared.proto_state, topic, len, &ttl_s);
-    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, cache || sy_hist_default_on(&s->shared.hist));
-    if (t != NULL && cache)
-        (void)sy_pusher_cache_keep(&s->shared, t, ttl_s);
+    bool last = proto_keeps(s, topic, len, x, &ttl_s) == SY_KEEP_LAST;
+    sy_topic_t *t = sy_topic_acquire(&s->shared.topics, topic, len, last || sy_hist_default_on(&s->shared.hist));
+    if (t != NULL && last && sy_hist_keep_last(&s->shared.hist, t, ttl_s, sy_clock_ms()) == 0 &&
+        !atomic_load_explicit(&s->shared.history_used, memory_order_relaxed))
+        atomic_store(&s->shared.history_used, true); /* the sweep expires what it keeps */
     return t;
 }
 
@@ -298,7 +306,7 @@ sy_err_t sy_server_publish(sy_server_t *s, const char *topic, size_t topic_len, 
     if (!s->listening || s->shutting_down)
         return 0;
     /* With history by default, a topic nobody subscribes to keeps its messages too. */
-    sy_topic_t *t = publish_topic(s, topic, topic_len);
+    sy_topic_t *t = publish_topic(s, topic, topic_len, NULL);
     int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers, NULL);
     sy_topic_release(&s->shared.topics, t);
     return rc;
@@ -311,7 +319,7 @@ sy_err_t sy_server_publish_x(sy_server_t *s, const char *topic, size_t topic_len
         return 0;
     if (x != NULL && x->meta_len > SY_PUB_META_MAX)
         return EINVAL;
-    sy_topic_t *t = publish_topic(s, topic, topic_len);
+    sy_topic_t *t = publish_topic(s, topic, topic_len, x);
     int rc = publish_owner(s, t, topic, topic_len, data, len, flags, subscribers, x);
     sy_topic_release(&s->shared.topics, t);
     return rc;

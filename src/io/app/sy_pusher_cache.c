@@ -14,13 +14,7 @@
 #define DEFAULT_EVENT "message"
 
 sy_err_t sy_pusher_cache_keep(sy_io_shared_t *sh, sy_topic_t *t, uint32_t ttl_s) {
-    sy_hist_t *g = &sh->hist;
-    sy_err_t rc = 0;
-    sy_hist_lock(g);
-    sy_history_t *h = sy_hist_of(g, t, false);
-    if (h == NULL || h->size != 1 || h->ttl_s != ttl_s)
-        rc = sy_hist_configure(g, t, 1, ttl_s, sy_clock_ms());
-    sy_hist_unlock(g);
+    sy_err_t rc = sy_hist_keep_last(&sh->hist, t, ttl_s, sy_clock_ms());
     /* The sweep (IO thread 0) expires kept messages and frees idle topics. */
     if (rc == 0 && !atomic_load_explicit(&sh->history_used, memory_order_relaxed))
         atomic_store(&sh->history_used, true);

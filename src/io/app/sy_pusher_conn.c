@@ -119,7 +119,9 @@ void sy_pusher_srv_free(sy_pusher_srv_t *p) {
 
 uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p) { return p->node; }
 
-bool sy_pusher_srv_cache_topic(const sy_pusher_srv_t *p, const char *topic, size_t len, uint32_t *ttl_s) {
+/* Whether topic[0..len) is a cache channel of one of p's apps, with the
+ * apps' cacheTtl in *ttl_s. Any thread. */
+static bool cache_topic(const sy_pusher_srv_t *p, const char *topic, size_t len, uint32_t *ttl_s) {
     const char *colon = memchr(topic, ':', len);
     const char *ch = topic;
     size_t ch_len = len;
@@ -142,6 +144,17 @@ bool sy_pusher_srv_cache_topic(const sy_pusher_srv_t *p, const char *topic, size
         return false;
     *ttl_s = p->cache_ttl_s;
     return true;
+}
+
+/* The table's keeps: a cache channel's topic keeps its last event, but for
+ * the pusher_internal: events published to it (a presence-cache channel's
+ * members), which are delivered, not kept; every node decides the same
+ * (the meta travels with the publish). */
+static sy_keep_t pusher_keeps(const void *state, const char *topic, size_t len, const void *meta, size_t meta_len,
+                              uint32_t *ttl_s) {
+    if (!cache_topic(state, topic, len, ttl_s))
+        return SY_KEEP_DEFAULT;
+    return sy_pusher_cache_unkept(meta, meta_len) ? SY_KEEP_NOT : SY_KEEP_LAST;
 }
 
 /* c's cell in its thread's table (made when make: NULL out of memory). */
@@ -673,6 +686,7 @@ const sy_msgproto_t sy_pusher_proto = {
     .idle = pusher_idle,
     .closing = pusher_closing,
     .subscribed = pusher_subscribed,
+    .keeps = pusher_keeps,
     .tag = "pusher",
 };
 
@@ -697,14 +711,6 @@ void sy_pusher_srv_free(sy_pusher_srv_t *p) { sy_free(p); }
 uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p) {
     (void)p;
     return 0;
-}
-
-bool sy_pusher_srv_cache_topic(const sy_pusher_srv_t *p, const char *topic, size_t len, uint32_t *ttl_s) {
-    (void)p;
-    (void)topic;
-    (void)len;
-    (void)ttl_s;
-    return false;
 }
 
 const sy_msgproto_t sy_pusher_proto = {.name = NULL};

@@ -67,10 +67,6 @@ sy_err_t sy_pusher_srv_new(struct sy_pusher_apps *apps, const sy_pusher_cfg_t *c
 void sy_pusher_srv_free(sy_pusher_srv_t *p);
 /* The process' random part of this server's socket ids ("<node>.<conn id>"). */
 uint64_t sy_pusher_srv_node(const sy_pusher_srv_t *p);
-/* Whether topic[0..len) is a cache channel of one of p's apps (a publish
- * to it keeps its last message, io/app/sy_pusher_cache.h), with the
- * apps' cacheTtl in *ttl_s. Any thread. */
-bool sy_pusher_srv_cache_topic(const sy_pusher_srv_t *p, const char *topic, size_t len, uint32_t *ttl_s);
 
 /* The table to register (sy_io_add_protocol, with no wire of its own). */
 extern const sy_msgproto_t sy_pusher_proto;

@@ -99,6 +99,9 @@ typedef struct sy_wire {
     uint8_t open_flags;   /* SY_EV_OPEN's flags for it (SY_EV_OPEN_SSE) */
 } sy_wire_t;
 
+/* What a publish keeps (sy_msgproto_t's keeps). */
+typedef enum sy_keep { SY_KEEP_DEFAULT = 0, SY_KEEP_LAST, SY_KEEP_NOT } sy_keep_t;
+
 typedef struct sy_msgproto {
     const char *name; /* the subprotocol that chooses it at a WebSocket upgrade ("symphony.v1"), or NULL */
     /* A whole message p[0..n) from the client (opcode SY_WS_OP_TEXT or
@@ -142,6 +145,14 @@ typedef struct sy_msgproto {
      * the protocol's answer (Pusher's subscription_succeeded and a cache
      * channel's last event). NULL: nothing. */
     void (*subscribed)(sy_io_t *io, struct sy_conn *c, sy_topic_t *t);
+    /* What a publish to topic keeps, when the protocol sets the topic's
+     * history (state: shared.proto_state; meta: the publish's, NULL for
+     * none): SY_KEEP_DEFAULT (the server's history options), SY_KEEP_LAST
+     * (its last message, for *ttl_s seconds: a Pusher cache channel's) or
+     * SY_KEEP_NOT (this publish is delivered, not kept: a cache channel's
+     * member event). Any thread. NULL: always SY_KEEP_DEFAULT. */
+    sy_keep_t (*keeps)(const void *state, const char *topic, size_t len, const void *meta, size_t meta_len,
+                       uint32_t *ttl_s);
     const char *tag; /* a claimed connection's protocol in SY_EV_OPEN ("pusher") */
 } sy_msgproto_t;
 

@@ -437,3 +437,13 @@ void sy_history_free(sy_history_t *h) {
     sy_free(h->ring);
     sy_free(h);
 }
+
+sy_err_t sy_hist_keep_last(sy_hist_t *g, sy_topic_t *t, uint32_t ttl_s, int64_t now_ms) {
+    sy_err_t rc = 0;
+    sy_hist_lock(g);
+    sy_history_t *h = sy_hist_of(g, t, false);
+    if (h == NULL || h->size != 1 || h->ttl_s != ttl_s)
+        rc = sy_hist_configure(g, t, 1, ttl_s, now_ms);
+    sy_hist_unlock(g);
+    return rc;
+}

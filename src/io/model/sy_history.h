@@ -147,6 +147,9 @@ sy_history_t *sy_hist_of(sy_hist_t *g, struct sy_topic *t, bool create);
 /* Locked. t keeps size messages, none older than ttl_s (a handle's
  * override): made if needed; trimmed now if smaller. 0 or ENOMEM. */
 sy_err_t sy_hist_configure(sy_hist_t *g, struct sy_topic *t, uint32_t size, uint32_t ttl_s, int64_t now_ms);
+/* t keeps its last message for ttl_s seconds (0: no limit): configured
+ * (under the lock it takes) unless it is so already. 0 or ENOMEM. */
+sy_err_t sy_hist_keep_last(sy_hist_t *g, struct sy_topic *t, uint32_t ttl_s, int64_t now_ms);
 /* Locked. The next offset of h (h->size > 0). */
 static inline uint64_t sy_history_next(sy_history_t *h) { return ++h->last; }
 /* Locked. Keeps frame (a reference of its own) as the message at offset
