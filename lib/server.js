@@ -24,7 +24,7 @@ const {
   TOPIC_MAX_LEN, CLOSE_REASON_MAX_LEN, CLOSE_CODE_MIN, CLOSE_CODE_MAX,
   REFUSE_STATUS_MIN, REFUSE_STATUS_MAX, EV_UPGRADE, EV_OPEN, EV_MESSAGE, EV_CLOSE, EV_DRAIN, EV_FAILED, EV_CLOSED,
   EV_OPEN_DEFLATE, EV_OPEN_SSE, EV_UPGRADE_SSE, EV_POST, EV_PUSHER, EV_PUSHER_HOOK, SEND_BINARY, SEND_COMPRESS, SEND_LOCAL, EV_RECOVERY, EV_TOPIC,
-  EV_ASK,
+  EV_TOPIC_ON, EV_ASK,
 } = binding.constants;
 
 // Why a resume did not recover, by the native code (sy_v1_reason_t in
@@ -499,23 +499,30 @@ class Server extends EventEmitter {
     this.#active = on ? new Set(now) : null;
   }
 
-  // An IO thread saw a topic's applied subscriptions go 0 -> 1 or 1 -> 0.
-  // Threads' events may arrive in any order, so the count is read again now
-  // and compared with what was last reported: the events of a topic
-  // alternate and the last one says where it is.
-  #topicEdge(topic) {
+  // An IO thread saw a topic's applied subscriptions go 0 -> 1 (on) or
+  // 1 -> 0. Threads' events may arrive in any order and late, so: an edge
+  // the reported state has not made yet is reported (a subscribe and
+  // unsubscribe that both happened before the first event was read is
+  // still a true then a false), then the count is read again and, when it
+  // says otherwise, that is reported too. Every emit flips the state, so
+  // per topic the events alternate and the last one says where it is.
+  #topicEdge(topic, on) {
     if (this.#active === null) return;
+    if (on !== this.#active.has(topic)) this.#topicState(topic, on);
     const now = binding.serverTopicApplied(this.#handle, topic) > 0;
-    if (now === this.#active.has(topic)) return;
-    if (now) this.#active.add(topic);
+    if (now !== this.#active.has(topic)) this.#topicState(topic, now);
+  }
+
+  #topicState(topic, on) {
+    if (on) this.#active.add(topic);
     else this.#active.delete(topic);
-    this.emit('subscription', topic, now);
+    this.emit('subscription', topic, on);
   }
 
   #dispatch(type, id, code, payload) {
     switch (type) {
       case EV_TOPIC:
-        this.#topicEdge(payload);
+        this.#topicEdge(payload, (code & EV_TOPIC_ON) !== 0);
         break;
       case EV_PUSHER_HOOK:
         this.#pusherHooks?.pusherEvent(code, payload);

@@ -141,3 +141,28 @@ test('a listener added later: topics active then are not reported, their end is;
   await waitFor(() => again.has('after'), 5000, 'after: 0 -> 1 again');
   assert.deepEqual(again.get('after'), [true]);
 });
+
+test('a subscribe and an unsubscribe in one tick: true then false, however late the JS thread reads the edges', async () => {
+  // Both edges are made on the IO thread before the JS thread can read the
+  // first: reading the count alone would see none and report nothing (a
+  // Pusher channel occupied for a moment would then send neither
+  // channel_occupied nor channel_vacated).
+  const { server, url } = await startServer({ threads: 2 });
+  const events = recorder(server);
+  const { ids } = await clients(server, url, 2); // one per IO thread
+  const topics = Array.from({ length: 20 }, (_, i) => `brief${i}`);
+  for (const [i, t] of topics.entries()) {
+    server.subscribe(ids[i % 2], t);
+    server.unsubscribe(ids[i % 2], t);
+  }
+  await waitFor(() => topics.every((t) => events.get(t)?.length === 2), 10000, 'true and false for every topic');
+  for (const t of topics) assert.deepEqual(events.get(t), [true, false], t);
+  // Applied and left: a fence per thread, then nothing more came for them.
+  server.subscribe(ids[0], 'fence0');
+  server.subscribe(ids[1], 'fence1');
+  await waitFor(() => events.has('fence0') && events.has('fence1'), 10000, 'the fences');
+  for (const t of topics) {
+    assert.deepEqual(events.get(t), [true, false], t);
+    assert.equal(server.subscribers(t), 0, t);
+  }
+});
