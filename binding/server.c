@@ -178,7 +178,7 @@ napi_value server_ref(napi_env env, napi_callback_info info) {
 /* serverSetBus(handle, opts, onState) -> undefined: before listen. */
 napi_value server_set_bus(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "- -"))
+    if (!SY_BCALL(env, info, &c, SY_BA_SKIP, SY_BA_SKIP))
         return NULL;
     if (c.b->listening || c.b->bus_tsfn != NULL) {
         sy_napi_throw(env, "ERR_SYMPHONY_BUS", "symphony: the bus must be set once, before the server starts");
@@ -190,19 +190,21 @@ napi_value server_set_bus(napi_env env, napi_callback_info info) {
 /* serverSetPusher(handle, pusher) -> node (binding/pusher.c) */
 napi_value server_set_pusher(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    return sy_bcall(env, info, &c, "-") ? sy_binding_pusher_set(env, c.b->srv, c.argv[1]) : NULL;
+    return SY_BCALL(env, info, &c, SY_BA_SKIP) ? sy_binding_pusher_set(env, c.b->srv, c.argv[1]) : NULL;
 }
 
 /* serverPublishEvent(handle, topic, data, flags, event) -> subscribers (binding/pusher.c) */
 napi_value server_publish_event(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    return sy_bcall(env, info, &c, "- - - -") ? sy_binding_publish_event(env, c.b->srv, c.argv + 1) : NULL;
+    return SY_BCALL(env, info, &c, SY_BA_SKIP, SY_BA_SKIP, SY_BA_SKIP, SY_BA_SKIP)
+               ? sy_binding_publish_event(env, c.b->srv, c.argv + 1)
+               : NULL;
 }
 
 /* serverBusCall(handle, id, route, args) -> boolean (binding/bus.c) */
 napi_value server_bus_call(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    return sy_bcall(env, info, &c, "- - -")
+    return SY_BCALL(env, info, &c, SY_BA_SKIP, SY_BA_SKIP, SY_BA_SKIP)
                ? sy_binding_bus_call(env, c.b->srv, c.b->bus_tsfn, c.argv[1], c.argv[2], c.argv[3])
                : NULL;
 }
@@ -210,7 +212,7 @@ napi_value server_bus_call(napi_env env, napi_callback_info info) {
 /* serverBusStats(handle) -> { state, counters... } or null */
 napi_value server_bus_stats(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    return sy_bcall(env, info, &c, "") ? sy_binding_bus_stats(env, c.b->srv) : NULL;
+    return sy_bcall(env, info, &c, NULL, 0) ? sy_binding_bus_stats(env, c.b->srv) : NULL;
 }
 
 /* serverClose(handle, deadlineMs) -> bool: begins shutdown (false when the

@@ -89,8 +89,48 @@ typedef struct {
     size_t nbytes, nints;
     sy_bytes_t bytes[SY_BCALL_MAX_BYTES]; /* topics and b: arguments, in order */
 } sy_bcall_t;
-/* The range of an int: argument, as sy_bcall's variable arguments want it. */
-#define SY_BRANGE(min, max) (int64_t)(min), (int64_t)(max)
+/* One argument of a call as sy_bcall reads it: SY_BA_* below, a list
+ * known when the binding is compiled (no format read per call: a publish
+ * is on the JS thread's hot path). */
+typedef enum {
+    SY_BARG_SKIP,  /* read by the caller from c->argv */
+    SY_BARG_ID,    /* a connection id: c->id */
+    SY_BARG_TOPIC, /* a topic's name: the next of c->bytes */
+    SY_BARG_TH,    /* a topic handle (serverTopic): c->topic */
+    SY_BARG_BYTES, /* bytes (name in errors): the next of c->bytes */
+    SY_BARG_FLAGS, /* SY_SEND_*: c->flags */
+    SY_BARG_U32,   /* c->u32 */
+    SY_BARG_BOOL,  /* c->flag */
+    SY_BARG_INT,   /* the next of c->ints, within [min, max] */
+} sy_barg_kind_t;
+typedef struct {
+    sy_barg_kind_t kind;
+    const char *name; /* in errors (BYTES, U32, BOOL, INT) */
+    int64_t min, max; /* INT's range */
+} sy_barg_t;
+#define SY_BA_SKIP \
+    { SY_BARG_SKIP, NULL, 0, 0 }
+#define SY_BA_ID \
+    { SY_BARG_ID, NULL, 0, 0 }
+#define SY_BA_TOPIC \
+    { SY_BARG_TOPIC, NULL, 0, 0 }
+#define SY_BA_TH \
+    { SY_BARG_TH, NULL, 0, 0 }
+#define SY_BA_FLAGS \
+    { SY_BARG_FLAGS, NULL, 0, 0 }
+#define SY_BA_BYTES(name) \
+    { SY_BARG_BYTES, name, 0, 0 }
+#define SY_BA_U32(name) \
+    { SY_BARG_U32, name, 0, 0 }
+#define SY_BA_BOOL(name) \
+    { SY_BARG_BOOL, name, 0, 0 }
+#define SY_BA_INT(name, min, max) \
+    { SY_BARG_INT, name, (int64_t)(min), (int64_t)(max) }
+/* sy_bcall with the arguments after the handle listed: SY_BCALL(env, info,
+ * &c, SY_BA_ID, SY_BA_BYTES("data"), SY_BA_FLAGS). */
+#define SY_BCALL(env, info, c, ...)                                \
+    sy_bcall((env), (info), (c), (const sy_barg_t[]){__VA_ARGS__}, \
+             sizeof((const sy_barg_t[]){__VA_ARGS__}) / sizeof(sy_barg_t))
 
 /* One function of binding.server*: its JS name and its callback. */
 typedef struct {
@@ -127,15 +167,10 @@ bool sy_barg_bytes(napi_env env, napi_value v, const char *name, sy_bytes_t *out
 bool sy_barg_topic(napi_env env, napi_value v, sy_bytes_t *out);
 /* The topic handle (serverTopic) v of server b, or NULL with an error thrown. */
 sy_btopic_t *sy_barg_topic_handle(napi_env env, napi_value v, sy_bserver_t *b);
-/* The arguments of a call on a running server, read by fmt: after the
- * handle, one space-separated token per argument: "id" (c->id), "topic"
- * (the next of c->bytes), "th" (a topic handle: c->topic), "b:NAME" (bytes,
- * NAME in errors: the next of c->bytes), "flags" (SY_SEND_*: c->flags),
- * "u32:NAME" (c->u32), "bool:NAME" (c->flag), "int:NAME" (the next of
- * c->ints, within the next SY_BRANGE of the variable arguments), "-"
- * (read by the caller from c->argv). On failure nothing is held; on
- * success the caller ends with sy_bcall_done. */
-bool sy_bcall(napi_env env, napi_callback_info info, sy_bcall_t *c, const char *fmt, ...);
+/* The arguments of a call on a running server: the handle, then the n of
+ * args (SY_BCALL lists them). On failure nothing is held; on success the
+ * caller ends with sy_bcall_done. */
+bool sy_bcall(napi_env env, napi_callback_info info, sy_bcall_t *c, const sy_barg_t *args, size_t n);
 /* Frees what c's arguments hold and returns result. */
 napi_value sy_bcall_done(sy_bcall_t *c, napi_value result);
 /* obj[key] into *out. */

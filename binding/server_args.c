@@ -2,7 +2,6 @@
 #include "server.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -173,64 +172,51 @@ napi_value sy_bcall_done(sy_bcall_t *c, napi_value result) {
     return result;
 }
 
-/* One token of sy_bcall's fmt: argument v into c. */
-static bool bcall_arg(napi_env env, sy_bcall_t *c, const char *kind, const char *name, napi_value v, va_list *ap) {
-    if (strcmp(kind, "id") == 0)
+/* One argument a of the call into c. */
+static bool bcall_arg(napi_env env, sy_bcall_t *c, const sy_barg_t *a, napi_value v) {
+    switch (a->kind) {
+    case SY_BARG_SKIP:
+        return true;
+    case SY_BARG_ID:
         return sy_barg_id(env, v, &c->id);
-    if (strcmp(kind, "flags") == 0)
+    case SY_BARG_FLAGS:
         return sy_barg_send_flags(env, v, &c->flags);
-    if (strcmp(kind, "th") == 0)
+    case SY_BARG_TH:
         return (c->topic = sy_barg_topic_handle(env, v, c->b)) != NULL;
-    if (strcmp(kind, "u32") == 0)
-        return sy_napi_get_uint32(env, v, name, &c->u32);
-    if (strcmp(kind, "bool") == 0)
-        return sy_napi_get_bool(env, v, name, &c->flag);
-    if (strcmp(kind, "int") == 0 && c->nints < 2) {
-        int64_t min = va_arg(*ap, int64_t), max = va_arg(*ap, int64_t);
-        return sy_napi_get_int64(env, v, name, min, max, &c->ints[c->nints++]);
+    case SY_BARG_U32:
+        return sy_napi_get_uint32(env, v, a->name, &c->u32);
+    case SY_BARG_BOOL:
+        return sy_napi_get_bool(env, v, a->name, &c->flag);
+    case SY_BARG_INT:
+        if (c->nints < 2)
+            return sy_napi_get_int64(env, v, a->name, a->min, a->max, &c->ints[c->nints++]);
+        break;
+    case SY_BARG_TOPIC:
+    case SY_BARG_BYTES:
+        if (c->nbytes < SY_BCALL_MAX_BYTES) {
+            sy_bytes_t *out = &c->bytes[c->nbytes];
+            if (!(a->kind == SY_BARG_TOPIC ? sy_barg_topic(env, v, out) : sy_barg_bytes(env, v, a->name, out)))
+                return false;
+            c->nbytes++;
+            return true;
+        }
+        break;
     }
-    if ((strcmp(kind, "topic") == 0 || strcmp(kind, "b") == 0) && c->nbytes < SY_BCALL_MAX_BYTES) {
-        sy_bytes_t *out = &c->bytes[c->nbytes];
-        if (!(kind[0] == 't' ? sy_barg_topic(env, v, out) : sy_barg_bytes(env, v, name, out)))
-            return false;
-        c->nbytes++;
-        return true;
-    }
-    if (strcmp(kind, "-") == 0)
-        return true;
-    sy_napi_throw(env, "ERR_SYMPHONY_NAPI", "symphony: sy_bcall: a format the binding does not know");
+    sy_napi_throw(env, "ERR_SYMPHONY_NAPI", "symphony: sy_bcall: an argument list the binding cannot read");
     return false;
 }
 
-bool sy_bcall(napi_env env, napi_callback_info info, sy_bcall_t *c, const char *fmt, ...) {
-    size_t n = 1;
-    for (const char *p = fmt; *p != '\0'; p++)
-        n += *p == ' ';
-    n += *fmt != '\0';
+bool sy_bcall(napi_env env, napi_callback_info info, sy_bcall_t *c, const sy_barg_t *args, size_t n) {
     c->nbytes = c->nints = 0;
-    if (n > SY_BCALL_MAX_ARGS) {
+    if (n + 1 > SY_BCALL_MAX_ARGS) {
         sy_napi_throw(env, "ERR_SYMPHONY_NAPI", "symphony: sy_bcall: too many arguments");
         return false;
     }
-    if (!sy_barg_server(env, info, n, c->argv, &c->b))
+    if (!sy_barg_server(env, info, n + 1, c->argv, &c->b))
         return false;
-    va_list ap;
-    va_start(ap, fmt);
     bool ok = true;
-    for (size_t i = 1; ok && i < n; i++) {
-        char kind[8] = "", name[32] = "";
-        size_t k = strcspn(fmt, ": ");
-        memcpy(kind, fmt, k < sizeof(kind) ? k : sizeof(kind) - 1);
-        fmt += k;
-        if (*fmt == ':') {
-            size_t m = strcspn(++fmt, " ");
-            memcpy(name, fmt, m < sizeof(name) ? m : sizeof(name) - 1);
-            fmt += m;
-        }
-        fmt += *fmt == ' ';
-        ok = bcall_arg(env, c, kind, name, c->argv[i], &ap);
-    }
-    va_end(ap);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = bcall_arg(env, c, &args[i], c->argv[i + 1]);
     if (!ok)
         sy_bcall_done(c, NULL);
     return ok;

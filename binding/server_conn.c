@@ -14,7 +14,7 @@
  * running; throws ERR_SYMPHONY_ADOPT when fd is not a usable socket. */
 napi_value server_adopt(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "int:fd b:bytes", SY_BRANGE(0, INT32_MAX)))
+    if (!SY_BCALL(env, info, &c, SY_BA_INT("fd", 0, INT32_MAX), SY_BA_BYTES("bytes")))
         return NULL;
     int rc = sy_server_adopt(c.b->srv, (int)c.ints[0], c.bytes[0].data, c.bytes[0].len);
     bool unusable = rc == ENOTSOCK || rc == EBADF || rc == EMFILE || rc == ENFILE;
@@ -29,7 +29,7 @@ napi_value server_adopt(napi_env env, napi_callback_info info) {
 /* serverSend(handle, id, data, flags) -> bool */
 napi_value server_send(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "id b:data flags"))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_BYTES("data"), SY_BA_FLAGS))
         return NULL;
     const sy_bytes_t *d = &c.bytes[0];
     return sy_bcall_done(&c,
@@ -39,7 +39,7 @@ napi_value server_send(napi_env env, napi_callback_info info) {
 /* serverSubscribe / serverUnsubscribe(handle, id, topic) -> bool */
 static napi_value sub_call(napi_env env, napi_callback_info info, bool subscribe) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "id topic"))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_TOPIC))
         return NULL;
     const sy_bytes_t *t = &c.bytes[0];
     int rc = subscribe ? sy_server_subscribe(c.b->srv, c.id, t->data, t->len)
@@ -70,7 +70,7 @@ static bool get_since(napi_env env, napi_value epoch, napi_value offset, uint64_
 napi_value server_subscribe_since(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
     uint64_t epoch, offset;
-    if (!sy_bcall(env, info, &c, "id topic - -"))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_TOPIC, SY_BA_SKIP, SY_BA_SKIP))
         return NULL;
     if (!get_since(env, c.argv[3], c.argv[4], &epoch, &offset))
         return sy_bcall_done(&c, NULL);
@@ -85,7 +85,7 @@ napi_value server_answer_subscribe(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
     uint64_t epoch = 0, offset = 0;
     napi_valuetype et;
-    if (!sy_bcall(env, info, &c, "id u32:rid topic - - b:extra"))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_U32("rid"), SY_BA_TOPIC, SY_BA_SKIP, SY_BA_SKIP, SY_BA_BYTES("extra")))
         return NULL;
     if (!sy_napi_ok(env, napi_typeof(env, c.argv[4], &et), "napi_typeof"))
         return sy_bcall_done(&c, NULL);
@@ -103,7 +103,7 @@ napi_value server_answer_subscribe(napi_env env, napi_callback_info info) {
  * to a client's ask, a whole symphony.v2 frame (sy_server.h). */
 napi_value server_answer(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "id u32:rid b:frame bool:binary"))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_U32("rid"), SY_BA_BYTES("frame"), SY_BA_BOOL("binary")))
         return NULL;
     const sy_bytes_t *f = &c.bytes[0];
     return sy_bcall_done(&c, sy_bval_result(env, sy_server_answer(c.b->srv, c.id, c.u32, f->data, f->len, c.flag)));
@@ -116,7 +116,8 @@ napi_value server_unsubscribe(napi_env env, napi_callback_info info) { return su
  * that code is one an endpoint may send (RFC 6455 7.4). */
 napi_value server_end(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "id int:code b:reason", SY_BRANGE(SY_CLOSE_CODE_MIN, SY_CLOSE_CODE_MAX)))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_INT("code", SY_CLOSE_CODE_MIN, SY_CLOSE_CODE_MAX),
+                  SY_BA_BYTES("reason")))
         return NULL;
     const sy_bytes_t *r = &c.bytes[0];
     if (r->len > SY_CLOSE_REASON_MAX_LEN) {
@@ -131,7 +132,7 @@ napi_value server_end(napi_env env, napi_callback_info info) {
 /* serverTerminate(handle, id) -> bool */
 napi_value server_terminate(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "id"))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID))
         return NULL;
     return sy_bval_result(env, sy_server_terminate(c.b->srv, c.id));
 }
@@ -141,7 +142,8 @@ napi_value server_accept(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
     uint32_t ntopics = 0;
     bool is_array = false;
-    if (!sy_bcall(env, info, &c, "id b:protocol b:headers - bool:compress"))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_BYTES("protocol"), SY_BA_BYTES("headers"), SY_BA_SKIP,
+                  SY_BA_BOOL("compress")))
         return NULL;
     if (!sy_napi_ok(env, napi_is_array(env, c.argv[4], &is_array), "napi_is_array"))
         return sy_bcall_done(&c, NULL);
@@ -182,7 +184,8 @@ napi_value server_accept(napi_env env, napi_callback_info info) {
 /* serverRefuse(handle, id, status, headers) -> bool */
 napi_value server_refuse(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "id int:status b:headers", SY_BRANGE(SY_REFUSE_STATUS_MIN, SY_REFUSE_STATUS_MAX)))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_INT("status", SY_REFUSE_STATUS_MIN, SY_REFUSE_STATUS_MAX),
+                  SY_BA_BYTES("headers")))
         return NULL;
     const sy_bytes_t *h = &c.bytes[0];
     return sy_bcall_done(&c, sy_bval_result(env, sy_server_refuse(c.b->srv, c.id, (int)c.ints[0], h->data, h->len)));
@@ -191,7 +194,7 @@ napi_value server_refuse(napi_env env, napi_callback_info info) {
 /* serverPostAnswer(handle, id, status) -> bool: a forwarded POST's answer (202, 404, 503). */
 napi_value server_post_answer(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "id int:status", SY_BRANGE(200, 599)))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_INT("status", 200, 599)))
         return NULL;
     return sy_bval_result(env, sy_server_post_answer(c.b->srv, c.id, (int)c.ints[0]));
 }
@@ -200,7 +203,7 @@ napi_value server_post_answer(napi_env env, napi_callback_info info) {
  * request the owner was given to answer (SY_EV_PUSHER 'u'). */
 napi_value server_reply(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "id b:response"))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_BYTES("response")))
         return NULL;
     const sy_bytes_t *r = &c.bytes[0];
     return sy_bcall_done(&c, sy_bval_result(env, sy_server_reply(c.b->srv, c.id, r->data, r->len)));
@@ -210,7 +213,7 @@ napi_value server_reply(napi_env env, napi_callback_info info) {
  * false when name is no stream of this node, or the server is not running. */
 napi_value server_post(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "b:name b:data bool:binary"))
+    if (!SY_BCALL(env, info, &c, SY_BA_BYTES("name"), SY_BA_BYTES("data"), SY_BA_BOOL("binary")))
         return NULL;
     const sy_bytes_t *n = &c.bytes[0], *d = &c.bytes[1];
     int rc = sy_server_post(c.b->srv, n->data, n->len, d->data, d->len, c.flag);

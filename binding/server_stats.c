@@ -39,7 +39,7 @@ static bool thread_stats_object(napi_env env, sy_stats_t *t, napi_value *out) {
 /* serverStats(handle) -> { total fields..., topics, threads: [...] } */
 napi_value server_stats(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, ""))
+    if (!sy_bcall(env, info, &c, NULL, 0))
         return NULL;
     sy_bserver_t *b = c.b;
     unsigned n = sy_server_threads(b->srv);

@@ -22,7 +22,7 @@ static napi_value published(napi_env env, int rc, size_t n) {
 napi_value server_publish(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
     size_t n = 0;
-    if (!sy_bcall(env, info, &c, "topic b:data flags"))
+    if (!SY_BCALL(env, info, &c, SY_BA_TOPIC, SY_BA_BYTES("data"), SY_BA_FLAGS))
         return NULL;
     const sy_bytes_t *t = &c.bytes[0], *d = &c.bytes[1];
     int rc = sy_server_publish(c.b->srv, t->data, t->len, d->data, d->len, c.flags | SY_SEND_LATER, &n);
@@ -44,7 +44,7 @@ static void topic_finalize(napi_env env, void *data, void *hint) {
 /* serverTopic(handle, topic) -> topic handle */
 napi_value server_topic(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "topic"))
+    if (!SY_BCALL(env, info, &c, SY_BA_TOPIC))
         return NULL;
     sy_bserver_t *b = c.b;
     sy_btopic_t *h = sy_malloc(sizeof(*h));
@@ -71,7 +71,7 @@ napi_value server_topic(napi_env env, napi_callback_info info) {
 napi_value server_publish_topic(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
     size_t n = 0;
-    if (!sy_bcall(env, info, &c, "th b:data flags"))
+    if (!SY_BCALL(env, info, &c, SY_BA_TH, SY_BA_BYTES("data"), SY_BA_FLAGS))
         return NULL;
     const sy_bytes_t *d = &c.bytes[0];
     int rc = sy_server_publish_topic(c.b->srv, c.topic->t, d->data, d->len, c.flags | SY_SEND_LATER, &n);
@@ -93,7 +93,7 @@ napi_value server_position(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
     uint64_t epoch = 0, last = 0, first = 0;
     size_t kept = 0;
-    if (!sy_bcall(env, info, &c, "topic"))
+    if (!SY_BCALL(env, info, &c, SY_BA_TOPIC))
         return NULL;
     bool ok = sy_server_position(c.b->srv, c.bytes[0].data, c.bytes[0].len, &epoch, &last, &first, &kept);
     sy_bcall_done(&c, NULL);
@@ -111,7 +111,8 @@ napi_value server_position(napi_env env, napi_callback_info info) {
 napi_value server_topic_history(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
     int64_t size, ttl;
-    if (!sy_bcall(env, info, &c, "th - -") || !sy_bopts_int(env, c.argv[2], "historySize", "historySize", &size) ||
+    if (!SY_BCALL(env, info, &c, SY_BA_TH, SY_BA_SKIP, SY_BA_SKIP) ||
+        !sy_bopts_int(env, c.argv[2], "historySize", "historySize", &size) ||
         !sy_bopts_int(env, c.argv[3], "historyTtl", "historyTtl", &ttl))
         return NULL;
     if (sy_server_topic_history(c.b->srv, c.topic->t, (uint32_t)size, (uint32_t)ttl) != 0) {
@@ -127,7 +128,7 @@ napi_value server_topic_history(napi_env env, napi_callback_info info) {
  * (the count SY_EV_TOPIC follows). */
 static napi_value count_call(napi_env env, napi_callback_info info, bool applied) {
     sy_bcall_t c;
-    if (!sy_bcall(env, info, &c, "topic"))
+    if (!SY_BCALL(env, info, &c, SY_BA_TOPIC))
         return NULL;
     const sy_bytes_t *t = &c.bytes[0];
     unsigned n =
@@ -169,7 +170,7 @@ static napi_value topic_list(napi_env env, sy_bserver_t *b, bool applied) {
 napi_value server_topic_events(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
     napi_value arr;
-    if (!sy_bcall(env, info, &c, "bool:on"))
+    if (!SY_BCALL(env, info, &c, SY_BA_BOOL("on")))
         return NULL;
     sy_server_topic_events(c.b->srv, c.flag);
     if (!c.flag)
@@ -180,7 +181,7 @@ napi_value server_topic_events(napi_env env, napi_callback_info info) {
 /* serverTopics(handle) -> [name, subscribers, name, subscribers, ...] */
 napi_value server_topics(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    return sy_bcall(env, info, &c, "") ? topic_list(env, c.b, false) : NULL;
+    return sy_bcall(env, info, &c, NULL, 0) ? topic_list(env, c.b, false) : NULL;
 }
 
 /* parseSince(url) -> [{ topic, epoch, offset }] (proto/sy_since.h), or a
@@ -229,7 +230,7 @@ napi_value server_node_tag(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
     napi_value out;
     char tag[17];
-    if (!sy_bcall(env, info, &c, ""))
+    if (!sy_bcall(env, info, &c, NULL, 0))
         return NULL;
     sy_server_node_tag(c.b->srv, tag);
     return sy_napi_ok(env, napi_create_string_utf8(env, tag, 16, &out), "napi_create_string_utf8") ? out : NULL;

@@ -180,13 +180,10 @@ typedef struct seq_at {
  * (io/conn/sy_wire.h: keeps; a Pusher cache channel's), *ttl_s with it. */
 static sy_keep_t proto_keeps(const sy_server_t *s, const char *topic, size_t len, const sy_pub_extra_t *x,
                              uint32_t *ttl_s) {
-    for (size_t i = 0; i < sizeof(s->shared.protos) / sizeof(s->shared.protos[0]); i++) {
-        const sy_msgproto_t *mp = s->shared.protos[i];
-        if (mp != NULL && mp->keeps != NULL)
-            return mp->keeps(s->shared.proto_state, topic, len, x != NULL ? x->meta : NULL, x != NULL ? x->meta_len : 0,
-                             ttl_s);
-    }
-    return SY_KEEP_DEFAULT;
+    const sy_msgproto_t *mp = s->shared.keeper;
+    if (mp == NULL)
+        return SY_KEEP_DEFAULT;
+    return mp->keeps(s->shared.proto_state, topic, len, x != NULL ? x->meta : NULL, x != NULL ? x->meta_len : 0, ttl_s);
 }
 
 /* A publish the protocol keeps out of its topic's history (delivered only). */

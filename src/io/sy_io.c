@@ -59,6 +59,8 @@ sy_err_t sy_io_add_protocol(sy_io_shared_t *sh, const sy_wire_t *wire, const sy_
         if (p == SY_PROTOS)
             return ENOSPC;
         sh->protos[p] = proto;
+        if (sh->keeper == NULL && proto->keeps != NULL)
+            sh->keeper = proto;
     }
     if (wire == NULL)
         return 0; /* a message protocol on a wire that exists (Pusher's, on WebSocket) */

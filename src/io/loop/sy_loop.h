@@ -105,6 +105,8 @@ typedef struct sy_io_shared {
     const struct sy_wire *wires[8];
     uint8_t wire_proto[8];
     const struct sy_msgproto *protos[4];
+    const struct sy_msgproto *keeper; /* the first of protos with a keeps entry (what a publish keeps), or NULL:
+                                         read per publish, not looked for */
     const struct sy_conn_hooks *hooks;
     void *proto_state; /* the registered message protocol's own state (its apps, its connections'
                           state by slot), set with its table before the threads start; or NULL */
