@@ -27,7 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/sy_alloc.h"
 #include "proto/sy_ws_frame.h"
+#include "sy_napi.h"
 #include "sy_server.h"
 
 #define SY_EV_CLOSED 100 /* to JS: every IO thread has stopped */
@@ -167,12 +169,80 @@ bool sy_barg_bytes(napi_env env, napi_value v, const char *name, sy_bytes_t *out
 bool sy_barg_topic(napi_env env, napi_value v, sy_bytes_t *out);
 /* The topic handle (serverTopic) v of server b, or NULL with an error thrown. */
 sy_btopic_t *sy_barg_topic_handle(napi_env env, napi_value v, sy_bserver_t *b);
+
+/* Inlined wherever it is called (sy_bcall and its arguments: a publish's
+ * list then costs the direct calls it names). */
+#if defined(__GNUC__) || defined(__clang__)
+#define SY_BCALL_INLINE static inline __attribute__((always_inline))
+#else
+#define SY_BCALL_INLINE static inline
+#endif
+
+/* One argument a of the call into c (inline, as sy_bcall: with SY_BCALL's
+ * list known where it is called, the compiler reads it then, and the call
+ * is the direct calls it lists). */
+SY_BCALL_INLINE bool sy_bcall_arg(napi_env env, sy_bcall_t *c, const sy_barg_t *a, napi_value v) {
+    switch (a->kind) {
+    case SY_BARG_SKIP:
+        return true;
+    case SY_BARG_ID:
+        return sy_barg_id(env, v, &c->id);
+    case SY_BARG_FLAGS:
+        return sy_barg_send_flags(env, v, &c->flags);
+    case SY_BARG_TH:
+        return (c->topic = sy_barg_topic_handle(env, v, c->b)) != NULL;
+    case SY_BARG_U32:
+        return sy_napi_get_uint32(env, v, a->name, &c->u32);
+    case SY_BARG_BOOL:
+        return sy_napi_get_bool(env, v, a->name, &c->flag);
+    case SY_BARG_INT:
+        if (c->nints < 2)
+            return sy_napi_get_int64(env, v, a->name, a->min, a->max, &c->ints[c->nints++]);
+        break;
+    case SY_BARG_TOPIC:
+    case SY_BARG_BYTES:
+        if (c->nbytes < SY_BCALL_MAX_BYTES) {
+            sy_bytes_t *out = &c->bytes[c->nbytes];
+            if (!(a->kind == SY_BARG_TOPIC ? sy_barg_topic(env, v, out) : sy_barg_bytes(env, v, a->name, out)))
+                return false;
+            c->nbytes++;
+            return true;
+        }
+        break;
+    }
+    sy_napi_throw(env, "ERR_SYMPHONY_NAPI", "symphony: sy_bcall: an argument list the binding cannot read");
+    return false;
+}
+
+/* Frees what c's arguments hold (bytes copied off the stack: rare) and
+ * returns result. */
+SY_BCALL_INLINE napi_value sy_bcall_done(sy_bcall_t *c, napi_value result) {
+    for (size_t i = 0; i < c->nbytes; i++)
+        if (c->bytes[i].owned != NULL)
+            sy_free(c->bytes[i].owned);
+    c->nbytes = 0;
+    return result;
+}
+
 /* The arguments of a call on a running server: the handle, then the n of
  * args (SY_BCALL lists them). On failure nothing is held; on success the
  * caller ends with sy_bcall_done. */
-bool sy_bcall(napi_env env, napi_callback_info info, sy_bcall_t *c, const sy_barg_t *args, size_t n);
-/* Frees what c's arguments hold and returns result. */
-napi_value sy_bcall_done(sy_bcall_t *c, napi_value result);
+SY_BCALL_INLINE bool sy_bcall(napi_env env, napi_callback_info info, sy_bcall_t *c, const sy_barg_t *args, size_t n) {
+    c->nbytes = c->nints = 0;
+    if (n + 1 > SY_BCALL_MAX_ARGS) {
+        sy_napi_throw(env, "ERR_SYMPHONY_NAPI", "symphony: sy_bcall: too many arguments");
+        return false;
+    }
+    if (!sy_barg_server(env, info, n + 1, c->argv, &c->b))
+        return false;
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = sy_bcall_arg(env, c, &args[i], c->argv[i + 1]);
+    if (!ok)
+        sy_bcall_done(c, NULL);
+    return ok;
+}
+
 /* obj[key] into *out. */
 bool sy_barg_get(napi_env env, napi_value obj, const char *key, napi_value *out);
 

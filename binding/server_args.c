@@ -165,63 +165,6 @@ sy_btopic_t *sy_barg_topic_handle(napi_env env, napi_value v, sy_bserver_t *b) {
     return h;
 }
 
-napi_value sy_bcall_done(sy_bcall_t *c, napi_value result) {
-    for (size_t i = 0; i < c->nbytes; i++)
-        sy_free(c->bytes[i].owned);
-    c->nbytes = 0;
-    return result;
-}
-
-/* One argument a of the call into c. */
-static bool bcall_arg(napi_env env, sy_bcall_t *c, const sy_barg_t *a, napi_value v) {
-    switch (a->kind) {
-    case SY_BARG_SKIP:
-        return true;
-    case SY_BARG_ID:
-        return sy_barg_id(env, v, &c->id);
-    case SY_BARG_FLAGS:
-        return sy_barg_send_flags(env, v, &c->flags);
-    case SY_BARG_TH:
-        return (c->topic = sy_barg_topic_handle(env, v, c->b)) != NULL;
-    case SY_BARG_U32:
-        return sy_napi_get_uint32(env, v, a->name, &c->u32);
-    case SY_BARG_BOOL:
-        return sy_napi_get_bool(env, v, a->name, &c->flag);
-    case SY_BARG_INT:
-        if (c->nints < 2)
-            return sy_napi_get_int64(env, v, a->name, a->min, a->max, &c->ints[c->nints++]);
-        break;
-    case SY_BARG_TOPIC:
-    case SY_BARG_BYTES:
-        if (c->nbytes < SY_BCALL_MAX_BYTES) {
-            sy_bytes_t *out = &c->bytes[c->nbytes];
-            if (!(a->kind == SY_BARG_TOPIC ? sy_barg_topic(env, v, out) : sy_barg_bytes(env, v, a->name, out)))
-                return false;
-            c->nbytes++;
-            return true;
-        }
-        break;
-    }
-    sy_napi_throw(env, "ERR_SYMPHONY_NAPI", "symphony: sy_bcall: an argument list the binding cannot read");
-    return false;
-}
-
-bool sy_bcall(napi_env env, napi_callback_info info, sy_bcall_t *c, const sy_barg_t *args, size_t n) {
-    c->nbytes = c->nints = 0;
-    if (n + 1 > SY_BCALL_MAX_ARGS) {
-        sy_napi_throw(env, "ERR_SYMPHONY_NAPI", "symphony: sy_bcall: too many arguments");
-        return false;
-    }
-    if (!sy_barg_server(env, info, n + 1, c->argv, &c->b))
-        return false;
-    bool ok = true;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = bcall_arg(env, c, &args[i], c->argv[i + 1]);
-    if (!ok)
-        sy_bcall_done(c, NULL);
-    return ok;
-}
-
 napi_value sy_bval_int(napi_env env, int64_t n) {
     napi_value v;
     return sy_napi_ok(env, napi_create_int64(env, n, &v), "napi_create_int64") ? v : NULL;

@@ -50,7 +50,8 @@ void sy_fanout_publish(sy_io_t *io, sy_cmd_t *cmd) {
     sy_refbuf_t *own = NULL;
     uint32_t queued[SY_PROTOS] = {0}, queued_twin[SY_PROTOS] = {0};
     bool conflate = io->ctx.shared->opts.slow_consumer == SY_SLOW_CONFLATE; /* once per publish, not per subscriber */
-    sy_sse_shared_t sse = {0}; /* the event streams' events, made on first need */
+    sy_sse_shared_t sse;  /* the event streams' events, made on first need */
+    bool streams = false; /* sse set up (a stream subscribes): done after the walk */
     /* The one connection the publisher left out (a Pusher client event's
      * sender, an HTTP API socket_id), when it is on this thread. */
     const sy_conn_t *skip = cmd->conn != 0 && sy_id_thread(cmd->conn) == io->ctx.index
@@ -67,6 +68,10 @@ void sy_fanout_publish(sy_io_t *io, sy_cmd_t *cmd) {
         if (frames[f] == NULL && (frames[f] = make_frame(io, cmd, f, &own)) == NULL)
             continue;
         if (sy_conn_sse(c)) {
+            if (!streams) {
+                sse = (sy_sse_shared_t){0};
+                streams = true;
+            }
             (void)sy_sse_out_publish(io, c, cmd, frames[SY_PROTO_V1], &sse);
             continue;
         }
@@ -80,14 +85,16 @@ void sy_fanout_publish(sy_io_t *io, sy_cmd_t *cmd) {
             }
         }
     }
-    sy_sse_shared_done(&sse);
+    if (streams)
+        sy_sse_shared_done(&sse);
     for (unsigned f = 0; f < SY_PROTOS; f++) {
         if (queued[f] > 0)
             sy_refbuf_ref(frames[f], queued[f]);
         if (queued_twin[f] > 0)
             sy_refbuf_ref(twins[f], queued_twin[f]);
     }
-    sy_refbuf_release(own);
+    if (own != NULL)
+        sy_refbuf_release(own);
 }
 
 /* A notice to the topic's symphony.v1 subscribers of this thread. */
