@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "base/sy_alloc.h"
+#include "base/sy_port.h"
 #include "proto/sy_ws_frame.h"
 #include "sy_napi.h"
 #include "sy_server.h"
@@ -170,13 +171,9 @@ bool sy_barg_topic(napi_env env, napi_value v, sy_bytes_t *out);
 /* The topic handle (serverTopic) v of server b, or NULL with an error thrown. */
 sy_btopic_t *sy_barg_topic_handle(napi_env env, napi_value v, sy_bserver_t *b);
 
-/* Inlined wherever it is called (sy_bcall and its arguments: a publish's
- * list then costs the direct calls it names). */
-#if defined(__GNUC__) || defined(__clang__)
-#define SY_BCALL_INLINE static inline __attribute__((always_inline))
-#else
-#define SY_BCALL_INLINE static inline
-#endif
+/* sy_bcall and its arguments, inlined wherever they are called: a
+ * publish's list then costs the direct calls it names. */
+#define SY_BCALL_INLINE static SY_ALWAYS_INLINE
 
 /* One argument a of the call into c (inline, as sy_bcall: with SY_BCALL's
  * list known where it is called, the compiler reads it then, and the call

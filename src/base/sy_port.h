@@ -42,6 +42,7 @@ static inline int sy_strncasecmp(const char *a, const char *b, size_t n) { retur
  *   SY_ATTR_MALLOC           a fresh block that aliases nothing
  *   SY_ATTR_ALLOC_SIZE(n)    its size is argument n (and n times m)
  *   SY_ATTR_USED             kept in the object even if nothing names it
+ *   SY_ALWAYS_INLINE         inlined wherever it is called (MSVC: __forceinline)
  * SY_CONSTRUCTOR(fn) defines static void fn(void), run when the module is
  * loaded, before any of its functions is called (GCC and clang: the
  * constructor attribute; MSVC: a pointer among the C runtime's .CRT$XCU
@@ -51,6 +52,7 @@ static inline int sy_strncasecmp(const char *a, const char *b, size_t n) { retur
 #define SY_ATTR_ALLOC_SIZE(n)
 #define SY_ATTR_ALLOC_SIZE2(n, m)
 #define SY_ATTR_USED
+#define SY_ALWAYS_INLINE __forceinline
 #pragma section(".CRT$XCU", read)
 #define SY_CONSTRUCTOR(fn)                                               \
     static void fn(void);                                                \
@@ -61,6 +63,7 @@ static inline int sy_strncasecmp(const char *a, const char *b, size_t n) { retur
 #define SY_ATTR_ALLOC_SIZE(n) __attribute__((alloc_size(n)))
 #define SY_ATTR_ALLOC_SIZE2(n, m) __attribute__((alloc_size(n, m)))
 #define SY_ATTR_USED __attribute__((used))
+#define SY_ALWAYS_INLINE inline __attribute__((always_inline))
 #define SY_CONSTRUCTOR(fn) __attribute__((constructor)) static void fn(void)
 #endif
 
