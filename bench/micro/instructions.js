@@ -35,7 +35,7 @@ const path = require('node:path');
 const { spawn, execFileSync } = require('node:child_process');
 const WebSocket = require('ws');
 const { prepareCompare } = require('../runner/compare');
-const { resultsName, freeDir } = require('../runner/util');
+const { resultsName, freeDir, median, summarize, fmt, fmtRange } = require('../runner/util');
 
 const REPO = path.resolve(__dirname, '..', '..');
 
@@ -181,11 +181,6 @@ async function runOne(arm, shape, o, dir) {
   }
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const fmt = (v) => Math.round(v).toLocaleString('en-US');
 
 function report(o, arms, runs, started) {
   const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
@@ -203,7 +198,7 @@ function report(o, arms, runs, started) {
     '| shape | arm | IO thread per delivery | JS thread per publish | all threads per delivery | wall s (under valgrind) |',
     '| --- | --- | --: | --: | --: | --: |',
   ];
-  const cell = (rs, k) => `${fmt(median(rs.map((r) => r[k])))} (${fmt(Math.min(...rs.map((r) => r[k])))}–${fmt(Math.max(...rs.map((r) => r[k])))})`;
+  const cell = (rs, k) => fmtRange(summarize(rs.map((r) => r[k])));
   for (const shape of o.shapes) {
     for (const arm of arms) {
       const rs = runs.filter((r) => r.shape === shape && r.arm === arm.name);
