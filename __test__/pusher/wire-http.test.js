@@ -190,3 +190,18 @@ test('GET /channels and /channels/<name>: this app\'s occupied channels and thei
   });
   assert.deepEqual(await get(sdk, '/channels'), { channels: { 'private-room-b': {} } });
 });
+
+test('a wrong signature\'s message is said whole, however long the string it quotes', async (t) => {
+  // "Invalid signature" quotes the string to sign: with a long channel and
+  // query it is longer than the 512 bytes an error response was written in,
+  // and the message was left out (only the status line's reason remained).
+  const { port } = await start(t);
+  const channel = `presence-${'c'.repeat(190)}`;
+  const path = `/apps/${APP.id}/channels/${channel}/users`;
+  const res = await signed(port, { method: 'GET', path, secret: 'wrong', query: { info: 'user_count,subscription_count' } });
+  assert.equal(res.status, 401);
+  assert.ok(res.body.length > 400, `${res.body.length} bytes`); // with the headers, past 512
+  assert.match(res.body, /^Invalid signature: you should have sent HmacSHA256Hex\("GET\\n\/apps\//); // its LFs as \n
+  assert.ok(res.body.includes(`${path}\\nauth_key=${APP.key}&`), res.body);
+  assert.match(res.body, /", your_secret_key\), but you sent "[0-9a-f]{64}"\n$/);
+});

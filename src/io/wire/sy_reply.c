@@ -21,12 +21,27 @@ void sy_reply(sy_io_t *io, sy_conn_t *c, sy_refbuf_t *response, bool refusal) {
     sy_conn_finish(io, c);
 }
 
+/* The status line and headers of an error response, at most. */
+#define SY_REPLY_ERROR_HEAD 512
+
 void sy_reply_error(sy_io_t *io, sy_conn_t *c, int status, const char *why) {
-    char buf[512];
-    size_t n = sy_http_error_response_msg(buf, sizeof(buf), status, why, why ? strlen(why) : 0, NULL, 0);
+    char stack[SY_REPLY_ERROR_HEAD];
+    size_t why_len = why != NULL ? strlen(why) : 0;
+    char *buf = stack;
+    size_t n = sy_http_error_response_msg(stack, sizeof(stack), status, why, why_len, NULL, 0);
+    /* A message longer than the stack's room (Pusher's "Invalid signature"
+     * quotes the string to sign) gets a buffer its size: said whole, never
+     * left out. */
+    if (n == 0 && why_len > 0 && (buf = sy_malloc(SY_REPLY_ERROR_HEAD + why_len + 1)) != NULL)
+        n = sy_http_error_response_msg(buf, SY_REPLY_ERROR_HEAD + why_len + 1, status, why, why_len, NULL, 0);
+    if (buf == NULL)
+        buf = stack;
     if (n == 0)
-        n = sy_http_error_response(buf, sizeof(buf), status, NULL, 0);
-    sy_reply(io, c, n > 0 ? sy_refbuf_raw(buf, n) : NULL, true);
+        n = sy_http_error_response(buf, sizeof(stack), status, NULL, 0);
+    sy_refbuf_t *m = n > 0 ? sy_refbuf_raw(buf, n) : NULL;
+    if (buf != stack)
+        sy_free(buf);
+    sy_reply(io, c, m, true);
 }
 
 /* The kept form of response (the caller's alone) for a client of HTTP/1.x
