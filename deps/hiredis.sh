@@ -87,7 +87,7 @@ if [ -n "$msvc" ]; then
   ar=${AR:-lib}
   cflags=(-O2 -MT -DNDEBUG -w)
 fi
-key=$( { echo "$HR_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} ${headers[*]} keep-src $openssl"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+key=$( { echo "$HR_VERSION $cc $ar $triple $(key_flags "${CFLAGS:-}") ${cflags[*]} ${files[*]} ${headers[*]} keep-src $openssl"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/hiredis-${HR_VERSION}-${triple}-${key}"
 shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then

@@ -81,7 +81,7 @@ triple=${host:-$("$cc" -dumpmachine)}
 case "$triple" in
   *-apple-darwin*) configure_flags+=(--disable-zone-allocator) ;;
 esac
-key=$( { echo "$JE_VERSION $cc ${CFLAGS:-} ${configure_flags[*]}"; cat "$here"/patches/jemalloc/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+key=$( { echo "$JE_VERSION $cc $(key_flags "${CFLAGS:-}") ${configure_flags[*]}"; cat "$here"/patches/jemalloc/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/jemalloc-${JE_VERSION}-${triple}-lg${lg_page}-${key}"
 
 if [ -f "$out/.built" ]; then

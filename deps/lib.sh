@@ -91,6 +91,19 @@ included_files() { # FLAGS
   return 0
 }
 
+# The flags as a build's cache key reads them: a file forced in by
+# "-include FILE" by its base name (its contents are in the key:
+# included_files), so that two checkouts of the same code (a worktree, a
+# bench --compare baseline) with one SYMPHONY_CACHE_DIR share their builds.
+key_flags() { # FLAGS
+  local prev= w out=
+  for w in $1; do
+    if [ "$prev" = "-include" ]; then out="$out ${w##*/}"; else out="$out $w"; fi
+    prev=$w
+  done
+  printf '%s' "${out# }"
+}
+
 sha_matches() { # FILE SHA256
   [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
 }

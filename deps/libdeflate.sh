@@ -67,7 +67,7 @@ if [ -n "$msvc" ]; then
   ar=${AR:-lib}
   cflags=(-O2 -MT -DNDEBUG -w)
 fi
-key=$( { echo "$LD_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} ${files[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+key=$( { echo "$LD_VERSION $cc $ar $triple $(key_flags "${CFLAGS:-}") ${cflags[*]} ${files[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/libdeflate-${LD_VERSION}-${triple}-${key}"
 shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then

@@ -102,7 +102,7 @@ if [ -n "${CFLAGS:-}" ]; then
   if [ -n "$msvc" ]; then CFLAGS="/O2 $CFLAGS"; else CFLAGS="-O3 $CFLAGS"; fi
   export CFLAGS
 fi
-key=$( { echo "$SSL_VERSION $cc $target ${CFLAGS:-} ${flags[*]}"; cat "$here"/patches/openssl/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+key=$( { echo "$SSL_VERSION $cc $target $(key_flags "${CFLAGS:-}") ${flags[*]}"; cat "$here"/patches/openssl/*.patch; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/openssl-${SSL_VERSION}-${triple}-${key}"
 shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then

@@ -85,7 +85,7 @@ if [ -n "$msvc" ]; then
   ar=${AR:-lib}
   cflags=(-O2 -MT -DNDEBUG -w -DYYJSON_DISABLE_INCR_READER=1 -DYYJSON_DISABLE_UTILS=1)
 fi
-key=$( { echo "$YY_VERSION $cc $ar $triple ${CFLAGS:-} ${cflags[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
+key=$( { echo "$YY_VERSION $cc $ar $triple $(key_flags "${CFLAGS:-}") ${cflags[*]} keep-src"; included_files "${CFLAGS:-}"; } | sha256sum | cut -c1-12)
 out="$cache/build/yyjson-${YY_VERSION}-${triple}-${key}"
 shown=$(native_path "$out")
 if [ -f "$out/.built" ]; then
