@@ -88,6 +88,8 @@ void sy_fanout_publish(sy_io_t *io, sy_cmd_t *cmd) {
     if (streams)
         sy_sse_shared_done(&sse);
     for (unsigned f = 0; f < SY_PROTOS; f++) {
+        if ((queued[f] | queued_twin[f]) == 0)
+            continue; /* the common case: one test per family */
         if (queued[f] > 0)
             sy_refbuf_ref(frames[f], queued[f]);
         if (queued_twin[f] > 0)
