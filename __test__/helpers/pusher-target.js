@@ -106,6 +106,7 @@ const SOKETI_LIMITS = {
   cacheTtl: (v) => ['channelLimits.cacheTtl', v],
   webhookBatching: (v) => ['webhooks.batching.enabled', v],
   activityTimeout: null, // Soketi has no such setting (DEVIATIONS['activity-timeout'])
+  vacateDelay: null, // Soketi has none: it sends channel_vacated at once
 };
 
 function soketiConfig({ apps, port, metricsPort, redisUrl, limits }) {
