@@ -2,7 +2,11 @@
 'use strict';
 // npm test: the C unit tests of src/ under ASan/UBSan and under valgrind, a short fuzz smoke run
 // of every parser, then the node:test suites against the default (jemalloc)
-// build and again against the system-allocator build.
+// build and again against the system-allocator build (but those that test
+// what lies between processes, bus/ browser/ examples/, and the Pusher
+// acceptance suite, pusher/: once, against the default build). Steps that
+// mostly wait, or that each keep one core busy, run side by side (below,
+// and docs/testing.md, "How long npm test takes").
 //
 // The suites run against the production builds (what ships). The suites that
 // use the test-only exports (_testAlloc/_testFree: those that require
@@ -26,6 +30,7 @@
 // (--test-timeout, FILE_TIMEOUT_MS): a file that hangs fails and the run goes on.
 //
 //   node scripts/test.js [--only=types,c,c-valgrind,tls,fuzz,jemalloc,system,bench-smoke]
+//     (jemalloc: its stream, the between and Pusher streams, its testing twin's)
 //   node scripts/test.js --list-testing   (prints the suites run against the testing builds)
 
 const { spawnSync } = require('node:child_process');
