@@ -321,6 +321,8 @@ export interface PusherOptions {
   userAuthenticationTimeout?: number;
   /** Seconds a cache channel keeps its last event (default 1800, Pusher's 30 minutes; 0: no limit). */
   cacheTtl?: number;
+  /** Ms a node keeps a channel's last subscriber before it leaves, for channel_vacated (default 3000, Pusher's "up to three seconds"; 0: at once). */
+  vacateDelay?: number;
   webhookBatching?: boolean;
 }
 

@@ -2,7 +2,11 @@
 'use strict';
 // npm test: the C unit tests of src/ under ASan/UBSan and under valgrind, a short fuzz smoke run
 // of every parser, then the node:test suites against the default (jemalloc)
-// build and again against the system-allocator build.
+// build and again against the system-allocator build (but those that test
+// what lies between processes, bus/ browser/ examples/, and the Pusher
+// acceptance suite, pusher/: once, against the default build). Steps that
+// mostly wait, or that each keep one core busy, run side by side (below,
+// and docs/testing.md, "How long npm test takes").
 //
 // The suites run against the production builds (what ships). The suites that
 // use the test-only exports (_testAlloc/_testFree: those that require
@@ -26,6 +30,7 @@
 // (--test-timeout, FILE_TIMEOUT_MS): a file that hangs fails and the run goes on.
 //
 //   node scripts/test.js [--only=types,c,c-valgrind,tls,fuzz,jemalloc,system,bench-smoke]
+//     (jemalloc: its stream, the between and Pusher streams, its testing twin's)
 //   node scripts/test.js --list-testing   (prints the suites run against the testing builds)
 
 const { spawnSync } = require('node:child_process');
@@ -71,15 +76,16 @@ function step(name, cmd, args, env = {}, group = name) {
 }
 
 /**
- * Runs steps ([name, cmd, args, env, group]) at the same time, each with its
- * output in a file printed whole when it ends (2 cores: a step that mostly
- * waits on sockets and sanitizers leaves room for another). Resolves when
- * all have ended.
+ * Runs streams at the same time: each stream a list of steps ([name, cmd,
+ * args, env, group]) run one after another, each step's output in a file
+ * printed whole when it ends (2 cores: a step that mostly waits on sockets
+ * and sanitizers leaves room for another). A lone step is a stream of one.
+ * Resolves when all have ended.
  */
-async function together(steps) {
+async function together(streams) {
   const { spawn } = require('node:child_process');
   const os = require('node:os');
-  const runs = steps.filter(([name, , , , group = name]) => want(group)).map(([name, cmd, args, env = {}]) => {
+  const run = ([name, cmd, args, env = {}]) => {
     const started = Date.now();
     const log = path.join(os.tmpdir(), `symphony-test-${process.pid}-${name}.log`);
     const fd = fs.openSync(log, 'w');
@@ -101,8 +107,11 @@ async function together(steps) {
       child.on('error', (err) => done(null, err));
       child.on('exit', (code, signal) => done(code ?? signal));
     });
-  });
-  await Promise.all(runs);
+  };
+  await Promise.all(streams.map(async (stream) => {
+    const steps = typeof stream[0] === 'string' ? [stream] : stream;
+    for (const s of steps.filter(([name, , , , group = name]) => want(group))) await run(s);
+  }));
 }
 
 /**
@@ -189,36 +198,65 @@ if (want('tls') || want('c-valgrind') || want('fuzz')) {
   }
 }
 (async () => {
-  // The types first: seconds, and nothing native needed.
-  if (want('types')) step('types', process.execPath, [require.resolve('typescript/bin/tsc', { paths: [root] }), '-p', '__test__/types']);
-  step('c', 'make', ['-s', '-C', '__test__/c', 'test']);
-  if (opensslDir) step('tls', 'make', ['-s', '-C', '__test__/c', 'tls', `OPENSSL_DIR=${opensslDir}`]);
-  // valgrind and the fuzzers each keep one core busy: side by side.
+  // The types, the C tests under the sanitizers and the TLS C tests side by
+  // side: each is one process at a time (tsc; make without -j, building then
+  // running), so the three fill the 2 cores (~70 s, the C tests' time,
+  // where one after another took ~95 s). The one file the C tests and the
+  // TLS tests both build (the Pusher test vectors) is made first, alone.
+  if (want('c') && opensslDir) step('c-vectors', 'make', ['-s', '-C', '__test__/c', 'out/vectors/pusher.json'], {}, 'c');
   await together([
-    ...(opensslDir ? [['c-valgrind', 'make', ['-s', '-C', '__test__/c', 'valgrind', `OPENSSL_DIR=${opensslDir}`]]] : []),
-    ...(fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile')) ? [['fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke', ...(opensslDir ? [`OPENSSL_DIR=${opensslDir}`] : [])]]] : []),
+    ['types', process.execPath, [require.resolve('typescript/bin/tsc', { paths: [root] }), '-p', '__test__/types']],
+    ['c', 'make', ['-s', '-C', '__test__/c', 'test']],
+    ...(opensslDir ? [['tls', 'make', ['-s', '-C', '__test__/c', 'tls', `OPENSSL_DIR=${opensslDir}`]]] : []),
   ]);
-  // The suites against the two builds side by side: they wait on sockets
-  // and timers more than they compute, and every suite must pass on a busy
-  // machine anyway (docs/testing.md). The Redis bus' and the browser's
-  // suites test what lies between processes (Redis, Chromium), not the
-  // allocator: they run once, against the default build, as a third
-  // stream beside the two.
+  // valgrind and the fuzzers each keep one core busy: side by side. The
+  // fuzz smoke (~300 s: its clang builds, then 15 s per target) outlasts
+  // valgrind (~200 s): the suites start when valgrind ends, beside the
+  // fuzzers' last ~100 s, instead of waiting for them (SMOKE_TIME stays:
+  // fewer seconds reached less coverage on the slower targets, fuzz_jwt,
+  // fuzz_pusher_http, fuzz_v2).
+  const fuzzing = fs.existsSync(path.join(root, '__test__', 'fuzz', 'Makefile'))
+    ? together([['fuzz', 'make', ['-s', '-C', '__test__/fuzz', 'smoke', ...(opensslDir ? [`OPENSSL_DIR=${opensslDir}`] : [])]]])
+    : Promise.resolve();
+  if (opensslDir) await together([['c-valgrind', 'make', ['-s', '-C', '__test__/c', 'valgrind', `OPENSSL_DIR=${opensslDir}`]]]);
+  // The suites, in four streams side by side: they wait on sockets, Redis,
+  // Chromium and timers more than they compute, and every suite must pass
+  // on a busy machine anyway (docs/testing.md), the fuzzers' end too.
+  // - jemalloc, system: every suite that tests symphony's own code, once
+  //   against each production build (what ships), each followed by the
+  //   suites that need the test-only exports against that build's testing
+  //   twin.
+  // - jemalloc-between: the Redis bus', the browser's and the examples'
+  //   suites (bus/, browser/, examples/) test what lies between processes
+  //   (Redis, Chromium), not the allocator: once, against the default build.
+  // - jemalloc-pusher: the Pusher acceptance suite (pusher/) tests the
+  //   Pusher protocol's behaviour (frames, webhooks, the HTTP API, Pusher's
+  //   clients and SDK) through a server in a child process, not the
+  //   allocator: once, against the default build (it was ~45% of each
+  //   allocator stream, ~200 s, run twice). Then the benchmark runner's
+  //   shape (bench-smoke: it runs both allocator arms itself; its runs
+  //   mostly wait, on settle times and the load generator), so that the
+  //   four streams end about together (~250-300 s each).
   const nodeTest = ['--test', '--test-concurrency=1', '--expose-gc', '--test-reporter=dot', `--test-timeout=${FILE_TIMEOUT_MS}`];
   const between = (f) => /^__test__[\\/](bus|browser|examples)[\\/]/.test(f);
-  const twice = suites().filter((f) => !between(f));
+  const pusher = (f) => /^__test__[\\/]pusher[\\/]/.test(f);
+  const twice = suites().filter((f) => !between(f) && !pusher(f));
   const once = suites().filter(between);
+  const acceptance = suites().filter(pusher);
   await together([
-    ...['jemalloc', 'system'].map((allocator) => [allocator, process.execPath, [...nodeTest, ...twice], { SYMPHONY_ALLOCATOR: allocator }]),
+    ...['jemalloc', 'system'].map((allocator) => [
+      [allocator, process.execPath, [...nodeTest, ...twice], { SYMPHONY_ALLOCATOR: allocator }],
+      ...(testingBuilds[allocator] ? [[`${allocator}-testing`, process.execPath, [...nodeTest, ...testingSuites],
+        { SYMPHONY_ALLOCATOR: allocator, SYMPHONY_NATIVE: testingBuilds[allocator] }, allocator]] : []),
+    ]),
     ['jemalloc-between', process.execPath, [...nodeTest, ...once], { SYMPHONY_ALLOCATOR: 'jemalloc' }, 'jemalloc'],
+    [
+      ['jemalloc-pusher', process.execPath, [...nodeTest, ...acceptance], { SYMPHONY_ALLOCATOR: 'jemalloc' }, 'jemalloc'],
+      // The benchmark runner's shape, once (it runs both allocator arms itself).
+      ['bench-smoke', process.execPath, ['--test', '--test-reporter=dot', `--test-timeout=${FILE_TIMEOUT_MS}`, '__test__/bench-smoke.js']],
+    ],
   ]);
-  for (const allocator of ['jemalloc', 'system']) {
-    if (!testingBuilds[allocator]) continue;
-    step(`${allocator}-testing`, process.execPath, [...nodeTest, ...testingSuites],
-      { SYMPHONY_ALLOCATOR: allocator, SYMPHONY_NATIVE: testingBuilds[allocator] }, allocator);
-  }
-  // The benchmark runner's shape, once (it runs both allocator arms itself).
-  step('bench-smoke', process.execPath, ['--test', '--test-reporter=dot', `--test-timeout=${FILE_TIMEOUT_MS}`, '__test__/bench-smoke.js']);
+  await fuzzing;
 
   console.log('\n=== summary');
   for (const r of results) console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name} (${r.secs} s)`);

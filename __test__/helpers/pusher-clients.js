@@ -16,7 +16,8 @@
 //   frame a raw client receives is appended to that file (the reference
 //   frames of the report).
 //
-// Everything is stopped by t.after when a t is given.
+// Everything is stopped after the test when a t is given, in the reverse
+// order of starting (helpers/teardown.js: the clients before the target).
 
 const fs = require('node:fs');
 const http = require('node:http');
@@ -24,8 +25,28 @@ const { once } = require('node:events');
 const WebSocket = require('ws');
 const Pusher = require('pusher');
 const PusherJs = require('pusher-js');
+const { defer } = require('./teardown');
 
 PusherJs.logToConsole = false;
+
+// pusher-js closes a socket its server already closed (on a close code that
+// stops it: 4009 after terminateUserConnections, 4001...), and
+// faye-websocket's close() then arms a 30 s timer whose callback does nothing
+// on a closed socket (_beginClose returns at once) but which nothing clears:
+// it held the test file's process 30 s after its last test. Such a close's
+// timer is cleared here; a close of an open socket keeps its own.
+const createWebSocket = PusherJs.Runtime.createWebSocket;
+PusherJs.Runtime.createWebSocket = function (url) {
+  const socket = createWebSocket.call(this, url);
+  const close = socket.close;
+  socket.close = function (...args) {
+    const wasClosed = this.readyState === 3; // CLOSED
+    const r = close.apply(this, args);
+    if (wasClosed && this._closeTimer) clearTimeout(this._closeTimer);
+    return r;
+  };
+  return socket;
+};
 
 /** p, or a rejection naming what after ms. */
 function withTimeout(p, ms, what) {
@@ -138,7 +159,7 @@ async function connect(target, { app = target.app, key, member, user, signer, wa
   client.errors = new Inbox(`client ${n} errors`);
   client.connection.bind('state_change', (s) => client.states.push(s.current));
   client.connection.bind('error', (e) => client.errors.push(e));
-  if (t) t.after(() => client.disconnect());
+  if (t) defer(t, () => client.disconnect());
   if (wait) await client.states.until((s) => s === 'connected', timeoutMs, `pusher-js client ${n} to connect to ${target.kind}`);
   return client;
 }
@@ -204,7 +225,7 @@ async function raw(target, { app = target.app, key = app.key, query = 'protocol=
     ws.once('unexpected-response', (req, res) => reject(new Error(`${url}: HTTP ${res.statusCode} instead of an upgrade`)));
   });
   ws.on('error', () => {}); // after open: the close event tells
-  if (t) t.after(() => { if (ws.readyState !== WebSocket.CLOSED) ws.terminate(); });
+  if (t) defer(t, () => { if (ws.readyState !== WebSocket.CLOSED) ws.terminate(); });
   await withTimeout(opened, timeoutMs, `the WebSocket ${url} to open`);
   const client = {
     ws,
@@ -323,7 +344,7 @@ async function webhookReceiver(t) {
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  t.after(() => { server.closeAllConnections(); server.close(); });
+  defer(t, () => { server.closeAllConnections(); server.close(); });
   const names = () => events.items.map(({ event }) => `${event.name}:${event.channel}`);
   return { url: `http://127.0.0.1:${server.address().port}/hooks`, posts, events, names };
 }

@@ -18,7 +18,8 @@
 // apps are symphony's `pusher.apps` entries ({ id, key, secret,
 // enableClientMessages, enableUserAuthentication, maxConnections,
 // maxClientEventsPerSecond, webhooks }); the first is the default app the
-// returned appId/key/secret name. With t, stop() is registered on t.after.
+// returned appId/key/secret name. With t, stop() runs after the test, after
+// the clients started later with t (helpers/teardown.js).
 //
 // Where Soketi deviates from Pusher's documented behaviour, a test asserts
 // target.deviation(name, { pusher, soketi }): Pusher's value on symphony,
@@ -35,6 +36,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { freePort } = require('./redis');
+const { defer } = require('./teardown');
 
 const HOST = '127.0.0.1';
 const KIND = process.env.SY_PUSHER_TARGET === 'soketi' ? 'soketi' : 'symphony';
@@ -104,6 +106,7 @@ const SOKETI_LIMITS = {
   cacheTtl: (v) => ['channelLimits.cacheTtl', v],
   webhookBatching: (v) => ['webhooks.batching.enabled', v],
   activityTimeout: null, // Soketi has no such setting (DEVIATIONS['activity-timeout'])
+  vacateDelay: null, // Soketi has none: it sends channel_vacated at once
 };
 
 function soketiConfig({ apps, port, metricsPort, redisUrl, limits }) {
@@ -148,13 +151,28 @@ function spawnChild(cmd, args, env) {
   });
 }
 
+/**
+ * Whether exited (a promise) settles within ms. The bound's timer is
+ * cleared as soon as it does: a timer left behind would keep the test file's
+ * process alive for the rest of it after its last test (5 s after every
+ * stop(), which was most of the Pusher suite's time after its tests).
+ */
+async function exitsWithin(exited, ms) {
+  let timer;
+  const bound = new Promise((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  try {
+    return await Promise.race([exited.then(() => true), bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function killChild(proc, timeoutMs = 5000) {
   if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
   try { process.kill(proc.child.pid, 'SIGTERM'); } catch { return; }
-  const done = await Promise.race([proc.exited.then(() => true), sleep(timeoutMs).then(() => false)]);
-  if (!done) {
+  if (!await exitsWithin(proc.exited, timeoutMs)) {
     try { process.kill(proc.child.pid, 'SIGKILL'); } catch { /* gone */ }
-    await Promise.race([proc.exited, sleep(timeoutMs)]);
+    await exitsWithin(proc.exited, timeoutMs);
   }
 }
 
@@ -267,7 +285,7 @@ async function startTarget({ apps = [DEFAULT_APP], redisUrl = null, t = null, po
       proc = await start();
     },
   };
-  if (t) t.after(() => target.stop());
+  if (t) defer(t, () => target.stop());
   return target;
 }
 

@@ -262,7 +262,12 @@ async function startRedis({ password, args = [], t } = {}) {
         try {
           await call(port, ['SHUTDOWN', 'NOSAVE'], { password, timeoutMs: 2000 });
         } catch { /* the connection closes under the reply: expected */ }
-        await Promise.race([proc.exited, sleep(2000)]);
+        // SHUTDOWN's own exit, else terminate() (the bound's timer cleared
+        // either way: one left would hold the file's process 2 s after its
+        // last test).
+        let timer;
+        await Promise.race([proc.exited, new Promise((r) => { timer = setTimeout(r, 2000); })]);
+        clearTimeout(timer);
         await terminate(proc.child, proc.exited);
       }
       removeTempDir(dir);

@@ -15,6 +15,7 @@ test('defaults: Pusher\'s limits, one secret, client messages off', () => {
   assert.equal(o.activityTimeout, 120);
   assert.equal(o.maxChannelsPerEvent, 100);
   assert.equal(o.maxBatchSize, 10);
+  assert.equal(o.vacateDelay, 3000); // Pusher's "up to three seconds" before channel_vacated
   assert.deepEqual(o.apps[0].secrets, ['secret-1']);
   assert.equal(o.apps[0].enableClientMessages, false);
   assert.equal(o.apps[0].maxClientEventsPerSecond, 10);
@@ -36,6 +37,9 @@ test('bad apps are refused with the field named', () => {
     [{ apps: [{ ...app, webhooks: [{ url: 'ftp://x', event_types: ['channel_occupied'] }] }] }, /webhooks\[0\]\.url/],
     [{ apps: [{ ...app, webhooks: [{ url: 'http://127.0.0.1/', event_types: ['nope'] }] }] }, /event_types/],
     [{ apps: [app], activityTimeout: 0 }, /activityTimeout/],
+    [{ apps: [app], vacateDelay: -2 }, /vacateDelay/],
+    [{ apps: [app], vacateDelay: 1.5 }, /vacateDelay/],
+    [{ apps: [app], vacateDelay: 3600001 }, /vacateDelay/],
     [{ apps: [app], pathPrefix: 'ws/' }, /pathPrefix/],
   ];
   for (const [value, re] of cases) assert.throws(() => pusherOptions(value), (e) => re.test(e.message) && /^ERR_/.test(e.code), JSON.stringify(value));

@@ -8,6 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startTarget } = require('../helpers/pusher-target');
 const { sdk, connect, withTimeout, Inbox } = require('../helpers/pusher-clients');
+const { defer } = require('../helpers/teardown');
 
 let EchoClass = null;
 async function Echo() {
@@ -20,7 +21,7 @@ async function echo(target, t, opts = {}) {
   const client = await connect(target, { t, ...opts });
   const E = await Echo();
   const e = new E({ broadcaster: 'pusher', key: target.key, client });
-  t.after(() => e.disconnect());
+  defer(t, () => e.disconnect()); // before the target stops (helpers/teardown.js)
   return e;
 }
 

@@ -133,7 +133,8 @@ async function leave(r, channel) {
 test('2 nodes: channel_occupied and channel_vacated webhooks once per cluster, signed for the SDK', async (t) => {
   const hooks = await webhookReceiver(t);
   const app = { ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ['channel_occupied', 'channel_vacated'] }] };
-  const { one, two } = await twoNodes(t, { apps: [app] });
+  // Not about the delay: a short one (the default's 3 s: hooks.test.js).
+  const { one, two } = await twoNodes(t, { apps: [app], vacateDelay: 50 });
 
   const a = await raw(one, { t });
   await rawSubscribe(a, one, 'hooked');
@@ -166,7 +167,8 @@ test('2 nodes: channel_occupied and channel_vacated webhooks once per cluster, s
 test('2 nodes: the last subscribers of both nodes leave at once: channel_vacated still once', async (t) => {
   const hooks = await webhookReceiver(t);
   const app = { ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ['channel_occupied', 'channel_vacated'] }] };
-  const { one, two } = await twoNodes(t, { apps: [app] });
+  // Not about the delay: a short one (the default's 3 s: hooks.test.js).
+  const { one, two } = await twoNodes(t, { apps: [app], vacateDelay: 50 });
   const a = await raw(one, { t });
   const b = await raw(two, { t });
   await rawSubscribe(a, one, 'race');

@@ -33,6 +33,8 @@ const LIMITS = {
   userAuthenticationTimeout: [30000, 0, 3600000], // ms a connection of an app with user
                                                // authentication may stay without pusher:signin; 0: forever
   cacheTtl: [1800, 0, 31 * 86400],             // s a cache channel keeps its last event (Pusher: 30 min); 0: no limit
+  vacateDelay: [3000, 0, 3600000],             // ms a node keeps a channel's last subscriber before it leaves
+                                               // (channel_vacated; Pusher: up to 3 s); 0: at once
 };
 
 /** Per-app settings and their defaults (0: no limit). */

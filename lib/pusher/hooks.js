@@ -44,12 +44,14 @@ class PusherHooks {
   #byId = new Map(); // app id -> index
   #hooks = new Map(); // app id -> Webhooks
   #occupancy = null;
+  #vacateDelay;
   #off;
 
   /** pusher: the checked option (./config.js); report(err): the server's 'error'. */
   constructor(server, pusher, report) {
     this.#server = server;
     this.#apps = pusher.apps;
+    this.#vacateDelay = pusher.vacateDelay;
     pusher.apps.forEach((app, i) => {
       this.#byId.set(app.id, i);
       if (app.webhooks.length === 0) return;
@@ -78,6 +80,7 @@ class PusherHooks {
       reportPusherEvent(this.#server, at.app.id, event);
     };
     this.#occupancy = new Occupancy(this.#server, {
+      vacateDelay: this.#vacateDelay,
       topics: (topic) => {
         const at = this.#channelOf(topic);
         return at !== null && this.#hooks.has(at.app.id);
