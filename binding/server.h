@@ -129,6 +129,10 @@ typedef struct {
     { SY_BARG_BOOL, name, 0, 0 }
 #define SY_BA_INT(name, min, max) \
     { SY_BARG_INT, name, (int64_t)(min), (int64_t)(max) }
+/* The ranges of a close's code and a refusal's status, as the binding
+ * checks them (lib/ checks first, only to name the user's argument). */
+#define SY_BA_CLOSE_CODE SY_BA_INT("code", SY_CLOSE_CODE_MIN, SY_CLOSE_CODE_MAX)
+#define SY_BA_REFUSE_STATUS SY_BA_INT("status", SY_REFUSE_STATUS_MIN, SY_REFUSE_STATUS_MAX)
 /* sy_bcall with the arguments after the handle listed: SY_BCALL(env, info,
  * &c, SY_BA_ID, SY_BA_BYTES("data"), SY_BA_FLAGS). */
 #define SY_BCALL(env, info, c, ...)                                \

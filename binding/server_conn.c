@@ -116,8 +116,7 @@ napi_value server_unsubscribe(napi_env env, napi_callback_info info) { return su
  * that code is one an endpoint may send (RFC 6455 7.4). */
 napi_value server_end(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_INT("code", SY_CLOSE_CODE_MIN, SY_CLOSE_CODE_MAX),
-                  SY_BA_BYTES("reason")))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_CLOSE_CODE, SY_BA_BYTES("reason")))
         return NULL;
     const sy_bytes_t *r = &c.bytes[0];
     if (r->len > SY_CLOSE_REASON_MAX_LEN) {
@@ -184,8 +183,7 @@ napi_value server_accept(napi_env env, napi_callback_info info) {
 /* serverRefuse(handle, id, status, headers) -> bool */
 napi_value server_refuse(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_INT("status", SY_REFUSE_STATUS_MIN, SY_REFUSE_STATUS_MAX),
-                  SY_BA_BYTES("headers")))
+    if (!SY_BCALL(env, info, &c, SY_BA_ID, SY_BA_REFUSE_STATUS, SY_BA_BYTES("headers")))
         return NULL;
     const sy_bytes_t *h = &c.bytes[0];
     return sy_bcall_done(&c, sy_bval_result(env, sy_server_refuse(c.b->srv, c.id, (int)c.ints[0], h->data, h->len)));
