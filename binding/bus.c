@@ -92,13 +92,14 @@ napi_value sy_binding_bus_call(napi_env env, sy_server_t *srv, napi_threadsafe_f
     napi_value result = NULL;
     char *route = NULL, *argv[SY_BUS_CALL_ARGS_MAX] = {0};
     size_t route_len = 0, lens[SY_BUS_CALL_ARGS_MAX];
-    /* route null: the control channel (sy_bus_ctl_publish), args [message] */
+    /* route null: the control channel: args [message] publishes there
+     * (sy_bus_ctl_publish), args [] is its fence (sy_bus_ctl_fence) */
     if (!sy_napi_ok(env, napi_get_value_double(env, id_v, &id), "napi_get_value_double") ||
         !sy_napi_get_string_len(env, route_v, "route", &route, &route_len) ||
         !sy_napi_ok(env, napi_is_array(env, args_v, &is), "napi_is_array") ||
         !sy_napi_ok(env, napi_get_array_length(env, args_v, &n), "napi_get_array_length"))
         goto done;
-    if (!is || n == 0 || n > SY_BUS_CALL_ARGS_MAX) {
+    if (!is || (n == 0 && route != NULL) || n > SY_BUS_CALL_ARGS_MAX) {
         sy_napi_throw_type(env, "args", "an array of 1 to 64 strings");
         goto done;
     }
@@ -116,9 +117,11 @@ napi_value sy_binding_bus_call(napi_env env, sy_server_t *srv, napi_threadsafe_f
     bus_call_ctx_t *c = bus != NULL && tsfn != NULL ? sy_malloc(sizeof(*c)) : NULL;
     if (c != NULL) {
         *c = (bus_call_ctx_t){.tsfn = tsfn, .id = id};
-        queued = route == NULL
-                     ? sy_bus_ctl_publish(bus, argv[0], lens[0], on_reply, c) == 0
-                     : sy_bus_call(bus, route, route_len, n, (const char *const *)argv, lens, on_reply, c) == 0;
+        if (route == NULL)
+            queued = (n == 0 ? sy_bus_ctl_fence(bus, on_reply, c)
+                             : sy_bus_ctl_publish(bus, argv[0], lens[0], on_reply, c)) == 0;
+        else
+            queued = sy_bus_call(bus, route, route_len, n, (const char *const *)argv, lens, on_reply, c) == 0;
         if (!queued)
             sy_free(c);
     }

@@ -207,13 +207,15 @@ napi_value server_reply(napi_env env, napi_callback_info info) {
     return sy_bcall_done(&c, sy_bval_result(env, sy_server_reply(c.b->srv, c.id, r->data, r->len)));
 }
 
-/* serverPost(handle, name, data, binary) -> bool: a POST forwarded from another node;
- * false when name is no stream of this node, or the server is not running. */
+/* serverPost(handle, name, data, binary, answer) -> bool: a POST to deliver, forwarded from
+ * another node (answer 0), or this node's POST connection answer (EV_POST flag 2), which the
+ * stream's thread answers; false when name is no stream of this node, or the server is not
+ * running. */
 napi_value server_post(napi_env env, napi_callback_info info) {
     sy_bcall_t c;
-    if (!SY_BCALL(env, info, &c, SY_BA_BYTES("name"), SY_BA_BYTES("data"), SY_BA_BOOL("binary")))
+    if (!SY_BCALL(env, info, &c, SY_BA_BYTES("name"), SY_BA_BYTES("data"), SY_BA_BOOL("binary"), SY_BA_ID))
         return NULL;
     const sy_bytes_t *n = &c.bytes[0], *d = &c.bytes[1];
-    int rc = sy_server_post(c.b->srv, n->data, n->len, d->data, d->len, c.flag);
+    int rc = sy_server_post(c.b->srv, n->data, n->len, d->data, d->len, c.flag, c.id);
     return sy_bcall_done(&c, sy_bval_result(env, rc == ENOENT ? ENOTCONN : rc));
 }

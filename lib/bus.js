@@ -304,6 +304,7 @@ const update = Symbol('update');
 const attach = Symbol('attach');
 const call = Symbol('call');
 const ctl = Symbol('ctl');
+const fence = Symbol('fence');
 
 /**
  * server.bus: the bus' state ('connecting' until it is first up or first
@@ -342,6 +343,13 @@ class Bus extends EventEmitter {
   }
 
   [ctl](message) { return this[call](null, [message]); }
+
+  /**
+   * Resolves once every control message Redis sent this node before now
+   * has been handed to the server (a PING on the connection that carries
+   * them); rejects when that connection is not up or went first.
+   */
+  [fence]() { return this[call](null, []); }
 
   /** This node's id in presence entries and events. */
   get node() { return this.#presence === null ? null : this.#presence.node; }
@@ -419,4 +427,4 @@ class Bus extends EventEmitter {
   }
 }
 
-module.exports = { BUS_DEFAULTS, busOption, nativeBusOptions, Bus, BusError, BusReplyError, update, attach, call, ctl };
+module.exports = { BUS_DEFAULTS, busOption, nativeBusOptions, Bus, BusError, BusReplyError, update, attach, call, ctl, fence };

@@ -7,7 +7,7 @@ const net = require('node:net');
 const { binding } = require('./native');
 const { SymphonyError, TlsError, HookError, invalidArgType, outOfRange, invalidArgValue, integer } = require('./errors');
 const { exposition } = require('./metrics');
-const { nativeBusOptions, Bus, update: busUpdate, attach: busAttach, call: busCall, ctl: busCtl } = require('./bus');
+const { nativeBusOptions, Bus, update: busUpdate, attach: busAttach, call: busCall, ctl: busCtl, fence: busFence } = require('./bus');
 const { infoText, Presence } = require('./presence');
 const { trustProxyOption, clientAddress } = require('./proxy');
 const { DEFAULTS, normalizeOptions, nativeOptions, topicHistoryOption, tlsArgs, tlsSummary, isBytes } = require('./options');
@@ -534,7 +534,8 @@ class Server extends EventEmitter {
         this.#asks.ask(id, code, payload);
         break;
       case EV_POST:
-        this.#forwardPost(id, (code & 1) !== 0, payload[0], payload[1]);
+        if ((code & 2) !== 0) this.#fencedPost(id, (code & 1) !== 0, payload[0], payload[1]);
+        else this.#forwardPost(id, (code & 1) !== 0, payload[0], payload[1]);
         break;
       case EV_PUSHER: // (app << 8) | kind: src/io/app/sy_pusher_presence.h
         this.#pusherPresence?.event(id, code & 0xff, code >> 8, payload);
@@ -628,6 +629,23 @@ class Server extends EventEmitter {
     );
   }
 
+  /**
+   * A POST for this node's own event stream, with a bus: one that another
+   * node forwarded before it (answered 202 before this one was sent) may
+   * still be on its way from Redis. The fence lets those through first;
+   * then this one goes to its stream's thread, which answers it. When the
+   * fence fails (the bus is down), nothing forwarded before can still come
+   * (Redis pub/sub does not replay): it is delivered all the same.
+   */
+  #fencedPost(id, binary, name, body) {
+    const deliver = () => {
+      if (this.#state === 'listening' && !binding.serverPost(this.#handle, name, body, binary, id)) {
+        binding.serverPostAnswer(this.#handle, id, 404);
+      }
+    };
+    this.#bus[busFence]().then(deliver, deliver);
+  }
+
   /** A control message that is a forwarded POST: delivered when the stream is this node's. True: it was one. */
   #streamPost(buf) {
     if (buf.length < 12 || buf.toString('latin1', 0, 11) !== '{"t":"post"') return false;
@@ -639,7 +657,7 @@ class Server extends EventEmitter {
     }
     this.#nodeTag ??= binding.serverNodeTag(this.#handle);
     if (m && m.to === this.#nodeTag && typeof m.name === 'string' && typeof m.data === 'string' && this.#state === 'listening') {
-      binding.serverPost(this.#handle, m.name, Buffer.from(m.data, 'base64'), m.binary === true);
+      binding.serverPost(this.#handle, m.name, Buffer.from(m.data, 'base64'), m.binary === true, 0);
     }
     return true;
   }

@@ -539,7 +539,8 @@ sy_err_t sy_server_reply(sy_server_t *s, uint64_t id, const void *response, size
     return answer_request(s, id, sy_refbuf_raw(response, len));
 }
 
-sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary) {
+sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary,
+                        uint64_t answer) {
     uint64_t id, serial;
     if (!s->listening || s->shutting_down)
         return ENOTCONN;
@@ -548,8 +549,10 @@ sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const
     sy_refbuf_t *m = sy_refbuf_raw(data, len);
     if (m == NULL)
         return ENOMEM;
-    /* No POST here to answer (offset 0): the forwarding node answered. */
-    sy_cmd_t cmd = {.type = SY_CMD_POSTED, .conn = id, .buf = m, .arg.binary = binary, .epoch = serial};
+    /* The POST the stream's thread answers once it delivered (offset; 0:
+     * none here, the forwarding node answered). */
+    sy_cmd_t cmd = {
+        .type = SY_CMD_POSTED, .conn = id, .buf = m, .arg.binary = binary, .epoch = serial, .offset = answer};
     int rc = sy_io_push(s->io[sy_id_thread(id)], &cmd);
     if (rc != 0) {
         sy_refbuf_release(m);

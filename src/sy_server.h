@@ -183,16 +183,19 @@ sy_err_t sy_server_accept(sy_server_t *s, uint64_t id, const char *protocol, siz
                           bool compress);
 sy_err_t sy_server_refuse(sy_server_t *s, uint64_t id, int status, const char *headers, size_t headers_len);
 /* Event streams across nodes (io/sy_post.h): the answer to a POST the owner
- * was given as SY_EV_POST (202 once forwarded; 404, 503); a POST forwarded
- * from another node for name (ENOENT: not a stream of this node; ENOTCONN:
- * not running; a stream of this node that has closed does not get it,
- * and 0 is returned: the forwarding node has answered); this node's tag, as its streams' names begin (16 hex
- * digits and a NUL). */
+ * was given as SY_EV_POST (202 once forwarded; 404, 503); a POST for name
+ * to deliver: forwarded from another node (answer 0: the forwarding node
+ * has answered), or this node's own POST connection answer, given as
+ * SY_EV_POST with flag 2, which the stream's thread answers once it
+ * delivered or not (202, 410, 429). ENOENT: not a stream of this node;
+ * ENOTCONN: not running; a stream of this node that has closed does not
+ * get it, and 0 is returned. */
 sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status);
 /* A whole HTTP response (copied) to a request the owner was given to answer
  * (SY_EV_PUSHER 'u'), then the close; ENOTCONN: not running. */
 sy_err_t sy_server_reply(sy_server_t *s, uint64_t id, const void *response, size_t len);
-sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary);
+sy_err_t sy_server_post(sy_server_t *s, const char *name, size_t name_len, const void *data, size_t len, bool binary,
+                        uint64_t answer);
 #ifdef SY_TESTING
 /* Testing builds: the name of stream id with any serial (80 characters,
  * no NUL: io/sy_post.h), as a stream that held the id before would have. */

@@ -12,6 +12,7 @@ const { Server } = require('../..');
 const { startRedis } = require('../helpers/redis');
 const { waitFor } = require('../helpers/raw');
 const { openStream, streamName, post } = require('../helpers/sse');
+const { HoldProxy } = require('../helpers/hold-proxy');
 
 const servers = [];
 test.afterEach(async () => {
@@ -76,4 +77,41 @@ test('POSTs for a stream land on either node and reach it in order; a forged nam
   await waitFor(() => got.length === 42, 10000, 'the new stream\'s message');
   assert.deepEqual(got.slice(40), ['after', 'next stream']);
   stream2.close();
+});
+
+test('a POST straight to the stream\'s node waits for one another node forwarded before it, however late Redis is to that node (a fence on the control channel); with its bus down it is delivered at once', { timeout: 60000 }, async (t) => {
+  const redis = await startRedis({ t });
+  // Node a reads Redis through a proxy that can hold what Redis sends it.
+  const proxy = new HoldProxy(redis.port);
+  await proxy.start();
+  t.after(() => proxy.close());
+  const backoff = { min: 50, max: 300 };
+  const a = await node({ bus: { url: `redis://127.0.0.1:${proxy.port}`, backoff }, onUpgrade: () => ({ topics: ['t'] }) });
+  const b = await node({ bus: { url: redis.url, backoff } });
+  const got = [];
+  a.s.on('message', (id, data) => got.push(String(data)));
+  const stream = await openStream(a.port);
+  const name = await streamName(stream);
+  proxy.hold();
+  // Redis took it (202), and sent it to a: it waits in the proxy.
+  assert.equal((await post(b.port, name, 'forwarded')).status, 202);
+  proxy.mark();
+  const direct = post(a.port, name, 'direct');
+  const first = await Promise.race([proxy.sentText('PING').then(() => 'fence'), direct.then(() => 'answer')]);
+  assert.equal(first, 'fence', 'node a answered the direct POST before the forwarded one could arrive');
+  assert.deepEqual(got, []);
+  proxy.release();
+  assert.equal((await direct).status, 202);
+  await waitFor(() => got.length === 2, 10000, 'both messages on node a');
+  assert.deepEqual(got, ['forwarded', 'direct']);
+  assert.equal(a.s.stats().ssePosts, 2);
+  // Node a's bus down: nothing forwarded before can still come (Redis
+  // pub/sub does not replay), so a POST to a is delivered, not refused.
+  const down = once(a.s.bus, 'down');
+  proxy.close();
+  await down;
+  assert.equal((await post(a.port, name, 'bus down')).status, 202);
+  await waitFor(() => got.length === 3, 10000, 'the third message on node a');
+  assert.deepEqual(got, ['forwarded', 'direct', 'bus down']);
+  stream.close();
 });

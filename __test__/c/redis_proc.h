@@ -140,11 +140,10 @@ static void redis_kill_pid(pid_t *pid) {
     }
 }
 
-/* A bus of o (the tests' defaults filled in where o leaves 0: prefix
- * "symphony:", 1 MiB buffers, 1 s connect timeout, 20-200 ms backoff) on
- * topics, started; NULL (said on stderr) when it cannot be. */
-static inline sy_bus_t *bus_test_start(sy_bus_opts_t o, sy_topics_t *topics, sy_bus_deliver_fn deliver,
-                                       sy_bus_state_fn on_state, void *ctx) {
+/* bus_test_start, with the nodes' control channel handed to ctl (NULL:
+ * not subscribed). */
+static inline sy_bus_t *bus_test_start_ctl(sy_bus_opts_t o, sy_topics_t *topics, sy_bus_deliver_fn deliver,
+                                           sy_bus_state_fn on_state, sy_bus_ctl_fn ctl, void *ctx) {
     if (o.prefix == NULL) {
         o.prefix = "symphony:";
         o.prefix_len = 9;
@@ -160,6 +159,8 @@ static inline sy_bus_t *bus_test_start(sy_bus_opts_t o, sy_topics_t *topics, sy_
         fprintf(stderr, "sy_bus_create: %s\n", err);
         return NULL;
     }
+    if (ctl != NULL)
+        sy_bus_set_ctl(b, ctl, ctx);
     topics->on_edge = sy_bus_edge;
     topics->edge_ctx = b;
     if (sy_bus_start(b) != 0) {
@@ -167,6 +168,14 @@ static inline sy_bus_t *bus_test_start(sy_bus_opts_t o, sy_topics_t *topics, sy_
         return NULL;
     }
     return b;
+}
+
+/* A bus of o (the tests' defaults filled in where o leaves 0: prefix
+ * "symphony:", 1 MiB buffers, 1 s connect timeout, 20-200 ms backoff) on
+ * topics, started; NULL (said on stderr) when it cannot be. */
+static inline sy_bus_t *bus_test_start(sy_bus_opts_t o, sy_topics_t *topics, sy_bus_deliver_fn deliver,
+                                       sy_bus_state_fn on_state, void *ctx) {
+    return bus_test_start_ctl(o, topics, deliver, on_state, NULL, ctx);
 }
 
 /* Stops and frees a bus of bus_test_start (NULL: nothing). */

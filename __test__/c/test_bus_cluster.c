@@ -23,6 +23,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "base/sy_alloc.h"
 #include "bus/sy_bus.h"
 #include "bus/sy_redis_alloc.h"
 #include "bus/sy_slot.h"
@@ -122,7 +123,45 @@ typedef struct node {
     pthread_mutex_t lock;
     unsigned got[TOPICS];
     unsigned total;
+    unsigned xs;          /* control messages "x" received */
+    unsigned xs_at_reply; /* xs when the last call's reply came */
+    uint8_t reply[64];    /* the last call's reply (sy_bus_call.h), cut to 64 bytes */
+    size_t reply_len;
+    bool replied;
 } node_t;
+
+static void on_ctl(void *ctx, const void *data, size_t len) {
+    node_t *n = ctx;
+    pthread_mutex_lock(&n->lock);
+    n->xs += len == 1 && *(const char *)data == 'x';
+    pthread_mutex_unlock(&n->lock);
+}
+
+static void on_reply(void *ctx, uint8_t *reply, size_t len) {
+    node_t *n = ctx;
+    pthread_mutex_lock(&n->lock);
+    n->reply_len = len < sizeof(n->reply) ? len : sizeof(n->reply);
+    if (reply != NULL)
+        memcpy(n->reply, reply, n->reply_len);
+    n->xs_at_reply = n->xs;
+    n->replied = true;
+    pthread_mutex_unlock(&n->lock);
+    sy_free(reply);
+}
+
+/* Waits for the reply of the call just made on n (false after 3 s). */
+static bool wait_reply(node_t *n) {
+    for (int i = 0; i < 300; i++) {
+        pthread_mutex_lock(&n->lock);
+        bool done = n->replied;
+        n->replied = false;
+        pthread_mutex_unlock(&n->lock);
+        if (done)
+            return true;
+        sleep_ms(10);
+    }
+    return false;
+}
 
 static void on_deliver(void *ctx, const char *topic, size_t topic_len, const void *data, size_t len, unsigned flags) {
     (void)data;
@@ -151,10 +190,10 @@ static bool node_init(node_t *n) {
     /* Two seeds, one of them wrong: the bus moves on to the next. */
     const char *hosts[2] = {"127.0.0.1", "127.0.0.1"};
     uint16_t seed_ports[2] = {1, (uint16_t)ports[1]};
-    n->bus = bus_test_start(
+    n->bus = bus_test_start_ctl(
         (sy_bus_opts_t){
             .hosts = hosts, .ports = seed_ports, .nseeds = 2, .cluster = true, .prefix = "c:", .prefix_len = 2},
-        &n->topics, on_deliver, on_state, n);
+        &n->topics, on_deliver, on_state, on_ctl, n);
     return n->bus != NULL;
 }
 
@@ -170,6 +209,35 @@ static uint64_t channels(node_t *n) {
     sy_bus_stats_t st;
     sy_bus_stats(n->bus, &st);
     return st.channels;
+}
+
+/* The control channel across the cluster: b's SPUBLISH reaches a, and a's
+ * fence (sy_bus_ctl_fence) answers PONG only after what b published there
+ * before reached a's ctl fn: the PING went on the subscribing connection
+ * of the shard that serves the channel. */
+static void test_fence(node_t *a, node_t *b) {
+    /* SPUBLISH answers how many subscribe the channel: both nodes, once
+     * both have subscribed it. */
+    static const uint8_t two[] = {'i', 2, 0, 0, 0, 0, 0, 0, 0};
+    bool both = false;
+    for (int i = 0; i < 100 && !both; i++) {
+        CHECK_EQ(sy_bus_ctl_publish(b->bus, "hello", 5, on_reply, b), 0);
+        CHECK(wait_reply(b));
+        both = b->reply_len == sizeof(two) && memcmp(b->reply, two, sizeof(two)) == 0;
+        if (!both)
+            sleep_ms(10);
+    }
+    CHECK(both);
+    static const uint8_t pong[] = {'s', 4, 0, 0, 0, 'P', 'O', 'N', 'G'};
+    for (unsigned round = 1; round <= 20; round++) {
+        /* Redis took "x" (SPUBLISH answered): it is on its way to a. */
+        CHECK_EQ(sy_bus_ctl_publish(b->bus, "x", 1, on_reply, b), 0);
+        CHECK(wait_reply(b));
+        CHECK_EQ(sy_bus_ctl_fence(a->bus, on_reply, a), 0);
+        CHECK(wait_reply(a));
+        CHECK(a->reply_len == sizeof(pong) && memcmp(a->reply, pong, sizeof(pong)) == 0);
+        CHECK_EQU(a->xs_at_reply, round);
+    }
 }
 
 int main(void) {
@@ -228,6 +296,8 @@ int main(void) {
     CHECK_EQU(st.published, TOPICS);
     CHECK(st.map_refreshes >= 1);
     CHECK_EQU(st.dropped, 0);
+
+    test_fence(&a, &b);
 
     for (int i = 0; i < TOPICS; i++)
         if (t[i] != NULL)

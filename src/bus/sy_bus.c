@@ -256,13 +256,8 @@ void sy_bus_node_id(const sy_bus_t *b, char out[17]) {
     (void)snprintf(out, 17, "%016llx", (unsigned long long)b->node);
 }
 
-sy_err_t sy_bus_call(sy_bus_t *b, const char *route, size_t route_len, unsigned argc, const char *const *argv,
-                     const size_t *lens, sy_bus_call_fn done, void *ctx) {
-    if (argc == 0 || argc > SY_BUS_CALL_ARGS_MAX)
-        return EINVAL;
-    sy_bus_call_t *c = sy_bus_call_new(route, route_len, argc, argv, lens, done, ctx);
-    if (c == NULL)
-        return ENOMEM;
+/* Queues c for the bus thread (sy_bus_call's errors). */
+static sy_err_t queue_call(sy_bus_t *b, sy_bus_call_t *c) {
     sy_mutex_lock(&b->lock);
     if (b->stop) {
         sy_mutex_unlock(&b->lock);
@@ -278,10 +273,28 @@ sy_err_t sy_bus_call(sy_bus_t *b, const char *route, size_t route_len, unsigned 
     return 0;
 }
 
+sy_err_t sy_bus_call(sy_bus_t *b, const char *route, size_t route_len, unsigned argc, const char *const *argv,
+                     const size_t *lens, sy_bus_call_fn done, void *ctx) {
+    if (argc == 0 || argc > SY_BUS_CALL_ARGS_MAX)
+        return EINVAL;
+    sy_bus_call_t *c = sy_bus_call_new(route, route_len, argc, argv, lens, done, ctx);
+    return c != NULL ? queue_call(b, c) : ENOMEM;
+}
+
 sy_err_t sy_bus_ctl_publish(sy_bus_t *b, const void *data, size_t len, sy_bus_call_fn done, void *ctx) {
     const char *argv[] = {"SPUBLISH", b->ctl_channel, data};
     size_t lens[] = {8, b->ctl_channel_len, len};
     return sy_bus_call(b, b->ctl_channel, b->ctl_channel_len, 3, argv, lens, done, ctx);
+}
+
+sy_err_t sy_bus_ctl_fence(sy_bus_t *b, sy_bus_call_fn done, void *ctx) {
+    const char *argv[] = {"PING"};
+    size_t lens[] = {4};
+    sy_bus_call_t *c = sy_bus_call_new(b->ctl_channel, b->ctl_channel_len, 1, argv, lens, done, ctx);
+    if (c == NULL)
+        return ENOMEM;
+    c->sub = true;
+    return queue_call(b, c);
 }
 
 bool sy_bus_is_up(sy_bus_t *b) { return atomic_load_explicit(&b->state, memory_order_relaxed) == SY_BUS_UP; }

@@ -242,6 +242,14 @@ sy_err_t sy_bus_call(sy_bus_t *b, const char *route, size_t route_len, unsigned 
  * gets SPUBLISH's reply, the number of nodes subscribed to it, or an
  * error). Errors as sy_bus_call. */
 sy_err_t sy_bus_ctl_publish(sy_bus_t *b, const void *data, size_t len, sy_bus_call_fn done, void *ctx);
+/* A fence on the control channel (docs/sse.md, "Several nodes"): a PING
+ * on the subscribing connection that carries the channel. done gets PONG
+ * after every control message Redis had sent this node before it went to
+ * the fn (so whatever another node published there before this call, and
+ * was answered, has reached the fn), or an error when the connection is
+ * not up or went first (then nothing more of before will come: Redis
+ * pub/sub does not replay). Errors as sy_bus_call. */
+sy_err_t sy_bus_ctl_fence(sy_bus_t *b, sy_bus_call_fn done, void *ctx);
 /* The bus' node id (the envelope's), as 16 hex digits and a NUL. */
 void sy_bus_node_id(const sy_bus_t *b, char out[17]);
 /* True while the bus is up (a relaxed read). */

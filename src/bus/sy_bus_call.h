@@ -51,6 +51,8 @@ typedef struct sy_bus_call {
     sy_bus_call_fn done;
     void *ctx;
     unsigned redirects;
+    bool sub; /* sent on the subscribing connection of the route's shard, not the publishing one
+                 (sy_bus_ctl_fence): not redirected; any reply but PONG fails that connection */
     unsigned argc;
     size_t route_len;
     const char **argv; /* argc, in the same allocation */

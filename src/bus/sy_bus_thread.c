@@ -437,6 +437,17 @@ static void on_called(redisAsyncContext *ac, void *r, void *priv) {
         sy_bus_call_end(c, NULL, "the connection to Redis went before it answered");
         return;
     }
+    if (c->sub) {
+        /* The subscribing connection sends its (S)SUBSCRIBEs without a
+         * callback: an error reply to one of them lands here, ahead of the
+         * PONG. hiredis would have closed the connection on it; so does
+         * this. */
+        bool pong = reply->type == REDIS_REPLY_STATUS && reply->len == 4 && memcmp(reply->str, "PONG", 4) == 0;
+        if (!pong && l->ac == ac)
+            sy_bus_link_fail(l, reply->type == REDIS_REPLY_ERROR ? reply->str : "an unexpected reply to PING", false);
+        sy_bus_call_end(c, pong ? reply : NULL, "the subscribing connection to Redis failed");
+        return;
+    }
     bool moved = reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "MOVED ", 6) == 0;
     bool ask = reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "ASK ", 4) == 0;
     if ((moved || ask) && c->redirects < SY_BUS_REDIRECTS_MAX) {
@@ -454,7 +465,7 @@ static void on_called(redisAsyncContext *ac, void *r, void *priv) {
 /* Sends c on s's publishing connection (asking: ASKING first). */
 static void send_call(sy_bus_t *b, sy_bus_call_t *c, sy_bus_shard_t *s, bool asking) {
     (void)b;
-    redisAsyncContext *ac = s != NULL ? sy_bus_link_ac(&s->pub) : NULL;
+    redisAsyncContext *ac = s != NULL ? sy_bus_link_ac(c->sub ? &s->sub : &s->pub) : NULL;
     if (ac == NULL) {
         sy_bus_call_end(c, NULL, "the bus is not connected to the Redis node that serves this key");
         return;

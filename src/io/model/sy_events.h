@@ -59,7 +59,9 @@ typedef enum sy_event_type {
                            code = SY_ASK_* flags, payload: u32-length strings */
     SY_EV_POST = 11,        /* a POST for another node's event stream (io/sy_post.h): flags 1 =
                            binary; payload: u32-length strings, the name and the body;
-                           the owner answers with sy_server_post_answer */
+                           the owner answers with sy_server_post_answer. Flags 2: for
+                           this node's stream, with a bus: the owner fences the bus'
+                           control channel, then gives it to sy_server_post */
     SY_EV_PUSHER = 12,      /* a Pusher presence subscribe, unsubscribe or /users request
                            (io/app/sy_pusher_presence.h): flags = the kind, code = the
                            app's index; payload: u32-length strings */

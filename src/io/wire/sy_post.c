@@ -171,12 +171,18 @@ static void post_body_done(sy_io_t *io, sy_conn_t *c, const sy_post_wait_t *w, c
     sy_io_shared_t *sh = sy_io_ctx(io)->shared;
     if (!w->binary && !sy_utf8_is_valid(body, w->len)) {
         refuse(io, c, 400, "a text message must be UTF-8 (send bytes as application/octet-stream)");
-    } else if (w->elsewhere) {
-        /* To the owner (SY_EV_POST: the name, the body), which forwards it
-         * and answers (sy_server_post_answer). */
+    } else if (w->elsewhere || atomic_load_explicit(&sh->posts_forwarded, memory_order_relaxed)) {
+        /* To the owner (SY_EV_POST: the name, the body). Another node's
+         * stream: the owner forwards it and answers (sy_server_post_answer).
+         * This node's, with a bus (flag 2): POSTs other nodes forwarded
+         * before it may still be on their way from Redis, read by the bus
+         * thread; the owner fences the control channel (sy_bus_ctl_fence),
+         * so they are delivered first, then gives it back
+         * (sy_server_post), and the stream's thread answers. */
         const char *strs[2] = {w->name, (const char *)body};
         size_t lens[2] = {SY_POST_NAME_LEN, w->len};
-        sy_io_emit_strings(io, sy_conn_id(io, c), SY_EV_POST, w->binary ? 1 : 0, 0, strs, lens, 2);
+        unsigned flags = (w->binary ? 1u : 0u) | (w->elsewhere ? 0u : 2u);
+        sy_io_emit_strings(io, sy_conn_id(io, c), SY_EV_POST, flags, 0, strs, lens, 2);
         sy_conn_enter(io, c, SY_CONN_UPGRADING);
     } else {
         sy_refbuf_t *m = sy_refbuf_raw(body, w->len);

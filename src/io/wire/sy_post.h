@@ -31,7 +31,13 @@
  * answers 202 once Redis took it (sy_server_post_answer), so that POSTs
  * sent one after another keep their order across nodes too; the stream's
  * node drops it when the stream has closed (the answer went already).
- * Without a bus (shared->posts_forwarded false), 404.
+ * Without a bus (shared->posts_forwarded false), 404. With a bus, a POST
+ * for this node's own stream goes to the owner too (SY_EV_POST, flag 2):
+ * one forwarded before it (answered 202 before this one was sent) may
+ * still be on its way from Redis to this node's bus thread, a thread of
+ * its own; the owner fences the bus' control channel first
+ * (sy_bus_ctl_fence) and then gives it back (sy_server_post), queued to
+ * the stream's thread behind the forwarded ones, which answers it.
  *
  * Refusals are HTTP answers, then the socket closes: 411 without a
  * Content-Length (or with a Transfer-Encoding), 413 over maxPayload, 400
