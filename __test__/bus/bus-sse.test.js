@@ -12,7 +12,7 @@ const { Server } = require('../..');
 const { startRedis } = require('../helpers/redis');
 const { waitFor } = require('../helpers/raw');
 const { openStream, streamName, post } = require('../helpers/sse');
-const { HoldProxy } = require('../helpers/hold-proxy');
+const { HoldProxy } = require('../helpers/fault-proxy');
 
 const servers = [];
 test.afterEach(async () => {

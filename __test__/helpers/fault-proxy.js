@@ -26,6 +26,20 @@ const { once } = require('node:events');
 
 const HEAD_END = '\r\n\r\n';
 
+/** Keeps s in sockets while it lives; its errors are the test's to see, not thrown. */
+function track(sockets, s) {
+  sockets.add(s);
+  s.on('close', () => sockets.delete(s));
+  s.on('error', () => {});
+}
+
+/** server listening on 127.0.0.1 at port (0: a free one); resolves the port. */
+async function listenLoopback(server, port) {
+  server.listen(port, '127.0.0.1');
+  await once(server, 'listening');
+  return server.address().port;
+}
+
 class FaultProxy {
   /** @param {number} target the port on 127.0.0.1 it forwards to */
   constructor(target) {
@@ -41,9 +55,7 @@ class FaultProxy {
   /** Listens (again) on 127.0.0.1: a free port the first time, the same one after. Resolves the port. */
   async start() {
     this.server = net.createServer((c) => this.#accept(c));
-    this.server.listen(this.port, '127.0.0.1');
-    await once(this.server, 'listening');
-    this.port = this.server.address().port;
+    this.port = await listenLoopback(this.server, this.port);
     return this.port;
   }
 
@@ -84,14 +96,8 @@ class FaultProxy {
     if (this.log.length > 100) this.log.splice(0, 20);
   }
 
-  #track(s) {
-    this.sockets.add(s);
-    s.on('close', () => this.sockets.delete(s));
-    s.on('error', () => {});
-  }
-
   #accept(client) {
-    this.#track(client);
+    track(this.sockets, client);
     const mode = this.mode;
     this.#note(`accept ${mode}`);
     if (mode === 'close') { client.end(); return; }
@@ -121,7 +127,7 @@ class FaultProxy {
     }
     if (pair.mode === 'buffer' && stream) pair.held = [];
     const up = pair.upstream = net.connect(this.target, '127.0.0.1');
-    this.#track(up);
+    track(this.sockets, up);
     up.on('data', (x) => this.#down(pair, x));
     // A black hole stays one: the page is not told when the server leaves.
     up.on('close', () => { if (!pair.hole) this.#kill(pair, false); });
@@ -159,4 +165,70 @@ class FaultProxy {
   }
 }
 
-module.exports = { FaultProxy };
+// HoldProxy: a plain TCP proxy (any protocol: Redis' here) whose
+// server-to-client bytes can be held and let go, and which tells when the
+// client has sent a given string: a test puts one node's bus behind it to
+// make what Redis sends that node late, an event at a time, with no timer.
+class HoldProxy {
+  /** @param {number} target the port on 127.0.0.1 it forwards to */
+  constructor(target) {
+    this.target = target;
+    this.port = 0;
+    this.server = null;
+    this.sockets = new Set();
+    this.held = null;    // while holding: [socket, bytes] to write on release()
+    this.sent = '';      // what clients sent since mark() (latin1)
+    this.waiters = [];   // { text, resolve }
+  }
+
+  async start() {
+    this.server = net.createServer((c) => this.#accept(c));
+    this.port = await listenLoopback(this.server, 0);
+    return this.port;
+  }
+
+  /** Holds every server-to-client byte from now on (every connection). */
+  hold() { this.held ??= []; }
+
+  /** Writes what was held, in order, and forwards again. */
+  release() {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const [socket, bytes] of held) if (!socket.destroyed) socket.write(bytes);
+  }
+
+  /** Forgets what clients sent so far: sentText() waits for what comes after. */
+  mark() { this.sent = ''; }
+
+  /** Resolves once the clients have sent text since mark(). */
+  sentText(text) {
+    if (this.sent.includes(text)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ text, resolve }));
+  }
+
+  close() {
+    if (this.server) this.server.close();
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+
+  #accept(client) {
+    track(this.sockets, client);
+    const up = net.connect(this.target, '127.0.0.1');
+    track(this.sockets, up);
+    client.on('data', (d) => {
+      up.write(d);
+      this.sent += d.toString('latin1');
+      this.waiters = this.waiters.filter((w) => !(this.sent.includes(w.text) && (w.resolve(), true)));
+    });
+    up.on('data', (d) => {
+      if (this.held) this.held.push([client, d]);
+      else client.write(d);
+    });
+    client.on('close', () => up.destroy());
+    up.on('close', () => client.destroy());
+  }
+}
+
+module.exports = { FaultProxy, HoldProxy };
