@@ -9,7 +9,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { once } = require('node:events');
 const { Server } = require('../..');
-const { startRedis } = require('../helpers/redis');
+const { startRedis, numSub } = require('../helpers/redis');
 const { waitFor } = require('../helpers/raw');
 const { openStream, streamName, post } = require('../helpers/sse');
 const { HoldProxy } = require('../helpers/fault-proxy');
@@ -18,6 +18,12 @@ const servers = [];
 test.afterEach(async () => {
   for (const s of servers.splice(0)) await s.close();
 });
+
+// The nodes' control channel (docs/bus.md): forwarded POSTs travel on it.
+// A bus is 'up' once connected; its subscription there follows a moment
+// later, and what is published before reaches nobody.
+const CTL = Buffer.concat([Buffer.from('symphony:'), Buffer.from([0xff]), Buffer.from('nodes')]);
+const onControlChannel = (redis, n) => waitFor(async () => (await numSub(redis, CTL)) === n, 10000, `${n} nodes on the control channel`);
 
 async function node(options) {
   const s = new Server({ host: '127.0.0.1', port: 0, threads: 2, ...options });
@@ -33,6 +39,7 @@ test('POSTs for a stream land on either node and reach it in order; a forged nam
   const a = await node({ bus, onUpgrade: () => ({ topics: ['t'] }) });
   const b = await node({ bus });
   const alone = await node({});
+  await onControlChannel(redis, 2);
   const got = [];
   a.s.on('message', (id, data) => got.push(String(data)));
   b.s.on('message', () => assert.fail('node b has no stream'));
@@ -88,6 +95,7 @@ test('a POST straight to the stream\'s node waits for one another node forwarded
   const backoff = { min: 50, max: 300 };
   const a = await node({ bus: { url: `redis://127.0.0.1:${proxy.port}`, backoff }, onUpgrade: () => ({ topics: ['t'] }) });
   const b = await node({ bus: { url: redis.url, backoff } });
+  await onControlChannel(redis, 2);
   const got = [];
   a.s.on('message', (id, data) => got.push(String(data)));
   const stream = await openStream(a.port);
