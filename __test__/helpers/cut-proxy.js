@@ -13,9 +13,11 @@
 // - { requests: true }: each connection's first request head is read
 //   before the server is dialled, and says what the connection is (kinds:
 //   websocket, stream (a GET whose Accept names text/event-stream), post,
-//   other); a connection carries one request (the server answers every
-//   request but an upgrade with Connection: close, and Chromium opens a
-//   WebSocket on a connection of its own). Cuts, holds and armNext then
+//   other); a connection carries one request: the proxy asks the server
+//   to close after each request that is no upgrade nor event stream
+//   ("Connection: close" in its head, as nginx speaks to its upstreams by
+//   default; the server keeps a POST's connection otherwise), and Chromium
+//   opens a WebSocket on a connection of its own. Cuts, holds and armNext then
 //   take only event streams, and `refuse` ('strip' or '400', null to let
 //   through) refuses upgrades as a proxy that knows nothing of WebSockets
 //   does; everything else passes as it is.
@@ -151,6 +153,7 @@ class CutProxy extends EventEmitter {
     } else {
       if (kind === 'websocket') this.upgrades++;
       if (kind === 'stream') this.#arm(pair);
+      if (kind === 'post' || kind === 'other') out = [line, ...headers.filter((h) => !/^connection:/i.test(h)), 'Connection: close'];
       this.#note(`#${pair.n} ${line} (${kind})`);
     }
     this.#dial(pair, Buffer.concat([Buffer.from(`${out.join('\r\n')}${HEAD_END}`, 'latin1'), rest]));

@@ -2,8 +2,9 @@
 // Event streams (docs/sse.md): what a symphony.v2 stream's ids carry (its
 // event's own position only: its client keeps the others, and says them in
 // its URL), what a stream's name names (exactly one stream: a POST to a
-// stream that has closed is answered 410), and a POST whose bytes arrive
-// one at a time. Real sockets on loopback.
+// stream that has closed is answered 410), a POST whose bytes arrive one
+// at a time, and POSTs that keep their connection (HTTP/1.1 keep-alive).
+// Real sockets on loopback.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
@@ -124,12 +125,104 @@ test('a POST whose head and body arrive one byte at a time is answered 202 and d
   const sock = net.connect(port, '127.0.0.1');
   sock.setNoDelay(true);
   await once(sock, 'connect');
-  let answer = '';
-  sock.on('data', (d) => { answer += d; });
+  const answers = reader(sock);
   for (let i = 0; i < req.length; i++) await new Promise((resolve) => sock.write(req.subarray(i, i + 1), resolve));
-  await once(sock, 'close');
-  assert.match(answer, /^HTTP\/1\.1 202 /);
+  assert.match(await answers.next(), /^HTTP\/1\.1 202 /);
   await waitFor(() => got.length === 1, 5000, 'the message');
   assert.deepEqual(got[0], { cid: id, data: body });
+  sock.destroy();
+  s.close();
+});
+
+/** The HTTP answers (heads: the POSTs' answers have no body but an error's
+ * text, which Content-Length gives) read from sock, one by one; and
+ * whether sock has closed. */
+function reader(sock) {
+  let buf = '';
+  let closed = false;
+  const waiting = [];
+  const take = () => {
+    const end = buf.indexOf('\r\n\r\n');
+    if (end < 0) return null;
+    const len = Number((/\r\ncontent-length: (\d+)/i.exec(buf.slice(0, end)) ?? [0, 0])[1]);
+    if (buf.length < end + 4 + len) return null;
+    const a = buf.slice(0, end + 4 + len);
+    buf = buf.slice(end + 4 + len);
+    return a;
+  };
+  const pump = () => {
+    while (waiting.length > 0) {
+      const a = take();
+      if (a !== null) waiting.shift().resolve(a);
+      else if (closed) waiting.shift().reject(new Error(`the connection closed; left unread: ${JSON.stringify(buf)}`));
+      else return;
+    }
+  };
+  sock.on('data', (d) => { buf += d; pump(); });
+  sock.on('close', () => { closed = true; pump(); });
+  return {
+    next: () => new Promise((resolve, reject) => { waiting.push({ resolve, reject }); pump(); }),
+    get closed() { return closed; },
+  };
+}
+
+test('POSTs keep their connection (HTTP/1.1 keep-alive): each answered 202 without "Connection: close", in order; "Connection: close", HTTP/1.0, a refusal and a pipelined POST close it', async () => {
+  const { server, port } = await startServer({ onUpgrade: () => ({ topics: ['t'] }) });
+  const got = [];
+  server.on('message', (cid, data) => got.push(String(data)));
+  const s = await openStream(port);
+  const name = await streamName(s);
+  const request = (body, { version = '1.1', headers = '' } = {}) =>
+    `POST /?sy.stream=${name} HTTP/${version}\r\nHost: x\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const connect = async () => {
+    const sock = net.connect(port, '127.0.0.1');
+    await once(sock, 'connect');
+    return { sock, answers: reader(sock) };
+  };
+
+  // Three on one socket, each after the last one's answer.
+  const k = await connect();
+  for (const m of ['one', 'two', 'three']) {
+    k.sock.write(request(m));
+    const a = await k.answers.next();
+    assert.match(a, /^HTTP\/1\.1 202 /);
+    assert.doesNotMatch(a, /connection: close/i);
+  }
+  await waitFor(() => got.length === 3, 5000, 'three messages');
+  assert.deepEqual(got, ['one', 'two', 'three']);
+  await waitFor(() => server.stats().keepAlive === 1, 5000, 'the connection kept, waiting');
+  assert.ok(server.stats().keptAnswers >= 3);
+  assert.equal(k.answers.closed, false);
+  // The kept connection takes an upgrade request too: it reads heads again.
+  k.sock.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+  assert.match(await k.answers.next(), /^HTTP\/1\.1 426 /);
+  k.sock.destroy();
+
+  // What closes it: the client's "Connection: close", an HTTP/1.0 client,
+  // a refusal at the head (a name no stream has) or from the stream's
+  // thread (a stream that has closed), a POST pipelined behind another
+  // (not read: the first one's answer closes).
+  const closedOne = await openStream(port);
+  const closedName = await streamName(closedOne);
+  const gone = once(server, 'close');
+  closedOne.close();
+  await gone;
+  const cases = [
+    { what: 'a closed stream', send: request('to nobody').replace(name, closedName), status: 410 },
+    { what: 'Connection: close', send: request('four', { headers: 'Connection: close\r\n' }), status: 202 },
+    { what: 'HTTP/1.0', send: request('five', { version: '1.0' }), status: 202 },
+    { what: 'a refusal', send: request('six').replace(name, `${name.slice(0, 79)}${name[79] === '0' ? '1' : '0'}`), status: 404 },
+    { what: 'pipelined', send: request('seven') + request('never read'), status: 202 },
+  ];
+  for (const c of cases) {
+    const x = await connect();
+    x.sock.write(c.send);
+    const a = await x.answers.next();
+    assert.match(a, new RegExp(`^HTTP/1\\.[01] ${c.status} `), c.what);
+    assert.match(a, /connection: close/i, c.what);
+    if (!x.answers.closed) await once(x.sock, 'close');
+  }
+  await waitFor(() => got.length === 6, 5000, 'six messages');
+  assert.deepEqual(got, ['one', 'two', 'three', 'four', 'five', 'seven']);
   s.close();
 });

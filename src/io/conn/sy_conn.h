@@ -39,7 +39,8 @@
  *                   error answer)
  *   PROXY        -> HANDSHAKE or HTTP (the header read: sy_peer_final)
  *   HANDSHAKE    -> HTTP, FLUSH_CLOSE
- *   UPGRADING    -> OPEN (accepted), FLUSH_CLOSE (refused)
+ *   UPGRADING    -> OPEN (accepted), FLUSH_CLOSE (refused), HTTP (a
+ *                   stream's POST answered, kept alive: io/wire/sy_post.h)
  *   OPEN         -> AWAIT_OWNER, CLOSING, FLUSH_CLOSE
  *   AWAIT_OWNER  -> FLUSH_CLOSE
  *   CLOSING      -> FLUSH_CLOSE (the peer's reply, or a failure), DRAINING
@@ -241,6 +242,10 @@ typedef struct sy_conn {
         struct {
             uint64_t sse_serial; /* an event stream's serial (its name says it: io/sy_post.h):
                                     never the same twice in the process, unlike its id */
+        };
+        struct {
+            bool post_keep; /* UPGRADING: a stream's POST whose client keeps the connection
+                               after the answer (io/wire/sy_post.h); false again once answered */
         };
     };
 

@@ -156,6 +156,7 @@ typedef struct sy_post_wait {
     size_t len;              /* the body's (Content-Length) */
     bool binary;             /* the body is bytes, not text */
     bool elsewhere;          /* the name is another node's: to the owner */
+    bool keep;               /* an HTTP/1.1 client that keeps the connection after the answer */
     char name[SY_POST_NAME_LEN];
 } sy_post_wait_t;
 
@@ -164,6 +165,15 @@ static atomic_uint heads_read;
 unsigned sy_post_heads_read(void) { return atomic_load(&heads_read); }
 #endif
 
+/* c's POST, its first used bytes of c->rbuf, waits for its answer
+ * (sy_post_answered), not read meanwhile; they are dropped now. */
+static void wait_answer(sy_io_t *io, sy_conn_t *c, const sy_post_wait_t *w, size_t used) {
+    memmove(c->rbuf, c->rbuf + used, c->rlen - used);
+    c->rlen -= used;
+    c->post_keep = w->keep && c->rlen == 0;
+    sy_conn_enter(io, c, SY_CONN_UPGRADING);
+}
+
 /* The body is whole at body (w->len bytes, in c->rbuf): the POST is
  * checked, then forwarded, or queued to the stream's thread, which answers
  * (the connection waits in UPGRADING meanwhile, as a forwarded one does). */
@@ -171,7 +181,14 @@ static void post_body_done(sy_io_t *io, sy_conn_t *c, const sy_post_wait_t *w, c
     sy_io_shared_t *sh = sy_io_ctx(io)->shared;
     if (!w->binary && !sy_utf8_is_valid(body, w->len)) {
         refuse(io, c, 400, "a text message must be UTF-8 (send bytes as application/octet-stream)");
-    } else if (w->elsewhere || atomic_load_explicit(&sh->posts_forwarded, memory_order_relaxed)) {
+        return;
+    }
+    /* The body is copied on (to the owner, or to the stream's thread):
+     * the request's bytes are dropped now, so that a kept connection reads
+     * its next request once answered (sy_reply_later); anything read after
+     * the body means no keeping. */
+    size_t used = (size_t)(body - c->rbuf) + w->len;
+    if (w->elsewhere || atomic_load_explicit(&sh->posts_forwarded, memory_order_relaxed)) {
         /* To the owner (SY_EV_POST: the name, the body). Another node's
          * stream: the owner forwards it and answers (sy_server_post_answer).
          * This node's, with a bus (flag 2): POSTs other nodes forwarded
@@ -183,7 +200,7 @@ static void post_body_done(sy_io_t *io, sy_conn_t *c, const sy_post_wait_t *w, c
         size_t lens[2] = {SY_POST_NAME_LEN, w->len};
         unsigned flags = (w->binary ? 1u : 0u) | (w->elsewhere ? 0u : 2u);
         sy_io_emit_strings(io, sy_conn_id(io, c), SY_EV_POST, flags, 0, strs, lens, 2);
-        sy_conn_enter(io, c, SY_CONN_UPGRADING);
+        wait_answer(io, c, w, used);
     } else {
         sy_refbuf_t *m = sy_refbuf_raw(body, w->len);
         sy_cmd_t cmd = {.type = SY_CMD_POSTED,
@@ -197,7 +214,7 @@ static void post_body_done(sy_io_t *io, sy_conn_t *c, const sy_post_wait_t *w, c
             sy_refbuf_release(m);
             refuse(io, c, 503, rc == EPIPE ? "the server is stopping" : "out of memory");
         } else {
-            sy_conn_enter(io, c, SY_CONN_UPGRADING); /* until the stream's thread answers */
+            wait_answer(io, c, w, used); /* until the stream's thread answers */
         }
     }
 }
@@ -241,8 +258,12 @@ bool sy_post_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, lo
         refuse(io, c, 404, "no such event stream");
         return true;
     }
-    sy_post_wait_t w = {
-        .stream = id, .serial = serial, .len = (size_t)clen, .binary = binary_body(req), .elsewhere = elsewhere};
+    sy_post_wait_t w = {.stream = id,
+                        .serial = serial,
+                        .len = (size_t)clen,
+                        .binary = binary_body(req),
+                        .elsewhere = elsewhere,
+                        .keep = req->minor_version == 1 && sy_http_request_keeps_alive(req)};
     memcpy(w.name, v, SY_POST_NAME_LEN); /* a name of either kind is that long */
     if (c->rlen - (size_t)head >= w.len) {
         /* The body came with its head (anything after it is left unread). */
@@ -266,7 +287,7 @@ void sy_post_body(sy_io_t *io, sy_conn_t *c) {
         return;
     sy_post_wait_t *w = c->post;
     c->post = NULL;
-    post_body_done(io, c, w, c->rbuf); /* anything after the body is left unread: the answer closes */
+    post_body_done(io, c, w, c->rbuf);
     sy_free(w);
 }
 
@@ -322,6 +343,9 @@ void sy_post_deliver(sy_io_t *io, sy_conn_t *c, const sy_cmd_t *cmd) {
 }
 
 void sy_post_answered(sy_io_t *io, sy_conn_t *c, int status) {
-    if (c->state == SY_CONN_UPGRADING)
-        sy_reply(io, c, sy_post_answer(status), status != 202);
+    if (c->state != SY_CONN_UPGRADING)
+        return;
+    bool keep = c->post_keep;
+    c->post_keep = false;
+    sy_reply_later(io, c, keep, sy_post_answer(status), status != 202);
 }

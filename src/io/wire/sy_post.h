@@ -39,6 +39,11 @@
  * (sy_bus_ctl_fence) and then gives it back (sy_server_post), queued to
  * the stream's thread behind the forwarded ones, which answers it.
  *
+ * A 202 keeps the connection when its client allows it (HTTP/1.1
+ * keep-alive, sy_reply_later): the POST's bytes are dropped from c->rbuf
+ * once its body is read (c->post_keep says whether nothing followed them),
+ * and the connection reads its next request once answered.
+ *
  * Refusals are HTTP answers, then the socket closes: 411 without a
  * Content-Length (or with a Transfer-Encoding), 413 over maxPayload, 400
  * for text that is not UTF-8, 404 for a name that is not one of this

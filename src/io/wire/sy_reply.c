@@ -66,14 +66,9 @@ static sy_refbuf_t *kept_form(sy_refbuf_t *response, bool http10) {
     return m;
 }
 
-void sy_reply_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, size_t used, sy_refbuf_t *response) {
-    sy_refbuf_t *m = NULL;
-    if (response != NULL && used <= c->rlen && c->state == SY_CONN_HTTP && sy_http_request_keeps_alive(req))
-        m = kept_form(response, req->minor_version == 0);
-    if (m == NULL) {
-        sy_reply(io, c, response, false);
-        return;
-    }
+/* m, a kept answer, goes out; the request's used bytes are dropped from
+ * c->rbuf and c reads the next request head. */
+static void kept(sy_io_t *io, sy_conn_t *c, size_t used, sy_refbuf_t *m) {
     if (!sy_conn_answer(io, c, m)) {
         sy_conn_destroy(io, c, 1006);
         return;
@@ -93,6 +88,28 @@ void sy_reply_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, s
     /* The next request: a deadline of its own (the head's, from now). */
     c->deadline_ms = 0;
     sy_conn_enter(io, c, SY_CONN_HTTP);
+}
+
+void sy_reply_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, size_t used, sy_refbuf_t *response) {
+    sy_refbuf_t *m = NULL;
+    if (response != NULL && used <= c->rlen && c->state == SY_CONN_HTTP && sy_http_request_keeps_alive(req))
+        m = kept_form(response, req->minor_version == 0);
+    if (m == NULL)
+        sy_reply(io, c, response, false);
+    else
+        kept(io, c, used, m);
+}
+
+void sy_reply_later(sy_io_t *io, sy_conn_t *c, bool keep, sy_refbuf_t *response, bool refusal) {
+    sy_refbuf_t *m = NULL;
+    if (response != NULL && keep && !refusal && c->rlen == 0 && c->state == SY_CONN_UPGRADING)
+        m = kept_form(response, false);
+    if (m == NULL) {
+        sy_reply(io, c, response, refusal);
+        return;
+    }
+    sy_conn_enter(io, c, SY_CONN_HTTP); /* an answer is queued in HTTP only */
+    kept(io, c, 0, m);
 }
 
 void sy_reply_next(sy_io_t *io, sy_conn_t *c) {

@@ -3,7 +3,8 @@
  * (refused at the head, a POST's answer, a registered protocol's HTTP
  * request: Pusher's HTTP API): the HTTP response is written, then the
  * socket closed; or, for a request answered whole on its IO thread
- * (sy_reply_request) whose client allows it, HTTP/1.1 keep-alive: the
+ * (sy_reply_request), or later (sy_reply_later: a stream's POST), whose
+ * client allows it, HTTP/1.1 keep-alive: the
  * response is written without its "Connection: close", the request's head
  * and body are dropped from c->rbuf and the connection goes back to
  * reading the next request head on the same socket (sy_upgrade_request
@@ -40,6 +41,12 @@ void sy_reply_error(sy_io_t *io, sy_conn_t *c, int status, const char *why);
  * alive when the client allows it (sy_http_request_keeps_alive) and the
  * response has a kept form (sy_http_keep_alive_response); else sy_reply. */
 void sy_reply_request(sy_io_t *io, sy_conn_t *c, const sy_http_request_t *req, size_t used, sy_refbuf_t *response);
+/* The same for a request answered after its connection waited
+ * (SY_CONN_UPGRADING: a stream's POST, io/wire/sy_post.h), whose bytes the
+ * caller dropped from c->rbuf when it was read: kept alive when keep (its
+ * client is HTTP/1.1 and allows it), it is no refusal, and nothing came
+ * after it (c->rlen 0); else sy_reply (refusal as there). */
+void sy_reply_later(sy_io_t *io, sy_conn_t *c, bool keep, sy_refbuf_t *response, bool refusal);
 /* A kept connection's next request head is whole: it no longer waits
  * (stats.keep_alive). Called by the head's wire for every head. */
 void sy_reply_next(sy_io_t *io, sy_conn_t *c);
