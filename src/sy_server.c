@@ -532,7 +532,13 @@ static sy_err_t answer_request(sy_server_t *s, uint64_t id, sy_refbuf_t *buf) {
 }
 
 sy_err_t sy_server_post_answer(sy_server_t *s, uint64_t id, int status) {
-    return answer_request(s, id, sy_post_answer(status));
+    /* As the stream's thread answers one (sy_post_answered): a 202 keeps
+     * the connection when its client allows it. */
+    sy_io_t *io = io_of(s, id);
+    if (io == NULL || s->shutting_down)
+        return ENOTCONN;
+    sy_cmd_t cmd = {.type = SY_CMD_POST_ANSWER, .conn = id, .arg.status = status};
+    return push_answer(io, &cmd);
 }
 
 sy_err_t sy_server_reply(sy_server_t *s, uint64_t id, const void *response, size_t len) {

@@ -7,6 +7,7 @@
 // they went through. A real redis-server, two servers with a bus.
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const http = require('node:http');
 const { once } = require('node:events');
 const { Server } = require('../..');
 const { startRedis, numSub } = require('../helpers/redis');
@@ -24,6 +25,19 @@ test.afterEach(async () => {
 // later, and what is published before reaches nobody.
 const CTL = Buffer.concat([Buffer.from('symphony:'), Buffer.from([0xff]), Buffer.from('nodes')]);
 const onControlChannel = (redis, n) => waitFor(async () => (await numSub(redis, CTL)) === n, 10000, `${n} nodes on the control channel`);
+
+/** A POST through agent: { status, socket }. */
+function keptPost(agent, port, name, body) {
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: '127.0.0.1', port, method: 'POST', agent, path: `/?sy.stream=${name}` }, (res) => {
+      const { socket } = res;
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, socket }));
+    });
+    r.once('error', reject);
+    r.end(body);
+  });
+}
 
 async function node(options) {
   const s = new Server({ host: '127.0.0.1', port: 0, threads: 2, ...options });
@@ -56,6 +70,20 @@ test('POSTs for a stream land on either node and reach it in order; a forged nam
   await waitFor(() => got.length === 40, 10000, '40 messages on node a');
   assert.deepEqual(got, sent);
   assert.equal(a.s.stats().ssePosts, 40);
+  // A client that keeps its connection (HTTP/1.1 keep-alive) keeps it
+  // through forwarded POSTs too: two on one socket to b, then to a.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const sockets = new Set();
+  for (const [port, m] of [[b.port, 'kept 1'], [b.port, 'kept 2'], [a.port, 'kept 3'], [a.port, 'kept 4']]) {
+    const res = await keptPost(agent, port, name, m);
+    assert.equal(res.status, 202, m);
+    sockets.add(res.socket);
+  }
+  agent.destroy();
+  assert.equal(sockets.size, 2, 'one socket per node');
+  await waitFor(() => got.length === 44, 10000, 'the kept POSTs\' messages');
+  assert.deepEqual(got.slice(40), ['kept 1', 'kept 2', 'kept 3', 'kept 4']);
+  got.splice(40);
   // A name with a's tag and a wrong MAC: b cannot tell (it forwards, 202);
   // a drops it. One more real one shows nothing came in between.
   const forged = `${name.slice(0, 79)}${name[79] === '0' ? '1' : '0'}`;
