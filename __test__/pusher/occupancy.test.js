@@ -464,11 +464,15 @@ test('the webhooks, through lib/pusher/webhooks.js: each event POSTed once to a 
   }
   const ca = await client(defer, nodes[0].url);
   const cb = await client(defer, nodes[1].url);
-  await Promise.all([subscribe(ca, 'news'), subscribe(cb, 'news')]);
-  ca.close();
-  cb.close();
   const sdk = new Pusher({ appId: '7', key: 'the-key', secret: 'the-secret' });
   const all = () => got.items.flatMap(({ headers, body }) => sdk.webhook({ headers, rawBody: body }).getEvents());
+  await Promise.all([subscribe(ca, 'news'), subscribe(cb, 'news')]);
+  // Both nodes' counts in Redis before either leaves (a grant comes before
+  // its node's write: a's 1 and 0 could both land before b's 1, a second
+  // occupied and vacated).
+  await got.until(() => all().some((e) => e.name === 'subscription_count' && e.subscription_count === 2), 'the cluster count 2 at the receiver');
+  ca.close();
+  cb.close();
   await got.until(() => all().some((e) => e.name === 'channel_vacated'), 'channel_vacated at the receiver');
   // Every node done, every POST answered: what is at the receiver is all.
   for (const n of nodes) {
