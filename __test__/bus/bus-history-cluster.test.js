@@ -178,7 +178,14 @@ test('Redis Cluster: a slot migration and a CLUSTER FAILOVER while three nodes p
   }
 
   // Everything published is delivered everywhere: the last offset in Redis
-  // is every client's last, and each publisher's count is complete.
+  // is every client's last, and each publisher's count is complete. A
+  // node's publish() returns before Redis has numbered it: the offsets are
+  // read once every node's publishes are acknowledged (or dropped, which
+  // fails below), not while the last are still on their way.
+  const sentBy = load.sent.map((m) => [...m.values()].reduce((a, b) => a + b, 0));
+  await poll(async () => (await Promise.all(nodes.map((n) => n.stats())))
+    .every((s, i) => s.bus.published + s.bus.dropped === sentBy[i]),
+  { what: `every node's publishes acknowledged by Redis (${sentBy.join(', ')})`, timeoutMs: 15000 });
   const last = new Map();
   for (const topic of topics) {
     const port = await cluster.primaryForSlot(slotOf(channel(topic)));
@@ -186,7 +193,12 @@ test('Redis Cluster: a slot migration and a CLUSTER FAILOVER while three nodes p
     last.set(topic, BigInt(await cluster.call(port, 'HGET', meta, 'o')));
   }
   await poll(() => clients.every((c) => topics.every((topic) => c.messages(topic).at(-1)?.offset === last.get(topic))),
-    { what: 'every client at each topic\'s last offset in Redis', timeoutMs: 15000 });
+    { what: 'every client at each topic\'s last offset in Redis', timeoutMs: 15000 }).catch((err) => {
+    // Where each client stopped, beside Redis' last offsets.
+    const at = clients.map((c, i) => `client of node ${i}: ${topics.map((topic) => `${topic} ${c.messages(topic).at(-1)?.offset}`).join(', ')}`);
+    err.message += `\nRedis: ${topics.map((topic) => `${topic} ${last.get(topic)}`).join(', ')}\n${at.join('\n')}`;
+    throw err;
+  });
 
   const stats = await Promise.all(nodes.map((n) => n.stats()));
   const walked = clients.map((c, i) => walk(c, `client of node ${i}`));

@@ -29,17 +29,24 @@ test('replay then live: every offset once, in order, across resumes on both IO t
     maxBackpressure: 16 << 20, // never a slow consumer: a drop would be a gap of its own
     onUpgrade: (req) => ({ topics: ['x'], data: { url: req.url, since: req.since } }),
   });
-  const idOf = new Map(); // client number -> its current connection id
+  // Each connection's server id, by the number in its URL (k=): a
+  // connection told to leave by the server before its 'open' came (the
+  // publisher's end ends every connection) is terminated at its 'open'
+  // (terminating by the client's last id would end its previous, closed
+  // connection, and this one would wait for its close forever).
+  const idOf = new Map(); // connection number -> its id
+  const terminateAtOpen = new Set(); // connection numbers
   const errors = [];
   let laterSubscribes = 0;
   server.on('error', (e) => errors.push(e));
   server.on('open', (id, info) => {
-    const n = Number(/[?&]c=(\d+)/.exec(info.data.url)[1]);
-    idOf.set(n, id);
+    const k = Number(/[?&]k=(\d+)/.exec(info.data.url)[1]);
+    idOf.set(k, id);
     // y: subscribed after the accept, resuming from the client's position.
     const y = info.data.since.find((s) => s.topic === 'y');
     const ok = y ? server.subscribe(id, 'y', { since: { epoch: y.epoch, offset: y.offset } }) : server.subscribe(id, 'y');
     if (ok) laterSubscribes++;
+    if (terminateAtOpen.delete(k)) server.terminate(id);
   });
 
   // The publisher: BATCH messages per topic per turn of the event loop, until
@@ -64,6 +71,7 @@ test('replay then live: every offset once, in order, across resumes on both IO t
   publisherDone.then(() => { for (const f of pending) f(); });
 
   const counts = { serverTerminate: 0, clientTerminate: 0, clientClose: 0, early: 0, resumedAtAccept: 0, resumedLater: 0 };
+  let connections = 0;
 
   async function runClient(n) {
     const pos = new Map(); // topic -> { epoch, offset: BigInt }
@@ -73,7 +81,8 @@ test('replay then live: every offset once, in order, across resumes on both IO t
     const connectOnce = (mode) => new Promise((resolve, reject) => {
       const since = [...pos].map(([topic, p]) => ({ topic, epoch: p.epoch, offset: p.offset }));
       const q = sinceQuery(since);
-      const ws = new WebSocket(`${url}/?c=${n}${q ? `&${q}` : ''}`, 'symphony.v1');
+      const k = connections++;
+      const ws = new WebSocket(`${url}/?c=${n}&k=${k}${q ? `&${q}` : ''}`, 'symphony.v1');
       const ids = new Map();
       let fresh = 0; // messages this connection brought
       let done = false;
@@ -81,7 +90,11 @@ test('replay then live: every offset once, in order, across resumes on both IO t
         if (done) return;
         done = true;
         pending.delete(finish);
-        if (mode === 'server') { counts.serverTerminate++; server.terminate(idOf.get(n)); }
+        if (mode === 'server') {
+          counts.serverTerminate++;
+          if (idOf.has(k)) server.terminate(idOf.get(k));
+          else terminateAtOpen.add(k);
+        }
         else if (mode === 'terminate') { counts.clientTerminate++; ws.terminate(); }
         else { counts.clientClose++; ws.close(); }
       };

@@ -7,7 +7,7 @@
 // the SDK verifies them.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startRedis } = require('../helpers/redis');
+const { startRedis, poll } = require('../helpers/redis');
 const { startTarget, DEFAULT_APP } = require('../helpers/pusher-target');
 const { sdk, connect, subscribe, events, raw, rawSubscribe, withTimeout, Inbox, webhookReceiver } = require('../helpers/pusher-clients');
 
@@ -123,6 +123,18 @@ test('2 nodes: terminateUserConnections on one node closes the user\'s connectio
   await keep.nextNew((f) => f.event === 'pusher:pong', 3000, 'the other user still connected');
 });
 
+/**
+ * Both nodes' subscribers of channel counted in Redis (symphony's occupancy,
+ * lib/pusher/occupancy.js), before one of them leaves: a subscription is
+ * granted before its node writes its count, so one node's leave (after
+ * vacateDelay) could land before the other's 1: a second occupied and
+ * vacated. Soketi's counts are its own: nothing to wait for.
+ */
+async function bothCounted(redis, target, channel) {
+  if (target.kind !== 'symphony') return;
+  await poll(async () => Number(await redis.call('HLEN', `{symphony:${channel}}:occ`)) === 2, { what: `both nodes' counts of ${channel} in Redis`, timeoutMs: 10000 });
+}
+
 /** Leaves channel on raw client r, and waits until the node has read it (the pong after). */
 async function leave(r, channel) {
   r.send({ event: 'pusher:unsubscribe', data: { channel } });
@@ -134,13 +146,14 @@ test('2 nodes: channel_occupied and channel_vacated webhooks once per cluster, s
   const hooks = await webhookReceiver(t);
   const app = { ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ['channel_occupied', 'channel_vacated'] }] };
   // Not about the delay: a short one (the default's 3 s: hooks.test.js).
-  const { one, two } = await twoNodes(t, { apps: [app], vacateDelay: 50 });
+  const { redis, one, two } = await twoNodes(t, { apps: [app], vacateDelay: 50 });
 
   const a = await raw(one, { t });
   await rawSubscribe(a, one, 'hooked');
   await hooks.events.until(() => true, 10000, 'the channel_occupied webhook');
   const b = await raw(two, { t });
   await rawSubscribe(b, two, 'hooked');
+  await bothCounted(redis, one, 'hooked');
   // One leaves, then the other: vacated once the cluster's last subscriber is gone.
   await leave(a, 'hooked');
   await leave(b, 'hooked');
@@ -168,11 +181,12 @@ test('2 nodes: the last subscribers of both nodes leave at once: channel_vacated
   const hooks = await webhookReceiver(t);
   const app = { ...DEFAULT_APP, webhooks: [{ url: hooks.url, event_types: ['channel_occupied', 'channel_vacated'] }] };
   // Not about the delay: a short one (the default's 3 s: hooks.test.js).
-  const { one, two } = await twoNodes(t, { apps: [app], vacateDelay: 50 });
+  const { redis, one, two } = await twoNodes(t, { apps: [app], vacateDelay: 50 });
   const a = await raw(one, { t });
   const b = await raw(two, { t });
   await rawSubscribe(a, one, 'race');
   await rawSubscribe(b, two, 'race');
+  await bothCounted(redis, one, 'race');
   a.send({ event: 'pusher:unsubscribe', data: { channel: 'race' } });
   b.send({ event: 'pusher:unsubscribe', data: { channel: 'race' } });
   await hooks.events.until(() => hooks.names().includes('channel_vacated:race') || undefined, 10000, 'the channel_vacated webhook');

@@ -207,6 +207,32 @@ test('made while topics already have subscribers: they count from the start, and
   assert.deepEqual(events.items.map((e) => e.event), ['occupied', 'count', 'vacated']);
 });
 
+test('a subscribe and an unsubscribe in one tick: occupied, then vacated (both edges read in one turn, before any write)', async (t) => {
+  // The JS thread reads the true and the false together (as when it is
+  // late on a busy machine): the channel was occupied for a moment, and
+  // its webhooks say so (hooks.test.js waited for a channel_vacated that
+  // never came).
+  const defer = cleanup(t);
+  const events = new Events();
+  const a = await node(defer, { events, occupancy: { vacateDelay: 50 } });
+  const edges = new Events();
+  a.server.on('subscription', (topic, active) => edges.push({ topic, active }));
+  const opened = once(a.server, 'open');
+  const ws = new WebSocket(a.url);
+  defer(() => ws.close());
+  const [id] = await opened;
+  for (const topic of ['brief0', 'brief1', 'brief2']) {
+    a.server.subscribe(id, topic);
+    a.server.unsubscribe(id, topic);
+  }
+  await edges.until((e) => e.length === 6, 'the three topics\' true and false');
+  for (const topic of ['brief0', 'brief1', 'brief2']) {
+    await events.until(() => events.of('vacated', topic).length === 1, `${topic} vacated`);
+    assert.deepEqual(events.items.filter((e) => e.topic === topic).map((e) => e.event), ['occupied', 'count', 'vacated'], topic);
+  }
+  await poll(() => a.occ.stats().topics === 0, { what: 'the topics dropped once written' });
+});
+
 test('bad options: a clear error naming the option, and nothing started', async (t) => {
   const defer = cleanup(t);
   const server = new Server({ host: '127.0.0.1', port: 0, threads: 1 });
@@ -438,11 +464,15 @@ test('the webhooks, through lib/pusher/webhooks.js: each event POSTed once to a 
   }
   const ca = await client(defer, nodes[0].url);
   const cb = await client(defer, nodes[1].url);
-  await Promise.all([subscribe(ca, 'news'), subscribe(cb, 'news')]);
-  ca.close();
-  cb.close();
   const sdk = new Pusher({ appId: '7', key: 'the-key', secret: 'the-secret' });
   const all = () => got.items.flatMap(({ headers, body }) => sdk.webhook({ headers, rawBody: body }).getEvents());
+  await Promise.all([subscribe(ca, 'news'), subscribe(cb, 'news')]);
+  // Both nodes' counts in Redis before either leaves (a grant comes before
+  // its node's write: a's 1 and 0 could both land before b's 1, a second
+  // occupied and vacated).
+  await got.until(() => all().some((e) => e.name === 'subscription_count' && e.subscription_count === 2), 'the cluster count 2 at the receiver');
+  ca.close();
+  cb.close();
   await got.until(() => all().some((e) => e.name === 'channel_vacated'), 'channel_vacated at the receiver');
   // Every node done, every POST answered: what is at the receiver is all.
   for (const n of nodes) {

@@ -301,7 +301,10 @@ class Occupancy {
   // (-1: to be written again), old: an earlier id of this node to remove,
   // indexed: in this node's set, busy: a write going, retry: one failed,
   // unacked: { op, count, old } sent without an answer, vacate: the
-  // vacateDelay timer, countTimer, active: the last 'subscription' event }
+  // vacateDelay timer, countTimer, active: the last 'subscription' event,
+  // owed: a 0 -> 1 edge not yet in Redis, written as at least 1 even when
+  // its subscribers left before the write: a channel occupied for a moment
+  // is occupied, then vacated }
   #topics = new Map();
   #queued = false;
   #dirty = new Set(); // topics to write at the end of this turn
@@ -364,7 +367,7 @@ class Occupancy {
   #state(topic) {
     let s = this.#topics.get(topic);
     if (s === undefined) {
-      s = { local: 0, written: 0, old: null, indexed: false, busy: false, retry: false, unacked: null, vacate: null, countTimer: null, active: false };
+      s = { local: 0, written: 0, old: null, indexed: false, busy: false, retry: false, unacked: null, vacate: null, countTimer: null, active: false, owed: false };
       this.#topics.set(topic, s);
     }
     return s;
@@ -374,6 +377,9 @@ class Occupancy {
     if (this.#closed || !this.#tracked(topic)) return;
     const s = this.#state(topic);
     s.active = active;
+    // Both edges of a brief subscription may come in one turn, before the
+    // write of the first: the 1 is still written (then the 0).
+    if (active) s.owed = true;
     this.#set(topic, s, active ? Math.max(1, this.#server.subscribers(topic)) : 0);
   }
 
@@ -438,8 +444,9 @@ class Occupancy {
   #sync(topic, s) {
     // A write that failed waits for the next renewal or the bus' 'up'.
     if (s.busy || s.retry || (this.#bus !== null && !this.#registered)) return;
+    if (s.owed && s.written > 0) s.owed = false; // the edge is in Redis
     // While the last local subscriber is kept (vacateDelay), what Redis has stays.
-    const want = s.vacate !== null ? Math.max(1, s.written) : s.local;
+    const want = s.vacate !== null ? Math.max(1, s.written) : s.owed ? Math.max(1, s.local) : s.local;
     if (s.unacked === null && want === s.written) {
       if (want === 0 && s.written === 0 && s.vacate === null && s.countTimer === null) this.#drop(topic, s);
       return;
@@ -661,6 +668,7 @@ class Occupancy {
       s.countTimer = null;
       s.local = 0;
       s.active = false;
+      s.owed = false;
     }
     let timer;
     const done = new Promise((resolve) => {
