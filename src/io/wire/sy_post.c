@@ -170,7 +170,7 @@ unsigned sy_post_heads_read(void) { return atomic_load(&heads_read); }
 static void wait_answer(sy_io_t *io, sy_conn_t *c, const sy_post_wait_t *w, size_t used) {
     memmove(c->rbuf, c->rbuf + used, c->rlen - used);
     c->rlen -= used;
-    c->post_keep = w->keep && c->rlen == 0;
+    c->post_keep = w->keep; /* and nothing after it: sy_reply_later looks */
     sy_conn_enter(io, c, SY_CONN_UPGRADING);
 }
 

@@ -41,8 +41,9 @@
  *
  * A 202 keeps the connection when its client allows it (HTTP/1.1
  * keep-alive, sy_reply_later): the POST's bytes are dropped from c->rbuf
- * once its body is read (c->post_keep says whether nothing followed them),
- * and the connection reads its next request once answered.
+ * once its body is read (c->post_keep: its client allows keeping; nothing
+ * may follow them in c->rbuf), and the connection reads its next request
+ * once answered.
  *
  * Refusals are HTTP answers, then the socket closes: 411 without a
  * Content-Length (or with a Transfer-Encoding), 413 over maxPayload, 400
